@@ -1,0 +1,29 @@
+# Every target creates the virtualenv if it is missing and installs what it needs.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test bench doc clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet -e ".[test,plot,dask]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m sklearn_vb demo
+
+test: $(STAMP)
+	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[bench]"
+	$(PY) -m benchmarks $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

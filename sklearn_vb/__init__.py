@@ -1,0 +1,10 @@
+"""Variational Bayesian latent-variable models with scikit-learn conventions.
+
+Estimators expose ``lower_bound_``, the complete variational lower bound on the log
+marginal likelihood in nats; :mod:`sklearn_vb.scoring` estimates marginal likelihoods
+by other means, and :mod:`sklearn_vb.model_selection` ranks candidate structures.
+"""
+
+from ._version import __version__
+
+__all__ = ["__version__"]

@@ -1,0 +1,266 @@
+"""The variational Bayesian EM loop shared by every estimator.
+
+:class:`VBEMEstimator` is a template in the style of
+``sklearn.mixture._base.BaseMixture``: it owns restarts (``n_init``), warm starts,
+convergence, verbose output, keeping the best run and the check that the lower bound
+never decreases.  A model supplies the small steps:
+
+``_check_fit_data(X, **fit_params)``
+    validate the input once per ``fit`` and return whatever the steps need (arrays,
+    lengths, compressed patterns...).
+``_initialize(data, random_state)``
+    set an initial variational state (attributes ending in ``_``).
+``_iteration_steps()``
+    the ordered names of the coordinate-ascent steps of one iteration, e.g.
+    ``("vbm", "vbe")``; each name ``s`` is run as ``self._step_<s>(data, iteration)``.
+    The last step must leave the estimator in a state whose bound is the one recorded
+    (DESIGN.md: after the VBE step, for the stored pair (q(z), q(theta))).
+``_lower_bound(data)``
+    the complete lower bound on ln p(X) in nats for the stored state.  With
+    ``bound_check="steps"`` it is also called after every step, so a model that supports
+    that mode must be able to evaluate the bound after any of its steps.
+``_get_state()`` / ``_set_state(state)``
+    copy out / restore the fitted variational state, used to keep the best restart.
+
+Each VBE and VBM step maximises the bound over one factor with the others fixed, so
+the bound recorded at the same point of every iteration can never decrease.  A decrease
+larger than round-off is always a bug; :class:`BoundDecreaseError` names the step that
+lowered it.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning"]
+
+
+class BoundDecreaseError(RuntimeError):
+    """The variational lower bound decreased: a coordinate-ascent step is wrong."""
+
+
+class BoundDecreaseWarning(RuntimeWarning):
+    """Issued instead of :class:`BoundDecreaseError` when ``bound_check="warn"``."""
+
+
+def bound_round_off(value):
+    """Largest decrease of a bound of size ``value`` attributable to round-off.
+
+    The bound is a sum of many terms of size up to ``|value|``; cancellation there
+    leaves errors of a few ulps of the largest term, so a relative 1e-9 plus an
+    absolute 1e-7 nats is generous without hiding real bugs (a wrong step typically
+    costs far more than that).
+    """
+    return 1e-9 * abs(value) + 1e-7
+
+
+class VBEMEstimator(BaseEstimator):
+    """Base class for the variational Bayesian EM estimators.
+
+    Parameters shared by every estimator
+    ------------------------------------
+    max_iter : int
+        Maximum number of VBEM iterations per restart.
+    tol : float
+        Convergence threshold on the absolute change of the lower bound, in nats
+        (total over the data set).
+    n_init : int
+        Number of restarts; the run with the highest final bound is kept.
+    init_params : str
+        How the variational state is initialised (model specific choices).
+    random_state : int, RandomState instance or None
+        Controls the initialisation (and any sampling).
+    warm_start : bool
+        If True, ``fit`` continues from the fitted state of the previous call
+        (``n_init`` is then ignored), as in ``BayesianGaussianMixture``.
+    verbose : int
+        0 silent, 1 prints restart summaries, 2 also prints the bound every
+        ``verbose_interval`` iterations.
+    verbose_interval : int
+        Iterations between messages when ``verbose >= 2``.
+    bound_check : {"raise", "warn", "steps", "off"}
+        What to do when the bound decreases by more than round-off.  ``"steps"``
+        evaluates the bound after every coordinate step and raises naming the step
+        (slower; for debugging).
+    """
+
+    _parameter_constraints: dict = {
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0.0, None, closed="left")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "init_params": [str],
+        "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "verbose": ["verbose"],
+        "verbose_interval": [Interval(Integral, 1, None, closed="left")],
+        "bound_check": [StrOptions({"raise", "warn", "steps", "off"})],
+    }
+
+    def __init__(
+        self,
+        *,
+        max_iter=100,
+        tol=1e-4,
+        n_init=1,
+        init_params="random",
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+        verbose_interval=10,
+        bound_check="raise",
+    ):
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.init_params = init_params
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.verbose_interval = verbose_interval
+        self.bound_check = bound_check
+
+    # ------------------------------------------------------------------ hooks
+    def _check_fit_data(self, X, **fit_params):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _initialize(self, data, random_state):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _iteration_steps(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _lower_bound(self, data):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _get_state(self):
+        """Fitted variational state: every public attribute ending in ``_``
+        except the bookkeeping that the loop itself sets."""
+        skip = {"lower_bound_", "lower_bounds_", "n_iter_", "converged_", "fit_time_"}
+        return {
+            k: copy.deepcopy(v)
+            for k, v in vars(self).items()
+            if k.endswith("_") and not k.startswith("__") and k not in skip
+        }
+
+    def _set_state(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def _can_stop(self, iteration):
+        """Whether convergence may be declared at ``iteration`` (1-based).
+
+        Models with a hyperparameter schedule override this so that the loop does
+        not stop before the scheduled updates have run.
+        """
+        return True
+
+    def _finalize(self, data):
+        """Called once on the kept state after all restarts (derived attributes)."""
+
+    # ------------------------------------------------------------------ loop
+    def fit(self, X, y=None, **fit_params):
+        """Fit the model by VBEM, keeping the best of ``n_init`` restarts.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        data = self._check_fit_data(X, **fit_params)
+        random_state = check_random_state(self.random_state)
+        continuing = self.warm_start and hasattr(self, "lower_bound_")
+        n_init = 1 if continuing else self.n_init
+
+        best = None
+        t_start = time.perf_counter()
+        for init in range(n_init):
+            if not continuing:
+                self._initialize(data, random_state)
+            bounds, converged = self._run_vbem(data, init)
+            if self.verbose:
+                print(
+                    f"[{type(self).__name__}] restart {init + 1}/{n_init}: "
+                    f"bound {bounds[-1]:.6f} after {len(bounds)} iterations"
+                    f"{'' if converged else ' (not converged)'}"
+                )
+            if best is None or bounds[-1] > best[0]:
+                best = (bounds[-1], self._get_state(), bounds, converged)
+
+        lower_bound, state, bounds, converged = best
+        self._set_state(state)
+        previous = list(getattr(self, "lower_bounds_", [])) if continuing else []
+        self.lower_bounds_ = np.asarray(previous + bounds, dtype=float)
+        self.lower_bound_ = float(lower_bound)
+        self.n_iter_ = len(bounds)
+        self.converged_ = bool(converged)
+        self.fit_time_ = time.perf_counter() - t_start
+        self._finalize(data)
+        if not converged:
+            warnings.warn(
+                f"{type(self).__name__}: the best of {n_init} restart(s) did not converge "
+                f"within max_iter={self.max_iter} iterations (tol={self.tol} nats). "
+                "Increase max_iter or tol, or check the data.",
+                ConvergenceWarning,
+            )
+        return self
+
+    def _run_vbem(self, data, init):
+        steps = tuple(self._iteration_steps())
+        bounds = []
+        converged = False
+        check_steps = self.bound_check == "steps"
+        previous = -np.inf
+        for iteration in range(1, self.max_iter + 1):
+            for name in steps:
+                getattr(self, f"_step_{name}")(data, iteration)
+                if check_steps and np.isfinite(previous):
+                    value = self._lower_bound(data)
+                    self._check_decrease(previous, value, iteration, name, raise_error=True)
+                    previous = value
+            value = float(self._lower_bound(data))
+            if not np.isfinite(value):
+                raise FloatingPointError(
+                    f"{type(self).__name__}: the lower bound is {value} at iteration "
+                    f"{iteration} of restart {init + 1}; the data or the priors are degenerate."
+                )
+            if bounds:
+                self._check_decrease(bounds[-1], value, iteration, "+".join(steps))
+            bounds.append(value)
+            previous = value
+            if self.verbose >= 2 and iteration % self.verbose_interval == 0:
+                print(f"  iteration {iteration}: bound {value:.6f}")
+            if (
+                len(bounds) > 1
+                and abs(bounds[-1] - bounds[-2]) < self.tol
+                and self._can_stop(iteration)
+            ):
+                converged = True
+                break
+        return bounds, converged
+
+    def _check_decrease(self, before, after, iteration, step, raise_error=False):
+        if self.bound_check == "off" or after >= before - bound_round_off(before):
+            return
+        message = (
+            f"{type(self).__name__}: the lower bound decreased by {before - after:.3e} nats "
+            f"(from {before:.10g} to {after:.10g}) in step '{step}' of iteration {iteration}. "
+            "Every VBEM step must raise the bound; this is a bug."
+        )
+        if self.bound_check == "warn" and not raise_error:
+            warnings.warn(message, BoundDecreaseWarning)
+        else:
+            raise BoundDecreaseError(message)
+
+    # ------------------------------------------------------------------ helpers
+    def _check_is_fitted(self):
+        check_is_fitted(self, "lower_bound_")
