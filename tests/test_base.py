@@ -66,12 +66,14 @@ def test_bound_is_below_enumerated_exact_evidence():
 
 
 def test_n_init_keeps_the_best_restart():
-    # unstructured data has many local optima of the bound
-    X = (np.random.default_rng(5).random((60, 8)) < 0.5).astype(float)
+    # five overlapping clusters fitted with six components: many local optima
+    rng = np.random.default_rng(5)
+    z = rng.integers(0, 5, 80)
+    X = (rng.random((80, 10)) < rng.random((5, 10))[z]).astype(float)
     improved = 0
     for seed in range(6):
-        single = VBBernoulliMixture(n_components=4, n_init=1, random_state=seed, max_iter=200).fit(X)
-        best = VBBernoulliMixture(n_components=4, n_init=5, random_state=seed, max_iter=200).fit(X)
+        single = VBBernoulliMixture(n_components=6, n_init=1, random_state=seed, max_iter=200).fit(X)
+        best = VBBernoulliMixture(n_components=6, n_init=5, random_state=seed, max_iter=200).fit(X)
         # the first restart of `best` is `single` (same random stream), so keeping the best
         # can never do worse, and the stored state is the one whose bound is reported
         assert best.lower_bound_ >= single.lower_bound_ - 1e-12
