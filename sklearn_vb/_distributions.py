@@ -62,10 +62,34 @@ __all__ = [
     "diag_gaussian_kl",
     "diag_gaussian_log_pdf",
     # Wishart
+    "wishart_expected_precision",
+    "wishart_expected_logdet",
+    "wishart_log_normaliser",
+    "wishart_entropy",
+    "wishart_kl",
+    "wishart_log_pdf",
+    "wishart_sample",
     # Normal-Wishart
+    "normal_wishart_kl",
+    "normal_wishart_log_pdf",
+    "normal_wishart_sample",
+    "normal_wishart_expected_log_likelihood",
     # Normal-Gamma
+    "normal_gamma_kl",
+    "normal_gamma_log_pdf",
+    "normal_gamma_sample",
+    "normal_gamma_expected_log_likelihood",
     # ARD
+    "ard_expected_sq",
+    "ard_expected_log_prior",
+    "ard_gamma_posterior",
     # wrappers
+    "Dirichlet",
+    "Gamma",
+    "Gaussian",
+    "Wishart",
+    "NormalWishart",
+    "NormalGamma",
 ]
 
 LOG_2PI = np.log(2.0 * np.pi)
@@ -365,3 +389,452 @@ def diag_gaussian_log_pdf(x, mean, var):
     """ln N(x | mean, diag(var)), summed over the last axis."""
     x, mean, var = _f(x), _f(mean), _f(var)
     return -0.5 * np.sum(LOG_2PI + np.log(var) + (x - mean) ** 2 / var, axis=-1)
+
+
+# ---------------------------------------------------------------------------
+# Wishart(W scale, nu dof) on D x D precision matrices
+# ---------------------------------------------------------------------------
+
+
+def _log_multigamma(a, D):
+    """ln Gamma_D(a) = D(D-1)/4 ln pi + sum_{i=1}^D ln Gamma(a + (1 - i)/2), vectorised over a."""
+    a = _f(a)
+    i = np.arange(D)
+    return 0.25 * D * (D - 1) * np.log(np.pi) + np.sum(gammaln(a[..., None] - 0.5 * i), axis=-1)
+
+
+def _wishart_logdet_terms(W, nu):
+    """(D, nu, Cholesky of W, ln|W|) with validation."""
+    W = _f(W)
+    nu = _f(nu)
+    LW = _cholesky("W", W)
+    D = W.shape[-1]
+    if np.any(~(nu > D - 1)):
+        raise ValueError(f"nu must exceed D - 1 = {D - 1}, got {nu}.")
+    return D, nu, LW, _logdet_chol(LW)
+
+
+def wishart_expected_precision(W, nu):
+    """E[Lambda] = nu W."""
+    W = _f(W)
+    return _f(nu)[..., None, None] * W
+
+
+def _expected_logdet(D, nu, logdet_W):
+    i = np.arange(D)
+    return np.sum(digamma(0.5 * (nu[..., None] - i)), axis=-1) + D * np.log(2.0) + logdet_W
+
+
+def wishart_expected_logdet(W, nu):
+    """E[ln|Lambda|] = sum_{i=1}^D psi((nu + 1 - i)/2) + D ln 2 + ln|W|."""
+    D, nu, _, logdet_W = _wishart_logdet_terms(W, nu)
+    return _expected_logdet(D, nu, logdet_W)
+
+
+def _log_normaliser(D, nu, logdet_W):
+    return -0.5 * nu * logdet_W - 0.5 * nu * D * np.log(2.0) - _log_multigamma(0.5 * nu, D)
+
+
+def wishart_log_normaliser(W, nu):
+    """ln B(W, nu) = -(nu/2) ln|W| - (nu D/2) ln 2 - ln Gamma_D(nu/2).
+
+    This is *minus* the log of the normalising constant
+    ``2^{nu D/2} |W|^{nu/2} Gamma_D(nu/2)``, so that
+    ``ln Wishart(L | W, nu) = ln B + (nu-D-1)/2 ln|L| - tr(W^{-1} L)/2``.
+    """
+    D, nu, _, logdet_W = _wishart_logdet_terms(W, nu)
+    return _log_normaliser(D, nu, logdet_W)
+
+
+def wishart_entropy(W, nu):
+    """Entropy -ln B - (nu-D-1)/2 E[ln|Lambda|] + nu D/2."""
+    D, nu, _, logdet_W = _wishart_logdet_terms(W, nu)
+    return (
+        -_log_normaliser(D, nu, logdet_W)
+        - 0.5 * (nu - D - 1.0) * _expected_logdet(D, nu, logdet_W)
+        + 0.5 * nu * D
+    )
+
+
+def wishart_kl(W_q, nu_q, W_p, nu_p):
+    """KL(Wishart(W_q, nu_q) || Wishart(W_p, nu_p))."""
+    D, nu_q, _, logdet_q = _wishart_logdet_terms(W_q, nu_q)
+    Dp, nu_p, Lp, logdet_p = _wishart_logdet_terms(W_p, nu_p)
+    if Dp != D:
+        raise ValueError(f"W_q and W_p have different dimensions ({D} and {Dp}).")
+    return (
+        _log_normaliser(D, nu_q, logdet_q)
+        - _log_normaliser(D, nu_p, logdet_p)
+        + 0.5 * (nu_q - nu_p) * _expected_logdet(D, nu_q, logdet_q)
+        - 0.5 * nu_q * D
+        + 0.5 * nu_q * _trace_solve(Lp, _f(W_q))
+    )
+
+
+def wishart_log_pdf(L, W, nu):
+    """ln Wishart(L | W, nu) for a precision matrix L (last two axes)."""
+    L = _f(L)
+    D, nu, LW, logdet_W = _wishart_logdet_terms(W, nu)
+    LL = _cholesky("L", L)
+    return (
+        _log_normaliser(D, nu, logdet_W)
+        + 0.5 * (nu - D - 1.0) * _logdet_chol(LL)
+        - 0.5 * _trace_solve(LW, L)
+    )
+
+
+def _bartlett_factor(LW, nu, rng, out_shape, D):
+    """Lower factor C with C C^T ~ Wishart(LW LW^T, nu), shape out_shape + (D, D)."""
+    A = np.tril(rng.standard_normal(out_shape + (D, D)), k=-1)
+    df = np.broadcast_to(nu[..., None] - np.arange(D), out_shape + (D,))
+    idx = np.arange(D)
+    A[..., idx, idx] = np.sqrt(rng.chisquare(df))
+    return LW @ A
+
+
+def wishart_sample(W, nu, rng, size=None):
+    """Draw Lambda ~ Wishart(W, nu) (Bartlett decomposition), shape ``size + batch + (D, D)``."""
+    D, nu, LW, _ = _wishart_logdet_terms(W, nu)
+    rng = _rng(rng)
+    out_shape = _size(size) + np.broadcast_shapes(LW.shape[:-2], nu.shape)
+    C = _bartlett_factor(LW, nu, rng, out_shape, D)
+    return C @ np.swapaxes(C, -1, -2)
+
+
+# ---------------------------------------------------------------------------
+# Normal-Wishart: mu | Lambda ~ N(m, (beta Lambda)^{-1}), Lambda ~ Wishart(W, nu)
+# ---------------------------------------------------------------------------
+
+
+def normal_wishart_kl(m_q, beta_q, W_q, nu_q, m_p, beta_p, W_p, nu_p):
+    """KL(NW(m_q, beta_q, W_q, nu_q) || NW(m_p, beta_p, W_p, nu_p))."""
+    m_q, beta_q, W_q, nu_q = _f(m_q), _f(beta_q), _f(W_q), _f(nu_q)
+    m_p, beta_p = _f(m_p), _f(beta_p)
+    D = W_q.shape[-1]
+    diff = m_q - m_p
+    # E_q[(m_q - m_p)^T Lambda (m_q - m_p)] with E[Lambda] = nu_q W_q
+    quad = nu_q * np.einsum("...i,...ij,...j->...", diff, W_q, diff)
+    ratio = beta_p / beta_q
+    kl_mean = 0.5 * (D * (ratio - 1.0 - np.log(ratio)) + beta_p * quad)
+    return kl_mean + wishart_kl(W_q, nu_q, W_p, nu_p)
+
+
+def normal_wishart_log_pdf(mu, L, m, beta, W, nu):
+    """ln N(mu | m, (beta L)^{-1}) + ln Wishart(L | W, nu)."""
+    mu, L, m, beta = _f(mu), _f(L), _f(m), _f(beta)
+    LL = _cholesky("L", L)
+    D = L.shape[-1]
+    diff = mu - m
+    quad = np.einsum("...i,...ij,...j->...", diff, L, diff)
+    log_gauss = 0.5 * (D * np.log(beta) + _logdet_chol(LL) - D * LOG_2PI - beta * quad)
+    return log_gauss + wishart_log_pdf(L, W, nu)
+
+
+def normal_wishart_sample(m, beta, W, nu, rng, size=None):
+    """Draw (mu, Lambda) from NW(m, beta, W, nu); shapes ``size + batch + (D,)`` and ``+ (D, D)``."""
+    m, beta = _f(m), _f(beta)
+    D, nu, LW, _ = _wishart_logdet_terms(W, nu)
+    rng = _rng(rng)
+    batch = np.broadcast_shapes(m.shape[:-1], beta.shape, LW.shape[:-2], nu.shape)
+    out_shape = _size(size) + batch
+    C = _bartlett_factor(LW, nu, rng, out_shape, D)  # Lambda = C C^T
+    z = rng.standard_normal(out_shape + (D,))
+    # mu - m = beta^{-1/2} C^{-T} z has covariance (beta Lambda)^{-1}
+    y = np.linalg.solve(np.swapaxes(C, -1, -2), z[..., None])[..., 0]
+    mu = m + y / np.sqrt(beta)[..., None]
+    return mu, C @ np.swapaxes(C, -1, -2)
+
+
+def normal_wishart_expected_log_likelihood(x, m, beta, W, nu):
+    """E_q[ln N(x | mu, Lambda^{-1})] under (mu, Lambda) ~ NW(m, beta, W, nu).
+
+    ``x`` (..., D) broadcasts against the parameters, e.g. ``x (n, D)`` with a
+    single component gives ``(n,)`` and ``x[:, None, :]`` with ``m (K, D)``,
+    ``W (K, D, D)`` gives ``(n, K)``. Equals
+    ``0.5 E ln|Lambda| - D/2 ln 2 pi - 0.5 (D / beta + nu (x-m)^T W (x-m))``.
+    """
+    x, m, beta = _f(x), _f(m), _f(beta)
+    D, nu, _, logdet_W = _wishart_logdet_terms(W, nu)
+    W = _f(W)
+    diff = x - m
+    quad = np.einsum("...i,...ij,...j->...", diff, W, diff)
+    return 0.5 * (
+        _expected_logdet(D, nu, logdet_W) - D * LOG_2PI - D / beta - nu * quad
+    )
+
+
+# ---------------------------------------------------------------------------
+# Normal-Gamma per dimension: mu_d | lam_d ~ N(m_d, 1/(beta_d lam_d)), lam_d ~ Gamma(a_d, b_d)
+# Everything is summed over the last (dimension) axis.
+# ---------------------------------------------------------------------------
+
+
+def normal_gamma_kl(m_q, beta_q, a_q, b_q, m_p, beta_p, a_p, b_p):
+    """KL between products of per-dimension Normal-Gamma distributions, summed over the last axis."""
+    m_q, beta_q, a_q, b_q = _f(m_q), _f(beta_q), _f(a_q), _f(b_q)
+    m_p, beta_p, a_p, b_p = _f(m_p), _f(beta_p), _f(a_p), _f(b_p)
+    ratio = beta_p / beta_q
+    kl_mean = 0.5 * (ratio - 1.0 - np.log(ratio) + beta_p * (m_q - m_p) ** 2 * a_q / b_q)
+    kl = kl_mean + gamma_kl(a_q, b_q, a_p, b_p)
+    shape = np.broadcast_shapes(m_q.shape, beta_q.shape, a_q.shape, b_q.shape,
+                                m_p.shape, beta_p.shape, a_p.shape, b_p.shape)
+    return np.sum(np.broadcast_to(kl, shape), axis=-1)
+
+
+def normal_gamma_log_pdf(mu, lam, m, beta, a, b):
+    """sum_d [ln N(mu_d | m_d, 1/(beta_d lam_d)) + ln Gamma(lam_d | a_d, b_d)]."""
+    mu, lam, m, beta = _f(mu), _f(lam), _f(m), _f(beta)
+    prec = beta * lam
+    lp = 0.5 * (np.log(prec) - LOG_2PI - prec * (mu - m) ** 2) + gamma_log_pdf(lam, a, b)
+    shape = np.broadcast_shapes(mu.shape, lam.shape, m.shape, beta.shape, np.shape(a), np.shape(b))
+    return np.sum(np.broadcast_to(lp, shape), axis=-1)
+
+
+def normal_gamma_sample(m, beta, a, b, rng, size=None):
+    """Draw (mu, lam) from the per-dimension Normal-Gamma; both of shape ``size + batch``."""
+    m, beta, a, b = _f(m), _f(beta), _f(a), _f(b)
+    rng = _rng(rng)
+    out_shape = _size(size) + np.broadcast_shapes(m.shape, beta.shape, a.shape, b.shape)
+    lam = gamma_sample(np.broadcast_to(a, out_shape), b, rng)
+    mu = m + rng.standard_normal(out_shape) / np.sqrt(beta * lam)
+    return mu, lam
+
+
+def normal_gamma_expected_log_likelihood(x, m, beta, a, b):
+    """E_q[sum_d ln N(x_d | mu_d, 1/lam_d)], summed over the last (dimension) axis.
+
+    Per dimension: ``0.5 (psi(a) - ln b) - 0.5 ln 2 pi - 0.5 (1/beta + (a/b)(x-m)^2)``.
+    ``x (n, D)`` gives ``(n,)``; use ``x[:, None, :]`` with ``(K, D)`` parameters for ``(n, K)``.
+    """
+    x, m, beta, a, b = _f(x), _f(m), _f(beta), _f(a), _f(b)
+    ell = 0.5 * (
+        gamma_expected_log(a, b) - LOG_2PI - 1.0 / beta - gamma_mean(a, b) * (x - m) ** 2
+    )
+    shape = np.broadcast_shapes(x.shape, m.shape, beta.shape, a.shape, b.shape)
+    return np.sum(np.broadcast_to(ell, shape), axis=-1)
+
+
+# ---------------------------------------------------------------------------
+# ARD Gaussian: w ~ N(0, diag(1/alpha)), alpha_j ~ Gamma(a_j, b_j)
+# ---------------------------------------------------------------------------
+
+
+def ard_expected_sq(mean_w, cov_w=None):
+    """E[w_j^2] = mean_j^2 + cov_jj for q(w) = N(mean_w, cov_w), shape of ``mean_w`` (broadcast).
+
+    ``cov_w`` is the full covariance (..., J, J) of each weight vector; ``None``
+    means a point mass at ``mean_w``.
+    """
+    mean_w = _f(mean_w)
+    if cov_w is None:
+        return mean_w**2
+    cov_w = _f(cov_w)
+    _check_square("cov_w", cov_w)
+    return mean_w**2 + np.diagonal(cov_w, axis1=-2, axis2=-1)
+
+
+def ard_expected_log_prior(mean_w, cov_w, a_alpha, b_alpha):
+    """E_{q(w) q(alpha)}[ln N(w | 0, diag(1/alpha))] for each weight vector (summed over its J entries).
+
+    ``mean_w`` (..., J), ``cov_w`` (..., J, J) (or ``None``), ``a_alpha``, ``b_alpha``
+    (..., J) broadcast; equals
+    ``sum_j [0.5 E ln alpha_j - 0.5 ln 2 pi - 0.5 E[alpha_j] E[w_j^2]]``.
+    """
+    ew2 = ard_expected_sq(mean_w, cov_w)
+    a_alpha, b_alpha = _f(a_alpha), _f(b_alpha)
+    term = 0.5 * (
+        gamma_expected_log(a_alpha, b_alpha) - LOG_2PI - gamma_mean(a_alpha, b_alpha) * ew2
+    )
+    shape = np.broadcast_shapes(ew2.shape, a_alpha.shape, b_alpha.shape)
+    return np.sum(np.broadcast_to(term, shape), axis=-1)
+
+
+def _sum_to_shape(x, shape):
+    """Sum ``x`` over the axes along which ``shape`` was broadcast to ``x.shape``."""
+    lead = x.ndim - len(shape)
+    x = np.sum(x, axis=tuple(range(lead))) if lead > 0 else x
+    axes = tuple(i for i, s in enumerate(shape) if s == 1 and x.shape[i] != 1)
+    return np.sum(x, axis=axes, keepdims=True) if axes else x
+
+
+def ard_gamma_posterior(a, b, mean_w, cov_w=None):
+    """Optimal q(alpha) = Gamma(a_new, b_new) given q(w) = N(mean_w, cov_w).
+
+    Each precision alpha (the parameters ``a``, ``b``) is shared by every weight
+    entry it broadcasts against: ``a_new = a + (number of entries)/2`` and
+    ``b_new = b + 0.5 * sum E[w^2]`` over those entries. For example with
+    ``a, b`` of shape (J,) and weights ``mean_w`` (P, J) (P rows sharing one
+    precision per column) the sums run over the P rows; for per-component
+    precisions use ``a, b`` of shape (K, 1, J) with ``mean_w`` (K, P, J).
+    Returns ``(a_new, b_new)`` of shape ``broadcast(a, b)``.
+    """
+    a, b = _f(a), _f(b)
+    ew2 = ard_expected_sq(mean_w, cov_w)
+    target = np.broadcast_shapes(a.shape, b.shape)
+    try:
+        full = np.broadcast_shapes(target, ew2.shape)
+    except ValueError:
+        full = None
+    if full != ew2.shape:
+        raise ValueError(
+            f"a and b of shape {target} do not broadcast against the weights of shape {ew2.shape}."
+        )
+    counts = _sum_to_shape(np.ones(ew2.shape), target)
+    sums = _sum_to_shape(ew2, target)
+    return a + 0.5 * counts, b + 0.5 * sums
+
+
+# ---------------------------------------------------------------------------
+# Thin dataclass wrappers over the functions above
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dirichlet:
+    """Dir(alpha) over the last axis of ``alpha``."""
+
+    alpha: np.ndarray
+
+    def mean(self):
+        return dirichlet_mean(self.alpha)
+
+    def expected_log(self):
+        return dirichlet_expected_log(self.alpha)
+
+    def entropy(self):
+        return dirichlet_entropy(self.alpha)
+
+    def kl(self, other):
+        return dirichlet_kl(self.alpha, other.alpha)
+
+    def log_pdf(self, x):
+        return dirichlet_log_pdf(x, self.alpha)
+
+    def sample(self, rng, size=None):
+        return dirichlet_sample(self.alpha, rng, size)
+
+
+@dataclass(frozen=True)
+class Gamma:
+    """Gamma with shape ``a`` and rate ``b``."""
+
+    a: np.ndarray
+    b: np.ndarray
+
+    def mean(self):
+        return gamma_mean(self.a, self.b)
+
+    def expected_log(self):
+        return gamma_expected_log(self.a, self.b)
+
+    def entropy(self):
+        return gamma_entropy(self.a, self.b)
+
+    def kl(self, other):
+        return gamma_kl(self.a, self.b, other.a, other.b)
+
+    def log_pdf(self, x):
+        return gamma_log_pdf(x, self.a, self.b)
+
+    def sample(self, rng, size=None):
+        return gamma_sample(self.a, self.b, rng, size)
+
+
+@dataclass(frozen=True)
+class Gaussian:
+    """N(mean, cov) with a full covariance matrix."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+
+    def expected_outer(self):
+        return gaussian_expected_outer(self.mean, self.cov)
+
+    def entropy(self):
+        return gaussian_entropy(self.cov)
+
+    def kl(self, other):
+        return gaussian_kl(self.mean, self.cov, other.mean, other.cov)
+
+    def log_pdf(self, x):
+        return gaussian_log_pdf(x, self.mean, self.cov)
+
+    def sample(self, rng, size=None):
+        return gaussian_sample(self.mean, self.cov, rng, size)
+
+
+@dataclass(frozen=True)
+class Wishart:
+    """Wishart(W, nu) on precision matrices, E[Lambda] = nu W."""
+
+    W: np.ndarray
+    nu: np.ndarray
+
+    def expected_precision(self):
+        return wishart_expected_precision(self.W, self.nu)
+
+    def expected_logdet(self):
+        return wishart_expected_logdet(self.W, self.nu)
+
+    def log_normaliser(self):
+        return wishart_log_normaliser(self.W, self.nu)
+
+    def entropy(self):
+        return wishart_entropy(self.W, self.nu)
+
+    def kl(self, other):
+        return wishart_kl(self.W, self.nu, other.W, other.nu)
+
+    def log_pdf(self, L):
+        return wishart_log_pdf(L, self.W, self.nu)
+
+    def sample(self, rng, size=None):
+        return wishart_sample(self.W, self.nu, rng, size)
+
+
+@dataclass(frozen=True)
+class NormalWishart:
+    """mu | Lambda ~ N(m, (beta Lambda)^{-1}), Lambda ~ Wishart(W, nu)."""
+
+    m: np.ndarray
+    beta: np.ndarray
+    W: np.ndarray
+    nu: np.ndarray
+
+    def kl(self, other):
+        return normal_wishart_kl(
+            self.m, self.beta, self.W, self.nu, other.m, other.beta, other.W, other.nu
+        )
+
+    def log_pdf(self, mu, L):
+        return normal_wishart_log_pdf(mu, L, self.m, self.beta, self.W, self.nu)
+
+    def sample(self, rng, size=None):
+        return normal_wishart_sample(self.m, self.beta, self.W, self.nu, rng, size)
+
+    def expected_log_likelihood(self, x):
+        return normal_wishart_expected_log_likelihood(x, self.m, self.beta, self.W, self.nu)
+
+
+@dataclass(frozen=True)
+class NormalGamma:
+    """Per-dimension mu_d | lam_d ~ N(m_d, 1/(beta_d lam_d)), lam_d ~ Gamma(a_d, b_d)."""
+
+    m: np.ndarray
+    beta: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+
+    def kl(self, other):
+        return normal_gamma_kl(
+            self.m, self.beta, self.a, self.b, other.m, other.beta, other.a, other.b
+        )
+
+    def log_pdf(self, mu, lam):
+        return normal_gamma_log_pdf(mu, lam, self.m, self.beta, self.a, self.b)
+
+    def sample(self, rng, size=None):
+        return normal_gamma_sample(self.m, self.beta, self.a, self.b, rng, size)
+
+    def expected_log_likelihood(self, x):
+        return normal_gamma_expected_log_likelihood(x, self.m, self.beta, self.a, self.b)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from scipy.special import digamma, gammaln
+from scipy.special import digamma, gammaln, multigammaln
 
 from sklearn_vb import _distributions as dist
 
@@ -123,6 +123,18 @@ def test_dirichlet_sample_tiny_alpha_no_zeros():
     x = dist.dirichlet_sample(np.array([1e-8, 1e-8, 1e-8]), rng, size=100)
     assert np.all(np.isfinite(x)) and np.all(x > 0)
     assert np.all(np.isfinite(dist.dirichlet_expected_log(np.array([1e-8, 1e-8]))))
+
+
+def test_dirichlet_tiny_and_large_concentrations_are_finite():
+    tiny = np.array([1e-3, 1e-8, 1e-300])
+    big = np.array([1e3, 1e6, 2.0])
+    for f in (dist.dirichlet_entropy, dist.log_multivariate_beta):
+        assert np.isfinite(f(tiny)) and np.isfinite(f(big))
+    assert np.all(np.isfinite(dist.dirichlet_expected_log(tiny)))
+    assert np.isfinite(dist.dirichlet_kl(tiny, big)) and dist.dirichlet_kl(tiny, big) > 0
+    assert np.isfinite(dist.dirichlet_kl(big, tiny)) and dist.dirichlet_kl(big, tiny) > 0
+    # a point with an exact zero where alpha_k = 1 has a finite density
+    assert np.isfinite(dist.dirichlet_log_pdf(np.array([0.0, 0.4, 0.6]), np.array([1.0, 2.0, 3.0])))
 
 
 def test_dirichlet_does_not_modify_inputs():
@@ -304,3 +316,380 @@ def test_diag_gaussian_vs_full_and_scipy():
     )
     assert abs(dist.diag_gaussian_kl(mq, vq, mq, vq)) < 1e-12
     assert dist.diag_gaussian_kl(mq, vq, mp, vp) > 0
+
+
+# ---------------------------------------------------------------------------
+# Wishart(W, nu), E[Lambda] = nu W
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("D,nu", [(1, 2.5), (2, 3.0), (3, 7.5), (4, 4.2)])
+def test_wishart_log_pdf_entropy_normaliser_vs_scipy(D, nu):
+    rng = np.random.default_rng(20 + D)
+    W = random_spd(rng, D)
+    ref = stats.wishart(df=nu, scale=W)
+    Ls = ref.rvs(size=4, random_state=rng).reshape(4, D, D)
+    np.testing.assert_allclose(
+        dist.wishart_log_pdf(Ls, W, nu), [ref.logpdf(L) for L in Ls], rtol=1e-10
+    )
+    np.testing.assert_allclose(dist.wishart_entropy(W, nu), ref.entropy(), rtol=1e-10)
+    log_norm = -(0.5 * nu * np.linalg.slogdet(W)[1] + 0.5 * nu * D * np.log(2)
+                 + multigammaln(0.5 * nu, D))
+    np.testing.assert_allclose(dist.wishart_log_normaliser(W, nu), log_norm, rtol=1e-12)
+    np.testing.assert_allclose(dist.wishart_expected_precision(W, nu), nu * W)
+
+
+def test_wishart_one_dimensional_is_gamma():
+    # Wishart(w, nu) with D = 1 is Gamma(shape nu/2, rate 1/(2w))
+    wq, nuq, wp, nup = 0.7, 3.3, 2.0, 1.4
+    x = np.array([0.1, 1.0, 4.0])
+    np.testing.assert_allclose(
+        dist.wishart_log_pdf(x[:, None, None], [[wq]], nuq), dist.gamma_log_pdf(x, nuq / 2, 0.5 / wq)
+    )
+    np.testing.assert_allclose(
+        dist.wishart_kl([[wq]], nuq, [[wp]], nup), dist.gamma_kl(nuq / 2, 0.5 / wq, nup / 2, 0.5 / wp)
+    )
+    np.testing.assert_allclose(
+        dist.wishart_expected_logdet([[wq]], nuq), dist.gamma_expected_log(nuq / 2, 0.5 / wq)
+    )
+
+
+def test_wishart_expectations_and_kl_vs_monte_carlo():
+    rng = np.random.default_rng(30)
+    D = 3
+    Wq, Wp = random_spd(rng, D), random_spd(rng, D)
+    nuq, nup = 5.5, 3.2
+    Ls = stats.wishart(df=nuq, scale=Wq).rvs(size=20000, random_state=rng)
+    assert_mc(Ls, dist.wishart_expected_precision(Wq, nuq))
+    assert_mc(np.linalg.slogdet(Ls)[1], dist.wishart_expected_logdet(Wq, nuq))
+    diff = dist.wishart_log_pdf(Ls, Wq, nuq) - dist.wishart_log_pdf(Ls, Wp, nup)
+    assert_mc(diff, dist.wishart_kl(Wq, nuq, Wp, nup))
+    assert_mc(-dist.wishart_log_pdf(Ls, Wq, nuq), dist.wishart_entropy(Wq, nuq))
+
+
+def test_wishart_sampler_moments():
+    rng = np.random.default_rng(31)
+    D = 3
+    W = random_spd(rng, D)
+    nu = 4.5
+    Ls = dist.wishart_sample(W, nu, rng, size=30000)
+    assert Ls.shape == (30000, D, D)
+    np.testing.assert_allclose(Ls, np.swapaxes(Ls, -1, -2), atol=1e-12)
+    assert_mc(Ls, nu * W)
+    # Var(Lambda_ij) = nu (W_ij^2 + W_ii W_jj)
+    var = nu * (W**2 + np.outer(np.diag(W), np.diag(W)))
+    assert_mc((Ls - nu * W) ** 2, var)
+    assert_mc(np.linalg.slogdet(Ls)[1], dist.wishart_expected_logdet(W, nu))
+    # batched parameters
+    Wb = random_spd(rng, 2, (3,))
+    nub = np.array([2.0, 3.0, 10.0])
+    Lb = dist.wishart_sample(Wb, nub, rng, size=(20000,))
+    assert Lb.shape == (20000, 3, 2, 2)
+    assert_mc(Lb, dist.wishart_expected_precision(Wb, nub))
+
+
+def test_wishart_batched_and_validation():
+    rng = np.random.default_rng(32)
+    W = random_spd(rng, 3, (4,))
+    nu = np.array([3.0, 4.0, 5.0, 6.0])
+    kl = dist.wishart_kl(W, nu, W[0], nu[0])
+    assert kl.shape == (4,)
+    assert abs(kl[0]) < 1e-10
+    np.testing.assert_allclose(kl[2], dist.wishart_kl(W[2], nu[2], W[0], nu[0]))
+    np.testing.assert_allclose(dist.wishart_entropy(W, nu)[3], dist.wishart_entropy(W[3], nu[3]))
+    with pytest.raises(ValueError, match="nu"):
+        dist.wishart_entropy(W[0], 1.5)
+    with pytest.raises(ValueError, match="W"):
+        dist.wishart_entropy(-W[0], 5.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.floats(0.0, 20.0), st.floats(0.0, 20.0))
+def test_wishart_kl_nonnegative_and_zero_at_self(seed, D, eq, ep):
+    rng = np.random.default_rng(seed)
+    Wq, Wp = random_spd(rng, D), random_spd(rng, D)
+    nuq, nup = D - 1 + 1e-2 + eq, D - 1 + 1e-2 + ep
+    kl = dist.wishart_kl(Wq, nuq, Wp, nup)
+    assert kl >= -1e-9 * max(1.0, abs(kl))
+    assert abs(dist.wishart_kl(Wq, nuq, Wq, nuq)) < 1e-9
+
+
+# ---------------------------------------------------------------------------
+# Normal-Wishart
+# ---------------------------------------------------------------------------
+
+
+def _nw_params(rng, D):
+    return rng.standard_normal(D), rng.gamma(2.0) + 0.2, random_spd(rng, D), D + 1.5 + rng.gamma(2.0)
+
+
+def test_normal_wishart_log_pdf_vs_scipy():
+    rng = np.random.default_rng(40)
+    D = 3
+    m, beta, W, nu = _nw_params(rng, D)
+    mus, Ls = dist.normal_wishart_sample(m, beta, W, nu, rng, size=4)
+    ref = [
+        stats.multivariate_normal(m, np.linalg.inv(beta * L)).logpdf(mu)
+        + stats.wishart(df=nu, scale=W).logpdf(L)
+        for mu, L in zip(mus, Ls)
+    ]
+    np.testing.assert_allclose(dist.normal_wishart_log_pdf(mus, Ls, m, beta, W, nu), ref)
+
+
+def test_normal_wishart_sampler_moments():
+    rng = np.random.default_rng(41)
+    D = 2
+    m, beta, W, nu = np.array([1.0, -1.0]), 0.7, random_spd(rng, D), 6.0
+    mus, Ls = dist.normal_wishart_sample(m, beta, W, nu, rng, size=40000)
+    assert mus.shape == (40000, D) and Ls.shape == (40000, D, D)
+    assert_mc(mus, m)
+    assert_mc(Ls, nu * W)
+    # marginal covariance of mu is E[(beta Lambda)^{-1}] = W^{-1} / (beta (nu - D - 1))
+    cov_mu = np.linalg.inv(W) / (beta * (nu - D - 1))
+    d = mus - m
+    assert_mc(d[:, :, None] * d[:, None, :], cov_mu)
+    # conditional structure: beta (mu-m)^T Lambda (mu-m) ~ chi^2_D
+    q = beta * np.einsum("ni,nij,nj->n", d, Ls, d)
+    assert stats.kstest(q[:5000], stats.chi2(D).cdf).pvalue > 1e-3
+
+
+def test_normal_wishart_kl_and_expected_log_likelihood_vs_monte_carlo():
+    rng = np.random.default_rng(42)
+    D = 2
+    q = _nw_params(rng, D)
+    p = _nw_params(rng, D)
+    mus, Ls = dist.normal_wishart_sample(*q, rng, size=40000)
+    diff = dist.normal_wishart_log_pdf(mus, Ls, *q) - dist.normal_wishart_log_pdf(mus, Ls, *p)
+    assert_mc(diff, dist.normal_wishart_kl(*q, *p))
+    x = rng.standard_normal((4, D)) * 2.0
+    d = x[None, :, :] - mus[:, None, :]
+    loglik = 0.5 * (
+        np.linalg.slogdet(Ls)[1][:, None]
+        - D * np.log(2 * np.pi)
+        - np.einsum("sni,sij,snj->sn", d, Ls, d)
+    )
+    ell = dist.normal_wishart_expected_log_likelihood(x, *q)
+    assert ell.shape == (4,)
+    assert_mc(loglik, ell)
+
+
+def test_normal_wishart_expected_log_likelihood_batched_over_components():
+    rng = np.random.default_rng(43)
+    D, K = 3, 4
+    params = [_nw_params(rng, D) for _ in range(K)]
+    m = np.stack([p[0] for p in params])
+    beta = np.array([p[1] for p in params])
+    W = np.stack([p[2] for p in params])
+    nu = np.array([p[3] for p in params])
+    x = rng.standard_normal((5, D))
+    ell = dist.normal_wishart_expected_log_likelihood(x[:, None, :], m, beta, W, nu)
+    assert ell.shape == (5, K)
+    for k in range(K):
+        np.testing.assert_allclose(ell[:, k], dist.normal_wishart_expected_log_likelihood(x, *params[k]))
+    kl = dist.normal_wishart_kl(m, beta, W, nu, m[0], beta[0], W[0], nu[0])
+    assert kl.shape == (K,) and abs(kl[0]) < 1e-10
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 3))
+def test_normal_wishart_kl_nonnegative_and_zero_at_self(seed, D):
+    rng = np.random.default_rng(seed)
+    q, p = _nw_params(rng, D), _nw_params(rng, D)
+    kl = dist.normal_wishart_kl(*q, *p)
+    assert kl >= -1e-9 * max(1.0, abs(kl))
+    assert abs(dist.normal_wishart_kl(*q, *q)) < 1e-9
+
+
+# ---------------------------------------------------------------------------
+# Normal-Gamma (per dimension, summed over the last axis)
+# ---------------------------------------------------------------------------
+
+
+def _ng_params(rng, D):
+    return (
+        rng.standard_normal(D),
+        rng.gamma(2.0, size=D) + 0.2,
+        rng.gamma(2.0, size=D) + 1.5,
+        rng.gamma(2.0, size=D) + 0.2,
+    )
+
+
+def test_normal_gamma_log_pdf_vs_scipy():
+    rng = np.random.default_rng(50)
+    m, beta, a, b = _ng_params(rng, 3)
+    mu, lam = dist.normal_gamma_sample(m, beta, a, b, rng, size=5)
+    ref = (
+        stats.norm(m, 1 / np.sqrt(beta * lam)).logpdf(mu) + stats.gamma(a, scale=1 / b).logpdf(lam)
+    ).sum(axis=-1)
+    np.testing.assert_allclose(dist.normal_gamma_log_pdf(mu, lam, m, beta, a, b), ref)
+
+
+def test_normal_gamma_one_dimension_matches_normal_wishart():
+    # NG(m, beta, a, b) in one dimension is NW(m, beta, W = 1/(2b), nu = 2a)
+    rng = np.random.default_rng(51)
+    q, p = _ng_params(rng, 1), _ng_params(rng, 1)
+
+    def nw(m, beta, a, b):
+        return m, beta[0], (0.5 / b)[:, None], 2 * a[0]
+
+    np.testing.assert_allclose(dist.normal_gamma_kl(*q, *p), dist.normal_wishart_kl(*nw(*q), *nw(*p)))
+    x = rng.standard_normal((6, 1))
+    np.testing.assert_allclose(
+        dist.normal_gamma_expected_log_likelihood(x, *q),
+        dist.normal_wishart_expected_log_likelihood(x, *nw(*q)),
+    )
+    mu, lam = np.array([0.3]), np.array([1.7])
+    np.testing.assert_allclose(
+        dist.normal_gamma_log_pdf(mu, lam, *q),
+        dist.normal_wishart_log_pdf(mu, lam[:, None], *nw(*q)),
+    )
+
+
+def test_normal_gamma_sampler_kl_and_expected_log_likelihood_vs_monte_carlo():
+    rng = np.random.default_rng(52)
+    D = 3
+    q, p = _ng_params(rng, D), _ng_params(rng, D)
+    m, beta, a, b = q
+    mu, lam = dist.normal_gamma_sample(*q, rng, size=40000)
+    assert mu.shape == lam.shape == (40000, D)
+    assert_mc(lam, a / b)
+    assert_mc(np.log(lam), digamma(a) - np.log(b))
+    assert_mc(mu, m)
+    assert_mc((mu - m) ** 2, b / (beta * (a - 1)))  # Student-t variance
+    diff = dist.normal_gamma_log_pdf(mu, lam, *q) - dist.normal_gamma_log_pdf(mu, lam, *p)
+    assert_mc(diff, dist.normal_gamma_kl(*q, *p))
+    x = rng.standard_normal((4, D))
+    loglik = stats.norm(mu[:, None, :], 1 / np.sqrt(lam[:, None, :])).logpdf(x).sum(-1)
+    ell = dist.normal_gamma_expected_log_likelihood(x, *q)
+    assert ell.shape == (4,)
+    assert_mc(loglik, ell)
+    # components: (n, K)
+    qs = [_ng_params(rng, D) for _ in range(2)]
+    stacked = [np.stack(t) for t in zip(*qs)]
+    ellk = dist.normal_gamma_expected_log_likelihood(x[:, None, :], *stacked)
+    assert ellk.shape == (4, 2)
+    np.testing.assert_allclose(ellk[:, 1], dist.normal_gamma_expected_log_likelihood(x, *qs[1]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4))
+def test_normal_gamma_kl_nonnegative_and_zero_at_self(seed, D):
+    rng = np.random.default_rng(seed)
+    q, p = _ng_params(rng, D), _ng_params(rng, D)
+    kl = dist.normal_gamma_kl(*q, *p)
+    assert kl >= -1e-9 * max(1.0, abs(kl))
+    assert abs(dist.normal_gamma_kl(*q, *q)) < 1e-9
+
+
+# ---------------------------------------------------------------------------
+# ARD Gaussian
+# ---------------------------------------------------------------------------
+
+
+def test_ard_expected_log_prior_vs_monte_carlo():
+    rng = np.random.default_rng(60)
+    J = 3
+    mean_w = rng.standard_normal(J)
+    cov_w = random_spd(rng, J)
+    a, b = rng.gamma(2.0, size=J) + 0.5, rng.gamma(2.0, size=J) + 0.5
+    n = 40000
+    w = dist.gaussian_sample(mean_w, cov_w, rng, size=n)
+    alpha = dist.gamma_sample(a, b, rng, size=n)
+    samples = dist.diag_gaussian_log_pdf(w, 0.0, 1.0 / alpha)
+    assert_mc(samples, dist.ard_expected_log_prior(mean_w, cov_w, a, b))
+    np.testing.assert_allclose(
+        dist.ard_expected_sq(mean_w, cov_w), mean_w**2 + np.diag(cov_w)
+    )
+
+
+def _ard_log_joint_minus_q(alpha, a, b, ew2, a_new, b_new):
+    """ln Gamma(alpha|a,b) + E_w ln N(w|0, 1/alpha) - ln Gamma(alpha|a_new,b_new).
+
+    ``alpha`` is a grid (G,), ``ew2`` (P, J) second moments of P rows sharing
+    alpha_j; the result is (G, J).
+    """
+    al = alpha[:, None, None]
+    ell = 0.5 * (np.log(al) - np.log(2 * np.pi) - al * ew2[None]).sum(axis=1)
+    g = alpha[:, None]
+    return dist.gamma_log_pdf(g, a, b) + ell - dist.gamma_log_pdf(g, a_new, b_new)
+
+
+def test_ard_gamma_posterior_is_the_optimal_q():
+    rng = np.random.default_rng(61)
+    P, J = 5, 3
+    mean_w = rng.standard_normal((P, J))
+    cov_w = random_spd(rng, J, (P,))
+    a, b = np.array([1e-3, 1.0, 2.0]), np.array([1e-3, 0.5, 3.0])
+    a_new, b_new = dist.ard_gamma_posterior(a, b, mean_w, cov_w)
+    np.testing.assert_allclose(a_new, a + P / 2)
+    ew2 = mean_w**2 + np.diagonal(cov_w, axis1=1, axis2=2)
+    np.testing.assert_allclose(b_new, b + 0.5 * ew2.sum(axis=0))
+    # q(alpha) ∝ p(alpha) exp E_w[ln p(w | alpha)]: the log ratio is constant in alpha
+    grid = np.array([0.05, 0.3, 1.0, 4.0, 20.0])
+    r = _ard_log_joint_minus_q(grid, a, b, ew2, a_new, b_new)
+    assert r.shape == (5, J)
+    np.testing.assert_allclose(r - r[0], 0.0, atol=1e-9)
+    # point mass weights give the exact conjugate posterior
+    a2, b2 = dist.ard_gamma_posterior(a, b, mean_w, None)
+    np.testing.assert_allclose(a2, a + P / 2)
+    np.testing.assert_allclose(b2, b + 0.5 * (mean_w**2).sum(axis=0))
+
+
+def test_ard_gamma_posterior_per_component_and_shared():
+    rng = np.random.default_rng(62)
+    K, P, J = 2, 4, 3
+    mean_w = rng.standard_normal((K, P, J))
+    cov_w = random_spd(rng, J)  # one covariance shared by every row
+    a, b = np.ones((K, 1, J)), np.ones((K, 1, J))
+    a_new, b_new = dist.ard_gamma_posterior(a, b, mean_w, cov_w)
+    assert a_new.shape == b_new.shape == (K, 1, J)
+    np.testing.assert_allclose(a_new, 1 + P / 2)
+    ew2 = mean_w**2 + np.diag(cov_w)
+    np.testing.assert_allclose(b_new[:, 0], 1 + 0.5 * ew2.sum(axis=1))
+    # one precision for everything
+    a_s, b_s = dist.ard_gamma_posterior(1.0, 2.0, mean_w, cov_w)
+    np.testing.assert_allclose(a_s, 1 + K * P * J / 2)
+    np.testing.assert_allclose(b_s, 2 + 0.5 * ew2.sum())
+    with pytest.raises(ValueError, match="a and b"):
+        dist.ard_gamma_posterior(np.ones(5), np.ones(5), mean_w, cov_w)
+    lp = dist.ard_expected_log_prior(mean_w, cov_w, a, b)
+    assert lp.shape == (K, P)
+
+
+# ---------------------------------------------------------------------------
+# wrappers and general contract
+# ---------------------------------------------------------------------------
+
+
+def test_wrappers_delegate_to_functions():
+    rng = np.random.default_rng(70)
+    d1, d2 = dist.Dirichlet(np.array([1.0, 2.0])), dist.Dirichlet(np.array([3.0, 0.5]))
+    assert d1.kl(d2) == dist.dirichlet_kl(d1.alpha, d2.alpha)
+    assert d1.sample(0, size=3).shape == (3, 2)
+    g = dist.Gamma(2.0, 3.0)
+    assert g.expected_log() == dist.gamma_expected_log(2.0, 3.0)
+    W = random_spd(rng, 2)
+    w = dist.Wishart(W, 4.0)
+    assert w.entropy() == dist.wishart_entropy(W, 4.0)
+    assert w.kl(w) == pytest.approx(0.0, abs=1e-12)
+    nw = dist.NormalWishart(np.zeros(2), 1.0, W, 4.0)
+    assert nw.kl(nw) == pytest.approx(0.0, abs=1e-12)
+    ng = dist.NormalGamma(np.zeros(2), np.ones(2), np.ones(2), np.ones(2))
+    assert ng.expected_log_likelihood(np.zeros((3, 2))).shape == (3,)
+    gs = dist.Gaussian(np.zeros(2), W)
+    assert gs.entropy() == dist.gaussian_entropy(W)
+
+
+def test_inputs_not_modified_and_reproducible():
+    rng = np.random.default_rng(71)
+    D = 2
+    args = [rng.standard_normal(D), np.array(1.5), random_spd(rng, D), np.array(4.0)]
+    copies = [x.copy() for x in args]
+    dist.normal_wishart_kl(*args, *args)
+    dist.normal_wishart_expected_log_likelihood(rng.standard_normal((3, D)), *args)
+    s1 = dist.normal_wishart_sample(*args, 123, size=2)
+    s2 = dist.normal_wishart_sample(*args, np.random.default_rng(123), size=2)
+    for x, c in zip(args, copies):
+        np.testing.assert_array_equal(x, c)
+    np.testing.assert_array_equal(s1[0], s2[0])
+    np.testing.assert_array_equal(s1[1], s2[1])
