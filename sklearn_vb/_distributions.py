@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
-from scipy.special import digamma, gammaln, multigammaln, xlogy
+from scipy.special import digamma, gammaln, xlogy
 
 __all__ = [
     # Dirichlet
@@ -154,6 +154,11 @@ def _solve_lower(L, b):
         z = linalg.solve_triangular(L, flat, lower=True, check_finite=False)
         return z.T.reshape(b.shape)
     shape = np.broadcast_shapes(L.shape[:-2], b.shape[:-1])
+    if np.prod(L.shape[:-2]) < np.prod(shape):
+        # fewer factors than right-hand sides (e.g. K components, n rows):
+        # solve once per factor for the identity, then apply to every row
+        L_inv = np.linalg.solve(L, np.broadcast_to(np.eye(D), L.shape))
+        return np.einsum("...ij,...j->...i", L_inv, b)
     L = np.broadcast_to(L, shape + (D, D))
     b = np.broadcast_to(b, shape + (D,))
     return np.linalg.solve(L, b[..., None])[..., 0]
@@ -165,9 +170,9 @@ def _trace_solve(A_chol, B):
     D = A_chol.shape[-1]
     L = np.broadcast_to(A_chol, shape + (D, D))
     B = np.broadcast_to(B, shape + (D, D))
-    # A^{-1} B = L^{-T} L^{-1} B, tr = sum((L^{-1} B) * L^{-1}) ... use two solves
-    X = np.linalg.solve(L, B)  # L^{-1} B
-    Y = np.linalg.solve(np.swapaxes(L, -1, -2), X)  # L^{-T} L^{-1} B
+    # A^{-1} B = L^{-T} (L^{-1} B): two triangular-system solves, no inverse
+    X = np.linalg.solve(L, B)
+    Y = np.linalg.solve(np.swapaxes(L, -1, -2), X)
     return np.trace(Y, axis1=-2, axis2=-1)
 
 
@@ -397,7 +402,11 @@ def diag_gaussian_log_pdf(x, mean, var):
 
 
 def _log_multigamma(a, D):
-    """ln Gamma_D(a) = D(D-1)/4 ln pi + sum_{i=1}^D ln Gamma(a + (1 - i)/2), vectorised over a."""
+    """ln Gamma_D(a) = D(D-1)/4 ln pi + sum_{i=1}^D ln Gamma(a + (1 - i)/2), vectorised over a.
+
+    Same value as ``scipy.special.multigammaln`` (checked in the tests), which
+    does not broadcast over arrays of ``a`` and raises instead of returning inf.
+    """
     a = _f(a)
     i = np.arange(D)
     return 0.25 * D * (D - 1) * np.log(np.pi) + np.sum(gammaln(a[..., None] - 0.5 * i), axis=-1)
