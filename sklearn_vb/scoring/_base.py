@@ -1,0 +1,121 @@
+"""Scorer base class, option handling and model resolution."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .protocols import has, require
+
+__all__ = ["Scorer", "resolve_model", "prepare_data", "COMMON_OPTIONS"]
+
+#: options every scorer accepts, with their defaults
+COMMON_OPTIONS = {
+    "alias_correction": False,
+    "random_state": None,
+    "n_jobs": None,
+    "verbose": 0,
+}
+
+
+def _looks_like_scoring_model(obj):
+    return hasattr(obj, "param_space") and has(obj, "log_likelihood")
+
+
+def resolve_model(estimator, scorer_name, required=True):
+    """The ScoringModel of ``estimator``.
+
+    Order: ``estimator.scoring_model()``; the object itself when it already is a
+    ScoringModel; the registry :func:`sklearn_vb.scoring.scoring_model_for`.
+    Returns None (or raises ``NotImplementedError("<scorer> needs scoring_model")``
+    when ``required``) if none is available.
+    """
+    if has(estimator, "scoring_model"):
+        return estimator.scoring_model()
+    if _looks_like_scoring_model(estimator):
+        return estimator
+    from ._registry import scoring_model_for
+
+    model = scoring_model_for(estimator, default=None)
+    if model is None and required:
+        raise NotImplementedError(f"{scorer_name} needs scoring_model")
+    return model
+
+
+def prepare_data(model, X, fit_params):
+    """The model's data object for ``X`` and the fit parameters (lengths=, U=, ...)."""
+    if has(model, "prepare_data"):
+        return model.prepare_data(X, **fit_params)
+    if fit_params:
+        raise ValueError(
+            f"{type(model).__name__} accepts no fit parameters, got {sorted(fit_params)}."
+        )
+    return np.asarray(X)
+
+
+class Scorer:
+    """A configured evidence estimator: ``scorer(estimator, X, **fit_params) -> ScoreResult``.
+
+    Keyword arguments of the call that name an option of the scorer override the
+    configured value for that call; every other keyword is a fit parameter passed to
+    the model (``lengths=``, ``sequence_ids=``, ``U=`` ...).
+    """
+
+    name = None
+    #: scorer-specific options and defaults (COMMON_OPTIONS are added)
+    options = {}
+
+    def __init__(self, **options):
+        self.params = self._merge(dict(self.all_option_defaults()), options)
+
+    @classmethod
+    def all_option_defaults(cls):
+        out = dict(COMMON_OPTIONS)
+        out.update(cls.options)
+        return out
+
+    def _merge(self, base, options):
+        allowed = self.all_option_defaults()
+        unknown = [k for k in options if k not in allowed]
+        if unknown:
+            raise ValueError(
+                f"unknown option(s) {unknown} for scorer {self.name!r}; "
+                f"allowed: {sorted(allowed)}."
+            )
+        out = dict(base)
+        out.update(options)
+        return out
+
+    def get_params(self):
+        return dict(self.params)
+
+    def __repr__(self):
+        changed = {k: v for k, v in self.params.items() if self.all_option_defaults()[k] is not v}
+        inner = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        return f"{type(self).__name__}({inner})"
+
+    def split(self, kwargs):
+        allowed = self.all_option_defaults()
+        opts = {k: v for k, v in kwargs.items() if k in allowed}
+        fit_params = {k: v for k, v in kwargs.items() if k not in allowed}
+        return self._merge(self.params, opts), fit_params
+
+    def __call__(self, estimator, X, **kwargs):
+        opts, fit_params = self.split(kwargs)
+        if X is None:
+            raise ValueError("X must not be None.")
+        return self._score(estimator, X, fit_params, opts)
+
+    def _score(self, estimator, X, fit_params, opts):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # helpers ------------------------------------------------------------------
+    def _log_alias(self, model, opts):
+        if not opts["alias_correction"]:
+            return 0.0
+        if model is None:
+            raise NotImplementedError(f"{self.name} needs n_aliases")
+        require(model, self.name, "n_aliases")
+        S = int(model.n_aliases())
+        if S < 1:
+            raise ValueError(f"n_aliases() must be >= 1, got {S}.")
+        return float(np.log(S))

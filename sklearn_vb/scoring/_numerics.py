@@ -1,0 +1,131 @@
+"""Log-space numerical helpers shared by the scorers (spec SC-R2).
+
+Every stochastic evidence estimate is built from log-weights ``a_i``; the weights
+``w_i = exp(a_i)`` are never formed.  ``-inf`` log-weights are allowed (zero weight);
+NaN log-weights always raise, because a NaN silently dropped would bias the estimate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = [
+    "log_sum_exp",
+    "log_mean_exp",
+    "effective_sample_size",
+    "delta_method_stderr",
+    "between_run_stderr",
+    "combine_unbiased_for_z",
+    "combine_unbiased_for_inverse_z",
+    "normalised_weights",
+    "spawn_generators",
+    "as_seed_sequence",
+]
+
+
+def _check_log_weights(a, name="log_weights"):
+    a = np.asarray(a, dtype=float).ravel()
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty.")
+    if np.any(np.isnan(a)):
+        raise ValueError(f"{name} contains NaN.")
+    if np.any(a == np.inf):
+        raise ValueError(f"{name} contains +inf.")
+    return a
+
+
+def log_sum_exp(a):
+    """LSE(a) = ln sum_i exp(a_i); ``-inf`` entries contribute nothing."""
+    a = _check_log_weights(a)
+    if np.all(a == -np.inf):
+        return -np.inf
+    return float(logsumexp(a))
+
+
+def log_mean_exp(a):
+    """LME(a) = LSE(a) - ln |a|: the log of the mean of the weights."""
+    a = _check_log_weights(a)
+    return log_sum_exp(a) - np.log(a.size)
+
+
+def normalised_weights(a):
+    """Weights ``exp(a_i) / sum_j exp(a_j)`` computed in log space."""
+    a = _check_log_weights(a)
+    if np.all(a == -np.inf):
+        return np.full(a.size, np.nan)
+    return np.exp(a - log_sum_exp(a))
+
+
+def effective_sample_size(a):
+    """ESS = exp(2 LSE(a) - LSE(2a)) of the weights ``exp(a)``; 0 if all weights vanish."""
+    a = _check_log_weights(a)
+    if np.all(a == -np.inf):
+        return 0.0
+    return float(np.exp(2.0 * log_sum_exp(a) - log_sum_exp(2.0 * a)))
+
+
+def delta_method_stderr(a):
+    """Standard error of ``LME(a)`` by the delta method.
+
+    With normalised weights ``w~``, ``Var(ln Z^) ~ sum w~^2 - 1/M = 1/ESS - 1/M``.
+    Returns ``(stderr, reliable)``; the value is unreliable when ``ESS < 10``.
+    """
+    a = _check_log_weights(a)
+    M = a.size
+    ess = effective_sample_size(a)
+    if ess == 0.0:
+        return np.inf, False
+    var = max(1.0 / ess - 1.0 / M, 0.0)
+    return float(np.sqrt(var)), bool(ess >= 10.0)
+
+
+def between_run_stderr(estimates):
+    """``sd(ln Z_r) / sqrt(R)`` over ``R`` independent run estimates (None if R < 2)."""
+    e = np.asarray(estimates, dtype=float).ravel()
+    if e.size < 2 or not np.all(np.isfinite(e)):
+        return None
+    return float(np.std(e, ddof=1) / np.sqrt(e.size))
+
+
+def combine_unbiased_for_z(log_weight_sets):
+    """Pool the log-weights of independent runs of an estimator unbiased for Z.
+
+    IS, AIS and likelihood weighting: pool every weight and take LME.
+    """
+    pooled = np.concatenate([np.asarray(a, dtype=float).ravel() for a in log_weight_sets])
+    return log_mean_exp(pooled)
+
+
+def combine_unbiased_for_inverse_z(log_u_sets):
+    """Pool reverse log-weights ``ln u`` (unbiased for 1/Z): returns ``-LME(ln u)``."""
+    pooled = np.concatenate([np.asarray(a, dtype=float).ravel() for a in log_u_sets])
+    return -log_mean_exp(pooled)
+
+
+def as_seed_sequence(random_state):
+    """A :class:`numpy.random.SeedSequence` from an int, None, SeedSequence or Generator.
+
+    A Generator is consumed once (one 63-bit draw) to derive the entropy, so passing
+    the same Generator twice gives different but reproducible streams.
+    """
+    if isinstance(random_state, np.random.SeedSequence):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return np.random.SeedSequence(int(random_state.integers(0, 2**63 - 1)))
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.SeedSequence(int(random_state.randint(0, 2**31 - 1)))
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        if random_state is not None and random_state < 0:
+            raise ValueError(f"random_state must be non-negative, got {random_state}.")
+        return np.random.SeedSequence(random_state)
+    raise ValueError(
+        "random_state must be None, an int, a numpy SeedSequence or Generator, "
+        f"got {type(random_state).__name__}."
+    )
+
+
+def spawn_generators(random_state, n):
+    """``n`` independent Generators from ``SeedSequence.spawn`` (one per chain or run)."""
+    ss = as_seed_sequence(random_state)
+    return [np.random.default_rng(child) for child in ss.spawn(int(n))]

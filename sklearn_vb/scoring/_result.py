@@ -1,0 +1,54 @@
+"""The result object every scorer returns (spec SC-R1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["ScoreResult", "BOUND_KINDS"]
+
+BOUND_KINDS = ("lower", "stochastic_lower", "stochastic_upper", "interval", "approx")
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """A log-evidence estimate ``ln p(X | m)`` in nats, total over the data set.
+
+    Attributes
+    ----------
+    method : str
+        Scorer name (``"vb"``, ``"bic"``, ``"ais"``, ...).
+    log_evidence : float
+        The raw estimate, never alias-corrected.  All guarantees (``bound``) refer to it.
+    bound : str
+        ``"lower"`` (deterministic lower bound), ``"stochastic_lower"``,
+        ``"stochastic_upper"``, ``"interval"`` (BDMC) or ``"approx"`` (no guarantee).
+    log_alias_correction : float
+        ``ln S`` when an alias correction was requested, else 0.  Adding it to a bound
+        gives an approximation, not a bound.
+    stderr : float or None
+        Standard error of ``log_evidence`` (stochastic scorers).
+    interval : tuple or None
+        ``(lower, upper)`` for BDMC.
+    n_eff : float or None
+        Effective sample size of the weights.
+    diagnostics : dict
+        Scorer-specific diagnostics.
+    """
+
+    method: str
+    log_evidence: float
+    bound: str
+    log_alias_correction: float = 0.0
+    stderr: float | None = None
+    interval: tuple | None = None
+    n_eff: float | None = None
+    diagnostics: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.bound not in BOUND_KINDS:
+            raise ValueError(f"bound must be one of {BOUND_KINDS}, got {self.bound!r}.")
+
+    @property
+    def corrected(self) -> float:
+        """``log_evidence + log_alias_correction``."""
+        return self.log_evidence + self.log_alias_correction

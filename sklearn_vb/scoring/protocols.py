@@ -1,0 +1,121 @@
+"""The model-side interface of the scoring layer (spec §2, IF-1 .. IF-12).
+
+Scorers see a fitted estimator only through a :class:`ScoringModel`: plain mathematical
+functions of parameter batches and data.  Every method beyond the G0 core is optional;
+scorers check what they need up front (:func:`require`) and raise
+``NotImplementedError("<scorer> needs <method>")`` otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .params import ParamSpace, batch_size
+
+__all__ = [
+    "ScoringModel",
+    "VariationalPosterior",
+    "Kernel",
+    "EStep",
+    "ScoringModelMixin",
+    "require",
+    "has",
+]
+
+
+@dataclass
+class EStep:
+    """Exact E step at a normalised parameter value (IF-6).
+
+    ``loglik``: ln p(X | theta); ``stats``: expected sufficient statistics under
+    p(z | X, theta); ``expected_complete_loglik``: E ln p(z, X | theta);
+    ``entropy``: H[p(z | X, theta)] = loglik - expected_complete_loglik.
+    """
+
+    loglik: float
+    stats: Any
+    expected_complete_loglik: float
+    entropy: float
+
+
+@runtime_checkable
+class ScoringModel(Protocol):
+    """G0 core (IF-4).  Optional groups: G1 latents, G2/G3 point/E-step/complete
+    evidence, G4 counting, G5 ``variational_posterior``; see spec §2.3–2.7.
+
+    ``X`` passed to every method is whatever :meth:`prepare_data` returned for the
+    user's ``X`` and fit parameters (``lengths=``, ``sequence_ids=``, ``U=`` ...).
+    """
+
+    param_space: ParamSpace
+
+    def log_prior(self, params) -> np.ndarray: ...
+
+    def sample_prior(self, rng, size: int) -> dict: ...
+
+    def log_likelihood(self, params, X) -> np.ndarray: ...
+
+    def n_cases(self, X) -> int: ...
+
+
+@runtime_checkable
+class VariationalPosterior(Protocol):
+    """q(theta) over the model's ``param_space`` (IF-8); densities in the same
+    coordinates as ``log_prior``."""
+
+    def sample(self, rng, size: int) -> dict: ...
+
+    def log_pdf(self, params) -> np.ndarray: ...
+
+    def mean(self) -> dict: ...
+
+
+@runtime_checkable
+class Kernel(Protocol):
+    """An MCMC kernel leaving ``f_beta`` invariant for every beta (IF-9)."""
+
+    reversible: bool
+
+    def step(self, params, X, beta: float, rng, n_steps: int = 1): ...
+
+    def adjoint(self) -> "Kernel": ...
+
+
+def has(model, name):
+    """True when ``model`` provides the callable ``name``."""
+    return callable(getattr(model, name, None))
+
+
+def require(model, scorer, *names):
+    """Raise ``NotImplementedError("<scorer> needs <name>")`` for the first missing method."""
+    for name in names:
+        if not has(model, name):
+            raise NotImplementedError(f"{scorer} needs {name}")
+
+
+class ScoringModelMixin:
+    """Shared conveniences for ScoringModels.
+
+    Provides ``log_joint = log_prior + log_likelihood``, a default ``prepare_data``
+    that accepts no fit parameters, and the tempered log-target used by the kernels.
+    """
+
+    def prepare_data(self, X, **fit_params):
+        if fit_params:
+            raise ValueError(
+                f"{type(self).__name__} accepts no fit parameters, got {sorted(fit_params)}."
+            )
+        X = np.asarray(X)
+        return X
+
+    def log_joint(self, params, X):
+        """ln p(theta) + ln p(X | theta), shape (C,)."""
+        return np.asarray(self.log_prior(params), dtype=float) + np.asarray(
+            self.log_likelihood(params, X), dtype=float
+        )
+
+    def batch_size(self, params):
+        return batch_size(params)
