@@ -1,0 +1,1 @@
+"""Data generators for the thesis experiments, the examples and the tests."""
