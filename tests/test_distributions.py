@@ -459,8 +459,10 @@ def test_normal_wishart_kl_and_expected_log_likelihood_vs_monte_carlo():
     q = _nw_params(rng, D)
     p = _nw_params(rng, D)
     mus, Ls = dist.normal_wishart_sample(*q, rng, size=40000)
-    diff = dist.normal_wishart_log_pdf(mus, Ls, *q) - dist.normal_wishart_log_pdf(mus, Ls, *p)
-    assert_mc(diff, dist.normal_wishart_kl(*q, *p))
+    near = (q[0] + 0.3, q[1] * 3.0, q[2] * 0.8, q[3] + 1.0)
+    for prior in (p, near):
+        diff = dist.normal_wishart_log_pdf(mus, Ls, *q) - dist.normal_wishart_log_pdf(mus, Ls, *prior)
+        assert_mc(diff, dist.normal_wishart_kl(*q, *prior))
     x = rng.standard_normal((4, D)) * 2.0
     d = x[None, :, :] - mus[:, None, :]
     loglik = 0.5 * (
@@ -556,8 +558,11 @@ def test_normal_gamma_sampler_kl_and_expected_log_likelihood_vs_monte_carlo():
     assert_mc(np.log(lam), digamma(a) - np.log(b))
     assert_mc(mu, m)
     assert_mc((mu - m) ** 2, b / (beta * (a - 1)))  # Student-t variance
-    diff = dist.normal_gamma_log_pdf(mu, lam, *q) - dist.normal_gamma_log_pdf(mu, lam, *p)
-    assert_mc(diff, dist.normal_gamma_kl(*q, *p))
+    # a far prior and a near one (small Monte Carlo variance, so each term of the KL matters)
+    near = (m + 0.3, beta * 3.0, a * 1.2, b * 0.8)
+    for prior in (p, near):
+        diff = dist.normal_gamma_log_pdf(mu, lam, *q) - dist.normal_gamma_log_pdf(mu, lam, *prior)
+        assert_mc(diff, dist.normal_gamma_kl(*q, *prior))
     x = rng.standard_normal((4, D))
     loglik = stats.norm(mu[:, None, :], 1 / np.sqrt(lam[:, None, :])).logpdf(x).sum(-1)
     ell = dist.normal_gamma_expected_log_likelihood(x, *q)
