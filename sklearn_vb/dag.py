@@ -1,0 +1,647 @@
+"""Discrete Bayesian networks with hidden nodes: VBEM, MAP/ML EM and exact inference.
+
+The model (Beal 2003, Chapter 6; ``spec/dag.md``): every node is categorical, node
+``j`` has a conditional probability table (CPT) ``theta_j`` of shape
+``(q_j, r_j)`` (parent configurations x states; parent configurations in C order,
+first-listed parent most significant), and every CPT row has an independent
+Dirichlet prior.  Hidden nodes are never observed; a missing value (NaN, or -1 in a
+column with declared cardinality) makes that node hidden for that case only.
+
+Inference is exact: the observed data are compressed to distinct patterns with
+counts, and for every pattern the joint configurations of its unobserved nodes are
+enumerated (:mod:`sklearn_vb._kernels.dag`).  VBEM alternates
+
+* VBM: ``q(theta_jl) = Dir(lambda_jl + N_jl)`` with expected family counts ``N``;
+* VBE: exact inference with the sub-normalised tables ``exp E[ln theta]``;
+
+and ``lower_bound_`` is the complete bound F (spec §7.4 Form C, which equals Form A
+after a VBE step and Form B after a VBM step).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import gammaln
+from sklearn.base import DensityMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from ._dag_structure import (
+    MAX_CONFIGURATIONS,
+    CPTLayout,
+    DAGStructure,
+    exact_log_evidence,
+    log_dirichlet_integral,
+    parameter_count,
+    parse_structure,
+    prepare_patterns,
+)
+from ._kernels.dag import (
+    dirichlet_update,
+    enumerate_posterior,
+    masked_dot,
+    normalise_rows,
+    pattern_log_normalisers,
+)
+from .base import VBEMEstimator
+
+__all__ = ["VBDiscreteDAG"]
+
+
+class _FitData:
+    """What the VBEM steps need: compressed patterns, CPT layout and the prior."""
+
+    def __init__(self, pdata, layout, prior, n_samples):
+        self.pdata = pdata
+        self.layout = layout
+        self.prior = prior
+        self.n_samples = n_samples
+        self.post = np.empty(pdata.idx.shape[0])
+        self.counts = np.empty(layout.size)
+
+
+class VBDiscreteDAG(DensityMixin, VBEMEstimator):
+    """Variational Bayesian discrete DAG with hidden nodes (Beal 2003, Chapter 6).
+
+    Parameters
+    ----------
+    structure : None, dict, list of (parent, child) pairs, or square ndarray
+        The DAG.  A dict maps each child to its ordered list of parents; an edge
+        list gives ``(parent, child)`` pairs; an adjacency array ``A`` has
+        ``A[i, j] != 0`` for an edge ``i -> j`` (nodes are then named 0..J-1).
+        Node order: dict keys (then parents not listed as keys), order of first
+        appearance in an edge list, or array index; nodes named only in
+        ``cardinalities`` are appended as isolated nodes.  ``None`` (default) is
+        the latent-class model: one hidden node ``"latent"`` with
+        ``n_components`` states, parent of every column of ``X``.
+    cardinalities : None, int, dict or sequence
+        Number of states per node (dict by name, sequence in node order, or one
+        int for all).  Hidden nodes need one.  An observed node without one
+        (``None``) learns its categories from the training data, like
+        ``OrdinalEncoder``: any distinct values (floats, negatives) become states,
+        and a value unseen during ``fit`` is treated as missing later.  Observed
+        nodes with a declared cardinality ``r`` take integer values ``0..r-1``;
+        ``-1`` or NaN mark a missing value.  With ``structure=None``,
+        ``cardinalities`` refers to the observed columns only.
+    hidden : None, name or iterable of names
+        The hidden nodes (never observed; not columns of ``X``).
+    n_components : int, default=2
+        Number of states of the hidden node of the default latent-class model
+        (used only when ``structure=None``).
+    prior : float, "uniform", "bdeu", dict or list, default=1.0
+        Dirichlet hyperparameters ``lambda_jlk``: a positive scalar for every entry
+        (1.0 = "uniform", the thesis prior), ``"bdeu"`` (``ess / (q_j r_j)``), or
+        per-node tables of shape ``(q_j, r_j)`` (dict by node name, or a list in
+        node order; scalars broadcast).
+    ess : float, default=1.0
+        Equivalent sample size for ``prior="bdeu"``.
+    method : {"vb", "map", "ml"}, default="vb"
+        ``"vb"`` runs VBEM.  ``"map"`` / ``"ml"`` run EM for a point estimate
+        (spec §4); ``lower_bound_`` is then the Cheeseman-Stutz value at the
+        estimate, which is the VB bound of the pair (exact posterior at theta_hat,
+        Dir(lambda + N_hat)) and hence a true lower bound; the EM objective history
+        is in ``objectives_``.
+    map_basis : {"softmax", "natural"}, default="softmax"
+        Basis of the MAP estimate.  ``"softmax"``: ``theta ∝ lambda + N``, valid for
+        every ``lambda > 0``.  ``"natural"``: eq. (6.23), ``theta ∝ lambda - 1 + N``;
+        falls back to ``"softmax"`` with a warning when some ``lambda < 1``.
+    max_iter, tol, n_init, init_params, random_state, warm_start, verbose,
+    verbose_interval, bound_check
+        See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is in nats on the
+        total bound (the thesis used ``1e-6 * n_samples``).  ``init_params="random"``
+        draws every CPT row from its prior and starts from the exact posterior of
+        the hidden nodes under those tables (spec §4.4, §7.5).
+    max_configurations : int, default=2**20
+        Refuse exact inference when one case has more joint configurations of its
+        unobserved nodes than this.
+
+    Attributes
+    ----------
+    structure_ : DAGStructure
+        The parsed structure, with all cardinalities.
+    cardinalities_ : dict
+        Number of states of every node.
+    categories_ : list of (ndarray or None)
+        For every observed column, the learned category values (None when the
+        cardinality was declared).
+    prior_ : list of ndarray
+        The Dirichlet hyperparameters ``lambda_j`` per node, shape ``(q_j, r_j)``.
+    posterior_ : list of ndarray
+        VB only: the Dirichlet parameters ``alpha_j = lambda_j + N_j`` of q(theta).
+    cpts_ : list of ndarray
+        The CPTs used for prediction: posterior means ``alpha / alpha_0`` (VB) or
+        the EM estimate.
+    expected_log_cpts_ : list of ndarray
+        VB only: ``E_q[ln theta]`` (the sub-normalised tables of the VBE step).
+    expected_counts_ : list of ndarray
+        Expected family counts ``N_j`` under the stored q(hidden).
+    lower_bound_ : float
+        The variational lower bound on ln p(X) (nats, total); for EM methods the
+        Cheeseman-Stutz bound.
+    log_likelihood_ : float
+        ln p(X | cpts_).
+    log_alias_count_ : float
+        ln S, the number of equivalent relabellings (spec §5.3, automorphism rule).
+    n_parameters_ : int
+        Naive parameter count, eq. (6.24).
+    """
+
+    _parameter_constraints: dict = {
+        **VBEMEstimator._parameter_constraints,
+        "structure": "no_validation",
+        "cardinalities": "no_validation",
+        "hidden": "no_validation",
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "prior": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"uniform", "bdeu"}), dict, list, tuple],
+        "ess": [Interval(Real, 0.0, None, closed="neither")],
+        "method": [StrOptions({"vb", "map", "ml"})],
+        "map_basis": [StrOptions({"softmax", "natural"})],
+        "init_params": [StrOptions({"random"})],
+        "max_configurations": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        structure=None,
+        cardinalities=None,
+        hidden=None,
+        *,
+        n_components=2,
+        prior=1.0,
+        ess=1.0,
+        method="vb",
+        map_basis="softmax",
+        max_iter=1000,
+        tol=1e-4,
+        n_init=3,
+        init_params="random",
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+        verbose_interval=10,
+        bound_check="raise",
+        max_configurations=MAX_CONFIGURATIONS,
+    ):
+        super().__init__(
+            max_iter=max_iter,
+            tol=tol,
+            n_init=n_init,
+            init_params=init_params,
+            random_state=random_state,
+            warm_start=warm_start,
+            verbose=verbose,
+            verbose_interval=verbose_interval,
+            bound_check=bound_check,
+        )
+        self.structure = structure
+        self.cardinalities = cardinalities
+        self.hidden = hidden
+        self.n_components = n_components
+        self.prior = prior
+        self.ess = ess
+        self.method = method
+        self.map_basis = map_basis
+        self.max_configurations = max_configurations
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ input
+    def _observed_columns(self, X_names, n_features, structure):
+        """Column of X for every observed node (in node order)."""
+        obs = structure.observed
+        obs_names = [structure.names[j] for j in obs]
+        if self.structure is None:
+            return np.arange(n_features)
+        for j in structure.hidden_nodes:
+            if X_names is not None and str(structure.names[j]) in X_names:
+                raise ValueError(
+                    f"X has a column {structure.names[j]!r}, but that node is declared hidden "
+                    "(hidden nodes are never observed).")
+        if X_names is not None and all(isinstance(n, str) for n in obs_names):
+            lookup = {str(n): i for i, n in enumerate(X_names)}
+            missing = [n for n in obs_names if n not in lookup]
+            extra = [n for n in X_names if n not in set(obs_names)]
+            if missing or extra:
+                raise ValueError(
+                    "the observed columns of X do not match the observed nodes of the structure: "
+                    f"missing columns {missing}, unexpected columns {extra}.")
+            return np.array([lookup[n] for n in obs_names], dtype=np.int64)
+        if n_features != len(obs):
+            raise ValueError(
+                f"X has {n_features} columns, but the structure has {len(obs)} observed nodes "
+                f"{obs_names} (one column per observed node, in node order).")
+        return np.arange(n_features)
+
+    def _encode(self, X, fit, weights=None):
+        """Float matrix (columns in observed-node order) -> int codes, -1 = missing."""
+        s = self._structure
+        codes = np.full(X.shape, -1, dtype=np.int64)
+        if fit:
+            self._categories = []
+        for c, j in enumerate(s.observed):
+            col = X[:, c]
+            nan = np.isnan(col)
+            name = s.names[j]
+            if fit:
+                declared = s.cardinalities[j]
+                if declared is None:
+                    keep = ~nan if weights is None else (~nan & (weights > 0))
+                    cats = np.unique(col[keep])
+                    if cats.size == 0:
+                        raise ValueError(
+                            f"X: observed node {name!r} has no observed value with positive weight, so "
+                            "its categories cannot be learned; declare its cardinality.")
+                    self._categories.append(cats)
+                else:
+                    self._categories.append(None)
+            cats = self._categories[c]
+            if cats is None:
+                r = self._cardinalities_list[j]
+                ok = ~nan & (col != -1)
+                vals = col[ok]
+                if vals.size and (np.any(vals != np.round(vals)) or vals.min() < 0 or vals.max() >= r):
+                    bad = vals[(vals != np.round(vals)) | (vals < 0) | (vals >= r)][0]
+                    raise ValueError(
+                        f"X: column for node {name!r} contains {bad!r}; values must be integers in "
+                        f"[0, {r}) (cardinality {r}), with -1 or NaN for missing.")
+                codes[ok, c] = vals.astype(np.int64)
+            else:
+                pos = np.searchsorted(cats, col)
+                pos_c = np.minimum(pos, cats.size - 1)
+                hit = ~nan & (cats[pos_c] == col)
+                codes[hit, c] = pos_c[hit]
+        return codes
+
+    def _prior_flat(self, layout):
+        s = layout.structure
+        p = self.prior
+        if isinstance(p, str):
+            if p == "uniform":
+                return np.ones(layout.size)
+            return np.concatenate([
+                np.full(int(layout.q[j] * layout.r[j]), self.ess / (layout.q[j] * layout.r[j]))
+                for j in range(s.n_nodes)])
+        if isinstance(p, Real):
+            return np.full(layout.size, float(p))
+        if isinstance(p, dict):
+            unknown = [k for k in p if k not in s.names]
+            if unknown:
+                raise ValueError(f"prior names unknown nodes {unknown}; nodes are {list(s.names)}.")
+            tables = [p.get(n, 1.0) for n in s.names]
+        else:
+            tables = list(p)
+            if len(tables) != s.n_nodes:
+                raise ValueError(f"prior has {len(tables)} entries but the structure has {s.n_nodes} nodes.")
+        out = []
+        for j, t in enumerate(tables):
+            shape = (int(layout.q[j]), int(layout.r[j]))
+            t = np.asarray(t, dtype=float)
+            try:
+                t = np.broadcast_to(t, shape)
+            except ValueError:
+                raise ValueError(
+                    f"prior for node {s.names[j]!r} must broadcast to shape {shape}; got {t.shape}.") from None
+            if not np.all(np.isfinite(t)) or np.any(t <= 0):
+                raise ValueError(f"prior for node {s.names[j]!r} must be positive and finite.")
+            out.append(t.ravel())
+        return np.concatenate(out)
+
+    def _check_fit_data(self, X, sample_weight=None):
+        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=True)
+        n = Xv.shape[0]
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(v) for v in names]
+        obs_names = names if names is not None else [f"x{i}" for i in range(Xv.shape[1])]
+        structure = parse_structure(self.structure, self.cardinalities, self.hidden,
+                                    observed_names=obs_names, n_components=self.n_components)
+        self._structure = structure
+        self._columns = self._observed_columns(names, Xv.shape[1], structure)
+        Xo = Xv[:, self._columns]
+        weights = None
+        if sample_weight is not None:
+            weights = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
+        self._cardinalities_list = list(structure.cardinalities)
+        codes = self._encode(Xo, fit=True, weights=weights)
+        for c, j in enumerate(structure.observed):
+            if self._categories[c] is not None:
+                self._cardinalities_list[j] = int(self._categories[c].size)
+        self._structure = structure.with_cardinalities(self._cardinalities_list)
+        layout = CPTLayout(self._structure)
+        self._layout = layout
+        self._prior = self._prior_flat(layout)
+        self._basis = self.map_basis
+        if self.method == "map" and self.map_basis == "natural" and np.any(self._prior < 1):
+            warnings.warn(
+                "map_basis='natural' with Dirichlet hyperparameters below 1 can give negative "
+                "probabilities (eq. 6.23); using the softmax basis (theta ∝ lambda + N) instead.",
+                UserWarning)
+            self._basis = "softmax"
+        if weights is not None:
+            codes = codes[weights > 0]
+            weights = weights[weights > 0]
+            if codes.shape[0] == 0:
+                raise ValueError("sample_weight: every weight is zero.")
+        pdata = prepare_patterns(codes, weights, layout, max_configurations=self.max_configurations)
+        return _FitData(pdata, layout, self._prior, n)
+
+    # ------------------------------------------------------------------ VBEM / EM
+    def _iteration_steps(self):
+        return ("vbm", "vbe") if self.method == "vb" else ("m", "e")
+
+    def _initialize(self, data, random_state):
+        layout = data.layout
+        g = random_state.standard_gamma(data.prior)
+        g = np.maximum(g, 1e-300)
+        theta = g / np.repeat(layout.row_sums(g), np.diff(layout.row_ptr))
+        self._infer(data, np.log(theta))
+        if self.method == "vb":
+            self._alpha_ = data.prior.copy()
+            self._elog_ = np.zeros(layout.size)
+            self._kl_ = 0.0
+        else:
+            self._theta_ = theta
+            self._log_theta_ = np.log(theta)
+
+    def _infer(self, data, log_phi):
+        pd = data.pdata
+        counts = np.empty(data.layout.size)
+        log_z = np.empty(pd.n_patterns)
+        entropy = np.empty(pd.n_patterns)
+        enumerate_posterior(log_phi, pd.idx, pd.row_start, pd.weights, counts, data.post, log_z, entropy)
+        self._counts_ = counts
+        self._log_z_ = log_z
+        self._entropy_ = entropy
+
+    def _step_vbm(self, data, iteration):
+        alpha = np.empty(data.layout.size)
+        elog = np.empty(data.layout.size)
+        self._kl_ = dirichlet_update(data.prior, self._counts_, data.layout.row_ptr, alpha, elog)
+        self._alpha_ = alpha
+        self._elog_ = elog
+
+    def _step_vbe(self, data, iteration):
+        self._infer(data, self._elog_)
+
+    def _step_m(self, data, iteration):
+        N = self._counts_
+        if self.method == "ml":
+            values = N
+        elif self._basis == "softmax":
+            values = data.prior + N
+        else:
+            values = data.prior - 1.0 + N
+        theta = np.empty(data.layout.size)
+        normalise_rows(values, data.layout.row_ptr, theta)
+        self._theta_ = theta
+        with np.errstate(divide="ignore"):
+            self._log_theta_ = np.log(theta)
+
+    def _step_e(self, data, iteration):
+        self._infer(data, self._log_theta_)
+
+    def _log_prior_basis(self, data, log_theta):
+        """ln prior density of theta in the chosen basis (0 for ML)."""
+        if self.method == "ml":
+            return 0.0
+        lam = data.prior
+        rp = data.layout.row_ptr[:-1]
+        const = float(np.sum(gammaln(np.add.reduceat(lam, rp))) - np.sum(gammaln(lam)))
+        power = lam if self._basis == "softmax" else lam - 1.0
+        return const + masked_dot(power, log_theta)
+
+    def _lower_bound(self, data):
+        ent = float(np.dot(data.pdata.weights, self._entropy_))
+        if self.method == "vb":
+            return masked_dot(self._counts_, self._elog_) + ent - self._kl_
+        return masked_dot(self._counts_, self._log_theta_) + ent + self._log_prior_basis(data, self._log_theta_)
+
+    # the three forms of F (spec §7.4); tests check they agree where each is valid
+    def _bound_form_a(self, data):
+        """Valid right after a VBE step: sum_i w_i ln Z_i(theta~) - KL(q(theta)||p(theta))."""
+        return float(np.dot(data.pdata.weights, self._log_z_)) - self._kl_
+
+    def _bound_form_b(self, data):
+        """Valid right after a VBM step: complete-data evidence at N(q_s) + entropy of q_s."""
+        return log_dirichlet_integral(data.prior, self._counts_, data.layout) + float(
+            np.dot(data.pdata.weights, self._entropy_))
+
+    def _bound_form_c(self, data):
+        """General form, valid for any stored pair (q_s, q_theta)."""
+        return masked_dot(self._counts_, self._elog_) + float(
+            np.dot(data.pdata.weights, self._entropy_)) - self._kl_
+
+    def _finalize(self, data):
+        layout = data.layout
+        s = self._structure
+        self.structure_ = s
+        self.cardinalities_ = {n: int(r) for n, r in zip(s.names, s.cardinalities)}
+        self.categories_ = list(self._categories)
+        self.prior_ = layout.split(data.prior)
+        self.expected_counts_ = layout.split(self._counts_)
+        self.n_parameters_ = parameter_count(s)
+        self.log_alias_count_ = float(np.log(alias_count(s, data.prior, layout)))
+        if self.method == "vb":
+            theta = np.empty(layout.size)
+            normalise_rows(self._alpha_, layout.row_ptr, theta)
+            self.posterior_ = layout.split(self._alpha_)
+            self.expected_log_cpts_ = layout.split(self._elog_)
+        else:
+            theta = self._theta_
+            self.objective_ = self.lower_bound_
+            self.objectives_ = self.lower_bounds_
+            # the last step was an exact E step at theta_hat: Cheeseman-Stutz (Form B)
+            cs = log_dirichlet_integral(data.prior, self._counts_, layout) + float(
+                np.dot(data.pdata.weights, self._entropy_))
+            self.cheeseman_stutz_ = cs
+            self.lower_bound_ = cs
+            self.lower_bounds_ = np.array([cs])
+        self._theta_mean = theta
+        self.cpts_ = layout.split(theta)
+        with np.errstate(divide="ignore"):
+            log_theta = np.log(theta)
+        log_z = np.empty(data.pdata.n_patterns)
+        pattern_log_normalisers(log_theta, data.pdata.idx, data.pdata.row_start, log_z)
+        self.log_likelihood_ = float(np.dot(data.pdata.weights, log_z))
+
+    # ------------------------------------------------------------------ prediction
+    def _prepare(self, X, blank=None):
+        self._check_is_fitted()
+        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False)
+        codes = self._encode(Xv[:, self._columns], fit=False)
+        if blank is not None:
+            codes[:, blank] = -1
+        return prepare_patterns(codes, None, self._layout, max_configurations=self.max_configurations)
+
+    def score_samples(self, X):
+        """ln p(x_i | cpts_) per row (unseen or missing values are marginalised)."""
+        pdata = self._prepare(X)
+        with np.errstate(divide="ignore"):
+            log_theta = np.log(self._theta_mean)
+        log_z = np.empty(pdata.n_patterns)
+        pattern_log_normalisers(log_theta, pdata.idx, pdata.row_start, log_z)
+        return log_z[pdata.inverse]
+
+    def score(self, X, y=None):
+        """Mean log-likelihood per row under the posterior-mean CPTs."""
+        return float(np.mean(self.score_samples(X)))
+
+    def _node_index(self, node):
+        s = self.structure_
+        if node is None:
+            if not s.hidden_nodes:
+                raise ValueError("node=None needs a hidden node; this structure has none.")
+            return s.hidden_nodes[0]
+        return s.index(node)
+
+    def predict_proba(self, X, node=None):
+        """Posterior marginal of ``node`` (default: the first hidden node) for each row.
+
+        The posterior is exact under the posterior-mean CPTs ``cpts_``, which for one
+        new case is the exact predictive under q(theta) (each CPT row appears at most
+        once).  If ``node`` is observed, its column in ``X`` is ignored (held out).
+        """
+        j = self._node_index(node)
+        s = self.structure_
+        blank = None
+        if not s.hidden[j]:
+            blank = s.observed.index(j)
+        pdata = self._prepare(X, blank=blank)
+        with np.errstate(divide="ignore"):
+            log_theta = np.log(self._theta_mean)
+        post = np.empty(pdata.idx.shape[0])
+        counts = np.empty(self._layout.size)
+        lz = np.empty(pdata.n_patterns)
+        ent = np.empty(pdata.n_patterns)
+        enumerate_posterior(log_theta, pdata.idx, pdata.row_start, np.zeros(pdata.n_patterns),
+                            counts, post, lz, ent)
+        r = int(self._layout.r[j])
+        owner = np.repeat(np.arange(pdata.n_patterns), np.diff(pdata.row_start))
+        marg = np.bincount(owner * r + pdata.states[:, j], weights=post,
+                           minlength=pdata.n_patterns * r).reshape(pdata.n_patterns, r)
+        return marg[pdata.inverse]
+
+    def predict(self, X, node=None):
+        """Most probable state of ``node`` (default: the first hidden node) per row
+        (category values for observed nodes with learned categories)."""
+        j = self._node_index(node)
+        labels = np.argmax(self.predict_proba(X, node=node), axis=1)
+        s = self.structure_
+        if not s.hidden[j]:
+            cats = self._categories[s.observed.index(j)]
+            if cats is not None:
+                return cats[labels]
+        return labels
+
+    def sample(self, n_samples=1):
+        """Draw cases by ancestral sampling from ``cpts_``.
+
+        Returns
+        -------
+        X : ndarray (n_samples, n_observed)
+            Observed values (integers; learned category values if any).
+        hidden : ndarray (n_samples, n_hidden)
+            The states of the hidden nodes.
+        """
+        self._check_is_fitted()
+        if not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        rng = check_random_state(self.random_state)
+        states = sample_states(self.structure_, self._layout, self._theta_mean, n_samples, rng)
+        s = self.structure_
+        obs = states[:, list(s.observed)]
+        if any(c is not None for c in self._categories):
+            X = obs.astype(float)
+            for c, cats in enumerate(self._categories):
+                if cats is not None:
+                    X[:, c] = cats[obs[:, c]]
+        else:
+            X = obs
+        return X, states[:, list(s.hidden_nodes)]
+
+    def bic(self, X):
+        """Bayesian information criterion (sklearn sign: lower is better),
+        ``-2 ln p(X | cpts_) + d ln n`` with the naive count d of eq. (6.24)."""
+        ll = self.score_samples(X)
+        return -2.0 * float(np.sum(ll)) + self.n_parameters_ * np.log(ll.shape[0])
+
+    def aic(self, X):
+        """Akaike information criterion (lower is better)."""
+        ll = self.score_samples(X)
+        return -2.0 * float(np.sum(ll)) + 2.0 * self.n_parameters_
+
+    def format_cpts(self, decimals=2):
+        """The CPTs as readable text: one block per node, one line per parent configuration."""
+        self._check_is_fitted()
+        s = self.structure_
+        lines = []
+        for j in range(s.n_nodes):
+            kind = "hidden" if s.hidden[j] else "observed"
+            pa = [s.names[p] for p in s.parents[j]]
+            lines.append(f"{s.names[j]!s} ({kind}, {s.cardinalities[j]} states) | parents {pa}")
+            table = self.cpts_[j]
+            radices = [s.cardinalities[p] for p in s.parents[j]]
+            for l, row in enumerate(table):
+                cfg = np.unravel_index(l, radices) if radices else ()
+                label = ",".join(str(int(v)) for v in cfg) if radices else "-"
+                vals = " ".join(f"{v:.{decimals}f}" for v in row)
+                lines.append(f"  [{label}]  {vals}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ oracles
+    def exact_log_evidence(self, X, max_terms=2 * 10**6):
+        """ln p(X | structure, prior) by brute-force summation over all completions
+        of the hidden values (spec §2.3).  Exponential cost: tiny data only."""
+        pdata = self._prepare(X)
+        return exact_log_evidence(self._prior_flat(self._layout), self._layout, pdata, max_terms=max_terms)
+
+
+def sample_states(structure, layout, theta, n_samples, rng):
+    """Ancestral sampling of all nodes: (n_samples, J) int array."""
+    J = structure.n_nodes
+    states = np.zeros((n_samples, J), dtype=np.int64)
+    for j in structure.order:
+        r = int(layout.r[j])
+        l = np.zeros(n_samples, dtype=np.int64)
+        for p in structure.parents[j]:
+            l = l * int(layout.r[p]) + states[:, p]
+        table = theta[layout.offsets[j]:layout.offsets[j + 1]].reshape(-1, r)
+        cdf = np.cumsum(table[l], axis=1)
+        u = rng.random_sample(n_samples)[:, None] * cdf[:, -1:]
+        states[:, j] = np.minimum((u >= cdf).sum(axis=1), r - 1)
+    return states
+
+
+def alias_count(structure, prior, layout):
+    """S = |Aut_H(G)| * prod_{hidden h with children} r_h!  (spec §5.3, automorphism rule).
+
+    ``Aut_H(G)``: permutations of the connected hidden nodes that preserve
+    cardinalities, prior tables and the edge set (observed nodes fixed).
+    """
+    s = structure
+    connected = [h for h in s.hidden_nodes if s.children(h)]
+    S = 1
+    for h in connected:
+        S *= math.factorial(s.cardinalities[h])
+    if len(connected) < 2 or len(connected) > 8:
+        return S
+    edges = {(p, c) for c in range(s.n_nodes) for p in s.parents[c]}
+    priors = layout.split(prior)
+    aut = 0
+    for perm in itertools.permutations(connected):
+        mapping = dict(zip(connected, perm))
+        ok = all(s.cardinalities[a] == s.cardinalities[b] and priors[a].shape == priors[b].shape
+                 and np.array_equal(priors[a], priors[b]) for a, b in mapping.items())
+        if ok:
+            mapped = {(mapping.get(p, p), mapping.get(c, c)) for p, c in edges}
+            ok = mapped == edges
+        aut += ok
+    return S * aut
