@@ -6,5 +6,6 @@ by other means, and :mod:`sklearn_vb.model_selection` ranks candidate structures
 """
 
 from ._version import __version__
+from .dag import VBDiscreteDAG
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "VBDiscreteDAG"]
