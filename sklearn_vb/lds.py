@@ -1,0 +1,862 @@
+"""Variational Bayesian linear dynamical system (linear-Gaussian state-space model).
+
+Model (Beal 2003, Chapter 5; spec/lds.md)::
+
+    x_0 ~ N(mu0, Sigma0)
+    x_t = A x_{t-1} + B u_t + w_t,       w_t ~ N(0, I_k)
+    y_t = C x_t + D u_t + v_t,           v_t ~ N(0, diag(rho)^{-1})
+
+with ARD priors on the columns of A (alpha), B (beta), C (gamma) and D (delta), the
+priors on the rows of C and D scaled by the noise precision of their output, and
+Gamma(a, b) priors on the noise precisions rho.  The variational posterior is
+``q(A, B) q(C, D, rho) q(x)``; ``q(x)`` is computed by the variational Kalman
+filter / RTS smoother in :mod:`sklearn_vb._kernels.kalman`.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from scipy.special import digamma, polygamma
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
+
+from ._distributions import gamma_expected_log, gamma_kl
+from ._kernels.kalman import simulate_lds, vb_kalman_smoother
+from ._validation import check_sequences, sequence_bounds
+from .base import VBEMEstimator
+
+__all__ = ["VBLinearDynamicalSystem"]
+
+LOG_2PI = np.log(2.0 * np.pi)
+_HYPER_CAP = 1e12
+_SHAPE_CAP = 1e8
+_SIGMA0_FLOOR = 1e-6
+
+
+def _spd_inv_logdet(M):
+    """Inverse and log-determinant of a symmetric positive definite matrix."""
+    M = 0.5 * (M + M.T)
+    if M.shape[0] == 0:
+        return np.zeros((0, 0)), 0.0
+    L = np.linalg.cholesky(M)
+    Linv = solve_triangular(L, np.eye(M.shape[0]), lower=True, check_finite=False)
+    inv = Linv.T @ Linv
+    return 0.5 * (inv + inv.T), 2.0 * np.sum(np.log(np.diag(L)))
+
+
+def _gamma_hyper_update(mean_rho, mean_log_rho, a_start):
+    """Maximise sum_s <ln Ga(rho_s | a, b)> over (a, b) (spec §6.2, App. C.2)."""
+    d_bar = float(np.mean(mean_rho))
+    c_bar = float(np.mean(mean_log_rho))
+    target = c_bar - np.log(d_bar)  # < 0 by Jensen
+    a = float(min(max(a_start, 1e-3), _SHAPE_CAP))
+    for _ in range(100):
+        f = digamma(a) - np.log(a) - target
+        fp = a * polygamma(1, a) - 1.0  # derivative w.r.t. ln a, > 0
+        step = -f / fp
+        step = float(np.clip(step, -5.0, 5.0))
+        a_new = min(a * np.exp(step), _SHAPE_CAP)
+        if abs(a_new - a) <= 1e-13 * a:
+            a = a_new
+            break
+        a = a_new
+    return a, a / d_bar
+
+
+class VBLinearDynamicalSystem(VBEMEstimator):
+    """Variational Bayesian linear-Gaussian state-space model with inputs and ARD.
+
+    Parameters
+    ----------
+    n_states : int or None, default=None
+        Dimension ``k`` of the hidden state; None means the number of outputs.
+        With ``ard=True`` choose it generously: unused dimensions are switched off.
+    fit_intercept : bool, default=True
+        Append a constant input 1 to ``u_t`` (a state offset through B and an output
+        offset through D).
+    input_to_state, input_to_output : bool or array of bool, default=True
+        Which user inputs drive the states (columns of B) and the outputs (columns of
+        D); a structurally absent column is exactly zero.  The intercept, when
+        fitted, drives both.
+    ard : bool, default=True
+        Optimise the ARD precisions alpha, beta, gamma, delta of the columns of A, B,
+        C, D.  With False they stay at ``ard_init``.
+    hyperparameter_schedule : tuple of 3 ints or None, default=(10, 20, 30)
+        Iterations from which (alpha, beta), (gamma, delta) and the remaining
+        hyperparameters (a, b, mu0, Sigma0) are optimised.  None: never optimise.
+    ard_init : float, default=1.0
+        Initial (or fixed) value of every ARD precision.
+    noise_shape, noise_rate : float, default=1.0
+        Initial Gamma(a, b) prior of the output noise precisions (shape, rate).
+    init_state_cov : {"diag", "full", "spherical", "fixed"}, default="diag"
+        Form of the optimised prior covariance of the auxiliary initial state.
+    ard_threshold : float, default=100.0
+        Pruning rule for ``active_states_``: state dimension j is reported switched
+        off when ``alpha_j >= ard_threshold * <x_j^2>_A`` and
+        ``gamma_j >= ard_threshold * <x_j^2>_C`` (prior precision dominating the data
+        information of that column in both A and C; ``<x_j^2>`` are the diagonals of
+        the expected state second-moment sums W_A and W_C).
+    max_iter, tol, n_init, init_params, random_state, warm_start, verbose,
+    verbose_interval, bound_check
+        See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is on the absolute
+        change of the bound in nats; convergence is only declared after the
+        hyperparameter schedule has started every group.
+
+    Attributes
+    ----------
+    lower_bound_ : float
+        The complete variational lower bound F on ln p(X | U) in nats.
+    lower_bound_terms_ : dict
+        ``ln_Z`` and the KL terms (``KL_B``, ``KL_A_given_B``, ``KL_rho``,
+        ``KL_D_given_rho``, ``KL_C_given_rho_D``) of F at the last VBE step.
+    A_mean_, B_mean_, C_mean_, D_mean_ : posterior means; B and D have one column
+        per input (user inputs, then the intercept), zero where structurally absent.
+    Sigma_AB_, Sigma_CD_ : posterior row covariances of [A B_s] and [C D_o] (compact:
+        only the present input columns, ``state_inputs_`` / ``output_inputs_``);
+        rows of [C D] have covariance ``Sigma_CD_ / rho_s``.
+    rho_shape_, rho_rate_ : Gamma posterior of the noise precisions.
+    noise_precision_mean_ : posterior mean of rho.
+    alpha_, beta_, gamma_, delta_ : ARD precisions (beta/delta are inf for absent
+        input columns).
+    noise_prior_shape_, noise_prior_rate_, init_state_mean_, init_state_cov_ :
+        optimised hyperparameters.
+    active_states_, n_effective_states_ : state dimensions kept by ARD.
+    hyperparameter_history_ : dict of per-iteration arrays of alpha, gamma, beta,
+        delta (best run).
+    """
+
+    _parameter_constraints: dict = {
+        **VBEMEstimator._parameter_constraints,
+        "n_states": [Interval(Integral, 1, None, closed="left"), None],
+        "fit_intercept": ["boolean"],
+        "input_to_state": ["boolean", "array-like"],
+        "input_to_output": ["boolean", "array-like"],
+        "ard": ["boolean"],
+        "hyperparameter_schedule": [tuple, list, None],
+        "ard_init": [Interval(Real, 0.0, None, closed="neither")],
+        "noise_shape": [Interval(Real, 0.0, None, closed="neither")],
+        "noise_rate": [Interval(Real, 0.0, None, closed="neither")],
+        "init_state_cov": [StrOptions({"diag", "full", "spherical", "fixed"})],
+        "ard_threshold": [Interval(Real, 0.0, None, closed="neither")],
+        "init_params": [StrOptions({"random"})],
+    }
+
+    def __init__(
+        self,
+        n_states=None,
+        *,
+        fit_intercept=True,
+        input_to_state=True,
+        input_to_output=True,
+        ard=True,
+        hyperparameter_schedule=(10, 20, 30),
+        ard_init=1.0,
+        noise_shape=1.0,
+        noise_rate=1.0,
+        init_state_cov="diag",
+        ard_threshold=100.0,
+        max_iter=500,
+        tol=1e-4,
+        n_init=1,
+        init_params="random",
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+        verbose_interval=10,
+        bound_check="raise",
+    ):
+        super().__init__(
+            max_iter=max_iter,
+            tol=tol,
+            n_init=n_init,
+            init_params=init_params,
+            random_state=random_state,
+            warm_start=warm_start,
+            verbose=verbose,
+            verbose_interval=verbose_interval,
+            bound_check=bound_check,
+        )
+        self.n_states = n_states
+        self.fit_intercept = fit_intercept
+        self.input_to_state = input_to_state
+        self.input_to_output = input_to_output
+        self.ard = ard
+        self.hyperparameter_schedule = hyperparameter_schedule
+        self.ard_init = ard_init
+        self.noise_shape = noise_shape
+        self.noise_rate = noise_rate
+        self.init_state_cov = init_state_cov
+        self.ard_threshold = ard_threshold
+
+    # ================================================================ data
+    def _inputs(self, X, U, n_user_inputs):
+        """Validated full input matrix (user inputs then intercept), shape (N, d)."""
+        N = X.shape[0]
+        if U is None:
+            if n_user_inputs:
+                raise ValueError(
+                    f"U is required: the model was fitted with {n_user_inputs} input(s)."
+                )
+            U = np.zeros((N, 0))
+        else:
+            U = np.asarray(U, dtype=np.float64)
+            if U.ndim == 1:
+                raise ValueError(
+                    f"U must be 2-D of shape (n_samples, n_inputs); got shape {U.shape}. "
+                    "Reshape a single input with U.reshape(-1, 1)."
+                )
+            if U.ndim != 2 or U.shape[0] != N:
+                raise ValueError(
+                    f"U must have one row per row of X ({N}); got shape {U.shape}."
+                )
+            if not np.all(np.isfinite(U)):
+                raise ValueError("U contains NaN or infinity.")
+            if n_user_inputs is not None and U.shape[1] != n_user_inputs:
+                raise ValueError(
+                    f"U has {U.shape[1]} column(s), but the model was fitted with "
+                    f"{n_user_inputs} input(s)."
+                )
+        if self.fit_intercept:
+            U = np.hstack([U, np.ones((N, 1))])
+        return np.ascontiguousarray(U)
+
+    def _input_masks(self, n_user):
+        def mask(value, name):
+            if isinstance(value, (bool, np.bool_)):
+                m = np.full(n_user, bool(value))
+            else:
+                m = np.asarray(value)
+                if m.dtype != bool or m.shape != (n_user,):
+                    raise ValueError(
+                        f"{name} must be a bool or a boolean array with one entry per "
+                        f"input column ({n_user}); got {value!r}."
+                    )
+            if self.fit_intercept:
+                m = np.append(m, True)
+            return np.flatnonzero(m)
+
+        return mask(self.input_to_state, "input_to_state"), mask(
+            self.input_to_output, "input_to_output"
+        )
+
+    def _prepare(self, X, U, lengths, sequence_ids, reset):
+        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+        lens = check_sequences(X.shape[0], lengths, sequence_ids)
+        starts, ends = sequence_bounds(lens)
+        n_user = None if reset else self.n_user_inputs_
+        Uall = self._inputs(X, U, n_user)
+        return X, Uall, starts, ends
+
+    def _check_fit_data(self, X, U=None, lengths=None, sequence_ids=None):
+        X, Uall, starts, ends = self._prepare(X, U, lengths, sequence_ids, reset=True)
+        n_user = Uall.shape[1] - int(self.fit_intercept)
+        sched = self.hyperparameter_schedule
+        if sched is not None:
+            if len(sched) != 3 or not all(
+                isinstance(s, Integral) and not isinstance(s, bool) and s >= 0 for s in sched
+            ):
+                raise ValueError(
+                    "hyperparameter_schedule must be None or three non-negative ints "
+                    f"(alpha/beta, gamma/delta, the rest); got {sched!r}."
+                )
+        state_cols, out_cols = self._input_masks(n_user)
+        Us = np.ascontiguousarray(Uall[:, state_cols])
+        Uo = np.ascontiguousarray(Uall[:, out_cols])
+        data = {
+            "X": X,
+            "U": Uall,
+            "Us": Us,
+            "Uo": Uo,
+            "starts": starts,
+            "ends": ends,
+            "n_user": n_user,
+            "state_cols": state_cols,
+            "out_cols": out_cols,
+            # data statistics (spec §4.1), computed once
+            "UUs": Us.T @ Us,
+            "UUo": Uo.T @ Uo,
+            "UY": Uo.T @ X,
+            "YY": np.einsum("ts,ts->s", X, X),
+        }
+        self.n_user_inputs_ = n_user
+        self.state_inputs_ = state_cols
+        self.output_inputs_ = out_cols
+        self.n_inputs_ = Uall.shape[1]
+        return data
+
+    # ================================================================ init
+    def _initialize(self, data, random_state):
+        X = data["X"]
+        N, p = X.shape
+        k = self.n_states if self.n_states is not None else p
+        n_seq = data["starts"].shape[0]
+        ds = data["Us"].shape[1]
+        do = data["Uo"].shape[1]
+        self.n_states_ = k
+        self.alpha_ = np.full(k, float(self.ard_init))
+        self.beta_c_ = np.full(ds, float(self.ard_init))
+        self.gamma_ = np.full(k, float(self.ard_init))
+        self.delta_c_ = np.full(do, float(self.ard_init))
+        self.noise_prior_shape_ = float(self.noise_shape)
+        self.noise_prior_rate_ = float(self.noise_rate)
+        self.init_state_mean_ = np.zeros(k)
+        self.init_state_cov_ = np.eye(k)
+        # random hidden-state statistics (toolbox initialisation, spec §2.1)
+        omega = random_state.standard_normal((N, k))
+        omega0 = random_state.standard_normal((n_seq, k))
+        self._q_x = {
+            "omega": omega,
+            "ups": np.broadcast_to(np.eye(k), (N, k, k)).copy(),
+            "cross": np.broadcast_to(np.eye(k), (N, k, k)).copy(),
+            "omega0": omega0,
+            "ups0": np.broadcast_to(np.eye(k), (n_seq, k, k)).copy(),
+            "entropy": np.zeros(n_seq),
+            "ln_z": np.zeros(n_seq),
+        }
+        self._stats = self._hidden_stats(data, self._q_x)
+        self._q_theta = None
+        self._history = {"alpha": [], "beta": [], "gamma": [], "delta": []}
+
+    # ================================================================ VBM
+    @staticmethod
+    def _hidden_stats(data, q_x):
+        """Expected hidden-state statistics pooled over sequences (spec §4.1)."""
+        omega, ups, cross = q_x["omega"], q_x["ups"], q_x["cross"]
+        starts = data["starts"]
+        X, Us, Uo = data["X"], data["Us"], data["Uo"]
+        prev = np.empty_like(omega)
+        prev[1:] = omega[:-1]
+        prev[starts] = q_x["omega0"]
+        ups_sum = ups.sum(axis=0)
+        ups_prev_sum = ups_sum - ups[data["ends"] - 1].sum(axis=0) + q_x["ups0"].sum(axis=0)
+        return {
+            "W_A": ups_prev_sum + prev.T @ prev,
+            "S_A": cross.sum(axis=0) + prev.T @ omega,
+            "G_A": prev.T @ Us,
+            "M": Us.T @ omega,
+            "W_C": ups_sum + omega.T @ omega,
+            "ups_sum": ups_sum,
+            "S_C": omega.T @ X,
+            "G_C": omega.T @ Uo,
+            "T": X.shape[0],
+        }
+
+    def _vbm(self, data, stats):
+        """Optimal q(A, B) and q(C, D, rho) given the hidden statistics (spec §4)."""
+        k = self.n_states_
+        p = data["X"].shape[1]
+        ds = data["Us"].shape[1]
+        do = data["Uo"].shape[1]
+        # q(A, B): rows [a_j; b_j] ~ N(Sigma_AB r_j, Sigma_AB)
+        prior_ab = np.concatenate([self.alpha_, self.beta_c_])
+        W_z = np.block([[stats["W_A"], stats["G_A"]], [stats["G_A"].T, data["UUs"]]])
+        Lam_AB = W_z + np.diag(prior_ab)
+        Sigma_AB, logdet_Sigma_AB_inv = _spd_inv_logdet(Lam_AB)
+        R_AB = np.vstack([stats["S_A"], stats["M"]])
+        M_AB = R_AB.T @ Sigma_AB
+        E_AB = M_AB.T @ M_AB + k * Sigma_AB
+        # q(C, D, rho)
+        prior_cd = np.concatenate([self.gamma_, self.delta_c_])
+        W_w = np.block([[stats["W_C"], stats["G_C"]], [stats["G_C"].T, data["UUo"]]])
+        Lam_CD = W_w + np.diag(prior_cd)
+        Sigma_CD, logdet_Sigma_CD_inv = _spd_inv_logdet(Lam_CD)
+        R_CD = np.vstack([stats["S_C"], data["UY"]])
+        M_CD = R_CD.T @ Sigma_CD  # p x (k + do)
+        # g_s = Ydd_ss - r_s' Sigma r_s, written as a sum of non-negative terms
+        C_bar, D_bar = M_CD[:, :k], M_CD[:, k:]
+        resid = data["X"] - self._q_x["omega"] @ C_bar.T - data["Uo"] @ D_bar.T
+        g = (
+            np.einsum("ts,ts->s", resid, resid)
+            + np.einsum("sj,jl,sl->s", C_bar, stats["ups_sum"], C_bar)
+            + (M_CD**2) @ prior_cd
+        )
+        g = np.maximum(g, 1e-300)
+        shape = self.noise_prior_shape_ + 0.5 * stats["T"]
+        rate = self.noise_prior_rate_ + 0.5 * g
+        rho = shape / rate
+        log_rho = gamma_expected_log(shape, rate)
+        E_CD = (M_CD.T * rho) @ M_CD + p * Sigma_CD
+        self._q_theta = {
+            "Sigma_AB": Sigma_AB,
+            "logdet_Sigma_AB": -logdet_Sigma_AB_inv,
+            "M_AB": M_AB,
+            "E_AB": E_AB,
+            "Sigma_CD": Sigma_CD,
+            "logdet_Sigma_CD": -logdet_Sigma_CD_inv,
+            "M_CD": M_CD,
+            "E_CD": E_CD,
+            "rho_shape": shape,
+            "rho_rate": rate,
+            "rho": rho,
+            "log_rho": log_rho,
+            "k": k,
+            "ds": ds,
+            "do": do,
+        }
+
+    # ================================================================ VBE
+    @staticmethod
+    def _run_filter(q, X, Us, Uo, starts, ends, mu0, Sigma0, smooth, point=False, observed=None):
+        """Run the variational (or, with ``point=True``, the plain posterior-mean)
+        Kalman filter/smoother on all sequences."""
+        k = q["k"]
+        A = np.ascontiguousarray(q["M_AB"][:, :k])
+        B = q["M_AB"][:, k:]
+        C = np.ascontiguousarray(q["M_CD"][:, :k])
+        D = q["M_CD"][:, k:]
+        rho = q["rho"]
+        N = X.shape[0]
+        y_res = np.ascontiguousarray(X - Uo @ D.T)
+        bu = np.ascontiguousarray(Us @ B.T)
+        if point:
+            S_A = np.zeros((k, k))
+            S_C = np.zeros((k, k))
+            h_ab = np.zeros((N, k))
+            h_cd = np.zeros((N, k))
+            c_ab = np.zeros(N)
+            c_cd = np.zeros(N)
+            gap = 0.0
+        else:
+            K_AB = k * q["Sigma_AB"]
+            K_CD = X.shape[1] * q["Sigma_CD"]
+            S_A = np.ascontiguousarray(K_AB[:k, :k])
+            S_C = np.ascontiguousarray(K_CD[:k, :k])
+            h_ab = np.ascontiguousarray(Us @ K_AB[:k, k:].T)
+            c_ab = 0.5 * np.einsum("tc,cd,td->t", Us, K_AB[k:, k:], Us)
+            h_cd = np.ascontiguousarray(Uo @ K_CD[:k, k:].T)
+            c_cd = 0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo)
+            gap = 0.5 * float(np.sum(q["log_rho"] - np.log(rho)))
+        if observed is None:
+            observed = np.ones(N, dtype=np.bool_)
+        out = vb_kalman_smoother(
+            y_res, bu, h_ab, c_ab, h_cd, c_cd, observed,
+            starts.astype(np.int64), ends.astype(np.int64),
+            A, C, np.ascontiguousarray(rho), S_A, S_C, gap,
+            np.ascontiguousarray(mu0, dtype=np.float64),
+            np.ascontiguousarray(Sigma0, dtype=np.float64), smooth,
+        )
+        names = ("log_terms", "pred_mean", "pred_cov", "filt_mean", "filt_cov", "omega",
+                 "ups", "cross", "omega0", "ups0", "entropy")
+        res = dict(zip(names, out))
+        res["ln_z"] = np.add.reduceat(res["log_terms"], starts) if N else np.zeros(0)
+        return res
+
+    # ================================================================ steps
+    def _iteration_steps(self):
+        return ("hyper", "vbm", "vbe")
+
+    def _step_vbm(self, data, iteration):
+        self._vbm(data, self._stats)
+
+    def _step_vbe(self, data, iteration):
+        res = self._run_filter(
+            self._q_theta, data["X"], data["Us"], data["Uo"], data["starts"],
+            data["ends"], self.init_state_mean_, self.init_state_cov_, smooth=True,
+        )
+        self._q_x = {key: res[key] for key in
+                     ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
+        self._ln_z_sigma0 = (self.init_state_mean_.copy(), self.init_state_cov_.copy())
+        self._stats = self._hidden_stats(data, self._q_x)
+        self._record_terms()
+        for name, value in (("alpha", self.alpha_), ("beta", self.beta_c_),
+                            ("gamma", self.gamma_), ("delta", self.delta_c_)):
+            self._history[name].append(value.copy())
+
+    def _step_hyper(self, data, iteration):
+        if self._q_theta is None:
+            return
+        if getattr(self, "_warm_data_changed", False):
+            # warm start on new data: refresh q(x) for the new sequences first
+            self._warm_data_changed = False
+            self._step_vbe(data, iteration)
+            return
+        sched = self.hyperparameter_schedule
+        if sched is None:
+            return
+        done = iteration - 1  # number of completed iterations
+        q = self._q_theta
+        k, ds = self.n_states_, q["ds"]
+        p = data["X"].shape[1]
+        if self.ard and done >= sched[0]:
+            diag = np.diag(q["E_AB"])
+            self.alpha_ = np.minimum(k / diag[:k], _HYPER_CAP)
+            self.beta_c_ = np.minimum(k / diag[k:], _HYPER_CAP)
+        if self.ard and done >= sched[1]:
+            diag = np.diag(q["E_CD"])
+            self.gamma_ = np.minimum(p / diag[:k], _HYPER_CAP)
+            self.delta_c_ = np.minimum(p / diag[k:], _HYPER_CAP)
+        if done >= sched[2]:
+            a, b = _gamma_hyper_update(q["rho"], q["log_rho"], self.noise_prior_shape_)
+            self.noise_prior_shape_, self.noise_prior_rate_ = a, b
+            if self.init_state_cov != "fixed":
+                omega0, ups0 = self._q_x["omega0"], self._q_x["ups0"]
+                mu0 = omega0.mean(axis=0)
+                dev = omega0 - mu0
+                full = ups0.mean(axis=0) + dev.T @ dev / omega0.shape[0]
+                full = 0.5 * (full + full.T)
+                if self.init_state_cov == "diag":
+                    cov = np.diag(np.maximum(np.diag(full), _SIGMA0_FLOOR))
+                elif self.init_state_cov == "spherical":
+                    cov = np.eye(k) * max(np.trace(full) / k, _SIGMA0_FLOOR)
+                else:
+                    w, V = np.linalg.eigh(full)
+                    cov = (V * np.maximum(w, _SIGMA0_FLOOR)) @ V.T
+                    cov = 0.5 * (cov + cov.T)
+                self.init_state_mean_ = mu0
+                self.init_state_cov_ = cov
+
+    def _can_stop(self, iteration):
+        sched = self.hyperparameter_schedule
+        if sched is None:
+            return True
+        return iteration - 1 > max(sched)
+
+    # ================================================================ bound
+    def _kl_terms(self):
+        q = self._q_theta
+        k, ds, do = q["k"], q["ds"], q["do"]
+        p = q["M_CD"].shape[0]
+        prior_ab = np.concatenate([self.alpha_, self.beta_c_])
+        prior_cd = np.concatenate([self.gamma_, self.delta_c_])
+        kl_ab = 0.5 * np.sum(prior_ab * np.diag(q["E_AB"])) - 0.5 * k * (
+            k + ds + q["logdet_Sigma_AB"] + np.sum(np.log(prior_ab))
+        )
+        kl_cd = 0.5 * np.sum(prior_cd * np.diag(q["E_CD"])) - 0.5 * p * (
+            k + do + q["logdet_Sigma_CD"] + np.sum(np.log(prior_cd))
+        )
+        # split into the marginal of B (D) and the conditional of A (C)
+        if ds:
+            Sigma_B = q["Sigma_AB"][k:, k:]
+            _, ld_B_inv = _spd_inv_logdet(Sigma_B)
+            kl_b = 0.5 * np.sum(self.beta_c_ * np.diag(q["E_AB"])[k:]) - 0.5 * k * (
+                ds - ld_B_inv + np.sum(np.log(self.beta_c_))
+            )
+        else:
+            kl_b = 0.0
+        if do:
+            Sigma_D = q["Sigma_CD"][k:, k:]
+            _, ld_D_inv = _spd_inv_logdet(Sigma_D)
+            kl_d = 0.5 * np.sum(self.delta_c_ * np.diag(q["E_CD"])[k:]) - 0.5 * p * (
+                do - ld_D_inv + np.sum(np.log(self.delta_c_))
+            )
+        else:
+            kl_d = 0.0
+        kl_rho = float(np.sum(gamma_kl(q["rho_shape"], q["rho_rate"],
+                                       self.noise_prior_shape_, self.noise_prior_rate_)))
+        return {
+            "KL_B": float(kl_b),
+            "KL_A_given_B": float(kl_ab - kl_b),
+            "KL_rho": kl_rho,
+            "KL_D_given_rho": float(kl_d),
+            "KL_C_given_rho_D": float(kl_cd - kl_d),
+        }
+
+    def _record_terms(self):
+        terms = {"ln_Z": float(np.sum(self._q_x["ln_z"]))}
+        terms.update(self._kl_terms())
+        self.lower_bound_terms_ = terms
+
+    def _explicit_bound(self, data):
+        """F for the stored (q(x), q(theta), hyperparameters), any q(x) (spec §7)."""
+        q, s, qx = self._q_theta, self._stats, self._q_x
+        k = q["k"]
+        p = data["X"].shape[1]
+        T = s["T"]
+        mu0, Sigma0 = self.init_state_mean_, self.init_state_cov_
+        Sigma0_inv, ld_Sigma0 = _spd_inv_logdet(Sigma0)
+        dev = qx["omega0"] - mu0
+        n_seq = dev.shape[0]
+        x0_term = -0.5 * n_seq * (k * LOG_2PI + ld_Sigma0) - 0.5 * (
+            np.sum(Sigma0_inv * qx["ups0"].sum(axis=0)) + np.sum((dev @ Sigma0_inv) * dev)
+        )
+        # statistics of the current q(x) (not those q(theta) was computed from)
+        W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data["UUs"]]])
+        R_AB = np.vstack([s["S_A"], s["M"]])
+        W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data["UUo"]]])
+        R_CD = np.vstack([s["S_C"], data["UY"]])
+        e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
+            np.trace(s["W_C"])
+            - 2.0 * np.sum(q["M_AB"] * R_AB.T)
+            + np.sum(q["E_AB"] * W_z)
+        )
+        e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(q["log_rho"]) - 0.5 * (
+            np.sum(q["rho"] * data["YY"])
+            - 2.0 * np.sum(q["rho"][:, None] * q["M_CD"] * R_CD.T)
+            + np.sum(q["E_CD"] * W_w)
+        )
+        kl = sum(self._kl_terms().values())
+        return float(x0_term + np.sum(qx["entropy"]) + e_dyn + e_obs - kl)
+
+    def _lower_bound(self, data):
+        return self._explicit_bound(data)
+
+    # ================================================================ state
+    def _get_state(self):
+        import copy
+
+        state = super()._get_state()
+        for name in ("_q_x", "_q_theta", "_stats", "_history"):
+            state[name] = copy.deepcopy(getattr(self, name))
+        return state
+
+    def fit(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
+        """Fit by VBEM.
+
+        Parameters
+        ----------
+        X : array of shape (n_samples, n_outputs)
+            Observations; rows of all sequences concatenated in time order.
+        y : ignored
+        U : array of shape (n_samples, n_inputs), optional
+            Inputs aligned with the rows of X (``u_t`` drives ``x_t`` and ``y_t``).
+        lengths : array of int, optional
+            Lengths of the sequences (hmmlearn convention).
+        sequence_ids : array of shape (n_samples,), optional
+            One sequence label per row, an alternative to ``lengths`` that survives
+            sklearn's cross-validation splitters.
+        """
+        if self.warm_start and hasattr(self, "lower_bound_"):
+            self._warm_data_changed = True
+        return super().fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+
+    def _finalize(self, data):
+        q = self._q_theta
+        k = self.n_states_
+        d = data["U"].shape[1]
+        p = data["X"].shape[1]
+        sc, oc = data["state_cols"], data["out_cols"]
+        self.A_mean_ = q["M_AB"][:, :k].copy()
+        self.B_mean_ = np.zeros((k, d))
+        self.B_mean_[:, sc] = q["M_AB"][:, k:]
+        self.C_mean_ = q["M_CD"][:, :k].copy()
+        self.D_mean_ = np.zeros((p, d))
+        self.D_mean_[:, oc] = q["M_CD"][:, k:]
+        self.Sigma_AB_ = q["Sigma_AB"].copy()
+        self.Sigma_CD_ = q["Sigma_CD"].copy()
+        self.rho_shape_ = float(q["rho_shape"])
+        self.rho_rate_ = q["rho_rate"].copy()
+        self.noise_precision_mean_ = q["rho"].copy()
+        self.beta_ = np.full(d, np.inf)
+        self.beta_[sc] = self.beta_c_
+        self.delta_ = np.full(d, np.inf)
+        self.delta_[oc] = self.delta_c_
+        self.hyperparameter_history_ = {
+            key: np.asarray(val) for key, val in self._history.items()
+        }
+        s = self._stats
+        dead_a = self.alpha_ >= self.ard_threshold * np.diag(s["W_A"])
+        dead_c = self.gamma_ >= self.ard_threshold * np.diag(s["W_C"])
+        self.active_states_ = ~(dead_a & dead_c)
+        self.n_effective_states_ = int(np.sum(self.active_states_))
+        self.n_features_in_ = p
+
+    # ================================================================ posterior summaries
+    def posterior_std(self):
+        """Posterior standard deviations of (A, B, C, D), shaped like the means.
+
+        Rows of [A B] have covariance ``Sigma_AB_``; row s of [C D] has the Student-t
+        marginal covariance ``E[1/rho_s] Sigma_CD_`` (needs ``rho_shape_ > 1``).
+        Structurally absent input columns have standard deviation 0.
+        """
+        self._check_is_fitted()
+        k = self.n_states_
+        var_ab = np.diag(self.Sigma_AB_)
+        var_cd = np.diag(self.Sigma_CD_)
+        inv_rho = self.rho_rate_ / max(self.rho_shape_ - 1.0, 1e-12)
+        d = self.n_inputs_
+        sd_A = np.broadcast_to(np.sqrt(var_ab[:k]), (k, k)).copy()
+        sd_B = np.zeros((k, d))
+        sd_B[:, self.state_inputs_] = np.sqrt(var_ab[k:])
+        sd_C = np.sqrt(np.outer(inv_rho, var_cd[:k]))
+        sd_D = np.zeros((inv_rho.shape[0], d))
+        sd_D[:, self.output_inputs_] = np.sqrt(np.outer(inv_rho, var_cd[k:]))
+        return {"A": sd_A, "B": sd_B, "C": sd_C, "D": sd_D}
+
+    def significant_inputs(self, n_sd=3.0):
+        """Boolean masks of the entries of B and D whose posterior mean is more than
+        ``n_sd`` posterior standard deviations from zero (spec §9.8)."""
+        sd = self.posterior_std()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sig_B = np.abs(self.B_mean_) > n_sd * sd["B"]
+            sig_D = np.abs(self.D_mean_) > n_sd * sd["D"]
+        sig_B[:, np.setdiff1d(np.arange(self.n_inputs_), self.state_inputs_)] = False
+        sig_D[:, np.setdiff1d(np.arange(self.n_inputs_), self.output_inputs_)] = False
+        return {"B": sig_B, "D": sig_D}
+
+    # ================================================================ inference
+    def _infer(self, X, U, lengths, sequence_ids, *, point, smooth, observed=None):
+        self._check_is_fitted()
+        X, Uall, starts, ends = self._prepare(X, U, lengths, sequence_ids, reset=False)
+        Us = np.ascontiguousarray(Uall[:, self.state_inputs_])
+        Uo = np.ascontiguousarray(Uall[:, self.output_inputs_])
+        res = self._run_filter(
+            self._q_theta, X, Us, Uo, starts, ends, self.init_state_mean_,
+            self.init_state_cov_, smooth=smooth, point=point, observed=observed,
+        )
+        return res, X, Uall, starts, ends
+
+    def transform(self, X, *, U=None, lengths=None, sequence_ids=None):
+        """Smoothed state means ``E_q[x_t]`` (VBE step with q(theta) fixed)."""
+        res, *_ = self._infer(X, U, lengths, sequence_ids, point=False, smooth=True)
+        return res["omega"]
+
+    def score_samples(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
+        """One-step-ahead predictive log density ``ln p(y_t | y_{1:t-1}, theta_mean)``
+        of every row under the posterior-mean parameters (exact Kalman filter)."""
+        res, *_ = self._infer(X, U, lengths, sequence_ids, point=True, smooth=False)
+        return res["log_terms"]
+
+    def score(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
+        """Mean one-step-ahead predictive log-likelihood per time step under the
+        posterior-mean parameters."""
+        return float(np.mean(self.score_samples(
+            X, U=U, lengths=lengths, sequence_ids=sequence_ids)))
+
+    def score_sequences(self, X, *, U=None, lengths=None, sequence_ids=None, method="mean"):
+        """Per-sequence log scores: ``"mean"`` exact ln p(y | theta_mean);
+        ``"bound"`` the VB log normaliser ln Z' with q(theta) fixed (a lower bound
+        on ln E_q[p(y | theta)], and never above ``"mean"``)."""
+        if method not in ("mean", "bound"):
+            raise ValueError(f"method must be 'mean' or 'bound'; got {method!r}.")
+        res, *_ = self._infer(X, U, lengths, sequence_ids, point=method == "mean",
+                              smooth=False)
+        return res["ln_z"]
+
+    def predict(self, X, *, U=None, lengths=None, sequence_ids=None, return_cov=False):
+        """One-step-ahead predictions ``E[y_t | y_{1:t-1}]`` under the posterior-mean
+        parameters (causal: row t uses rows before t of its sequence only).
+
+        With ``return_cov`` also the predictive covariances ``C P_t C' + diag(1/rho)``.
+        """
+        res, X, Uall, *_ = self._infer(X, U, lengths, sequence_ids, point=True,
+                                       smooth=False)
+        C, D = self.C_mean_, self.D_mean_
+        mean = res["pred_mean"] @ C.T + Uall @ D.T
+        if not return_cov:
+            return mean
+        cov = np.einsum("sj,tjl,rl->tsr", C, res["pred_cov"], C)
+        cov += np.diag(1.0 / self.noise_precision_mean_)
+        return mean, cov
+
+    def forecast(self, n_steps, X=None, *, U=None, U_future=None, method="vb"):
+        """Forecast ``n_steps`` outputs after the history ``X`` (one sequence; None
+        forecasts from the initial-state prior).
+
+        ``method="vb"`` runs the VB filter with the future observations missing and
+        returns the predictive mean and covariance under ``q(theta)`` (spec §9.2);
+        ``"plugin"`` uses the posterior-mean parameters as if they were known.
+        Returns ``(mean (n_steps, p), cov (n_steps, p, p))``.
+        """
+        self._check_is_fitted()
+        if not isinstance(n_steps, Integral) or n_steps < 1:
+            raise ValueError(f"n_steps must be a positive int; got {n_steps!r}.")
+        if method not in ("vb", "plugin"):
+            raise ValueError(f"method must be 'vb' or 'plugin'; got {method!r}.")
+        p = self.n_features_in_
+        if X is None:
+            X_hist = np.zeros((0, p))
+            U_hist = None if U is None else np.zeros((0, np.shape(U)[1]))
+        else:
+            X_hist = validate_data(self, X, reset=False, dtype=np.float64)
+            U_hist = U
+        n_hist = X_hist.shape[0]
+        if self.n_user_inputs_:
+            if U_future is None:
+                raise ValueError("U_future is required: the model has inputs.")
+            U_future = np.asarray(U_future, dtype=np.float64)
+            if U_future.shape != (n_steps, self.n_user_inputs_):
+                raise ValueError(
+                    f"U_future must have shape ({n_steps}, {self.n_user_inputs_}); got "
+                    f"{U_future.shape}."
+                )
+            if n_hist:
+                U_hist = self._inputs(X_hist, U_hist, self.n_user_inputs_)
+                U_hist = U_hist[:, : self.n_user_inputs_]
+            else:
+                U_hist = np.zeros((0, self.n_user_inputs_))
+            U_all = np.vstack([U_hist, U_future])
+        else:
+            U_all = None
+        X_all = np.vstack([X_hist, np.zeros((n_steps, p))])
+        observed = np.zeros(X_all.shape[0], dtype=np.bool_)
+        observed[:n_hist] = True
+        Uall = self._inputs(X_all, U_all, self.n_user_inputs_)
+        Us = np.ascontiguousarray(Uall[:, self.state_inputs_])
+        Uo = np.ascontiguousarray(Uall[:, self.output_inputs_])
+        starts = np.array([0], dtype=np.int64)
+        ends = np.array([X_all.shape[0]], dtype=np.int64)
+        res = self._run_filter(
+            self._q_theta, X_all, Us, Uo, starts, ends, self.init_state_mean_,
+            self.init_state_cov_, smooth=False, point=method == "plugin", observed=observed,
+        )
+        m = res["pred_mean"][n_hist:]
+        P = res["pred_cov"][n_hist:]
+        C, D = self.C_mean_, self.D_mean_
+        Uf = Uall[n_hist:]
+        mean = m @ C.T + Uf @ D.T
+        cov = np.einsum("sj,tjl,rl->tsr", C, P, C)
+        if method == "plugin":
+            cov += np.diag(1.0 / self.noise_precision_mean_)
+        else:
+            # E[1/rho_s] (1 + tr(Sigma_CD <w w'>)), w = [x_t; u_o,t]
+            inv_rho = self.rho_rate_ / max(self.rho_shape_ - 1.0, 1e-12)
+            k = self.n_states_
+            Uof = Uo[n_hist:]
+            S = self.Sigma_CD_
+            tr = (
+                np.einsum("jl,tlj->t", S[:k, :k], P + m[:, :, None] * m[:, None, :])
+                + 2.0 * np.einsum("tj,jc,tc->t", m, S[:k, k:], Uof)
+                + np.einsum("tc,cd,td->t", Uof, S[k:, k:], Uof)
+            )
+            cov += (1.0 + tr)[:, None, None] * np.diag(inv_rho)[None]
+        return mean, cov
+
+    def sample(self, n_samples=1, *, U=None, random_state=None):
+        """Draw one sequence of ``n_samples`` steps from the posterior-mean model.
+
+        Returns ``(Y, states)`` of shapes (n_samples, p) and (n_samples, k).
+        """
+        self._check_is_fitted()
+        if not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive int; got {n_samples!r}.")
+        rng = check_random_state(random_state if random_state is not None
+                                 else self.random_state)
+        dummy = np.zeros((n_samples, self.n_features_in_))
+        Uall = self._inputs(dummy, U, self.n_user_inputs_)
+        k, p = self.n_states_, self.n_features_in_
+        x0 = rng.multivariate_normal(self.init_state_mean_, self.init_state_cov_)[None]
+        w = rng.standard_normal((n_samples, k))
+        v = rng.standard_normal((n_samples, p))
+        states, Y = simulate_lds(
+            np.ascontiguousarray(self.A_mean_), np.ascontiguousarray(Uall @ self.B_mean_.T),
+            np.ascontiguousarray(self.C_mean_), np.ascontiguousarray(Uall @ self.D_mean_.T),
+            1.0 / np.sqrt(self.noise_precision_mean_), x0, w, v,
+            np.array([0], dtype=np.int64), np.array([n_samples], dtype=np.int64),
+        )
+        return Y, states
+
+    def _n_parameters(self):
+        k, p = self.n_states_, self.n_features_in_
+        ds, do = len(self.state_inputs_), len(self.output_inputs_)
+        return k * k + k * ds + p * k + p * do + p - k * (k - 1) // 2
+
+    def bic(self, X, *, U=None, lengths=None, sequence_ids=None):
+        """Bayesian information criterion at the posterior-mean parameters (lower is
+        better); n is the number of time steps."""
+        ll = np.sum(self.score_samples(X, U=U, lengths=lengths, sequence_ids=sequence_ids))
+        return float(-2.0 * ll + self._n_parameters() * np.log(np.shape(X)[0]))
+
+    def aic(self, X, *, U=None, lengths=None, sequence_ids=None):
+        """Akaike information criterion at the posterior-mean parameters (lower is
+        better)."""
+        ll = np.sum(self.score_samples(X, U=U, lengths=lengths, sequence_ids=sequence_ids))
+        return float(-2.0 * ll + 2.0 * self._n_parameters())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
