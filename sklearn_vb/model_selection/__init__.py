@@ -1,0 +1,18 @@
+"""Choosing model structure by approximate marginal likelihood.
+
+* :class:`StructureSearch` fits every candidate of a parameter grid on the whole data and
+  ranks them by an evidence score of :mod:`sklearn_vb.scoring` (VB bound, BIC, CS, AIS...).
+* :class:`DAGStructureSearch` does the same for discrete Bayesian networks with hidden
+  nodes over a given class or by greedy hill-climbing over edges.
+* :class:`SequenceKFold` cross-validates sequence models without cutting a sequence.
+"""
+
+from ._search import StructureSearch
+from ._split import SequenceKFold, lengths_to_sequence_ids, sequence_ids_to_lengths
+
+__all__ = [
+    "StructureSearch",
+    "SequenceKFold",
+    "lengths_to_sequence_ids",
+    "sequence_ids_to_lengths",
+]

@@ -1,0 +1,101 @@
+"""Sequence-aware cross-validation.
+
+A ``lengths`` array (hmmlearn style) cannot be split by scikit-learn's cross-validation:
+it is not aligned with the rows of ``X``.  The sequence models of this package also
+accept ``sequence_ids=`` (one id per row), which *is* row-aligned, so sklearn slices it
+together with ``X``.  What remains is to make sure no fold cuts a sequence in two; that
+is :class:`SequenceKFold`::
+
+    ids = lengths_to_sequence_ids(lengths)
+    cv = SequenceKFold(n_splits=3)
+    GridSearchCV(VBHiddenMarkov(), {"n_components": [2, 3, 4]}, cv=cv).fit(
+        X, groups=ids, sequence_ids=ids)
+    cross_val_score(VBHiddenMarkov(n_components=3), X, groups=ids, cv=cv,
+                    params={"sequence_ids": ids})
+
+Every training and test fold is a union of whole sequences, each kept in time order,
+so the ``sequence_ids`` slice that sklearn passes to ``fit`` describes valid sequences.
+(Test-fold *scoring* sees ``sequence_ids`` only with metadata routing enabled and a
+score request on the estimator; without it ``score(X_test)`` treats the test rows as
+one sequence.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import GroupKFold
+
+__all__ = ["SequenceKFold", "lengths_to_sequence_ids", "sequence_ids_to_lengths"]
+
+
+def lengths_to_sequence_ids(lengths):
+    """Row-aligned sequence ids ``0, 0, ..., 1, 1, ...`` from hmmlearn-style lengths."""
+    lens = np.asarray(lengths)
+    if lens.ndim != 1 or lens.size == 0:
+        raise ValueError(f"lengths must be a non-empty 1-D array of ints; got shape {lens.shape}.")
+    if lens.dtype.kind not in "iu":
+        if lens.dtype.kind == "f" and np.all(lens == np.round(lens)):
+            lens = lens.astype(np.int64)
+        else:
+            raise ValueError(f"lengths must be integers; got dtype {lens.dtype}.")
+    if np.any(lens <= 0):
+        raise ValueError("lengths must be positive: empty sequences are not allowed.")
+    return np.repeat(np.arange(lens.size, dtype=np.int64), lens.astype(np.int64))
+
+
+def _check_contiguous(ids, argname):
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError(f"{argname} must be a non-empty 1-D array with one id per row; got shape {ids.shape}.")
+    change = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    firsts = ids[starts]
+    if len(np.unique(firsts)) != len(firsts):
+        raise ValueError(
+            f"{argname} must label contiguous blocks of rows: an id appears in two separate "
+            "blocks (sort X by sequence, keeping time order within each)."
+        )
+    return ids, starts
+
+
+def sequence_ids_to_lengths(sequence_ids):
+    """hmmlearn-style lengths from row-aligned, contiguous sequence ids."""
+    ids, starts = _check_contiguous(sequence_ids, "sequence_ids")
+    return np.diff(np.concatenate([starts, [ids.size]])).astype(np.int64)
+
+
+class SequenceKFold(GroupKFold):
+    """K-fold cross-validation that never cuts a sequence.
+
+    A :class:`~sklearn.model_selection.GroupKFold` whose groups are the sequence ids:
+    pass ``groups=sequence_ids`` to ``split`` (or to ``GridSearchCV.fit`` /
+    ``cross_val_score``).  The ids must label contiguous blocks of rows, as the
+    sequence estimators require; every fold then holds whole sequences in their
+    original time order.  Folds are balanced by number of rows (time steps).
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+        Number of folds; at most the number of sequences.
+    shuffle : bool, default=False
+        Shuffle the sequences before assigning them to folds.
+    random_state : int, RandomState instance or None, default=None
+        Used when ``shuffle=True``.
+    """
+
+    def split(self, X, y=None, groups=None):
+        """Yield ``(train, test)`` row indices; ``groups`` are the sequence ids."""
+        if groups is None:
+            raise ValueError(
+                "SequenceKFold needs groups=sequence_ids (one id per row); convert "
+                "hmmlearn-style lengths with lengths_to_sequence_ids(lengths)."
+            )
+        ids, _ = _check_contiguous(groups, "groups (sequence ids)")
+        n_sequences = np.unique(ids).size
+        if self.n_splits > n_sequences:
+            raise ValueError(
+                f"n_splits={self.n_splits} is larger than the number of sequences "
+                f"({n_sequences}); a fold would be empty."
+            )
+        for train, test in super().split(X, y, ids):
+            yield np.sort(train), np.sort(test)
