@@ -495,6 +495,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return float(np.mean(self.score_samples(X)))
 
     def _node_index(self, node):
+        self._check_is_fitted()
         s = self.structure_
         if node is None:
             if not s.hidden_nodes:
