@@ -1,0 +1,871 @@
+"""Variational Bayesian mixtures of factor analysers (Beal 2003, Chapter 4).
+
+The model (spec/mfa.md §1): Dirichlet mixing proportions ``π``, per component ``s`` a
+loading matrix ``Λ^s`` whose columns have ARD Gamma precisions ``ν^s_j``, a centre
+``μ^s`` with a shared Gaussian prior ``N(μ*, diag(1/ν*))``, hidden factors
+``x ~ N(0, I)`` and one diagonal sensor noise ``Ψ`` shared by every component.
+
+Everything in this module works in *fitting units*: the data standardised per
+feature when ``standardize=True`` (the default, as in the released code), the raw
+data otherwise.  Public fitted attributes are reported in the original units and
+``lower_bound_`` includes the Jacobian of the standardisation, so it is a bound on
+``ln p(X)`` of the data as given.
+"""
+
+from __future__ import annotations
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import digamma, polygamma, logsumexp
+from sklearn.base import ClusterMixin, DensityMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
+
+from .base import VBEMEstimator, bound_round_off
+from ._kernels import mfa as _k
+
+__all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
+
+_HYPER_NAMES = ("noise", "mean_prior", "ard_prior", "alpha_prior")
+
+
+def max_identifiable_factors(p):
+    """Smallest ``k`` whose factor analyser has at least as many degrees of freedom as
+    a full covariance, ``ceil(p + (1 - sqrt(1 + 8p)) / 2)`` (thesis eq. 4.10)."""
+    return int(np.ceil(p + (1.0 - np.sqrt(1.0 + 8.0 * p)) / 2.0))
+
+
+def fa_free_parameters(n_factors, n_features):
+    """Free parameters of a mixture of factor analysers sharing ``Ψ`` (thesis eq. 4.89):
+    ``S - 1 + p + Σ_s [p + p k_s - k_s (k_s - 1) / 2]``."""
+    k = np.asarray(n_factors, dtype=float)
+    p = float(n_features)
+    return int(round(len(k) - 1 + p + np.sum(p + p * k - k * (k - 1) / 2.0)))
+
+
+class _FitData:
+    """The data in fitting units plus the standardisation used."""
+
+    def __init__(self, Z, shift, scale, var):
+        self.Z = Z
+        self.shift = shift
+        self.scale = scale
+        self.var = var  # per-feature variance of Z (1 where constant), sets psi_min
+        self.n_samples, self.n_features = Z.shape
+        self.log_jacobian = -Z.shape[0] * float(np.sum(np.log(scale)))
+
+
+class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBEMEstimator):
+    """Variational Bayesian mixture of factor analysers with ARD and birth/death search.
+
+    Each component is a factor analyser ``y = Λ^s x + μ^s + ε`` with ``x ~ N(0, I)``
+    and ``ε ~ N(0, Ψ)``; ``Ψ`` is diagonal and shared.  VBEM fits a factorised
+    posterior ``q(π) q(ν) q(Λ̃) q(s, x)``.  Automatic relevance determination (a Gamma
+    precision per loading column) switches off the factors the data do not support,
+    and with ``search=True`` components are born by splitting (accepted only when the
+    bound ``F`` improves) and die when their responsibility mass falls below
+    ``death_threshold`` points (spec/mfa.md §11).
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        Number of components to start from (``search=True``) or to fit
+        (``search=False``).
+    n_factors : int or None, default=None
+        Maximum number of factors per component ``k_max``; ``None`` means ``p - 1``.
+        ARD decides how many are used.
+    search : bool, default=True
+        Run the birth/death search over the number of components.  With ``False`` the
+        number of components is fixed (no deaths, no births).
+    max_components : int or None, default=None
+        Upper limit on the number of components in the search.
+    alpha : float, default=1.0
+        Dirichlet strength ``α*``; the prior on ``π`` is ``Dir(α*/S, ..., α*/S)``.
+    a, b : float, default=1.0
+        Shape and rate of the Gamma prior on the ARD precisions.
+    optimize_hyperparameters : bool or collection of str, default=True
+        Which hyperparameters are re-estimated by maximising ``F`` every iteration,
+        in this order: ``"noise"`` (``Ψ``), ``"mean_prior"`` (``μ*, ν*``, only when
+        ``S ≥ 2``), ``"ard_prior"`` (``a*, b*``) and ``"alpha_prior"`` (``α*``, only
+        when ``S ≥ 2``).  ``True`` means all four, ``False`` none (``Ψ`` stays at
+        the per-feature variance).  Each is an exact maximisation of ``F``, so the
+        bound cannot decrease.
+    standardize : bool, default=True
+        Fit in per-feature standardised units (the ARD prior ``a*=b*=1`` assumes
+        unit scale).  Reported parameters, ``lower_bound_`` and scores are in the
+        original units (the Jacobian is included).
+    psi_min : float, default=1e-5
+        Floor on each noise variance, relative to the feature's variance.
+    death_threshold : float, default=1.0
+        Search only: a component with responsibility mass ``Σ_i r_is`` below this
+        dies.
+    max_tries : int, default=3
+        Search only: stop after this many consecutive passes through all components
+        without an accepted birth.
+    split_hardness : float in [0.5, 1], default=1.0
+        How the parent's responsibilities are divided between the two children.
+    agitation_tol : float, default=exp(-6)
+        An epoch of the search also ends when no component's responsibilities
+        change by more than this fraction (eq. 4.72).
+    max_iter_epoch : int, default=200
+        Search only: maximum VBEM iterations of one epoch.
+    polish_iter : int, default=1000
+        Search only: after the search stops, the final structure is iterated (with
+        deaths, without births) until ``F`` changes by less than ``tol``, for at most
+        this many iterations; ARD keeps pruning factors long after the
+        responsibilities have settled.
+    ard_threshold : float, default=1e-3
+        A loading column ``j`` of component ``s`` is counted as an active factor when
+        ``||E Λ^s_{·j}||² / Σ_q ψ_q > ard_threshold`` (fitting units): its expected
+        contribution to the variance is at least that fraction of the total noise.
+    score_method : {"plugin", "bound"}, default="plugin"
+        ``score_samples``: ``"plugin"`` is ``ln Σ_s E[π_s] N(y | E μ^s, E Λ^s E Λ^sᵀ + Ψ)``
+        (posterior-mean parameters, as ``BayesianGaussianMixture``); ``"bound"`` is
+        the variational lower bound on the predictive density
+        ``ln ∫ q(θ) p(y | θ) dθ`` (thesis eq. 4.85).
+    max_iter : int, default=2000
+        Fixed number of components: maximum VBEM iterations per restart.  Search:
+        maximum total VBEM iterations of the whole search.
+    tol : float, default=1e-2
+        Convergence threshold on the change of ``F`` in nats (total over the data).
+    n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check
+        See :class:`sklearn_vb.base.VBEMEstimator`.  ``init_params`` is
+        ``"kmeans"`` (responsibilities from k-means) or ``"random"`` (hard assignment
+        to randomly chosen data points).
+
+    Attributes
+    ----------
+    n_components_ : int
+    weights_ : ndarray (S,)            E[π]
+    dirichlet_concentration_ : ndarray (S,)  α̂
+    means_ : ndarray (S, p)            E[μ^s] (original units)
+    loadings_ : ndarray (S, p, K)      E[Λ^s] (original units)
+    loading_means_, loading_covariances_ : ndarray (S, p, K+1), (S, p, K+1, K+1)
+        Posterior of each row of ``[Λ^s, μ^s]`` in fitting units.
+    ard_shape_ : float, ard_rate_ : ndarray (S, K), ard_precisions_ : ndarray (S, K)
+    noise_variance_ : ndarray (p,)     Ψ (original units)
+    mean_prior_ : tuple (μ*, ν*) in original units
+    alpha_prior_ : float; ard_prior_ : tuple (a*, b*)
+    n_factors_per_component_ : ndarray (S,) of int
+        Active factors by the ``ard_threshold`` rule.
+    lower_bound_ : float
+        The complete bound F on ln p(X) in nats (total over the data).
+    lower_bounds_ : ndarray
+        F per iteration of the final structure (never decreasing).
+    bound_terms_ : dict
+        The named terms of F in fitting units (``pi`` scalar, the others per
+        component) and ``jacobian``; ``lower_bound_`` is their total.
+    search_history_ : dict of arrays
+        One entry per VBEM iteration of the search: ``iteration``, ``bound``,
+        ``n_components``, ``epoch`` and ``event`` (``"iter"``, ``"death"``,
+        ``"birth"``, ``"accept"``, ``"reject"``); plus ``moves``, a list of
+        ``(epoch, parent_id, accepted, F_before, F_after)``.
+    n_births_proposed_, n_births_accepted_, n_epochs_ : int
+    labels_ : ndarray (N,)  component of each training point.
+    """
+
+    _parameter_constraints: dict = {
+        **VBEMEstimator._parameter_constraints,
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_factors": [Interval(Integral, 0, None, closed="left"), None],
+        "search": ["boolean"],
+        "max_components": [Interval(Integral, 1, None, closed="left"), None],
+        "alpha": [Interval(Real, 0.0, None, closed="neither")],
+        "a": [Interval(Real, 0.0, None, closed="neither")],
+        "b": [Interval(Real, 0.0, None, closed="neither")],
+        "optimize_hyperparameters": ["boolean", list, tuple, set, frozenset],
+        "standardize": ["boolean"],
+        "psi_min": [Interval(Real, 0.0, None, closed="neither")],
+        "death_threshold": [Interval(Real, 0.0, None, closed="left")],
+        "max_tries": [Interval(Integral, 1, None, closed="left")],
+        "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
+        "agitation_tol": [Interval(Real, 0.0, None, closed="left")],
+        "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
+        "polish_iter": [Interval(Integral, 0, None, closed="left")],
+        "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
+        "score_method": [StrOptions({"plugin", "bound"})],
+        "init_params": [StrOptions({"kmeans", "random"})],
+    }
+
+    def __init__(
+        self,
+        n_components=1,
+        *,
+        n_factors=None,
+        search=True,
+        max_components=None,
+        alpha=1.0,
+        a=1.0,
+        b=1.0,
+        optimize_hyperparameters=True,
+        standardize=True,
+        psi_min=1e-5,
+        death_threshold=1.0,
+        max_tries=3,
+        split_hardness=1.0,
+        agitation_tol=float(np.exp(-6.0)),
+        max_iter_epoch=200,
+        polish_iter=1000,
+        ard_threshold=1e-3,
+        score_method="plugin",
+        max_iter=2000,
+        tol=1e-2,
+        n_init=1,
+        init_params="kmeans",
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+        verbose_interval=10,
+        bound_check="raise",
+    ):
+        super().__init__(
+            max_iter=max_iter,
+            tol=tol,
+            n_init=n_init,
+            init_params=init_params,
+            random_state=random_state,
+            warm_start=warm_start,
+            verbose=verbose,
+            verbose_interval=verbose_interval,
+            bound_check=bound_check,
+        )
+        self.n_components = n_components
+        self.n_factors = n_factors
+        self.search = search
+        self.max_components = max_components
+        self.alpha = alpha
+        self.a = a
+        self.b = b
+        self.optimize_hyperparameters = optimize_hyperparameters
+        self.standardize = standardize
+        self.psi_min = psi_min
+        self.death_threshold = death_threshold
+        self.max_tries = max_tries
+        self.split_hardness = split_hardness
+        self.agitation_tol = agitation_tol
+        self.max_iter_epoch = max_iter_epoch
+        self.polish_iter = polish_iter
+        self.ard_threshold = ard_threshold
+        self.score_method = score_method
+
+    # ================================================================ setup
+    def _hyper_set(self):
+        opt = self.optimize_hyperparameters
+        if opt is True:
+            return set(_HYPER_NAMES)
+        if opt is False:
+            return set()
+        names = set(opt)
+        unknown = names - set(_HYPER_NAMES)
+        if unknown:
+            raise ValueError(
+                f"optimize_hyperparameters contains unknown name(s) {sorted(unknown)}; "
+                f"allowed: {list(_HYPER_NAMES)} or a bool."
+            )
+        return names
+
+    def _check_fit_data(self, X, **fit_params):
+        if fit_params:
+            raise TypeError(f"fit got unexpected argument(s) {sorted(fit_params)}.")
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1, reset=True)
+        self._hyper_set()
+        if self.n_components > X.shape[0]:
+            raise ValueError(
+                f"n_components={self.n_components} must be <= n_samples={X.shape[0]}."
+            )
+        mean = X.mean(axis=0)
+        std = X.std(axis=0)
+        if self.standardize:
+            scale = np.where(std > 0, std, 1.0)
+            shift = mean
+        else:
+            scale = np.ones(X.shape[1])
+            shift = np.zeros(X.shape[1])
+        Z = (X - shift) / scale
+        var = Z.var(axis=0)
+        var = np.where(var > 0, var, 1.0)
+        return _FitData(Z, shift, scale, var)
+
+    def _n_max_factors(self, p):
+        return max(p - 1, 0) if self.n_factors is None else int(self.n_factors)
+
+    def _initialize(self, data, random_state):
+        Z = data.Z
+        N, p = Z.shape
+        K = self._n_max_factors(p)
+        S = self.n_components
+        self._search_rng = random_state
+        if S == 1:
+            labels = np.zeros(N, dtype=int)
+        elif self.init_params == "kmeans":
+            from sklearn.cluster import KMeans
+
+            seed = random_state.randint(np.iinfo(np.int32).max)
+            labels = KMeans(S, n_init=1, random_state=seed).fit(Z).labels_
+        else:
+            centres = Z[random_state.choice(N, S, replace=False)]
+            d2 = ((Z[:, None, :] - centres[None]) ** 2).sum(-1)
+            labels = np.argmin(d2, axis=1)
+        resp = np.zeros((N, S))
+        resp[np.arange(N), labels] = 1.0
+        Nk = resp.sum(0)
+        mu_star = Z.mean(axis=0)
+        nu_star = 1.0 / data.var
+        centres = (resp.T @ Z + mu_star[None] * 1e-3) / (Nk[:, None] + 1e-3)
+        lam_mean = np.empty((S, p, K + 1))
+        lam_mean[:, :, :K] = random_state.standard_normal((S, p, K)) / np.sqrt(max(K, 1))
+        lam_mean[:, :, K] = centres
+        st = {
+            "resp": resp,
+            "lam_mean": lam_mean,
+            "lam_cov": np.zeros((S, p, K + 1, K + 1)),
+            "lam_logdet": np.zeros((S, p)),
+            "alpha_hat": self.alpha / S + Nk,
+            "a_tilde": self.a + 0.5 * p,
+            "b_tilde": np.full((S, K), float(self.b)),
+            "psi": data.var.copy(),
+            "mu_star": mu_star,
+            "nu_star": nu_star,
+            "a_star": float(self.a),
+            "b_star": float(self.b),
+            "alpha_star": float(self.alpha),
+            "ids": np.arange(S),
+            "next_id": S,
+        }
+        self._vb_ = st
+        # a consistent starting point: q(x|s), then q(Λ̃), q(ν) and q(π) given the
+        # initial responsibilities.
+        self._update_factors(data)
+        self._update_loadings(data)
+        self._update_ard(data)
+        self._update_weights(data)
+        self._update_factors(data)
+
+    # ================================================================ updates
+    def _stats(self, data):
+        st = self._vb_
+        return _k.sufficient_statistics(data.Z, st["resp"], st["xbar"], st["sigma"])
+
+    def _update_factors(self, data):
+        st = self._vb_
+        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
+        sigma, logdet = _k.factor_posterior(M)
+        st["sigma"], st["logdet_sigma"] = sigma, logdet
+        st["xbar"] = _k.factor_means(data.Z, st["lam_mean"], st["psi"], sigma, M)
+
+    def _update_loadings(self, data):
+        st = self._vb_
+        Nk, W, C, D = self._stats(data)
+        e_nu = st["a_tilde"] / st["b_tilde"]
+        st["lam_mean"], st["lam_cov"], st["lam_logdet"] = _k.loading_posterior(
+            W, C, st["psi"], e_nu, st["nu_star"], st["mu_star"]
+        )
+
+    def _log_weights(self, Y):
+        st = self._vb_
+        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
+        xbar = _k.factor_means(Y, st["lam_mean"], st["psi"], st["sigma"], M)
+        elog_pi = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
+        return _k.log_weights(
+            Y, xbar, st["sigma"], st["logdet_sigma"], st["lam_mean"], M, st["psi"], elog_pi
+        )
+
+    def _update_responsibilities(self, data):
+        st = self._vb_
+        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
+        elog_pi = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
+        ell = _k.log_weights(
+            data.Z, st["xbar"], st["sigma"], st["logdet_sigma"], st["lam_mean"], M,
+            st["psi"], elog_pi,
+        )
+        st["resp"] = np.exp(ell - logsumexp(ell, axis=1, keepdims=True))
+
+    def _update_weights(self, data):
+        st = self._vb_
+        S = st["resp"].shape[1]
+        st["alpha_hat"] = st["alpha_star"] / S + st["resp"].sum(axis=0)
+
+    def _update_ard(self, data):
+        st = self._vb_
+        K = st["sigma"].shape[-1]
+        p = data.n_features
+        st["a_tilde"] = st["a_star"] + 0.5 * p
+        sq = st["lam_mean"][:, :, :K] ** 2 + np.diagonal(
+            st["lam_cov"], axis1=-2, axis2=-1
+        )[:, :, :K]
+        st["b_tilde"] = st["b_star"] + 0.5 * sq.sum(axis=1)
+
+    def _update_noise(self, data):
+        st = self._vb_
+        Nk, W, C, D = self._stats(data)
+        lam, cov = st["lam_mean"], st["lam_cov"]
+        second = cov + lam[:, :, :, None] * lam[:, :, None, :]
+        resid = (
+            D.sum(axis=0)
+            - 2.0 * np.einsum("sqk,sqk->q", lam, C)
+            + np.einsum("sqkl,slk->q", second, W)
+        )
+        psi = resid / data.n_samples
+        st["psi"] = np.maximum(psi, self.psi_min * data.var)
+
+    def _update_mean_prior(self, data):
+        st = self._vb_
+        S = st["resp"].shape[1]
+        if S < 2:
+            return
+        K = st["sigma"].shape[-1]
+        centres = st["lam_mean"][:, :, K]
+        mu_star = centres.mean(axis=0)
+        spread = ((centres - mu_star) ** 2 + st["lam_cov"][:, :, K, K]).mean(axis=0)
+        st["mu_star"] = mu_star
+        st["nu_star"] = np.minimum(1.0 / spread, 1e8 / data.var)
+
+    def _update_ard_prior(self, data):
+        st = self._vb_
+        if st["b_tilde"].size == 0:
+            return
+        e_nu = st["a_tilde"] / st["b_tilde"]
+        elog_nu = digamma(st["a_tilde"]) - np.log(st["b_tilde"])
+        c_bar, d_bar = elog_nu.mean(), e_nu.mean()
+        target = c_bar - np.log(d_bar)  # < 0 by Jensen
+        a = st["a_star"]
+        for _ in range(100):
+            g = digamma(a) - np.log(a) - target
+            step = g / (a * polygamma(1, a) - 1.0)
+            a_new = a * np.exp(-step)
+            if abs(a_new - a) <= 1e-12 * a:
+                a = a_new
+                break
+            a = a_new
+        st["a_star"] = float(a)
+        st["b_star"] = float(a / d_bar)
+
+    def _update_alpha_prior(self, data):
+        st = self._vb_
+        S = st["alpha_hat"].shape[0]
+        if S < 2:
+            return
+        ah = st["alpha_hat"]
+        c = np.mean(digamma(ah.sum()) - digamma(ah))
+        log_a = np.log(st["alpha_star"])
+        for _ in range(100):
+            a = np.exp(log_a)
+            g = digamma(a) - digamma(a / S) - c
+            dg = polygamma(1, a) - polygamma(1, a / S) / S
+            step = g / (dg * a)  # Newton in log α*
+            step = np.clip(step, -2.0, 2.0)
+            log_a -= step
+            if abs(step) < 1e-12:
+                break
+        st["alpha_star"] = float(np.exp(log_a))
+
+    # ---------------------------------------------------------------- steps
+    def _iteration_steps(self):
+        steps = ["factors", "loadings", "responsibilities", "weights", "ard"]
+        hyper = self._hyper_set()
+        steps += [h for h in _HYPER_NAMES if h in hyper]
+        return tuple(steps)
+
+    def _step_factors(self, data, iteration):
+        self._update_factors(data)
+
+    def _step_loadings(self, data, iteration):
+        self._update_loadings(data)
+
+    def _step_responsibilities(self, data, iteration):
+        self._update_responsibilities(data)
+        if getattr(self, "_deaths_allowed", False):
+            self._kill_components(data)
+
+    def _step_weights(self, data, iteration):
+        self._update_weights(data)
+
+    def _step_ard(self, data, iteration):
+        self._update_ard(data)
+
+    def _step_noise(self, data, iteration):
+        self._update_noise(data)
+
+    def _step_mean_prior(self, data, iteration):
+        self._update_mean_prior(data)
+
+    def _step_ard_prior(self, data, iteration):
+        self._update_ard_prior(data)
+
+    def _step_alpha_prior(self, data, iteration):
+        self._update_alpha_prior(data)
+
+    # ---------------------------------------------------------------- bound
+    def _bound_terms(self, data):
+        st = self._vb_
+        return _k.bound_terms(
+            data.Z, st["resp"], st["xbar"], st["sigma"], st["logdet_sigma"],
+            st["lam_mean"], st["lam_cov"], st["lam_logdet"], st["alpha_hat"],
+            st["a_tilde"], st["b_tilde"], st["psi"], st["mu_star"], st["nu_star"],
+            st["a_star"], st["b_star"], st["alpha_star"],
+        )
+
+    def _lower_bound(self, data):
+        t = self._bound_terms(data)
+        total = t["pi"] + sum(float(np.sum(t[k])) for k in ("nu", "loading", "assign", "factor", "lik"))
+        return total + data.log_jacobian
+
+    def _component_scores(self, data):
+        """F_s = F_ν^s + F_Λ^s + (F_assign^s + F_x^s + F_lik^s) / N_s (eq. 4.77)."""
+        t = self._bound_terms(data)
+        Nk = np.maximum(self._vb_["resp"].sum(axis=0), 1e-300)
+        return t["nu"] + t["loading"] + (t["assign"] + t["factor"] + t["lik"]) / Nk
+
+    # ================================================================ structure
+    def _keep_components(self, keep):
+        st = self._vb_
+        for key in ("resp", "lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
+                    "sigma", "logdet_sigma", "ids"):
+            st[key] = st[key][keep] if key != "resp" else st[key][:, keep]
+        st["xbar"] = st["xbar"][:, keep]
+
+    def _kill_components(self, data):
+        """Delete components with responsibility mass below ``death_threshold``, then
+        recompute q(s) over the survivors (spec §11.1)."""
+        st = self._vb_
+        Nk = st["resp"].sum(axis=0)
+        dead = Nk < self.death_threshold
+        if not np.any(dead):
+            return
+        if np.all(dead):
+            dead[np.argmax(Nk)] = False
+        self._keep_components(np.flatnonzero(~dead))
+        self._update_responsibilities(data)
+        self._structure_changed = True
+
+    def _birth(self, data, parent):
+        """Responsibility split of component index ``parent`` (spec §11.4)."""
+        st = self._vb_
+        rng = self._search_rng
+        K = st["sigma"].shape[-1]
+        Z = data.Z
+        lam_x = st["lam_mean"][parent, :, :K]
+        centre = st["lam_mean"][parent, :, K]
+        d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(
+            data.n_features
+        )
+        rho = ((Z - centre) @ d >= 0).astype(float)
+        h = self.split_hardness
+        r_par = st["resp"][:, parent]
+        r_a = r_par * (h * rho + (1 - h) * (1 - rho))
+        r_b = r_par * ((1 - h) * rho + h * (1 - rho))
+        S = st["resp"].shape[1]
+        order = np.r_[np.arange(S), parent]
+        for key in ("lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
+                    "sigma", "logdet_sigma", "ids"):
+            st[key] = st[key][order].copy()
+        st["xbar"] = st["xbar"][:, order].copy()
+        st["resp"] = np.concatenate([st["resp"], r_b[:, None]], axis=1)
+        st["resp"][:, parent] = r_a
+        st["alpha_hat"][parent] *= 0.5
+        st["alpha_hat"][S] *= 0.5
+        st["ids"][parent] = st["next_id"]
+        st["ids"][S] = st["next_id"] + 1
+        st["next_id"] += 2
+        st["lam_mean"][parent, :, K] = centre + d
+        st["lam_mean"][S, :, K] = centre - d
+        for _ in range(2):
+            self._update_factors(data)
+            self._update_loadings(data)
+
+    # ================================================================ loops
+    def _one_iteration(self, data, iteration, previous):
+        """Run the steps of one iteration; returns the bound.  ``previous`` is the
+        bound before (for ``bound_check="steps"``), or None after a structure change."""
+        check_steps = self.bound_check == "steps"
+        for name in self._iteration_steps():
+            self._structure_changed = False
+            getattr(self, f"_step_{name}")(data, iteration)
+            if self._structure_changed:
+                previous = None
+                self._died = True
+            if check_steps and previous is not None:
+                value = self._lower_bound(data)
+                self._check_decrease(previous, value, iteration, name, raise_error=True)
+                previous = value
+        value = float(self._lower_bound(data))
+        if not np.isfinite(value):
+            raise FloatingPointError(
+                f"{type(self).__name__}: the lower bound is {value} at iteration {iteration}."
+            )
+        return value
+
+    def _run_vbem(self, data, init):
+        if not hasattr(self, "_search_rng"):  # warm start
+            self._search_rng = check_random_state(self.random_state)
+        if self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
+            self._update_factors(data)
+            self._update_responsibilities(data)
+        self._died = False
+        if not self.search:
+            self._deaths_allowed = False
+            return super()._run_vbem(data, init)
+        return self._run_search(data)
+
+    def _run_epoch(self, data, history, epoch, event, agitation_tol=None, max_iter=None):
+        """VBEM with deaths until F or the agitation converges (spec §8)."""
+        trace = []
+        converged = False
+        agitation_tol = self.agitation_tol if agitation_tol is None else agitation_tol
+        for _ in range(self.max_iter_epoch if max_iter is None else max_iter):
+            if self._total_iter >= self.max_iter:
+                break
+            self._total_iter += 1
+            old_resp, old_ids = self._vb_["resp"], self._vb_["ids"]
+            self._died = False
+            value = self._one_iteration(data, self._total_iter, trace[-1] if trace else None)
+            if self._died:
+                trace = [value]
+                agitation = 1.0
+                ev = "death"
+            else:
+                if trace:
+                    self._check_decrease(trace[-1], value, self._total_iter, "iteration")
+                trace.append(value)
+                new = self._vb_["resp"]
+                agitation = float(np.max(
+                    np.abs(new - old_resp).sum(0) / np.maximum(new.sum(0), 1e-300)
+                )) if np.array_equal(old_ids, self._vb_["ids"]) else 1.0
+                ev = event if len(trace) == 1 else "iter"
+            history.append((self._total_iter, value, self._vb_["resp"].shape[1], epoch, ev))
+            if self.verbose >= 2 and self._total_iter % self.verbose_interval == 0:
+                print(f"  iteration {self._total_iter}: bound {value:.6f}, "
+                      f"{self._vb_['resp'].shape[1]} components")
+            if len(trace) > 1 and (
+                abs(trace[-1] - trace[-2]) < self.tol or agitation < agitation_tol
+            ):
+                converged = True
+                break
+        return trace, converged
+
+    def _run_search(self, data):
+        self._deaths_allowed = True
+        self._total_iter = 0
+        history = []
+        moves = []
+        epoch = 0
+        trace, _ = self._run_epoch(data, history, epoch, "iter")
+        F_target = trace[-1]
+        tries = 0
+        order = []
+        pos = 0
+        proposed = accepted = 0
+        converged = False
+        max_S = self.max_components if self.max_components is not None else np.inf
+        while True:
+            if self._total_iter >= self.max_iter:
+                break
+            if self._vb_["resp"].shape[1] >= max_S:
+                converged = True
+                break
+            if pos >= len(order):
+                if order:
+                    tries += 1
+                    if tries >= self.max_tries:
+                        converged = True
+                        break
+                scores = self._component_scores(data)
+                order = list(self._vb_["ids"][np.argsort(scores)])
+                pos = 0
+            parent_id = order[pos]
+            pos += 1
+            where = np.flatnonzero(self._vb_["ids"] == parent_id)
+            if where.size == 0:
+                continue
+            saved = copy.deepcopy(self._vb_)
+            epoch += 1
+            proposed += 1
+            S_before = self._vb_["resp"].shape[1]
+            self._birth(data, int(where[0]))
+            new_trace, _ = self._run_epoch(data, history, epoch, "birth")
+            F_new = new_trace[-1] if new_trace else -np.inf
+            ok = F_new > F_target + bound_round_off(F_target)
+            moves.append((epoch, int(parent_id), bool(ok), float(F_target), float(F_new)))
+            if ok:
+                accepted += 1
+                F_target = F_new
+                trace = new_trace
+                tries = 0
+                if self._vb_["resp"].shape[1] > S_before:
+                    order = []  # recompute the candidate list
+                history.append((self._total_iter, F_new, self._vb_["resp"].shape[1], epoch,
+                                "accept"))
+            else:
+                self._vb_ = saved
+                history.append((self._total_iter, F_target, saved["resp"].shape[1], epoch,
+                                "reject"))
+        # polish the final structure: the agitation rule ends epochs once the
+        # responsibilities settle, but ARD keeps pruning long after that.
+        if self.polish_iter > 0 and self._total_iter < self.max_iter:
+            epoch += 1
+            tail, polished = self._run_epoch(
+                data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter
+            )
+            if tail and not self._died and tail[0] >= trace[-1] - bound_round_off(trace[-1]):
+                trace = trace + tail
+            elif tail:
+                trace = tail
+        h = list(zip(*history)) if history else [[], [], [], [], []]
+        self.search_history_ = {
+            "iteration": np.asarray(h[0], dtype=int),
+            "bound": np.asarray(h[1], dtype=float),
+            "n_components": np.asarray(h[2], dtype=int),
+            "epoch": np.asarray(h[3], dtype=int),
+            "event": np.asarray(h[4], dtype=object),
+            "moves": moves,
+        }
+        self.n_births_proposed_ = proposed
+        self.n_births_accepted_ = accepted
+        self.n_epochs_ = epoch + 1
+        self._search_total_iter_ = self._total_iter
+        return trace, converged
+
+    # ================================================================ finalize
+    def _finalize(self, data):
+        st = self._vb_
+        K = st["sigma"].shape[-1]
+        scale, shift = data.scale, data.shift
+        self._shift_, self._scale_ = shift, scale
+        S = st["resp"].shape[1]
+        if self.search:
+            self.n_iter_ = int(self._search_total_iter_)
+        else:
+            self.search_history_ = None
+            self.n_births_proposed_ = self.n_births_accepted_ = 0
+            self.n_epochs_ = 1
+        self.n_components_ = S
+        self.dirichlet_concentration_ = st["alpha_hat"].copy()
+        self.weights_ = st["alpha_hat"] / st["alpha_hat"].sum()
+        self.loading_means_ = st["lam_mean"].copy()
+        self.loading_covariances_ = st["lam_cov"].copy()
+        self.means_ = st["lam_mean"][:, :, K] * scale + shift
+        self.loadings_ = st["lam_mean"][:, :, :K] * scale[None, :, None]
+        self.ard_shape_ = float(st["a_tilde"])
+        self.ard_rate_ = st["b_tilde"].copy()
+        self.ard_precisions_ = st["a_tilde"] / st["b_tilde"]
+        self.noise_variance_ = st["psi"] * scale**2
+        self.mean_prior_ = (st["mu_star"] * scale + shift, st["nu_star"] / scale**2)
+        self.alpha_prior_ = float(st["alpha_star"])
+        self.ard_prior_ = (float(st["a_star"]), float(st["b_star"]))
+        col = np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
+        self.active_factors_ = col > self.ard_threshold
+        self.n_factors_per_component_ = self.active_factors_.sum(axis=1).astype(int)
+        self.n_factors_max_ = K
+        terms = self._bound_terms(data)
+        terms["jacobian"] = data.log_jacobian
+        self.bound_terms_ = terms
+        self.component_scores_ = self._component_scores(data)
+        self.labels_ = np.argmax(st["resp"], axis=1)
+        for name in ("_search_rng", "_total_iter", "_deaths_allowed"):
+            self.__dict__.pop(name, None)
+
+    # ================================================================ inference
+    def _fitting_units(self, X):
+        self._check_is_fitted()
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self._shift_) / self._scale_
+
+    def _estimate_log_weights(self, X):
+        return self._log_weights(self._fitting_units(X))
+
+    def predict_proba(self, X):
+        """Component responsibilities q(s | x) of each row, shape (n_samples, S)."""
+        ell = self._estimate_log_weights(X)
+        return np.exp(ell - logsumexp(ell, axis=1, keepdims=True))
+
+    def predict(self, X):
+        """Most responsible component of each row."""
+        return np.argmax(self._estimate_log_weights(X), axis=1)
+
+    def fit_predict(self, X, y=None):
+        """Fit and return the component labels of the training rows."""
+        return self.fit(X).labels_
+
+    def transform(self, X, components="best"):
+        """Posterior factor means E[x | y, s].
+
+        ``components="best"`` (default) returns an array (n_samples, K) holding, for
+        each row, the factor means in its most responsible component;
+        ``components="all"`` returns (n_samples, S, K), every component's means.
+        Factors are in the component's own latent coordinates (unit prior variance);
+        inactive ARD columns give values near 0.
+        """
+        Z = self._fitting_units(X)
+        st = self._vb_
+        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
+        xbar = _k.factor_means(Z, st["lam_mean"], st["psi"], st["sigma"], M)
+        if components == "all":
+            return xbar
+        if components != "best":
+            raise ValueError(f"components must be 'best' or 'all'; got {components!r}.")
+        best = np.argmax(self._log_weights(Z), axis=1)
+        return xbar[np.arange(Z.shape[0]), best]
+
+    def score_samples(self, X, method=None):
+        """Log density of each row (original units).
+
+        ``method`` overrides ``score_method``: ``"plugin"`` uses the posterior-mean
+        parameters, ``"bound"`` the variational lower bound on the predictive
+        density (thesis eq. 4.85).
+        """
+        method = self.score_method if method is None else method
+        Z = self._fitting_units(X)
+        jac = -float(np.sum(np.log(self._scale_)))
+        if method == "bound":
+            return logsumexp(self._log_weights(Z), axis=1) + jac
+        if method != "plugin":
+            raise ValueError(f"method must be 'plugin' or 'bound'; got {method!r}.")
+        st = self._vb_
+        K = st["sigma"].shape[-1]
+        dens = _k.fa_log_density(
+            Z, st["lam_mean"][:, :, K], st["lam_mean"][:, :, :K], st["psi"]
+        )
+        return logsumexp(dens + np.log(self.weights_)[None, :], axis=1) + jac
+
+    def score(self, X, y=None):
+        """Mean log-likelihood per row (see :meth:`score_samples`)."""
+        return float(np.mean(self.score_samples(X)))
+
+    def sample(self, n_samples=1):
+        """Draw from the posterior-mean (plug-in) model; returns ``(X, labels)``."""
+        self._check_is_fitted()
+        if n_samples < 1:
+            raise ValueError(f"n_samples must be >= 1; got {n_samples}.")
+        rng = check_random_state(self.random_state)
+        S, p, K = self.loadings_.shape
+        counts = rng.multinomial(n_samples, self.weights_)
+        labels = np.repeat(np.arange(S), counts)
+        x = rng.standard_normal((n_samples, K))
+        X = (
+            np.einsum("nqk,nk->nq", self.loadings_[labels], x)
+            + self.means_[labels]
+            + rng.standard_normal((n_samples, p)) * np.sqrt(self.noise_variance_)
+        )
+        return X, labels
+
+    def _n_parameters(self):
+        return fa_free_parameters(self.n_factors_per_component_, self.n_features_in_)
+
+    def bic(self, X):
+        """Bayesian information criterion with the plug-in likelihood and the ARD-active
+        factor counts (eq. 4.89); lower is better."""
+        X = np.asarray(X)
+        loglik = np.sum(self.score_samples(X, method="plugin"))
+        return -2.0 * loglik + self._n_parameters() * np.log(X.shape[0])
+
+    def aic(self, X):
+        """Akaike information criterion (plug-in likelihood); lower is better."""
+        return -2.0 * np.sum(self.score_samples(X, method="plugin")) + 2.0 * self._n_parameters()
+
+    def component_scores(self):
+        """Per-component bound contributions ``F_s`` (eq. 4.77) of the fitted model."""
+        self._check_is_fitted()
+        return self.component_scores_.copy()

@@ -1,0 +1,255 @@
+"""Variational Bayesian mixtures of factor analysers: the mathematics of one VBEM fit."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import digamma
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_vb._kernels import mfa as K
+from sklearn_vb.mfa import (
+    VBMixtureFactorAnalysers,
+    fa_free_parameters,
+    max_identifiable_factors,
+)
+
+
+def _problem(seed, n=60, p=4):
+    rng = np.random.default_rng(seed)
+    k = rng.integers(1, 3)
+    A = rng.normal(size=(p, k))
+    X1 = rng.normal(size=(n, k)) @ A.T + 0.3 * rng.normal(size=(n, p))
+    X2 = rng.normal(size=(n // 2, p)) * 0.7 + rng.normal(size=p) * 4
+    return np.vstack([X1, X2])
+
+
+def _fit(X, **kw):
+    params = dict(search=False, random_state=0, max_iter=60, bound_check="steps")
+    params.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return VBMixtureFactorAnalysers(**params).fit(X)
+
+
+# ---------------------------------------------------------------------------- monotone F
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("optimize", [False, True])
+def test_bound_never_decreases_fixed_structure(seed, optimize):
+    """bound_check='steps' evaluates F after every coordinate step (including each
+    hyperparameter update, Ψ included) and raises if any step lowers it."""
+    X = _problem(seed)
+    rng = np.random.default_rng(seed)
+    m = _fit(
+        X,
+        n_components=int(rng.integers(1, 4)),
+        n_factors=int(rng.integers(0, 4)),
+        optimize_hyperparameters=optimize,
+        standardize=bool(seed % 2),
+        init_params="random" if seed % 3 else "kmeans",
+    )
+    assert np.all(np.diff(m.lower_bounds_) >= -1e-9 * np.abs(m.lower_bounds_[1:]))
+    total = m.bound_terms_["pi"] + sum(
+        np.sum(m.bound_terms_[t]) for t in ("nu", "loading", "assign", "factor", "lik")
+    )
+    assert np.isclose(total + m.bound_terms_["jacobian"], m.lower_bound_, rtol=0, atol=1e-8)
+
+
+def test_cross_covariance_term_is_needed():
+    """Dropping Σ_q ψ_q^{-1} Γ_{q,xμ} from the factor means (as the released code does)
+    gives a lower F than the exact update at the same q(Λ̃)."""
+    X = _problem(3)
+    m = _fit(X, n_components=2, n_factors=2, standardize=False, max_iter=5)
+    st = m._vb_
+    data = m._check_fit_data(X)
+    # make the loading/centre cross-covariances substantial
+    st["lam_cov"] = st["lam_cov"] + 0.3 * np.ones_like(st["lam_cov"]) * np.eye(3)[None, None, 2]
+    st["lam_cov"] = st["lam_cov"] + np.swapaxes(st["lam_cov"], -1, -2)
+    st["lam_cov"][..., 2, 2] = 1.0
+    st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
+    m._update_factors(data)
+    exact = m._lower_bound(data)
+    M = K.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
+    M_drop = M.copy()
+    mean = st["lam_mean"]
+    M_drop[:, :2, 2] = np.einsum("sqk,q,sq->sk", mean[:, :, :2], 1 / st["psi"], mean[:, :, 2])
+    st["xbar"] = K.factor_means(data.Z, mean, st["psi"], st["sigma"], M_drop)
+    dropped = m._lower_bound(data)
+    assert exact > dropped + 1e-3
+
+
+# ---------------------------------------------------------------------------- oracles
+@pytest.mark.parametrize("optimize", [False, True])
+def test_one_component_zero_factors_is_bayesian_diagonal_gaussian(optimize):
+    """S=1, k=0: q(μ) is the exact posterior, so F equals the closed-form evidence
+    Σ_q ln N(Y[:,q] | μ*_q 1, ψ_q I + 11ᵀ/ν*_q) (at the fitted ψ)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(25, 3)) * [1.0, 2.0, 0.5] + [1.0, -2.0, 3.0]
+    m = _fit(X, n_components=1, n_factors=0, standardize=False,
+             optimize_hyperparameters=optimize, max_iter=50, tol=1e-12)
+    mu_star, nu_star = m.mean_prior_
+    psi = m.noise_variance_
+    N = X.shape[0]
+    direct = 0.0
+    for q in range(3):
+        cov = psi[q] * np.eye(N) + np.ones((N, N)) / nu_star[q]
+        d = X[:, q] - mu_star[q]
+        sign, logdet = np.linalg.slogdet(cov)
+        direct += -0.5 * (N * np.log(2 * np.pi) + logdet + d @ np.linalg.solve(cov, d))
+    assert m.lower_bound_ == pytest.approx(direct, abs=1e-9)
+    if not optimize:
+        assert np.allclose(psi, X.var(axis=0))
+
+
+def test_collapsed_identity_after_responsibilities():
+    """Right after q(x|s) and q(s): Σ_s (F_assign + F_x + F_lik) = Σ_i logsumexp_s ℓ_is,
+    and with Γ → 0, ℓ_is − E ln π_s is the exact FA log density."""
+    X = _problem(5)
+    m = _fit(X, n_components=3, n_factors=2, max_iter=3)
+    data = m._check_fit_data(X)
+    m._update_factors(data)
+    m._update_responsibilities(data)
+    t = m._bound_terms(data)
+    data_part = sum(np.sum(t[k]) for k in ("assign", "factor", "lik"))
+    ell = m._log_weights(data.Z)
+    from scipy.special import logsumexp
+
+    assert data_part == pytest.approx(np.sum(logsumexp(ell, axis=1)), rel=1e-12)
+    st = m._vb_
+    st["lam_cov"] = np.zeros_like(st["lam_cov"])
+    m._update_factors(data)
+    ell = m._log_weights(data.Z)
+    elog = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
+    dens = K.fa_log_density(data.Z, st["lam_mean"][:, :, 2], st["lam_mean"][:, :, :2], st["psi"])
+    assert np.allclose(ell - elog, dens, atol=1e-9)
+
+
+def test_hyperparameter_fixed_points():
+    X = _problem(2)
+    m = _fit(X, n_components=3, n_factors=2, max_iter=15)
+    data = m._check_fit_data(X)
+    st = m._vb_
+    m._update_ard_prior(data)
+    e_nu = st["a_tilde"] / st["b_tilde"]
+    c_bar = np.mean(digamma(st["a_tilde"]) - np.log(st["b_tilde"]))
+    a, b = st["a_star"], st["b_star"]
+    assert digamma(a) - np.log(a) == pytest.approx(c_bar - np.log(e_nu.mean()), abs=1e-8)
+    assert b == pytest.approx(a / e_nu.mean(), rel=1e-10)
+    m._update_alpha_prior(data)
+    S = 3
+    al = st["alpha_star"]
+    c = np.mean(digamma(st["alpha_hat"].sum()) - digamma(st["alpha_hat"]))
+    assert digamma(al) - digamma(al / S) == pytest.approx(c, abs=1e-8)
+    # Ψ, μ*, ν*: F is stationary (finite differences) after their updates
+    for name, key in (("noise", "psi"), ("mean_prior", "mu_star"), ("mean_prior", "nu_star")):
+        getattr(m, f"_update_{name}")(data)
+        base = m._lower_bound(data)
+        for q in range(X.shape[1]):
+            h = 1e-5 * max(abs(st[key][q]), 1e-3)
+            st[key][q] += h
+            up = m._lower_bound(data)
+            st[key][q] -= 2 * h
+            down = m._lower_bound(data)
+            st[key][q] += h
+            # a maximum: both one-sided moves lower F (to second order in h)
+            assert up <= base + 1e-8 and down <= base + 1e-8
+
+
+# ---------------------------------------------------------------------------- API
+def test_basic_outputs_and_shapes():
+    X = _problem(0)
+    m = _fit(X, n_components=2, n_factors=2)
+    P = m.predict_proba(X)
+    assert P.shape == (X.shape[0], 2) and np.allclose(P.sum(1), 1)
+    assert np.array_equal(m.predict(X), P.argmax(1))
+    assert m.transform(X).shape == (X.shape[0], 2)
+    assert m.transform(X, components="all").shape == (X.shape[0], 2, 2)
+    assert m.loadings_.shape == (2, 4, 2) and m.means_.shape == (2, 4)
+    assert m.loading_covariances_.shape == (2, 4, 3, 3)
+    Xs, labels = m.sample(50)
+    assert Xs.shape == (50, 4) and labels.shape == (50,)
+    assert np.isfinite(m.score(X))
+    assert m.score_samples(X, method="bound").shape == (X.shape[0],)
+    assert m.bic(X) > m.aic(X) - 1e9
+    assert np.isfinite(m.bic(X))
+    assert m.n_factors_per_component_.shape == (2,)
+
+
+def test_bound_score_is_below_plugin_train_identity():
+    """Σ_i score_samples(bound) − F = KL_π + Σ_s (KL_ν + KL_Λ) right after q(s)."""
+    X = _problem(4)
+    m = _fit(X, n_components=2, n_factors=2, optimize_hyperparameters=False,
+             standardize=False, max_iter=40)
+    data = m._check_fit_data(X)
+    m._update_factors(data)
+    m._update_responsibilities(data)
+    F = m._lower_bound(data)
+    t = m._bound_terms(data)
+    kl = -(t["pi"] + np.sum(t["nu"]) + np.sum(t["loading"]))
+    assert np.sum(m.score_samples(X, method="bound")) - F == pytest.approx(kl, rel=1e-9)
+
+
+def test_standardize_jacobian():
+    """F in original units = F in standardised units − N Σ ln σ: fitting c·X shifts F
+    by −N p ln c."""
+    X = _problem(1)
+    m1 = _fit(X, n_components=2, n_factors=1, bound_check="raise")
+    m2 = _fit(3.0 * X + 7.0, n_components=2, n_factors=1, bound_check="raise")
+    N, p = X.shape
+    assert m2.lower_bound_ == pytest.approx(m1.lower_bound_ - N * p * np.log(3.0), abs=1e-6)
+    assert m2.score(3.0 * X + 7.0) == pytest.approx(m1.score(X) - p * np.log(3.0), abs=1e-8)
+
+
+def test_degrees_of_freedom_helpers():
+    assert fa_free_parameters([1, 2], 3) == 18
+    assert max_identifiable_factors(10) == 6
+    assert max_identifiable_factors(64) == 54
+
+
+def test_pickle_reproducibility_and_input_unchanged():
+    X = _problem(2)
+    X0 = X.copy()
+    m = _fit(X, n_components=2, n_factors=2)
+    assert np.array_equal(X, X0)
+    m2 = pickle.loads(pickle.dumps(m))
+    assert np.array_equal(m.predict_proba(X), m2.predict_proba(X))
+    m3 = _fit(X, n_components=2, n_factors=2)
+    assert m3.lower_bound_ == m.lower_bound_
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        (dict(n_components=0), "n_components"),
+        (dict(n_factors=-1), "n_factors"),
+        (dict(alpha=0.0), "alpha"),
+        (dict(optimize_hyperparameters=["noise", "bogus"]), "optimize_hyperparameters"),
+        (dict(n_components=500), "n_components"),
+    ],
+)
+def test_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=message):
+        VBMixtureFactorAnalysers(**params).fit(_problem(0))
+
+
+def test_bad_input():
+    m = VBMixtureFactorAnalysers()
+    X = _problem(0)
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        m.fit(X)
+    m = _fit(_problem(0), n_components=1, n_factors=1)
+    with pytest.raises(ValueError, match="features"):
+        m.predict(np.zeros((3, 2)))
+
+
+@parametrize_with_checks(
+    [
+        VBMixtureFactorAnalysers(max_iter=50, max_iter_epoch=20, polish_iter=20, random_state=0),
+        VBMixtureFactorAnalysers(3, search=False, max_iter=30, random_state=0),
+    ]
+)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
