@@ -4,3 +4,4 @@ from ._dag import (  # noqa: F401
     BEAL_SIZES, BEAL_TRUE_CODE, beal_true_parameters, beal_true_structure, bipartite_structure,
     enumerate_bipartite_structures, make_beal_dag, make_beal_dag_datasets, random_beal_parameters,
 )
+from ._mfa import make_mfa, make_mixed_dimension_clusters, make_noisy_spiral  # noqa: F401
