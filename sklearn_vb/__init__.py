@@ -7,5 +7,6 @@ by other means, and :mod:`sklearn_vb.model_selection` ranks candidate structures
 
 from ._version import __version__
 from .dag import VBDiscreteDAG
+from .mfa import VBMixtureFactorAnalysers
 
-__all__ = ["__version__", "VBDiscreteDAG"]
+__all__ = ["__version__", "VBDiscreteDAG", "VBMixtureFactorAnalysers"]
