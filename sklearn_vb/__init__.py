@@ -7,6 +7,7 @@ by other means, and :mod:`sklearn_vb.model_selection` ranks candidate structures
 
 from ._version import __version__
 from .dag import VBDiscreteDAG
+from .hmm import VBHiddenMarkov
 from .mfa import VBMixtureFactorAnalysers
 
-__all__ = ["__version__", "VBDiscreteDAG", "VBMixtureFactorAnalysers"]
+__all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBMixtureFactorAnalysers"]
