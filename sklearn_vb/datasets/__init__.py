@@ -5,3 +5,4 @@ from ._dag import (  # noqa: F401
     enumerate_bipartite_structures, make_beal_dag, make_beal_dag_datasets, random_beal_parameters,
 )
 from ._mfa import make_mfa, make_mixed_dimension_clusters, make_noisy_spiral  # noqa: F401
+from ._lds import make_lds, make_lds_input_experiment, make_lds_params  # noqa: F401
