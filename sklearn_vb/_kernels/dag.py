@@ -86,22 +86,31 @@ def enumerate_posterior(log_phi, idx, row_start, weights, counts, post, log_z, e
             for r in range(a, b):
                 post[r] = 0.0
             continue
+        # one exp per configuration: post[r] <- exp(s_r - peak); the entropy uses
+        # H = ln Z - sum_r p_r s_r (both relative to the peak)
         total = 0.0
+        weighted = 0.0
         for r in range(a, b):
-            total += math.exp(post[r] - peak)
+            s = post[r]
+            e = math.exp(s - peak)
+            post[r] = e
+            total += e
+            if e > 0.0:
+                weighted += e * (s - peak)
         lz = peak + math.log(total)
         log_z[u] = lz
-        ent = 0.0
+        inv = 1.0 / total
         w = weights[u]
         for r in range(a, b):
-            lp = post[r] - lz
-            p = math.exp(lp)
+            p = post[r] * inv
             post[r] = p
             if p > 0.0:
-                ent -= p * lp
                 wp = w * p
                 for j in range(n_nodes):
                     counts[idx[r, j]] += wp
+        ent = math.log(total) - weighted * inv
+        if ent < 0.0:  # round-off only
+            ent = 0.0
         entropy[u] = ent
 
 
