@@ -7,11 +7,13 @@
 * :class:`SequenceKFold` cross-validates sequence models without cutting a sequence.
 """
 
+from ._dag_search import DAGStructureSearch
 from ._search import StructureSearch
 from ._split import SequenceKFold, lengths_to_sequence_ids, sequence_ids_to_lengths
 
 __all__ = [
     "StructureSearch",
+    "DAGStructureSearch",
     "SequenceKFold",
     "lengths_to_sequence_ids",
     "sequence_ids_to_lengths",

@@ -7,6 +7,7 @@ knows which model family it is searching.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 import sys
@@ -277,6 +278,19 @@ def _call_spec(spec, estimator, X, fit_params, seed, alias):
     return spec(estimator, X, alias_correction=alias, random_state=seed, fit_params=fit_params)
 
 
+def _alias_from_estimator(result, estimator):
+    """Use the estimator's own ``log_alias_count_`` (ln S) when the scoring layer has no
+    alias count for it (VBDiscreteDAG reports one); None when neither has one."""
+    log_s = getattr(estimator, "log_alias_count_", None)
+    if log_s is None or not np.isfinite(log_s):
+        return None
+    try:
+        return dataclasses.replace(result, log_alias_correction=float(log_s))
+    except TypeError:  # not a dataclass (fallback result)
+        result.log_alias_correction = float(log_s)
+        return result
+
+
 def _evaluate(specs, estimator, X, fit_params, seed, error_score):
     """Every score of one fitted candidate.
 
@@ -292,8 +306,11 @@ def _evaluate(specs, estimator, X, fit_params, seed, error_score):
             except NotImplementedError as exc:
                 if "n_aliases" not in str(exc):
                     raise
-                alias_missing.append(name)
-                res = _call_spec(spec, estimator, X, fit_params, seed, False)
+                raw = _call_spec(spec, estimator, X, fit_params, seed, False)
+                res = _alias_from_estimator(raw, estimator)
+                if res is None:
+                    alias_missing.append(name)
+                    res = raw
             if not math.isfinite(float(res.log_evidence)) and error_score == "raise":
                 raise FloatingPointError(f"score {name!r} is {res.log_evidence}")
         except Exception:
@@ -310,7 +327,7 @@ def fit_and_score(estimator, params, X, y, fit_params, specs, seed, error_score,
 
     Returns a plain dict (picklable, so it travels back from joblib workers and is
     stored by ``joblib.Memory``).  ``warm_from`` is an optional callable
-    ``warm_from(estimator) -> estimator`` run after ``set_params`` (used to warm-start
+    ``warm_from(estimator, X, fit_params) -> estimator`` run after ``set_params`` (used to warm-start
     a neighbour from its parent in the DAG search).
     """
     est = clone(estimator)
@@ -318,7 +335,7 @@ def fit_and_score(estimator, params, X, y, fit_params, specs, seed, error_score,
         est.set_params(**params)
     _set_seed(est, seed)
     if warm_from is not None:
-        est = warm_from(est)
+        est = warm_from(est, X, fit_params)
     out = {
         "estimator": None,
         "scores": {name: None for name in specs},

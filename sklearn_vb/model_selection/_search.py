@@ -380,7 +380,7 @@ class StructureSearch(_SearchBase):
         C.warn_failures(outs, specs, type(self).__name__)
         C.warn_alias_missing(outs, flags, type(self).__name__)
 
-        results = self._format_results(candidates, outs, specs, flags)
+        results = format_results(candidates, outs, specs, flags, self.error_score)
         score_results = [dict(o["scores"]) for o in outs]
         final_name = selection
         order = np.lexsort((np.arange(len(candidates)), results[f"rank_{selection}"]))
@@ -464,33 +464,6 @@ class StructureSearch(_SearchBase):
         )
         return self
 
-    def _format_results(self, candidates, outs, specs, flags):
-        n = len(candidates)
-        results = {"params": np.empty(n, dtype=object)}
-        for i, p in enumerate(candidates):
-            results["params"][i] = dict(p)
-        keys = sorted({k for p in candidates for k in p})
-        for k in keys:
-            col = np.ma.MaskedArray(np.empty(n, dtype=object), mask=True)
-            for i, p in enumerate(candidates):
-                if k in p:
-                    col[i] = p[k]
-            results[f"param_{k}"] = col
-        for name in specs:
-            results.update(
-                C.score_columns(
-                    name, [o["scores"][name] for o in outs], flags[name], self.error_score
-                )
-            )
-        results["fit_time"] = np.array([o["fit_time"] for o in outs], dtype=float)
-        results["score_time"] = np.array([o["score_time"] for o in outs], dtype=float)
-        results["n_iter"] = np.array([o["n_iter"] for o in outs], dtype=np.int64)
-        results["converged"] = np.array([o["converged"] for o in outs], dtype=bool)
-        results["lower_bound"] = np.array([o["lower_bound"] for o in outs], dtype=float)
-        results["fit_failed"] = np.array([o["fit_error"] is not None for o in outs], dtype=bool)
-        results["seed"] = np.array([o["seed"] for o in outs], dtype=np.int64)
-        return results
-
     def _warn_two_stage(self, candidates, results, first, second, top):
         """spec/scoring.md §5: warn when AIS falls below VB, or prefers a larger model."""
         stage1 = results[f"raw_score_{first}"]
@@ -522,6 +495,37 @@ class StructureSearch(_SearchBase):
                 f"{first} may be biased towards smaller models.",
                 RuntimeWarning,
             )
+
+
+def format_results(candidates, outs, specs, flags, error_score):
+    """The common ``results_`` columns of a search, one entry per candidate."""
+    n = len(candidates)
+    results = {"params": np.empty(n, dtype=object)}
+    for i, p in enumerate(candidates):
+        results["params"][i] = dict(p)
+    keys = sorted({k for p in candidates for k in p})
+    for k in keys:
+        data = np.empty(n, dtype=object)
+        mask = np.ones(n, dtype=bool)
+        for i, p in enumerate(candidates):
+            if k in p:
+                data[i] = p[k]
+                mask[i] = False
+        results[f"param_{k}"] = np.ma.MaskedArray(data, mask=mask)
+    for name in specs:
+        results.update(
+            C.score_columns(
+                name, [o["scores"][name] for o in outs], flags[name], error_score
+            )
+        )
+    results["fit_time"] = np.array([o["fit_time"] for o in outs], dtype=float)
+    results["score_time"] = np.array([o["score_time"] for o in outs], dtype=float)
+    results["n_iter"] = np.array([o["n_iter"] for o in outs], dtype=np.int64)
+    results["converged"] = np.array([o["converged"] for o in outs], dtype=bool)
+    results["lower_bound"] = np.array([o["lower_bound"] for o in outs], dtype=float)
+    results["fit_failed"] = np.array([o["fit_error"] is not None for o in outs], dtype=bool)
+    results["seed"] = np.array([o["seed"] for o in outs], dtype=np.int64)
+    return results
 
 
 def _size_parameter(candidates):

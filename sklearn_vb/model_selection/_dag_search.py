@@ -1,0 +1,553 @@
+"""Structure search for discrete DAGs with hidden nodes: :class:`DAGStructureSearch`."""
+
+from __future__ import annotations
+
+import time
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import _fit_context, clone
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_memory
+
+from . import _common as C
+from ._search import StructureSearch, _SearchBase, format_results
+
+__all__ = ["DAGStructureSearch"]
+
+
+# --------------------------------------------------------------------------- graphs
+class _Graph:
+    """Node names, hidden flags and the parent sets of one DAG (sorted index tuples)."""
+
+    def __init__(self, names, hidden, parents):
+        self.names = tuple(names)
+        self.hidden = tuple(bool(h) for h in hidden)
+        self.parents = tuple(tuple(sorted(p)) for p in parents)
+
+    @property
+    def key(self):
+        return self.parents
+
+    def with_parents(self, parents):
+        return _Graph(self.names, self.hidden, parents)
+
+    def edges(self):
+        return {(p, c) for c, ps in enumerate(self.parents) for p in ps}
+
+    def as_structure(self):
+        """The dict ``{child: [parents]}`` for VBDiscreteDAG, every node a key in node
+        order, so observed nodes keep their column order."""
+        return {n: [self.names[p] for p in ps] for n, ps in zip(self.names, self.parents)}
+
+    def reaches(self, src, dst):
+        """Whether there is a directed path ``src -> ... -> dst``."""
+        children = [[] for _ in self.names]
+        for p, c in self.edges():
+            children[p].append(c)
+        stack, seen = [src], {src}
+        while stack:
+            u = stack.pop()
+            if u == dst:
+                return True
+            for v in children[u]:
+                if v not in seen:
+                    seen.add(v)
+                    stack.append(v)
+        return False
+
+
+def _node_pairs(graph, edges, argname):
+    out = set()
+    if edges is None:
+        return out
+    index = {n: i for i, n in enumerate(graph.names)}
+    for e in edges:
+        if not isinstance(e, (list, tuple)) or len(e) != 2:
+            raise ValueError(f"{argname} must hold (parent, child) pairs; got {e!r}.")
+        for n in e:
+            if n not in index:
+                raise ValueError(
+                    f"{argname} names unknown node {n!r}; nodes are {list(graph.names)}."
+                )
+        if e[0] == e[1]:
+            raise ValueError(f"{argname} contains a self-loop {e!r}.")
+        out.add((index[e[0]], index[e[1]]))
+    return out
+
+
+class _MoveSet:
+    """Legal single-edge moves (add, remove, reverse) under the search constraints."""
+
+    def __init__(self, graph, allowed, required, forbidden, max_in_degree, moves):
+        self.allowed = allowed  # None = every ordered pair
+        self.required = required
+        self.forbidden = forbidden
+        self.max_in_degree = max_in_degree
+        self.moves = moves
+        n = len(graph.names)
+        self.pairs = [
+            (p, c)
+            for p in range(n)
+            for c in range(n)
+            if p != c
+            and (p, c) not in forbidden
+            and (allowed is None or (p, c) in allowed or (p, c) in required)
+        ]
+
+    def _ok_in_degree(self, parents, c):
+        return self.max_in_degree is None or len(parents[c]) <= self.max_in_degree
+
+    def neighbours(self, graph):
+        edges = graph.edges()
+        out = []
+        for p, c in self.pairs:
+            if (p, c) in edges:
+                continue
+            if "add" in self.moves and (c, p) not in edges:
+                parents = list(map(list, graph.parents))
+                parents[c].append(p)
+                if self._ok_in_degree(parents, c) and not graph.reaches(c, p):
+                    out.append((("add", p, c), graph.with_parents(parents)))
+        for p, c in sorted(edges):
+            if (p, c) in self.required:
+                continue
+            parents = list(map(list, graph.parents))
+            parents[c].remove(p)
+            if "remove" in self.moves:
+                out.append((("remove", p, c), graph.with_parents(parents)))
+            if "reverse" in self.moves and (c, p) in self.pairs:
+                rev = list(map(list, parents))
+                rev[p].append(c)
+                g2 = graph.with_parents(rev)
+                if self._ok_in_degree(rev, p) and not g2.with_parents(parents).reaches(p, c):
+                    out.append((("reverse", p, c), g2))
+        return out
+
+    def check(self, graph, argname):
+        edges = graph.edges()
+        missing = self.required - edges
+        if missing:
+            raise ValueError(f"{argname} lacks the required edge(s) {sorted(missing)}.")
+        bad = [e for e in edges if e in self.forbidden or (
+            self.allowed is not None and e not in self.allowed and e not in self.required)]
+        if bad:
+            raise ValueError(f"{argname} contains forbidden or disallowed edge(s) {sorted(bad)}.")
+        if self.max_in_degree is not None:
+            over = [graph.names[c] for c, ps in enumerate(graph.parents) if len(ps) > self.max_in_degree]
+            if over:
+                raise ValueError(f"{argname}: node(s) {over} exceed max_in_degree={self.max_in_degree}.")
+
+    def random_graph(self, graph, rng, n_moves):
+        """A random legal DAG: the required edges plus up to ``n_moves`` random additions."""
+        g = graph.with_parents([[p for p in ps if (p, c) in self.required]
+                                for c, ps in enumerate(graph.parents)])
+        for _ in range(n_moves):
+            adds = [(m, h) for m, h in self.neighbours(g) if m[0] == "add"]
+            if not adds:
+                break
+            g = adds[rng.randint(len(adds))][1]
+        return g
+
+
+# --------------------------------------------------------------------------- warm start
+class _WarmFromParent:
+    """Start a neighbour's VBEM from its parent's expected log-CPTs.
+
+    q(hidden) is computed by one exact VBE step under the parent's expected log-CPTs
+    for the families that did not change and prior draws for those that did, and VBEM
+    continues from there (``warm_start=True``, one run).  Any q(hidden) is a valid starting point, so the final
+    ``lower_bound_`` is still a lower bound; only the optimum reached may differ from
+    a cold start.  Used only for ``method="vb"`` candidates with the same nodes and
+    cardinalities as the parent.
+    """
+
+    def __init__(self, parent):
+        self.parent = parent
+
+    def __call__(self, est, X, fit_params):
+        parent = self.parent
+        if getattr(est, "method", "vb") != "vb" or not hasattr(parent, "expected_log_cpts_"):
+            return est
+        data = est._check_fit_data(X, **fit_params)
+        new, old = est._structure, parent.structure_
+        if new.names != old.names or new.cardinalities != old.cardinalities or new.hidden != old.hidden:
+            return est
+        rng = check_random_state(est.get_params().get("random_state"))
+        priors = data.layout.split(data.prior)
+        tables = []
+        for j in range(new.n_nodes):
+            if new.parents[j] == old.parents[j]:
+                tables.append(parent.expected_log_cpts_[j])
+            else:
+                # a changed family starts from a random draw from its prior, as in a cold
+                # start: carrying the parent's table over (broadcast across a new parent)
+                # would leave VBEM at the symmetric point where the child ignores it
+                g = np.maximum(rng.standard_gamma(priors[j]), 1e-300)
+                tables.append(np.log(g / g.sum(axis=1, keepdims=True)))
+        elog = data.layout.join(tables)
+        est._infer(data, elog)
+        est._alpha_ = data.prior.copy()
+        est._elog_ = elog
+        est._kl_ = 0.0
+        est.lower_bound_ = -np.inf
+        est.lower_bounds_ = np.empty(0)
+        est.set_params(warm_start=True)
+        return est
+
+
+# --------------------------------------------------------------------------- search
+class DAGStructureSearch(_SearchBase):
+    """Structure search over discrete DAGs with hidden nodes.
+
+    Two modes:
+
+    ``search="exhaustive"``
+        Fit and score every structure in ``structures`` (for example Beal's 136
+        bipartite structures, ``[bipartite_structure(c) for c in
+        enumerate_bipartite_structures()]`` from :mod:`sklearn_vb.datasets`), exactly
+        as :class:`StructureSearch` over a ``structure`` grid.
+    ``search="greedy"``
+        Hill-climbing over single-edge moves (add, remove, reverse) from
+        ``initial_structure`` (default: the estimator's ``structure``), keeping the
+        graph acyclic, within ``max_in_degree``, with ``required_edges`` always
+        present and ``forbidden_edges`` never; ``allowed_edges`` restricts the edge
+        class (for instance hidden -> observed only).  All neighbours of the current
+        graph are scored (in parallel) and the climb moves to the best one while it
+        improves the score by more than ``tol`` nats.  ``n_restarts`` further climbs
+        start from random legal graphs.  Every structure is fitted once; with
+        ``warm_start=True`` and VB, a neighbour's VBEM starts from its parent's
+        posterior (exact VBE step under the parent's expected log-CPTs), which
+        typically needs far fewer iterations.
+
+    Parameters
+    ----------
+    estimator : VBDiscreteDAG
+        Gives the node set, cardinalities, hidden nodes, prior and fitting options;
+        its ``structure`` is the default starting graph.
+    search : {"greedy", "exhaustive"}, default="greedy"
+    structures : list, default=None
+        Exhaustive mode: the candidates, each a structure accepted by
+        ``VBDiscreteDAG(structure=...)`` or a tuple ``(structure, cardinalities,
+        hidden)``.
+    initial_structure : structure or None
+        Greedy mode: the starting graph (default ``estimator.structure``).
+    scoring, alias_correction, refit, n_jobs, random_state, verbose, error_score, memory
+        As :class:`StructureSearch`.  The greedy moves follow the selection score
+        (the first, or the one ``refit`` names); ``"vb"``, ``"bic"`` and ``"cs"`` are
+        the intended choices.
+    max_in_degree : int or None
+    allowed_edges, required_edges, forbidden_edges : iterables of (parent, child)
+        Node names as in the structure.
+    moves : tuple, default=("add", "remove", "reverse")
+    n_restarts : int, default=0
+    max_steps : int, default=100
+        Maximum accepted moves per climb.
+    tol : float, default=1e-6
+        Minimum improvement (nats) for a move to be accepted.
+    warm_start : bool, default=True
+
+    Attributes
+    ----------
+    results_ : dict of arrays
+        One entry per structure scored (exhaustive: in the given order; greedy: in the
+        order first evaluated), with the columns of :class:`StructureSearch` plus
+        ``structure`` (greedy: the parent dict), ``n_edges``, ``restart`` and
+        ``step`` (greedy).
+    path_ : list of dict
+        Greedy: the accepted moves ``{"restart", "step", "move", "score",
+        "structure"}``, each climb starting with ``move=None``.
+    best_structure_ : dict
+        The selected structure as ``{child: [parents]}``.
+    best_estimator_, best_score_, best_index_, best_params_ : as StructureSearch.
+    """
+
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit"])],
+        "search": [StrOptions({"greedy", "exhaustive"})],
+        "structures": [list, tuple, None],
+        "initial_structure": "no_validation",
+        "scoring": [str, callable, list, tuple, dict],
+        "alias_correction": [StrOptions({"auto"}), "boolean", dict],
+        "max_in_degree": [Interval(Integral, 0, None, closed="left"), None],
+        "allowed_edges": "no_validation",
+        "required_edges": "no_validation",
+        "forbidden_edges": "no_validation",
+        "moves": [tuple, list],
+        "n_restarts": [Interval(Integral, 0, None, closed="left")],
+        "max_steps": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "warm_start": ["boolean"],
+        "refit": ["boolean", str],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "error_score": [StrOptions({"raise"}), Real],
+        "memory": [None, str, HasMethods(["cache"])],
+    }
+
+    def __init__(
+        self,
+        estimator,
+        *,
+        search="greedy",
+        structures=None,
+        initial_structure=None,
+        scoring="vb",
+        alias_correction="auto",
+        max_in_degree=None,
+        allowed_edges=None,
+        required_edges=(),
+        forbidden_edges=(),
+        moves=("add", "remove", "reverse"),
+        n_restarts=0,
+        max_steps=100,
+        tol=1e-6,
+        warm_start=True,
+        refit=True,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+        error_score=np.nan,
+        memory=None,
+    ):
+        self.estimator = estimator
+        self.search = search
+        self.structures = structures
+        self.initial_structure = initial_structure
+        self.scoring = scoring
+        self.alias_correction = alias_correction
+        self.max_in_degree = max_in_degree
+        self.allowed_edges = allowed_edges
+        self.required_edges = required_edges
+        self.forbidden_edges = forbidden_edges
+        self.moves = moves
+        self.n_restarts = n_restarts
+        self.max_steps = max_steps
+        self.tol = tol
+        self.warm_start = warm_start
+        self.refit = refit
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.error_score = error_score
+        self.memory = memory
+
+    # ------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y=None, **fit_params):
+        """Search structures for the data ``X`` (one column per observed node)."""
+        if self.search == "exhaustive":
+            return self._fit_exhaustive(X, y, fit_params)
+        return self._fit_greedy(X, y, fit_params)
+
+    def _fit_exhaustive(self, X, y, fit_params):
+        if not self.structures:
+            raise ValueError("search='exhaustive' needs a non-empty list of structures.")
+        grid = []
+        for s in self.structures:
+            if isinstance(s, tuple) and len(s) == 3 and isinstance(s[0], dict):
+                grid.append({"structure": [s[0]], "cardinalities": [s[1]], "hidden": [s[2]]})
+            else:
+                grid.append({"structure": [s]})
+        inner = StructureSearch(
+            self.estimator, grid, scoring=self.scoring, alias_correction=self.alias_correction,
+            refit=self.refit, n_jobs=self.n_jobs, random_state=self.random_state,
+            verbose=self.verbose, error_score=self.error_score, memory=self.memory,
+        ).fit(X, y, **fit_params)
+        for attr in ("results_", "score_results_", "scorer_names_", "selection_score_",
+                     "n_candidates_", "best_index_", "best_params_", "best_score_"):
+            setattr(self, attr, getattr(inner, attr))
+        if hasattr(inner, "best_estimator_"):
+            self.best_estimator_ = inner.best_estimator_
+        elif hasattr(self, "best_estimator_"):
+            del self.best_estimator_
+        self.results_["structure"] = self.results_["param_structure"].data
+        self.results_["n_edges"] = np.array(
+            [_count_edges(s) for s in self.results_["structure"]], dtype=np.int64
+        )
+        self.best_structure_ = self.best_params_["structure"]
+        self.path_ = []
+        return self
+
+    def _graph_from(self, structure):
+        from .._dag_structure import parse_structure
+
+        est = self.estimator
+        if structure is None:
+            raise ValueError(
+                "search='greedy' needs a starting graph: give the estimator a structure (a dict "
+                "listing every node) or initial_structure."
+            )
+        parsed = parse_structure(structure, est.get_params().get("cardinalities"),
+                                 est.get_params().get("hidden"))
+        return _Graph(parsed.names, parsed.hidden, parsed.parents)
+
+    def _fit_greedy(self, X, y, fit_params):
+        specs = C.resolve_scoring(self.scoring)
+        names = list(specs)
+        selection = self.refit if isinstance(self.refit, str) else names[0]
+        if selection not in names:
+            raise ValueError(f"refit={self.refit!r} is not one of the scores {names}.")
+        flags = {n: C.ranking_uses_correction(s, self.alias_correction, n) for n, s in specs.items()}
+        bad_moves = set(self.moves) - {"add", "remove", "reverse"}
+        if bad_moves or not self.moves:
+            raise ValueError(
+                f"moves must be a non-empty subset of ('add', 'remove', 'reverse'); got {self.moves!r}."
+            )
+        start = self._graph_from(
+            self.initial_structure if self.initial_structure is not None
+            else self.estimator.get_params().get("structure")
+        )
+        moveset = _MoveSet(
+            start,
+            None if self.allowed_edges is None else _node_pairs(start, self.allowed_edges, "allowed_edges"),
+            _node_pairs(start, self.required_edges, "required_edges"),
+            _node_pairs(start, self.forbidden_edges, "forbidden_edges"),
+            self.max_in_degree,
+            tuple(self.moves),
+        )
+        clash = moveset.required & moveset.forbidden
+        if clash:
+            raise ValueError(f"edges {sorted(clash)} are both required and forbidden.")
+        moveset.check(start, "initial_structure")
+
+        entropy = C.base_entropy(self.random_state)
+        memory = check_memory(self.memory)
+        cached = memory.cache(C.fit_and_score)
+        base = clone(self.estimator)
+        warm = self.warm_start and getattr(base, "method", "vb") == "vb" and "vb" in {
+            getattr(s, "method", None) for s in specs.values()
+        }
+
+        evaluated = {}  # graph key -> index into outs
+        outs, graphs, meta = [], [], []
+
+        def evaluate(batch, restart, step):
+            """Score the graphs of ``batch`` [(graph, parent_estimator)] not seen yet."""
+            todo, seen_keys = [], set()
+            for g, parent in batch:
+                if g.key in evaluated or g.key in seen_keys:
+                    continue
+                seen_keys.add(g.key)
+                todo.append((g, parent))
+            if not todo:
+                return
+            tasks = []
+            for g, parent in todo:
+                params = {"structure": g.as_structure()}
+                seed = C.candidate_seed(entropy, params)
+                warm_from = _WarmFromParent(parent) if (warm and parent is not None) else None
+                tasks.append(delayed(cached)(base, params, X, y, fit_params, specs, seed,
+                                             self.error_score, warm_from))
+            t0 = time.perf_counter()
+            results = Parallel(n_jobs=self.n_jobs)(tasks)
+            for (g, _), out in zip(todo, results):
+                evaluated[g.key] = len(outs)
+                outs.append(out)
+                graphs.append(g)
+                meta.append((restart, step))
+            self._log(
+                f"restart {restart} step {step}: scored {len(todo)} structure(s) "
+                f"[{time.perf_counter() - t0:.1f} s, {len(outs)} in total]"
+            )
+
+        def value(i):
+            res = outs[i]["scores"][selection]
+            if res is None:
+                return -np.inf
+            return res.log_evidence + (res.log_alias_correction if flags[selection] else 0.0)
+
+        rng = check_random_state(entropy)
+        path = []
+        for restart in range(self.n_restarts + 1):
+            if restart == 0:
+                current = start
+            else:
+                current = moveset.random_graph(start, rng, rng.randint(1, len(start.names) + 1))
+            evaluate([(current, None)], restart, 0)
+            ci = evaluated[current.key]
+            path.append({"restart": restart, "step": 0, "move": None, "score": value(ci),
+                         "structure": current.as_structure()})
+            for step in range(1, self.max_steps + 1):
+                neighbours = moveset.neighbours(current)
+                if not neighbours:
+                    break
+                parent_est = outs[ci]["estimator"]
+                evaluate([(g, parent_est) for _, g in neighbours], restart, step)
+                best_move, best_graph, best_val = None, None, value(ci)
+                for move, g in neighbours:
+                    v = value(evaluated[g.key])
+                    if v > best_val + self.tol:
+                        best_move, best_graph, best_val = move, g, v
+                if best_graph is None:
+                    break
+                current, ci = best_graph, evaluated[best_graph.key]
+                kind, p, c = best_move
+                move = (kind, current.names[p], current.names[c])
+                path.append({"restart": restart, "step": step, "move": move, "score": best_val,
+                             "structure": current.as_structure()})
+                self._log(f"restart {restart} step {step}: {kind} {move[1]!r} -> {move[2]!r}, "
+                          f"{selection}={best_val:.4f}")
+                _drop_fitted(outs, keep={ci, _argmax_value(outs, value)})
+            _drop_fitted(outs, keep={_argmax_value(outs, value)})
+
+        C.warn_failures(outs, specs, type(self).__name__)
+        C.warn_alias_missing(outs, flags, type(self).__name__)
+        candidates = [{"structure": g.as_structure()} for g in graphs]
+        results = format_results(candidates, outs, specs, flags, self.error_score)
+        order = np.lexsort((np.arange(len(outs)), results[f"rank_{selection}"]))
+        rank = np.empty(len(outs), dtype=np.int64)
+        rank[order] = np.arange(1, len(outs) + 1)
+        results["rank"] = rank
+        structures = np.empty(len(outs), dtype=object)
+        for i, c in enumerate(candidates):
+            structures[i] = c["structure"]
+        results["structure"] = structures
+        results["n_edges"] = np.array([len(g.edges()) for g in graphs], dtype=np.int64)
+        results["restart"] = np.array([m[0] for m in meta], dtype=np.int64)
+        results["step"] = np.array([m[1] for m in meta], dtype=np.int64)
+        best = int(order[0])
+        results["not_separable"] = C.not_separable_from_best(
+            results[f"score_{selection}"], results[f"stderr_{selection}"], best
+        )
+        self.results_ = results
+        self.score_results_ = [dict(o["scores"]) for o in outs]
+        self.scorer_names_ = names
+        self.selection_score_ = selection
+        self.n_candidates_ = len(outs)
+        self.best_index_ = best
+        self.best_params_ = dict(candidates[best])
+        self.best_structure_ = candidates[best]["structure"]
+        self.best_score_ = float(results[f"score_{selection}"][best])
+        self.path_ = path
+        if self.refit:
+            if outs[best]["estimator"] is None:  # pragma: no cover - kept above
+                raise RuntimeError("the best candidate's fitted model was not kept")
+            self.best_estimator_ = outs[best]["estimator"]
+        elif hasattr(self, "best_estimator_"):
+            del self.best_estimator_
+        self._log(f"best of {len(outs)} structures: {selection}={self.best_score_:.4f}")
+        return self
+
+
+def _drop_fitted(outs, keep):
+    """Release fitted models no longer needed as warm-start parents or as the best."""
+    for i, o in enumerate(outs):
+        if i not in keep:
+            o["estimator"] = None
+
+
+def _argmax_value(outs, value):
+    vals = [value(i) for i in range(len(outs))]
+    return int(np.argmax(vals))
+
+
+def _count_edges(structure):
+    if isinstance(structure, dict):
+        return int(sum(len(p or ()) for p in structure.values()))
+    if isinstance(structure, np.ndarray):
+        return int(np.count_nonzero(structure))
+    return len(structure)
