@@ -19,6 +19,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import digamma, polygamma
+from sklearn.base import TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
@@ -63,7 +64,7 @@ def _gamma_hyper_update(mean_rho, mean_log_rho, a_start):
     return a, a / d_bar
 
 
-class VBLinearDynamicalSystem(VBEMEstimator):
+class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     """Variational Bayesian linear-Gaussian state-space model with inputs and ARD.
 
     Parameters
@@ -703,6 +704,11 @@ class VBLinearDynamicalSystem(VBEMEstimator):
         """Smoothed state means ``E_q[x_t]`` (VBE step with q(theta) fixed)."""
         res, *_ = self._infer(X, U, lengths, sequence_ids, point=False, smooth=True)
         return res["omega"]
+
+    def fit_transform(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
+        """Fit, then return the smoothed state means of the training data."""
+        return self.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids).transform(
+            X, U=U, lengths=lengths, sequence_ids=sequence_ids)
 
     def score_samples(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """One-step-ahead predictive log density ``ln p(y_t | y_{1:t-1}, theta_mean)``
