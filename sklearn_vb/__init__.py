@@ -8,6 +8,7 @@ by other means, and :mod:`sklearn_vb.model_selection` ranks candidate structures
 from ._version import __version__
 from .dag import VBDiscreteDAG
 from .hmm import VBHiddenMarkov
+from .lds import VBLinearDynamicalSystem
 from .mfa import VBMixtureFactorAnalysers
 
-__all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBMixtureFactorAnalysers"]
+__all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBLinearDynamicalSystem", "VBMixtureFactorAnalysers"]
