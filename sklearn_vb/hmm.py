@@ -531,7 +531,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return Lpi, LA, self._gaussian_expectations()
 
     def _gaussian_expectations(self):
-        """Per state: const_k, the precision (Cholesky or diagonal) of the quadratic term.
+        """Per state: const_k, the precision (Cholesky or diagonal) of the quadratic term
+        and the mean.
 
         E[ln N(x | mu_k, Lambda_k)] = const_k - 0.5 (x - m_k)^T E[Lambda_k] (x - m_k).
         """
@@ -552,7 +553,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             e_logdet = (digamma(a)[:, None] - np.log(b)).sum(axis=1)
             quad = a[:, None] / b
         const = 0.5 * e_logdet - 0.5 * D * LOG_2PI - 0.5 * D / beta
-        return const, quad
+        return const, quad, self.means_posterior_.copy()
 
     def _plugin_gaussian(self):
         """const_k and precision for the posterior-mean parameters (means_, covars_)."""
@@ -566,15 +567,14 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         else:
             quad = nu[:, None] / scale
             logdet = np.log(quad).sum(axis=1)
-        return 0.5 * logdet - 0.5 * D * LOG_2PI, quad
+        return 0.5 * logdet - 0.5 * D * LOG_2PI, quad, self.means_posterior_.copy()
 
     def _emission_table(self, data, emission_params, plugin=False):
         """Scaled emission table, row shifts for the forward-backward kernel."""
         if self._categorical:
             return _k.scale_rows(np.ascontiguousarray(emission_params.T))
-        const, quad = emission_params
+        const, quad, mean = emission_params
         X = data["X"]
-        mean = self.means_posterior_
         if self.covariance_type == "full":
             return _k.gaussian_full_log_emissions(X, mean, np.ascontiguousarray(quad), const)
         return _k.gaussian_diag_log_emissions(X, mean, quad, const)
@@ -584,9 +584,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         value = float(np.dot(stats["start"], Lpi) + np.sum(stats["trans"] * LA))
         if self._categorical:
             return value + float(np.sum(stats["emis"] * LE))
-        const, quad = LE
+        const, quad, means = LE
         N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
-        delta = self.means_posterior_ - self.means_prior_
+        delta = means - self.means_prior_
         if self.covariance_type == "full":
             prec = quad @ np.swapaxes(quad, 1, 2)
             scatter = (
@@ -673,19 +673,21 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                 continue  # a one-entry Dirichlet is a point mass: nothing to optimise
             lam = optimize_dirichlet_scale(np.atleast_2d(prior), dirichlet_expected_log(np.atleast_2d(post)))
             setattr(self, f"{name}_prior_", prior * lam)
+        self._at_vbe = False
 
     def _step_vbm(self, data, iteration):
         if getattr(self, "_fresh", False):
             return  # the initial q(theta) is evaluated first
         self._vbm_from_stats(self._stats_)
+        self._at_vbe = False
 
     def _step_vbe(self, data, iteration):
         self._fresh = False
-        out, (Lpi, LA, LE) = self._vbe(data)
-        stats = self._stats_from_vbe(out, data)
-        self._stats_ = stats
+        out, expected = self._vbe(data)
+        self._stats_ = self._stats_from_vbe(out, data)
         self._vbe_log_norm_ = float(out[0].sum())
-        self._vbe_elogp_ = self._expected_complete_loglik(stats, Lpi, LA, LE)
+        self._vbe_expected_log_ = expected  # q(theta) that produced q(s)
+        self._at_vbe = True
 
     def _lower_bound(self, data):
         """F = H[q(s)] + E ln p(s, X | theta) - KL, with H[q(s)] = ln Z - E_vbe ln p(s, X | theta).
@@ -693,9 +695,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Right after the VBE step this is ln Z - KL; after a VBM or prior step it is the
         bound of the stored q(s) with the new q(theta) (spec section 6, F_after_VBM).
         """
-        Lpi, LA, LE = self._expected_log_params()
-        elogp = self._expected_complete_loglik(self._stats_, Lpi, LA, LE)
-        return self._vbe_log_norm_ + (elogp - self._vbe_elogp_) - sum(self._kl_terms())
+        kl = sum(self._kl_terms())
+        if getattr(self, "_at_vbe", False):
+            return self._vbe_log_norm_ - kl
+        elogp = self._expected_complete_loglik(self._stats_, *self._expected_log_params())
+        elogp_vbe = self._expected_complete_loglik(self._stats_, *self._vbe_expected_log_)
+        return self._vbe_log_norm_ + (elogp - elogp_vbe) - kl
 
     def _finalize(self, data):
         kl_start, kl_trans, kl_emis = self._kl_terms()
