@@ -100,12 +100,12 @@ class GaussianQ(QBlock):
         except np.linalg.LinAlgError as exc:
             raise ValueError(f"cov of q block {name!r} must be positive definite.") from exc
         self._logdet = 2.0 * np.sum(np.log(np.diag(self._L)))
+        # explicit inverse factor: tiny blocks, and a matmul avoids per-call LAPACK overhead
+        self._Linv = np.linalg.inv(self._L)
 
     def _standardise(self, value):
         v = np.asarray(value, dtype=float).reshape(len(value), -1) - self.mean_.ravel()
-        from scipy.linalg import solve_triangular
-
-        return solve_triangular(self._L, v.T, lower=True).T
+        return np.einsum("ij,cj->ci", self._Linv, v)
 
     def sample(self, rng, size):
         d = self.mean_.size

@@ -302,8 +302,12 @@ class GaussianLinearModel(ScoringModelMixin):
         return FittedReference(self, [self.log_evidence(X)], self.posterior(X))
 
     def e_step(self, params_single, X):
+        # no latent variables: the "statistics" are the data themselves
         ll = float(self.log_likelihood(params_single, X)[0])
-        return EStep(ll, None, ll, 0.0)
+        return EStep(ll, X, ll, 0.0)
+
+    def log_complete_evidence(self, stats):
+        return self.log_evidence(stats)
 
     def simulate(self, params_single, rng, n_cases=None, lengths=None):
         rng = _rng(rng)

@@ -1,0 +1,389 @@
+"""MCMC kernels for annealing and variational MCMC (spec §2.8, IF-9).
+
+Every kernel leaves the tempered target invariant for each inverse temperature beta:
+
+* ``start="prior"``: ``ln f_b(theta) = ln p(theta) + b l(theta)``;
+* ``start="q"``: ``ln f_b(theta) = (1 - b) ln q(theta) + b [ln p(theta) + l(theta)]``.
+
+Chains are vectorised over the batch axis (the likelihood is called with a batch of C
+parameter sets), while every chain draws its random numbers from its own Generator (a
+list ``rngs`` of length C), so results do not depend on how chains are grouped into
+batches or jobs.  Tuning parameters depend on beta and n only, never on the chain state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._distributions import dirichlet_log_pdf
+from .params import batch_size, concat_params
+
+__all__ = [
+    "Target",
+    "ChainState",
+    "BlockRandomWalkMH",
+    "DirichletMH",
+    "CompositeKernel",
+    "ExactTemperedKernel",
+    "IndependenceMH",
+    "VariationalMixtureKernel",
+    "make_kernel",
+    "as_rngs",
+]
+
+
+def as_rngs(rng, C):
+    """A list of C Generators from a Generator, a list of Generators or a seed."""
+    if isinstance(rng, (list, tuple)):
+        if len(rng) != C:
+            raise ValueError(f"need one Generator per chain ({C}), got {len(rng)}.")
+        return list(rng)
+    from ._numerics import spawn_generators
+
+    return spawn_generators(rng, C)
+
+
+def _normal(rngs, d):
+    return np.stack([g.standard_normal(d) for g in rngs])
+
+
+def _uniform(rngs):
+    return np.array([g.random() for g in rngs])
+
+
+def _log_gamma_per_chain(rngs, shape):
+    """ln G, G ~ Gamma(shape[c], 1) per chain, accurate for tiny shapes."""
+    out = np.empty_like(shape)
+    for c, g in enumerate(rngs):
+        s = shape[c]
+        out[c] = np.log(g.standard_gamma(s + 1.0)) + np.log(1.0 - g.random(s.shape)) / s
+    return out
+
+
+def _dirichlet_per_chain(rngs, alpha):
+    lg = _log_gamma_per_chain(rngs, alpha)
+    lg -= lg.max(axis=-1, keepdims=True)
+    th = np.exp(lg)
+    th = np.maximum(th / th.sum(axis=-1, keepdims=True), np.finfo(float).tiny)
+    return th / th.sum(axis=-1, keepdims=True)
+
+
+@dataclass
+class ChainState:
+    """Current parameters of C chains with cached density terms."""
+
+    params: dict
+    log_prior: np.ndarray
+    loglik: np.ndarray
+    log_q: np.ndarray | None = None
+
+    @property
+    def C(self):
+        return self.log_prior.shape[0]
+
+
+class Target:
+    """The tempered family of one model on one data set."""
+
+    def __init__(self, model, X, start="prior", q=None):
+        if start not in ("prior", "q"):
+            raise ValueError(f"start must be 'prior' or 'q', got {start!r}.")
+        if start == "q" and q is None:
+            raise ValueError("start='q' needs a variational posterior q.")
+        self.model, self.X, self.start, self.q = model, X, start, q
+        self.space = model.param_space
+        self.n = int(model.n_cases(X))
+
+    def state(self, params):
+        lp = np.asarray(self.model.log_prior(params), dtype=float)
+        ll = np.asarray(self.model.log_likelihood(params, self.X), dtype=float)
+        lq = np.asarray(self.q.log_pdf(params), dtype=float) if self.start == "q" else None
+        return ChainState(params, lp, ll, lq)
+
+    def log_f(self, state, beta):
+        ll = np.where(np.isnan(state.loglik), -np.inf, state.loglik)
+        if self.start == "prior":
+            with np.errstate(invalid="ignore"):
+                return state.log_prior + (beta * ll if beta > 0 else 0.0)
+        post = state.log_prior + ll
+        return (1.0 - beta) * state.log_q + beta * post if 0 < beta < 1 else (
+            state.log_q if beta == 0 else post)
+
+    def sample_start(self, rngs):
+        src = self.q if self.start == "q" else None
+        parts = [(src.sample(g, 1) if src is not None else self.model.sample_prior(g, 1))
+                 for g in rngs]
+        return self.state(concat_params(parts))
+
+    def merge(self, state, new, accept):
+        """Per-chain select between two states."""
+        params = {}
+        for k, v in state.params.items():
+            m = accept.reshape((-1,) + (1,) * (v.ndim - 1))
+            params[k] = np.where(m, new.params[k], v)
+        lq = None if state.log_q is None else np.where(accept, new.log_q, state.log_q)
+        return ChainState(params, np.where(accept, new.log_prior, state.log_prior),
+                          np.where(accept, new.loglik, state.loglik), lq)
+
+
+def _accept(log_ratio, rngs):
+    log_ratio = np.where(np.isnan(log_ratio), -np.inf, log_ratio)
+    u = _uniform(rngs)
+    with np.errstate(divide="ignore"):
+        return np.log(u) < log_ratio
+
+
+class _KernelBase:
+    reversible = True
+
+    def step(self, params, X, beta, rng, n_steps=1, start="prior", q=None):
+        """Public form of the protocol: returns (params, info with 'accept')."""
+        target = Target(self.model, X, start, q)
+        state = target.state(params)
+        rngs = as_rngs(rng, state.C)
+        accs = []
+        for _ in range(int(n_steps)):
+            state, acc = self.transition(state, target, beta, rngs)
+            accs.append(acc)
+        return state.params, {"accept": float(np.mean(accs))}
+
+    def adjoint(self):
+        return self
+
+
+class BlockRandomWalkMH(_KernelBase):
+    """Gaussian random walk in the unconstrained basis, one block at a time.
+
+    Step size of block b: ``s_b(beta) = c_b / sqrt(pi_b + beta n h_b)`` (Beal: widths
+    shrink like 1/sqrt(n tau)); ``c_b = scale * 2.38 / sqrt(dim_b)``, ``pi_b`` the prior
+    precision scale and ``h_b`` the per-case curvature scale (default ``1 / n_rows`` for
+    simplex blocks, 1 otherwise; a model may supply ``kernel_curvature()`` -> dict).
+    The target includes ``ln|det d theta / d phi|``.
+    """
+
+    def __init__(self, model, blocks=None, scale=1.0, prior_precision=1.0, curvature=None,
+                 fixed_steps=None, order=None):
+        self.model = model
+        space = model.param_space
+        self.blocks = list(blocks) if blocks is not None else space.names
+        self.scale = float(scale)
+        self.prior_precision = prior_precision
+        curv = {}
+        if hasattr(model, "kernel_curvature"):
+            curv.update(model.kernel_curvature())
+        if curvature is not None:
+            curv.update(curvature)
+        self.curvature = {
+            b: curv.get(b, 1.0 / space[b].n_rows if space[b].constraint == "simplex" else 1.0)
+            for b in self.blocks
+        }
+        self.fixed_steps = fixed_steps  # dict block -> per-coordinate step (ignores beta)
+        self.order = list(order) if order is not None else self.blocks
+
+    def adjoint(self):
+        k = BlockRandomWalkMH.__new__(BlockRandomWalkMH)
+        k.__dict__.update(self.__dict__)
+        k.order = self.order[::-1]
+        return k
+
+    def step_size(self, block, beta, n):
+        if self.fixed_steps is not None:
+            return np.asarray(self.fixed_steps[block], dtype=float)
+        dim = self.model.param_space[block].dim
+        c = self.scale * 2.38 / np.sqrt(dim)
+        return c / np.sqrt(self.prior_precision + beta * n * self.curvature[block])
+
+    def transition(self, state, target, beta, rngs):
+        space = target.space
+        acc = []
+        for b in self.order:
+            sl = space.slices[b]
+            phi = space.to_unconstrained(state.params)
+            s = self.step_size(b, beta, target.n)
+            prop = phi.copy()
+            prop[:, sl] = phi[:, sl] + s * _normal(rngs, sl.stop - sl.start)
+            params, ld_new = space.from_unconstrained(prop)
+            # keep the other blocks bit-identical
+            for k in state.params:
+                if k != b:
+                    params[k] = state.params[k]
+            new = target.state(params)
+            ld_old = space.log_det_jacobian(state.params)
+            with np.errstate(invalid="ignore"):
+                lr = target.log_f(new, beta) + ld_new - target.log_f(state, beta) - ld_old
+            a = _accept(lr, rngs)
+            state = target.merge(state, new, a)
+            acc.append(a.mean())
+        return state, float(np.mean(acc))
+
+
+class DirichletMH(_KernelBase):
+    """Independent-row Dirichlet proposals ``theta' ~ Dir(alpha theta)`` for simplex blocks.
+
+    Strength ``alpha(beta) = alpha0 + kappa n beta h_b`` (Beal: optimal strength grows like
+    n tau), with ``h_b`` as in :class:`BlockRandomWalkMH`.  Acceptance
+    ``min{1, f(theta') Dir(theta | alpha theta') / (f(theta) Dir(theta' | alpha theta))}``.
+    One row is updated at a time.  Gamma variates are drawn in log space.
+    """
+
+    def __init__(self, model, blocks=None, alpha0=5.0, kappa=2.0, curvature=None, order=None):
+        self.model = model
+        space = model.param_space
+        simplex = [b.name for b in space.blocks if b.constraint == "simplex"]
+        self.blocks = list(blocks) if blocks is not None else simplex
+        for b in self.blocks:
+            if space[b].constraint != "simplex":
+                raise ValueError(f"DirichletMH needs simplex blocks; {b!r} is {space[b].constraint}.")
+        self.alpha0, self.kappa = float(alpha0), float(kappa)
+        curv = {}
+        if hasattr(model, "kernel_curvature"):
+            curv.update(model.kernel_curvature())
+        if curvature is not None:
+            curv.update(curvature)
+        self.curvature = {b: curv.get(b, 1.0 / space[b].n_rows) for b in self.blocks}
+        rows = []
+        for b in self.blocks:
+            for r in np.ndindex(*space[b].shape[:-1]):
+                rows.append((b, r))
+        self.order = rows if order is None else list(order)
+
+    def adjoint(self):
+        k = DirichletMH.__new__(DirichletMH)
+        k.__dict__.update(self.__dict__)
+        k.order = self.order[::-1]
+        return k
+
+    def strength(self, block, beta, n):
+        return self.alpha0 + self.kappa * n * beta * self.curvature[block]
+
+    def transition(self, state, target, beta, rngs):
+        acc = []
+        for b, r in self.order:
+            a = self.strength(b, beta, target.n)
+            old = state.params[b]
+            row = old[(slice(None),) + r]  # (C, K)
+            prop_row = _dirichlet_per_chain(rngs, a * row)
+            new_b = old.copy()
+            new_b[(slice(None),) + r] = prop_row
+            params = dict(state.params)
+            params[b] = new_b
+            new = target.state(params)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                lr = (target.log_f(new, beta) - target.log_f(state, beta)
+                      + dirichlet_log_pdf(row, a * prop_row) - dirichlet_log_pdf(prop_row, a * row))
+            acc_c = _accept(lr, rngs)
+            state = target.merge(state, new, acc_c)
+            acc.append(acc_c.mean())
+        return state, float(np.mean(acc))
+
+
+class CompositeKernel(_KernelBase):
+    """Apply kernels in sequence; the adjoint applies the adjoints in reverse order."""
+
+    def __init__(self, kernels):
+        self.kernels = list(kernels)
+        self.model = self.kernels[0].model
+        self.reversible = False
+
+    def adjoint(self):
+        return CompositeKernel([k.adjoint() for k in self.kernels[::-1]])
+
+    def transition(self, state, target, beta, rngs):
+        acc = []
+        for k in self.kernels:
+            state, a = k.transition(state, target, beta, rngs)
+            acc.append(a)
+        return state, float(np.mean(acc))
+
+
+class ExactTemperedKernel(_KernelBase):
+    """Independent exact draws from ``f_beta`` (conjugate models with
+    ``sample_tempered_posterior``); used to test AIS itself (T-AIS-2)."""
+
+    def __init__(self, model):
+        if not hasattr(model, "sample_tempered_posterior"):
+            raise NotImplementedError("ExactTemperedKernel needs sample_tempered_posterior")
+        self.model = model
+
+    def transition(self, state, target, beta, rngs):
+        if target.start != "prior":
+            raise ValueError("ExactTemperedKernel supports start='prior' only.")
+        parts = [self.model.sample_tempered_posterior(target.X, beta, g, 1) for g in rngs]
+        return target.state(concat_params(parts)), 1.0
+
+
+class IndependenceMH(_KernelBase):
+    """Independence Metropolis–Hastings with proposal q (block-wise when ``blocks=True``).
+
+    ``w = f(theta) / q(theta)``; accept with ``min{1, w(theta*) / w(theta)}``.  With
+    ``blocks=True`` each block is proposed from its factor q_b (block variational MH).
+    """
+
+    def __init__(self, model, q, blocks=False):
+        self.model, self.q, self.blocks = model, q, bool(blocks)
+
+    def transition(self, state, target, beta, rngs):
+        if not self.blocks:
+            prop = concat_params([self.q.sample(g, 1) for g in rngs])
+            new = target.state(prop)
+            lr = (target.log_f(new, beta) - self.q.log_pdf(prop)
+                  - target.log_f(state, beta) + self.q.log_pdf(state.params))
+            a = _accept(lr, rngs)
+            return target.merge(state, new, a), float(a.mean())
+        acc = []
+        for qb in self.q.blocks:
+            b = qb.name
+            draw = np.concatenate([qb.sample(g, 1) for g in rngs], axis=0)
+            params = dict(state.params)
+            params[b] = draw
+            new = target.state(params)
+            lr = (target.log_f(new, beta) - qb.log_pdf(draw)
+                  - target.log_f(state, beta) + qb.log_pdf(state.params[b]))
+            a = _accept(lr, rngs)
+            state = target.merge(state, new, a)
+            acc.append(a.mean())
+        return state, float(np.mean(acc))
+
+
+class VariationalMixtureKernel(_KernelBase):
+    """Variational MCMC mixture kernel (de Freitas et al.): with probability ``nu`` a
+    block variational MH sweep, otherwise a block random-walk sweep (each keeps the target
+    invariant, so the mixture does).  The choice is made per chain."""
+
+    def __init__(self, model, q, nu=0.5, rw=None, blocks=True):
+        self.model, self.q, self.nu = model, q, float(nu)
+        self.indep = IndependenceMH(model, q, blocks=blocks)
+        self.rw = rw if rw is not None else BlockRandomWalkMH(model)
+
+    def transition(self, state, target, beta, rngs):
+        use_q = _uniform(rngs) < self.nu
+        s1, a1 = self.indep.transition(state, target, beta, rngs)
+        s2, a2 = self.rw.transition(state, target, beta, rngs)
+        return target.merge(s2, s1, use_q), float(np.where(use_q, a1, a2).mean())
+
+
+def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0)):
+    """``"auto"``: DirichletMH for simplex blocks and random walk for the rest;
+    ``"rw"``: random walk for every block; ``"dirichlet"``; ``"exact"``; or a kernel."""
+    if not isinstance(kind, str):
+        return kind
+    space = model.param_space
+    simplex = [b.name for b in space.blocks if b.constraint == "simplex"]
+    other = [b.name for b in space.blocks if b.constraint != "simplex"]
+    a0, kap = dirichlet_strength
+    if kind == "rw":
+        return BlockRandomWalkMH(model, scale=rw_scale)
+    if kind == "exact":
+        return ExactTemperedKernel(model)
+    if kind in ("auto", "dirichlet"):
+        ks = []
+        if simplex:
+            ks.append(DirichletMH(model, simplex, alpha0=a0, kappa=kap))
+        if other:
+            if kind == "dirichlet":
+                raise ValueError("kernel='dirichlet' needs every block to be a simplex.")
+            ks.append(BlockRandomWalkMH(model, other, scale=rw_scale))
+        return ks[0] if len(ks) == 1 else CompositeKernel(ks)
+    raise ValueError(f"kernel must be 'auto', 'rw', 'dirichlet', 'exact' or a kernel, got {kind!r}.")
