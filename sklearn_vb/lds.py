@@ -57,7 +57,7 @@ def _gamma_hyper_update(mean_rho, mean_log_rho, a_start):
         step = -f / fp
         step = float(np.clip(step, -5.0, 5.0))
         a_new = min(a * np.exp(step), _SHAPE_CAP)
-        if abs(a_new - a) <= 1e-13 * a:
+        if abs(a_new - a) <= 1e-13 * a or a_new >= _SHAPE_CAP:
             a = a_new
             break
         a = a_new

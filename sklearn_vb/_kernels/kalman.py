@@ -36,8 +36,7 @@ LOG_2PI = float(np.log(2.0 * np.pi))
 def spd_inverse(M):
     """Inverse and log-determinant of a symmetric positive definite matrix (Cholesky)."""
     k = M.shape[0]
-    S = 0.5 * (M + M.T)
-    L = np.linalg.cholesky(S)
+    L = _cholesky(M)
     Linv = np.zeros((k, k))
     logdet = 0.0
     for i in range(k):
@@ -48,8 +47,35 @@ def spd_inverse(M):
             for m in range(j, i):
                 s += L[i, m] * Linv[m, j]
             Linv[i, j] = -s / L[i, i]
-    inv = Linv.T @ Linv
-    return 0.5 * (inv + inv.T), logdet
+    inv = np.empty((k, k))
+    for i in range(k):
+        for j in range(i + 1):
+            s = 0.0
+            for m in range(i, k):
+                s += Linv[m, i] * Linv[m, j]
+            inv[i, j] = s
+            inv[j, i] = s
+    return inv, logdet
+
+
+@njit(cache=True, nogil=True)
+def _cholesky(M):
+    """Lower Cholesky factor of the symmetric part of M (small matrices, no LAPACK)."""
+    k = M.shape[0]
+    L = np.zeros((k, k))
+    for j in range(k):
+        s = 0.5 * (M[j, j] + M[j, j])
+        for m in range(j):
+            s -= L[j, m] * L[j, m]
+        if not s > 0.0:
+            raise np.linalg.LinAlgError("matrix is not positive definite")
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, k):
+            s = 0.5 * (M[i, j] + M[j, i])
+            for m in range(j):
+                s -= L[i, m] * L[j, m]
+            L[i, j] = s / L[j, j]
+    return L
 
 
 @njit(cache=True, nogil=True)
@@ -103,13 +129,14 @@ def vb_kalman_smoother(
     for j in range(k):
         for s in range(p):
             CtR[j, s] = C[s, j] * rho[s]
-    CRC = CtR @ C
-    AtA = A.T @ A
+    CRC = np.empty((k, k))
+    _mm(CtR, C, CRC)
     At = np.ascontiguousarray(A.T)
+    AtA = np.empty((k, k))
+    _mm(At, A, AtA)
     sum_log_rho = 0.0
     for s in range(p):
         sum_log_rho += np.log(rho[s])
-    eye = np.eye(k)
 
     log_terms = np.zeros(N)
     pred_mean = np.zeros((N, k))
@@ -128,72 +155,113 @@ def vb_kalman_smoother(
     ld_filt = np.zeros(N)
     h_const = 0.5 * k * (1.0 + LOG_2PI)
 
+    # work buffers (no allocation inside the time loop)
+    mu = np.empty(k)
+    Sig = np.empty((k, k))
+    Sig_inv = np.empty((k, k))
+    Lam1 = np.empty((k, k))
+    St = np.empty((k, k))
+    Lam = np.empty((k, k))
+    Pinv = np.empty((k, k))
+    Pt = np.empty((k, k))
+    T1 = np.empty((k, k))
+    T2 = np.empty((k, k))
+    g = np.empty(k)
+    v1 = np.empty(k)
+    v2 = np.empty(k)
+    mut = np.empty(k)
+    m = np.empty(k)
+    mt = np.empty(k)
+    e = np.empty(p)
+    Lw = np.empty((k, k))
+    Liw = np.empty((k, k))
+
     for i in range(n_seq):
-        mu = mu0.copy()
-        Sig = 0.5 * (Sigma0 + Sigma0.T)
-        Sig_inv, ld_Sig = spd_inverse(Sig)
+        mu[:] = mu0
+        for a in range(k):
+            for b in range(k):
+                Sig[a, b] = 0.5 * (Sigma0[a, b] + Sigma0[b, a])
+        ld_Sig = _spd_inverse_into(Sig, Sig_inv, Lw, Liw)
         for t in range(starts[i], ends[i]):
             # 1. transition penalty on x_{t-1}
-            Lam1 = Sig_inv + S_A
-            St, ld_Lam1 = spd_inverse(Lam1)
-            g = S_A @ mu + h_ab[t]
-            Stg = St @ g
-            mut = mu - Stg
-            l_ab = (
-                -0.5 * (ld_Lam1 + ld_Sig)
-                - 0.5 * (mu @ (S_A @ mu))
-                - mu @ h_ab[t]
-                + 0.5 * (g @ Stg)
-                - c_ab[t]
-            )
+            for a in range(k):
+                for b in range(k):
+                    Lam1[a, b] = Sig_inv[a, b] + S_A[a, b]
+            ld_Lam1 = _spd_inverse_into(Lam1, St, Lw, Liw)
+            _mv(S_A, mu, g)
+            for a in range(k):
+                g[a] += h_ab[t, a]
+            _mv(St, g, v1)
+            for a in range(k):
+                mut[a] = mu[a] - v1[a]
+            _mv(S_A, mu, v2)
+            l_ab = (-0.5 * (ld_Lam1 + ld_Sig) - 0.5 * _dot(mu, v2) - _dot(mu, h_ab[t])
+                    + 0.5 * _dot(g, v1) - c_ab[t])
             if smooth:
-                Ss, ld_Ss_inv = spd_inverse(Lam1 + AtA)
-                sstar[t] = Ss
-                ld_sstar[t] = -ld_Ss_inv
-                cvec[t] = Ss @ (Lam1 @ mut - At @ bu[t])
-            # 2. predict with the mean dynamics
-            m = A @ mut + bu[t]
-            P = A @ St @ At + eye
-            P = 0.5 * (P + P.T)
+                for a in range(k):
+                    for b in range(k):
+                        T1[a, b] = Lam1[a, b] + AtA[a, b]
+                ld_sstar[t] = -_spd_inverse_into(T1, sstar[t], Lw, Liw)
+                _mv(Lam1, mut, v1)
+                _mv(At, bu[t], v2)
+                for a in range(k):
+                    v1[a] -= v2[a]
+                _mv(sstar[t], v1, cvec[t])
+            # 2. predict with the mean dynamics: m = A mut + bu, P = A St A' + I
+            _mv(A, mut, m)
+            for a in range(k):
+                m[a] += bu[t, a]
+            _mm(A, St, T1)
+            P = pred_cov[t]
+            _mmT(T1, A, P)
+            for a in range(k):
+                P[a, a] += 1.0
+            for a in range(k):
+                for b in range(a):
+                    val = 0.5 * (P[a, b] + P[b, a])
+                    P[a, b] = val
+                    P[b, a] = val
             pred_mean[t] = m
-            pred_cov[t] = P
-            Pinv, ld_P = spd_inverse(P)
+            ld_P = _spd_inverse_into(P, Pinv, Lw, Liw)
             if observed[t]:
                 # 3. observation penalty on x_t
-                Lam2 = Pinv + S_C
-                Pt, ld_Lam2 = spd_inverse(Lam2)
-                g2 = S_C @ m + h_cd[t]
-                Ptg = Pt @ g2
-                mt = m - Ptg
-                l_cd = (
-                    -0.5 * (ld_Lam2 + ld_P)
-                    - 0.5 * (m @ (S_C @ m))
-                    - m @ h_cd[t]
-                    + 0.5 * (g2 @ Ptg)
-                    - c_cd[t]
-                )
+                for a in range(k):
+                    for b in range(k):
+                        T1[a, b] = Pinv[a, b] + S_C[a, b]
+                ld_Lam2 = _spd_inverse_into(T1, Pt, Lw, Liw)
+                _mv(S_C, m, g)
+                for a in range(k):
+                    g[a] += h_cd[t, a]
+                _mv(Pt, g, v1)
+                for a in range(k):
+                    mt[a] = m[a] - v1[a]
+                _mv(S_C, m, v2)
+                l_cd = (-0.5 * (ld_Lam2 + ld_P) - 0.5 * _dot(m, v2) - _dot(m, h_cd[t])
+                        + 0.5 * _dot(g, v1) - c_cd[t])
                 # 4. information-form update with the mean observation model
-                Lam = Lam2 + CRC
-                Sig_new, ld_Lam = spd_inverse(Lam)
-                e = y_res[t] - C @ mt
-                CtRe = CtR @ e
-                SCtRe = Sig_new @ CtRe
-                mu_new = mt + SCtRe
+                for a in range(k):
+                    for b in range(k):
+                        Lam[a, b] = T1[a, b] + CRC[a, b]
+                ld_Lam = _spd_inverse_into(Lam, Sig, Lw, Liw)
+                _mv(C, mt, e)
                 quad = 0.0
                 for s in range(p):
+                    e[s] = y_res[t, s] - e[s]
                     quad += rho[s] * e[s] * e[s]
-                quad -= CtRe @ SCtRe
+                _mv(CtR, e, v1)  # C'R^{-1} e
+                _mv(Sig, v1, v2)
+                for a in range(k):
+                    mu[a] = mt[a] + v2[a]
+                quad -= _dot(v1, v2)
                 l_y = -0.5 * (p * LOG_2PI - sum_log_rho - ld_Lam2 + ld_Lam + quad)
                 log_terms[t] = l_ab + l_cd + l_y + rho_log_gap
-                Sig = Sig_new
-                Sig_inv = 0.5 * (Lam + Lam.T)
+                Sig_inv[:, :] = Lam
                 ld_Sig = -ld_Lam
-                mu = mu_new
             else:
                 log_terms[t] = l_ab
-                mu = m
-                Sig = P
-                Sig_inv = Pinv
+                mu[:] = m
+                Sig[:, :] = P
+                Sig_inv[:, :] = Pinv
                 ld_Sig = ld_P
             filt_mean[t] = mu
             filt_cov[t] = Sig
@@ -205,27 +273,108 @@ def vb_kalman_smoother(
         omega[last] = filt_mean[last]
         ups[last] = filt_cov[last]
         ent = h_const + 0.5 * ld_filt[last]
-        for t in range(last, starts[i], -1):
+        for t in range(last, starts[i] - 1, -1):
             # conditional q(x_{t-1} | x_t): precision Sigma*^{-1}, mean c + J x_t
-            J = sstar[t] @ At
-            omega[t - 1] = cvec[t] + J @ omega[t]
-            JU = J @ ups[t]
-            U_prev = sstar[t] + JU @ J.T
-            ups[t - 1] = 0.5 * (U_prev + U_prev.T)
-            cross[t] = JU
+            _mm(sstar[t], At, T1)  # J
+            _mv(T1, omega[t], v1)
+            _mm(T1, ups[t], cross[t])  # J Ups_t = Cov(x_{t-1}, x_t)
+            _mmT(cross[t], T1, T2)
+            if t > starts[i]:
+                tgt_mean = omega[t - 1]
+                tgt_cov = ups[t - 1]
+            else:
+                tgt_mean = omega0[i]
+                tgt_cov = ups0[i]
+            for a in range(k):
+                tgt_mean[a] = cvec[t, a] + v1[a]
+                for b in range(a + 1):
+                    val = sstar[t, a, b] + 0.5 * (T2[a, b] + T2[b, a])
+                    tgt_cov[a, b] = val
+                    tgt_cov[b, a] = val
             ent += h_const + 0.5 * ld_sstar[t]
-        t0 = starts[i]
-        J = sstar[t0] @ At
-        omega0[i] = cvec[t0] + J @ omega[t0]
-        JU = J @ ups[t0]
-        U0 = sstar[t0] + JU @ J.T
-        ups0[i] = 0.5 * (U0 + U0.T)
-        cross[t0] = JU
-        ent += h_const + 0.5 * ld_sstar[t0]
         entropy[i] = ent
 
     return (log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
             omega, ups, cross, omega0, ups0, entropy)
+
+
+@njit(cache=True, nogil=True)
+def _mm(X, Y, out):
+    n, m = X.shape
+    q = Y.shape[1]
+    for a in range(n):
+        for b in range(q):
+            s = 0.0
+            for c in range(m):
+                s += X[a, c] * Y[c, b]
+            out[a, b] = s
+
+
+@njit(cache=True, nogil=True)
+def _mmT(X, Y, out):
+    """out = X @ Y.T"""
+    n, m = X.shape
+    q = Y.shape[0]
+    for a in range(n):
+        for b in range(q):
+            s = 0.0
+            for c in range(m):
+                s += X[a, c] * Y[b, c]
+            out[a, b] = s
+
+
+@njit(cache=True, nogil=True)
+def _mv(X, x, out):
+    n, m = X.shape
+    for a in range(n):
+        s = 0.0
+        for c in range(m):
+            s += X[a, c] * x[c]
+        out[a] = s
+
+
+@njit(cache=True, nogil=True)
+def _dot(x, y):
+    s = 0.0
+    for a in range(x.shape[0]):
+        s += x[a] * y[a]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _spd_inverse_into(M, inv, L, Linv):
+    """Write the inverse of SPD ``M`` into ``inv``; return ln|M|.  ``L``, ``Linv``
+    are work buffers."""
+    k = M.shape[0]
+    for j in range(k):
+        s = 0.5 * (M[j, j] + M[j, j])
+        for m in range(j):
+            s -= L[j, m] * L[j, m]
+        if not s > 0.0:
+            raise np.linalg.LinAlgError("matrix is not positive definite")
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, k):
+            s = 0.5 * (M[i, j] + M[j, i])
+            for m in range(j):
+                s -= L[i, m] * L[j, m]
+            L[i, j] = s / L[j, j]
+    logdet = 0.0
+    for i in range(k):
+        Linv[i, i] = 1.0 / L[i, i]
+        logdet += 2.0 * np.log(L[i, i])
+        for j in range(i):
+            s = 0.0
+            for m in range(j, i):
+                s += L[i, m] * Linv[m, j]
+            Linv[i, j] = -s / L[i, i]
+    for i in range(k):
+        for j in range(i + 1):
+            s = 0.0
+            for m in range(i, k):
+                s += Linv[m, i] * Linv[m, j]
+            inv[i, j] = s
+            inv[j, i] = s
+    return logdet
 
 
 @njit(cache=True, nogil=True)
