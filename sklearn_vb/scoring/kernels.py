@@ -58,7 +58,10 @@ def _log_gamma_per_chain(rngs, shape):
     out = np.empty_like(shape)
     for c, g in enumerate(rngs):
         s = shape[c]
-        out[c] = np.log(g.standard_gamma(s + 1.0)) + np.log(1.0 - g.random(s.shape)) / s
+        if s.min() >= 0.5:  # no underflow risk: one draw per variate
+            out[c] = np.log(g.standard_gamma(s))
+        else:
+            out[c] = np.log(g.standard_gamma(s + 1.0)) + np.log(1.0 - g.random(s.shape)) / s
     return out
 
 
