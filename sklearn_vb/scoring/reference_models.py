@@ -119,6 +119,35 @@ class _DirichletBlocks(ScoringModelMixin):
             [DirichletQ(k, a + stats[k]) for k, a in self.prior_alpha.items()]
         )
 
+    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
+                  tol_per_case=1e-8):
+        """EM from prior draws for the MAP (softmax basis by default) or ML point; the
+        restart with the best objective is kept."""
+        rng = _rng(rng)
+        best = None
+        n = max(1, self.n_cases(X))
+        for _ in range(int(n_init)):
+            theta = self.sample_prior(rng, 1)
+            prev = -np.inf
+            for _ in range(int(max_iter)):
+                e = self.e_step(theta, X)
+                obj = e.loglik
+                if kind != "ml":
+                    obj += float(self.log_prior(theta)[0])
+                    if basis == "softmax":
+                        obj += float(self.param_space.log_det_jacobian(theta)[0])
+                theta = self.point_from_stats(e.stats, kind, basis)
+                if abs(obj - prev) < tol_per_case * n:
+                    break
+                prev = obj
+            if best is None or obj > best[0]:
+                best = (obj, theta)
+        return best[1]
+
+    def variational_posterior_from(self, alphas):
+        return FactorizedPosterior([DirichletQ(k, np.asarray(alphas[k], dtype=float))
+                                    for k in self.prior_alpha])
+
     def kl_q_prior(self, stats):
         from .._distributions import dirichlet_kl
 
@@ -545,7 +574,7 @@ class DiscreteHMM(_DirichletBlocks):
     """R6: K-state HMM with V symbols; Dirichlet(alpha) on the initial, transition and
     emission rows.  X is the concatenation of sequences (``lengths=`` as in hmmlearn)."""
 
-    def __init__(self, n_states=2, n_symbols=3, alpha=1.0):
+    def __init__(self, n_states=2, n_symbols=3, alpha=1.0, priors=None):
         self.K = int(n_states)
         self.V = int(n_symbols)
         self.prior_alpha = {
@@ -553,7 +582,18 @@ class DiscreteHMM(_DirichletBlocks):
             "A": np.full((self.K, self.K), float(alpha)),
             "B": np.full((self.K, self.V), float(alpha)),
         }
+        if priors is not None:  # explicit hyperparameter arrays (e.g. a fitted estimator's)
+            for k in ("pi", "A", "B"):
+                a = np.asarray(priors[k], dtype=float)
+                if a.shape != self.prior_alpha[k].shape or np.any(~(a > 0)):
+                    raise ValueError(f"priors[{k!r}] must be positive of shape {self.prior_alpha[k].shape}.")
+                self.prior_alpha[k] = a
+        self._seq_fraction = 1.0
         self._init_space()
+
+    def kernel_curvature(self):
+        # the initial-state row sees one case per sequence, the others ~ n / K each
+        return {"pi": self._seq_fraction, "A": 1.0 / self.K, "B": 1.0 / self.K}
 
     def prepare_data(self, X, lengths=None):
         obs = np.asarray(X).ravel()
@@ -563,6 +603,7 @@ class DiscreteHMM(_DirichletBlocks):
         if lengths.sum() != obs.size or np.any(lengths < 1):
             raise ValueError("lengths must be positive and sum to len(X).")
         ends = np.cumsum(lengths)
+        self._seq_fraction = lengths.size / obs.size
         return {"obs": obs.astype(np.int64), "starts": ends - lengths, "ends": ends}
 
     def n_cases(self, X):
@@ -594,28 +635,6 @@ class DiscreteHMM(_DirichletBlocks):
             ecl = sum(float(np.sum(np.where(stats[k] > 0, stats[k] * np.log(params_single[k][0]), 0.0)))
                       for k in ("pi", "A", "B"))
         return EStep(float(ll), stats, ecl, float(ll - ecl))
-
-    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
-                  tol_per_case=1e-8):
-        rng = _rng(rng)
-        best = None
-        for _ in range(int(n_init)):
-            theta = {k: v for k, v in self.sample_prior(rng, 1).items()}
-            prev = -np.inf
-            for _ in range(int(max_iter)):
-                e = self.e_step(theta, X)
-                obj = e.loglik
-                if kind != "ml":
-                    obj += float(self.log_prior(theta)[0])
-                    if basis == "softmax":
-                        obj += float(self.param_space.log_det_jacobian(theta)[0])
-                theta = self.point_from_stats(e.stats, kind, basis)
-                if abs(obj - prev) < tol_per_case * self.n_cases(X):
-                    break
-                prev = obj
-            if best is None or obj > best[0]:
-                best = (obj, theta)
-        return best[1]
 
     def log_evidence(self, X):
         """Exact ln p(X) by enumerating all K^T joint state paths."""

@@ -1,0 +1,48 @@
+"""ScoringModel for a fitted categorical :class:`~sklearn_vb.hmm.VBHiddenMarkov`.
+
+theta = (initial distribution, transition rows, emission rows), all Dirichlet rows with
+the estimator's (frozen) prior hyperparameters; exact ln p(X | theta) by the scaled
+forward recursion, vectorised over parameter batches in numba; n = total time steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..reference_models import DiscreteHMM
+
+__all__ = ["HMMScoringModel", "scoring_model_from_estimator"]
+
+
+class HMMScoringModel(DiscreteHMM):
+    """The scoring view of a fitted categorical VBHiddenMarkov."""
+
+    def __init__(self, estimator):
+        if getattr(estimator, "emission", "categorical") != "categorical":
+            raise NotImplementedError(
+                "the HMM scoring model supports categorical emissions only")
+        if not hasattr(estimator, "startprob_posterior_"):
+            raise ValueError("the estimator must be fitted.")
+        K, V = estimator.emissionprob_posterior_.shape
+        super().__init__(K, V, priors={"pi": estimator.startprob_prior_,
+                                       "A": estimator.transmat_prior_,
+                                       "B": estimator.emissionprob_prior_})
+        self.estimator = estimator
+        self.n_components = K
+
+    def prepare_data(self, X, lengths=None, sequence_ids=None):
+        d = self.estimator._sequence_data(X, lengths, sequence_ids, reset=False)
+        obs = np.asarray(d["symbols"], dtype=np.int64).ravel()
+        self._seq_fraction = len(d["starts"]) / obs.size
+        return {"obs": obs, "starts": np.asarray(d["starts"], dtype=np.int64),
+                "ends": np.asarray(d["ends"], dtype=np.int64)}
+
+    def variational_posterior(self, X=None):
+        est = self.estimator
+        return self.variational_posterior_from({"pi": est.startprob_posterior_,
+                                                "A": est.transmat_posterior_,
+                                                "B": est.emissionprob_posterior_})
+
+
+def scoring_model_from_estimator(estimator):
+    return HMMScoringModel(estimator)
