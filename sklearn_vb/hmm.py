@@ -153,10 +153,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         If True, before every VBM step the overall scale of each Dirichlet prior block
         (initial, transition, categorical emission) is set to maximise the bound
         (spec section 9); the bound then bounds p(X | optimised priors).
-    init_params : {"auto", "random", "kmeans", "posterior"}, default="auto"
+    init_params : {"auto", "random", "random_params", "kmeans", "posterior"}, default="auto"
         Initial q(theta): "random" is one VBM step from random soft state
         responsibilities of every frame (categorical) or from a hard assignment of the
-        frames to the nearest of K random frames (Gaussian);
+        frames to the nearest of K random frames (Gaussian); "random_params"
+        (categorical, the thesis's scheme without its ML pre-run) draws every probability
+        vector as normalised Uniform(0, 1) entries theta0 and sets w = u + 10 theta0;
         "kmeans" (Gaussian) starts from a k-means labelling; "posterior" uses
         ``init_posterior``; "auto" is "random" for categorical and "kmeans" for
         Gaussian emissions.  The first recorded bound is that of the initial q(theta).
@@ -218,7 +220,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         "dof_prior": [None, Interval(Real, 0.0, None, closed="neither")],
         "scale_prior": [None, Real, "array-like"],
         "optimize_prior_strengths": ["boolean"],
-        "init_params": [StrOptions({"auto", "random", "kmeans", "posterior"})],
+        "init_params": [StrOptions({"auto", "random", "random_params", "kmeans", "posterior"})],
         "init_posterior": [None, dict],
     }
 
@@ -401,6 +403,17 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             how = "random" if self._categorical else "kmeans"
         if how == "posterior":
             self._init_from_posterior()
+        elif how == "random_params":
+            if not self._categorical:
+                raise ValueError("init_params='random_params' needs categorical emissions.")
+
+            def draw(shape):
+                theta = random_state.uniform(size=shape)
+                return 10.0 * theta / theta.sum(axis=-1, keepdims=True)
+
+            self.startprob_posterior_ = self.startprob_prior_ + draw(K)
+            self.transmat_posterior_ = self.transmat_prior_ + draw((K, K))
+            self.emissionprob_posterior_ = self.emissionprob_prior_ + draw((K, self.n_symbols_))
         elif self._categorical:
             if how == "kmeans":
                 raise ValueError("init_params='kmeans' needs Gaussian emissions; use 'random'.")
