@@ -95,6 +95,19 @@ def _score_by_name(method, estimator, X, *, alias_correction, random_state, opti
     )
 
 
+def _raw_vb_result(estimator, error):
+    scoring = _scoring_module()
+    diagnostics = {"source": "lower_bound_", "scoring_error": error}
+    if scoring is None:
+        res = _FallbackResult("vb", estimator.lower_bound_, "lower")
+        res.diagnostics.update(diagnostics)
+        return res
+    return scoring.ScoreResult(
+        method="vb", log_evidence=float(estimator.lower_bound_), bound="lower",
+        diagnostics=diagnostics,
+    )
+
+
 class _NamedMethod:
     """A scoring method given by name, with options for :func:`sklearn_vb.scoring.score`."""
 
@@ -103,15 +116,28 @@ class _NamedMethod:
         self.options = options
 
     def __call__(self, estimator, X, *, alias_correction, random_state, fit_params):
-        return _score_by_name(
-            self.method,
-            estimator,
-            X,
-            alias_correction=alias_correction,
-            random_state=random_state,
-            options=self.options,
-            fit_params=fit_params,
-        )
+        try:
+            return _score_by_name(
+                self.method,
+                estimator,
+                X,
+                alias_correction=alias_correction,
+                random_state=random_state,
+                options=self.options,
+                fit_params=fit_params,
+            )
+        except Exception as exc:
+            # The VB score is the estimator's own bound; when the scoring layer cannot
+            # build its model for this candidate, the raw bound is still exact.
+            if (
+                self.method != "vb"
+                or alias_correction
+                or self.options
+                or isinstance(exc, NotImplementedError)
+                or not hasattr(estimator, "lower_bound_")
+            ):
+                raise
+            return _raw_vb_result(estimator, f"{type(exc).__name__}: {exc}")
 
     def __repr__(self):
         return f"{self.method!r}"
@@ -303,13 +329,18 @@ def _evaluate(specs, estimator, X, fit_params, seed, error_score):
         try:
             try:
                 res = _call_spec(spec, estimator, X, fit_params, seed, True)
-            except NotImplementedError as exc:
-                if "n_aliases" not in str(exc):
+            except Exception as exc:
+                if isinstance(exc, NotImplementedError) and "n_aliases" not in str(exc):
                     raise
+                # The alias count is auxiliary: when the model cannot count (or fails to
+                # count) its aliases, score raw and say so, rather than lose the candidate.
                 raw = _call_spec(spec, estimator, X, fit_params, seed, False)
                 res = _alias_from_estimator(raw, estimator)
                 if res is None:
-                    alias_missing.append(name)
+                    failure = None
+                    if not isinstance(exc, NotImplementedError):
+                        failure = f"{type(exc).__name__}: {exc}"
+                    alias_missing.append((name, failure))
                     res = raw
             if not math.isfinite(float(res.log_evidence)) and error_score == "raise":
                 raise FloatingPointError(f"score {name!r} is {res.log_evidence}")
@@ -480,11 +511,25 @@ def warn_failures(outs, specs, owner):
 
 
 def warn_alias_missing(outs, flags, owner):
-    missing = sorted({n for o in outs for n in o.get("alias_missing", ()) if flags.get(n)})
-    if missing:
+    """Warn when a score ranked by its alias-corrected value had to be taken raw."""
+    missing, failures = set(), {}
+    for o in outs:
+        for name, error in o.get("alias_missing", ()):
+            if flags.get(name):
+                missing.add(name)
+                if error is not None:
+                    failures.setdefault(name, error)
+    if failures:
+        warnings.warn(
+            f"{owner}: counting the posterior aliases failed for some candidates, which are "
+            f"ranked by their raw {sorted(failures)} score (first error: "
+            f"{next(iter(failures.values()))}).",
+            UserWarning,
+        )
+    elif missing:
         warnings.warn(
             f"{owner}: the model cannot count its posterior aliases (no n_aliases), so "
-            f"{missing} are ranked by their raw value without the ln S correction.",
+            f"{sorted(missing)} are ranked by their raw value without the ln S correction.",
             UserWarning,
         )
 
