@@ -29,7 +29,8 @@ from ._kernels import mfa as _k
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
-_HYPER_NAMES = ("noise", "mean_prior", "ard_prior", "alpha_prior")
+_HYPER_NAMES = ("noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior")
+_HYPER_DEFAULT = ("noise", "mean_prior", "ard_rate")
 
 
 def max_identifiable_factors(p):
@@ -44,6 +45,19 @@ def fa_free_parameters(n_factors, n_features):
     k = np.asarray(n_factors, dtype=float)
     p = float(n_features)
     return int(round(len(k) - 1 + p + np.sum(p + p * k - k * (k - 1) / 2.0)))
+
+
+def _solve_log_newton(g, a_dg, x0, max_iter=100):
+    """Root of a monotone ``g`` on (0, ∞) by Newton steps in ``log x``;
+    ``a_dg(x) = x g'(x)`` is the derivative with respect to ``log x``."""
+    log_x = np.log(x0)
+    for _ in range(max_iter):
+        x = np.exp(log_x)
+        step = float(np.clip(g(x) / a_dg(x), -2.0, 2.0))
+        log_x -= step
+        if abs(step) < 1e-13:
+            break
+    return float(np.exp(log_x))
 
 
 class _FitData:
@@ -89,10 +103,17 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     optimize_hyperparameters : bool or collection of str, default=True
         Which hyperparameters are re-estimated by maximising ``F`` every iteration,
         in this order: ``"noise"`` (``Ψ``), ``"mean_prior"`` (``μ*, ν*``, only when
-        ``S ≥ 2``), ``"ard_prior"`` (``a*, b*``) and ``"alpha_prior"`` (``α*``, only
-        when ``S ≥ 2``).  ``True`` means all four, ``False`` none (``Ψ`` stays at
-        the per-feature variance).  Each is an exact maximisation of ``F``, so the
-        bound cannot decrease.
+        ``S ≥ 2``), ``"ard_rate"`` (``b*`` with ``a*`` fixed), ``"ard_prior"``
+        (``a*`` and ``b*`` jointly) and ``"alpha_prior"`` (``α*``, only when
+        ``S ≥ 2``).  ``True`` means ``{"noise", "mean_prior", "ard_rate"}``;
+        ``False`` none (``Ψ`` stays at the per-feature variance); a collection
+        selects.  Each is an exact maximisation of ``F``, so the bound cannot
+        decrease.  ``"ard_prior"`` and ``"alpha_prior"`` are offered but not in the
+        default: when all columns look alike (e.g. all pruned after the first
+        epoch) re-estimating ``a*`` drives it up until the prior pins every
+        column's precision, so a birth can no longer activate a factor; and
+        re-estimating ``α*`` drives it up until the prior forces equal weights, so
+        superfluous components never die.
     standardize : bool, default=True
         Fit in per-feature standardised units (the ARD prior ``a*=b*=1`` assumes
         unit scale).  Reported parameters, ``lower_bound_`` and scores are in the
@@ -121,6 +142,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         A loading column ``j`` of component ``s`` is counted as an active factor when
         ``||E Λ^s_{·j}||² / Σ_q ψ_q > ard_threshold`` (fitting units): its expected
         contribution to the variance is at least that fraction of the total noise.
+    ard_rate_min : float, default=0.0
+        Lower limit on the optimised ARD rate ``b*`` (fitting units); the update
+        remains the exact constrained maximiser of ``F``.  Without a limit ``b*``
+        becomes very small once columns are pruned (which is what lets ARD prune
+        them decisively); a positive limit keeps the prior informative.
     score_method : {"plugin", "bound"}, default="plugin"
         ``score_samples``: ``"plugin"`` is ``ln Σ_s E[π_s] N(y | E μ^s, E Λ^s E Λ^sᵀ + Ψ)``
         (posterior-mean parameters, as ``BayesianGaussianMixture``); ``"bound"`` is
@@ -186,6 +212,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
         "polish_iter": [Interval(Integral, 0, None, closed="left")],
         "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
+        "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
         "score_method": [StrOptions({"plugin", "bound"})],
         "init_params": [StrOptions({"kmeans", "random"})],
     }
@@ -210,6 +237,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         max_iter_epoch=200,
         polish_iter=1000,
         ard_threshold=1e-3,
+        ard_rate_min=0.0,
         score_method="plugin",
         max_iter=2000,
         tol=1e-2,
@@ -249,13 +277,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.max_iter_epoch = max_iter_epoch
         self.polish_iter = polish_iter
         self.ard_threshold = ard_threshold
+        self.ard_rate_min = ard_rate_min
         self.score_method = score_method
 
     # ================================================================ setup
     def _hyper_set(self):
         opt = self.optimize_hyperparameters
         if opt is True:
-            return set(_HYPER_NAMES)
+            return set(_HYPER_DEFAULT)
         if opt is False:
             return set()
         names = set(opt)
@@ -316,8 +345,18 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         nu_star = 1.0 / data.var
         centres = (resp.T @ Z + mu_star[None] * 1e-3) / (Nk[:, None] + 1e-3)
         lam_mean = np.empty((S, p, K + 1))
-        lam_mean[:, :, :K] = random_state.standard_normal((S, p, K)) / np.sqrt(max(K, 1))
         lam_mean[:, :, K] = centres
+        # loadings: probabilistic PCA of each initial cluster (leading directions in
+        # the first columns, which lets ARD prune the trailing ones quickly), with a
+        # small random perturbation so that no column starts exactly degenerate.
+        for s in range(S):
+            diff = Z - centres[s]
+            cov = (resp[:, s, None] * diff).T @ diff / max(Nk[s], 1.0)
+            evals, evecs = np.linalg.eigh(cov + 1e-9 * np.eye(p))
+            evals, evecs = evals[::-1], evecs[:, ::-1]
+            rest = evals[K:].mean() if K < p else 0.0
+            lam_mean[s, :, :K] = evecs[:, :K] * np.sqrt(np.maximum(evals[:K] - rest, 1e-6))
+        lam_mean[:, :, :K] += 1e-3 * random_state.standard_normal((S, p, K))
         st = {
             "resp": resp,
             "lam_mean": lam_mean,
@@ -423,7 +462,22 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st["mu_star"] = mu_star
         st["nu_star"] = np.minimum(1.0 / spread, 1e8 / data.var)
 
+    def _update_ard_rate(self, data):
+        """b* = a* / mean E[ν]: the exact maximiser of F over b* with a* fixed."""
+        st = self._vb_
+        if st["b_tilde"].size == 0:
+            return
+        e_nu = st["a_tilde"] / st["b_tilde"]
+        st["b_star"] = float(max(st["a_star"] / e_nu.mean(), self.ard_rate_min))
+
     def _update_ard_prior(self, data):
+        """Joint maximisation of F over (a*, b*) subject to b* >= ard_rate_min.
+
+        F is jointly concave in (a*, b*) (the Hessian determinant is
+        L²(aψ'(a) − 1)/b² > 0), so when the unconstrained optimum b* = a*/mean Eν
+        falls below the floor the constrained optimum lies on b* = floor, where a*
+        solves ψ(a*) = ln b* + mean E ln ν.
+        """
         st = self._vb_
         if st["b_tilde"].size == 0:
             return
@@ -431,17 +485,22 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         elog_nu = digamma(st["a_tilde"]) - np.log(st["b_tilde"])
         c_bar, d_bar = elog_nu.mean(), e_nu.mean()
         target = c_bar - np.log(d_bar)  # < 0 by Jensen
-        a = st["a_star"]
-        for _ in range(100):
-            g = digamma(a) - np.log(a) - target
-            step = g / (a * polygamma(1, a) - 1.0)
-            a_new = a * np.exp(-step)
-            if abs(a_new - a) <= 1e-12 * a:
-                a = a_new
-                break
-            a = a_new
+        a = _solve_log_newton(
+            lambda a: digamma(a) - np.log(a) - target,
+            lambda a: a * polygamma(1, a) - 1.0,
+            st["a_star"],
+        )
+        b = a / d_bar
+        b_min = self.ard_rate_min
+        if b < b_min:
+            b = b_min
+            a = _solve_log_newton(
+                lambda a: digamma(a) - np.log(b) - c_bar,
+                lambda a: a * polygamma(1, a),
+                a,
+            )
         st["a_star"] = float(a)
-        st["b_star"] = float(a / d_bar)
+        st["b_star"] = float(b)
 
     def _update_alpha_prior(self, data):
         st = self._vb_
@@ -450,17 +509,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             return
         ah = st["alpha_hat"]
         c = np.mean(digamma(ah.sum()) - digamma(ah))
-        log_a = np.log(st["alpha_star"])
-        for _ in range(100):
-            a = np.exp(log_a)
-            g = digamma(a) - digamma(a / S) - c
-            dg = polygamma(1, a) - polygamma(1, a / S) / S
-            step = g / (dg * a)  # Newton in log α*
-            step = np.clip(step, -2.0, 2.0)
-            log_a -= step
-            if abs(step) < 1e-12:
-                break
-        st["alpha_star"] = float(np.exp(log_a))
+        # g(α) = ψ(α) − ψ(α/S) − c is decreasing with a unique root (spec §7)
+        st["alpha_star"] = _solve_log_newton(
+            lambda a: digamma(a) - digamma(a / S) - c,
+            lambda a: a * (polygamma(1, a) - polygamma(1, a / S) / S),
+            st["alpha_star"],
+        )
 
     # ---------------------------------------------------------------- steps
     def _iteration_steps(self):
@@ -491,6 +545,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _step_mean_prior(self, data, iteration):
         self._update_mean_prior(data)
+
+    def _step_ard_rate(self, data, iteration):
+        self._update_ard_rate(data)
 
     def _step_ard_prior(self, data, iteration):
         self._update_ard_prior(data)
