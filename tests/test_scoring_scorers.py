@@ -332,7 +332,10 @@ def test_T_BDMC_1_T_BDMC_2_bracketing_and_convergence():
                   kernel="rw", exact_posterior_samples=w, random_state=seed)
         assert r.bound == "interval"
         for h in r.diagnostics["history"]:
-            assert h["lower"] <= exact + 0.5 and h["upper"] >= exact - 0.5
+            # short schedules: only the stochastic-bound guarantee (P(overshoot > b) < e^-b,
+            # b = 3); long ones: within 0.5 nats
+            b = 3.0 if h["K"] < 1000 else 0.5
+            assert h["lower"] <= exact + b and h["upper"] >= exact - b
             gaps[h["K"]].append(h["gap"])
         lo, hi = r.interval
         assert abs(lo - exact) < 0.5 and abs(hi - exact) < 0.5

@@ -33,8 +33,8 @@ def test_T_VM_3_mixture_kernel_leaves_posterior_invariant():
     model, data, _ = _r4(1)
     post = model.posterior(data)["w"]
     q = FactorizedPosterior([GaussianQ("w", post.mean_, 0.25 * post.cov)])
-    phi, info = variational_mcmc(model, data, q, n_iter=3000, n_chains=4, nu=0.5,
-                                 rw_scale=0.5, random_state=0, burn_in=300)
+    phi, info = variational_mcmc(model, data, q, n_iter=5000, n_chains=4, nu=0.5,
+                                 rw_scale=0.5, random_state=0, burn_in=500)
     chains = info["chains"]  # (n_kept, C, D)
     # batch means over 50 batches per chain for the posterior-mean standard error
     b = chains[: (len(chains) // 50) * 50].reshape(50, -1, *chains.shape[1:]).mean(axis=1)

@@ -200,13 +200,17 @@ class BlockRandomWalkMH(_KernelBase):
 
     def transition(self, state, target, beta, rngs):
         space = target.space
+        D = space.size
+        # all random numbers of the sweep up front: one normal and one uniform call per chain
+        eps = np.stack([g.standard_normal(D) for g in rngs])
+        logu = np.log(np.stack([1.0 - g.random(len(self.order)) for g in rngs]))
         acc = []
-        for b in self.order:
+        for i, b in enumerate(self.order):
             sl = space.slices[b]
             phi = space.to_unconstrained(state.params)
             s = self.step_size(b, beta, target.n)
             prop = phi.copy()
-            prop[:, sl] = phi[:, sl] + s * _normal(rngs, sl.stop - sl.start)
+            prop[:, sl] = phi[:, sl] + s * eps[:, sl]
             params, ld_new = space.from_unconstrained(prop)
             # keep the other blocks bit-identical
             for k in state.params:
@@ -216,7 +220,8 @@ class BlockRandomWalkMH(_KernelBase):
             ld_old = space.log_det_jacobian(state.params)
             with np.errstate(invalid="ignore"):
                 lr = target.log_f(new, beta) + ld_new - target.log_f(state, beta) - ld_old
-            a = _accept(lr, rngs)
+            lr = np.where(np.isnan(lr), -np.inf, lr)
+            a = logu[:, i] < lr
             state = target.merge(state, new, a)
             acc.append(a.mean())
         return state, float(np.mean(acc))
@@ -262,21 +267,37 @@ class DirichletMH(_KernelBase):
         return self.alpha0 + self.kappa * n * beta * self.curvature[block]
 
     def transition(self, state, target, beta, rngs):
+        # Each row's proposal depends only on that row's current value, which does not
+        # change before the row's own update, so all Dirichlet proposals and acceptance
+        # uniforms of the sweep are drawn up front: a few generator calls per chain.
+        rows = [state.params[b][(slice(None),) + r] for b, r in self.order]
+        alphas = [self.strength(b, beta, target.n) * row for (b, _), row in zip(self.order, rows)]
+        shapes = np.concatenate(alphas, axis=1)  # (C, total entries)
+        lg = _log_gamma_per_chain(rngs, shapes)
+        logu = np.log(np.stack([1.0 - g.random(len(self.order)) for g in rngs]))
         acc = []
-        for b, r in self.order:
-            a = self.strength(b, beta, target.n)
-            old = state.params[b]
-            row = old[(slice(None),) + r]  # (C, K)
-            prop_row = _dirichlet_per_chain(rngs, a * row)
-            new_b = old.copy()
+        pos = 0
+        for i, (b, r) in enumerate(self.order):
+            row = state.params[b][(slice(None),) + r]
+            a_row = alphas[i]
+            K = row.shape[1]
+            g = lg[:, pos:pos + K]
+            pos += K
+            g = g - g.max(axis=1, keepdims=True)
+            prop_row = np.exp(g)
+            prop_row = np.maximum(prop_row / prop_row.sum(axis=1, keepdims=True), np.finfo(float).tiny)
+            prop_row /= prop_row.sum(axis=1, keepdims=True)
+            a = a_row.sum(axis=1, keepdims=True) / row.sum(axis=1, keepdims=True)  # strength
+            new_b = state.params[b].copy()
             new_b[(slice(None),) + r] = prop_row
             params = dict(state.params)
             params[b] = new_b
             new = target.state(params)
             with np.errstate(invalid="ignore", divide="ignore"):
                 lr = (target.log_f(new, beta) - target.log_f(state, beta)
-                      + dirichlet_log_pdf(row, a * prop_row) - dirichlet_log_pdf(prop_row, a * row))
-            acc_c = _accept(lr, rngs)
+                      + dirichlet_log_pdf(row, a * prop_row) - dirichlet_log_pdf(prop_row, a_row))
+            lr = np.where(np.isnan(lr), -np.inf, lr)
+            acc_c = logu[:, i] < lr
             state = target.merge(state, new, acc_c)
             acc.append(acc_c.mean())
         return state, float(np.mean(acc))
