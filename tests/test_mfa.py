@@ -36,7 +36,11 @@ def _fit(X, **kw):
 
 # ---------------------------------------------------------------------------- monotone F
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("optimize", [False, True])
+@pytest.mark.parametrize(
+    "optimize",
+    [False, True, ["noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior"]],
+    ids=["fixed", "default", "all"],
+)
 def test_bound_never_decreases_fixed_structure(seed, optimize):
     """bound_check='steps' evaluates F after every coordinate step (including each
     hyperparameter update, Ψ included) and raises if any step lowers it."""
