@@ -162,3 +162,29 @@ def test_grid_search_and_cross_val_score_with_sequence_ids():
                                  groups=ids, cv=cv, params={"sequence_ids": ids})
     assert gs.best_params_ == {"n_components": 3}
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
+
+
+def test_two_stage_with_annealed_importance_sampling():
+    from sklearn_vb.scoring import get_scorer
+
+    X, lengths = hmm_data(0, lengths=(50,) * 4)
+    ais = get_scorer("ais", n_temperatures=200, n_chains=4)
+    search = StructureSearch(VBHiddenMarkov(n_init=3, max_iter=200), {"n_components": [2, 3, 4]},
+                             rescoring=ais, rescore_top_k=2, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search.fit(X, lengths=lengths)
+    r = search.results_
+    assert search.selection_score_ == "ais" and search.scorer_names_ == ["vb", "ais"]
+    top2 = np.argsort(-r["score_vb"])[:2]
+    np.testing.assert_array_equal(np.flatnonzero(r["rescored"]), np.sort(top2))
+    assert np.isfinite(r["raw_score_ais"][top2]).all() and np.isfinite(r["stderr_ais"][top2]).all()
+    assert set(r["bound_ais"][top2]) == {"stochastic_lower"}
+    # "auto": AIS is ranked raw, while ln K! is still reported
+    np.testing.assert_allclose(r["score_ais"][top2], r["raw_score_ais"][top2])
+    assert search.best_index_ in top2
+    assert search.best_score_ == pytest.approx(np.nanmax(r["score_ais"]))
+    # 200 temperatures are far too few here: AIS falls below the VB bound, and says so
+    below = r["raw_score_ais"][top2] < r["raw_score_vb"][top2]
+    assert below.any()
+    assert any("below the vb lower bound" in str(w.message) for w in caught)

@@ -143,12 +143,22 @@ class _NamedMethod:
         return f"{self.method!r}"
 
 
+def _scorer_method(scorer):
+    """The method name of a scorer object (``sklearn_vb.scoring`` scorers call it
+    ``name``; a plain function may set ``method``), or None."""
+    for attr in ("method", "name"):
+        value = getattr(scorer, attr, None)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 class _ScorerObject:
     """A user scorer ``scorer(fitted_estimator, X, **fit_params) -> ScoreResult``."""
 
     def __init__(self, scorer):
         self.scorer = scorer
-        self.method = getattr(scorer, "method", None)
+        self.method = _scorer_method(scorer)
 
     def __call__(self, estimator, X, *, alias_correction, random_state, fit_params):
         kwargs = dict(fit_params)
@@ -238,7 +248,7 @@ def resolve_scoring(scoring, argname="scoring"):
             out[name] = _one_spec(value, argname)
         return out
     if callable(scoring):
-        name = getattr(scoring, "method", None) or "score"
+        name = _scorer_method(scoring) or "score"
         return {str(name): _ScorerObject(scoring)}
     raise ValueError(
         f"{argname} must be a score name, a list of names, a dict or a scorer object; "
