@@ -130,6 +130,19 @@ def test_T_BIC_3_effective_dimension():
     assert effective_dimension(model, X, theta, rng, "complete", R=60) == (k - 1) + k * (p - 1)
 
 
+def test_cs_dagger_on_latent_class_model():
+    # two 3-valued indicators of a binary class: the observed-data model is the set of
+    # rank <= 2 3x3 tables (d = 7), the complete-data model is regular (d' = 9)
+    rng = np.random.default_rng(0)
+    model = LatentClassModel(2, (3, 3))
+    X, _ = model.simulate(model.sample_prior(rng, 1), rng, 300)
+    cs = score(model, X, "cs", random_state=0)
+    cd = score(model, X, "cs_dagger", random_state=0)
+    assert (cd.diagnostics["d"], cd.diagnostics["d_complete"]) == (7, 9)
+    assert cd.log_evidence == pytest.approx(cs.log_evidence + np.log(300), abs=1e-9)
+    assert cd.bound == "approx" and cs.bound == "lower"
+
+
 # ---------------------------------------------------------------------------------- Laplace
 
 

@@ -68,6 +68,19 @@ class DAGScoringModel(_DirichletBlocks):
     def log_likelihood_per_case(self, params, X):
         return self._pattern_loglik(params, X)[:, X.inverse]
 
+    def random_completion(self, X, rng):
+        """One uniformly random joint configuration of the unobserved nodes per case,
+        as a row of the pattern's enumeration index (Algorithm 6.2, complete kind)."""
+        u = X.inverse
+        H = X.row_start[u + 1] - X.row_start[u]
+        return X.row_start[u] + np.floor(rng.random(u.size) * H).astype(np.int64)
+
+    def log_complete_joint_per_case(self, params, Z, X):
+        """ln p(s_i, y_i | theta) for the completion rows ``Z``: (C, n)."""
+        with np.errstate(divide="ignore"):
+            logs = np.log(self._flat(params))
+        return logs[:, X.idx[Z]].sum(axis=2)
+
     def e_step(self, params_single, X):
         with np.errstate(divide="ignore"):
             log_theta = np.ascontiguousarray(np.log(self._flat(params_single)[0]))
