@@ -376,3 +376,31 @@ def test_rais_needs_exact_samples_for_latent_models():
     model = LatentClassModel(2, (3, 3))
     with pytest.raises(ValueError, match="exact_posterior_samples"):
         score(model, R5_X, "rais", n_temperatures=10, n_chains=2)
+
+
+def test_ais_start_from_exact_q_gives_exact_weights():
+    # with q = p(theta | X), ln f_b = ln p(theta, X) - (1 - b) ln Z, so every chain's
+    # log-weight is exactly ln Z whatever the kernel does
+    model = BayesianLinearRegression(2, 1.0, 1.0)
+    fit = model.fit_vb(R4_X)
+    r = score(fit, R4_X, "ais", start="q", n_temperatures=50, n_chains=8, random_state=0)
+    np.testing.assert_allclose(r.diagnostics["log_weights"], -4.359036370453936, atol=1e-9)
+
+
+def test_capability_checks_name_the_missing_method():
+    class Minimal:
+        from sklearn_vb.scoring import ParamBlock, ParamSpace
+
+        param_space = ParamSpace([ParamBlock("w", (1,))])
+
+        def log_likelihood(self, params, X):
+            return np.zeros(len(params["w"]))
+
+    with pytest.raises(NotImplementedError, match="laplace needs log_prior"):
+        score(Minimal(), np.zeros(3), "laplace")
+    with pytest.raises(NotImplementedError, match="cs needs e_step"):
+        score(Minimal(), np.zeros(3), "cs")
+    with pytest.raises(NotImplementedError, match="ais needs log_prior"):
+        score(Minimal(), np.zeros(3), "ais")
+    with pytest.raises(ValueError, match="schedule"):
+        score(GaussianMean(), [0.1], "ais", schedule="cosine")

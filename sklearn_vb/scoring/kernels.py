@@ -13,12 +13,12 @@ batches or jobs.  Tuning parameters depend on beta and n only, never on the chai
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._distributions import dirichlet_log_pdf
-from .params import batch_size, concat_params
+from .params import concat_params
 
 __all__ = [
     "Target",

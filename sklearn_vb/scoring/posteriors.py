@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp, polygamma
 
 from .._distributions import dirichlet_log_pdf, dirichlet_sample, gamma_log_pdf
-from .params import batch_size, concat_params
+from .params import concat_params
 
 __all__ = [
     "QBlock",
@@ -294,7 +294,3 @@ class PriorPosterior:
 
     def heavy_tailed(self, dof=3.0, broaden=None):
         return self
-
-
-def _check_batch(params):
-    return batch_size(params)

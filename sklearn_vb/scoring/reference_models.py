@@ -18,10 +18,9 @@ import itertools
 from math import factorial
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import logsumexp
 
 from .._distributions import dirichlet_log_pdf, dirichlet_sample, log_multivariate_beta
-from ..base import bound_round_off  # noqa: F401  (shared round-off rule for bound checks)
 from ._numerics import spawn_generators
 from .params import ParamBlock, ParamSpace
 from .posteriors import DirichletQ, FactorizedPosterior, GaussianQ
