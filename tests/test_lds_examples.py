@@ -31,3 +31,10 @@ def test_heldout_example(tmp_path):
         assert err[2] < 0.8 * err[0]
     assert errors["VB (ARD)"][-1] <= 1.1 * min(errors["VB (ARD)"])
     assert all(np.isfinite(v).all() for v in errors.values())
+
+
+def test_feedback_example():
+    model, found, D_true = _load("lds_feedback").main(["--quick"])
+    # every true feedback weight is found significant, with few false positives
+    assert found[D_true != 0].all()
+    assert found[D_true == 0].sum() <= 2
