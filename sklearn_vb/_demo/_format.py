@@ -52,9 +52,10 @@ def timed_fits(make_and_fit, repeats=2):
 
 def print_size_table(header, rows, best_index, truth=None):
     """rows: list of (size, bound, extra string)."""
-    print(f"  {header:>12} | lower bound (nats) | ")
-    print(f"  {'-' * 12}-+--------------------+-")
-    for i, (size, bound, extra) in enumerate(rows):
+    labels = [str(size) + (" (true)" if truth is not None and size == truth else "") for size, _, _ in rows]
+    width = max(len(header), *(len(label) for label in labels))
+    print(f"  {header:>{width}} | lower bound (nats) |")
+    print(f"  {'-' * width}-+--------------------+-")
+    for i, (label, (_, bound, extra)) in enumerate(zip(labels, rows)):
         mark = "  <- chosen by VB" if i == best_index else ""
-        true_mark = " (true)" if truth is not None and size == truth else ""
-        print(f"  {str(size) + true_mark:>12} | {bound:18.2f} | {extra}{mark}")
+        print(f"  {label:>{width}} | {bound:18.2f} | {extra}{mark}")
