@@ -69,6 +69,17 @@ def expected_loading_quadratic(lam_mean, lam_cov, psi):
     return 0.5 * (M + np.swapaxes(M, -1, -2))
 
 
+def _project(Y, A):
+    """einsum("nq,sqk->nsk", Y, A) as one matrix product."""
+    S, p, K = A.shape
+    return (Y @ np.transpose(A, (1, 0, 2)).reshape(p, S * K)).reshape(Y.shape[0], S, K)
+
+
+def _per_component(X, A):
+    """einsum("nsk,skl->nsl", X, A): one small matrix per component."""
+    return np.transpose(np.matmul(np.transpose(X, (1, 0, 2)), A), (1, 0, 2))
+
+
 def factor_posterior(M):
     """Shared factor covariance Σ_s = (I + M_xx)^{-1} and ln|Σ_s| (spec §5.1)."""
     K = M.shape[-1] - 1
@@ -83,9 +94,9 @@ def factor_means(Y, lam_mean, psi, sigma, M):
     The cross-covariance term inside m_xμ = E[Λ^T Ψ^{-1} μ] is kept (spec §5.1 [R]).
     """
     K = sigma.shape[-1]
-    proj = np.einsum("nq,sqk->nsk", Y / psi, lam_mean[:, :, :K], optimize=True)
+    proj = _project(Y / psi, lam_mean[:, :, :K])
     proj -= M[None, :, :K, K]
-    return np.einsum("nsk,slk->nsl", proj, sigma, optimize=True)
+    return _per_component(proj, sigma)  # Σ_s is symmetric
 
 
 def log_weights(Y, xbar, sigma, logdet_sigma, lam_mean, M, psi, expected_log_pi):
@@ -105,10 +116,10 @@ def log_weights(Y, xbar, sigma, logdet_sigma, lam_mean, M, psi, expected_log_pi)
         - np.trace(sigma, axis1=-2, axis2=-1)[None, :]
         - np.einsum("nsk,nsk->ns", xbar, xbar)
     )
-    cross = np.einsum("nsk,nsk->ns", np.einsum("nq,sqk->nsk", Yp, Lx, optimize=True), xbar)
+    cross = np.einsum("nsk,nsk->ns", _project(Yp, Lx), xbar)
     cross += Yp @ mu.T
     Mxx = M[:, :K, :K]
-    quad = np.einsum("nsk,nsk->ns", np.einsum("nsk,skl->nsl", xbar, Mxx, optimize=True), xbar)
+    quad = np.einsum("nsk,nsk->ns", _per_component(xbar, Mxx), xbar)
     quad += 2.0 * np.einsum("nsk,sk->ns", xbar, M[:, :K, K])
     quad += (np.einsum("skl,slk->s", Mxx, sigma) + M[:, K, K])[None, :]
     yy = np.einsum("nq,nq->n", Y, Yp)
@@ -130,7 +141,8 @@ def sufficient_statistics(Y, resp, xbar, sigma):
     W = np.matmul(np.transpose(rxe, (1, 2, 0)), np.transpose(xe, (1, 0, 2)))
     W[:, :K, :K] += Nk[:, None, None] * sigma
     W = 0.5 * (W + np.swapaxes(W, -1, -2))
-    C = np.transpose(np.tensordot(rxe, Y, axes=(0, 0)), (0, 2, 1))
+    p = Y.shape[1]
+    C = np.transpose((Y.T @ rxe.reshape(N, S * (K + 1))).reshape(p, S, K + 1), (1, 0, 2))
     D = resp.T @ (Y * Y)
     return Nk, W, C, D
 
@@ -199,7 +211,7 @@ def bound_terms(
     tr_sigma = np.trace(sigma, axis1=-2, axis2=-1)
     f_x = 0.5 * (
         Nk * (logdet_sigma + K - tr_sigma)
-        - np.einsum("ns,nsk,nsk->s", resp, xbar, xbar, optimize=True)
+        - np.einsum("ns,ns->s", resp, np.einsum("nsk,nsk->ns", xbar, xbar))
     )
     # F_lik
     M = expected_loading_quadratic(lam_mean, lam_cov, psi)
@@ -228,7 +240,7 @@ def fa_log_density(Y, means, loadings, psi):
     diff = Y[:, None, :] - means[None, :, :]  # (N, S, p)
     dpsi = diff * ipsi
     maha = np.einsum("nsq,nsq->ns", dpsi, diff)
-    proj = np.einsum("nsq,sqk->nsk", dpsi, loadings, optimize=True)
-    maha -= np.einsum("nsk,nsk->ns", np.einsum("nsk,skl->nsl", proj, inner_inv), proj)
+    proj = _per_component(dpsi, loadings)
+    maha -= np.einsum("nsk,nsk->ns", _per_component(proj, inner_inv), proj)
     logdet = np.sum(np.log(psi)) + logdet_inner
     return -0.5 * (p * LOG_2PI + logdet[None, :] + maha)

@@ -1,0 +1,110 @@
+"""Variational Bayesian mixtures of factor analysers against scikit-learn's mixtures.
+
+Each candidate chooses its own number of components on the training data and is
+scored on held-out data (mean log-likelihood per row, higher is better):
+
+* ``sklearn_vb``: ``VBMixtureFactorAnalysers`` with the birth/death search from one
+  component (the structure is chosen by the bound F; ARD chooses the factors);
+* ``sklearn-bgmm``: ``BayesianGaussianMixture`` with full covariances, a
+  Dirichlet-process prior and a generous ``n_components`` (unused ones shrink away);
+* ``sklearn-gmm-bic``: ``GaussianMixture`` (full covariances) for every
+  ``n_components`` in a range, keeping the lowest BIC.
+
+Workloads (timed per call, i.e. per complete model selection):
+
+* ``mfa-synthetic``: N=2000 training rows (and 2000 held out), p=10, five clusters of
+  intrinsic dimension 1, 2, 2, 3 and 4;
+* ``mfa-digits``: scikit-learn's bundled 8x8 digits (1797 x 64), 2/3 train, 1/3 held out.
+
+The extra metrics are ``heldout_loglik`` and ``n_components`` (and the number of
+effective factors for ours).  Run ``python -m benchmarks 'mfa*' --output mfa``.
+"""
+
+import warnings
+
+import numpy as np
+
+from .harness import workload
+
+
+def _candidates(X_train, X_test, k_range, n_factors, bgmm_components):
+    def ours():
+        from sklearn_vb import VBMixtureFactorAnalysers
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = VBMixtureFactorAnalysers(
+                n_factors=n_factors, random_state=0, max_tries=1
+            ).fit(X_train)
+        return {
+            "n_iter": int(m.n_iter_),
+            "heldout_loglik": float(m.score(X_test)),
+            "n_components": int(m.n_components_),
+            "mean_factors": float(np.mean(m.n_factors_per_component_)),
+        }
+
+    def bgmm():
+        from sklearn.mixture import BayesianGaussianMixture
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = BayesianGaussianMixture(
+                n_components=bgmm_components, covariance_type="full", max_iter=500,
+                weight_concentration_prior_type="dirichlet_process", random_state=0,
+            ).fit(X_train)
+        return {
+            "n_iter": int(m.n_iter_),
+            "heldout_loglik": float(m.score(X_test)),
+            "n_components": int(np.sum(m.weights_ * X_train.shape[0] >= 1.0)),
+        }
+
+    def gmm_bic():
+        from sklearn.mixture import GaussianMixture
+
+        best, best_bic, n_iter = None, np.inf, 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for k in k_range:
+                m = GaussianMixture(k, covariance_type="full", random_state=0).fit(X_train)
+                n_iter += m.n_iter_
+                bic = m.bic(X_train)
+                if bic < best_bic:
+                    best, best_bic = m, bic
+        return {
+            "n_iter": int(n_iter),
+            "heldout_loglik": float(best.score(X_test)),
+            "n_components": int(best.n_components),
+        }
+
+    return {"sklearn_vb": ours, "sklearn-bgmm": bgmm, "sklearn-gmm-bic": gmm_bic}
+
+
+@workload("mfa-synthetic", per="call")
+def mfa_synthetic(quick):
+    from sklearn_vb.datasets import make_mixed_dimension_clusters
+
+    n = 100 if quick else 400
+    dims = (1, 2, 2, 3, 4)
+    X, _ = make_mixed_dimension_clusters(
+        n_samples_per_cluster=2 * n, dims=dims, n_features=10, random_state=0
+    )
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(X.shape[0])
+    X_train, X_test = X[perm[: len(perm) // 2]], X[perm[len(perm) // 2:]]
+    return _candidates(X_train, X_test, range(1, 5 if quick else 13), None, 15)
+
+
+@workload("mfa-digits", per="call")
+def mfa_digits(quick):
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data.astype(float)
+    rng = np.random.default_rng(0)
+    perm = rng.permutation(X.shape[0])
+    if quick:
+        perm = perm[:450]
+    cut = 2 * len(perm) // 3
+    X_train, X_test = X[perm[:cut]], X[perm[cut:]]
+    return _candidates(
+        X_train, X_test, range(1, 4 if quick else 21), 6 if quick else 10, 10 if quick else 30
+    )
