@@ -1,0 +1,738 @@
+"""ScoringModel for a fitted :class:`~sklearn_vb.lds.VBLinearDynamicalSystem`.
+
+Model (spec/lds.md §1 and §11; scoring.md IF-11)::
+
+    x_0 ~ N(mu0, Sigma0),   x_t = A x_{t-1} + B us_t + w_t,   w_t ~ N(0, I_k)
+    y_t = C x_t + D uo_t + v_t,                               v_t ~ N(0, diag(1/rho))
+
+theta = blocks ``"A"`` (k, k), ``"B"`` (k, ds), ``"C"`` (p, k), ``"D"`` (p, do) (real;
+B and D only when the model has state / output inputs, the intercept included) and
+``"rho"`` (p,) (positive).  The state noise is fixed to the identity.  Every
+hyperparameter is frozen at its fitted value (IF-2): the ARD precisions ``alpha``,
+``beta`` (columns of [A B]), ``gamma``, ``delta`` (columns of [C D]), the Gamma(a, b)
+prior of rho, and the initial-state prior ``(mu0, Sigma0)`` (a point hyperparameter of
+the estimator).  The prior is therefore the proper, normalised density::
+
+    [a_j; b_j] ~ N(0, diag(alpha, beta)^{-1})                   (rows j = 1..k)
+    rho_s ~ Ga(a, b),   [c_s; d_s] | rho_s ~ N(0, rho_s^{-1} diag(gamma, delta)^{-1})
+
+``ln p(X | theta)`` is exact: the Kalman-filter prediction-error decomposition, one
+numba call for a whole batch of parameter sets and all sequences
+(:func:`sklearn_vb._kernels.kalman_batch.lds_log_likelihood_terms`).  The number of
+cases ``n`` is the total number of time steps (DESIGN §3); ``log_likelihood_per_case``
+returns the per-step terms ``ln p(y_t | y_{1:t-1}, theta)`` (they sum to the
+log-likelihood).
+
+Degeneracies and aliases.  ``x -> P x`` with orthogonal ``P`` maps ``(A, B, C, D)`` to
+``(P A P', P B, C P', D)`` and leaves the likelihood unchanged except through the frozen
+initial-state prior (``mu0 -> P mu0``, ``Sigma0 -> P Sigma0 P'``); with ``Q = I`` fixed
+that is the only continuous freedom left, so :meth:`n_parameters` subtracts its
+``k(k-1)/2`` dimensions.  Its discrete part, the signed permutations of the states,
+gives the ``S = 2^k k!`` of :meth:`n_aliases`; ``ln S`` is the right correction only when
+the aliased modes are well separated (and are not exactly equivalent here, because the
+ARD prior and the frozen ``(mu0, Sigma0)`` are not invariant).
+
+Point estimates (G2): :meth:`fit_point` is EM with the exact Kalman smoother as E step
+and the mode of the conjugate posterior of §4 given the expected statistics as M step
+(MAP), or the least-squares / ML solution (``kind="ml"``); ``(mu0, Sigma0)`` stay frozen.
+The MAP of rho is taken in the unconstrained basis ``phi = ln rho`` by default (the
+basis of the Laplace scorer: Gamma shape ``a + (T + k + do)/2``), or in rho itself with
+``basis="natural"`` (shape ``a - 1 + (T + k + do)/2``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+from scipy.special import gammaln, polygamma
+
+from ..._kernels.kalman import simulate_lds, vb_kalman_smoother
+from ..._kernels.kalman_batch import lds_log_likelihood_terms
+from ..kernels import BlockRandomWalkMH
+from ..params import ParamBlock, ParamSpace
+from ..posteriors import MixturePosterior
+from ..protocols import EStep, ScoringModelMixin
+
+__all__ = [
+    "LDSScoringModel",
+    "LDSPosterior",
+    "AliasedPosterior",
+    "scoring_model_from_estimator",
+]
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _rng(rng):
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+def _chol(M, name):
+    try:
+        return np.linalg.cholesky(0.5 * (M + M.T))
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(f"{name} must be positive definite.") from exc
+
+
+def _logdet_spd(M):
+    return 2.0 * float(np.sum(np.log(np.diag(_chol(M, "matrix")))))
+
+
+def _spd_solve_inv(M):
+    L = _chol(M, "matrix")
+    Linv = np.linalg.inv(L)
+    return Linv.T @ Linv, 2.0 * float(np.sum(np.log(np.diag(L))))
+
+
+def _gamma_logpdf(x, a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lp = a * np.log(b) - gammaln(a) + (a - 1.0) * np.log(x) - b * x
+    return np.where(x > 0, lp, -np.inf)
+
+
+# =========================================================================================
+# q(theta): Gaussian rows of [A B], Normal-Gamma rows of ([C D], rho)
+# =========================================================================================
+
+
+class LDSPosterior:
+    """The VB posterior ``q(A, B) q(C, D, rho)`` of the LDS (spec/lds.md §4, §9 item 6).
+
+    Rows ``[a_j; b_j] ~ N(M_AB[j], Sigma_AB)`` independently; for each output ``s``,
+    ``rho_s ~ Ga(shape, rate_s)`` and ``[c_s; d_s] | rho_s ~ N(M_CD[s], Sigma_CD / rho_s)``.
+    Densities are in the coordinates of ``log_prior`` (A, B, C, D, rho themselves).
+
+    With ``dof`` set, every Gaussian row (of [A B], and of [C D] given rho) becomes a
+    multivariate Student-t with that location, the Gaussian covariance as scale matrix
+    and ``dof`` degrees of freedom (an independent t per row); ``broaden`` multiplies
+    the Gamma shape and rate by ``broaden`` (mean kept, wider).  No ``blocks`` attribute:
+    ([C D], rho) is one joint factor, not a product over parameter blocks.
+    """
+
+    family = "lds_gaussian_normal_gamma"
+
+    def __init__(self, k, ds, do, M_AB, Sigma_AB, M_CD, Sigma_CD, shape, rate, dof=None,
+                 broaden=None):
+        self.k, self.ds, self.do = int(k), int(ds), int(do)
+        self.M_AB = np.asarray(M_AB, dtype=float)
+        self.M_CD = np.asarray(M_CD, dtype=float)
+        self.Sigma_AB = 0.5 * (np.asarray(Sigma_AB, float) + np.asarray(Sigma_AB, float).T)
+        self.Sigma_CD = 0.5 * (np.asarray(Sigma_CD, float) + np.asarray(Sigma_CD, float).T)
+        self.shape = float(shape)
+        self.rate = np.asarray(rate, dtype=float)
+        if broaden is not None:
+            if not 0 < broaden <= 1:
+                raise ValueError(f"broaden must be in (0, 1], got {broaden}.")
+            self.shape *= broaden
+            self.rate = self.rate * broaden
+        self.broaden = broaden
+        if dof is not None and not dof > 0:
+            raise ValueError(f"dof must be positive, got {dof}.")
+        self.dof = None if dof is None else float(dof)
+        if not self.shape > 0 or np.any(~(self.rate > 0)):
+            raise ValueError("the Gamma factor of q needs a positive shape and rates.")
+        self.L_AB = _chol(self.Sigma_AB, "Sigma_AB")
+        self.L_CD = _chol(self.Sigma_CD, "Sigma_CD")
+        self.Linv_AB = np.linalg.inv(self.L_AB)
+        self.Linv_CD = np.linalg.inv(self.L_CD)
+        self.ld_AB = 2.0 * float(np.sum(np.log(np.diag(self.L_AB))))
+        self.ld_CD = 2.0 * float(np.sum(np.log(np.diag(self.L_CD))))
+
+    # -- helpers -------------------------------------------------------------------------
+    def _split(self, AB, CD, rho):
+        k = self.k
+        out = {"A": AB[:, :, :k], "C": CD[:, :, :k], "rho": rho}
+        if self.ds:
+            out["B"] = AB[:, :, k:]
+        if self.do:
+            out["D"] = CD[:, :, k:]
+        return {key: np.ascontiguousarray(v) for key, v in out.items()}
+
+    def _join(self, params):
+        AB = params["A"] if not self.ds else np.concatenate([params["A"], params["B"]], axis=2)
+        CD = params["C"] if not self.do else np.concatenate([params["C"], params["D"]], axis=2)
+        return (np.asarray(AB, dtype=float), np.asarray(CD, dtype=float),
+                np.asarray(params["rho"], dtype=float))
+
+    def _row_scale(self, rng, shape):
+        if self.dof is None:
+            return 1.0
+        return 1.0 / np.sqrt(rng.chisquare(self.dof, size=shape) / self.dof)[..., None]
+
+    def _row_logpdf(self, quad, d, logdet):
+        """ln density of a row with squared Mahalanobis distance ``quad``."""
+        if self.dof is None:
+            return -0.5 * quad - 0.5 * d * LOG_2PI - 0.5 * logdet
+        nu = self.dof
+        return (gammaln(0.5 * (nu + d)) - gammaln(0.5 * nu) - 0.5 * d * np.log(nu * np.pi)
+                - 0.5 * logdet - 0.5 * (nu + d) * np.log1p(quad / nu))
+
+    # -- protocol ------------------------------------------------------------------------
+    def sample(self, rng, size):
+        rng = _rng(rng)
+        size = int(size)
+        k, p = self.M_AB.shape[0], self.M_CD.shape[0]
+        dab, dcd = self.M_AB.shape[1], self.M_CD.shape[1]
+        z = rng.standard_normal((size, k, dab)) * self._row_scale(rng, (size, k))
+        AB = self.M_AB[None] + z @ self.L_AB.T
+        rho = np.maximum(rng.standard_gamma(self.shape, size=(size, p)) / self.rate, 1e-300)
+        z = rng.standard_normal((size, p, dcd)) * self._row_scale(rng, (size, p))
+        CD = self.M_CD[None] + (z @ self.L_CD.T) / np.sqrt(rho)[..., None]
+        return self._split(AB, CD, rho)
+
+    def log_pdf(self, params):
+        AB, CD, rho = self._join(params)
+        dab, dcd = AB.shape[2], CD.shape[2]
+        zab = (AB - self.M_AB[None]) @ self.Linv_AB.T
+        out = self._row_logpdf(np.sum(zab * zab, axis=2), dab, self.ld_AB).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zcd = (CD - self.M_CD[None]) @ self.Linv_CD.T
+            quad = rho * np.sum(zcd * zcd, axis=2)
+            logdet = self.ld_CD - dcd * np.log(rho)
+            lcd = self._row_logpdf(quad, dcd, logdet)
+        lrho = _gamma_logpdf(rho, self.shape, self.rate[None])
+        out = out + np.sum(np.where(rho > 0, lcd + lrho, -np.inf), axis=1)
+        return np.asarray(out, dtype=float)
+
+    def mean(self):
+        return self._split(self.M_AB[None], self.M_CD[None], (self.shape / self.rate)[None])
+
+    def heavy_tailed(self, dof=3.0, broaden=None):
+        return LDSPosterior(self.k, self.ds, self.do, self.M_AB, self.Sigma_AB, self.M_CD,
+                            self.Sigma_CD, self.shape, self.rate, dof=dof, broaden=broaden)
+
+    def gaussian_unconstrained(self):
+        return None
+
+    def unconstrained_sd(self, space):
+        """Approximate standard deviations of the unconstrained coordinates of ``space``
+        (rows of [C D]: the Student-t marginal, ``E[1/rho_s] Sigma_CD``; rho: the sd of
+        ``ln rho``)."""
+        k = self.k
+        p = self.M_CD.shape[0]
+        v_ab = np.diag(self.Sigma_AB)
+        inv_rho = self.rate / max(self.shape - 1.0, 1e-3) if self.shape > 1 else self.rate / self.shape
+        v_cd = np.diag(self.Sigma_CD)
+        sd = {
+            "A": np.broadcast_to(np.sqrt(v_ab[:k]), (k, k)),
+            "B": np.broadcast_to(np.sqrt(v_ab[k:]), (k, self.ds)),
+            "C": np.sqrt(np.outer(inv_rho, v_cd[:k])),
+            "D": np.sqrt(np.outer(inv_rho, v_cd[k:])),
+            "rho": np.full(p, np.sqrt(polygamma(1, self.shape))),
+        }
+        return np.concatenate([np.ravel(sd[b.name]) for b in space.blocks])
+
+    @staticmethod
+    def mixture(components, weights=None):
+        return MixturePosterior(components, weights)
+
+
+class AliasedPosterior:
+    """The image of a posterior under the state change ``x -> P x`` (``P`` orthogonal):
+    draws are mapped by ``(A, B, C, D) -> (P A P', P B, C P', D)`` and the density is
+    ``q(T_P^{-1} theta)`` (the map preserves volume)."""
+
+    def __init__(self, q, P, model):
+        self.q, self.P, self.model = q, np.asarray(P, dtype=float), model
+
+    def sample(self, rng, size):
+        return self.model.change_state_basis(self.q.sample(rng, size), self.P)
+
+    def log_pdf(self, params):
+        return self.q.log_pdf(self.model.change_state_basis(params, self.P.T))
+
+    def mean(self):
+        return self.model.change_state_basis(self.q.mean(), self.P)
+
+    def heavy_tailed(self, dof=3.0, broaden=None):
+        return AliasedPosterior(self.q.heavy_tailed(dof, broaden), self.P, self.model)
+
+    @staticmethod
+    def mixture(components, weights=None):
+        return MixturePosterior(components, weights)
+
+
+class _CoordinateRandomWalk(BlockRandomWalkMH):
+    """Block random walk in the unconstrained basis with one step per coordinate,
+    ``s_i(beta) = c_b / sqrt(pi_i + beta h_i)``: ``pi_i`` is the prior precision of
+    coordinate ``i`` and ``h_i`` its data precision (``1/var_q - pi_i``, floored at 0),
+    both fixed before the run, so the steps depend on beta only."""
+
+    def __init__(self, model, prior_precision, data_precision, scale=1.0, order=None):
+        super().__init__(model, scale=scale, order=order)
+        self._pi = prior_precision
+        self._h = data_precision
+
+    def adjoint(self):
+        k = _CoordinateRandomWalk.__new__(_CoordinateRandomWalk)
+        k.__dict__.update(self.__dict__)
+        k.order = self.order[::-1]
+        return k
+
+    def step_size(self, block, beta, n):
+        sl = self.model.param_space.slices[block]
+        dim = sl.stop - sl.start
+        c = self.scale * 2.38 / np.sqrt(dim)
+        return c / np.sqrt(self._pi[sl] + beta * self._h[sl])
+
+
+# =========================================================================================
+# the scoring model
+# =========================================================================================
+
+
+class LDSScoringModel(ScoringModelMixin):
+    """The scoring view of a fitted VBLinearDynamicalSystem (frozen hyperparameters)."""
+
+    def __init__(self, estimator):
+        if not hasattr(estimator, "Sigma_AB_"):
+            raise ValueError("the estimator must be fitted.")
+        est = estimator
+        self.estimator = est
+        self.k = k = int(est.n_states_)
+        self.p = p = int(est.n_features_in_)
+        self.state_cols = np.asarray(est.state_inputs_, dtype=np.int64)
+        self.out_cols = np.asarray(est.output_inputs_, dtype=np.int64)
+        self.ds = ds = self.state_cols.size
+        self.do = do = self.out_cols.size
+        self.n_components = k
+        # frozen hyperparameters (IF-2)
+        self.prior_ab = np.concatenate([np.asarray(est.alpha_, float),
+                                        np.asarray(est.beta_, float)[self.state_cols]])
+        self.prior_cd = np.concatenate([np.asarray(est.gamma_, float),
+                                        np.asarray(est.delta_, float)[self.out_cols]])
+        self.a0 = float(est.noise_prior_shape_)
+        self.b0 = float(est.noise_prior_rate_)
+        self.mu0 = np.ascontiguousarray(est.init_state_mean_, dtype=float)
+        self.Sigma0 = np.ascontiguousarray(est.init_state_cov_, dtype=float)
+        self._Sigma0_inv, self._ld_Sigma0 = _spd_solve_inv(self.Sigma0)
+        blocks = [ParamBlock("A", (k, k), "real")]
+        if ds:
+            blocks.append(ParamBlock("B", (k, ds), "real"))
+        blocks.append(ParamBlock("C", (p, k), "real"))
+        if do:
+            blocks.append(ParamBlock("D", (p, do), "real"))
+        blocks.append(ParamBlock("rho", (p,), "positive"))
+        self.param_space = ParamSpace(blocks)
+        self._q = None
+        self._n_last = 1  # time steps of the last prepared data set (kernel curvature)
+
+    # ------------------------------------------------------------------------ data
+    def prepare_data(self, X, U=None, lengths=None, sequence_ids=None):
+        """Validate ``X`` (and ``U``, ``lengths`` / ``sequence_ids``) as the estimator does;
+        returns a dict with the outputs, the state / output inputs (intercept included),
+        the sequence offsets and the data statistics."""
+        est = self.estimator
+        Y, Uall, starts, ends = est._prepare(X, U, lengths, sequence_ids, reset=False)
+        Us = np.ascontiguousarray(Uall[:, self.state_cols])
+        Uo = np.ascontiguousarray(Uall[:, self.out_cols])
+        Y = np.ascontiguousarray(Y, dtype=float)
+        self._n_last = Y.shape[0]
+        return {
+            "Y": Y, "Us": Us, "Uo": Uo,
+            "starts": np.ascontiguousarray(starts, dtype=np.int64),
+            "ends": np.ascontiguousarray(ends, dtype=np.int64),
+            "UUs": Us.T @ Us, "UUo": Uo.T @ Uo, "UY": Uo.T @ Y,
+            "YY": np.einsum("ts,ts->s", Y, Y),
+        }
+
+    def n_cases(self, X):
+        return int(X["Y"].shape[0])
+
+    # ------------------------------------------------------------------------ parameters
+    def _AB(self, params):
+        A = np.asarray(params["A"], dtype=float)
+        if not self.ds:
+            return A
+        return np.concatenate([A, np.asarray(params["B"], dtype=float)], axis=2)
+
+    def _CD(self, params):
+        C = np.asarray(params["C"], dtype=float)
+        if not self.do:
+            return C
+        return np.concatenate([C, np.asarray(params["D"], dtype=float)], axis=2)
+
+    def _split(self, AB, CD, rho):
+        k = self.k
+        out = {"A": AB[:, :, :k], "C": CD[:, :, :k], "rho": rho}
+        if self.ds:
+            out["B"] = AB[:, :, k:]
+        if self.do:
+            out["D"] = CD[:, :, k:]
+        return {key: np.ascontiguousarray(v, dtype=float) for key, v in out.items()}
+
+    def _BD(self, params, C):
+        k, p = self.k, self.p
+        B = (np.ascontiguousarray(params["B"], dtype=float) if self.ds
+             else np.zeros((C, k, 0)))
+        D = (np.ascontiguousarray(params["D"], dtype=float) if self.do
+             else np.zeros((C, p, 0)))
+        return B, D
+
+    def change_state_basis(self, params, P):
+        """``x -> P x`` (``P`` orthogonal): ``(P A P', P B, C P', D, rho)``."""
+        out = {"A": np.einsum("ij,cjl,ml->cim", P, params["A"], P),
+               "C": np.einsum("csj,mj->csm", params["C"], P),
+               "rho": np.array(params["rho"], dtype=float)}
+        if self.ds:
+            out["B"] = np.einsum("ij,cjd->cid", P, params["B"])
+        if self.do:
+            out["D"] = np.array(params["D"], dtype=float)
+        return out
+
+    def signed_permutations(self):
+        """The ``2^k k!`` signed permutation matrices of the states."""
+        k = self.k
+        out = []
+        for perm in itertools.permutations(range(k)):
+            for signs in itertools.product((1.0, -1.0), repeat=k):
+                P = np.zeros((k, k))
+                P[np.arange(k), perm] = signs
+                out.append(P)
+        return out
+
+    # ------------------------------------------------------------------------ G0
+    def log_prior(self, params):
+        AB, CD = self._AB(params), self._CD(params)
+        rho = np.asarray(params["rho"], dtype=float)
+        k, p = self.k, self.p
+        dab, dcd = AB.shape[2], CD.shape[2]
+        lab = k * (-0.5 * dab * LOG_2PI + 0.5 * np.sum(np.log(self.prior_ab)))
+        out = lab - 0.5 * np.einsum("cjl,l->c", AB * AB, self.prior_ab)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lrho = np.log(rho)
+            lcd = (-0.5 * dcd * LOG_2PI + 0.5 * np.sum(np.log(self.prior_cd)) + 0.5 * dcd * lrho
+                   - 0.5 * rho * np.einsum("csl,l->cs", CD * CD, self.prior_cd))
+            lg = _gamma_logpdf(rho, self.a0, self.b0)
+            tot = np.where(rho > 0, lcd + lg, -np.inf).sum(axis=1)
+        return np.asarray(out + tot, dtype=float)
+
+    def sample_prior(self, rng, size):
+        rng = _rng(rng)
+        size = int(size)
+        k, p = self.k, self.p
+        AB = rng.standard_normal((size, k, self.prior_ab.size)) / np.sqrt(self.prior_ab)
+        rho = np.maximum(rng.standard_gamma(self.a0, size=(size, p)) / self.b0, 1e-300)
+        CD = (rng.standard_normal((size, p, self.prior_cd.size)) / np.sqrt(self.prior_cd)
+              / np.sqrt(rho)[..., None])
+        return self._split(AB, CD, rho)
+
+    def log_likelihood_per_case(self, params, X):
+        """Per-step prediction-error terms ``ln p(y_t | y_{1:t-1}, theta)``: (C, T)."""
+        A = np.ascontiguousarray(params["A"], dtype=float)
+        C_ = A.shape[0]
+        Cm = np.ascontiguousarray(params["C"], dtype=float)
+        rho = np.ascontiguousarray(params["rho"], dtype=float)
+        B, D = self._BD(params, C_)
+        out = np.empty((C_, X["Y"].shape[0]))
+        lds_log_likelihood_terms(A, B, Cm, D, rho, X["Y"], X["Us"], X["Uo"], X["starts"],
+                                 X["ends"], self.mu0, self.Sigma0, out)
+        return out
+
+    def log_likelihood(self, params, X):
+        """Exact ``ln p(X | theta)`` (Kalman filter), shape (C,)."""
+        return self.log_likelihood_per_case(params, X).sum(axis=1)
+
+    def log_likelihood_per_sequence(self, params, X):
+        terms = self.log_likelihood_per_case(params, X)
+        return np.add.reduceat(terms, X["starts"], axis=1)
+
+    def simulate(self, params_single, rng, n_cases=None, lengths=None, U=None):
+        """Simulate outputs (and states) from one parameter set.
+
+        ``lengths`` (or ``n_cases`` for one sequence) gives the sequence lengths; ``U``
+        the user inputs when the model has any (the intercept is added).  Returns
+        ``(Y (T, p), states (T, k))``.
+        """
+        rng = _rng(rng)
+        if lengths is None:
+            if n_cases is None:
+                raise ValueError("simulate needs n_cases or lengths.")
+            lengths = [int(n_cases)]
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if lengths.ndim != 1 or np.any(lengths < 1):
+            raise ValueError("lengths must be positive integers.")
+        N = int(lengths.sum())
+        Uall = self.estimator._inputs(np.zeros((N, self.p)), U, self.estimator.n_user_inputs_)
+        Us = Uall[:, self.state_cols]
+        Uo = Uall[:, self.out_cols]
+        th = {key: np.asarray(v, dtype=float)[0] for key, v in params_single.items()}
+        bu = Us @ th["B"].T if self.ds else np.zeros((N, self.k))
+        du = Uo @ th["D"].T if self.do else np.zeros((N, self.p))
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        x0 = rng.multivariate_normal(self.mu0, self.Sigma0, size=lengths.size)
+        w = rng.standard_normal((N, self.k))
+        v = rng.standard_normal((N, self.p))
+        states, Y = simulate_lds(
+            np.ascontiguousarray(th["A"]), np.ascontiguousarray(bu), np.ascontiguousarray(th["C"]),
+            np.ascontiguousarray(du), 1.0 / np.sqrt(th["rho"]), np.ascontiguousarray(x0), w, v,
+            starts.astype(np.int64), ends.astype(np.int64))
+        return Y, states
+
+    # ------------------------------------------------------------------------ G4
+    def n_parameters(self):
+        """``k^2 + k ds + p k + p do + p - k(k-1)/2``: the orthogonal rotations of the
+        state that remain with ``Q = I`` are removed (spec/lds.md §11).  The frozen
+        initial-state prior is not counted."""
+        k, p = self.k, self.p
+        return k * k + k * self.ds + p * k + p * self.do + p - k * (k - 1) // 2
+
+    def n_aliases(self):
+        """``2^k k!`` signed permutations of the states.  ``ln S`` corrects a score only
+        approximately: it assumes well-separated, equally weighted aliased modes."""
+        return (2 ** self.k) * factorial(self.k)
+
+    # ------------------------------------------------------------------------ G5
+    def variational_posterior(self, X=None):
+        """q(theta) of the fitted estimator (:class:`LDSPosterior`)."""
+        if self._q is None:
+            est = self.estimator
+            M_AB = np.hstack([est.A_mean_, np.asarray(est.B_mean_)[:, self.state_cols]])
+            M_CD = np.hstack([est.C_mean_, np.asarray(est.D_mean_)[:, self.out_cols]])
+            self._q = LDSPosterior(self.k, self.ds, self.do, M_AB, est.Sigma_AB_, M_CD,
+                                   est.Sigma_CD_, est.rho_shape_, est.rho_rate_)
+        return self._q
+
+    def alias_posterior(self, q=None, max_components=400):
+        """Equal-weight mixture of ``q`` (default: the fitted q) over the ``2^k k!``
+        signed permutations of the states: a proposal that covers every aliased mode
+        (importance sampling, [004:7727])."""
+        q = self.variational_posterior() if q is None else q
+        if self.n_aliases() > max_components:
+            raise ValueError(f"{self.n_aliases()} aliases exceed max_components={max_components}.")
+        return MixturePosterior([AliasedPosterior(q, P, self) for P in self.signed_permutations()])
+
+    # ------------------------------------------------------------------------ kernels
+    def _precisions(self):
+        """Prior and data precisions of every unconstrained coordinate (fixed)."""
+        q = self.variational_posterior()
+        sd_q = q.unconstrained_sd(self.param_space)
+        k, p = self.k, self.p
+        e_rho = self.a0 / self.b0
+        pi = {
+            "A": np.broadcast_to(self.prior_ab[:k], (k, k)),
+            "B": np.broadcast_to(self.prior_ab[k:], (k, self.ds)),
+            "C": np.broadcast_to(e_rho * self.prior_cd[:k], (p, k)),
+            "D": np.broadcast_to(e_rho * self.prior_cd[k:], (p, self.do)),
+            "rho": np.full(p, 1.0 / polygamma(1, self.a0)),
+        }
+        pi = np.concatenate([np.ravel(pi[b.name]) for b in self.param_space.blocks])
+        h = np.maximum(1.0 / sd_q**2 - pi, 0.0)
+        return pi, h
+
+    def kernel_curvature(self):
+        """Per-case curvature scale of each block for ``BlockRandomWalkMH`` (median data
+        precision of its coordinates under the fitted q, divided by n)."""
+        pi, h = self._precisions()
+        n = max(1, int(self._n_last))
+        return {b.name: float(np.median(h[self.param_space.slices[b.name]])) / n
+                for b in self.param_space.blocks}
+
+    def annealing_kernel(self, scale=1.0):
+        """A random-walk kernel in the unconstrained basis with one step size per
+        coordinate, ``c / sqrt(pi_i + beta h_i)`` (prior precision ``pi_i``, data
+        precision ``h_i`` from the fitted q), fixed before the run: usable for AIS
+        (``kernel=model.annealing_kernel()``) and reverse AIS."""
+        pi, h = self._precisions()
+        return _CoordinateRandomWalk(self, pi, h, scale=scale)
+
+    # ------------------------------------------------------------------------ G2 / G3
+    def stats_from_moments(self, X, omega, ups, cross, omega0, ups0):
+        """Expected sufficient statistics from the marginals of a q(x) (spec/lds.md §4.1).
+
+        ``omega, ups`` (T, k), (T, k, k): means and covariances of ``x_t``; ``cross``
+        (T, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0``: moments of each ``x_0``.
+        """
+        starts, ends = X["starts"], X["ends"]
+        prev = np.empty_like(omega)
+        prev[1:] = omega[:-1]
+        prev[starts] = omega0
+        ups_sum = ups.sum(axis=0)
+        ups_prev_sum = ups_sum - ups[ends - 1].sum(axis=0) + ups0.sum(axis=0)
+        dev = omega0 - self.mu0
+        x0_quad = float(np.sum(self._Sigma0_inv * ups0.sum(axis=0))
+                        + np.sum((dev @ self._Sigma0_inv) * dev))
+        return {
+            "W_A": ups_prev_sum + prev.T @ prev,
+            "S_A": cross.sum(axis=0) + prev.T @ omega,
+            "G_A": prev.T @ X["Us"],
+            "M": X["Us"].T @ omega,
+            "W_C": ups_sum + omega.T @ omega,
+            "S_C": omega.T @ X["Y"],
+            "G_C": omega.T @ X["Uo"],
+            "T": int(X["Y"].shape[0]),
+            "n_seq": int(starts.size),
+            "x0_quad": x0_quad,
+            "UUs": X["UUs"], "UUo": X["UUo"], "UY": X["UY"], "YY": X["YY"],
+        }
+
+    @staticmethod
+    def _blocks(stats):
+        W_z = np.block([[stats["W_A"], stats["G_A"]], [stats["G_A"].T, stats["UUs"]]])
+        R_AB = np.vstack([stats["S_A"], stats["M"]])  # (k+ds, k): column j is r_j
+        W_w = np.block([[stats["W_C"], stats["G_C"]], [stats["G_C"].T, stats["UUo"]]])
+        R_CD = np.vstack([stats["S_C"], stats["UY"]])  # (k+do, p)
+        return W_z, R_AB, W_w, R_CD
+
+    def _x0_term(self, stats):
+        k = self.k
+        return (-0.5 * stats["n_seq"] * (k * LOG_2PI + self._ld_Sigma0)
+                - 0.5 * stats["x0_quad"])
+
+    def expected_complete_loglik(self, params_single, stats):
+        """``E ln p(x_{0:T}, y | theta)`` under the q(x) that produced ``stats``."""
+        W_z, R_AB, W_w, R_CD = self._blocks(stats)
+        M_AB = self._AB(params_single)[0]
+        M_CD = self._CD(params_single)[0]
+        rho = np.asarray(params_single["rho"], dtype=float)[0]
+        T, k, p = stats["T"], self.k, self.p
+        e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
+            np.trace(stats["W_C"]) - 2.0 * np.sum(M_AB * R_AB.T)
+            + np.sum((M_AB.T @ M_AB) * W_z))
+        quad = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+                + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
+        e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(np.log(rho)) - 0.5 * np.sum(rho * quad)
+        return float(self._x0_term(stats) + e_dyn + e_obs)
+
+    def log_complete_evidence(self, stats):
+        """``ln int p(theta) exp<ln p(x, y | theta)> dtheta`` in closed form (conjugate
+        rows given the statistics; spec/lds.md §11 G3)."""
+        W_z, R_AB, W_w, R_CD = self._blocks(stats)
+        T, k, p = stats["T"], self.k, self.p
+        # dynamics: k independent Gaussian rows of [A B]
+        Sigma_AB, ld_Lam_AB = _spd_solve_inv(W_z + np.diag(self.prior_ab))
+        e_dyn = (-0.5 * T * k * LOG_2PI - 0.5 * np.trace(stats["W_C"])
+                 + 0.5 * k * (np.sum(np.log(self.prior_ab)) - ld_Lam_AB)
+                 + 0.5 * np.sum(R_AB * (Sigma_AB @ R_AB)))
+        # observations: p independent Normal-Gamma rows of ([C D], rho)
+        Lam_CD = W_w + np.diag(self.prior_cd)
+        Sigma_CD, ld_Lam_CD = _spd_solve_inv(Lam_CD)
+        M = (Sigma_CD @ R_CD).T  # (p, k+do)
+        g = (stats["YY"] - 2.0 * np.sum(M * R_CD.T, axis=1)
+             + np.einsum("si,ij,sj->s", M, Lam_CD, M))
+        g = np.maximum(g, 1e-300)
+        a, b = self.a0, self.b0
+        e_obs = np.sum(
+            -0.5 * T * LOG_2PI + 0.5 * (np.sum(np.log(self.prior_cd)) - ld_Lam_CD)
+            + a * np.log(b) - gammaln(a) + gammaln(a + 0.5 * T) - (a + 0.5 * T) * np.log(b + 0.5 * g))
+        return float(self._x0_term(stats) + e_dyn + e_obs)
+
+    def q_from_stats(self, stats):
+        """VBM: the optimal q(theta) given the statistics of a q(x) (spec/lds.md §4)."""
+        W_z, R_AB, W_w, R_CD = self._blocks(stats)
+        Sigma_AB, _ = _spd_solve_inv(W_z + np.diag(self.prior_ab))
+        Lam_CD = W_w + np.diag(self.prior_cd)
+        Sigma_CD, _ = _spd_solve_inv(Lam_CD)
+        M_AB = (Sigma_AB @ R_AB).T
+        M_CD = (Sigma_CD @ R_CD).T
+        g = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+             + np.einsum("si,ij,sj->s", M_CD, Lam_CD, M_CD))
+        g = np.maximum(g, 1e-300)
+        return LDSPosterior(self.k, self.ds, self.do, M_AB, Sigma_AB, M_CD, Sigma_CD,
+                            self.a0 + 0.5 * stats["T"], self.b0 + 0.5 * g)
+
+    def _smoother(self, params_single, X):
+        A = np.ascontiguousarray(params_single["A"][0], dtype=float)
+        Cm = np.ascontiguousarray(params_single["C"][0], dtype=float)
+        rho = np.ascontiguousarray(params_single["rho"][0], dtype=float)
+        N, k = X["Y"].shape[0], self.k
+        bu = X["Us"] @ params_single["B"][0].T if self.ds else np.zeros((N, k))
+        y_res = X["Y"] - X["Uo"] @ params_single["D"][0].T if self.do else X["Y"]
+        zk = np.zeros((k, k))
+        out = vb_kalman_smoother(
+            np.ascontiguousarray(y_res), np.ascontiguousarray(bu), np.zeros((N, k)),
+            np.zeros(N), np.zeros((N, k)), np.zeros(N), np.ones(N, dtype=np.bool_),
+            X["starts"], X["ends"], A, Cm, rho, zk, zk.copy(), 0.0, self.mu0, self.Sigma0, True)
+        names = ("log_terms", "pred_mean", "pred_cov", "filt_mean", "filt_cov", "omega",
+                 "ups", "cross", "omega0", "ups0", "entropy")
+        return dict(zip(names, out))
+
+    def e_step(self, params_single, X):
+        """Exact Kalman/RTS smoother at a point ``theta``: loglik, expected statistics,
+        ``E ln p(x, y | theta)`` and the entropy ``loglik - E ln p(x, y | theta)``
+        (the smoother's own entropy is kept in ``stats["smoother_entropy"]``)."""
+        r = self._smoother(params_single, X)
+        stats = self.stats_from_moments(X, r["omega"], r["ups"], r["cross"], r["omega0"],
+                                        r["ups0"])
+        stats["smoother_entropy"] = float(np.sum(r["entropy"]))
+        ll = float(np.sum(r["log_terms"]))
+        ecl = self.expected_complete_loglik(params_single, stats)
+        return EStep(ll, stats, ecl, ll - ecl)
+
+    def point_from_stats(self, stats, kind="map", basis="softmax"):
+        """M step.  MAP (default): rows of [A B] and [C D] at their conjugate posterior
+        means, rho at the mode of its Gamma factor in the basis ``ln rho`` (``"softmax"``,
+        the unconstrained basis) or ``rho`` (``"natural"``).  ``kind="ml"``: least
+        squares and ``rho_s = T / residual sum of squares``."""
+        W_z, R_AB, W_w, R_CD = self._blocks(stats)
+        T = stats["T"]
+        if kind == "ml":
+            M_AB = np.linalg.lstsq(W_z, R_AB, rcond=None)[0].T
+            M_CD = np.linalg.lstsq(W_w, R_CD, rcond=None)[0].T
+            rss = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+                   + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
+            rho = T / np.maximum(rss, 1e-300)
+        else:
+            Sigma_AB, _ = _spd_solve_inv(W_z + np.diag(self.prior_ab))
+            Lam_CD = W_w + np.diag(self.prior_cd)
+            Sigma_CD, _ = _spd_solve_inv(Lam_CD)
+            M_AB = (Sigma_AB @ R_AB).T
+            M_CD = (Sigma_CD @ R_CD).T
+            g = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+                 + np.einsum("si,ij,sj->s", M_CD, Lam_CD, M_CD))
+            J = 0.0 if basis == "natural" else 1.0
+            shape = self.a0 - 1.0 + J + 0.5 * (T + self.prior_cd.size)
+            rho = max(shape, 1e-12) / (self.b0 + 0.5 * np.maximum(g, 1e-300))
+        return self._split(M_AB[None], M_CD[None], rho[None])
+
+    def _objective(self, theta, loglik, kind, basis):
+        if kind == "ml":
+            return loglik
+        obj = loglik + float(self.log_prior(theta)[0])
+        if basis != "natural":
+            obj += float(np.sum(np.log(theta["rho"])))
+        return obj
+
+    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
+                  tol_per_case=1e-6):
+        """EM for the MAP (or ML with ``kind="ml"``) point; best of ``n_init`` starts.
+
+        The first start is the mean of the fitted q(theta), the others are draws from it.
+        The objective (``ln p(theta) + l(theta)``, plus ``sum ln rho`` in the default
+        basis) never decreases; iteration stops when it changes by less than
+        ``tol_per_case * n``.
+        """
+        if kind not in ("map", "ml"):
+            raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
+        if basis not in ("softmax", "natural"):
+            raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
+        rng = _rng(rng)
+        q = self.variational_posterior()
+        n = max(1, self.n_cases(X))
+        best = None
+        for i in range(max(1, int(n_init))):
+            theta = q.mean() if i == 0 else q.sample(rng, 1)
+            prev = -np.inf
+            for _ in range(int(max_iter)):
+                e = self.e_step(theta, X)
+                obj = self._objective(theta, e.loglik, kind, basis)
+                if abs(obj - prev) < tol_per_case * n:
+                    break
+                prev = obj
+                theta = self.point_from_stats(e.stats, kind, basis)
+            else:
+                obj = self._objective(theta, self.e_step(theta, X).loglik, kind, basis)
+            if not np.isfinite(obj):
+                continue
+            if best is None or obj > best[0]:
+                best = (obj, theta)
+        if best is None:
+            raise RuntimeError("fit_point: EM failed from every start.")
+        return best[1]
+
+
+def scoring_model_from_estimator(estimator):
+    return LDSScoringModel(estimator)
