@@ -94,6 +94,7 @@ def score(estimator, X, method="vb", *, alias_correction=False, random_state=Non
 _MODEL_FACTORIES = {
     "VBHiddenMarkov": ".models.hmm:scoring_model_from_estimator",
     "VBDiscreteDAG": ".models.dag:scoring_model_from_estimator",
+    "VBLinearDynamicalSystem": ".models.lds:scoring_model_from_estimator",
 }
 
 
