@@ -89,7 +89,7 @@ def _spd_solve_inv(M):
 def _gamma_logpdf(x, a, b):
     with np.errstate(divide="ignore", invalid="ignore"):
         lp = a * np.log(b) - gammaln(a) + (a - 1.0) * np.log(x) - b * x
-    return np.where(x > 0, lp, -np.inf)
+    return np.where((x > 0) & np.isfinite(x), lp, -np.inf)
 
 
 # =========================================================================================
@@ -406,7 +406,8 @@ class LDSScoringModel(ScoringModelMixin):
             lcd = (-0.5 * dcd * LOG_2PI + 0.5 * np.sum(np.log(self.prior_cd)) + 0.5 * dcd * lrho
                    - 0.5 * rho * np.einsum("csl,l->cs", CD * CD, self.prior_cd))
             lg = _gamma_logpdf(rho, self.a0, self.b0)
-            tot = np.where(rho > 0, lcd + lg, -np.inf).sum(axis=1)
+            ok = (rho > 0) & np.isfinite(rho) & np.isfinite(lcd)
+            tot = np.where(ok, lcd + lg, -np.inf).sum(axis=1)
         return np.asarray(out + tot, dtype=float)
 
     def sample_prior(self, rng, size):
