@@ -257,3 +257,23 @@ def test_bad_input():
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_component_without_data_reverts_to_its_prior():
+    """A component with r_·s ≡ 0 gets q(Λ̃^s_q) = its conditional prior after one q(Λ̃)
+    update: centre N(μ*_q, 1/ν*_q), loadings N(0, 1/E ν), no correlations."""
+    X = _problem(0)
+    m = _fit(X, n_components=2, n_factors=2, max_iter=5)
+    data = m._check_fit_data(X)
+    st = m._vb_
+    st["resp"][:, 1] = 0.0
+    st["resp"][:, 0] = 1.0
+    m._update_loadings(data)
+    e_nu = st["a_tilde"] / st["b_tilde"][1]
+    for q in range(X.shape[1]):
+        expected = np.diag(np.r_[1.0 / e_nu, 1.0 / st["nu_star"][q]])
+        assert np.allclose(st["lam_cov"][1, q], expected, rtol=1e-10, atol=1e-14)
+        assert np.allclose(st["lam_mean"][1, q], np.r_[0.0, 0.0, st["mu_star"][q]], atol=1e-12)
+    t = m._bound_terms(data)
+    # the loading KL of that component is then only the E_q(ν) part (zero mean gap)
+    assert t["loading"][1] <= 1e-9
