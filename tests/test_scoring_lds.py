@@ -366,3 +366,16 @@ def test_tiny_evidence_vb_cs_below_ais_and_ais_agrees_with_importance_sampling(t
     assert 0.2 < gap < np.log(2) + 0.15
     assert np.isfinite(bic.log_evidence) and np.isfinite(lap.log_evidence)
     assert not lap.diagnostics["degenerate"]
+
+
+def test_vb_from_the_cs_point(tiny):
+    """VBScore(init="cs"): VBEM (frozen hyperparameters) started by a VBM step from the
+    exact posterior at the MAP; the first bound equals CS and the bounds never decrease
+    (Corollary 2.5); here it climbs to the fitted estimator's bound."""
+    est, Y = tiny
+    r = score(est, Y, method="vb", init="cs", random_state=0)
+    b = np.asarray(r.diagnostics["lower_bounds"])
+    assert b[0] == pytest.approx(r.diagnostics["cs"], rel=1e-12)
+    assert np.all(np.diff(b) >= -1e-9 * abs(b[0]))
+    assert r.log_evidence > r.diagnostics["cs"]
+    assert r.log_evidence == pytest.approx(est.lower_bound_, abs=1e-3)

@@ -663,6 +663,31 @@ class LDSScoringModel(ScoringModelMixin):
         ecl = self.expected_complete_loglik(params_single, stats)
         return EStep(ll, stats, ecl, ll - ecl)
 
+    def vb_refine(self, X, estep, max_iter=1000, tol=1e-8):
+        """VBEM with the frozen hyperparameters, started by a VBM step from the
+        statistics of ``estep`` (the exact posterior at a point: the first bound is then
+        the CS score, Corollary 2.5).  Each recorded bound is the collapsed
+        ``H[q(x)] + log_complete_evidence(stats(q(x)))`` = F(q(x), VBM(q(x))); the VBE
+        step is the estimator's variational Kalman smoother."""
+        from scipy.special import digamma
+
+        run_filter = type(self.estimator)._run_filter
+        stats = estep.stats
+        bounds = [float(estep.entropy + self.log_complete_evidence(stats))]
+        for _ in range(int(max_iter)):
+            q = self.q_from_stats(stats)
+            qd = {"k": self.k, "M_AB": q.M_AB, "M_CD": q.M_CD, "Sigma_AB": q.Sigma_AB,
+                  "Sigma_CD": q.Sigma_CD, "rho": q.shape / q.rate,
+                  "log_rho": digamma(q.shape) - np.log(q.rate)}
+            r = run_filter(qd, X["Y"], X["Us"], X["Uo"], X["starts"], X["ends"], self.mu0,
+                           self.Sigma0, smooth=True)
+            stats = self.stats_from_moments(X, r["omega"], r["ups"], r["cross"], r["omega0"],
+                                            r["ups0"])
+            bounds.append(float(np.sum(r["entropy"]) + self.log_complete_evidence(stats)))
+            if abs(bounds[-1] - bounds[-2]) < tol:
+                break
+        return bounds
+
     def point_from_stats(self, stats, kind="map", basis="softmax"):
         """M step.  MAP (default): rows of [A B] and [C D] at their conjugate posterior
         means, rho at the mode of its Gamma factor in the basis ``ln rho`` (``"softmax"``,
