@@ -132,7 +132,15 @@ def test_param_space_validation():
     with pytest.raises(ValueError, match="constraint"):
         ParamBlock("x", (2,), "unit")
     with pytest.raises(ValueError, match="simplex"):
-        ParamBlock("x", (1,), "simplex")
+        ParamBlock("x", (), "simplex")
+    # a simplex of length 1 is the constant 1: no free coordinate, density and Jacobian 1
+    one = ParamBlock("x", (3, 1), "simplex")
+    assert one.constant and one.dim == 0 and one.size == 3
+    sp = ParamSpace([one, ParamBlock("w", (2,))])
+    val, ld = sp.from_unconstrained(np.array([[0.5, -1.0]]))
+    np.testing.assert_array_equal(val["x"], np.ones((1, 3, 1)))
+    assert ld[0] == 0.0 and sp.size == 2
+    np.testing.assert_array_equal(sp.to_unconstrained(val), [[0.5, -1.0]])
     with pytest.raises(ValueError, match="unique"):
         ParamSpace([ParamBlock("x", (1,)), ParamBlock("x", (2,))])
     with pytest.raises(ValueError, match="missing"):

@@ -48,10 +48,53 @@ def _chain_groups(C, n_jobs):
     return [g for g in np.array_split(np.arange(C), n_groups) if g.size]
 
 
-def _progress(verbose, label, k, K, t0, log_w):
-    if verbose and (k == K or k % max(1, K // 10) == 0):
-        print(f"[{label}] step {k}/{K}  elapsed {time.time() - t0:.1f}s  "
-              f"running estimate {log_mean_exp(log_w):.4f}", file=sys.stdout, flush=True)
+class Progress:
+    """Progress lines for long annealing runs.
+
+    ``verbose >= 1``: a line at most every ``interval`` seconds once a run has lasted that
+    long (short runs stay silent), plus a final line for runs that printed anything;
+    ``verbose >= 2``: additionally a line at every tenth of the schedule.  Each line
+    shows a text bar, the step, elapsed and estimated remaining time and the running
+    log-mean-exp of the partial log-weights (a lower-bound estimate of the partial
+    normaliser, not of the evidence).
+    """
+
+    def __init__(self, verbose, label, K, interval=2.0, stream=None, clock=time.monotonic):
+        self.verbose = int(verbose or 0)
+        self.label, self.K, self.interval = label, int(K), float(interval)
+        self.stream = stream if stream is not None else sys.stdout
+        self.clock = clock
+        self.t0 = clock()
+        self.last = self.t0
+        self.printed = 0
+        self._tenth = max(1, self.K // 10)
+
+    def line(self, k, log_w):
+        el = self.clock() - self.t0
+        frac = k / self.K if self.K else 1.0
+        left = el * (1.0 - frac) / frac if frac > 0 else float("nan")
+        bar = "#" * int(round(20 * frac))
+        est = log_mean_exp(log_w) if np.size(log_w) else float("nan")
+        return (f"[{self.label}] |{bar:<20}| {k}/{self.K} ({100 * frac:3.0f}%)  "
+                f"elapsed {el:.1f}s  left ~{left:.1f}s  running estimate {est:.4f}")
+
+    def __call__(self, k, log_w):
+        if self.verbose <= 0:
+            return
+        now = self.clock()
+        due = (now - self.last >= self.interval and now - self.t0 >= self.interval)
+        if self.verbose >= 2 and (k == self.K or k % self._tenth == 0):
+            due = True
+        if k == self.K and self.printed:
+            due = True
+        if due:
+            print(self.line(k, log_w), file=self.stream, flush=True)
+            self.last = now
+            self.printed += 1
+
+
+def _progress_for(verbose, label, K):
+    return verbose if isinstance(verbose, Progress) else Progress(verbose, label, K)
 
 
 def _forward_group(model, X, betas, kernel, n_steps, seeds, start, q, verbose, label):
@@ -62,7 +105,7 @@ def _forward_group(model, X, betas, kernel, n_steps, seeds, start, q, verbose, l
     log_w = np.zeros(state.C)
     accept = np.full(K - 1, np.nan) if K > 1 else np.zeros(0)
     log_ratio = np.zeros((K, state.C))
-    t0 = time.time()
+    progress = _progress_for(verbose, label, K)
     f_prev = target.log_f(state, betas[0])
     for k in range(1, K + 1):
         f_cur = target.log_f(state, betas[k])
@@ -76,7 +119,7 @@ def _forward_group(model, X, betas, kernel, n_steps, seeds, start, q, verbose, l
                 accs.append(a)
             accept[k - 1] = np.mean(accs)
             f_prev = target.log_f(state, betas[k])
-        _progress(verbose, label, k, K, t0, log_w)
+        progress(k, log_w)
     return log_w, accept, state.params, log_ratio
 
 
@@ -88,7 +131,7 @@ def _reverse_group(model, X, betas, kernel, n_steps, seeds, start, q, exact, ver
     adj = kernel.adjoint()
     log_u = np.zeros(state.C)
     accept = np.full(K - 1, np.nan) if K > 1 else np.zeros(0)
-    t0 = time.time()
+    progress = _progress_for(verbose, label, K)
     for k in range(K, 0, -1):
         log_u += target.log_f(state, betas[k - 1]) - target.log_f(state, betas[k])
         if k > 1:
@@ -97,7 +140,7 @@ def _reverse_group(model, X, betas, kernel, n_steps, seeds, start, q, exact, ver
                 state, a = adj.transition(state, target, betas[k - 1], rngs)
                 accs.append(a)
             accept[k - 2] = np.mean(accs)
-        _progress(verbose, label, K - k + 1, K, t0, -log_u)
+        progress(K - k + 1, -log_u)
     return log_u, accept
 
 
@@ -115,7 +158,7 @@ def run_ais(model, X, betas, kernel, n_chains, n_steps=1, random_state=None, n_j
     seeds = _seeds(random_state, n_chains)
     groups = _chain_groups(n_chains, n_jobs)
     jobs = [delayed(_forward_group)(model, X, betas, kernel, int(n_steps), [seeds[i] for i in g],
-                                    start, q, verbose and gi == 0, "ais") for gi, g in enumerate(groups)]
+                                    start, q, verbose if gi == 0 else 0, "ais") for gi, g in enumerate(groups)]
     res = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(jobs)
     sizes = np.array([g.size for g in groups], dtype=float)
     acc = np.average(np.stack([r[1] for r in res]), axis=0, weights=sizes) if len(betas) > 2 else np.zeros(0)
@@ -124,6 +167,40 @@ def run_ais(model, X, betas, kernel, n_chains, n_steps=1, random_state=None, n_j
         "acceptance": acc,
         "final_params": concat_params([r[2] for r in res]),
         "log_ratios": np.concatenate([r[3] for r in res], axis=1),
+    }
+
+
+def run_ais_compiled(model, X, betas, n_chains, random_state=None, n_jobs=None, strength=None,
+                     floor="prior", verbose=0):
+    """Forward AIS through the model's compiled kernel (``model.run_ais_compiled``),
+    chains split over ``n_jobs`` threads (the kernels release the GIL).  Same return
+    keys as :func:`run_ais` (``log_ratios`` is the (K, 1) mean increment)."""
+    seeds = _seeds(random_state, n_chains)
+    groups = _chain_groups(n_chains, n_jobs)
+    K = len(betas) - 1
+    progress = _progress_for(verbose, "ais", K)
+
+    def one(gi, g):
+        cb = (lambda k, K_, lw: progress(k, lw)) if gi == 0 else None
+        return model.run_ais_compiled(X, betas, [seeds[i] for i in g], strength=strength,
+                                      floor=floor, progress=cb)
+
+    if len(groups) > 1:
+        res = Parallel(n_jobs=len(groups), prefer="threads")(
+            delayed(one)(gi, g) for gi, g in enumerate(groups))
+    else:
+        res = [one(0, groups[0])]
+    sizes = np.array([g.size for g in groups], dtype=float)
+    acc = np.average(np.stack([r["acceptance"] for r in res]), axis=0, weights=sizes)
+    lr = np.average(np.stack([r["log_ratios"] for r in res]), axis=0, weights=sizes)
+    return {
+        "log_weights": np.concatenate([r["log_weights"] for r in res]),
+        # acceptance[k-1] belongs to the move targeting betas[k-1]; drop the move at
+        # beta = 0 so that entries align with run_ais (moves at betas[1..K-1])
+        "acceptance": acc[1:],
+        "acceptance_full": acc,
+        "final_params": concat_params([r["final_params"] for r in res]),
+        "log_ratios": lr[:, None],
     }
 
 
@@ -138,7 +215,7 @@ def run_reverse_ais(model, X, betas, kernel, exact_samples, n_chains, n_steps=1,
     seeds = _seeds(random_state, n_chains)
     groups = _chain_groups(n_chains, n_jobs)
     jobs = [delayed(_reverse_group)(model, X, betas, kernel, int(n_steps), [seeds[i] for i in g],
-                                    start, q, take(exact_samples, idx[g]), verbose and gi == 0,
+                                    start, q, take(exact_samples, idx[g]), verbose if gi == 0 else 0,
                                     "rais") for gi, g in enumerate(groups)]
     res = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(jobs)
     sizes = np.array([g.size for g in groups], dtype=float)
@@ -162,7 +239,8 @@ _AIS_OPTIONS = {
     "n_steps": 1,
     "kernel": "auto",
     "rw_scale": 1.0,
-    "dirichlet_strength": (5.0, 2.0),
+    "dirichlet_strength": None,
+    "dirichlet_floor": "prior",
     "start": "prior",
     "posterior": None,
 }
@@ -175,7 +253,7 @@ class _AISBase(Scorer):
         data = prepare_data(model, X, fit_params)
         betas = make_schedule(opts["schedule"], opts["n_temperatures"], opts["delta"],
                               opts["e_tau"], opts["beta_min"])
-        kernel = make_kernel(opts["kernel"], model, opts["rw_scale"], opts["dirichlet_strength"])
+        kernel = self._kernel(model, opts)
         q = None
         if opts["start"] == "q":
             q = opts["posterior"] or getattr(estimator, "variational_posterior_", None)
@@ -190,9 +268,32 @@ class _AISBase(Scorer):
             raise ValueError(f"n_chains must be >= 1, got {n_chains}.")
         return model, data, betas, kernel, q
 
+    def _kernel(self, model, opts):
+        kind = opts["kernel"]
+        compiled_ok = (has(model, "run_ais_compiled") and opts["start"] == "prior"
+                       and int(opts["n_steps"]) == 1)
+        if isinstance(kind, str) and kind == "compiled":
+            if self.name != "ais":
+                raise ValueError(f"kernel='compiled' is forward-only; {self.name} needs a "
+                                 "Python kernel ('auto', 'dirichlet', 'rw' or an object).")
+            if not compiled_ok:
+                raise ValueError("kernel='compiled' needs a model with run_ais_compiled, "
+                                 "start='prior' and n_steps=1.")
+            return "compiled"
+        if isinstance(kind, str) and kind == "auto" and compiled_ok and self.name == "ais":
+            return "compiled"
+        strength = opts["dirichlet_strength"]
+        return make_kernel(kind, model, opts["rw_scale"],
+                           (5.0, 2.0) if strength is None else strength, opts["dirichlet_floor"])
+
     def _forward(self, estimator, model, data, betas, kernel, q, opts, random_state):
-        r = run_ais(model, data, betas, kernel, int(opts["n_chains"]), opts["n_steps"],
-                    random_state, opts["n_jobs"], opts["start"], q, opts["verbose"])
+        if isinstance(kernel, str) and kernel == "compiled":
+            r = run_ais_compiled(model, data, betas, int(opts["n_chains"]), random_state,
+                                 opts["n_jobs"], opts["dirichlet_strength"], opts["dirichlet_floor"],
+                                 opts["verbose"])
+        else:
+            r = run_ais(model, data, betas, kernel, int(opts["n_chains"]), opts["n_steps"],
+                        random_state, opts["n_jobs"], opts["start"], q, opts["verbose"])
         lw = r["log_weights"]
         est = log_mean_exp(lw)
         se, reliable = delta_method_stderr(lw)
@@ -215,11 +316,21 @@ class AISScore(_AISBase):
 
     Options: ``n_temperatures`` (K), ``n_chains`` (C), ``schedule`` ("sigmoid" with
     ``delta``, "beal" with ``e_tau``, "linear", "geometric" with ``beta_min``, or an
-    array), ``n_steps`` kernel steps per temperature, ``kernel`` ("auto": Dirichlet MH on
-    simplex rows + random walk in the unconstrained basis elsewhere; "rw"; "exact"; or a
-    kernel object), ``rw_scale``, ``dirichlet_strength`` = (alpha0, kappa), ``start``
-    ("prior" or "q").  Chains are combined by log-mean-exp; ``stderr`` by the delta
-    method; ``diagnostics["vb_violation"]`` flags an estimate below the VB bound.
+    array), ``n_steps`` kernel steps per temperature, ``kernel`` ("auto": the model's
+    compiled kernel when it has one (``run_ais_compiled``, e.g. VBDiscreteDAG: Beal's
+    joint Dirichlet proposal of every CPT row, one move per temperature), otherwise
+    Dirichlet MH on simplex rows + random walk in the unconstrained basis elsewhere;
+    "compiled"; "dirichlet"; "rw"; "exact"; or a kernel object), ``rw_scale``,
+    ``dirichlet_strength`` = (alpha0, kappa) for the strength alpha0 + kappa n beta
+    (None: (5, 2) for the row-wise kernel, the model's default for the compiled one),
+    ``dirichlet_floor`` (per-entry floor of the Dirichlet proposal, "prior" = prior
+    concentrations capped at 1; 0 = Beal's Dir(alpha theta), which freezes entries near 0
+    under sparse priors), ``start`` ("prior" or "q").  Chains are combined by
+    log-mean-exp; ``stderr`` by the delta method, flagged
+    ``diagnostics["stderr_reliable"] = False`` when the effective sample size is below 10
+    (then the weights are dominated by one or two chains and the stderr says nothing:
+    lengthen the schedule); ``diagnostics["vb_violation"]`` flags an estimate below the VB
+    bound.  ``verbose=1`` prints progress lines for runs longer than a few seconds.
     """
 
     name = "ais"

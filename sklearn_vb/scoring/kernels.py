@@ -26,6 +26,7 @@ __all__ = [
     "BlockRandomWalkMH",
     "DirichletMH",
     "CompositeKernel",
+    "IdentityKernel",
     "ExactTemperedKernel",
     "IndependenceMH",
     "VariationalMixtureKernel",
@@ -170,7 +171,8 @@ class BlockRandomWalkMH(_KernelBase):
                  fixed_steps=None, order=None):
         self.model = model
         space = model.param_space
-        self.blocks = list(blocks) if blocks is not None else space.names
+        self.blocks = [b for b in (list(blocks) if blocks is not None else space.names)
+                       if space[b].dim > 0]
         self.scale = float(scale)
         self.prior_precision = prior_precision
         curv = {}
@@ -228,18 +230,32 @@ class BlockRandomWalkMH(_KernelBase):
 
 
 class DirichletMH(_KernelBase):
-    """Independent-row Dirichlet proposals ``theta' ~ Dir(alpha theta)`` for simplex blocks.
+    """Independent-row Dirichlet proposals ``theta' ~ Dir(alpha theta + gamma)`` for
+    simplex blocks.
 
     Strength ``alpha(beta) = alpha0 + kappa n beta h_b`` (Beal: optimal strength grows like
     n tau), with ``h_b`` as in :class:`BlockRandomWalkMH`.  Acceptance
-    ``min{1, f(theta') Dir(theta | alpha theta') / (f(theta) Dir(theta' | alpha theta))}``.
+    ``min{1, f(theta') Dir(theta | alpha theta' + gamma) / (f(theta) Dir(theta' | alpha theta + gamma))}``.
     One row is updated at a time.  Gamma variates are drawn in log space.
+
+    ``floor`` (``gamma``, per entry) keeps the kernel irreducible.  With Beal's
+    ``Dir(alpha theta)`` (``floor=0``) an entry near 0 proposes values that are smaller
+    still (a Gamma variate of shape ``alpha theta_k`` is of order ``exp(-1/(alpha theta_k))``),
+    so under a sparse prior (concentrations below 1, where prior draws have entries of
+    1e-30 and smaller) such entries never come back: chains freeze in a region the data
+    rule out and AIS under-estimates by hundreds of nats however long the schedule.
+    ``floor="prior"`` (default) uses the block's prior concentrations (``model.prior_alpha``)
+    capped at 1, or 1/K when the model exposes none: the proposal for a vanishing entry is
+    then spread over log-scales like the prior itself.  Rows of length 1 are constants and
+    are skipped.
     """
 
-    def __init__(self, model, blocks=None, alpha0=5.0, kappa=2.0, curvature=None, order=None):
+    def __init__(self, model, blocks=None, alpha0=5.0, kappa=2.0, curvature=None, order=None,
+                 floor="prior"):
         self.model = model
         space = model.param_space
-        simplex = [b.name for b in space.blocks if b.constraint == "simplex"]
+        simplex = [b.name for b in space.blocks
+                   if b.constraint == "simplex" and not space[b.name].constant]
         self.blocks = list(blocks) if blocks is not None else simplex
         for b in self.blocks:
             if space[b].constraint != "simplex":
@@ -251,11 +267,28 @@ class DirichletMH(_KernelBase):
         if curvature is not None:
             curv.update(curvature)
         self.curvature = {b: curv.get(b, 1.0 / space[b].n_rows) for b in self.blocks}
+        self.floor = {b: self._floor(b, floor) for b in self.blocks}
         rows = []
         for b in self.blocks:
             for r in np.ndindex(*space[b].shape[:-1]):
                 rows.append((b, r))
         self.order = rows if order is None else list(order)
+
+    def _floor(self, b, floor):
+        shape = self.model.param_space[b].shape
+        if isinstance(floor, str):
+            if floor != "prior":
+                raise ValueError(f"floor must be 'prior', a number or a dict, got {floor!r}.")
+            prior = getattr(self.model, "prior_alpha", {}).get(b)
+            if prior is None:
+                return np.full(shape, 1.0 / shape[-1])
+            return np.minimum(np.broadcast_to(np.asarray(prior, dtype=float), shape), 1.0)
+        if isinstance(floor, dict):
+            floor = floor[b]
+        out = np.broadcast_to(np.asarray(floor, dtype=float), shape).copy()
+        if np.any(out < 0) or not np.all(np.isfinite(out)):
+            raise ValueError("floor must be finite and non-negative.")
+        return out
 
     def adjoint(self):
         k = DirichletMH.__new__(DirichletMH)
@@ -271,7 +304,9 @@ class DirichletMH(_KernelBase):
         # change before the row's own update, so all Dirichlet proposals and acceptance
         # uniforms of the sweep are drawn up front: a few generator calls per chain.
         rows = [state.params[b][(slice(None),) + r] for b, r in self.order]
-        alphas = [self.strength(b, beta, target.n) * row for (b, _), row in zip(self.order, rows)]
+        strengths = [self.strength(b, beta, target.n) for b, _ in self.order]
+        floors = [self.floor[b][r] for b, r in self.order]
+        alphas = [a * row + g for a, row, g in zip(strengths, rows, floors)]
         shapes = np.concatenate(alphas, axis=1)  # (C, total entries)
         lg = _log_gamma_per_chain(rngs, shapes)
         logu = np.log(np.stack([1.0 - g.random(len(self.order)) for g in rngs]))
@@ -287,7 +322,7 @@ class DirichletMH(_KernelBase):
             prop_row = np.exp(g)
             prop_row = np.maximum(prop_row / prop_row.sum(axis=1, keepdims=True), np.finfo(float).tiny)
             prop_row /= prop_row.sum(axis=1, keepdims=True)
-            a = a_row.sum(axis=1, keepdims=True) / row.sum(axis=1, keepdims=True)  # strength
+            a, g0 = strengths[i], floors[i]
             new_b = state.params[b].copy()
             new_b[(slice(None),) + r] = prop_row
             params = dict(state.params)
@@ -295,12 +330,22 @@ class DirichletMH(_KernelBase):
             new = target.state(params)
             with np.errstate(invalid="ignore", divide="ignore"):
                 lr = (target.log_f(new, beta) - target.log_f(state, beta)
-                      + dirichlet_log_pdf(row, a * prop_row) - dirichlet_log_pdf(prop_row, a_row))
+                      + dirichlet_log_pdf(row, a * prop_row + g0) - dirichlet_log_pdf(prop_row, a_row))
             lr = np.where(np.isnan(lr), -np.inf, lr)
             acc_c = logu[:, i] < lr
             state = target.merge(state, new, acc_c)
             acc.append(acc_c.mean())
         return state, float(np.mean(acc))
+
+
+class IdentityKernel(_KernelBase):
+    """Leaves the state unchanged (a model without free parameters)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def transition(self, state, target, beta, rngs):
+        return state, 1.0
 
 
 class CompositeKernel(_KernelBase):
@@ -388,14 +433,14 @@ class VariationalMixtureKernel(_KernelBase):
         return target.merge(s2, s1, use_q), float(np.where(use_q, a1, a2).mean())
 
 
-def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0)):
+def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0), dirichlet_floor="prior"):
     """``"auto"``: DirichletMH for simplex blocks and random walk for the rest;
     ``"rw"``: random walk for every block; ``"dirichlet"``; ``"exact"``; or a kernel."""
     if not isinstance(kind, str):
         return kind
     space = model.param_space
-    simplex = [b.name for b in space.blocks if b.constraint == "simplex"]
-    other = [b.name for b in space.blocks if b.constraint != "simplex"]
+    simplex = [b.name for b in space.blocks if b.constraint == "simplex" and b.dim > 0]
+    other = [b.name for b in space.blocks if b.constraint != "simplex" and b.dim > 0]
     a0, kap = dirichlet_strength
     if kind == "rw":
         return BlockRandomWalkMH(model, scale=rw_scale)
@@ -404,10 +449,12 @@ def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0)):
     if kind in ("auto", "dirichlet"):
         ks = []
         if simplex:
-            ks.append(DirichletMH(model, simplex, alpha0=a0, kappa=kap))
+            ks.append(DirichletMH(model, simplex, alpha0=a0, kappa=kap, floor=dirichlet_floor))
         if other:
             if kind == "dirichlet":
                 raise ValueError("kernel='dirichlet' needs every block to be a simplex.")
             ks.append(BlockRandomWalkMH(model, other, scale=rw_scale))
+        if not ks:  # every block is a constant: nothing to move
+            return IdentityKernel(model)
         return ks[0] if len(ks) == 1 else CompositeKernel(ks)
     raise ValueError(f"kernel must be 'auto', 'rw', 'dirichlet', 'exact' or a kernel, got {kind!r}.")

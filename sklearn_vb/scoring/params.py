@@ -7,13 +7,15 @@ The unconstrained map ``phi -> theta`` per constraint:
 
 * ``"real"``: identity, ``ln|det| = 0``;
 * ``"positive"``: ``theta = exp(phi)``, ``ln|det| = sum phi``;
-* ``"simplex"`` (last axis, length ``K``): additive log-ratio with the last coordinate as
+* ``"simplex"`` (last axis, length ``K >= 1``): additive log-ratio with the last coordinate as
   reference, ``theta_k = exp(phi_k) / (1 + sum_{j<K} exp(phi_j))``,
   ``theta_K = 1 / (1 + sum_j exp(phi_j))``, ``phi in R^{K-1}``, and
   ``ln|det d theta_{1:K-1} / d phi| = sum_{k=1}^{K} ln theta_k``.
 
 The ``K``-logit softmax is deliberately not used: its redundant coordinate makes the
-Jacobian singular and Metropolis moves in it non-reversible.  Densities of simplex
+Jacobian singular and Metropolis moves in it non-reversible.  A simplex of length 1 (for
+example the initial distribution of a one-state HMM) is the constant 1: zero free
+coordinates, log-density 0 and log-Jacobian 0, so it contributes nothing to any score.  Densities of simplex
 blocks are always with respect to Lebesgue measure on the first ``K-1`` coordinates.
 """
 
@@ -55,10 +57,16 @@ class ParamBlock:
             )
         if any(s < 1 for s in self.shape):
             raise ValueError(f"shape of block {self.name!r} must be positive, got {self.shape}.")
-        if self.constraint == "simplex" and (len(self.shape) == 0 or self.shape[-1] < 2):
+        if self.constraint == "simplex" and len(self.shape) == 0:
             raise ValueError(
-                f"simplex block {self.name!r} needs a last axis of length >= 2, got {self.shape}."
+                f"simplex block {self.name!r} needs a last (simplex) axis, got shape {self.shape}."
             )
+
+    @property
+    def constant(self):
+        """True for a simplex of length 1: the value is fixed at 1 (no free coordinate,
+        zero-dimensional; its density is taken as 1 and its Jacobian as 1)."""
+        return self.constraint == "simplex" and self.shape[-1] == 1
 
     @property
     def n_rows(self):

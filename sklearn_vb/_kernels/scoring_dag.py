@@ -1,0 +1,193 @@
+"""Numba kernels for theta-only AIS on discrete DAGs (Beal's Algorithm 6.1).
+
+Layout as in :mod:`sklearn_vb._kernels.dag`: all CPTs in one flat vector ``theta`` (P,),
+CPT row ``i`` is ``theta[row_ptr[i]:row_ptr[i+1]]``; the data are compressed patterns,
+pattern ``u`` (weight ``w_u``) owning the configuration rows
+``row_start[u] .. row_start[u+1]-1`` of ``idx`` (one per joint setting of its unobserved
+nodes), so ``p(y_u | theta) = sum_r prod_j theta[idx[r, j]]``.
+
+One AIS chain (spec dag.md §8.5): theta ~ prior; for k = 1..K one Metropolis–Hastings
+step targeting ``f_{k-1} = p(theta) p(y|theta)^{b_{k-1}}``, then
+``log_w += (b_k - b_{k-1}) ln p(y | theta)``.  The proposal (dag.md §8.4) moves every CPT
+row at once, ``theta'_row ~ Dir(a theta_row + g_row)``, with one joint accept/reject; the
+strength ``a(b) = alpha0 + kappa n b`` (``kappa = 0``: Beal's fixed strength) and the
+per-entry floor ``g >= 0`` (``g = 0``: Beal's proposal).  Rows of length 1 are constants.
+
+Random numbers come from numba's generator, seeded once per chain from ``seeds[c]``, so a
+chain's result does not depend on which call or thread runs it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_prior_log_density"]
+
+
+@njit(cache=True, nogil=True)
+def dag_pattern_loglik(theta, idx, row_start, weights):
+    """``sum_u w_u ln sum_r prod_j theta[idx[r, j]]`` (probability space, with a log-space
+    fallback for a pattern whose terms all underflow)."""
+    n_patterns = row_start.shape[0] - 1
+    n_nodes = idx.shape[1]
+    total = 0.0
+    for u in range(n_patterns):
+        s = 0.0
+        for r in range(row_start[u], row_start[u + 1]):
+            p = 1.0
+            for j in range(n_nodes):
+                p *= theta[idx[r, j]]
+            s += p
+        if s > 0.0:
+            total += weights[u] * math.log(s)
+        else:
+            peak = -np.inf
+            for r in range(row_start[u], row_start[u + 1]):
+                ls = 0.0
+                for j in range(n_nodes):
+                    t = theta[idx[r, j]]
+                    ls += math.log(t) if t > 0.0 else -np.inf
+                if ls > peak:
+                    peak = ls
+            if peak == -np.inf:
+                return -np.inf
+            acc = 0.0
+            for r in range(row_start[u], row_start[u + 1]):
+                ls = 0.0
+                for j in range(n_nodes):
+                    t = theta[idx[r, j]]
+                    ls += math.log(t) if t > 0.0 else -np.inf
+                acc += math.exp(ls - peak)
+            total += weights[u] * (peak + math.log(acc))
+    return total
+
+
+@njit(cache=True, nogil=True)
+def dag_prior_log_density(theta, prior, row_ptr):
+    """``sum_rows ln Dir(theta_row | prior_row)`` (rows of length 1 contribute 0)."""
+    out = 0.0
+    for i in range(row_ptr.shape[0] - 1):
+        a = row_ptr[i]
+        b = row_ptr[i + 1]
+        if b - a < 2:
+            continue
+        a0 = 0.0
+        for k in range(a, b):
+            a0 += prior[k]
+            out += (prior[k] - 1.0) * math.log(theta[k]) - math.lgamma(prior[k])
+        out += math.lgamma(a0)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _log_gamma_variate(shape):
+    """ln G with G ~ Gamma(shape, 1), accurate for tiny shapes
+    (G = G' U^{1/shape}, G' ~ Gamma(shape + 1))."""
+    if shape >= 1.0:
+        return math.log(np.random.standard_gamma(shape))
+    g = np.random.standard_gamma(shape + 1.0)
+    u = 1.0 - np.random.random()
+    return math.log(g) + math.log(u) / shape
+
+
+@njit(cache=True, nogil=True)
+def _propose(theta, prop, row_ptr, strength, floor, scratch):
+    """Draw every row of ``prop`` from Dir(strength theta_row + floor_row); returns
+    ln q(prop | theta) - ln q(theta | prop) (the forward minus the reverse density)."""
+    tiny = 2.2250738585072014e-308
+    out = 0.0
+    for i in range(row_ptr.shape[0] - 1):
+        a = row_ptr[i]
+        b = row_ptr[i + 1]
+        if b - a < 2:
+            prop[a] = 1.0
+            continue
+        peak = -np.inf
+        for k in range(a, b):
+            lg = _log_gamma_variate(strength * theta[k] + floor[k])
+            scratch[k] = lg
+            if lg > peak:
+                peak = lg
+        s = 0.0
+        for k in range(a, b):
+            e = math.exp(scratch[k] - peak)
+            scratch[k] = e
+            s += e
+        s2 = 0.0
+        for k in range(a, b):
+            v = scratch[k] / s
+            if v < tiny:
+                v = tiny
+            prop[k] = v
+            s2 += v
+        for k in range(a, b):
+            prop[k] /= s2
+        # ln Dir(prop | a theta + g) - ln Dir(theta | a prop + g)
+        f0 = 0.0
+        r0 = 0.0
+        for k in range(a, b):
+            af = strength * theta[k] + floor[k]
+            ar = strength * prop[k] + floor[k]
+            f0 += af
+            r0 += ar
+            out += (af - 1.0) * math.log(prop[k]) - math.lgamma(af)
+            out -= (ar - 1.0) * math.log(theta[k]) - math.lgamma(ar)
+        out += math.lgamma(f0) - math.lgamma(r0)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def dag_ais_init(theta, prior, row_ptr, idx, row_start, weights, ll, lp):
+    """Cached ``ln p(X | theta_c)`` and ``ln p(theta_c)`` of every chain (rows of theta)."""
+    for c in range(theta.shape[0]):
+        ll[c] = dag_pattern_loglik(theta[c], idx, row_start, weights)
+        lp[c] = dag_prior_log_density(theta[c], prior, row_ptr)
+
+
+@njit(cache=True, nogil=True)
+def dag_ais_chains(theta, ll, lp, log_w, betas, k0, k1, prior, row_ptr, idx, row_start, weights,
+                   n_cases, alpha0, kappa, floor, seeds, accepted, log_ratio_sum):
+    """Advance every chain (rows of ``theta`` (C, P), with cached ``ll``/``lp`` and
+    running ``log_w``, all updated in place) through steps ``k = k0+1 .. k1``: a move
+    targeting ``betas[k-1]``, then ``log_w += (betas[k] - betas[k-1]) ll``.
+
+    Chain ``c`` is reseeded from ``seeds[c]`` at the start of the call, so a chain's path
+    depends only on its seeds and the segment boundaries, not on which call or thread runs
+    it.  ``accepted[k-1]`` (int, +=) counts the chains that accepted the move of step k and
+    ``log_ratio_sum[k-1]`` (+=) sums the weight increments.
+    """
+    C, P = theta.shape
+    prop = np.empty(P)
+    scratch = np.empty(P)
+    for c in range(C):
+        np.random.seed(seeds[c])
+        th = theta[c]
+        llc = ll[c]
+        lpc = lp[c]
+        lw = log_w[c]
+        for k in range(k0 + 1, k1 + 1):
+            b = betas[k - 1]
+            strength = alpha0 + kappa * n_cases * b
+            log_q_ratio = _propose(th, prop, row_ptr, strength, floor, scratch)
+            lp_new = dag_prior_log_density(prop, prior, row_ptr)
+            ll_new = dag_pattern_loglik(prop, idx, row_start, weights)
+            if ll_new > -np.inf:
+                if b > 0.0:
+                    log_a = lp_new - lpc + b * (ll_new - llc) - log_q_ratio
+                else:
+                    log_a = lp_new - lpc - log_q_ratio
+                if math.log(1.0 - np.random.random()) < log_a:
+                    for p in range(P):
+                        th[p] = prop[p]
+                    llc = ll_new
+                    lpc = lp_new
+                    accepted[k - 1] += 1
+            inc = (betas[k] - b) * llc
+            lw += inc
+            log_ratio_sum[k - 1] += inc
+        ll[c] = llc
+        lp[c] = lpc
+        log_w[c] = lw
