@@ -97,6 +97,27 @@ def test_registry_and_structure(with_inputs):
     assert m.n_cases(X) == 40
     with pytest.raises(ValueError, match="U"):
         m.prepare_data(Y, lengths=lengths)
+    ids = np.repeat([7, 3], lengths)
+    X2 = m.prepare_data(Y, U=U, sequence_ids=ids)
+    np.testing.assert_array_equal(X2["starts"], X["starts"])
+    np.testing.assert_array_equal(X2["Us"], X["Us"])
+
+
+def test_jacobian_of_the_unconstrained_basis(with_inputs):
+    """T-M5: ln|det d theta / d phi| of the LDS space against finite differences."""
+    est, *_ = with_inputs
+    space = LDSScoringModel(est).param_space
+    phi = np.random.default_rng(0).standard_normal(space.size)
+    _, ld = space.from_unconstrained(phi[None])
+    h = 1e-6
+    J = np.empty((space.size, space.size))
+    for i in range(space.size):
+        e = np.zeros(space.size)
+        e[i] = h
+        hi = space.flatten(space.from_unconstrained((phi + e)[None])[0])[0]
+        lo = space.flatten(space.from_unconstrained((phi - e)[None])[0])[0]
+        J[:, i] = (hi - lo) / (2 * h)
+    assert ld[0] == pytest.approx(np.linalg.slogdet(J)[1], abs=1e-6)
 
 
 def test_log_likelihood_equals_dense_gaussian(with_inputs):
