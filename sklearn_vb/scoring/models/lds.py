@@ -76,9 +76,6 @@ def _chol(M, name):
         raise ValueError(f"{name} must be positive definite.") from exc
 
 
-def _logdet_spd(M):
-    return 2.0 * float(np.sum(np.log(np.diag(_chol(M, "matrix")))))
-
 
 def _spd_solve_inv(M):
     L = _chol(M, "matrix")
