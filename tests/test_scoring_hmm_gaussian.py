@@ -553,3 +553,15 @@ def brute_force_evidence_one_state(model, X):
         b = b + beta * (y - m) ** 2 / (2 * (beta + 1))
         m, beta, a = (beta * m + y) / (beta + 1), beta + 1, a + 0.5
     return lp
+
+
+def test_effective_dimension_equals_count(full2d):
+    """Algorithm 6.2 through log_likelihood_per_case on 300 simulated frames: the
+    Gaussian HMM has no continuous degeneracy, so d_eff equals the naive count."""
+    th = full2d.variational_posterior().mean()
+    X, _ = full2d.simulate(th, np.random.default_rng(0), lengths=[150, 150])
+    for cov in ("full", "diag"):
+        model = GaussianHMMScoringModel(fit(X, [150, 150], 2, cov))
+        r = score(wrapped(model), X, "bic", lengths=[150, 150], dimension="effective",
+                  random_state=0)
+        assert r.diagnostics["d"] == model.n_parameters() == (13 if cov == "full" else 11)
