@@ -38,6 +38,14 @@ and the mode of the conjugate posterior of §4 given the expected statistics as 
 The MAP of rho is taken in the unconstrained basis ``phi = ln rho`` by default (the
 basis of the Laplace scorer: Gamma shape ``a + (T + k + do)/2``), or in rho itself with
 ``basis="natural"`` (shape ``a - 1 + (T + k + do)/2``).
+
+Sampling.  ARD makes the prior scales of the coordinates differ by orders of magnitude
+(extinct columns reach precisions ~1e4 and more), which a random walk with one step
+per block handles badly; pass ``kernel=model.annealing_kernel()`` to AIS for steps per
+coordinate (``c / sqrt(prior precision + beta * data precision)``, fixed from the fitted
+q before the run).  The posterior has ``2^k k!`` sign/permutation aliases, so
+importance sampling from q alone covers one of them; ``alias_posterior()`` is the
+equal-weight mixture of q over all of them.
 """
 
 from __future__ import annotations
