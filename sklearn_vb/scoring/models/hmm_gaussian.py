@@ -553,6 +553,30 @@ class GaussianHMMScoringModel(ScoringModelMixin):
         """(C, T) ln p(x_t | x_<t of its sequence, theta_c); rows sum to the likelihood."""
         return self._forward(params, X)[1]
 
+    # -- Algorithm 6.2, complete kind (CS-dagger) ----------------------------------------
+    def random_completion(self, X, rng):
+        """A uniformly random state for every frame, (T,)."""
+        return rng.integers(0, self.K, size=self.n_cases(X))
+
+    def log_complete_joint_per_case(self, params, Z, X):
+        """(C, T) ``ln p(s_t | s_{t-1}) + ln N(x_t | mu_{s_t}, Lambda_{s_t}^-1)`` along the
+        completion ``Z`` (the initial distribution at the first frame of a sequence)."""
+        mu = np.asarray(params["means"], dtype=float)
+        C = mu.shape[0]
+        L = self.layout.chol(params)[:, Z]  # (C, T, D, D)
+        r = X["X"][None] - mu[:, Z]
+        u = np.einsum("ctdj,ctd->ctj", L, r)
+        with np.errstate(divide="ignore"):
+            out = (np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+                   - 0.5 * self.D * LOG_2PI - 0.5 * np.sum(u * u, axis=-1))
+        if self.K > 1:
+            lp, la = self.layout.log_pi_A(params, C)
+            first = np.zeros(Z.size, dtype=bool)
+            first[X["starts"]] = True
+            prev = np.concatenate([[0], Z[:-1]])
+            out = out + np.where(first, lp[:, Z], la[:, prev, Z])
+        return out
+
     # -- E step, complete-data quantities ----------------------------------------------
     def _emission_stats(self, R, X):
         Xc = X["X"] - self.m0
