@@ -107,6 +107,45 @@ def optimize_dirichlet_scale(base, elog):
 
 
 # ---------------------------------------------------------------------------
+# forward-backward: scaled fast path, log-space fallback (spec section 5)
+# ---------------------------------------------------------------------------
+
+#: smallest per-step normaliser (in nats, relative to the shifts) that the scaled
+#: recursion is trusted with; below it the step came within ~1e-260 of underflow.
+_SCALED_LOG_FLOOR = -600.0
+
+
+def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends, want_posteriors):
+    """Forward-backward over all sequences from log-weights, robust to underflow.
+
+    Runs the scaled recursion (:func:`sklearn_vb._kernels.hmm.forward_backward`) and
+    checks every step's normaliser without its shifts: the shifts make the largest
+    weight of each factor one, so a step whose normaliser is below exp(-600) (or zero)
+    multiplied weights that are, or nearly are, below the smallest double.  That happens
+    with very weak Dirichlet priors (per-entry concentration below ~1e-3, where
+    exp E[ln theta] = exp(psi(w) - psi(w_0)) ~ exp(-1/w) underflows) when the data need
+    a transition or emission the posterior has (almost) no counts for.  The sequences
+    are then recomputed by the log-space recursion
+    (:func:`sklearn_vb._kernels.hmm.forward_backward_log`), which is exact at any scale.
+    Returns the kernel's outputs (log_norm, frame_log_norm, start_counts, trans_counts,
+    emis_counts).
+    """
+    emis, shift = _k.scale_rows(log_emis)
+    out = _k.forward_backward(
+        log_startprob, log_transmat, emis, shift, index, starts, ends, want_posteriors
+    )
+    step_shift = shift[index] + np.max(log_transmat)
+    step_shift[starts] = shift[index[starts]] + np.max(log_startprob)
+    with np.errstate(invalid="ignore"):
+        log_step = out[1] - step_shift
+    if np.all(np.isfinite(out[0])) and log_step.min() > _SCALED_LOG_FLOOR:
+        return out
+    return _k.forward_backward_log(
+        log_startprob, log_transmat, log_emis, index, starts, ends, want_posteriors
+    )
+
+
+# ---------------------------------------------------------------------------
 # the estimator
 # ---------------------------------------------------------------------------
 
@@ -582,15 +621,15 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             logdet = np.log(quad).sum(axis=1)
         return 0.5 * logdet - 0.5 * D * LOG_2PI, quad, self.means_posterior_.copy()
 
-    def _emission_table(self, data, emission_params, plugin=False):
-        """Scaled emission table, row shifts for the forward-backward kernel."""
+    def _emission_log_table(self, data, emission_params):
+        """Log emission weights (R, K): per symbol (categorical) or per frame (Gaussian)."""
         if self._categorical:
-            return _k.scale_rows(np.ascontiguousarray(emission_params.T))
+            return np.ascontiguousarray(emission_params.T)
         const, quad, mean = emission_params
         X = data["X"]
         if self.covariance_type == "full":
-            return _k.gaussian_full_log_emissions(X, mean, np.ascontiguousarray(quad), const)
-        return _k.gaussian_diag_log_emissions(X, mean, quad, const)
+            return _k.gaussian_full_log_weights(X, mean, np.ascontiguousarray(quad), const)
+        return _k.gaussian_diag_log_weights(X, mean, quad, const)
 
     def _expected_complete_loglik(self, stats, Lpi, LA, LE):
         """E_{q(s) q(theta)} ln p(s, X | theta) from the statistics of q(s)."""
@@ -653,9 +692,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     # ------------------------------------------------------------------ VBE
     def _vbe(self, data, want_posteriors=True):
         Lpi, LA, LE = self._expected_log_params()
-        emis, shift = self._emission_table(data, LE)
-        out = _k.forward_backward(
-            Lpi, LA, emis, shift, data["index"], data["starts"], data["ends"], want_posteriors
+        out = forward_backward(
+            Lpi, LA, self._emission_log_table(data, LE), data["index"], data["starts"], data["ends"],
+            want_posteriors,
         )
         return out, (Lpi, LA, LE)
 
@@ -764,11 +803,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         log_pi = np.log(self.startprob_)
         log_A = np.log(self.transmat_)
         if self._categorical:
-            emis, shift = _k.scale_rows(np.ascontiguousarray(np.log(self.emissionprob_).T))
+            table = np.ascontiguousarray(np.log(self.emissionprob_).T)
         else:
-            emis, shift = self._emission_table(data, self._plugin_gaussian())
-        return _k.forward_backward(
-            log_pi, log_A, emis, shift, data["index"], data["starts"], data["ends"], want_posteriors
+            table = self._emission_log_table(data, self._plugin_gaussian())
+        return forward_backward(
+            log_pi, log_A, table, data["index"], data["starts"], data["ends"], want_posteriors
         )
 
     def score_samples(self, X, lengths=None, sequence_ids=None, per="frame"):
@@ -801,9 +840,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             # per-frame marginals: map every frame to its own row of the emission table
             Lpi, LA, LC = self._expected_log_params()
             ll = np.ascontiguousarray(LC.T[data["symbols"]])
-            emis, shift = _k.scale_rows(ll)
-            out = _k.forward_backward(
-                Lpi, LA, emis, shift, np.arange(data["n_frames"], dtype=np.int64),
+            out = forward_backward(
+                Lpi, LA, ll, np.arange(data["n_frames"], dtype=np.int64),
                 data["starts"], data["ends"], True,
             )
             return out[4]
@@ -824,17 +862,13 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             if self._categorical:
                 table = np.log(self.emissionprob_).T
             else:
-                emis, shift = self._emission_table(data, self._plugin_gaussian())
-                with np.errstate(divide="ignore"):
-                    table = np.log(emis) + shift[:, None]
+                table = self._emission_log_table(data, self._plugin_gaussian())
         else:
             log_pi, log_A, LE = self._expected_log_params()
             if self._categorical:
                 table = LE.T
             else:
-                emis, shift = self._emission_table(data, LE)
-                with np.errstate(divide="ignore"):
-                    table = np.log(emis) + shift[:, None]
+                table = self._emission_log_table(data, LE)
         states, best = _k.viterbi(
             log_pi, log_A, np.ascontiguousarray(table), data["index"], data["starts"], data["ends"]
         )

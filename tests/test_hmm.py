@@ -13,7 +13,7 @@ from scipy.special import gammaln, logsumexp, multigammaln
 from sklearn_vb._distributions import log_multivariate_beta
 from sklearn_vb._kernels import hmm as kernels
 from sklearn_vb.datasets import make_hmm_sequences
-from sklearn_vb.hmm import VBHiddenMarkov, optimize_dirichlet_scale
+from sklearn_vb.hmm import VBHiddenMarkov, forward_backward, optimize_dirichlet_scale
 
 R6_EXACT = -9.759777231503435  # spec/scoring.md section 7.1, R6
 
@@ -158,6 +158,82 @@ def test_forward_backward_matches_enumeration(K, lengths):
         log_pi, log_A, emis, shift, np.arange(T, dtype=np.int64), starts, ends, False
     )[0]
     np.testing.assert_allclose(lnZ_f, lnZ, rtol=1e-14)
+
+
+@pytest.mark.parametrize("K,lengths", [(2, [5, 4, 1]), (3, [6, 2])])
+def test_log_space_forward_backward_matches_scaled_and_enumeration(K, lengths):
+    """Spec I4: the log-space recursion equals the scaled one where both work, and the
+    enumeration where the scaled one underflows."""
+    rng = np.random.default_rng(7 * K + len(lengths))
+    T = sum(lengths)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ends = np.cumsum(lengths).astype(np.int64)
+    index = np.arange(T, dtype=np.int64)
+    log_pi = np.log(rng.dirichlet(np.ones(K))) - 0.3
+    log_A = np.log(rng.dirichlet(np.ones(K), size=K)) - 0.5
+    log_b = rng.normal(scale=3.0, size=(T, K)) - 40.0
+    emis, shift = kernels.scale_rows(log_b)
+    scaled = kernels.forward_backward(log_pi, log_A, emis, shift, index, starts, ends, True)
+    logged = kernels.forward_backward_log(log_pi, log_A, log_b, index, starts, ends, True)
+    for a, b in zip(scaled, logged):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+    # weights of exp(-1500): far below the smallest double, as exp E[ln A] of a transition
+    # whose Dirichlet posterior count is ~1e-3; state 0 only ever goes to itself cheaply
+    log_A[0, 1:] = -1500.0
+    log_b[:, 0] = -2.0
+    log_b[:, 1:] = -1.0
+    long_seqs = np.asarray(lengths) > 1
+    log_b[starts[long_seqs] + 1, 0] = -2000.0  # ...but cannot emit the second frame
+    log_pi[:] = -1500.0
+    log_pi[0] = 0.0  # every path starts in state 0 and has to leave it at the second frame
+    out = forward_backward(log_pi, log_A, log_b, index, starts, ends, True)
+    lnZ_ref, gamma_ref, xi_ref, start_ref = enumerate_posteriors(log_pi, log_A, log_b, lengths)
+    np.testing.assert_allclose(out[0], lnZ_ref, rtol=1e-12)
+    np.testing.assert_allclose(out[4], gamma_ref, atol=1e-10)
+    np.testing.assert_allclose(out[3], xi_ref, atol=1e-10)
+    np.testing.assert_allclose(out[2], start_ref, atol=1e-10)
+    np.testing.assert_allclose(np.add.reduceat(out[1], starts), out[0], rtol=1e-12)
+    # the scaled recursion alone loses this (the fallback is what makes it exact)
+    emis, shift = kernels.scale_rows(log_b)
+    naive = kernels.forward_backward(log_pi, log_A, emis, shift, index, starts, ends, True)[0]
+    assert np.all(lnZ_ref[long_seqs] < -1400) and np.all(naive[long_seqs] == -np.inf)
+
+
+def weak_prior_model(post, **kwargs):
+    """A model whose q(theta) is exactly ``post`` (max_iter=1 only evaluates the start)."""
+    K, M = post["emissionprob"].shape
+    model = VBHiddenMarkov(
+        K, n_symbols=M, startprob_prior=0.05 / 60, transmat_prior=0.05 / 60,
+        emissionprob_prior=0.05 / 60, init_params="posterior", init_posterior=post, **kwargs,
+    )
+    return model
+
+
+def test_weak_priors_keep_the_bound_finite():
+    """Strength 0.05 over K=60 entries: w ~ 8e-4, exp E[ln theta] ~ exp(-1200) underflows.
+    The fit, the held-out bound and the state marginals stay finite and exact."""
+    w = 0.05 / 60
+    post = {
+        "startprob": np.array([3.0, w]),
+        "transmat": np.array([[20.0, w], [w, 20.0]]),  # never seen a 0 -> 1 switch
+        "emissionprob": np.array([[20.0, w, 1.0], [w, 20.0, 1.0]]),
+    }
+    X = np.array([0, 0, 2, 1, 1, 1, 0, 2]).reshape(-1, 1)
+    lengths = [5, 3]
+    with pytest.warns(Warning):  # max_iter=1: not converged
+        model = weak_prior_model(post, max_iter=1).fit(X, lengths=lengths)
+    Lpi, LA, LC = model._expected_log_params()
+    assert LA[0, 1] < -1000  # the regime where exp() underflows
+    lnZ_ref, gamma_ref, _, _ = enumerate_posteriors(Lpi, LA, LC.T[X[:, 0]], lengths)
+    assert model.score_bound(X, lengths=lengths) == pytest.approx(lnZ_ref.sum(), rel=1e-12)
+    np.testing.assert_allclose(model.predict_proba(X, lengths=lengths), gamma_ref, atol=1e-10)
+    terms = model.lower_bound_terms_
+    assert terms["log_normaliser"] == pytest.approx(lnZ_ref.sum(), rel=1e-12)
+    # a full fit from there climbs with finite bounds, also under "steps" checking
+    model = weak_prior_model(post, max_iter=50, tol=1e-8, bound_check="steps").fit(X, lengths=lengths)
+    assert np.all(np.isfinite(model.lower_bounds_))
+    assert np.all(np.diff(model.lower_bounds_) >= -1e-7)
+    assert model.lower_bound_ > model.lower_bounds_[0] + 1000
 
 
 def test_viterbi_matches_enumeration():

@@ -188,6 +188,111 @@ def forward_backward(log_startprob, log_transmat, emis, emis_shift, index, start
 
 
 @njit(cache=True, nogil=True)
+def _logsumexp(v):
+    m = -np.inf
+    for x in v:
+        if x > m:
+            m = x
+    if not np.isfinite(m):
+        return m
+    acc = 0.0
+    for x in v:
+        acc += np.exp(x - m)
+    return m + np.log(acc)
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, ends,
+                         want_posteriors):
+    """Forward-backward entirely in log space; same outputs as :func:`forward_backward`.
+
+    ``log_emis`` (R, K) holds the (unscaled) log emission weights.  Every product of
+    the scaled recursion becomes a sum of logs and every sum a log-sum-exp, so weights
+    far below the smallest double (exp E[ln theta] of very weak Dirichlet posteriors,
+    e.g. exp(-1200)) are handled exactly.  Costs one exp per (t, i, j) instead of a
+    multiplication; :func:`forward_backward` is the fast path.
+    """
+    K = log_startprob.shape[0]
+    T = index.shape[0]
+    n = starts.shape[0]
+    R = log_emis.shape[0]
+    log_norm = np.zeros(n)
+    frame_log_norm = np.empty(T)
+    start_counts = np.zeros(K)
+    trans_counts = np.zeros((K, K))
+    if want_posteriors:
+        emis_counts = np.zeros((R, K))
+        la = np.empty((T, K))
+    else:
+        emis_counts = np.zeros((0, K))
+        la = np.empty((2, K))
+    a = np.empty(K)
+    col = np.empty(K)
+    lb = np.empty(K)
+    lb_new = np.empty(K)
+    for s in range(n):
+        t0 = starts[s]
+        t1 = ends[s]
+        total = 0.0
+        prev = 0
+        for t in range(t0, t1):
+            r = index[t]
+            if t == t0:
+                for j in range(K):
+                    a[j] = log_startprob[j] + log_emis[r, j]
+            else:
+                for j in range(K):
+                    for i in range(K):
+                        col[i] = la[prev, i] + log_transmat[i, j]
+                    a[j] = _logsumexp(col) + log_emis[r, j]
+            lz = _logsumexp(a)
+            cur = t if want_posteriors else (t - t0) % 2
+            if np.isfinite(lz):
+                for j in range(K):
+                    la[cur, j] = a[j] - lz
+            else:
+                for j in range(K):
+                    la[cur, j] = -np.log(K)
+            frame_log_norm[t] = lz
+            total += lz
+            prev = cur
+        log_norm[s] = total
+        if not want_posteriors:
+            continue
+        for j in range(K):
+            lb[j] = 0.0
+        last = t1 - 1
+        r = index[last]
+        for j in range(K):
+            emis_counts[r, j] += np.exp(la[last, j])
+        for t in range(last - 1, t0 - 1, -1):
+            rn = index[t + 1]
+            lzn = frame_log_norm[t + 1]
+            for j in range(K):
+                col[j] = log_emis[rn, j] + lb[j] - lzn
+            for i in range(K):
+                for j in range(K):
+                    a[j] = log_transmat[i, j] + col[j]
+                lb_new[i] = _logsumexp(a)
+                for j in range(K):
+                    trans_counts[i, j] += np.exp(la[t, i] + a[j])
+            for i in range(K):
+                lb[i] = lb_new[i]
+                a[i] = la[t, i] + lb[i]
+            lg = _logsumexp(a)  # 0 up to round-off; renormalise as the scaled kernel does
+            r = index[t]
+            for i in range(K):
+                g = np.exp(a[i] - lg)
+                emis_counts[r, i] += g
+                if t == t0:
+                    start_counts[i] += g
+        if t1 - t0 == 1:
+            for j in range(K):
+                start_counts[j] += np.exp(la[t0, j])
+    return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts
+
+
+@njit(cache=True, nogil=True)
 def viterbi(log_startprob, log_transmat, log_emis, index, starts, ends):
     """Most probable state path of every sequence under log-weights.
 
@@ -259,20 +364,17 @@ def sample_states(startprob, transmat, uniforms, starts, ends):
 
 
 @njit(cache=True, nogil=True)
-def gaussian_full_log_emissions(X, means, prec_chol, const):
-    """Scaled emission weights for full-covariance Gaussian states.
+def gaussian_full_log_weights(X, means, prec_chol, const):
+    """Log emission weights of full-covariance Gaussian states, (T, K).
 
     log w[t, k] = const[k] - 0.5 * || prec_chol[k]^T (x_t - means[k]) ||^2, where
     prec_chol[k] is the lower Cholesky factor of the (expected) precision.
-    Returns the row-scaled weights (T, K) and the row shifts (T,).
     """
     T, D = X.shape
     K = means.shape[0]
     out = np.empty((T, K))
-    shift = np.empty(T)
     diff = np.empty(D)
     for t in range(T):
-        m = -np.inf
         for k in range(K):
             for d in range(D):
                 diff[d] = X[t, d] - means[k, d]
@@ -283,35 +385,33 @@ def gaussian_full_log_emissions(X, means, prec_chol, const):
                 for d in range(c, D):
                     v += prec_chol[k, d, c] * diff[d]
                 q += v * v
-            lw = const[k] - 0.5 * q
-            out[t, k] = lw
-            if lw > m:
-                m = lw
-        shift[t] = m
-        for k in range(K):
-            out[t, k] = np.exp(out[t, k] - m)
-    return out, shift
+            out[t, k] = const[k] - 0.5 * q
+    return out
 
 
 @njit(cache=True, nogil=True)
-def gaussian_diag_log_emissions(X, means, prec, const):
-    """As :func:`gaussian_full_log_emissions` for diagonal precisions ``prec`` (K, D)."""
+def gaussian_diag_log_weights(X, means, prec, const):
+    """As :func:`gaussian_full_log_weights` for diagonal precisions ``prec`` (K, D)."""
     T, D = X.shape
     K = means.shape[0]
     out = np.empty((T, K))
-    shift = np.empty(T)
     for t in range(T):
-        m = -np.inf
         for k in range(K):
             q = 0.0
             for d in range(D):
                 v = X[t, d] - means[k, d]
                 q += prec[k, d] * v * v
-            lw = const[k] - 0.5 * q
-            out[t, k] = lw
-            if lw > m:
-                m = lw
-        shift[t] = m
-        for k in range(K):
-            out[t, k] = np.exp(out[t, k] - m)
-    return out, shift
+            out[t, k] = const[k] - 0.5 * q
+    return out
+
+
+@njit(cache=True, nogil=True)
+def gaussian_full_log_emissions(X, means, prec_chol, const):
+    """Row-scaled weights (T, K) and row shifts (T,) of :func:`gaussian_full_log_weights`."""
+    return scale_rows(gaussian_full_log_weights(X, means, prec_chol, const))
+
+
+@njit(cache=True, nogil=True)
+def gaussian_diag_log_emissions(X, means, prec, const):
+    """Row-scaled weights (T, K) and row shifts (T,) of :func:`gaussian_diag_log_weights`."""
+    return scale_rows(gaussian_diag_log_weights(X, means, prec, const))
