@@ -16,7 +16,7 @@ from scipy import stats as st
 from scipy.special import logsumexp
 
 from sklearn_vb import VBHiddenMarkov
-from sklearn_vb.scoring import score
+from sklearn_vb.scoring import ScoringModel, VariationalPosterior, score
 from sklearn_vb.scoring._cs import cs_value
 from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
 from sklearn_vb.scoring.reference_models import FittedReference
@@ -240,6 +240,8 @@ def test_likelihood_equals_path_enumeration(which, request):
 
 
 def test_counts_aliases_and_validation(full2d, diag2d, tiny_diag):
+    assert isinstance(full2d, ScoringModel)
+    assert isinstance(full2d.variational_posterior(), VariationalPosterior)
     assert full2d.n_parameters() == 1 + 2 + 2 * (2 + 3)
     assert diag2d.n_parameters() == 2 + 6 + 3 * (2 + 2)
     assert tiny_diag.n_parameters() == 1 + 2 + 2 * 2
