@@ -229,6 +229,18 @@ def _by_quarter(acc):
     return [float(np.nanmean(p)) if p.size else float("nan") for p in np.array_split(acc, 4)]
 
 
+def _profile(acc, betas, n_bins=16):
+    """Mean acceptance in ``n_bins`` equal stretches of the schedule, with the inverse
+    temperatures at which each stretch starts and ends (the view of Beal's Fig. 6.12)."""
+    acc = np.asarray(acc, dtype=float)
+    if acc.size == 0:
+        return {"acceptance": [], "beta_start": [], "beta_end": []}
+    parts = np.array_split(np.arange(acc.size), min(n_bins, acc.size))
+    return {"acceptance": [float(np.nanmean(acc[p])) for p in parts],
+            "beta_start": [float(betas[p[0]]) for p in parts],
+            "beta_end": [float(betas[p[-1]]) for p in parts]}
+
+
 _AIS_OPTIONS = {
     "n_temperatures": 1000,
     "n_chains": 16,
@@ -302,6 +314,7 @@ class _AISBase(Scorer):
             "ess": effective_sample_size(lw),
             "stderr_reliable": reliable,
             "acceptance_by_quarter": _by_quarter(r["acceptance"]),
+            "acceptance_profile": _profile(r["acceptance"], betas[1:-1]),
             "n_temperatures": len(betas) - 1,
             "log_ratio_estimates": np.array([log_mean_exp(x) for x in r["log_ratios"]]),
         }
