@@ -10,6 +10,23 @@ feature when ``standardize=True`` (the default, as in the released code), the ra
 data otherwise.  Public fitted attributes are reported in the original units and
 ``lower_bound_`` includes the Jacobian of the standardisation, so it is a bound on
 ``ln p(X)`` of the data as given.
+
+Choices made here (see spec/mfa.md for the mathematics):
+
+* every update is an exact coordinate maximisation of F, including the
+  cross-covariance term of q(x|s) (spec §5.1) and the full joint solve for each row
+  of ``[Λ^s, μ^s]`` (§6.3); F is computed from its six named terms (§9) for whatever
+  state is stored, so ``bound_check="steps"`` locates any step that lowers it;
+* initial loadings are the probabilistic-PCA directions of each initial cluster
+  (plus a 1e-3 perturbation) rather than N(0, 1) draws: the search converges several
+  times faster, because ARD no longer has to rotate variance out of random columns;
+* hyperparameters re-estimated by default: Ψ, (μ*, ν*) and the ARD rate b*; the
+  ARD shape a* and the Dirichlet strength α* are optional (reasons in the
+  ``optimize_hyperparameters`` entry below);
+* births use the responsibility split (§11.4); a birth is accepted only if F after
+  its epoch exceeds F before it, otherwise the saved state is restored exactly; the
+  search stops after ``max_tries`` passes without an accepted birth (§11.6), then the
+  final structure is polished (``polish_iter``).
 """
 
 from __future__ import annotations
@@ -130,7 +147,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         How the parent's responsibilities are divided between the two children.
     agitation_tol : float, default=exp(-6)
         An epoch of the search also ends when no component's responsibilities
-        change by more than this fraction (eq. 4.72).
+        change by more than this fraction (eq. 4.72).  0 disables the rule, so that
+        epochs end on ``tol`` only: slower, but an epoch then cannot stop while F
+        still creeps up, which can otherwise let a marginal birth through.
     max_iter_epoch : int, default=200
         Search only: maximum VBEM iterations of one epoch.
     polish_iter : int, default=1000
