@@ -473,6 +473,39 @@ def test_recovers_number_of_states():
     assert bounds[3] > bounds[8]
 
 
+def near_symmetric_data():
+    transmat = np.array([[0.9, 0.1, 0.0], [0.0, 0.9, 0.1], [0.1, 0.0, 0.9]])
+    emission = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
+    X, _, lengths = make_hmm_sequences(np.ones(3) / 3, transmat, emission, [100] * 10, random_state=0)
+    return X, lengths
+
+
+def test_default_initialisation_breaks_symmetry():
+    """Symmetric symbols and states: a start near the symmetric saddle point (all states
+    alike) was declared converged there with a bound below that of K = 1."""
+    X, lengths = near_symmetric_data()
+    bounds = {
+        K: VBHiddenMarkov(n_components=K, n_init=3, random_state=0).fit(X, lengths=lengths).lower_bound_
+        for K in (1, 2, 3)
+    }
+    assert bounds[1] == pytest.approx(-1106.0, abs=0.1)
+    assert bounds[2] > bounds[1] + 50.0  # a real two-state fit (about -1016.8)
+    assert bounds[3] >= bounds[2]
+
+
+def test_convergence_is_not_declared_while_leaving_a_saddle():
+    """Per-frame random responsibilities start next to the saddle: the first bound
+    increments are below tol = 1e-3 but growing, so the run continues and escapes."""
+    X, lengths = near_symmetric_data()
+    model = VBHiddenMarkov(2, init_params="random", max_iter=300, random_state=0).fit(X, lengths=lengths)
+    increments = np.diff(model.lower_bounds_)
+    assert increments[0] < model.tol and increments[1] > increments[0]  # the saddle regime
+    assert model.converged_ and model.n_iter_ > 20
+    assert model.lower_bound_ > -1020.0
+    # convergence itself: the last increment is below tol and no longer growing
+    assert 0 <= increments[-1] < model.tol and increments[-1] <= increments[-2]
+
+
 def test_unused_state_posterior_equals_prior():
     X, _, lengths = three_state_data(n_seq=10)
     model = VBHiddenMarkov(8, max_iter=300, tol=1e-6, random_state=0).fit(X, lengths=lengths)
