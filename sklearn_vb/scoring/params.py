@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 __all__ = ["ParamBlock", "ParamSpace", "batch_size", "take", "concat_params", "where_params"]
 
@@ -109,7 +108,8 @@ class ParamBlock:
         K = self.shape[-1]
         p = phi.reshape((C,) + self.shape[:-1] + (K - 1,))
         full = np.concatenate([p, np.zeros(p.shape[:-1] + (1,))], axis=-1)
-        log_theta = full - logsumexp(full, axis=-1, keepdims=True)
+        m = np.max(full, axis=-1, keepdims=True)
+        log_theta = full - (m + np.log(np.sum(np.exp(full - m), axis=-1, keepdims=True)))
         theta = np.exp(log_theta)
         logdet = np.sum(log_theta.reshape(C, -1), axis=1)
         return theta, logdet
