@@ -608,3 +608,33 @@ def test_predict_rejects_unknown_symbols():
         model.fit(np.array([[0], [1], [2], [1]]))
     with pytest.raises(ValueError, match="alphabet"):
         model.predict(np.array([[3]]))
+
+
+def test_scoring_model_and_variational_posterior():
+    from sklearn.exceptions import NotFittedError
+
+    from sklearn_vb.scoring.models.hmm import HMMScoringModel
+    from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
+
+    with pytest.raises(NotFittedError):
+        VBHiddenMarkov(2).scoring_model()
+    assert not hasattr(VBHiddenMarkov(2), "variational_posterior_")
+    X, _, lengths = three_state_data(n_seq=3, length=40)
+    model = VBHiddenMarkov(3, max_iter=50, random_state=0).fit(X, lengths=lengths)
+    sm = model.scoring_model()
+    assert isinstance(sm, HMMScoringModel)
+    # the adapter's exact likelihood at the posterior mean is the estimator's plug-in score
+    data = sm.prepare_data(X, lengths=lengths)
+    theta_bar = {"pi": model.startprob_[None], "A": model.transmat_[None], "B": model.emissionprob_[None]}
+    assert float(sm.log_likelihood(theta_bar, data)[0]) == pytest.approx(
+        model.score_samples(X, lengths=lengths, per="sequence").sum(), rel=1e-10
+    )
+    q = model.variational_posterior_
+    mean = q.mean()
+    np.testing.assert_allclose(np.squeeze(mean["B"]), model.emissionprob_, rtol=1e-12)
+    np.testing.assert_allclose(np.squeeze(mean["A"]), model.transmat_, rtol=1e-12)
+    Xg = np.random.default_rng(0).normal(size=(30, 2))
+    gauss = VBHiddenMarkov(2, emission="gaussian", max_iter=20, random_state=0).fit(Xg)
+    assert isinstance(gauss.scoring_model(), GaussianHMMScoringModel)
+    assert gauss.scoring_model().n_parameters() == gauss._n_parameters()
+    assert gauss.variational_posterior_ is not None
