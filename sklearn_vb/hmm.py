@@ -20,6 +20,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+from scipy import sparse
 from scipy.special import digamma, gammaln, polygamma
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
@@ -146,6 +147,31 @@ def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
     return _k.forward_backward_log(
         log_startprob, log_transmat, log_emis, index, starts, ends, want_posteriors
     )
+
+
+def _precheck_symbols(X):
+    """Errors for categorical X worded as scikit-learn words them for feature arrays."""
+    if sparse.issparse(X):
+        raise TypeError(
+            "VBHiddenMarkov does not accept sparse input: X must be a dense 1-D array "
+            "(or one column) of integer symbols."
+        )
+    arr = np.asarray(X)
+    if arr.dtype.kind == "c":
+        raise ValueError("Complex data not supported: X must hold integer symbols.")
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
+            "required: X must be one column of integer symbols."
+        )
+    if arr.dtype.kind in "iuf" and arr.size:
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            raise ValueError("X contains NaN or infinity; symbols must be integers.")
+        if arr.min() < 0:
+            raise ValueError(
+                f"Negative values in data passed to X: symbol {arr.min()} is negative; "
+                "symbols must be integers >= 0."
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -352,6 +378,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
+        if self.emission == "categorical":
+            # X is one sequence of non-negative integer symbols: a 1-D array or a
+            # single column
+            tags.input_tags.categorical = True
+            tags.input_tags.positive_only = True
+            tags.input_tags.one_d_array = True
         return tags
 
     # ------------------------------------------------------------------ data
@@ -361,6 +393,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _validate_X(self, X, reset):
         if self._categorical:
+            _precheck_symbols(X)
             n_symbols = None if reset else self.n_symbols_
             if reset and self.n_symbols is not None:
                 n_symbols = self.n_symbols
