@@ -279,8 +279,9 @@ class DirichletMH(_KernelBase):
         if isinstance(floor, str):
             if floor != "prior":
                 raise ValueError(f"floor must be 'prior', a number or a dict, got {floor!r}.")
-            prior = getattr(self.model, "prior_alpha", {}).get(b)
-            if prior is None:
+            priors = getattr(self.model, "prior_alpha", None)
+            prior = priors.get(b) if isinstance(priors, dict) else None
+            if prior is None or np.size(prior) not in (1, int(np.prod(shape))):
                 return np.full(shape, 1.0 / shape[-1])
             return np.minimum(np.broadcast_to(np.asarray(prior, dtype=float), shape), 1.0)
         if isinstance(floor, dict):
