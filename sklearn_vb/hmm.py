@@ -247,7 +247,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         below 1e-3 nats for dozens of iterations) or stops there.  Random parameters
         ("random_params") break the symmetry decisively but commit every state to a
         random role, and with more states than the data support VB then prunes poorly
-        (e.g. 6-8 of 8 states kept on 3-state data, against 3-4).  The shrunk marginals
+        (5-8 of 8 states kept on 3-state data, where the other starts keep 3-5).  The shrunk marginals
         start near the symmetric point, where pruning works, but displaced by a fixed
         amount in a direction the data define.  Over 12 seeds on six data sets (sticky,
         weakly separated and cyclic chains) and K = 2, 3, 8, the median shortfall from
