@@ -107,6 +107,9 @@ def test_stderr_flagged_unreliable_when_weights_collapse():
     r = score(est, X, "ais", n_temperatures=20, n_chains=4, random_state=0)
     assert r.diagnostics["ess"] < 2
     assert r.diagnostics["stderr_reliable"] is False
+    # the delta-method value collapses to sqrt(1 - 1/C); the between-chain spread does not
+    assert r.stderr == pytest.approx(np.sqrt(1 - 1 / 4), abs=0.02)
+    assert r.diagnostics["stderr_between_chains"] > 5 * r.stderr
 
 
 # ------------------------------------------------------------------------------- progress

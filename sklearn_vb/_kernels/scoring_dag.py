@@ -83,6 +83,22 @@ def dag_prior_log_density(theta, prior, row_ptr):
 
 
 @njit(cache=True, nogil=True)
+def _prior_kernel(theta, prior, row_ptr):
+    """``sum (lambda_k - 1) ln theta_k`` over rows of length >= 2: the log prior density
+    up to its constant normaliser (entries with lambda_k = 1 cost nothing)."""
+    out = 0.0
+    for i in range(row_ptr.shape[0] - 1):
+        a = row_ptr[i]
+        b = row_ptr[i + 1]
+        if b - a < 2:
+            continue
+        for k in range(a, b):
+            if prior[k] != 1.0:
+                out += (prior[k] - 1.0) * math.log(theta[k])
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _log_gamma_variate(shape):
     """ln G with G ~ Gamma(shape, 1), accurate for tiny shapes
     (G = G' U^{1/shape}, G' ~ Gamma(shape + 1))."""
@@ -105,17 +121,28 @@ def _propose(theta, prop, row_ptr, strength, floor, scratch):
         if b - a < 2:
             prop[a] = 1.0
             continue
-        peak = -np.inf
+        small = False
         for k in range(a, b):
-            lg = _log_gamma_variate(strength * theta[k] + floor[k])
-            scratch[k] = lg
-            if lg > peak:
-                peak = lg
+            if strength * theta[k] + floor[k] < 1.0:
+                small = True
+                break
         s = 0.0
-        for k in range(a, b):
-            e = math.exp(scratch[k] - peak)
-            scratch[k] = e
-            s += e
+        if small:  # log-space Gamma variates (tiny shapes underflow otherwise)
+            peak = -np.inf
+            for k in range(a, b):
+                lg = _log_gamma_variate(strength * theta[k] + floor[k])
+                scratch[k] = lg
+                if lg > peak:
+                    peak = lg
+            for k in range(a, b):
+                e = math.exp(scratch[k] - peak)
+                scratch[k] = e
+                s += e
+        else:
+            for k in range(a, b):
+                e = np.random.standard_gamma(strength * theta[k] + floor[k])
+                scratch[k] = e
+                s += e
         s2 = 0.0
         for k in range(a, b):
             v = scratch[k] / s
@@ -141,10 +168,11 @@ def _propose(theta, prop, row_ptr, strength, floor, scratch):
 
 @njit(cache=True, nogil=True)
 def dag_ais_init(theta, prior, row_ptr, idx, row_start, weights, ll, lp):
-    """Cached ``ln p(X | theta_c)`` and ``ln p(theta_c)`` of every chain (rows of theta)."""
+    """Cached ``ln p(X | theta_c)`` and the unnormalised ``ln p(theta_c)`` (without its
+    constant, see ``_prior_kernel``) of every chain (rows of theta)."""
     for c in range(theta.shape[0]):
         ll[c] = dag_pattern_loglik(theta[c], idx, row_start, weights)
-        lp[c] = dag_prior_log_density(theta[c], prior, row_ptr)
+        lp[c] = _prior_kernel(theta[c], prior, row_ptr)
 
 
 @njit(cache=True, nogil=True)
@@ -172,7 +200,7 @@ def dag_ais_chains(theta, ll, lp, log_w, betas, k0, k1, prior, row_ptr, idx, row
             b = betas[k - 1]
             strength = alpha0 + kappa * n_cases * b
             log_q_ratio = _propose(th, prop, row_ptr, strength, floor, scratch)
-            lp_new = dag_prior_log_density(prop, prior, row_ptr)
+            lp_new = _prior_kernel(prop, prior, row_ptr)
             ll_new = dag_pattern_loglik(prop, idx, row_start, weights)
             if ll_new > -np.inf:
                 if b > 0.0:

@@ -313,6 +313,9 @@ class _AISBase(Scorer):
             "log_weights": lw,
             "ess": effective_sample_size(lw),
             "stderr_reliable": reliable,
+            # sd(ln w)/sqrt(C): a cruder error scale that does not collapse with the ESS
+            "stderr_between_chains": (float(np.std(lw, ddof=1) / np.sqrt(lw.size))
+                                      if lw.size > 1 and np.all(np.isfinite(lw)) else None),
             "acceptance_by_quarter": _by_quarter(r["acceptance"]),
             "acceptance_profile": _profile(r["acceptance"], betas[1:-1]),
             "n_temperatures": len(betas) - 1,
