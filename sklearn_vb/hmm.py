@@ -260,7 +260,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         counts), or for Gaussian emissions ``means`` (K, D), ``beta`` (K,), ``dof`` (K,)
         and ``scale`` ((K, D, D) or (K, D)).
     max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check
-        See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is in nats on the total
+        See :class:`sklearn_vb.base.VBEMEstimator`.  ``max_iter`` defaults to 1000, the
+        thesis's setting: VB-HMM runs typically need 100-300 iterations to reach
+        ``tol``.  ``tol`` is in nats on the total
         bound (not per frame: a long data set needs as many iterations to reach it as a
         short one needs for the same relative precision).  Convergence is declared when
         the bound changed by less than ``tol`` *and* its increments are not growing: a
@@ -338,7 +340,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         dof_prior=None,
         scale_prior=None,
         optimize_prior_strengths=False,
-        max_iter=100,
+        max_iter=1000,
         tol=1e-3,
         n_init=1,
         init_params="auto",
