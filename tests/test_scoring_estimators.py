@@ -133,3 +133,17 @@ def test_progress_lines_only_for_long_runs():
         t[0] = 0.01 * k  # 1 s: silent
         p(k, np.zeros(2))
     assert quiet.getvalue() == ""
+
+
+def test_bdmc_and_compiled_ais_report_progress(capsys):
+    from sklearn_vb.scoring.reference_models import BetaBernoulli
+
+    model = BetaBernoulli(1, 1)
+    X = [1, 0, 1, 1]
+    score(model, X, "bdmc", K_grid=(10, 20), gap_tol=-np.inf, n_chains=2, verbose=1, random_state=0)
+    out = capsys.readouterr().out
+    assert "[bdmc] K=10" in out and "[bdmc] K=20" in out
+    est = VBDiscreteDAG(n_components=2, cardinalities=3, random_state=0).fit(DAG_X)
+    score(est, DAG_X, "ais", n_temperatures=2048, n_chains=2, verbose=2, random_state=0)
+    out = capsys.readouterr().out
+    assert "[ais]" in out and "2048/2048 (100%)" in out
