@@ -95,7 +95,10 @@ class DAGScoringModel(_DirichletBlocks):
         return EStep(ll, stats, ll - entropy, entropy)
 
     # -- compiled AIS (Beal's Algorithm 6.1 with a joint Dirichlet proposal) ------------
-    #: default proposal strength alpha(beta) = alpha0 + kappa n beta of the joint kernel
+    #: default proposal strength alpha(beta) = alpha0 + kappa n beta of the joint kernel.
+    #: On Beal's true structure at n = 480 (K = 2048 and 16384, 5 runs) kappa = 3 gave
+    #: higher estimates than kappa = 6 or 12 and than Beal's fixed alpha = 3000, with
+    #: acceptance rising from ~0.2 to ~0.3 along the schedule.
     compiled_ais_strength = (10.0, 3.0)
 
     def _flat_prior(self):
