@@ -14,6 +14,8 @@ __all__ = [
     "check_finite_2d",
     "check_symbols",
     "check_sequences",
+    "check_lengths",
+    "check_sequence_ids",
     "sequence_bounds",
 ]
 
@@ -109,34 +111,58 @@ def check_sequences(n_samples, lengths=None, sequence_ids=None):
             )
         if n_samples == 0:
             raise ValueError("X is empty.")
-        change = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-        starts = np.concatenate([[0], change])
-        firsts = ids[starts]
-        if len(np.unique(firsts)) != len(firsts):
-            raise ValueError(
-                "sequence_ids must label contiguous blocks of rows: an id appears in two "
-                "separate blocks (sort X by sequence, keeping time order within each)."
-            )
-        return np.diff(np.concatenate([starts, [n_samples]])).astype(np.int64)
+        return check_sequence_ids(ids, "sequence_ids")[1]
     if lengths is None:
         if n_samples == 0:
             raise ValueError("X is empty.")
         return np.array([n_samples], dtype=np.int64)
-    lens = np.asarray(lengths)
-    if lens.ndim != 1 or lens.size == 0:
-        raise ValueError(f"lengths must be a non-empty 1-D array of ints; got shape {lens.shape}.")
-    if lens.dtype.kind not in "iu":
-        if lens.dtype.kind == "f" and np.all(lens == np.round(lens)):
-            lens = lens.astype(np.int64)
-        else:
-            raise ValueError(f"lengths must be integers; got dtype {lens.dtype}.")
-    if np.any(lens <= 0):
-        raise ValueError("lengths must be positive: empty sequences are not allowed.")
+    lens = check_lengths(lengths, "lengths")
     if int(lens.sum()) != n_samples:
         raise ValueError(
             f"lengths sum to {int(lens.sum())} but X has {n_samples} rows."
         )
+    return lens
+
+
+def check_lengths(lengths, name="lengths"):
+    """Return hmmlearn-style sequence lengths as a non-empty 1-D int64 array of
+    positive values (floats with integral values are accepted)."""
+    lens = np.asarray(lengths)
+    if lens.ndim != 1 or lens.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of ints; got shape {lens.shape}.")
+    if lens.dtype.kind not in "iu":
+        if lens.dtype.kind == "f" and np.all(lens == np.round(lens)):
+            lens = lens.astype(np.int64)
+        else:
+            raise ValueError(f"{name} must be integers; got dtype {lens.dtype}.")
+    if np.any(lens <= 0):
+        raise ValueError(f"{name} must be positive: empty sequences are not allowed.")
     return lens.astype(np.int64)
+
+
+def check_sequence_ids(ids, name="sequence_ids"):
+    """Check that row-aligned sequence ids label contiguous blocks of rows.
+
+    Returns ``(ids, lengths)``: the ids as a 1-D array and the int64 length of every
+    block, in row order.  An id that appears in two separate blocks is an error (the
+    rows of one sequence must be consecutive, in time order).
+    """
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError(
+            f"{name} must be a non-empty 1-D array with one id per row; got shape {ids.shape}."
+        )
+    change = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    firsts = ids[starts]
+    _, first_block = np.unique(firsts, return_index=True)
+    if first_block.size != firsts.size:
+        again = firsts[np.setdiff1d(np.arange(firsts.size), first_block)[0]].item()
+        raise ValueError(
+            f"{name} must label contiguous blocks of rows: id {again!r} appears in two "
+            "separate blocks (sort X by sequence, keeping time order within each)."
+        )
+    return ids, np.diff(np.append(starts, ids.size)).astype(np.int64)
 
 
 def sequence_bounds(lengths):

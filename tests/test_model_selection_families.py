@@ -150,6 +150,30 @@ def test_sequence_kfold_errors():
         lengths_to_sequence_ids([3, 0])
 
 
+
+def test_sequence_id_checks_agree_with_the_estimators_checks():
+    """The splitter helpers and ``check_sequences`` share one check, and each message
+    names the argument it was given."""
+    from sklearn_vb._validation import check_sequences
+
+    ids = np.array([4, 4, 4, 9, 9, 2, 2, 2, 2])
+    np.testing.assert_array_equal(sequence_ids_to_lengths(ids), [3, 2, 4])
+    np.testing.assert_array_equal(check_sequences(ids.size, sequence_ids=ids), [3, 2, 4])
+    X = np.zeros((6, 1))
+    split = [0, 0, 7, 7, 0, 1]  # id 0 appears in two separate blocks
+    for call, argname in [
+        (lambda: sequence_ids_to_lengths(split), "sequence_ids"),
+        (lambda: check_sequences(6, sequence_ids=split), "sequence_ids"),
+        (lambda: list(SequenceKFold(2).split(X, groups=split)), r"groups \(sequence ids\)"),
+    ]:
+        with pytest.raises(ValueError, match=rf"^{argname} must label contiguous blocks of rows: id 0 "):
+            call()
+    for bad, what in [([2, 0], "positive"), ([1.5, 2], "integers"), ([], "non-empty")]:
+        with pytest.raises(ValueError, match=f"^lengths must be .*{what}"):
+            lengths_to_sequence_ids(bad)
+        with pytest.raises(ValueError, match=f"^lengths must be .*{what}"):
+            check_sequences(3, lengths=bad)
+
 def test_grid_search_and_cross_val_score_with_sequence_ids():
     X, lengths = hmm_data(0, lengths=(60,) * 6)
     ids = lengths_to_sequence_ids(lengths)

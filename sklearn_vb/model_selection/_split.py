@@ -25,43 +25,20 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
+from .._validation import check_lengths, check_sequence_ids
+
 __all__ = ["SequenceKFold", "lengths_to_sequence_ids", "sequence_ids_to_lengths"]
 
 
 def lengths_to_sequence_ids(lengths):
     """Row-aligned sequence ids ``0, 0, ..., 1, 1, ...`` from hmmlearn-style lengths."""
-    lens = np.asarray(lengths)
-    if lens.ndim != 1 or lens.size == 0:
-        raise ValueError(f"lengths must be a non-empty 1-D array of ints; got shape {lens.shape}.")
-    if lens.dtype.kind not in "iu":
-        if lens.dtype.kind == "f" and np.all(lens == np.round(lens)):
-            lens = lens.astype(np.int64)
-        else:
-            raise ValueError(f"lengths must be integers; got dtype {lens.dtype}.")
-    if np.any(lens <= 0):
-        raise ValueError("lengths must be positive: empty sequences are not allowed.")
-    return np.repeat(np.arange(lens.size, dtype=np.int64), lens.astype(np.int64))
-
-
-def _check_contiguous(ids, argname):
-    ids = np.asarray(ids)
-    if ids.ndim != 1 or ids.size == 0:
-        raise ValueError(f"{argname} must be a non-empty 1-D array with one id per row; got shape {ids.shape}.")
-    change = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-    starts = np.concatenate([[0], change])
-    firsts = ids[starts]
-    if len(np.unique(firsts)) != len(firsts):
-        raise ValueError(
-            f"{argname} must label contiguous blocks of rows: an id appears in two separate "
-            "blocks (sort X by sequence, keeping time order within each)."
-        )
-    return ids, starts
+    lens = check_lengths(lengths, "lengths")
+    return np.repeat(np.arange(lens.size, dtype=np.int64), lens)
 
 
 def sequence_ids_to_lengths(sequence_ids):
     """hmmlearn-style lengths from row-aligned, contiguous sequence ids."""
-    ids, starts = _check_contiguous(sequence_ids, "sequence_ids")
-    return np.diff(np.concatenate([starts, [ids.size]])).astype(np.int64)
+    return check_sequence_ids(sequence_ids, "sequence_ids")[1]
 
 
 class SequenceKFold(GroupKFold):
@@ -90,7 +67,7 @@ class SequenceKFold(GroupKFold):
                 "SequenceKFold needs groups=sequence_ids (one id per row); convert "
                 "hmmlearn-style lengths with lengths_to_sequence_ids(lengths)."
             )
-        ids, _ = _check_contiguous(groups, "groups (sequence ids)")
+        ids, _ = check_sequence_ids(groups, "groups (sequence ids)")
         n_sequences = np.unique(ids).size
         if self.n_splits > n_sequences:
             raise ValueError(
