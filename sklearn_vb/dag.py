@@ -55,13 +55,16 @@ __all__ = ["VBDiscreteDAG"]
 
 
 class _FitData:
-    """What the VBEM steps need: compressed patterns, CPT layout and the prior."""
+    """What the VBEM steps need: compressed patterns, CPT layout, the prior and, for
+    ``init_params="posterior"``, the starting log-tables of the nodes given in
+    ``init_posterior`` (None for a node drawn from its prior)."""
 
-    def __init__(self, pdata, layout, prior, n_samples):
+    def __init__(self, pdata, layout, prior, n_samples, start_tables=None):
         self.pdata = pdata
         self.layout = layout
         self.prior = prior
         self.n_samples = n_samples
+        self.start_tables = start_tables
         self.post = np.empty(pdata.idx.shape[0])
         self.counts = np.empty(layout.size)
 
@@ -111,12 +114,30 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         Basis of the MAP estimate.  ``"softmax"``: ``theta ∝ lambda + N``, valid for
         every ``lambda > 0``.  ``"natural"``: eq. (6.23), ``theta ∝ lambda - 1 + N``;
         falls back to ``"softmax"`` with a warning when some ``lambda < 1``.
-    max_iter, tol, n_init, init_params, random_state, warm_start, verbose,
-    verbose_interval, bound_check
+    init_params : {"random", "posterior"}, default="random"
+        The first q(hidden) is the exact posterior of the unobserved nodes under
+        starting tables phi, and VBEM (or EM) continues from there (spec §4.4, §7.5).
+
+        * "random" draws every CPT row from its Dirichlet prior, phi = theta_init.
+        * "posterior" starts from ``init_posterior``: for a node given there, phi is
+          the table of the VBE step under ``q(theta_j) = Dir(init_posterior[j])``,
+          ``exp E[ln theta_j]`` (for ``method="map"``/``"ml"``, the posterior-mean
+          CPT); a node not given is drawn from its prior as with "random".  Restarts
+          differ only in those draws, so with every node given ``n_init=1`` suffices.
+
+        Any q(hidden) is a valid start: ``lower_bound_`` remains a lower bound, and
+        only the optimum reached depends on the start.
+    init_posterior : dict or None, default=None
+        For ``init_params="posterior"``: Dirichlet parameters of the starting
+        q(theta_j), keyed by node name, each of shape ``(q_j, r_j)`` (parent
+        configurations x states, as ``posterior_``) with positive finite entries;
+        for example ``{name: table for name, table in zip(fitted.structure_.names,
+        fitted.posterior_)}`` from a fitted model.  Any subset of the nodes may be
+        given.
+    max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is in nats on the
-        total bound (the thesis used ``1e-6 * n_samples``).  ``init_params="random"``
-        draws every CPT row from its prior and starts from the exact posterior of
-        the hidden nodes under those tables (spec §4.4, §7.5).
+        total bound (the thesis used ``1e-6 * n_samples``).  With ``warm_start=True``
+        a refit continues from the fitted state and ``init_params`` is not used.
     max_configurations : int, default=2**20
         Refuse exact inference when one case has more joint configurations of its
         unobserved nodes than this.
@@ -162,7 +183,8 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         "ess": [Interval(Real, 0.0, None, closed="neither")],
         "method": [StrOptions({"vb", "map", "ml"})],
         "map_basis": [StrOptions({"softmax", "natural"})],
-        "init_params": [StrOptions({"random"})],
+        "init_params": [StrOptions({"random", "posterior"})],
+        "init_posterior": [None, dict],
         "max_configurations": [Interval(Integral, 1, None, closed="left")],
     }
 
@@ -181,6 +203,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         tol=1e-4,
         n_init=3,
         init_params="random",
+        init_posterior=None,
         random_state=None,
         warm_start=False,
         verbose=0,
@@ -207,6 +230,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self.ess = ess
         self.method = method
         self.map_basis = map_basis
+        self.init_posterior = init_posterior
         self.max_configurations = max_configurations
 
     def __sklearn_tags__(self):
@@ -315,6 +339,41 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             out.append(t.ravel())
         return np.concatenate(out)
 
+    def _start_tables(self, layout):
+        """Validated ``init_posterior`` as starting log-tables per node (None: not given)."""
+        given = self.init_posterior
+        if given is None:
+            raise ValueError(
+                "init_params='posterior' needs init_posterior: a dict mapping node names to "
+                "Dirichlet parameter tables of shape (parent configurations, states).")
+        s = layout.structure
+        unknown = [k for k in given if k not in s.names]
+        if unknown:
+            raise ValueError(f"init_posterior names unknown node(s) {unknown}; nodes are {list(s.names)}.")
+        tables = []
+        for j, name in enumerate(s.names):
+            if name not in given:
+                tables.append(None)
+                continue
+            shape = (int(layout.q[j]), int(layout.r[j]))
+            alpha = np.array(given[name], dtype=float)
+            if alpha.shape != shape:
+                raise ValueError(
+                    f"init_posterior[{name!r}] must have shape {shape} (parent configurations x "
+                    f"states of node {name!r}); got {alpha.shape}.")
+            if not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
+                raise ValueError(
+                    f"init_posterior[{name!r}] must hold positive finite Dirichlet parameters.")
+            if self.method == "vb":
+                # E[ln theta] under Dir(alpha): the VBM kernel with alpha as prior, no counts
+                elog = np.empty(alpha.size)
+                row_ptr = np.arange(shape[0] + 1, dtype=np.int64) * shape[1]
+                dirichlet_update(alpha.ravel(), np.zeros(alpha.size), row_ptr, np.empty(alpha.size), elog)
+                tables.append(elog.reshape(shape))
+            else:
+                tables.append(np.log(alpha / alpha.sum(axis=1, keepdims=True)))
+        return tables
+
     def _check_fit_data(self, X, sample_weight=None):
         Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=True)
         n = Xv.shape[0]
@@ -350,8 +409,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             weights = weights[weights > 0]
             if codes.shape[0] == 0:
                 raise ValueError("sample_weight: every weight is zero.")
+        start = self._start_tables(layout) if self.init_params == "posterior" else None
         pdata = prepare_patterns(codes, weights, layout, max_configurations=self.max_configurations)
-        return _FitData(pdata, layout, self._prior, n)
+        return _FitData(pdata, layout, self._prior, n, start)
 
     # ------------------------------------------------------------------ VBEM / EM
     def _iteration_steps(self):
@@ -359,17 +419,28 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
 
     def _initialize(self, data, random_state):
         layout = data.layout
-        g = random_state.standard_gamma(data.prior)
-        g = np.maximum(g, 1e-300)
-        theta = g / np.repeat(layout.row_sums(g), np.diff(layout.row_ptr))
-        self._infer(data, np.log(theta))
+        if data.start_tables is None:
+            g = random_state.standard_gamma(data.prior)
+            g = np.maximum(g, 1e-300)
+            log_phi = np.log(g / np.repeat(layout.row_sums(g), np.diff(layout.row_ptr)))
+        else:
+            priors = layout.split(data.prior)
+            tables = []
+            for j, table in enumerate(data.start_tables):
+                if table is None:
+                    g = np.maximum(random_state.standard_gamma(priors[j]), 1e-300)
+                    table = np.log(g / g.sum(axis=1, keepdims=True))
+                tables.append(table)
+            log_phi = layout.join(tables)
+        self._infer(data, log_phi)
+        # placeholders until the first VBM / M step
         if self.method == "vb":
             self._alpha_ = data.prior.copy()
             self._elog_ = np.zeros(layout.size)
             self._kl_ = 0.0
         else:
-            self._theta_ = theta
-            self._log_theta_ = np.log(theta)
+            self._theta_ = np.exp(log_phi)
+            self._log_theta_ = log_phi
 
     def _infer(self, data, log_phi):
         pd = data.pdata

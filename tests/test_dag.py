@@ -415,6 +415,62 @@ def test_bad_input_gives_clear_errors(kwargs, X, match):
         VBDiscreteDAG(**kwargs, max_iter=2).fit(np.array(X, dtype=float))
 
 
+
+# ---------------------------------------------------------------------------- init_params="posterior"
+@pytest.mark.parametrize("method", ["vb", "map"])
+def test_posterior_start_continues_a_fit_exactly(method):
+    """Starting from a fit's q(theta) (VB: its Dirichlet parameters; MAP: its CPTs as
+    Dirichlet means) is one exact VBE / E step under them, so one more iteration from
+    there equals the same fit run one iteration longer."""
+    rng = np.random.default_rng(21)
+    X = rng.integers(0, 3, size=(40, 2))
+    k = 4
+    short = make(TOY2, method=method, n_init=1, max_iter=k, random_state=7).fit(X)
+    longer = make(TOY2, method=method, n_init=1, max_iter=k + 1, random_state=7).fit(X)
+    tables = short.posterior_ if method == "vb" else short.cpts_
+    start = {name: t for name, t in zip(short.structure_.names, tables)}
+    given = {name: t.copy() for name, t in start.items()}
+    cont = make(TOY2, method=method, n_init=1, max_iter=1, init_params="posterior",
+                init_posterior=start, random_state=123).fit(X)
+    assert cont.n_iter_ == 1
+    history = "lower_bounds_" if method == "vb" else "objectives_"
+    assert getattr(cont, history)[-1] == pytest.approx(getattr(longer, history)[-1], abs=1e-9)
+    assert getattr(longer, history)[-1] != pytest.approx(getattr(short, history)[-1], abs=1e-6)
+    for a, b in zip(cont.expected_counts_, longer.expected_counts_):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+    for name in start:  # the given tables are not modified
+        np.testing.assert_array_equal(start[name], given[name])
+
+
+def test_posterior_start_draws_the_nodes_not_given_from_the_prior():
+    rng = np.random.default_rng(22)
+    X = rng.integers(0, 3, size=(40, 2))
+    cold = make(TOY2, n_init=1, random_state=4).fit(X)
+    # no node given: the same prior draws as init_params="random"
+    none = make(TOY2, n_init=1, random_state=4, init_params="posterior", init_posterior={}).fit(X)
+    np.testing.assert_allclose(none.lower_bounds_, cold.lower_bounds_, rtol=1e-12)
+    # a partial start: the given node starts from its table, the others are drawn
+    part = {"y2": cold.posterior_[3]}
+    a = make(TOY2, n_init=1, random_state=4, init_params="posterior", init_posterior=part, max_iter=1).fit(X)
+    b = make(TOY2, n_init=1, random_state=5, init_params="posterior", init_posterior=part, max_iter=1).fit(X)
+    c = make(TOY2, n_init=1, random_state=4, init_params="posterior", init_posterior=part, max_iter=1).fit(X)
+    assert a.lower_bound_ == c.lower_bound_ != b.lower_bound_
+
+
+@pytest.mark.parametrize("start, match", [
+    (None, "needs init_posterior"),
+    ({"zz": np.ones((1, 2))}, r"init_posterior names unknown node\(s\) \['zz'\]"),
+    ({"y2": np.ones((2, 3))}, r"init_posterior\['y2'\] must have shape \(4, 3\)"),
+    ({"s1": np.ones(2)}, r"init_posterior\['s1'\] must have shape \(1, 2\)"),
+    ({"y1": np.zeros((2, 3))}, r"init_posterior\['y1'\] must hold positive finite"),
+    ({"y1": np.full((2, 3), np.nan)}, r"init_posterior\['y1'\] must hold positive finite"),
+    ({"s2": [[1.0, -1.0]]}, r"init_posterior\['s2'\] must hold positive finite"),
+])
+def test_bad_init_posterior_gives_clear_errors(start, match):
+    X = np.zeros((4, 2))
+    with pytest.raises(ValueError, match=match):
+        make(TOY2, init_params="posterior", init_posterior=start, max_iter=2).fit(X)
+
 def test_too_large_hidden_space_is_refused():
     parents = {f"h{i}": [] for i in range(12)}
     parents["y"] = [f"h{i}" for i in range(12)]

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from sklearn_vb import VBDiscreteDAG
 from sklearn_vb.datasets import (
@@ -105,6 +106,13 @@ def test_warm_start_needs_fewer_iterations(beal_data):
     assert warm_iter.mean() < 0.75 * cold_iter.mean()
     # the start graph itself is fitted cold in both runs: identical
     assert runs[True].results_["raw_score_vb"][0] == runs[False].results_["raw_score_vb"][0]
+    # the warm start goes through the estimator's public init_params="posterior": the
+    # best (a warm-started neighbour) carries its start, and a clone repeats its fit
+    best = runs[True].best_estimator_
+    assert best.init_params == "posterior" and best.n_init == 1
+    assert set(best.init_posterior) < set(best.structure_.names)
+    refit = clone(best).fit(beal_data)
+    assert refit.lower_bound_ == best.lower_bound_ and refit.n_iter_ == best.n_iter_
 
 
 def _brute_force_neighbours(graph, max_in_degree, allowed, required, forbidden):

@@ -154,48 +154,36 @@ class _MoveSet:
 
 # --------------------------------------------------------------------------- warm start
 class _WarmFromParent:
-    """Start a neighbour's VBEM from its parent's expected log-CPTs.
+    """Start a neighbour's VBEM from its parent's posterior.
 
-    q(hidden) is computed by one exact VBE step under the parent's expected log-CPTs
-    for the families that did not change and prior draws for those that did, and VBEM
-    continues from there (``warm_start=True``, one run).  Any q(hidden) is a valid starting point, so the final
+    The families that did not change start from the parent's q(theta_j) (the
+    estimator's ``init_params="posterior"`` with the parent's ``posterior_`` as
+    ``init_posterior``); those that did are drawn from their prior, as in a cold
+    start: carrying the parent's table over (broadcast across a new parent) would
+    leave VBEM at the symmetric point where the child ignores it.  One run
+    (``n_init=1``).  Any q(hidden) is a valid starting point, so the final
     ``lower_bound_`` is still a lower bound; only the optimum reached may differ from
-    a cold start.  Used only for ``method="vb"`` candidates with the same nodes and
-    cardinalities as the parent.
+    a cold start.  Used only for ``method="vb"`` candidates with the same nodes as
+    the parent.
     """
 
-    def __init__(self, parent):
+    def __init__(self, parent, graph):
         self.parent = parent
+        self.graph = graph
 
     def __call__(self, est, X, fit_params):
-        parent = self.parent
-        if getattr(est, "method", "vb") != "vb" or not hasattr(parent, "expected_log_cpts_"):
+        parent, graph = self.parent, self.graph
+        fitted = getattr(parent, "structure_", None)
+        if (getattr(est, "method", "vb") != "vb" or not hasattr(parent, "posterior_")
+                or fitted is None or tuple(fitted.names) != graph.names
+                or tuple(fitted.hidden) != graph.hidden):
             return est
-        data = est._check_fit_data(X, **fit_params)
-        new, old = est._structure, parent.structure_
-        if new.names != old.names or new.cardinalities != old.cardinalities or new.hidden != old.hidden:
-            return est
-        rng = check_random_state(est.get_params().get("random_state"))
-        priors = data.layout.split(data.prior)
-        tables = []
-        for j in range(new.n_nodes):
-            if new.parents[j] == old.parents[j]:
-                tables.append(parent.expected_log_cpts_[j])
-            else:
-                # a changed family starts from a random draw from its prior, as in a cold
-                # start: carrying the parent's table over (broadcast across a new parent)
-                # would leave VBEM at the symmetric point where the child ignores it
-                g = np.maximum(rng.standard_gamma(priors[j]), 1e-300)
-                tables.append(np.log(g / g.sum(axis=1, keepdims=True)))
-        elog = data.layout.join(tables)
-        est._infer(data, elog)
-        est._alpha_ = data.prior.copy()
-        est._elog_ = elog
-        est._kl_ = 0.0
-        est.lower_bound_ = -np.inf
-        est.lower_bounds_ = np.empty(0)
-        est.set_params(warm_start=True)
-        return est
+        unchanged = {
+            name: parent.posterior_[j]
+            for j, name in enumerate(graph.names)
+            if tuple(fitted.parents[j]) == graph.parents[j]
+        }
+        return est.set_params(init_params="posterior", init_posterior=unchanged, n_init=1)
 
 
 # --------------------------------------------------------------------------- search
@@ -219,8 +207,13 @@ class DAGStructureSearch(_SearchBase):
         improves the score by more than ``tol`` nats.  ``n_restarts`` further climbs
         start from random legal graphs.  Every structure is fitted once; with
         ``warm_start=True`` and VB, a neighbour's VBEM starts from its parent's
-        posterior (exact VBE step under the parent's expected log-CPTs), which
-        typically needs far fewer iterations.
+        posterior, which typically needs far fewer iterations: one run (``n_init=1``)
+        with the estimator's ``init_params="posterior"`` and the parent's
+        ``posterior_`` of the unchanged families as ``init_posterior`` (an exact VBE
+        step under the parent's expected log-CPTs; changed families are drawn from
+        their prior).  A warm-started ``best_estimator_`` keeps those parameters, so
+        ``clone(best_estimator_).fit(X)`` repeats its fit; set
+        ``init_params="random", init_posterior=None`` to refit it from scratch.
 
     Parameters
     ----------
@@ -439,7 +432,7 @@ class DAGStructureSearch(_SearchBase):
             for g, parent in todo:
                 params = {"structure": g.as_structure()}
                 seed = C.candidate_seed(entropy, params)
-                warm_from = _WarmFromParent(parent) if (warm and parent is not None) else None
+                warm_from = _WarmFromParent(parent, g) if (warm and parent is not None) else None
                 tasks.append(delayed(cached)(base, params, X, y, fit_params, specs, seed,
                                              self.error_score, warm_from))
             t0 = time.perf_counter()
