@@ -190,6 +190,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     loadings_ : ndarray (S, p, K)      E[Λ^s] (original units)
     loading_means_, loading_covariances_ : ndarray (S, p, K+1), (S, p, K+1, K+1)
         Posterior of each row of ``[Λ^s, μ^s]`` in fitting units.
+    feature_shift_, feature_scale_ : ndarray (p,)
+        The standardisation: fitting units are ``(X - feature_shift_) / feature_scale_``
+        (zeros and ones when ``standardize=False``).
     ard_shape_ : float, ard_rate_ : ndarray (S, K), ard_precisions_ : ndarray (S, K)
     noise_variance_ : ndarray (p,)     Ψ (original units)
     mean_prior_ : tuple (μ*, ν*) in original units
@@ -810,6 +813,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         K = st["sigma"].shape[-1]
         scale, shift = data.scale, data.shift
         self._shift_, self._scale_ = shift, scale
+        self.feature_shift_, self.feature_scale_ = shift.copy(), scale.copy()
         S = st["resp"].shape[1]
         if self.search:
             self.n_iter_ = int(self._search_total_iter_)
