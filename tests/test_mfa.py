@@ -35,7 +35,7 @@ def _fit(X, **kw):
 
 
 # ---------------------------------------------------------------------------- monotone F
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize(
     "optimize",
     [False, True, ["noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior"]],
