@@ -118,3 +118,32 @@ def test_spiral_is_tiled_by_a_chain_of_one_factor_components():
     # consecutive components along the curve are neighbours in space
     med = np.array([np.median(t[labels == s]) for s in order])
     assert np.all(np.diff(med) > 0)
+
+
+@pytest.mark.parametrize("hardness", [1.0, 0.7])
+def test_birth_splits_the_parent_responsibilities(blobs_fit, hardness):
+    """The children's responsibilities add up to the parent's; with hardness 1 they
+    are disjoint.  Each child starts with half the parent's Dirichlet count."""
+    import copy
+
+    X, fitted = blobs_fit
+    m = copy.deepcopy(fitted)
+    m.set_params(split_hardness=hardness)
+    data = m._check_fit_data(X)
+    m._update_factors(data)
+    m._update_responsibilities(data)
+    st = m._vb_
+    parent_resp = st["resp"][:, 0].copy()
+    parent_alpha = st["alpha_hat"][0]
+    S = st["resp"].shape[1]
+    m._search_rng = np.random.RandomState(0)
+    m._birth(data, 0)
+    a, b = st["resp"][:, 0], st["resp"][:, S]
+    assert st["resp"].shape[1] == S + 1
+    assert np.allclose(a + b, parent_resp, rtol=0, atol=1e-15)
+    if hardness == 1.0:
+        assert np.all(a * b == 0) and a.sum() > 0 and b.sum() > 0
+    else:
+        assert np.all((a > 0) == (parent_resp > 0))
+    assert st["alpha_hat"][0] == st["alpha_hat"][S] == pytest.approx(parent_alpha / 2)
+    assert len(set(st["ids"])) == S + 1
