@@ -34,7 +34,7 @@ def main(argv=None):
     X, truth = make_mixed_dimension_clusters(dims=(1, 2, 3), random_state=args.seed)
     model = VBMixtureFactorAnalysers(
         random_state=args.seed, max_tries=1 if args.quick else 3,
-        max_iter=600 if args.quick else 5000, polish_iter=200 if args.quick else 1000,
+        max_iter=5000,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

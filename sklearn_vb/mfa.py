@@ -20,7 +20,7 @@ Choices made here (see spec/mfa.md for the mathematics):
 * initial loadings are the probabilistic-PCA directions of each initial cluster
   (plus a 1e-3 perturbation) rather than N(0, 1) draws: the search converges several
   times faster, because ARD no longer has to rotate variance out of random columns;
-* hyperparameters re-estimated by default: Ψ, (μ*, ν*) and the ARD rate b*; the
+* hyperparameters re-estimated by default: Ψ and the ARD rate b*; (μ*, ν*), the
   ARD shape a* and the Dirichlet strength α* are optional (reasons in the
   ``optimize_hyperparameters`` entry below);
 * births use the responsibility split (§11.4); a birth is accepted only if F after
@@ -47,7 +47,7 @@ from ._kernels import mfa as _k
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
 _HYPER_NAMES = ("noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior")
-_HYPER_DEFAULT = ("noise", "mean_prior", "ard_rate")
+_HYPER_DEFAULT = ("noise", "ard_rate")
 
 
 def max_identifiable_factors(p):
@@ -122,15 +122,18 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         in this order: ``"noise"`` (``Ψ``), ``"mean_prior"`` (``μ*, ν*``, only when
         ``S ≥ 2``), ``"ard_rate"`` (``b*`` with ``a*`` fixed), ``"ard_prior"``
         (``a*`` and ``b*`` jointly) and ``"alpha_prior"`` (``α*``, only when
-        ``S ≥ 2``).  ``True`` means ``{"noise", "mean_prior", "ard_rate"}``;
-        ``False`` none (``Ψ`` stays at the per-feature variance); a collection
-        selects.  Each is an exact maximisation of ``F``, so the bound cannot
-        decrease.  ``"ard_prior"`` and ``"alpha_prior"`` are offered but not in the
-        default: when all columns look alike (e.g. all pruned after the first
-        epoch) re-estimating ``a*`` drives it up until the prior pins every
-        column's precision, so a birth can no longer activate a factor; and
-        re-estimating ``α*`` drives it up until the prior forces equal weights, so
-        superfluous components never die.
+        ``S ≥ 2``).  ``True`` means ``{"noise", "ard_rate"}``; ``False`` none
+        (``Ψ`` stays at the per-feature variance); a collection selects.  Each is an
+        exact maximisation of ``F``, so the bound cannot decrease.  The others are
+        offered but not in the default, because each biases the search:
+        ``"mean_prior"`` cannot be re-estimated with one component (``ν*`` would
+        diverge), so from two components on it buys a bonus of about
+        ``½ ln N`` nats per dimension that one component never gets, and a single
+        Gaussian is then split in two; re-estimating ``a*`` (``"ard_prior"``) drives
+        it up, when all columns look alike, until the prior pins every column's
+        precision, so a birth can no longer activate a factor; and re-estimating
+        ``α*`` drives it up until the prior forces equal weights, so superfluous
+        components never die.
     standardize : bool, default=True
         Fit in per-feature standardised units (the ARD prior ``a*=b*=1`` assumes
         unit scale).  Reported parameters, ``lower_bound_`` and scores are in the
@@ -710,9 +713,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                     self._check_decrease(trace[-1], value, self._total_iter, "iteration")
                 trace.append(value)
                 new = self._vb_["resp"]
+                # with one component the responsibilities cannot move: the rule
+                # says nothing, and the epoch runs on the change of F alone
                 agitation = float(np.max(
                     np.abs(new - old_resp).sum(0) / np.maximum(new.sum(0), 1e-300)
-                )) if np.array_equal(old_ids, self._vb_["ids"]) else 1.0
+                )) if np.array_equal(old_ids, self._vb_["ids"]) and new.shape[1] > 1 else 1.0
                 ev = event if len(trace) == 1 else "iter"
             history.append((self._total_iter, value, self._vb_["resp"].shape[1], epoch, ev))
             if self.verbose >= 2 and self._total_iter % self.verbose_interval == 0:
