@@ -147,3 +147,30 @@ def test_bdmc_and_compiled_ais_report_progress(capsys):
     score(est, DAG_X, "ais", n_temperatures=2048, n_chains=2, verbose=2, random_state=0)
     out = capsys.readouterr().out
     assert "[ais]" in out and "2048/2048 (100%)" in out
+
+
+def test_structure_search_over_states_from_one():
+    """A search over n_components = 1, 2, 3 scores every candidate with every method (the
+    K = 1 candidate used to fail for all but vb) and picks the generating size by AIS."""
+    import warnings
+
+    from sklearn_vb.model_selection import StructureSearch
+    from sklearn_vb.scoring import get_scorer
+
+    X, L = _simulate_hmm(2, 4, [60, 60], seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = StructureSearch(
+            VBHiddenMarkov(n_symbols=4, n_init=2, max_iter=200, random_state=0),
+            {"n_components": [1, 2, 3]},
+            scoring={"vb": "vb", "bic": "bic", "cs": "cs", "is": "is",
+                     "ais": get_scorer("ais", n_temperatures=300, n_chains=8)},
+            refit="ais", error_score="raise", random_state=0).fit(X, lengths=L)
+    res = search.results_
+    for name in ("vb", "bic", "cs", "is", "ais"):
+        vals = np.asarray(res[f"score_{name}"], dtype=float)
+        assert vals.shape == (3,) and np.all(np.isfinite(vals)), name
+    # K = 1 has no latent uncertainty: VB, CS and IS agree exactly
+    assert res["score_cs"][0] == pytest.approx(res["score_vb"][0], abs=1e-8)
+    assert res["score_is"][0] == pytest.approx(res["score_vb"][0], abs=1e-8)
+    assert search.best_params_ == {"n_components": 2}

@@ -118,7 +118,7 @@ def test_T_M6_geweke_python_kernels_on_tiny_hmm():
     kernels = [DirichletMH(model, alpha0=3.0, kappa=2.0), BlockRandomWalkMH(model, scale=1.5)]
     th = model.sample_prior(rng, 1)
     draws = {"pi": [], "A": [], "B": []}
-    for it in range(1200):
+    for it in range(2000):
         y, _ = model.simulate(th, rng, n_cases=4)
         X = model.prepare_data(y)
         for kern in kernels:
