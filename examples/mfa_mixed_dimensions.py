@@ -61,7 +61,7 @@ def main(argv=None):
     Xc = X - X.mean(0)
     _, _, Vt = np.linalg.svd(Xc, full_matrices=False)
     P = Xc @ Vt[:2].T
-    axes[1].scatter(*P.T, c=labels, cmap="tab10", s=5)
+    axes[1].scatter(*P.T, c=[f"C{label % 10}" for label in labels], s=5)
     axes[1].set_title("data (2 leading PCs), coloured by analyser")
     fig.tight_layout()
     fig.savefig(args.output, dpi=100)
