@@ -118,3 +118,31 @@ def test_benchmark_quick_mode_reports_ranks_and_timings():
     assert all(1 <= v <= 3 for v in res["true_ranks"].values())
     assert res["ais_seconds_per_structure_per_run"]["mean"] > 0
     assert len(res["acceptance_profile_true"]) == 16
+
+
+def test_hysteresis_gap_shrinks_with_the_schedule(beal_model):
+    """Beal's backward pass (same forward ratios, states moved at the upper temperature):
+    the forward/backward disagreement is large for a short schedule and small for a long
+    one, and it concentrates at high temperature (small beta), as the thesis found."""
+    from sklearn_vb.scoring.reference_models import BetaBernoulli
+
+    est, _, _, X = beal_model
+    gaps = {}
+    for K in (16, 2048):
+        r = score(est, X, "ais", n_temperatures=K, n_chains=5, schedule="beal", random_state=0,
+                  hysteresis=True)
+        h = r.diagnostics["hysteresis"]
+        assert h["forward_estimate"] == pytest.approx(r.log_evidence)
+        assert h["backward_log_weights"].shape == (5,) and len(h["ratio_difference_profile"]) == 16
+        gaps[K] = h["gap"]
+    assert gaps[16] > 20 and abs(gaps[2048]) < 0.5 * gaps[16]
+    prof = np.array(h["ratio_difference_profile"])
+    assert prof[:4].sum() > prof[-4:].sum()
+    # the generic (Python kernel) path on a conjugate model with exact evidence
+    rng = np.random.default_rng(0)
+    Xb = (rng.random(100) < 0.3).astype(int)
+    bb = BetaBernoulli(1, 1)
+    r = score(bb, Xb, "ais", n_temperatures=1000, n_chains=16, random_state=0, hysteresis=True)
+    h = r.diagnostics["hysteresis"]
+    exact = bb.log_evidence(bb.prepare_data(Xb))
+    assert abs(h["gap"]) < 0.15 and abs(h["backward_estimate"] - exact) < 0.2

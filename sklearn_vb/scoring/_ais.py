@@ -35,7 +35,8 @@ from .params import concat_params, take
 from .protocols import has, require
 from .schedules import make_schedule
 
-__all__ = ["AISScore", "ReverseAISScore", "BDMCScore", "run_ais", "run_reverse_ais"]
+__all__ = ["AISScore", "ReverseAISScore", "BDMCScore", "run_ais", "run_reverse_ais",
+           "run_ais_compiled", "hysteresis_check", "Progress"]
 
 
 def _chain_groups(C, n_jobs):
@@ -130,10 +131,13 @@ def _reverse_group(model, X, betas, kernel, n_steps, seeds, start, q, exact, ver
     K = len(betas) - 1
     adj = kernel.adjoint()
     log_u = np.zeros(state.C)
+    incs = np.zeros((K, state.C))
     accept = np.full(K - 1, np.nan) if K > 1 else np.zeros(0)
     progress = _progress_for(verbose, label, K)
     for k in range(K, 0, -1):
-        log_u += target.log_f(state, betas[k - 1]) - target.log_f(state, betas[k])
+        inc = target.log_f(state, betas[k - 1]) - target.log_f(state, betas[k])
+        incs[k - 1] = inc
+        log_u += inc
         if k > 1:
             accs = []
             for _ in range(n_steps):
@@ -141,7 +145,7 @@ def _reverse_group(model, X, betas, kernel, n_steps, seeds, start, q, exact, ver
                 accs.append(a)
             accept[k - 2] = np.mean(accs)
         progress(K - k + 1, -log_u)
-    return log_u, accept
+    return log_u, accept, incs
 
 
 def _seeds(random_state, C):
@@ -208,7 +212,8 @@ def run_reverse_ais(model, X, betas, kernel, exact_samples, n_chains, n_steps=1,
                     random_state=None, n_jobs=None, start="prior", q=None, verbose=0):
     """Reverse AIS from exact posterior draws (chain c uses draw c mod M).
 
-    Returns dict with ``log_u`` (C,) (each an unbiased estimate of 1/Z in log form).
+    Returns dict with ``log_u`` (C,) (each an unbiased estimate of 1/Z in log form) and
+    ``log_increments`` (K, C): entry k-1 is ``ln f_{k-1} - ln f_k`` at the state used for it.
     """
     M = next(iter(exact_samples.values())).shape[0]
     idx = np.arange(n_chains) % M
@@ -220,7 +225,51 @@ def run_reverse_ais(model, X, betas, kernel, exact_samples, n_chains, n_steps=1,
     res = Parallel(n_jobs=len(groups) if len(groups) > 1 else None)(jobs)
     sizes = np.array([g.size for g in groups], dtype=float)
     acc = np.average(np.stack([r[1] for r in res]), axis=0, weights=sizes) if len(betas) > 2 else np.zeros(0)
-    return {"log_u": np.concatenate([r[0] for r in res]), "acceptance": acc}
+    return {"log_u": np.concatenate([r[0] for r in res]), "acceptance": acc,
+            "log_increments": np.concatenate([r[2] for r in res], axis=1)}
+
+
+def _ratio_profile(diff, n_bins=16):
+    """Sums of per-temperature differences over ``n_bins`` equal stretches of the schedule."""
+    diff = np.asarray(diff, dtype=float)
+    parts = np.array_split(np.arange(diff.size), min(n_bins, diff.size))
+    return [float(diff[p].sum()) for p in parts]
+
+
+def hysteresis_check(model, X, betas, kernel, forward, random_state=None, n_jobs=None,
+                     start="prior", q=None, strength=None, floor="prior", verbose=0):
+    """Beal's hysteresis diagnostic (thesis §6.4; spec §4.6): run the schedule backwards
+    from the final states of a forward run and accumulate the *same* forward ratios
+    ``f_k / f_{k-1}`` (not inverted), each evaluated at a state the kernel has just moved
+    at beta_k (forward: at beta_{k-1}).  Both totals agree for an adequate schedule; a
+    large gap means the schedule is too short, and the per-ratio differences show where
+    temperatures are missing.  Not a bound of any kind (the backward pass does not start
+    from exact posterior draws; compare reverse AIS, which needs them).
+
+    Returns dict: ``backward_log_weights`` (C,), ``forward_estimate``, ``backward_estimate``
+    (log-mean-exp of each), ``gap = backward - forward`` and ``ratio_difference_profile``
+    (16 stretches of the schedule: sum of backward minus forward mean per-temperature
+    log-ratios).
+    """
+    fw = np.asarray(forward["log_weights"], dtype=float)
+    C = fw.size
+    if isinstance(kernel, str) and kernel == "compiled":
+        seeds = _seeds(random_state, C)
+        r = model.run_ais_compiled(X, np.ascontiguousarray(betas[::-1]), seeds, strength=strength,
+                                   floor=floor, start_params=forward["final_params"])
+        back = -r["log_weights"]
+        back_ratio = -np.asarray(r["log_ratios"])[::-1]  # mean over chains, forward order
+        fwd_ratio = np.asarray(forward["log_ratios"]).mean(axis=1)
+    else:
+        r = run_reverse_ais(model, X, betas, kernel, forward["final_params"], C, 1, random_state,
+                            n_jobs, start, q, verbose)
+        back = -r["log_u"]
+        back_ratio = -r["log_increments"].mean(axis=1)
+        fwd_ratio = np.asarray(forward["log_ratios"]).mean(axis=1)
+    f_est, b_est = log_mean_exp(fw), log_mean_exp(back)
+    return {"backward_log_weights": back, "forward_estimate": f_est, "backward_estimate": b_est,
+            "gap": float(b_est - f_est),
+            "ratio_difference_profile": _ratio_profile(back_ratio - fwd_ratio)}
 
 
 def _by_quarter(acc):
@@ -255,6 +304,7 @@ _AIS_OPTIONS = {
     "dirichlet_floor": "prior",
     "start": "prior",
     "posterior": None,
+    "hysteresis": False,
 }
 
 
@@ -347,6 +397,9 @@ class AISScore(_AISBase):
     (then the weights are dominated by one or two chains and the stderr says nothing:
     lengthen the schedule); ``diagnostics["vb_violation"]`` flags an estimate below the VB
     bound.  ``verbose=1`` prints progress lines for runs longer than a few seconds.
+    ``hysteresis=True`` adds Beal's backward pass from the final states
+    (``diagnostics["hysteresis"]``, see :func:`hysteresis_check`; it uses a different seed
+    stream, so the forward estimate differs from a run without it).
     """
 
     name = "ais"
@@ -354,8 +407,13 @@ class AISScore(_AISBase):
 
     def _score(self, estimator, X, fit_params, opts):
         model, data, betas, kernel, q = self._setup(estimator, X, fit_params, opts)
-        est, se, diag, _ = self._forward(estimator, model, data, betas, kernel, q, opts,
-                                         opts["random_state"])
+        ss_fwd, ss_back = as_seed_sequence(opts["random_state"]).spawn(2) if opts["hysteresis"] \
+            else (opts["random_state"], None)
+        est, se, diag, r = self._forward(estimator, model, data, betas, kernel, q, opts, ss_fwd)
+        if opts["hysteresis"]:
+            diag["hysteresis"] = hysteresis_check(
+                model, data, betas, kernel, r, ss_back, opts["n_jobs"], opts["start"], q,
+                opts["dirichlet_strength"], opts["dirichlet_floor"], opts["verbose"])
         return ScoreResult(self.name, float(est), "stochastic_lower",
                            log_alias_correction=self._log_alias(model, opts), stderr=se,
                            n_eff=diag["ess"], diagnostics=diag)
