@@ -38,13 +38,14 @@ def _data(n_seq, T, seed=0):
     return X, U, X_test, U_test
 
 
-def _ours(X, U, X_test, U_test, lengths, n_iter, n_states=K):
+def _ours(X, U, X_test, U_test, lengths, n_iter, n_states=K, init_params="pca"):
     def run():
         from sklearn_vb import VBLinearDynamicalSystem
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m = VBLinearDynamicalSystem(n_states=n_states, max_iter=n_iter, tol=0.0,
+                                        init_params=init_params,
                                         random_state=0).fit(X, U=U, lengths=lengths)
         return {"n_iter": m.n_iter_, "heldout_ll": m.score(X_test, U=U_test),
                 "n_states": m.n_effective_states_}
@@ -130,6 +131,8 @@ def lds_single(quick):
     return {
         "sklearn_vb": _ours(X, U, X_test, U_test, None, n),
         "sklearn_vb (n_states=6, ARD)": _ours(X, U, X_test, U_test, None, 4 * n, 6),
+        "sklearn_vb (n_states=6, ARD, scaled-pca)": _ours(X, U, X_test, U_test, None,
+                                                          4 * n, 6, "scaled-pca"),
         "dynamax EM": _dynamax(X, U, X_test, U_test, 1, n),
         "pykalman EM": _pykalman(X, X_test, 3 if quick else 10),
         "statsmodels DynamicFactorMQ EM": _statsmodels(X, 3 if quick else 10),
