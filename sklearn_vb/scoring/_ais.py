@@ -315,7 +315,7 @@ class _AISBase(Scorer):
         data = prepare_data(model, X, fit_params)
         betas = make_schedule(opts["schedule"], opts["n_temperatures"], opts["delta"],
                               opts["e_tau"], opts["beta_min"])
-        kernel = self._kernel(model, opts)
+        kernel = self._kernel(model, opts, data)
         q = None
         if opts["start"] == "q":
             q = opts["posterior"] or getattr(estimator, "variational_posterior_", None)
@@ -330,7 +330,7 @@ class _AISBase(Scorer):
             raise ValueError(f"n_chains must be >= 1, got {n_chains}.")
         return model, data, betas, kernel, q
 
-    def _kernel(self, model, opts):
+    def _kernel(self, model, opts, data=None):
         kind = opts["kernel"]
         compiled_ok = (has(model, "run_ais_compiled") and opts["start"] == "prior"
                        and int(opts["n_steps"]) == 1)
@@ -346,7 +346,8 @@ class _AISBase(Scorer):
             return "compiled"
         strength = opts["dirichlet_strength"]
         return make_kernel(kind, model, opts["rw_scale"],
-                           (5.0, 2.0) if strength is None else strength, opts["dirichlet_floor"])
+                           (5.0, 2.0) if strength is None else strength, opts["dirichlet_floor"],
+                           X=data)
 
     def _forward(self, estimator, model, data, betas, kernel, q, opts, random_state):
         if isinstance(kernel, str) and kernel == "compiled":

@@ -13,6 +13,7 @@ batches or jobs.  Tuning parameters depend on beta and n only, never on the chai
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,8 @@ __all__ = [
     "VariationalMixtureKernel",
     "make_kernel",
     "as_rngs",
+    "estimate_prior_precision",
+    "posterior_data_precision",
 ]
 
 
@@ -157,24 +160,125 @@ class _KernelBase:
         return self
 
 
+def _per_block(space, blocks, value, what):
+    """``value`` (a number, a dict block -> number or (dim_b,) array, or a flat
+    (space.size,) array) as a dict block -> float array of shape (dim_b,)."""
+    out = {}
+    flat = None
+    if not isinstance(value, dict) and np.ndim(value) == 1:
+        flat = np.asarray(value, dtype=float)
+        if flat.shape != (space.size,):
+            raise ValueError(f"{what} must have {space.size} entries, got {flat.shape}.")
+    for b in blocks:
+        dim = space[b].dim
+        if flat is not None:
+            v = flat[space.slices[b]]
+        else:
+            v = value.get(b, np.nan) if isinstance(value, dict) else value
+        v = np.asarray(v, dtype=float)
+        if v.size == 1:
+            v = np.full(dim, float(v.reshape(-1)[0]))
+        v = v.reshape(-1)
+        if v.shape != (dim,):
+            raise ValueError(f"{what}[{b!r}] must be a number or have {dim} entries, got {v.shape}.")
+        out[b] = v
+    return out
+
+
+def estimate_prior_precision(model, blocks=None, n_samples=1000, seed=0):
+    """Prior precision of every unconstrained coordinate, ``dict block -> (dim_b,)``.
+
+    The model's ``kernel_prior_precision()`` (dict block -> number or (dim_b,) array)
+    when it has one; blocks it leaves out, or every block of a model without it, get
+    ``1 / s^2`` with ``s`` a robust scale of the prior in that coordinate, estimated
+    once from ``n_samples`` prior draws with a fixed seed (inter-quartile range / 1.349:
+    the standard deviation for a Gaussian, finite for heavy-tailed priors such as the
+    Student-t marginals of Normal-Gamma means).  Coordinates without a usable estimate
+    get 1.  Depends on the prior only, never on a chain.
+    """
+    space = model.param_space
+    blocks = [b for b in (space.names if blocks is None else blocks) if space[b].dim > 0]
+    given = {}
+    if callable(getattr(model, "kernel_prior_precision", None)):
+        given = dict(model.kernel_prior_precision())
+    out = _per_block(space, [b for b in blocks if b in given], given, "kernel_prior_precision")
+    todo = [b for b in blocks if b not in out]
+    if todo:
+        draws = model.sample_prior(np.random.default_rng(seed), int(n_samples))
+        phi = space.to_unconstrained(space.check(draws))
+        for b in todo:
+            x = phi[:, space.slices[b]]
+            x = np.where(np.isfinite(x), x, np.nan)
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                q75, q25 = np.nanpercentile(x, [75, 25], axis=0)
+            s = (q75 - q25) / 1.349
+            ok = np.isfinite(s) & (s > 0) & (np.sum(np.isfinite(x), axis=0) >= 0.5 * x.shape[0])
+            out[b] = np.where(ok, 1.0 / np.where(ok, s, 1.0) ** 2, 1.0)
+    for b, v in out.items():
+        if np.any(~(v > 0)) or not np.all(np.isfinite(v)):
+            raise ValueError(f"prior precision of block {b!r} must be positive and finite.")
+    return {b: out[b] for b in blocks}
+
+
+def posterior_data_precision(model, q, pi, blocks=None):
+    """Total data precision of every unconstrained coordinate from a posterior
+    approximation ``q`` with ``q.unconstrained_sd(space)``: ``max(1/sd_q^2 - pi, 0)``
+    (``pi`` as returned by :func:`estimate_prior_precision`).  Fixed before a run."""
+    space = model.param_space
+    sd = np.asarray(q.unconstrained_sd(space), dtype=float)
+    if sd.shape != (space.size,):
+        raise ValueError(f"q.unconstrained_sd must have {space.size} entries, got {sd.shape}.")
+    blocks = list(pi) if blocks is None else blocks
+    out = {}
+    for b in blocks:
+        s = sd[space.slices[b]]
+        with np.errstate(divide="ignore"):
+            h = 1.0 / s**2 - pi[b]
+        out[b] = np.where(np.isfinite(h) & (h > 0), h, 0.0)
+    return out
+
+
 class BlockRandomWalkMH(_KernelBase):
     """Gaussian random walk in the unconstrained basis, one block at a time.
 
-    Step size of block b: ``s_b(beta) = c_b / sqrt(pi_b + beta n h_b)`` (Beal: widths
-    shrink like 1/sqrt(n tau)); ``c_b = scale * 2.38 / sqrt(dim_b)``, ``pi_b`` the prior
-    precision scale and ``h_b`` the per-case curvature scale (default ``1 / n_rows`` for
-    simplex blocks, 1 otherwise; a model may supply ``kernel_curvature()`` -> dict).
-    The target includes ``ln|det d theta / d phi|``.
+    Step size of coordinate i of block b:
+    ``s_i(beta) = c_b / sqrt(pi_i + beta n h_i)`` (Beal: widths shrink like
+    ``1/sqrt(n tau)``), ``c_b = scale * 2.38 / sqrt(dim_b)``.
+
+    * ``pi_i``, the prior precision (``prior_precision``): ``"auto"`` (default) takes it
+      from the prior, see :func:`estimate_prior_precision` (the model's
+      ``kernel_prior_precision()`` or a robust estimate from prior draws), so the early,
+      prior-dominated temperatures move on the prior's own scale whatever the units of
+      the data; a number (1 was the former fixed value), a dict block -> number or
+      (dim_b,) array, or a flat (space.size,) array.
+    * ``h_i``, the per-case curvature: ``curvature`` or the model's
+      ``kernel_curvature()`` (dict block -> number or (dim_b,) array), default
+      ``1 / n_rows`` for simplex blocks and 1 otherwise.  ``data_precision`` (same forms)
+      gives the total data precision ``H_i`` instead, used as ``beta H_i`` (e.g. from a
+      fitted posterior, :func:`posterior_data_precision`).
+
+    Every tuning quantity is fixed when the kernel is built (prior, q, n); none depends
+    on a chain's state (spec §2.8).  The target includes ``ln|det d theta / d phi|``.
     """
 
-    def __init__(self, model, blocks=None, scale=1.0, prior_precision=1.0, curvature=None,
-                 fixed_steps=None, order=None):
+    def __init__(self, model, blocks=None, scale=1.0, prior_precision="auto", curvature=None,
+                 fixed_steps=None, order=None, data_precision=None):
         self.model = model
         space = model.param_space
         self.blocks = [b for b in (list(blocks) if blocks is not None else space.names)
                        if space[b].dim > 0]
         self.scale = float(scale)
-        self.prior_precision = prior_precision
+        if fixed_steps is not None:
+            pi = 1.0
+        elif isinstance(prior_precision, str):
+            if prior_precision != "auto":
+                raise ValueError(f"prior_precision must be 'auto', a number, a dict or an "
+                                 f"array, got {prior_precision!r}.")
+            pi = estimate_prior_precision(model, self.blocks) if self.blocks else {}
+        else:
+            pi = prior_precision
+        self.prior_precision = _per_block(space, self.blocks, pi, "prior_precision")
         curv = {}
         if hasattr(model, "kernel_curvature"):
             curv.update(model.kernel_curvature())
@@ -184,11 +288,13 @@ class BlockRandomWalkMH(_KernelBase):
             b: curv.get(b, 1.0 / space[b].n_rows if space[b].constraint == "simplex" else 1.0)
             for b in self.blocks
         }
+        self.data_precision = (None if data_precision is None
+                               else _per_block(space, self.blocks, data_precision, "data_precision"))
         self.fixed_steps = fixed_steps  # dict block -> per-coordinate step (ignores beta)
         self.order = list(order) if order is not None else self.blocks
 
     def adjoint(self):
-        k = BlockRandomWalkMH.__new__(BlockRandomWalkMH)
+        k = type(self).__new__(type(self))
         k.__dict__.update(self.__dict__)
         k.order = self.order[::-1]
         return k
@@ -198,7 +304,11 @@ class BlockRandomWalkMH(_KernelBase):
             return np.asarray(self.fixed_steps[block], dtype=float)
         dim = self.model.param_space[block].dim
         c = self.scale * 2.38 / np.sqrt(dim)
-        return c / np.sqrt(self.prior_precision + beta * n * self.curvature[block])
+        if self.data_precision is not None:
+            H = self.data_precision[block]
+        else:
+            H = n * np.asarray(self.curvature[block], dtype=float)
+        return c / np.sqrt(self.prior_precision[block] + beta * H)
 
     def transition(self, state, target, beta, rngs):
         space = target.space
@@ -434,20 +544,32 @@ class VariationalMixtureKernel(_KernelBase):
         return target.merge(s2, s1, use_q), float(np.where(use_q, a1, a2).mean())
 
 
-def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0), dirichlet_floor="prior"):
-    """``"auto"``: DirichletMH for simplex blocks and random walk for the rest;
-    ``"rw"``: random walk for every block; ``"dirichlet"``; ``"exact"``; or a kernel."""
+def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0), dirichlet_floor="prior",
+                X=None):
+    """The kernel named by ``kind`` for ``model`` (data ``X`` as prepared by the model).
+
+    * ``"auto"``: the model's own ``annealing_kernel(X=X, scale=rw_scale)`` when it has
+      one (an optional G6 method: a kernel tuned from the prior, the fitted posterior q
+      and the data size, fixed before the run and never adapted to the chains; see
+      :class:`~sklearn_vb.scoring.protocols.ScoringModelMixin`), otherwise ``"blocks"``;
+    * ``"blocks"``: DirichletMH for simplex blocks and a random walk for the rest, with
+      prior precisions from the prior (:func:`estimate_prior_precision`) and per-case
+      curvatures from ``kernel_curvature()``;
+    * ``"rw"``: random walk for every block; ``"dirichlet"``; ``"exact"``; or a kernel.
+    """
     if not isinstance(kind, str):
         return kind
     space = model.param_space
     simplex = [b.name for b in space.blocks if b.constraint == "simplex" and b.dim > 0]
     other = [b.name for b in space.blocks if b.constraint != "simplex" and b.dim > 0]
     a0, kap = dirichlet_strength
+    if kind == "auto" and callable(getattr(model, "annealing_kernel", None)):
+        return model.annealing_kernel(X=X, scale=rw_scale)
     if kind == "rw":
         return BlockRandomWalkMH(model, scale=rw_scale)
     if kind == "exact":
         return ExactTemperedKernel(model)
-    if kind in ("auto", "dirichlet"):
+    if kind in ("auto", "blocks", "dirichlet"):
         ks = []
         if simplex:
             ks.append(DirichletMH(model, simplex, alpha0=a0, kappa=kap, floor=dirichlet_floor))
@@ -458,4 +580,5 @@ def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0), dirich
         if not ks:  # every block is a constant: nothing to move
             return IdentityKernel(model)
         return ks[0] if len(ks) == 1 else CompositeKernel(ks)
-    raise ValueError(f"kernel must be 'auto', 'rw', 'dirichlet', 'exact' or a kernel, got {kind!r}.")
+    raise ValueError("kernel must be 'auto', 'blocks', 'rw', 'dirichlet', 'exact' or a kernel, "
+                     f"got {kind!r}.")

@@ -41,9 +41,9 @@ basis of the Laplace scorer: Gamma shape ``a + (T + k + do)/2``), or in rho itse
 
 Sampling.  ARD makes the prior scales of the coordinates differ by orders of magnitude
 (extinct columns reach precisions ~1e4 and more), which a random walk with one step
-per block handles badly; pass ``kernel=model.annealing_kernel()`` to AIS for steps per
-coordinate (``c / sqrt(prior precision + beta * data precision)``, fixed from the fitted
-q before the run).  The posterior has ``2^k k!`` sign/permutation aliases, so
+per block handles badly; :meth:`annealing_kernel` (used by ``kernel="auto"``) takes
+steps per coordinate (``c / sqrt(prior precision + beta * data precision)``, fixed from
+the fitted q before the run).  The posterior has ``2^k k!`` sign/permutation aliases, so
 importance sampling from q alone covers one of them; ``alias_posterior()`` is the
 equal-weight mixture of q over all of them.
 """
@@ -257,30 +257,6 @@ class AliasedPosterior:
     @staticmethod
     def mixture(components, weights=None):
         return MixturePosterior(components, weights)
-
-
-class _CoordinateRandomWalk(BlockRandomWalkMH):
-    """Block random walk in the unconstrained basis with one step per coordinate,
-    ``s_i(beta) = c_b / sqrt(pi_i + beta h_i)``: ``pi_i`` is the prior precision of
-    coordinate ``i`` and ``h_i`` its data precision (``1/var_q - pi_i``, floored at 0),
-    both fixed before the run, so the steps depend on beta only."""
-
-    def __init__(self, model, prior_precision, data_precision, scale=1.0, order=None):
-        super().__init__(model, scale=scale, order=order)
-        self._pi = prior_precision
-        self._h = data_precision
-
-    def adjoint(self):
-        k = _CoordinateRandomWalk.__new__(_CoordinateRandomWalk)
-        k.__dict__.update(self.__dict__)
-        k.order = self.order[::-1]
-        return k
-
-    def step_size(self, block, beta, n):
-        sl = self.model.param_space.slices[block]
-        dim = sl.stop - sl.start
-        c = self.scale * 2.38 / np.sqrt(dim)
-        return c / np.sqrt(self._pi[sl] + beta * self._h[sl])
 
 
 # =========================================================================================
@@ -512,10 +488,11 @@ class LDSScoringModel(ScoringModelMixin):
         return MixturePosterior([AliasedPosterior(q, P, self) for P in self.signed_permutations()])
 
     # ------------------------------------------------------------------------ kernels
-    def _precisions(self):
-        """Prior and data precisions of every unconstrained coordinate (fixed)."""
-        q = self.variational_posterior()
-        sd_q = q.unconstrained_sd(self.param_space)
+    def kernel_prior_precision(self):
+        """Prior precision of every unconstrained coordinate (closed form): the ARD
+        precisions for the rows of [A B]; ``E[rho] x`` the ARD precisions for the rows of
+        [C D] (their prior scale given rho, at the prior mean of rho); ``1 / trigamma(a)``
+        for ``ln rho``."""
         k, p = self.k, self.p
         e_rho = self.a0 / self.b0
         pi = {
@@ -525,7 +502,14 @@ class LDSScoringModel(ScoringModelMixin):
             "D": np.broadcast_to(e_rho * self.prior_cd[k:], (p, self.do)),
             "rho": np.full(p, 1.0 / polygamma(1, self.a0)),
         }
-        pi = np.concatenate([np.ravel(pi[b.name]) for b in self.param_space.blocks])
+        return {b.name: np.ravel(pi[b.name]) for b in self.param_space.blocks}
+
+    def _precisions(self):
+        """Prior and data precisions of every unconstrained coordinate (fixed)."""
+        q = self.variational_posterior()
+        sd_q = q.unconstrained_sd(self.param_space)
+        pri = self.kernel_prior_precision()
+        pi = np.concatenate([pri[b.name] for b in self.param_space.blocks])
         h = np.maximum(1.0 / sd_q**2 - pi, 0.0)
         return pi, h
 
@@ -537,13 +521,15 @@ class LDSScoringModel(ScoringModelMixin):
         return {b.name: float(np.median(h[self.param_space.slices[b.name]])) / n
                 for b in self.param_space.blocks}
 
-    def annealing_kernel(self, scale=1.0):
-        """A random-walk kernel in the unconstrained basis with one step size per
-        coordinate, ``c / sqrt(pi_i + beta h_i)`` (prior precision ``pi_i``, data
-        precision ``h_i`` from the fitted q), fixed before the run: usable for AIS
-        (``kernel=model.annealing_kernel()``) and reverse AIS."""
+    def annealing_kernel(self, X=None, scale=1.0):
+        """The kernel ``kernel="auto"`` uses (G6 hook): a random walk in the
+        unconstrained basis with one step size per coordinate, ``c / sqrt(pi_i + beta
+        h_i)`` (prior precision ``pi_i`` from :meth:`kernel_prior_precision`, data
+        precision ``h_i = 1/var_q - pi_i`` from the fitted q, floored at 0), fixed before
+        the run; its adjoint sweeps the blocks in reverse order (reverse AIS, BDMC).
+        ``X`` is not needed (q already reflects the training data)."""
         pi, h = self._precisions()
-        return _CoordinateRandomWalk(self, pi, h, scale=scale)
+        return BlockRandomWalkMH(self, scale=scale, prior_precision=pi, data_precision=h)
 
     # ------------------------------------------------------------------------ G2 / G3
     def stats_from_moments(self, X, omega, ups, cross, omega0, ups0):
