@@ -410,8 +410,22 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     # ================================================================ updates
     def _stats(self, data):
+        """N_s, W_s, C_s, D_s for the stored q(s) and q(x|s), cached by the identity
+        of those arrays (every update replaces them, never edits them in place; the
+        cache holds references, so an identity cannot be reused while cached)."""
         st = self._vb_
-        return _k.sufficient_statistics(data.Z, st["resp"], st["xbar"], st["sigma"])
+        cache = st.get("stats_cache")
+        if (
+            cache is not None
+            and cache[0] is st["resp"]
+            and cache[1] is st["xbar"]
+            and cache[2] is st["sigma"]
+            and cache[3] is data.Z
+        ):
+            return cache[4]
+        stats = _k.sufficient_statistics(data.Z, st["resp"], st["xbar"], st["sigma"])
+        st["stats_cache"] = (st["resp"], st["xbar"], st["sigma"], data.Z, stats)
+        return stats
 
     def _update_factors(self, data):
         st = self._vb_
@@ -587,7 +601,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             data.Z, st["resp"], st["xbar"], st["sigma"], st["logdet_sigma"],
             st["lam_mean"], st["lam_cov"], st["lam_logdet"], st["alpha_hat"],
             st["a_tilde"], st["b_tilde"], st["psi"], st["mu_star"], st["nu_star"],
-            st["a_star"], st["b_star"], st["alpha_star"],
+            st["a_star"], st["b_star"], st["alpha_star"], stats=self._stats(data),
         )
 
     def _lower_bound(self, data):
@@ -645,8 +659,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                     "sigma", "logdet_sigma", "ids"):
             st[key] = st[key][order].copy()
         st["xbar"] = st["xbar"][:, order].copy()
-        st["resp"] = np.concatenate([st["resp"], r_b[:, None]], axis=1)
-        st["resp"][:, parent] = r_a
+        resp = np.concatenate([st["resp"], r_b[:, None]], axis=1)
+        resp[:, parent] = r_a
+        st["resp"] = resp
         st["alpha_hat"][parent] *= 0.5
         st["alpha_hat"][S] *= 0.5
         st["ids"][parent] = st["next_id"]
@@ -849,6 +864,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.bound_terms_ = terms
         self.component_scores_ = self._component_scores(data)
         self.labels_ = np.argmax(st["resp"], axis=1)
+        st.pop("stats_cache", None)  # holds the training data; not part of the model
         for name in ("_search_rng", "_total_iter", "_deaths_allowed"):
             self.__dict__.pop(name, None)
 

@@ -266,8 +266,7 @@ def test_component_without_data_reverts_to_its_prior():
     m = _fit(X, n_components=2, n_factors=2, max_iter=5)
     data = m._check_fit_data(X)
     st = m._vb_
-    st["resp"][:, 1] = 0.0
-    st["resp"][:, 0] = 1.0
+    st["resp"] = np.column_stack([np.ones(X.shape[0]), np.zeros(X.shape[0])])
     m._update_loadings(data)
     e_nu = st["a_tilde"] / st["b_tilde"][1]
     for q in range(X.shape[1]):
