@@ -27,7 +27,7 @@ from sklearn.utils.validation import validate_data
 from ._distributions import gamma_expected_log, gamma_kl
 from ._kernels.kalman import simulate_lds, spd_inverse, vb_kalman_smoother
 from ._validation import check_sequences, sequence_bounds
-from .base import VBEMEstimator
+from .base import VBEMEstimator, bound_round_off
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -73,7 +73,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     ----------
     n_states : int or None, default=None
         Dimension ``k`` of the hidden state; None means the number of outputs.
-        With ``ard=True`` choose it generously: unused dimensions are switched off.
+        With ``ard=True`` choose it generously: unused dimensions are switched off
+        (and, with ``prune_states``, removed), so it is the maximum dimension.
     fit_intercept : bool, default=True
         Append a constant input 1 to ``u_t`` (a state offset through B and an output
         offset through D).
@@ -116,6 +117,31 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         unit-variance start spends them growing the state scale); when the outputs
         are dominated by direct input effects D u_t it can start the states on the
         inputs and end in a lower bound.
+    prune_states : bool, default=True
+        With ``ard=True``, a bound-guided move that removes state dimensions (spec
+        §10 item 2, in the spirit of the birth/death moves of the mixture of factor
+        analysers): the weakest dimension is removed (its row and column of A, row
+        of B, column of C, ARD precisions and initial-state entries), the smaller
+        model is re-converged for ``prune_iter`` iterations, and the move is kept
+        only if the bound then exceeds the bound before the move (extrapolated over
+        those iterations at the current gain per iteration); otherwise the state
+        before the move is restored.  ARD alone leaves spare dimensions that carry
+        input effects (a state alive in C and dead in A whose B row replaces a
+        column of D, or dead in C and alive in A feeding a lagged input through B)
+        as local optima with a lower bound than the smaller model: B's ARD has one
+        precision per input column shared by all state rows, so extra rows cost
+        almost nothing.  See ``_step_prune`` for when moves are proposed.  Removed
+        dimensions are deleted from the fitted model: ``n_states_`` and every
+        state-sized array shrink, ``kept_states_`` maps them to the original labels.
+        The iterations spent re-converging are not counted in ``n_iter_`` and
+        ``lower_bounds_`` records one bound per iteration, after any accepted move
+        (a rejected move leaves no trace), so it never decreases.
+    prune_interval : int, default=50
+        Iterations between removal proposals (doubling after repeated rejections);
+        the first comes ``prune_interval`` iterations after the hyperparameter
+        schedule has started every group.
+    prune_iter : int, default=20
+        VBEM iterations that re-converge the model after a proposed removal.
     max_iter, tol, n_init, random_state, warm_start, verbose,
     verbose_interval, bound_check
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is on the absolute
@@ -140,9 +166,15 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         input columns).
     noise_prior_shape_, noise_prior_rate_, init_state_mean_, init_state_cov_ :
         optimised hyperparameters.
-    active_states_, n_effective_states_ : state dimensions kept by ARD.
-    hyperparameter_history_ : dict of per-iteration arrays of alpha, gamma, beta,
-        delta (best run).
+    n_states_ : int
+        State dimension of the fitted model (``n_states`` less the removed ones).
+    kept_states_ : array of int, shape (n_states_,)
+        Original labels (0 .. n_states - 1) of the dimensions of the fitted model.
+    active_states_, n_effective_states_ : the dimensions of the fitted model that
+        ARD keeps (``ard_threshold``) and their number; removed dimensions are not
+        counted.
+    hyperparameter_history_ : dict of per-iteration arrays of alpha, gamma (one
+        column per original state label, NaN once removed), beta, delta (best run).
     """
 
     _parameter_constraints: dict = {
@@ -159,6 +191,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         "init_state_cov": [StrOptions({"diag", "full", "spherical", "fixed"})],
         "ard_threshold": [Interval(Real, 0.0, None, closed="neither")],
         "init_params": [StrOptions({"pca", "scaled-pca", "random"})],
+        "prune_states": ["boolean"],
+        "prune_interval": [Interval(Integral, 1, None, closed="left")],
+        "prune_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(
@@ -175,6 +210,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         noise_rate=1.0,
         init_state_cov="diag",
         ard_threshold=10.0,
+        prune_states=True,
+        prune_interval=50,
+        prune_iter=20,
         max_iter=500,
         tol=1e-4,
         n_init=1,
@@ -207,6 +245,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.noise_rate = noise_rate
         self.init_state_cov = init_state_cov
         self.ard_threshold = ard_threshold
+        self.prune_states = prune_states
+        self.prune_interval = prune_interval
+        self.prune_iter = prune_iter
 
     # ================================================================ data
     def _inputs(self, X, U, n_user_inputs):
@@ -313,6 +354,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         ds = data["Us"].shape[1]
         do = data["Uo"].shape[1]
         self.n_states_ = k
+        self.kept_states_ = np.arange(k)
+        self._k_max = k
         self.alpha_ = np.full(k, float(self.ard_init))
         self.beta_c_ = np.full(ds, float(self.ard_init))
         self.gamma_ = np.full(k, float(self.ard_init))
@@ -502,12 +545,25 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     # ================================================================ steps
     def _iteration_steps(self):
+        if self.prune_states and self.ard:
+            return ("hyper", "vbm", "vbe", "prune")
         return ("hyper", "vbm", "vbe")
 
     def _step_vbm(self, data, iteration):
         self._vbm(data, self._stats)
 
     def _step_vbe(self, data, iteration):
+        self._vbe(data)
+        kept = self.kept_states_
+        for name, value in (("alpha", self.alpha_), ("gamma", self.gamma_)):
+            # per-iteration values in the original state labels (pruned: NaN)
+            full = np.full(self._k_max, np.nan)
+            full[kept] = value
+            self._history[name].append(full)
+        for name, value in (("beta", self.beta_c_), ("delta", self.delta_c_)):
+            self._history[name].append(value.copy())
+
+    def _vbe(self, data):
         res = self._run_filter(
             self._q_theta, data["X"], data["Us"], data["Uo"], data["starts"],
             data["ends"], self.init_state_mean_, self.init_state_cov_, smooth=True,
@@ -517,9 +573,6 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self._ln_z_sigma0 = (self.init_state_mean_.copy(), self.init_state_cov_.copy())
         self._stats = self._hidden_stats(data, self._q_x)
         self._record_terms()
-        for name, value in (("alpha", self.alpha_), ("beta", self.beta_c_),
-                            ("gamma", self.gamma_), ("delta", self.delta_c_)):
-            self._history[name].append(value.copy())
 
     def _step_hyper(self, data, iteration):
         if self._q_theta is None:
@@ -563,6 +616,114 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                     cov = 0.5 * (cov + cov.T)
                 self.init_state_mean_ = mu0
                 self.init_state_cov_ = cov
+
+    # ================================================================ pruning
+    def _state_strength(self):
+        """How much each state dimension j carries: the expected sums over time of
+        its contributions to the outputs, in noise units, and to the next state, in
+        innovation units: ``<C_j' R^-1 C_j> [W_C]_jj + <A_j' A_j> [W_A]_jj``
+        (``C_j``, ``A_j`` the j-th columns).  The pruning move proposes the weakest
+        dimension first."""
+        q, s = self._q_theta, self._stats
+        k = self.n_states_
+        return (np.diag(q["E_CD"])[:k] * np.diag(s["W_C"])
+                + np.diag(q["E_AB"])[:k] * np.diag(s["W_A"]))
+
+    def _remove_state(self, data, j):
+        """Delete state dimension j: its row and column of A, row of B and column of
+        C (through q(x), from which the next VBM step rebuilds q(theta)), its ARD
+        precisions and its entries of the initial-state prior."""
+        keep = np.delete(np.arange(self.n_states_), j)
+        qx = self._q_x
+        self._q_x = {
+            "omega": np.ascontiguousarray(qx["omega"][:, keep]),
+            "ups": np.ascontiguousarray(qx["ups"][:, keep][:, :, keep]),
+            "cross": np.ascontiguousarray(qx["cross"][:, keep][:, :, keep]),
+            "omega0": np.ascontiguousarray(qx["omega0"][:, keep]),
+            "ups0": np.ascontiguousarray(qx["ups0"][:, keep][:, :, keep]),
+            "entropy": qx["entropy"],
+            "ln_z": qx["ln_z"],
+        }
+        self.n_states_ = keep.size
+        self.kept_states_ = self.kept_states_[keep]
+        self.alpha_ = self.alpha_[keep]
+        self.gamma_ = self.gamma_[keep]
+        self.init_state_mean_ = self.init_state_mean_[keep]
+        self.init_state_cov_ = self.init_state_cov_[np.ix_(keep, keep)]
+        self._stats = self._hidden_stats(data, self._q_x)
+
+    def _step_prune(self, data, iteration):
+        """Bound-guided removal of a state dimension, accepted only if it raises F.
+
+        A move removes one dimension (:meth:`_remove_state`), re-converges the
+        smaller model for ``prune_iter`` VBEM iterations (hyperparameter update, VBM,
+        VBE; the first without the hyperparameter update) and is accepted if the
+        bound then exceeds ``F + prune_iter * dF``, the bound before the move
+        extrapolated at the current per-iteration gain ``dF`` of the unpruned run
+        (so a move is not credited with the climb the unpruned run would have made
+        anyway).  A rejected move restores the saved state exactly.  The bound after
+        this step is therefore never below the bound before it, and the recorded
+        history holds only accepted states.
+
+        Moves are proposed once every hyperparameter group has started and
+        ``prune_interval`` further iterations have passed, then every
+        ``prune_interval`` iterations (the weakest dimension by
+        :meth:`_state_strength`; straight after an accepted move the next one is
+        tried; after consecutive rejections the interval doubles, up to 8 times),
+        and whenever the bound has stalled (gain below ``tol``) after the schedule:
+        then every dimension is tried, weakest first, before convergence can be
+        declared.
+        """
+        if self._q_theta is None:
+            return
+        value = self._explicit_bound(data)
+        book = getattr(self, "_prune_book", None)
+        if iteration == 1 or book is None:
+            sched = self.hyperparameter_schedule
+            started = max(sched) if sched is not None else 0
+            book = self._prune_book = {
+                "next": started + self.prune_interval + 1, "stall_from": started + 1,
+                "last": -np.inf, "stalled": False, "rejected": 0,
+            }
+        rate = max(value - book["last"], 0.0) if np.isfinite(book["last"]) else np.inf
+        book["last"] = value
+        stalled = rate < self.tol
+        due = iteration >= book["next"] or (
+            stalled and not book["stalled"] and iteration >= book["stall_from"])
+        if not due or self.n_states_ < 2:
+            return
+        target = value + self.prune_iter * rate
+        order = np.argsort(self._state_strength(), kind="stable")
+        accepted = False
+        for j in order[: self.n_states_ if stalled else 1]:
+            saved = self._get_state()
+            self._remove_state(data, int(j))
+            self._vbm(data, self._stats)
+            self._vbe(data)
+            for _ in range(self.prune_iter - 1):
+                self._step_hyper(data, iteration)
+                self._vbm(data, self._stats)
+                self._vbe(data)
+            new = self._explicit_bound(data)
+            accepted = new > target + bound_round_off(value)
+            if self.verbose >= 2:
+                print(f"  iteration {iteration}: remove state {saved['kept_states_'][j]} "
+                      f"of {saved['n_states_']}: bound {value:.6f} -> {new:.6f} after "
+                      f"{self.prune_iter} iterations, needs {target:.6f}: "
+                      f"{'accepted' if accepted else 'rejected'}")
+            if accepted:
+                break
+            self._set_state(saved)
+        if accepted:
+            book["last"] = self._explicit_bound(data)
+            book["next"] = iteration + 1
+            book["stalled"] = False
+            book["rejected"] = 0
+        else:
+            # a stalled run that no removal improves is left to converge
+            book["stalled"] = stalled
+            book["rejected"] += 1
+            book["next"] = iteration + self.prune_interval * 2 ** min(book["rejected"] - 1, 3)
 
     def _can_stop(self, iteration):
         sched = self.hyperparameter_schedule
