@@ -358,10 +358,17 @@ class DirichletMH(_KernelBase):
     capped at 1, or 1/K when the model exposes none: the proposal for a vanishing entry is
     then spread over log-scales like the prior itself.  Rows of length 1 are constants and
     are skipped.
+
+    ``concentration`` (dict block -> (prior row totals, data row totals), each of the
+    block's ``n_rows``) replaces the rule ``alpha0 + kappa n beta h``: a row whose
+    tempered posterior has total concentration ``A(beta) = A_prior + beta N`` (e.g.
+    ``N`` from a fitted q's Dirichlet parameters) gets ``alpha = (A + 1) d / 2.38^2 - 1``
+    with ``d = K - 1``: the proposal spread is the random-walk optimum, 2.38/sqrt(d) times
+    the posterior spread, in every row, at every temperature.  Fixed before the run.
     """
 
     def __init__(self, model, blocks=None, alpha0=5.0, kappa=2.0, curvature=None, order=None,
-                 floor="prior"):
+                 floor="prior", concentration=None):
         self.model = model
         space = model.param_space
         simplex = [b.name for b in space.blocks
@@ -378,6 +385,18 @@ class DirichletMH(_KernelBase):
             curv.update(curvature)
         self.curvature = {b: curv.get(b, 1.0 / space[b].n_rows) for b in self.blocks}
         self.floor = {b: self._floor(b, floor) for b in self.blocks}
+        self.concentration = None
+        if concentration is not None:
+            self.concentration = {}
+            for b in self.blocks:
+                a0, nd = (np.asarray(v, dtype=float).reshape(-1) for v in concentration[b])
+                R = space[b].n_rows
+                if a0.shape != (R,) or nd.shape != (R,) or np.any(~(a0 > 0)) or np.any(nd < 0):
+                    raise ValueError(f"concentration[{b!r}] must be two arrays of {R} row "
+                                     "totals, the prior's positive, the data's >= 0.")
+                d = space[b].shape[-1] - 1
+                self.concentration[b] = (a0.reshape(space[b].shape[:-1]),
+                                         nd.reshape(space[b].shape[:-1]), d)
         rows = []
         for b in self.blocks:
             for r in np.ndindex(*space[b].shape[:-1]):
@@ -407,7 +426,12 @@ class DirichletMH(_KernelBase):
         k.order = self.order[::-1]
         return k
 
-    def strength(self, block, beta, n):
+    def strength(self, block, beta, n, row=None):
+        if self.concentration is not None:
+            a0, nd, d = self.concentration[block]
+            # proposal covariance (2.38^2 / d) x that of Dir(theta | A(beta) theta)
+            A = a0[row] + beta * nd[row]
+            return max((A + 1.0) * d / 2.38**2 - 1.0, 1e-3)
         return self.alpha0 + self.kappa * n * beta * self.curvature[block]
 
     def transition(self, state, target, beta, rngs):
@@ -415,7 +439,7 @@ class DirichletMH(_KernelBase):
         # change before the row's own update, so all Dirichlet proposals and acceptance
         # uniforms of the sweep are drawn up front: a few generator calls per chain.
         rows = [state.params[b][(slice(None),) + r] for b, r in self.order]
-        strengths = [self.strength(b, beta, target.n) for b, _ in self.order]
+        strengths = [self.strength(b, beta, target.n, r) for b, r in self.order]
         floors = [self.floor[b][r] for b, r in self.order]
         alphas = [a * row + g for a, row, g in zip(strengths, rows, floors)]
         shapes = np.concatenate(alphas, axis=1)  # (C, total entries)

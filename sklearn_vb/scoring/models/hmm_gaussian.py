@@ -529,6 +529,35 @@ class GaussianHMMScoringModel(ScoringModelMixin):
         return out
 
     # -- likelihood ----------------------------------------------------------------------
+    def annealing_kernel(self, X=None, scale=1.0):
+        """The kernel ``kernel="auto"`` uses (G6 hook), tuned once from the prior and the
+        fitted q, never from the chains: Dirichlet MH on the rows of ``startprob`` and
+        ``transmat`` with strengths from the rows' tempered concentrations
+        ``A_prior + beta (A_q - A_prior)`` (proposal spread 2.38/sqrt(K-1) times the
+        row's spread), then a random walk on the emission blocks with one step per
+        coordinate, ``scale 2.38/sqrt(dim) / sqrt(pi_i + beta h_i)``: ``pi_i`` the prior
+        precision (robust estimate from prior draws, so data far from unit scale are
+        handled), ``h_i = 1/var_q - pi_i``.  The tuning reflects the training data; on
+        other data it is still a valid (if less well tuned) kernel."""
+        from ..kernels import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
+                               estimate_prior_precision, posterior_data_precision)
+
+        q = self.variational_posterior()
+        ks = []
+        if self.K > 1:
+            conc = {}
+            for b, prior, post in (("startprob", self.startprob_prior, q.startprob),
+                                   ("transmat", self.transmat_prior, q.transmat)):
+                a0 = prior.sum(axis=-1)
+                conc[b] = (a0, np.maximum(post.sum(axis=-1) - a0, 0.0))
+            ks.append(DirichletMH(self, ["startprob", "transmat"], concentration=conc))
+        other = [b.name for b in self.param_space.blocks if b.constraint != "simplex"]
+        pi = estimate_prior_precision(self, other)
+        h = posterior_data_precision(self, q, pi, other)
+        ks.append(BlockRandomWalkMH(self, other, scale=scale, prior_precision=pi,
+                                    data_precision=h))
+        return ks[0] if len(ks) == 1 else CompositeKernel(ks)
+
     def _likelihood_arrays(self, params):
         mu = np.ascontiguousarray(params["means"], dtype=float)
         C = mu.shape[0]
