@@ -40,7 +40,8 @@ def with_inputs():
     Y = _simulate(rng, T, A, C, 0.4, U, np.array([[0.5], [0.0]]), np.array([[0.3], [-0.2]]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = VBLinearDynamicalSystem(n_states=2, random_state=0, max_iter=200).fit(
+        est = VBLinearDynamicalSystem(n_states=2, random_state=0, max_iter=200,
+                                      prune_states=False).fit(
             Y, U=U, lengths=[25, 15])
     return est, Y, U, [25, 15]
 
