@@ -25,5 +25,10 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
+doc: $(STAMP)
+	$(PY) -m pip install --quiet -e ".[doc]"
+	$(PY) -m sphinx -b html doc doc/_build/html
+	@echo "documentation: doc/_build/html/index.html"
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

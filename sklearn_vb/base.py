@@ -67,8 +67,8 @@ def bound_round_off(value):
 class VBEMEstimator(BaseEstimator):
     """Base class for the variational Bayesian EM estimators.
 
-    Parameters shared by every estimator
-    ------------------------------------
+    Parameters
+    ----------
     max_iter : int
         Maximum number of VBEM iterations per restart.
     tol : float
