@@ -102,8 +102,9 @@ def test_compiled_ais_schedule_convergence_on_beal_data(beal_model):
 
 def test_compiled_kernel_option_errors(beal_model):
     est, _, _, X = beal_model
-    with pytest.raises(ValueError, match="forward-only"):
-        score(est, X, "rais", kernel="compiled", exact_posterior_samples={}, n_temperatures=5)
+    with pytest.raises(ValueError, match="start='prior'"):
+        score(est, X, "rais", kernel="compiled", start="q", exact_posterior_samples={},
+              n_temperatures=5)
     with pytest.raises(ValueError, match="n_steps=1"):
         score(est, X, "ais", kernel="compiled", n_steps=2, n_temperatures=5)
 

@@ -36,7 +36,7 @@ from .protocols import has, require
 from .schedules import make_schedule
 
 __all__ = ["AISScore", "ReverseAISScore", "BDMCScore", "run_ais", "run_reverse_ais",
-           "run_ais_compiled", "hysteresis_check", "Progress"]
+           "run_ais_compiled", "run_reverse_ais_compiled", "hysteresis_check", "Progress"]
 
 
 def _chain_groups(C, n_jobs):
@@ -229,6 +229,49 @@ def run_reverse_ais(model, X, betas, kernel, exact_samples, n_chains, n_steps=1,
             "log_increments": np.concatenate([r[2] for r in res], axis=1)}
 
 
+def run_reverse_ais_compiled(model, X, betas, exact_samples, n_chains, random_state=None,
+                             n_jobs=None, strength=None, floor="prior", verbose=0):
+    """Reverse AIS through the model's compiled kernel (``model.run_ais_compiled``).
+
+    The compiled kernel is one Metropolis–Hastings move of all parameters at once (for
+    the DAG: every CPT row from its Dirichlet proposal, one accept/reject), so it
+    satisfies detailed balance for each ``f_beta`` and is its own adjoint.  Running it
+    over the reversed schedule from exact posterior draws performs, per step, the move at
+    ``betas[k]`` followed by ``log_w += (betas[k-1] - betas[k]) l(theta)``: exactly the
+    reverse chain of :func:`run_reverse_ais` (plus one move at beta = 1 before the first
+    increment, which leaves an exact posterior draw exact), so ``log_u = log_w``.
+    Chain c starts at draw c mod M.  Same return keys as :func:`run_reverse_ais`
+    (``log_increments`` is the (K, 1) mean increment, forward order).
+    """
+    M = next(iter(exact_samples.values())).shape[0]
+    idx = np.arange(n_chains) % M
+    seeds = _seeds(random_state, n_chains)
+    groups = _chain_groups(n_chains, n_jobs)
+    rev = np.ascontiguousarray(np.asarray(betas, dtype=float)[::-1])
+    K = rev.size - 1
+    progress = _progress_for(verbose, "rais", K)
+
+    def one(gi, g):
+        cb = (lambda k, K_, lw: progress(k, -lw)) if gi == 0 else None
+        return model.run_ais_compiled(X, rev, [seeds[i] for i in g], strength=strength,
+                                      floor=floor, start_params=take(exact_samples, idx[g]),
+                                      progress=cb)
+
+    if len(groups) > 1:
+        res = Parallel(n_jobs=len(groups), prefer="threads")(
+            delayed(one)(gi, g) for gi, g in enumerate(groups))
+    else:
+        res = [one(0, groups[0])]
+    sizes = np.array([g.size for g in groups], dtype=float)
+    acc = np.average(np.stack([r["acceptance"] for r in res]), axis=0, weights=sizes)
+    lr = np.average(np.stack([r["log_ratios"] for r in res]), axis=0, weights=sizes)
+    # acc[j] belongs to the move at rev[j] = betas[K - j]; keep the moves at
+    # betas[K-1] .. betas[1] (as run_reverse_ais) and store them in forward order
+    return {"log_u": np.concatenate([r["log_weights"] for r in res]),
+            "acceptance": acc[1:K][::-1] if K > 1 else np.zeros(0),
+            "log_increments": lr[::-1][:, None]}
+
+
 def _ratio_profile(diff, n_bins=16):
     """Sums of per-temperature differences over ``n_bins`` equal stretches of the schedule."""
     diff = np.asarray(diff, dtype=float)
@@ -335,19 +378,26 @@ class _AISBase(Scorer):
         compiled_ok = (has(model, "run_ais_compiled") and opts["start"] == "prior"
                        and int(opts["n_steps"]) == 1)
         if isinstance(kind, str) and kind == "compiled":
-            if self.name != "ais":
-                raise ValueError(f"kernel='compiled' is forward-only; {self.name} needs a "
-                                 "Python kernel ('auto', 'dirichlet', 'rw' or an object).")
             if not compiled_ok:
                 raise ValueError("kernel='compiled' needs a model with run_ais_compiled, "
                                  "start='prior' and n_steps=1.")
             return "compiled"
-        if isinstance(kind, str) and kind == "auto" and compiled_ok and self.name == "ais":
+        if isinstance(kind, str) and kind == "auto" and compiled_ok:
             return "compiled"
         strength = opts["dirichlet_strength"]
         return make_kernel(kind, model, opts["rw_scale"],
                            (5.0, 2.0) if strength is None else strength, opts["dirichlet_floor"],
                            X=data)
+
+    def _reverse(self, model, data, betas, kernel, exact, q, opts, random_state):
+        if isinstance(kernel, str) and kernel == "compiled":
+            return run_reverse_ais_compiled(model, data, betas, exact, int(opts["n_chains"]),
+                                            random_state, opts["n_jobs"],
+                                            opts["dirichlet_strength"], opts["dirichlet_floor"],
+                                            opts["verbose"])
+        return run_reverse_ais(model, data, betas, kernel, exact, int(opts["n_chains"]),
+                               opts["n_steps"], random_state, opts["n_jobs"], opts["start"], q,
+                               opts["verbose"])
 
     def _forward(self, estimator, model, data, betas, kernel, q, opts, random_state):
         if isinstance(kernel, str) and kernel == "compiled":
@@ -449,8 +499,7 @@ class ReverseAISScore(_AISBase):
         ss = as_seed_sequence(opts["random_state"])
         s_exact, s_run = ss.spawn(2)
         ex, source = _exact_samples(model, data, opts, int(opts["n_chains"]), s_exact, self.name)
-        r = run_reverse_ais(model, data, betas, kernel, ex, int(opts["n_chains"]), opts["n_steps"],
-                            s_run, opts["n_jobs"], opts["start"], q, opts["verbose"])
+        r = self._reverse(model, data, betas, kernel, ex, q, opts, s_run)
         lu = r["log_u"]
         est = -log_mean_exp(lu)
         se, reliable = delta_method_stderr(lu)
@@ -481,9 +530,7 @@ class BDMCScore(_AISBase):
         for i, K in enumerate(opts["K_grid"]):
             betas = make_schedule(opts["schedule"], K, opts["delta"], opts["e_tau"], opts["beta_min"])
             lo, se_lo, _, _ = self._forward(estimator, model, data, betas, kernel, q, opts, s_runs[2 * i])
-            r = run_reverse_ais(model, data, betas, kernel, ex, int(opts["n_chains"]),
-                                opts["n_steps"], s_runs[2 * i + 1], opts["n_jobs"], opts["start"],
-                                q, opts["verbose"])
+            r = self._reverse(model, data, betas, kernel, ex, q, opts, s_runs[2 * i + 1])
             hi = -log_mean_exp(r["log_u"])
             se_hi = delta_method_stderr(r["log_u"])[0]
             history.append({"K": int(K), "lower": float(lo), "upper": float(hi),
