@@ -435,9 +435,12 @@ class AISScore(_AISBase):
     ``delta``, "beal" with ``e_tau``, "linear", "geometric" with ``beta_min``, or an
     array), ``n_steps`` kernel steps per temperature, ``kernel`` ("auto": the model's
     compiled kernel when it has one (``run_ais_compiled``, e.g. VBDiscreteDAG: Beal's
-    joint Dirichlet proposal of every CPT row, one move per temperature), otherwise
-    Dirichlet MH on simplex rows + random walk in the unconstrained basis elsewhere;
-    "compiled"; "dirichlet"; "rw"; "exact"; or a kernel object), ``rw_scale``,
+    joint Dirichlet proposal of every CPT row, one move per temperature), else the
+    model's ``annealing_kernel`` (LDS, Gaussian HMM: tuned from the prior and q before the
+    run), otherwise "blocks": Dirichlet MH on simplex rows + random walk in the
+    unconstrained basis elsewhere with steps ``c / sqrt(pi + beta n h)``, ``pi`` the
+    prior precision from the prior; "compiled"; "blocks"; "dirichlet"; "rw"; "exact"; or
+    a kernel object), ``rw_scale``,
     ``dirichlet_strength`` = (alpha0, kappa) for the strength alpha0 + kappa n beta
     (None: (5, 2) for the row-wise kernel, the model's default for the compiled one),
     ``dirichlet_floor`` (per-entry floor of the Dirichlet proposal, "prior" = prior
@@ -488,7 +491,10 @@ class ReverseAISScore(_AISBase):
 
     Only valid when ``exact_posterior_samples`` are exact draws from p(theta | X): the
     parameters that simulated X from the prior (simulated data only), or analytic
-    posterior draws for conjugate test models.
+    posterior draws for conjugate test models.  Kernels as for :class:`AISScore`; the
+    compiled DAG kernel (a single joint Metropolis–Hastings move, its own adjoint) is
+    used by "auto" and "compiled" (:func:`run_reverse_ais_compiled`), Python kernels
+    run their ``adjoint()``.
     """
 
     name = "rais"

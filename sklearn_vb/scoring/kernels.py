@@ -8,7 +8,9 @@ Every kernel leaves the tempered target invariant for each inverse temperature b
 Chains are vectorised over the batch axis (the likelihood is called with a batch of C
 parameter sets), while every chain draws its random numbers from its own Generator (a
 list ``rngs`` of length C), so results do not depend on how chains are grouped into
-batches or jobs.  Tuning parameters depend on beta and n only, never on the chain state.
+batches or jobs.  Tuning parameters depend on beta, n, the prior and (for the models'
+``annealing_kernel`` hooks) the fitted q, fixed when a kernel is built; never on a chain's
+state or past samples.
 """
 
 from __future__ import annotations

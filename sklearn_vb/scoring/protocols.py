@@ -75,7 +75,21 @@ class VariationalPosterior(Protocol):
 
 @runtime_checkable
 class Kernel(Protocol):
-    """An MCMC kernel leaving ``f_beta`` invariant for every beta (IF-9)."""
+    """An MCMC kernel leaving ``f_beta`` invariant for every beta (IF-9).
+
+    Optional model-side G6 hooks read by :func:`sklearn_vb.scoring.kernels.make_kernel`:
+
+    * ``annealing_kernel(X=None, scale=1.0) -> Kernel``: the model's own kernel, used by
+      ``kernel="auto"`` of AIS, reverse AIS, BDMC (when the model has no compiled
+      kernel).  Its tuning may use the prior, the fitted q and the data size, and may
+      depend on beta, but is fixed when the kernel is built: never adapted to a chain's
+      state or past samples during a scored run (spec §2.8; a pilot run is allowed).
+      ``X`` is the prepared data, ``scale`` the scorer's ``rw_scale``.  Its
+      ``adjoint()`` serves reverse AIS.
+    * ``kernel_prior_precision() -> dict``: prior precision per unconstrained coordinate
+      of each block (number or (dim_b,) array); otherwise estimated once from prior draws.
+    * ``kernel_curvature() -> dict``: per-case data precision (curvature) per block.
+    """
 
     reversible: bool
 
