@@ -672,7 +672,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         tried; after consecutive rejections the interval doubles, up to 8 times),
         and whenever the bound has stalled (gain below ``tol``) after the schedule:
         then every dimension is tried, weakest first, before convergence can be
-        declared.
+        declared, so a converged fit is one that no single removal improves.
         """
         if self._q_theta is None:
             return
@@ -688,6 +688,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         rate = max(value - book["last"], 0.0) if np.isfinite(book["last"]) else np.inf
         book["last"] = value
         stalled = rate < self.tol
+        if not stalled:
+            book["stalled"] = False  # a new stall gets a new round of proposals
         due = iteration >= book["next"] or (
             stalled and not book["stalled"] and iteration >= book["stall_from"])
         if not due or self.n_states_ < 2:
