@@ -164,7 +164,7 @@ def _hmm_far_case():
         z[t] = z[t - 1] if rng.random() < 0.9 else 1 - z[t - 1]
     X = np.array([90.0, 110.0])[z][:, None] + 10.0 * rng.standard_normal((T, 1))
     lengths = [100, 100, 100]
-    est = VBHiddenMarkov(2, emission="gaussian", covariance_type="diag", n_init=3,
+    est = VBHiddenMarkov(2, emission="gaussian", covariance_type="diag", n_init=1,
                          random_state=0).fit(X, lengths=lengths)
     return est, X, lengths
 
