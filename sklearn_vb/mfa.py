@@ -38,6 +38,7 @@ import numpy as np
 from scipy.special import digamma, polygamma, logsumexp
 from sklearn.base import ClusterMixin, DensityMixin, TransformerMixin
 from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
@@ -696,6 +697,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return value
 
     def _run_vbem(self, data, init):
+        # The iterations are many small matrix products: a multi-threaded BLAS
+        # spends more time synchronising its threads than computing (ten times
+        # slower on a busy machine), so the fit runs single-threaded.
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._run_vbem_unthreaded(data, init)
+
+    def _run_vbem_unthreaded(self, data, init):
         if not hasattr(self, "_search_rng"):  # warm start
             self._search_rng = check_random_state(self.random_state)
         if self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
