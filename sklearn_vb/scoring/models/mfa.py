@@ -1,0 +1,678 @@
+"""ScoringModel for a fitted :class:`~sklearn_vb.mfa.VBMixtureFactorAnalysers`.
+
+Parameters ``theta`` (spec/scoring.md IF-11, spec/mfa.md §14.1):
+
+=================  ===========  =========  ==============================================
+block              shape        constraint meaning
+=================  ===========  =========  ==============================================
+``weights``        (S,)         simplex    mixing proportions ``pi`` (a constant when S = 1)
+``loadings_<s>``   (p, K+1)     real       ``[Lambda_s, mu_s]`` of component ``s``: the K
+                                           loading columns, then the centre (last column)
+=================  ===========  =========  ==============================================
+
+``K`` is the estimator's maximum number of factors (``n_factors_max_``): every column is
+a parameter, ARD only shrinks the unused ones.  Every hyperparameter is frozen at its
+fitted value (IF-2): ``Psi``, ``(mu*, nu*)``, ``(a*, b*)`` and ``alpha*``.  The ARD
+precisions are integrated out analytically [004:7417], which turns the prior of each
+loading column into a ``p``-variate Student-t (spec/mfa.md §14.1 [R]: the precision is
+shared down a column, so the columns, not the rows, are the t vectors)::
+
+    pi ~ Dir(alpha*/S, ..., alpha*/S)
+    Lambda_s[:, j] ~ t_{2a*}(0, (b*/a*) I_p)   i.e.
+        ln p = ln G(a* + p/2) - ln G(a*) + a* ln b* - (p/2) ln 2pi - (a* + p/2) ln(b* + |v|^2/2)
+    mu_s[q] ~ N(mu*_q, 1/nu*_q)
+
+Units.  The estimator fits in standardised units ``Z = (X - feature_shift_) /
+feature_scale_`` and its ``lower_bound_`` includes the Jacobian ``-N sum_q ln
+feature_scale_q``, so it bounds ``ln p(X)`` of the data as given.  Here ``theta`` lives in
+the same fitting units as the estimator's posterior (``loading_means_``,
+``loading_covariances_``), and :meth:`log_likelihood` is the density of the user's ``X``:
+``ln p(Z | theta) - N sum_q ln feature_scale_q``.  Every scorer (vb, bic, laplace, cs,
+is, ais) therefore refers to ``ln p(X)`` in the original units, and they are directly
+comparable with ``lower_bound_`` and ``score_samples``.  The standardisation is the
+fitted one (frozen), also for new data.
+
+Likelihood: ``sum_i LSE_s [ln pi_s + ln N(z_i; mu_s, Lambda_s Lambda_s^T + Psi)]``, one
+numba call for a whole batch of parameter sets
+(:func:`sklearn_vb._kernels.mfa_batch.mfa_log_likelihood_per_case`, Woodbury and the
+matrix determinant lemma).
+
+Point estimates and complete-data evidence (G2/G3).  :meth:`e_step` is exact: the
+responsibilities and the Gaussian factor posteriors at a point ``theta``.
+:meth:`fit_point` is a generalised EM for the MAP (or ML): the E step over ``(s, x)``,
+then the mixing proportions in closed form and the rows of ``[Lambda_s, mu_s]`` by one
+EM step of the Student-t prior written as a Gaussian scale mixture (the ARD precisions
+are replaced by their conditional expectation ``(a* + p/2) / (b* + |lambda_j|^2/2)``), which
+never lowers ``ln p(theta) + l(theta)``.  The complete-data evidence
+``ln int p(theta) exp<ln p(s, x, y | theta)> dtheta`` is not closed form with the
+Student-t prior (the ARD precisions do not integrate out jointly with the loadings);
+:meth:`log_complete_evidence` returns the mean-field lower bound
+``max_{q(nu) q(Lambda~)}`` of it (the VBM fixed point of q(Lambda~), q(nu) for the given
+statistics; the Dirichlet part is exact), so the CS score is still a lower bound on
+``ln p(X)``, only looser; ``complete_evidence_kind == "bound"`` records this.
+
+Counting (G4).  :meth:`n_parameters` is eq. 4.89,
+``S - 1 + p + sum_s [p + p k_s - k_s (k_s - 1)/2]`` with ``k_s`` the factors kept by ARD
+(``n_factors_per_component_``): the shared ``Psi`` counts, the rotations of each loading
+matrix are removed and the pruned columns are not counted.  :meth:`n_aliases` counts the
+exact symmetries of prior x likelihood that map the fitted mode to a distinct mode:
+the ``S!`` permutations of the components (every component has the same prior and the
+same K columns, so labels permute freely, whatever the ARD counts) times, per component,
+the ``2^k_s K!/(K - k_s)!`` signed placements of its ``k_s`` active columns among its K
+columns (the ARD prior is exchangeable over columns and even in each column).  The
+``ln S`` correction assumes well separated modes; for ``k_s >= 2`` the column aliases lie on
+the rotation ridge of the likelihood (broken only by the prior) and ``ln S`` over-corrects.
+:meth:`alias_posterior` is the equal-weight mixture of q over all these maps.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+from scipy.special import gammaln, polygamma, xlogy
+from sklearn.utils import check_array
+
+from ..._distributions import dirichlet_log_pdf, dirichlet_sample, gamma_kl
+from ..._kernels import mfa as _k
+from ..._kernels.mfa_batch import mfa_log_likelihood_per_case
+from ...mfa import fa_free_parameters
+from ..params import ParamBlock, ParamSpace
+from ..posteriors import MixturePosterior
+from ..protocols import EStep, ScoringModelMixin
+
+__all__ = ["MFAScoringModel", "MFAPosterior", "AliasedMFAPosterior",
+           "scoring_model_from_estimator"]
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _rng(rng):
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+
+
+def _block_names(S):
+    return [f"loadings_{s}" for s in range(S)]
+
+
+def _stack(params, S):
+    """(C, S, p, K+1) array of the loading blocks of a batch."""
+    return np.stack([np.asarray(params[n], dtype=float) for n in _block_names(S)], axis=1)
+
+
+def _unstack(lam, weights):
+    S = lam.shape[1]
+    out = {"weights": np.ascontiguousarray(weights, dtype=float)}
+    for s, n in enumerate(_block_names(S)):
+        out[n] = np.ascontiguousarray(lam[:, s], dtype=float)
+    return out
+
+
+def _row_logpdf(quad, d, logdet, dof):
+    if dof is None:
+        return -0.5 * quad - 0.5 * d * LOG_2PI - 0.5 * logdet
+    return (gammaln(0.5 * (dof + d)) - gammaln(0.5 * dof) - 0.5 * d * np.log(dof * np.pi)
+            - 0.5 * logdet - 0.5 * (dof + d) * np.log1p(quad / dof))
+
+
+# =========================================================================================
+# q(theta)
+# =========================================================================================
+
+
+class MFAPosterior:
+    """``q(pi) prod_s prod_q q(row q of [Lambda_s, mu_s])``: a Dirichlet times independent
+    Gaussian rows (spec/mfa.md §3, §14.2), in the coordinates of ``log_prior``.
+
+    With ``dof`` every row is a multivariate Student-t with the same location, the
+    Gaussian covariance as scale matrix and one scale variate per row (the thesis's
+    heavy-tailed proposals, Table 4.3); ``broaden`` multiplies the Dirichlet
+    concentrations (mean kept).
+    """
+
+    family = "mfa_dirichlet_gaussian_rows"
+
+    def __init__(self, alpha, means, covs, dof=None, broaden=None):
+        self.alpha = np.asarray(alpha, dtype=float).reshape(-1)
+        if broaden is not None:
+            if not 0 < broaden <= 1:
+                raise ValueError(f"broaden must be in (0, 1], got {broaden}.")
+            self.alpha = self.alpha * broaden
+        if np.any(~(self.alpha > 0)):
+            raise ValueError("the Dirichlet concentrations of q must be positive.")
+        self.broaden = broaden
+        self.means = np.asarray(means, dtype=float)
+        self.covs = np.asarray(covs, dtype=float)
+        self.covs = 0.5 * (self.covs + np.swapaxes(self.covs, -1, -2))
+        S, p, K1 = self.means.shape
+        if self.covs.shape != (S, p, K1, K1) or self.alpha.shape != (S,):
+            raise ValueError("alpha, means and covs of q have inconsistent shapes.")
+        if dof is not None and not dof > 0:
+            raise ValueError(f"dof must be positive, got {dof}.")
+        self.dof = None if dof is None else float(dof)
+        try:
+            self.chol = np.linalg.cholesky(self.covs)
+        except np.linalg.LinAlgError as exc:
+            raise ValueError("the row covariances of q must be positive definite.") from exc
+        self.chol_inv = np.linalg.inv(self.chol)
+        self.logdet = 2.0 * np.sum(np.log(np.diagonal(self.chol, axis1=-2, axis2=-1)), axis=-1)
+
+    @property
+    def S(self):
+        return self.means.shape[0]
+
+    def sample(self, rng, size):
+        rng = _rng(rng)
+        size = int(size)
+        S, p, K1 = self.means.shape
+        w = (dirichlet_sample(self.alpha, rng, size=size) if S > 1 else np.ones((size, 1)))
+        z = rng.standard_normal((size, S, p, K1))
+        if self.dof is not None:
+            g = rng.chisquare(self.dof, size=(size, S, p)) / self.dof
+            z = z / np.sqrt(g)[..., None]
+        lam = self.means[None] + np.einsum("sqkl,csql->csqk", self.chol, z)
+        return _unstack(lam, w)
+
+    def log_pdf(self, params):
+        S = self.S
+        lam = _stack(params, S)
+        K1 = lam.shape[-1]
+        u = np.einsum("sqkl,csql->csqk", self.chol_inv, lam - self.means[None])
+        out = _row_logpdf(np.sum(u * u, axis=-1), K1, self.logdet[None], self.dof)
+        out = out.reshape(out.shape[0], -1).sum(axis=1)
+        if S > 1:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out = out + dirichlet_log_pdf(np.asarray(params["weights"], dtype=float),
+                                              self.alpha)
+        return np.asarray(out, dtype=float)
+
+    def mean(self):
+        return _unstack(self.means[None], (self.alpha / self.alpha.sum())[None])
+
+    def heavy_tailed(self, dof=3.0, broaden=None):
+        return MFAPosterior(self.alpha / (self.broaden or 1.0), self.means, self.covs, dof=dof,
+                            broaden=broaden)
+
+    def gaussian_unconstrained(self):
+        return None
+
+    def unconstrained_sd(self, space):
+        """Standard deviations of the unconstrained coordinates (Dirichlet: of the
+        log-ratios; rows: the marginal sd, times ``sqrt(dof/(dof-2))`` for a t)."""
+        out = []
+        if self.S > 1:
+            t = polygamma(1, self.alpha)
+            out.append(np.sqrt(t[:-1] + t[-1]))
+        sd = np.sqrt(np.diagonal(self.covs, axis1=-2, axis2=-1))  # (S, p, K1)
+        if self.dof is not None:
+            sd = sd * (np.sqrt(self.dof / (self.dof - 2.0)) if self.dof > 2 else 3.0)
+        out.extend(sd[s].ravel() for s in range(self.S))
+        return np.concatenate(out)
+
+    @staticmethod
+    def mixture(components, weights=None):
+        return MixturePosterior(components, weights)
+
+
+class AliasedMFAPosterior:
+    """The image of a posterior under an alias map ``T`` (a component permutation and a
+    signed column permutation per component; volume preserving): draws ``T(theta)``,
+    density ``q(T^{-1} theta)``."""
+
+    def __init__(self, q, alias, model):
+        self.q, self.alias, self.model = q, alias, model
+
+    def sample(self, rng, size):
+        return self.model.apply_alias(self.q.sample(rng, size), self.alias)
+
+    def log_pdf(self, params):
+        return self.q.log_pdf(self.model.apply_alias(params, self.alias, inverse=True))
+
+    def mean(self):
+        return self.model.apply_alias(self.q.mean(), self.alias)
+
+    def heavy_tailed(self, dof=3.0, broaden=None):
+        return AliasedMFAPosterior(self.q.heavy_tailed(dof, broaden), self.alias, self.model)
+
+    @staticmethod
+    def mixture(components, weights=None):
+        return MixturePosterior(components, weights)
+
+
+# =========================================================================================
+# the scoring model
+# =========================================================================================
+
+
+class MFAScoringModel(ScoringModelMixin):
+    """The scoring view of a fitted VBMixtureFactorAnalysers (frozen hyperparameters).
+
+    Data: :meth:`prepare_data` returns a dict with ``"Z"`` (the data in fitting units)
+    and ``"log_jac"`` (``-sum_q ln feature_scale_q``, per case).  Expected statistics
+    (``e_step(...).stats``) are a dict with ``Nk`` (S,), ``W`` (S, K+1, K+1),
+    ``C`` (S, p, K+1), ``D`` (S, p) (the estimator's, spec/mfa.md §4) and ``n``.
+    """
+
+    #: log_complete_evidence returns a lower bound (mean-field over the ARD precisions)
+    complete_evidence_kind = "bound"
+
+    def __init__(self, estimator):
+        if not hasattr(estimator, "loading_means_"):
+            raise ValueError("the estimator must be fitted.")
+        est = estimator
+        self.estimator = est
+        self.S = S = int(est.n_components_)
+        self.n_components = S
+        self.p = p = int(est.n_features_in_)
+        self.K = K = int(est.n_factors_max_)
+        self.shift = np.asarray(est.feature_shift_, dtype=float).copy()
+        self.scale = np.asarray(est.feature_scale_, dtype=float).copy()
+        self.log_jac_case = -float(np.sum(np.log(self.scale)))
+        # frozen hyperparameters, fitting units
+        self.psi = np.ascontiguousarray(np.asarray(est.noise_variance_, float) / self.scale**2)
+        mu_star, nu_star = est.mean_prior_
+        self.mu_star = (np.asarray(mu_star, float) - self.shift) / self.scale
+        self.nu_star = np.asarray(nu_star, float) * self.scale**2
+        self.a_star, self.b_star = (float(v) for v in est.ard_prior_)
+        self.alpha_star = float(est.alpha_prior_)
+        self.active = np.asarray(est.active_factors_, dtype=bool).reshape(S, K)
+        self.n_factors = np.asarray(est.n_factors_per_component_, dtype=int).reshape(S)
+        self.prior_alpha = {"weights": np.full(S, self.alpha_star / S)}
+        self.param_space = ParamSpace(
+            [ParamBlock("weights", (S,), "simplex")]
+            + [ParamBlock(n, (p, K + 1), "real") for n in _block_names(S)])
+        self._q = None
+        self._n_last = 1
+
+    # ------------------------------------------------------------------------ data
+    def prepare_data(self, X, **fit_params):
+        """Validate ``X`` (n, p) and standardise it with the fitted shift and scale."""
+        if fit_params:
+            raise ValueError(f"{type(self).__name__} accepts no fit parameters, got "
+                             f"{sorted(fit_params)}.")
+        if isinstance(X, dict) and "Z" in X:
+            return X
+        X = check_array(X, dtype=np.float64, input_name="X")
+        if X.shape[1] != self.p:
+            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.p}.")
+        Z = np.ascontiguousarray((X - self.shift) / self.scale)
+        self._n_last = Z.shape[0]
+        return {"Z": Z, "log_jac": self.log_jac_case}
+
+    def n_cases(self, X):
+        return int(X["Z"].shape[0])
+
+    # ------------------------------------------------------------------------ helpers
+    def split(self, params):
+        """``(weights (C, S), Lambda~ (C, S, p, K+1))`` of a batch."""
+        S = self.S
+        w = np.asarray(params["weights"], dtype=float).reshape(-1, S)
+        return w, _stack(params, S)
+
+    def join(self, weights, lam):
+        return _unstack(np.asarray(lam, dtype=float), np.asarray(weights, dtype=float))
+
+    # ------------------------------------------------------------------------ G0
+    def log_prior(self, params):
+        w, lam = self.split(params)
+        K, p = self.K, self.p
+        a, b = self.a_star, self.b_star
+        out = np.zeros(lam.shape[0])
+        if K:
+            sq = np.sum(lam[..., :K] ** 2, axis=2)  # (C, S, K)
+            c = gammaln(a + 0.5 * p) - gammaln(a) + a * np.log(b) - 0.5 * p * LOG_2PI
+            out = out + np.sum(c - (a + 0.5 * p) * np.log(b + 0.5 * sq), axis=(1, 2))
+        d = lam[..., K] - self.mu_star  # (C, S, p)
+        out = out + self.S * 0.5 * np.sum(np.log(self.nu_star) - LOG_2PI) \
+            - 0.5 * np.einsum("csq,q->c", d * d, self.nu_star)
+        if self.S > 1:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out = out + dirichlet_log_pdf(w, self.prior_alpha["weights"])
+        return np.asarray(out, dtype=float)
+
+    def sample_prior(self, rng, size):
+        rng = _rng(rng)
+        size = int(size)
+        S, p, K = self.S, self.p, self.K
+        w = (dirichlet_sample(self.prior_alpha["weights"], rng, size=size) if S > 1
+             else np.ones((size, 1)))
+        lam = np.empty((size, S, p, K + 1))
+        if K:
+            nu = np.maximum(rng.standard_gamma(self.a_star, size=(size, S, 1, K)) / self.b_star,
+                            1e-300)
+            lam[..., :K] = rng.standard_normal((size, S, p, K)) / np.sqrt(nu)
+        lam[..., K] = self.mu_star + rng.standard_normal((size, S, p)) / np.sqrt(self.nu_star)
+        return self.join(w, lam)
+
+    def log_likelihood_per_case(self, params, X):
+        """``ln p(x_i | theta)`` of every row in the user's units, shape (C, n)."""
+        w, lam = self.split(params)
+        Z = X["Z"]
+        out = np.empty((lam.shape[0], Z.shape[0]))
+        mfa_log_likelihood_per_case(np.ascontiguousarray(w), np.ascontiguousarray(lam),
+                                    self.psi, Z, out)
+        return out + X["log_jac"]
+
+    def log_likelihood(self, params, X):
+        """Exact ``ln p(X | theta)`` (user units), shape (C,)."""
+        out = self.log_likelihood_per_case(params, X).sum(axis=1)
+        return np.where(np.isnan(out), -np.inf, out)
+
+    def simulate(self, params_single, rng, n_cases=None, lengths=None):
+        """Draw ``n_cases`` rows from one ``theta``; returns ``(X, (labels, factors))``
+        with ``X`` in the user's units."""
+        rng = _rng(rng)
+        if n_cases is None:
+            if lengths is None:
+                raise ValueError("simulate needs n_cases.")
+            n_cases = int(np.sum(lengths))
+        n = int(n_cases)
+        if n < 1:
+            raise ValueError(f"n_cases must be positive, got {n_cases}.")
+        w, lam = self.split(params_single)
+        w, lam = w[0], lam[0]
+        K = self.K
+        labels = rng.choice(self.S, size=n, p=w / w.sum())
+        x = rng.standard_normal((n, K))
+        Z = (np.einsum("nqk,nk->nq", lam[labels, :, :K], x) + lam[labels, :, K]
+             + rng.standard_normal((n, self.p)) * np.sqrt(self.psi))
+        return Z * self.scale + self.shift, (labels, x)
+
+    # ------------------------------------------------------------------------ G4
+    def n_parameters(self):
+        """Eq. 4.89 with the ARD-kept factor counts ``k_s`` (module docstring)."""
+        return int(fa_free_parameters(self.n_factors, self.p))
+
+    def _column_placements(self, s):
+        """Signed placements of the active columns of component ``s``: list of (K, K)
+        signed permutation matrices ``P`` (``Lambda -> Lambda P``)."""
+        K = self.K
+        act = list(np.flatnonzero(self.active[s]))
+        rest = [j for j in range(K) if j not in act]
+        out = []
+        for slots in itertools.permutations(range(K), len(act)):
+            free = [j for j in range(K) if j not in slots]
+            for signs in itertools.product((1.0, -1.0), repeat=len(act)):
+                P = np.zeros((K, K))
+                for j, t, sg in zip(act, slots, signs):
+                    P[j, t] = sg
+                for j, t in zip(rest, free):
+                    P[j, t] = 1.0
+                out.append(P)
+        return out
+
+    def n_aliases(self):
+        """``S! prod_s 2^k_s K!/(K - k_s)!`` (module docstring)."""
+        K = self.K
+        out = factorial(self.S)
+        for k in self.n_factors:
+            out *= (2 ** int(k)) * factorial(K) // factorial(K - int(k))
+        return int(out)
+
+    def alias_maps(self, max_maps=None):
+        """Every alias map as ``(perm, [P_s])``: new component ``s`` is old ``perm[s]``
+        with columns ``Lambda P_s``."""
+        n = self.n_aliases()
+        if max_maps is not None and n > max_maps:
+            raise ValueError(f"{n} aliases exceed max_maps={max_maps}.")
+        per = [self._column_placements(s) for s in range(self.S)]
+        out = []
+        for perm in itertools.permutations(range(self.S)):
+            for Ps in itertools.product(*per):
+                # the column map belongs to the old component
+                out.append((np.array(perm), [Ps[perm[s]] for s in range(self.S)]))
+        return out
+
+    def apply_alias(self, params, alias, inverse=False):
+        perm, Ps = alias
+        w, lam = self.split(params)
+        K = self.K
+        lam = lam.copy()
+        if not inverse:
+            lam = lam[:, perm]
+            w = w[:, perm]
+            for s, P in enumerate(Ps):
+                lam[:, s, :, :K] = lam[:, s, :, :K] @ P
+        else:
+            for s, P in enumerate(Ps):
+                lam[:, s, :, :K] = lam[:, s, :, :K] @ P.T
+            inv = np.argsort(perm)
+            lam = lam[:, inv]
+            w = w[:, inv]
+        return self.join(w, lam)
+
+    def alias_posterior(self, q=None, max_components=400):
+        """Equal-weight mixture of ``q`` (default: the fitted q) over every alias map: a
+        proposal covering every aliased mode of the posterior ([004:7727])."""
+        q = self.variational_posterior() if q is None else q
+        return MixturePosterior([AliasedMFAPosterior(q, a, self)
+                                 for a in self.alias_maps(max_components)])
+
+    # ------------------------------------------------------------------------ G5
+    def variational_posterior(self, X=None):
+        """q(pi) q(Lambda~) of the fitted estimator (fitting units, :class:`MFAPosterior`)."""
+        if self._q is None:
+            est = self.estimator
+            self._q = MFAPosterior(est.dirichlet_concentration_, est.loading_means_,
+                                   est.loading_covariances_)
+        return self._q
+
+    # ------------------------------------------------------------------------ G6
+    def kernel_prior_precision(self):
+        """Prior precision of each unconstrained coordinate: ``1/(2 trigamma(alpha*/S))``
+        for the log-ratios of ``pi``; ``a*/b*`` (the inverse scale of the Student-t) for
+        the loadings; ``nu*_q`` for the centres."""
+        S, p, K = self.S, self.p, self.K
+        out = {}
+        if S > 1:
+            out["weights"] = 1.0 / (2.0 * polygamma(1, self.alpha_star / S))
+        row = np.concatenate([np.full(K, self.a_star / self.b_star), [0.0]])
+        pr = np.tile(row, (p, 1))
+        pr[:, K] = self.nu_star
+        for n in _block_names(S):
+            out[n] = pr.ravel().copy()
+        return out
+
+    def _precisions(self):
+        from ..kernels import posterior_data_precision
+
+        q = self.variational_posterior()
+        pi = {b: np.broadcast_to(np.asarray(v, dtype=float),
+                                 (self.param_space[b].dim,)).copy()
+              for b, v in self.kernel_prior_precision().items()}
+        return pi, posterior_data_precision(self, q, pi, list(pi))
+
+    def kernel_curvature(self):
+        """Per-case curvature of each block (median data precision under q over n)."""
+        pi, h = self._precisions()
+        n = max(1, int(self._n_last))
+        return {b: float(np.median(v)) / n for b, v in h.items()}
+
+    def annealing_kernel(self, X=None, scale=1.0):
+        """The kernel of ``kernel="auto"`` (G6 hook), tuned once from the prior and the
+        fitted q: Dirichlet MH on ``pi`` with strengths from the tempered concentrations
+        ``alpha* + beta (sum alpha^ - alpha*)``, then a random walk on each component's
+        ``[Lambda_s, mu_s]`` with one step per coordinate, ``2.38/sqrt(dim) /
+        sqrt(pi_i + beta h_i)``, ``pi_i`` from :meth:`kernel_prior_precision` and
+        ``h_i = 1/var_q - pi_i``.  Its adjoint sweeps in reverse order."""
+        from ..kernels import BlockRandomWalkMH, CompositeKernel, DirichletMH
+
+        pi, h = self._precisions()
+        ks = []
+        if self.S > 1:
+            q = self.variational_posterior()
+            conc = {"weights": (np.array([self.alpha_star]),
+                                np.array([max(q.alpha.sum() - self.alpha_star, 0.0)]))}
+            ks.append(DirichletMH(self, ["weights"], concentration=conc))
+            pi.pop("weights")
+            h.pop("weights")
+        blocks = _block_names(self.S)
+        ks.append(BlockRandomWalkMH(self, blocks, scale=scale, prior_precision=pi,
+                                    data_precision=h))
+        return ks[0] if len(ks) == 1 else CompositeKernel(ks)
+
+    # ------------------------------------------------------------------------ G2 / G3
+    def factor_posterior(self, params_single):
+        """Exact ``Sigma_s = (I + Lambda^T Psi^-1 Lambda)^-1`` and ``ln|Sigma_s|``."""
+        w, lam = self.split(params_single)
+        L = lam[0, :, :, :self.K]
+        M = np.eye(self.K) + np.einsum("sqk,q,sql->skl", L, 1.0 / self.psi, L)
+        inv, logdet = _k.spd_inverse(M)
+        return inv, -logdet
+
+    def e_step(self, params_single, X):
+        """Exact posterior over ``(s_i, x_i)`` at a normalised ``theta``: loglik,
+        expected statistics, ``E ln p(s, x, X | theta)`` and the entropy (computed
+        directly: ``sum_i H[r_i] + sum_s N_s (K/2 ln 2 pi e + 1/2 ln|Sigma_s|)``).  The user
+        units' Jacobian is part of both ``loglik`` and the complete log-likelihood."""
+        Z = X["Z"]
+        w, lam = self.split(params_single)
+        w, lam1 = w[0], lam[0]
+        K = self.K
+        sigma, logdet_sigma = self.factor_posterior(params_single)
+        with np.errstate(divide="ignore"):
+            lw = np.log(w)
+        ell = _k.fa_log_density(Z, lam1[:, :, K], lam1[:, :, :K], self.psi) + lw[None]
+        m = np.max(ell, axis=1, keepdims=True)
+        lse = m[:, 0] + np.log(np.sum(np.exp(ell - m), axis=1))
+        resp = np.exp(ell - lse[:, None])
+        xbar = np.einsum("skl,sql,q,nsq->nsk", sigma, lam1[:, :, :K], 1.0 / self.psi,
+                         Z[:, None, :] - lam1[None, :, :, K])
+        Nk, W, C, D = _k.sufficient_statistics(Z, resp, xbar, sigma)
+        stats = {"Nk": Nk, "W": W, "C": C, "D": D, "n": int(Z.shape[0]),
+                 "log_jac": float(X["log_jac"]), "resp": resp}
+        loglik = float(self.log_likelihood(params_single, X)[0])
+        ecl = float(self.expected_complete_loglik(params_single, stats))
+        entropy = float(-np.sum(xlogy(resp, resp))
+                        + np.sum(Nk * 0.5 * (K * (1.0 + LOG_2PI) + logdet_sigma)))
+        return EStep(loglik, stats, ecl, entropy)
+
+    def _x_and_noise_terms(self, stats):
+        """Parts of ``E ln p(s, x, y | theta)`` that do not depend on theta (the factor
+        prior, the normalisers of the noise, ``y^T Psi^-1 y``, the Jacobian)."""
+        K, p = self.K, self.p
+        Nk, W, D = stats["Nk"], stats["W"], stats["D"]
+        e_x = -0.5 * np.sum(Nk * K * LOG_2PI + np.trace(W[:, :K, :K], axis1=1, axis2=2))
+        e_y = (-0.5 * np.sum(Nk) * (p * LOG_2PI + np.sum(np.log(self.psi)))
+               - 0.5 * np.sum(D @ (1.0 / self.psi)))
+        return float(e_x + e_y + stats["n"] * stats["log_jac"])
+
+    def expected_complete_loglik(self, params_single, stats):
+        """``E ln p(s, x, X | theta)`` under the posterior that produced ``stats``."""
+        w, lam = self.split(params_single)
+        w, lam1 = w[0], lam[0]
+        Nk, W, C = stats["Nk"], stats["W"], stats["C"]
+        ipsi = 1.0 / self.psi
+        quad = (-2.0 * np.einsum("sqk,sqk,q->", lam1, C, ipsi)
+                + np.einsum("sqk,skl,sql,q->", lam1, W, lam1, ipsi))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            e_s = float(np.sum(xlogy(Nk, w)))
+        return e_s - 0.5 * float(quad) + self._x_and_noise_terms(stats)
+
+    def _loading_bound(self, stats, max_iter=500, tol=1e-11):
+        """Mean-field lower bound on ``ln int p(Lambda~) exp<theta-dependent part of the
+        expected complete log-likelihood> dLambda~`` with the ARD precisions restored:
+        alternate q(Lambda~) and q(nu) (each an exact coordinate ascent) to convergence."""
+        K, p, S = self.K, self.p, self.S
+        W, C = stats["W"], stats["C"]
+        ipsi = 1.0 / self.psi
+        a_t = self.a_star + 0.5 * p
+        e_nu = np.full((S, K), self.a_star / self.b_star)
+        prev = -np.inf
+        for _ in range(int(max_iter)):
+            mean, cov, logdet = _k.loading_posterior(W, C, self.psi, e_nu, self.nu_star,
+                                                     self.mu_star)
+            sq = mean[:, :, :K] ** 2 + np.diagonal(cov, axis1=-2, axis2=-1)[:, :, :K]
+            b_t = self.b_star + 0.5 * sq.sum(axis=1)  # (S, K)
+            e_nu = a_t / b_t
+            elog_nu = polygamma(0, a_t) - np.log(b_t)
+            f_nu = -np.sum(gamma_kl(a_t, b_t, self.a_star, self.b_star)) if K else 0.0
+            centre_sq = (mean[:, :, K] - self.mu_star) ** 2 + cov[:, :, K, K]
+            f_load = 0.5 * np.sum(
+                np.sum(logdet, axis=1) + p * (K + 1) + p * np.sum(elog_nu, axis=1)
+                + np.sum(np.log(self.nu_star)) - np.einsum("sk,sqk->s", e_nu, sq)
+                - centre_sq @ self.nu_star)
+            second = cov + mean[..., :, None] * mean[..., None, :]
+            e_quad = (-2.0 * np.einsum("sqk,sqk,q->", mean, C, ipsi)
+                      + np.einsum("sqkl,slk,q->", second, W, ipsi))
+            val = float(f_nu + f_load - 0.5 * e_quad)
+            if K == 0 or abs(val - prev) < tol * (1.0 + abs(val)):
+                break
+            prev = val
+        return val
+
+    def log_complete_evidence(self, stats):
+        """Lower bound on ``ln int p(theta) exp<ln p(s, x, X | theta)> dtheta``: exact
+        Dirichlet integral for ``pi`` plus the mean-field bound over ``(Lambda~, nu)``
+        (exact when K = 0).  ``complete_evidence_kind == "bound"``."""
+        Nk = stats["Nk"]
+        a0 = self.prior_alpha["weights"]
+        e_pi = 0.0
+        if self.S > 1:
+            e_pi = float(np.sum(gammaln(a0 + Nk)) - gammaln(np.sum(a0 + Nk))
+                         - np.sum(gammaln(a0)) + gammaln(np.sum(a0)))
+        return e_pi + self._loading_bound(stats) + self._x_and_noise_terms(stats)
+
+    def point_from_stats(self, stats, params_old, kind="map", basis="softmax"):
+        """M step (generalised for the Student-t prior; module docstring)."""
+        K, p, S = self.K, self.p, self.S
+        Nk, W, C = stats["Nk"], stats["W"], stats["C"]
+        tiny = 1e-300
+        if kind == "ml":
+            w = Nk + tiny
+            ridge = 1e-10 * (1.0 + np.trace(W, axis1=1, axis2=2))[:, None, None] * np.eye(K + 1)
+            mean = np.linalg.solve(W + ridge, np.swapaxes(C, 1, 2))  # (S, K+1, p)
+            mean = np.swapaxes(mean, 1, 2)
+        else:
+            a0 = self.prior_alpha["weights"]
+            w = a0 + Nk if basis == "softmax" else np.maximum(a0 + Nk - 1.0, tiny)
+            _, lam_old = self.split(params_old)
+            sq = np.sum(lam_old[0, :, :, :K] ** 2, axis=1)
+            e_nu = (self.a_star + 0.5 * p) / (self.b_star + 0.5 * sq)
+            mean, _, _ = _k.loading_posterior(W, C, self.psi, e_nu, self.nu_star, self.mu_star)
+        return self.join((w / w.sum())[None], mean[None])
+
+    def _objective(self, theta, loglik, kind, basis):
+        if kind == "ml":
+            return loglik
+        obj = loglik + float(self.log_prior(theta)[0])
+        if basis == "softmax" and self.S > 1:
+            obj += float(np.sum(np.log(theta["weights"])))
+        return obj
+
+    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
+                  tol_per_case=1e-8):
+        """Generalised EM for the MAP (``kind="map"``; the weights' mode in the
+        unconstrained basis with ``basis="softmax"``, counts ``alpha*/S + N_s``, or in
+        ``pi`` itself with ``"natural"``) or the ML point (``kind="ml"``; Psi stays frozen,
+        so the likelihood is bounded).  Starts: the mean of the fitted q, then draws from
+        it; the best objective is kept."""
+        if kind not in ("map", "ml"):
+            raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
+        if basis not in ("softmax", "natural"):
+            raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
+        rng = _rng(rng)
+        q = self.variational_posterior()
+        n = max(1, self.n_cases(X))
+        best = None
+        for i in range(max(1, int(n_init))):
+            theta = q.mean() if i == 0 else q.sample(rng, 1)
+            prev = -np.inf
+            obj = -np.inf
+            for _ in range(int(max_iter)):
+                e = self.e_step(theta, X)
+                obj = self._objective(theta, e.loglik, kind, basis)
+                if not np.isfinite(obj) or abs(obj - prev) < tol_per_case * n:
+                    break
+                prev = obj
+                theta = self.point_from_stats(e.stats, theta, kind, basis)
+            if np.isfinite(obj) and (best is None or obj > best[0]):
+                best = (obj, theta)
+        if best is None:
+            raise RuntimeError("fit_point: EM failed from every start.")
+        return best[1]
+
+
+def scoring_model_from_estimator(estimator):
+    return MFAScoringModel(estimator)
