@@ -95,6 +95,7 @@ _MODEL_FACTORIES = {
     "VBHiddenMarkov": ".models.hmm:scoring_model_from_estimator",
     "VBDiscreteDAG": ".models.dag:scoring_model_from_estimator",
     "VBLinearDynamicalSystem": ".models.lds:scoring_model_from_estimator",
+    "VBMixtureFactorAnalysers": ".models.mfa:scoring_model_from_estimator",
 }
 
 
