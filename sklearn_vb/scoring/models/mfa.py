@@ -641,13 +641,14 @@ class MFAScoringModel(ScoringModelMixin):
             obj += float(np.sum(np.log(theta["weights"])))
         return obj
 
-    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
-                  tol_per_case=1e-8):
+    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=2000,
+                  tol_per_case=1e-8, param_tol=1e-8):
         """Generalised EM for the MAP (``kind="map"``; the weights' mode in the
         unconstrained basis with ``basis="softmax"``, counts ``alpha*/S + N_s``, or in
         ``pi`` itself with ``"natural"``) or the ML point (``kind="ml"``; Psi stays frozen,
         so the likelihood is bounded).  Starts: the mean of the fitted q, then draws from
-        it; the best objective is kept."""
+        it; the best objective is kept.  Stops when the objective changes by less than
+        ``tol_per_case * n`` and no parameter by more than ``param_tol`` (relative)."""
         if kind not in ("map", "ml"):
             raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
         if basis not in ("softmax", "natural"):
@@ -656,17 +657,25 @@ class MFAScoringModel(ScoringModelMixin):
         q = self.variational_posterior()
         n = max(1, self.n_cases(X))
         best = None
+        space = self.param_space
         for i in range(max(1, int(n_init))):
             theta = q.mean() if i == 0 else q.sample(rng, 1)
-            prev = -np.inf
-            obj = -np.inf
+            prev, prev_flat = -np.inf, None
             for _ in range(int(max_iter)):
                 e = self.e_step(theta, X)
                 obj = self._objective(theta, e.loglik, kind, basis)
-                if not np.isfinite(obj) or abs(obj - prev) < tol_per_case * n:
+                flat = space.flatten(theta)[0]
+                if not np.isfinite(obj):
                     break
-                prev = obj
+                # EM converges linearly: stop on a small change of the objective and
+                # of the parameters
+                if (abs(obj - prev) < tol_per_case * n and prev_flat is not None
+                        and np.max(np.abs(flat - prev_flat)) < param_tol * (1.0 + np.max(np.abs(flat)))):
+                    break
+                prev, prev_flat = obj, flat
                 theta = self.point_from_stats(e.stats, theta, kind, basis)
+            else:
+                obj = self._objective(theta, float(self.log_likelihood(theta, X)[0]), kind, basis)
             if np.isfinite(obj) and (best is None or obj > best[0]):
                 best = (obj, theta)
         if best is None:
