@@ -257,6 +257,23 @@ def test_fit_point_is_a_map(one, two):
                 >= model.log_likelihood(th, data)[0] - 1e-9)
 
 
+def test_objective_gradient_matches_finite_differences(two):
+    """The Fisher-identity gradient (E-step statistics) against central differences."""
+    est, model, X, data = two
+    space = model.param_space
+    th = model.variational_posterior().heavy_tailed(3.0).sample(np.random.default_rng(11), 1)
+    phi = space.to_unconstrained(th)[0]
+    for kind, basis in (("map", "softmax"), ("map", "natural"), ("ml", "softmax")):
+        f = lambda P: np.array([model.objective_and_gradient(p_, data, kind, basis)[0]  # noqa
+                                for p_ in np.atleast_2d(P)])
+        v, g = model.objective_and_gradient(phi, data, kind, basis)
+        np.testing.assert_allclose(g, fd_gradient(f, phi), rtol=1e-5, atol=1e-5)
+    # the MAP objective in phi is the Laplace scorer's t(phi)
+    params, ld = space.from_unconstrained(phi[None])
+    t = model.log_prior(params) + model.log_likelihood(params, data) + ld
+    assert model.objective_and_gradient(phi, data)[0] == pytest.approx(float(t[0]), abs=1e-9)
+
+
 # ------------------------------------------------------------------------------ G4
 def test_counts_and_aliases(one, two):
     est, model, X, data = two
