@@ -324,6 +324,9 @@ def test_counts_and_aliases(one, two):
     assert one[1].n_aliases() == 2
     maps = model.alias_maps()
     assert model.n_aliases() == len(maps) == 8  # 2! x (2 signs)^2
+    assert model.n_aliases(kind="components") == 2  # two analysers with one factor
+    with pytest.raises(ValueError, match="kind"):
+        model.n_aliases(kind="bad")
     th = model.variational_posterior().sample(np.random.default_rng(10), 3)
     base = model.log_joint(th, data)
     seen = set()

@@ -63,8 +63,15 @@ the ``S!`` permutations of the components (every component has the same prior an
 same K columns, so labels permute freely, whatever the ARD counts) times, per component,
 the ``2^k_s K!/(K - k_s)!`` signed placements of its ``k_s`` active columns among its K
 columns (the ARD prior is exchangeable over columns and even in each column).  The
-``ln S`` correction assumes well separated modes; for ``k_s >= 2`` the column aliases lie on
-the rotation ridge of the likelihood (broken only by the prior) and ``ln S`` over-corrects.
+``ln S`` correction assumes well separated modes.  With ``K = 1`` the sign of the column
+is a discrete symmetry (two separated modes whenever the column is away from 0).  With
+``K >= 2`` the likelihood is invariant under every rotation ``Lambda -> Lambda R`` and
+only the prior separates the axis-aligned placements: strongly when ARD has made
+``b*`` small (spreading a column over two slots then costs about
+``(a* + p/2) ln(|lambda|^2 / 4b*)`` nats), weakly otherwise, in which case ``ln S``
+over-corrects.  ``n_aliases(kind="components")`` is the thesis's count instead, the
+permutations of analysers with equal numbers of factors (``prod_k m_k!``, ``m_k`` the
+number of components with ``k`` factors).
 :meth:`alias_posterior` is the equal-weight mixture of q over all these maps.
 """
 
@@ -408,8 +415,17 @@ class MFAScoringModel(ScoringModelMixin):
                 out.append(P)
         return out
 
-    def n_aliases(self):
-        """``S! prod_s 2^k_s K!/(K - k_s)!`` (module docstring)."""
+    def n_aliases(self, kind="modes"):
+        """``kind="modes"`` (default): ``S! prod_s 2^k_s K!/(K - k_s)!``, every
+        symmetry-related mode (module docstring); ``kind="components"``: ``prod_k m_k!``,
+        the permutations of analysers with equal numbers of factors."""
+        if kind == "components":
+            out = 1
+            for k in np.unique(self.n_factors):
+                out *= factorial(int(np.sum(self.n_factors == k)))
+            return int(out)
+        if kind != "modes":
+            raise ValueError(f"kind must be 'modes' or 'components', got {kind!r}.")
         K = self.K
         out = factorial(self.S)
         for k in self.n_factors:
