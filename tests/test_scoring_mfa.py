@@ -130,6 +130,25 @@ def test_log_likelihood_at_posterior_mean_is_plugin_score(one, two):
         assert not np.isclose(model.log_jac_case, 0.0)
 
 
+def test_simulate_matches_the_mixture_moments(two):
+    est, model, X, data = two
+    th = model.variational_posterior().mean()
+    Y, (labels, x) = model.simulate(th, np.random.default_rng(13), n_cases=40000)
+    assert Y.shape == (40000, 2) and x.shape == (40000, model.K)
+    w, lam = model.split(th)
+    K, sc, sh = model.K, model.scale, model.shift
+    mus = lam[0, :, :, K] * sc + sh
+    covs = [(lam[0, s, :, :K] * sc[:, None]) @ (lam[0, s, :, :K] * sc[:, None]).T
+            + np.diag(model.psi * sc**2) for s in range(2)]
+    mean = w[0] @ mus
+    cov = sum(w[0, s] * (covs[s] + np.outer(mus[s], mus[s])) for s in range(2)) - np.outer(mean, mean)
+    assert np.all(np.abs(Y.mean(0) - mean) < 4 * np.sqrt(np.diag(cov) / 40000))
+    np.testing.assert_allclose(np.cov(Y.T), cov, rtol=0.03)
+    assert abs(np.mean(labels == 0) - w[0, 0]) < 4 * np.sqrt(0.25 / 40000)
+    with pytest.raises(ValueError):
+        model.simulate(th, 0)
+
+
 def test_log_prior_against_scipy(two):
     est, model, X, data = two
     rng = np.random.default_rng(4)
