@@ -20,42 +20,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._linalg import chol_into, chol_inverse_into
+
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @njit(cache=True, nogil=True)
 def _chol_inv_logdet(M, inv, L, Linv):
-    """Inverse of the SPD matrix ``M`` into ``inv``; returns (ok, ln|M|)."""
-    k = M.shape[0]
-    for j in range(k):
-        s = 0.5 * (M[j, j] + M[j, j])
-        for m in range(j):
-            s -= L[j, m] * L[j, m]
-        if not (s > 0.0) or not np.isfinite(s):
-            return False, 0.0
-        L[j, j] = np.sqrt(s)
-        for i in range(j + 1, k):
-            s = 0.5 * (M[i, j] + M[j, i])
-            for m in range(j):
-                s -= L[i, m] * L[j, m]
-            L[i, j] = s / L[j, j]
-    logdet = 0.0
-    for i in range(k):
-        Linv[i, i] = 1.0 / L[i, i]
-        logdet += 2.0 * np.log(L[i, i])
-        for j in range(i):
-            s = 0.0
-            for m in range(j, i):
-                s += L[i, m] * Linv[m, j]
-            Linv[i, j] = -s / L[i, i]
-    for i in range(k):
-        for j in range(i + 1):
-            s = 0.0
-            for m in range(i, k):
-                s += Linv[m, i] * Linv[m, j]
-            inv[i, j] = s
-            inv[j, i] = s
-    return True, logdet
+    """Inverse of the SPD matrix ``M`` into ``inv``; returns (ok, ln|M|), ok False if
+    ``M`` is not positive definite or a pivot overflows."""
+    if not chol_into(M, L, True):
+        return False, 0.0
+    return True, chol_inverse_into(L, inv, Linv)
 
 
 @njit(cache=True, nogil=True)

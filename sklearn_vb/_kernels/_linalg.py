@@ -1,0 +1,116 @@
+"""Small dense linear algebra for the numba kernels (no LAPACK, no allocation).
+
+The Kalman kernels work on ``k x k`` matrices with ``k`` a handful, where explicit loops
+into preallocated buffers beat LAPACK calls.  Every routine writes into arrays passed by
+the caller and reads only the lower triangle of a factor, so the buffers may hold
+anything above the diagonal.
+
+Numba's on-disk cache of a kernel is keyed on the source file of that kernel only: after
+editing this module, clear the ``__pycache__`` of the kernels that call it (or touch their
+files) so that they are recompiled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True, inline="always")
+def chol_into(M, L, finite):
+    """Lower Cholesky factor of the symmetric part of ``M`` into the lower triangle of
+    ``L``; False (``L`` partly written) as soon as a pivot is not positive, or, with
+    ``finite``, not finite either."""
+    k = M.shape[0]
+    for j in range(k):
+        s = 0.5 * (M[j, j] + M[j, j])
+        for m in range(j):
+            s -= L[j, m] * L[j, m]
+        if not s > 0.0 or (finite and not np.isfinite(s)):
+            return False
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, k):
+            s = 0.5 * (M[i, j] + M[j, i])
+            for m in range(j):
+                s -= L[i, m] * L[j, m]
+            L[i, j] = s / L[j, j]
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def chol_inverse_into(L, inv, Linv):
+    """``inv = (L L')^{-1}`` (both triangles written) from the lower Cholesky factor
+    ``L``; returns ``ln|L L'|``.  ``Linv`` is a work buffer (gets ``L^{-1}``)."""
+    k = L.shape[0]
+    logdet = 0.0
+    for i in range(k):
+        Linv[i, i] = 1.0 / L[i, i]
+        logdet += 2.0 * np.log(L[i, i])
+        for j in range(i):
+            s = 0.0
+            for m in range(j, i):
+                s += L[i, m] * Linv[m, j]
+            Linv[i, j] = -s / L[i, i]
+    for i in range(k):
+        for j in range(i + 1):
+            s = 0.0
+            for m in range(i, k):
+                s += Linv[m, i] * Linv[m, j]
+            inv[i, j] = s
+            inv[j, i] = s
+    return logdet
+
+
+@njit(cache=True, nogil=True)
+def spd_inverse_into(M, inv, L, Linv):
+    """Write the inverse of the SPD matrix ``M`` (its symmetric part) into ``inv`` and
+    return ``ln|M|``; raises ``LinAlgError`` if ``M`` is not positive definite.
+    ``L``, ``Linv`` are work buffers."""
+    if not chol_into(M, L, False):
+        raise np.linalg.LinAlgError("matrix is not positive definite")
+    return chol_inverse_into(L, inv, Linv)
+
+
+@njit(cache=True, nogil=True)
+def mm(X, Y, out):
+    """out = X @ Y"""
+    n, m = X.shape
+    q = Y.shape[1]
+    for a in range(n):
+        for b in range(q):
+            s = 0.0
+            for c in range(m):
+                s += X[a, c] * Y[c, b]
+            out[a, b] = s
+
+
+@njit(cache=True, nogil=True)
+def mmT(X, Y, out):
+    """out = X @ Y.T (its own loops: ``mm(X, Y.T, out)`` reads a strided view, slower)"""
+    n, m = X.shape
+    q = Y.shape[0]
+    for a in range(n):
+        for b in range(q):
+            s = 0.0
+            for c in range(m):
+                s += X[a, c] * Y[b, c]
+            out[a, b] = s
+
+
+@njit(cache=True, nogil=True)
+def mv(X, x, out):
+    """out = X @ x"""
+    n, m = X.shape
+    for a in range(n):
+        s = 0.0
+        for c in range(m):
+            s += X[a, c] * x[c]
+        out[a] = s
+
+
+@njit(cache=True, nogil=True)
+def dot(x, y):
+    s = 0.0
+    for a in range(x.shape[0]):
+        s += x[a] * y[a]
+    return s
