@@ -182,7 +182,9 @@ def test_prior_sampler_matches_log_prior(two):
     c = lam[:, 1, :, model.K]
     z = (c - model.mu_star) * np.sqrt(model.nu_star)
     assert stats.kstest(z[:, 0], "norm").pvalue > 1e-3
-    assert abs(np.mean(w[:, 0]) - 0.5) < 4 * np.sqrt(1 / 12 / M)
+    a0 = est.alpha_prior_ / 2  # Dir(a0, a0): mean 1/2, variance 1 / (4 (2 a0 + 1))
+    assert abs(np.mean(w[:, 0]) - 0.5) < 4 * np.sqrt(1 / (4 * (2 * a0 + 1)) / M)
+    assert np.var(w[:, 0]) == pytest.approx(1 / (4 * (2 * a0 + 1)), rel=0.1)
 
 
 def test_prior_is_normalised(one):
