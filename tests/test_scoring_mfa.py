@@ -342,10 +342,11 @@ def test_counts_and_aliases(one, two):
     assert model.n_parameters() == 11  # 1 + 2 + 2 * (2 + 2 - 0), eq. 4.89
     assert model.n_parameters() == est._n_parameters()
     assert one[1].n_parameters() == 6
-    assert one[1].n_aliases() == 2
+    assert one[1].n_aliases(kind="modes") == 2
+    assert one[1].n_aliases() == 1
     maps = model.alias_maps()
-    assert model.n_aliases() == len(maps) == 8  # 2! x (2 signs)^2
-    assert model.n_aliases(kind="components") == 2  # two analysers with one factor
+    assert model.n_aliases(kind="modes") == len(maps) == 8  # 2! x (2 signs)^2
+    assert model.n_aliases() == 2  # two analysers with one factor
     with pytest.raises(ValueError, match="kind"):
         model.n_aliases(kind="bad")
     th = model.variational_posterior().sample(np.random.default_rng(10), 3)

@@ -69,9 +69,10 @@ is a discrete symmetry (two separated modes whenever the column is away from 0).
 only the prior separates the axis-aligned placements: strongly when ARD has made
 ``b*`` small (spreading a column over two slots then costs about
 ``(a* + p/2) ln(|lambda|^2 / 4b*)`` nats), weakly otherwise, in which case ``ln S``
-over-corrects.  ``n_aliases(kind="components")`` is the thesis's count instead, the
-permutations of analysers with equal numbers of factors (``prod_k m_k!``, ``m_k`` the
-number of components with ``k`` factors).
+over-corrects.  That is why the default ``n_aliases()``, used by the alias corrections of
+the scores, is the conservative count of spec IF-11 instead, the permutations of analysers
+with equal numbers of factors (``prod_k m_k!``, ``m_k`` the number of components with
+``k`` factors); ``n_aliases(kind="modes")`` is the full count above.
 :meth:`alias_posterior` is the equal-weight mixture of q over all these maps.
 """
 
@@ -415,10 +416,12 @@ class MFAScoringModel(ScoringModelMixin):
                 out.append(P)
         return out
 
-    def n_aliases(self, kind="modes"):
-        """``kind="modes"`` (default): ``S! prod_s 2^k_s K!/(K - k_s)!``, every
-        symmetry-related mode (module docstring); ``kind="components"``: ``prod_k m_k!``,
-        the permutations of analysers with equal numbers of factors."""
+    def n_aliases(self, kind="components"):
+        """``kind="components"`` (default, the count used for alias corrections):
+        ``prod_k m_k!``, the permutations of analysers with equal numbers of factors;
+        ``kind="modes"``: ``S! prod_s 2^k_s K!/(K - k_s)!``, every symmetry-related mode
+        (module docstring), which over-corrects a score when ``K >= 2`` and ARD leaves
+        the column placements weakly separated; it sizes :meth:`alias_maps`."""
         if kind == "components":
             out = 1
             for k in np.unique(self.n_factors):
@@ -435,7 +438,7 @@ class MFAScoringModel(ScoringModelMixin):
     def alias_maps(self, max_maps=None):
         """Every alias map as ``(perm, [P_s])``: new component ``s`` is old ``perm[s]``
         with columns ``Lambda P_s``."""
-        n = self.n_aliases()
+        n = self.n_aliases(kind="modes")
         if max_maps is not None and n > max_maps:
             raise ValueError(f"{n} aliases exceed max_maps={max_maps}.")
         per = [self._column_placements(s) for s in range(self.S)]
