@@ -65,6 +65,19 @@ def fa_free_parameters(n_factors, n_features):
     return int(round(len(k) - 1 + p + np.sum(p + p * k - k * (k - 1) / 2.0)))
 
 
+def _quantisation_variance(X):
+    """``δ_j² / 12`` per feature, ``δ_j`` the smallest positive gap between distinct
+    values of feature ``j``; a constant feature takes the median ``δ`` of the others
+    (0 when every feature is constant)."""
+    gaps = np.diff(np.sort(X, axis=0), axis=0)
+    gaps = np.where(gaps > 0, gaps, np.inf)
+    delta = gaps.min(axis=0) if gaps.shape[0] else np.full(X.shape[1], np.inf)
+    finite = np.isfinite(delta)
+    fill = float(np.median(delta[finite])) if np.any(finite) else 0.0
+    delta = np.where(finite, delta, fill)
+    return delta**2 / 12.0
+
+
 def _solve_log_newton(g, a_dg, x0, max_iter=100):
     """Root of a monotone ``g`` on (0, ∞) by Newton steps in ``log x``;
     ``a_dg(x) = x g'(x)`` is the derivative with respect to ``log x``."""
@@ -81,8 +94,9 @@ def _solve_log_newton(g, a_dg, x0, max_iter=100):
 class _FitData:
     """The data in fitting units plus the standardisation used."""
 
-    def __init__(self, Z, shift, scale, var):
+    def __init__(self, Z, shift, scale, var, psi_floor=None):
         self.Z = Z
+        self.psi_floor = psi_floor  # floor on each noise variance (fitting units)
         self.shift = shift
         self.scale = scale
         self.var = var  # per-feature variance of Z (1 where constant), sets psi_min
@@ -139,8 +153,17 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Fit in per-feature standardised units (the ARD prior ``a*=b*=1`` assumes
         unit scale).  Reported parameters, ``lower_bound_`` and scores are in the
         original units (the Jacobian is included).
-    psi_min : float, default=1e-5
-        Floor on each noise variance, relative to the feature's variance.
+    psi_min : float or "auto", default="auto"
+        Floor on each noise variance.  A float is relative to the feature's variance.
+        ``"auto"`` takes the larger of ``1e-5`` times the feature's variance and the
+        feature's quantisation noise ``δ²/12``, where ``δ`` is the smallest gap
+        between two distinct values of the feature in the training data (the
+        variance of a rounding error; negligible for continuous data; a feature
+        constant in the training data takes the median ``δ`` of the others).  On
+        quantised data such as pixel intensities, a feature that is almost always
+        zero is otherwise explained entirely by loadings, its noise variance falls
+        to a tiny floor, and any held-out point with a non-zero value there gets a
+        log-density of the order of ``-1e4``.
     death_threshold : float, default=1.0
         Search only: a component with responsibility mass ``Σ_i r_is`` below this
         dies.
@@ -230,7 +253,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "b": [Interval(Real, 0.0, None, closed="neither")],
         "optimize_hyperparameters": ["boolean", list, tuple, set, frozenset],
         "standardize": ["boolean"],
-        "psi_min": [Interval(Real, 0.0, None, closed="neither")],
+        "psi_min": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"auto"})],
         "death_threshold": [Interval(Real, 0.0, None, closed="left")],
         "max_tries": [Interval(Integral, 1, None, closed="left")],
         "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
@@ -255,7 +278,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         b=1.0,
         optimize_hyperparameters=True,
         standardize=True,
-        psi_min=1e-5,
+        psi_min="auto",
         death_threshold=1.0,
         max_tries=3,
         split_hardness=1.0,
@@ -342,7 +365,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Z = (X - shift) / scale
         var = Z.var(axis=0)
         var = np.where(var > 0, var, 1.0)
-        return _FitData(Z, shift, scale, var)
+        if isinstance(self.psi_min, str):  # "auto"
+            floor = np.maximum(1e-5 * var, _quantisation_variance(X) / scale**2)
+        else:
+            floor = self.psi_min * var
+        return _FitData(Z, shift, scale, var, floor)
 
     def _n_max_factors(self, p):
         return max(p - 1, 0) if self.n_factors is None else int(self.n_factors)
@@ -460,7 +487,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             data.Z, st["xbar"], st["sigma"], st["logdet_sigma"], st["lam_mean"], M,
             st["psi"], elog_pi,
         )
-        st["resp"] = np.exp(ell - logsumexp(ell, axis=1, keepdims=True))
+        ell -= ell.max(axis=1, keepdims=True)
+        r = np.exp(ell)
+        r /= r.sum(axis=1, keepdims=True)
+        st["resp"] = r
 
     def _update_weights(self, data):
         st = self._vb_
@@ -488,7 +518,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             + np.einsum("sqkl,slk->q", second, W)
         )
         psi = resid / data.n_samples
-        st["psi"] = np.maximum(psi, self.psi_min * data.var)
+        st["psi"] = np.maximum(psi, data.psi_floor)
 
     def _update_mean_prior(self, data):
         st = self._vb_
@@ -715,8 +745,18 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             return super()._run_vbem(data, init)
         return self._run_search(data)
 
-    def _run_epoch(self, data, history, epoch, event, agitation_tol=None, max_iter=None):
-        """VBEM with deaths until F or the agitation converges (spec §8)."""
+    def _run_epoch(self, data, history, epoch, event, agitation_tol=None, max_iter=None,
+                   target=None):
+        """VBEM with deaths until F or the agitation converges (spec §8).
+
+        With ``target`` (a birth epoch: F before the split) the epoch also ends early
+        once the birth is hopeless: after at least 5 iterations since the last
+        structure change, when the last three increments of F decay geometrically
+        (both ratios ``r <= 0.9``), and the gap to ``target`` exceeds ten times the
+        geometric extrapolation of the remaining gain, ``Δ r / (1 - r)`` with the
+        larger ratio.  Such an epoch returns its current F, which is below
+        ``target``, so the birth is rejected; an accepted birth is always judged
+        on a converged epoch."""
         trace = []
         converged = False
         agitation_tol = self.agitation_tol if agitation_tol is None else agitation_tol
@@ -751,6 +791,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             ):
                 converged = True
                 break
+            if target is not None and len(trace) >= 6 and trace[-1] < target:
+                d = np.diff(trace[-4:])
+                if d[0] > 0 and d[1] > 0:
+                    r = max(d[1] / d[0], d[2] / d[1])
+                    if r <= 0.9 and target - trace[-1] > 10.0 * d[2] * r / (1.0 - r):
+                        break
         return trace, converged
 
     def _run_search(self, data):
@@ -792,7 +838,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             proposed += 1
             S_before = self._vb_["resp"].shape[1]
             self._birth(data, int(where[0]))
-            new_trace, _ = self._run_epoch(data, history, epoch, "birth")
+            new_trace, _ = self._run_epoch(data, history, epoch, "birth", target=F_target)
             F_new = new_trace[-1] if new_trace else -np.inf
             ok = F_new > F_target + bound_round_off(F_target)
             moves.append((epoch, int(parent_id), bool(ok), float(F_target), float(F_new)))

@@ -276,3 +276,30 @@ def test_component_without_data_reverts_to_its_prior():
     t = m._bound_terms(data)
     # the loading KL of that component is then only the E_q(ν) part (zero mean gap)
     assert t["loading"][1] <= 1e-9
+
+
+def test_quantisation_floor():
+    from sklearn_vb.mfa import _quantisation_variance
+
+    rng = np.random.default_rng(0)
+    Q = np.c_[rng.integers(0, 5, 50) * 2.0, rng.integers(0, 17, 50), np.zeros(50)]
+    assert np.allclose(_quantisation_variance(Q), [4 / 12, 1 / 12, 1.5**2 / 12])
+    # continuous data: the floor is negligible, the default behaves as psi_min=1e-5
+    assert np.all(_quantisation_variance(rng.normal(size=(200, 3))) < 1e-6)
+
+
+def test_default_noise_floor_on_digits():
+    """Pixels that are almost always zero must not drive Ψ to a tiny floor."""
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data[:400]
+    Xtr, Xte = X[:250], X[250:]
+    kw = dict(n_factors=4, random_state=0, max_tries=1, tol=1.0, polish_iter=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = VBMixtureFactorAnalysers(**kw).fit(Xtr)
+        tiny = VBMixtureFactorAnalysers(psi_min=1e-5, **kw).fit(Xtr)
+    assert default.score(Xte) > -300.0
+    assert tiny.score(Xte) < -1e4
+    # the floor is the rounding noise of integer pixels, 1/12 in the data's units
+    assert np.all(default.noise_variance_ >= 1.0 / 12.0 * (1 - 1e-9))

@@ -135,15 +135,21 @@ def sufficient_statistics(Y, resp, xbar, sigma):
     """N_s, W_s = Σ_i r_is E[x̃x̃^T], C_s = Σ_i r_is y_i x̃̄^T, D_s = Σ_i r_is y_i∘y_i."""
     N, S = resp.shape
     K = sigma.shape[-1]
+    p = Y.shape[1]
     Nk = resp.sum(axis=0)
-    xe = np.concatenate([xbar, np.ones((N, S, 1))], axis=2)
-    rxe = resp[:, :, None] * xe
-    W = np.matmul(np.transpose(rxe, (1, 2, 0)), np.transpose(xe, (1, 0, 2)))
+    # component-major contiguous copies: the batched products then run as S plain
+    # matrix products instead of strided loops
+    xe = np.empty((S, N, K + 1))
+    xe[:, :, :K] = np.transpose(xbar, (1, 0, 2))
+    xe[:, :, K] = 1.0
+    rT = np.ascontiguousarray(resp.T)
+    rxe = xe * rT[:, :, None]
+    rxeT = np.transpose(rxe, (0, 2, 1))
+    W = np.matmul(rxeT, xe)
     W[:, :K, :K] += Nk[:, None, None] * sigma
     W = 0.5 * (W + np.swapaxes(W, -1, -2))
-    p = Y.shape[1]
-    C = np.transpose((Y.T @ rxe.reshape(N, S * (K + 1))).reshape(p, S, K + 1), (1, 0, 2))
-    D = resp.T @ (Y * Y)
+    C = np.transpose(np.matmul(rxeT, Y), (0, 2, 1))
+    D = rT @ (Y * Y)
     return Nk, W, C, D
 
 
