@@ -1,9 +1,12 @@
 """Small dense linear algebra for the numba kernels (no LAPACK, no allocation).
 
-The Kalman kernels work on ``k x k`` matrices with ``k`` a handful, where explicit loops
-into preallocated buffers beat LAPACK calls.  Every routine writes into arrays passed by
-the caller and reads only the lower triangle of a factor, so the buffers may hold
-anything above the diagonal.
+The Kalman kernels (:mod:`.kalman`, :mod:`.kalman_batch`) work on ``k x k`` matrices with
+``k`` a handful, where explicit loops into preallocated buffers beat LAPACK calls; the
+Gaussian-emission HMM kernels (:mod:`.hmm`, :mod:`.hmm_gaussian_batch`) share the
+Mahalanobis form of a Cholesky-factored precision.  Every routine writes into arrays
+passed by the caller and reads only the lower triangle of a factor, so the buffers may
+hold anything above the diagonal.  The helpers marked ``inline="always"`` sit in the hot
+loops: as ordinary calls they cost measurably at small sizes.
 
 Numba's on-disk cache of a kernel is keyed on the source file of that kernel only: after
 editing this module, clear the ``__pycache__`` of the kernels that call it (or touch their
@@ -69,6 +72,23 @@ def spd_inverse_into(M, inv, L, Linv):
     if not chol_into(M, L, False):
         raise np.linalg.LinAlgError("matrix is not positive definite")
     return chol_inverse_into(L, inv, Linv)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def chol_quad(L, x, mean, diff):
+    """``|| L' (x - mean) ||^2`` for a lower triangular ``L`` (the Mahalanobis form of
+    the precision ``L L'``); ``diff`` is a work buffer (gets ``x - mean``)."""
+    D = x.shape[0]
+    for d in range(D):
+        diff[d] = x[d] - mean[d]
+    q = 0.0
+    for col in range(D):
+        # (L' diff)_col = sum_{d >= col} L[d, col] diff[d]
+        v = 0.0
+        for d in range(col, D):
+            v += L[d, col] * diff[d]
+        q += v * v
+    return q
 
 
 @njit(cache=True, nogil=True)

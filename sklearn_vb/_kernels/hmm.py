@@ -22,6 +22,8 @@ log normalisers are summed, so nothing underflows however long the sequence is.
 import numpy as np
 from numba import njit
 
+from ._linalg import chol_quad
+
 
 @njit(cache=True, nogil=True)
 def scale_log_weights(log_w):
@@ -55,6 +57,24 @@ def scale_rows(log_w):
         for j in range(K):
             out[r, j] = np.exp(log_w[r, j] - m)
     return out, shift
+
+
+@njit(cache=True, nogil=True)
+def _fb_arrays(n, T, K, R, want_posteriors):
+    """Outputs of the forward-backward kernels (log_norm, frame_log_norm, start_counts,
+    trans_counts, emis_counts) and the (T, K) table of forward variables; without
+    posteriors, emis_counts is (0, K) and the forward table keeps two rows only."""
+    log_norm = np.zeros(n)
+    frame_log_norm = np.empty(T)
+    start_counts = np.zeros(K)
+    trans_counts = np.zeros((K, K))
+    if want_posteriors:
+        emis_counts = np.zeros((R, K))
+        fwd = np.empty((T, K))
+    else:
+        emis_counts = np.zeros((0, K))
+        fwd = np.empty((2, K))
+    return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, fwd
 
 
 @njit(cache=True, nogil=True)
@@ -92,18 +112,9 @@ def forward_backward(log_startprob, log_transmat, emis, emis_shift, index, start
         pi[j] = np.exp(log_startprob[j] - pi_max)
     A, a_shift = scale_log_weights(log_transmat)
 
-    log_norm = np.zeros(n)
-    frame_log_norm = np.empty(T)
-    start_counts = np.zeros(K)
-    trans_counts = np.zeros((K, K))
-    if want_posteriors:
-        emis_counts = np.zeros((R, K))
-        alpha = np.empty((T, K))
-        zeta = np.empty(T)
-    else:
-        emis_counts = np.zeros((0, K))
-        alpha = np.empty((2, K))
-        zeta = np.empty(0)
+    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, alpha = _fb_arrays(
+        n, T, K, R, want_posteriors)
+    zeta = np.empty(T) if want_posteriors else np.empty(0)
 
     a = np.empty(K)
     beta = np.empty(K)
@@ -216,16 +227,8 @@ def forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, e
     T = index.shape[0]
     n = starts.shape[0]
     R = log_emis.shape[0]
-    log_norm = np.zeros(n)
-    frame_log_norm = np.empty(T)
-    start_counts = np.zeros(K)
-    trans_counts = np.zeros((K, K))
-    if want_posteriors:
-        emis_counts = np.zeros((R, K))
-        la = np.empty((T, K))
-    else:
-        emis_counts = np.zeros((0, K))
-        la = np.empty((2, K))
+    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, la = _fb_arrays(
+        n, T, K, R, want_posteriors)
     a = np.empty(K)
     col = np.empty(K)
     lb = np.empty(K)
@@ -376,16 +379,7 @@ def gaussian_full_log_weights(X, means, prec_chol, const):
     diff = np.empty(D)
     for t in range(T):
         for k in range(K):
-            for d in range(D):
-                diff[d] = X[t, d] - means[k, d]
-            q = 0.0
-            for c in range(D):
-                # (L^T diff)_c = sum_{d >= c} L[d, c] diff[d]
-                v = 0.0
-                for d in range(c, D):
-                    v += prec_chol[k, d, c] * diff[d]
-                q += v * v
-            out[t, k] = const[k] - 0.5 * q
+            out[t, k] = const[k] - 0.5 * chol_quad(prec_chol[k], X[t], means[k], diff)
     return out
 
 

@@ -9,6 +9,8 @@ special case of a diagonal ``L``.
 import numpy as np
 from numba import njit
 
+from ._linalg import chol_quad
+
 LOG_2PI = np.log(2.0 * np.pi)
 
 
@@ -63,16 +65,7 @@ def gaussian_hmm_log_likelihood_batch(log_pi, log_A, means, prec_chol, X, starts
             for t in range(t0, t1):
                 m = -np.inf
                 for k in range(K):
-                    for d in range(D):
-                        diff[d] = X[t, d] - means[c, k, d]
-                    q = 0.0
-                    for col in range(D):
-                        # (L^T diff)_col = sum_{d >= col} L[d, col] diff[d]
-                        v = 0.0
-                        for d in range(col, D):
-                            v += prec_chol[c, k, d, col] * diff[d]
-                        q += v * v
-                    e[k] = const[k] - 0.5 * q
+                    e[k] = const[k] - 0.5 * chol_quad(prec_chol[c, k], X[t], means[c, k], diff)
                     if e[k] > m:
                         m = e[k]
                 if not (m > -np.inf):
