@@ -54,6 +54,15 @@ def digamma(x):
     return result + math.log(x) - 0.5 * inv - series
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_potential(log_phi, idx, r):
+    """``sum_j log_phi[idx[r, j]]``: the log potential of configuration row ``r``."""
+    s = 0.0
+    for j in range(idx.shape[1]):
+        s += log_phi[idx[r, j]]
+    return s
+
+
 @njit(cache=True, nogil=True)
 def enumerate_posterior(log_phi, idx, row_start, weights, counts, post, log_z, entropy):
     """Exact inference by enumeration for every pattern.
@@ -74,9 +83,7 @@ def enumerate_posterior(log_phi, idx, row_start, weights, counts, post, log_z, e
         b = row_start[u + 1]
         peak = -np.inf
         for r in range(a, b):
-            s = 0.0
-            for j in range(n_nodes):
-                s += log_phi[idx[r, j]]
+            s = _row_potential(log_phi, idx, r)
             post[r] = s
             if s > peak:
                 peak = s
@@ -119,15 +126,12 @@ def pattern_log_normalisers(log_phi, idx, row_start, log_z):
     """``log_z[u] = ln sum_r exp(sum_j log_phi[idx[r, j]])``; with normalised tables
     this is ln p(y_u | theta), the likelihood of the observed part of pattern u."""
     n_patterns = row_start.shape[0] - 1
-    n_nodes = idx.shape[1]
     for u in range(n_patterns):
         a = row_start[u]
         b = row_start[u + 1]
         peak = -np.inf
         for r in range(a, b):
-            s = 0.0
-            for j in range(n_nodes):
-                s += log_phi[idx[r, j]]
+            s = _row_potential(log_phi, idx, r)
             if s > peak:
                 peak = s
         if peak == -np.inf:
@@ -135,10 +139,7 @@ def pattern_log_normalisers(log_phi, idx, row_start, log_z):
             continue
         total = 0.0
         for r in range(a, b):
-            s = 0.0
-            for j in range(n_nodes):
-                s += log_phi[idx[r, j]]
-            total += math.exp(s - peak)
+            total += math.exp(_row_potential(log_phi, idx, r) - peak)
         log_z[u] = peak + math.log(total)
 
 

@@ -27,6 +27,16 @@ from numba import njit
 __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_prior_log_density"]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_log_prob(theta, idx, r):
+    """``sum_j ln theta[idx[r, j]]`` (``-inf`` for a zero entry)."""
+    ls = 0.0
+    for j in range(idx.shape[1]):
+        t = theta[idx[r, j]]
+        ls += math.log(t) if t > 0.0 else -np.inf
+    return ls
+
+
 @njit(cache=True, nogil=True)
 def dag_pattern_loglik(theta, idx, row_start, weights):
     """``sum_u w_u ln sum_r prod_j theta[idx[r, j]]`` (probability space, with a log-space
@@ -46,21 +56,14 @@ def dag_pattern_loglik(theta, idx, row_start, weights):
         else:
             peak = -np.inf
             for r in range(row_start[u], row_start[u + 1]):
-                ls = 0.0
-                for j in range(n_nodes):
-                    t = theta[idx[r, j]]
-                    ls += math.log(t) if t > 0.0 else -np.inf
+                ls = _row_log_prob(theta, idx, r)
                 if ls > peak:
                     peak = ls
             if peak == -np.inf:
                 return -np.inf
             acc = 0.0
             for r in range(row_start[u], row_start[u + 1]):
-                ls = 0.0
-                for j in range(n_nodes):
-                    t = theta[idx[r, j]]
-                    ls += math.log(t) if t > 0.0 else -np.inf
-                acc += math.exp(ls - peak)
+                acc += math.exp(_row_log_prob(theta, idx, r) - peak)
             total += weights[u] * (peak + math.log(acc))
     return total
 
