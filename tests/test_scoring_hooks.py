@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from sklearn_vb import VBDiscreteDAG, VBLinearDynamicalSystem
-from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_dag, make_lds, make_lds_params
+from sklearn_vb import VBDiscreteDAG, VBLinearDynamicalSystem, VBMixtureFactorAnalysers
+from sklearn_vb.datasets import (BEAL_TRUE_CODE, bipartite_structure, make_beal_dag, make_lds,
+                                 make_lds_params, make_mixed_dimension_clusters)
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring.models.dag import DAGScoringModel
 from sklearn_vb.scoring.models.lds import LDSScoringModel
+from sklearn_vb.scoring.models.mfa import MFAScoringModel
 
 
 def fitted_dag():
@@ -28,7 +30,15 @@ def fitted_lds():
     return est, X, {"lengths": [40, 30]}
 
 
-@pytest.mark.parametrize("make, model_class", [(fitted_dag, DAGScoringModel), (fitted_lds, LDSScoringModel)])
+def fitted_mfa():
+    X, _ = make_mixed_dimension_clusters(40, dims=(1, 2), n_features=4, random_state=0)
+    est = VBMixtureFactorAnalysers(n_components=2, search=False, random_state=0).fit(X)
+    return est, X, {}
+
+
+@pytest.mark.parametrize("make, model_class", [
+    (fitted_dag, DAGScoringModel), (fitted_lds, LDSScoringModel), (fitted_mfa, MFAScoringModel),
+])
 def test_scoring_model_is_the_estimators_own(make, model_class):
     est, X, fit_params = make()
     model = est.scoring_model()
@@ -44,7 +54,7 @@ def test_scoring_model_is_the_estimators_own(make, model_class):
     assert np.isfinite(bic.log_evidence)
 
 
-@pytest.mark.parametrize("est", [VBDiscreteDAG(), VBLinearDynamicalSystem()])
+@pytest.mark.parametrize("est", [VBDiscreteDAG(), VBLinearDynamicalSystem(), VBMixtureFactorAnalysers()])
 def test_scoring_model_needs_a_fitted_estimator(est):
     with pytest.raises(NotFittedError):
         est.scoring_model()
