@@ -222,6 +222,9 @@ def forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, e
     far below the smallest double (exp E[ln theta] of very weak Dirichlet posteriors,
     e.g. exp(-1200)) are handled exactly.  Costs one exp per (t, i, j) instead of a
     multiplication; :func:`forward_backward` is the fast path.
+
+    The loops follow :func:`forward_backward` step for step (same skeleton, log-space
+    arithmetic), so that a change to one is easily carried to the other.
     """
     K = log_startprob.shape[0]
     T = index.shape[0]
