@@ -179,6 +179,19 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         still creeps up, which can otherwise let a marginal birth through.
     max_iter_epoch : int, default=200
         Search only: maximum VBEM iterations of one epoch.
+    birth_accept_rtol : float, default=0.01
+        Search only: a birth epoch whose F is above the F before the split ends
+        (the birth is accepted) once one iteration adds less than this fraction of
+        the birth's gain so far.  Without it, slowly converging births run to
+        ``max_iter_epoch`` for a few nats; the remaining convergence continues in
+        the next epochs.  0 disables the rule.
+    birth_reject_rtol : float, default=0.02
+        Search only: a birth epoch still below the F before the split ends (the
+        birth is rejected, the saved state restored) once, from the sixth iteration
+        on, one iteration adds less than this fraction of the gain made since the
+        split.  Such births otherwise creep for tens of iterations and are rejected
+        anyway, or are accepted for a few nats after costing a hundred iterations
+        and more.  0 disables the rule.
     polish_iter : int, default=1000
         Search only: after the search stops, the final structure is iterated (with
         deaths, without births) until ``F`` changes by less than ``tol``, for at most
@@ -259,6 +272,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
         "agitation_tol": [Interval(Real, 0.0, None, closed="left")],
         "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
+        "birth_accept_rtol": [Interval(Real, 0.0, None, closed="left")],
+        "birth_reject_rtol": [Interval(Real, 0.0, None, closed="left")],
         "polish_iter": [Interval(Integral, 0, None, closed="left")],
         "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
         "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
@@ -284,6 +299,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         split_hardness=1.0,
         agitation_tol=float(np.exp(-6.0)),
         max_iter_epoch=200,
+        birth_accept_rtol=0.01,
+        birth_reject_rtol=0.02,
         polish_iter=1000,
         ard_threshold=1e-3,
         ard_rate_min=0.0,
@@ -324,6 +341,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.split_hardness = split_hardness
         self.agitation_tol = agitation_tol
         self.max_iter_epoch = max_iter_epoch
+        self.birth_accept_rtol = birth_accept_rtol
+        self.birth_reject_rtol = birth_reject_rtol
         self.polish_iter = polish_iter
         self.ard_threshold = ard_threshold
         self.ard_rate_min = ard_rate_min
@@ -755,8 +774,17 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         (both ratios ``r <= 0.9``), and the gap to ``target`` exceeds ten times the
         geometric extrapolation of the remaining gain, ``Δ r / (1 - r)`` with the
         larger ratio.  Such an epoch returns its current F, which is below
-        ``target``, so the birth is rejected; an accepted birth is always judged
-        on a converged epoch."""
+        ``target``, so the birth is rejected.
+
+        Two further rules, relative to the birth's own progress, end a birth epoch
+        (``birth_accept_rtol``, ``birth_reject_rtol``; 0 disables either): once F is
+        above ``target``, the epoch ends (and the birth is accepted) as soon as the
+        last increment of F is below ``birth_accept_rtol`` times ``F - target``;
+        while F is below ``target``, from the sixth iteration since the last structure
+        change on, the epoch ends (and the birth is rejected) as soon as the last
+        increment is below ``birth_reject_rtol`` times the gain since that change.
+        Both only stop the VBEM run early; every recorded F is still the exact bound
+        of the stored state and never decreases within the run."""
         trace = []
         converged = False
         agitation_tol = self.agitation_tol if agitation_tol is None else agitation_tol
@@ -791,6 +819,15 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             ):
                 converged = True
                 break
+            if target is not None and len(trace) > 1:
+                gain = trace[-1] - trace[-2]
+                if (trace[-1] > target + bound_round_off(target)
+                        and gain < self.birth_accept_rtol * (trace[-1] - target)):
+                    converged = True  # accepted: the remaining gain is a small fraction
+                    break
+                if (len(trace) >= 6 and trace[-1] < target
+                        and gain < self.birth_reject_rtol * (trace[-1] - trace[0])):
+                    break  # rejected: progress has slowed while still below the target
             if target is not None and len(trace) >= 6 and trace[-1] < target:
                 d = np.diff(trace[-4:])
                 if d[0] > 0 and d[1] > 0:

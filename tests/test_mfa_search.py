@@ -88,7 +88,8 @@ def test_recovers_mixed_intrinsic_dimensions():
     """A 1-D line, a 2-D plane and a 3-D blob in 10 dimensions (200 points each):
     the search finds 3 components and ARD keeps {1, 2, 3} factors.  Measured on
     seeds 0-4: 4/5 right number of components and 4/5 right dimensions (seed 0
-    keeps an extra 0-factor component)."""
+    keeps an extra one-factor component; the same rates with the birth-epoch stopping
+    rules disabled)."""
     right_S = right_dims = 0
     for seed in range(5):
         X, _ = make_mixed_dimension_clusters(random_state=seed)
