@@ -192,6 +192,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         split.  Such births otherwise creep for tens of iterations and are rejected
         anyway, or are accepted for a few nats after costing a hundred iterations
         and more.  0 disables the rule.
+    skip_rejected_parents : bool, default=True
+        Search only: a component whose birth was rejected is not proposed as a
+        parent again until a complete pass through the candidates ends without an
+        acceptance (then every component is a candidate again, so ``max_tries``
+        keeps its meaning).  Without it the candidate list, recomputed after each
+        accepted birth, mostly proposes the same poorly fitting parents again.  The
+        children of an accepted birth are new components and are candidates.
     polish_iter : int, default=1000
         Search only: after the search stops, the final structure is iterated (with
         deaths, without births) until ``F`` changes by less than ``tol``, for at most
@@ -274,6 +281,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
         "birth_accept_rtol": [Interval(Real, 0.0, None, closed="left")],
         "birth_reject_rtol": [Interval(Real, 0.0, None, closed="left")],
+        "skip_rejected_parents": ["boolean"],
         "polish_iter": [Interval(Integral, 0, None, closed="left")],
         "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
         "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
@@ -301,6 +309,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         max_iter_epoch=200,
         birth_accept_rtol=0.01,
         birth_reject_rtol=0.02,
+        skip_rejected_parents=True,
         polish_iter=1000,
         ard_threshold=1e-3,
         ard_rate_min=0.0,
@@ -343,6 +352,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.max_iter_epoch = max_iter_epoch
         self.birth_accept_rtol = birth_accept_rtol
         self.birth_reject_rtol = birth_reject_rtol
+        self.skip_rejected_parents = skip_rejected_parents
         self.polish_iter = polish_iter
         self.ard_threshold = ard_threshold
         self.ard_rate_min = ard_rate_min
@@ -848,6 +858,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         order = []
         pos = 0
         proposed = accepted = 0
+        rejected = set()  # parents rejected since the last pass without an acceptance
         converged = False
         max_S = self.max_components if self.max_components is not None else np.inf
         while True:
@@ -859,6 +870,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             if pos >= len(order):
                 if order:
                     tries += 1
+                    rejected.clear()
                     if tries >= self.max_tries:
                         converged = True
                         break
@@ -869,6 +881,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             pos += 1
             where = np.flatnonzero(self._vb_["ids"] == parent_id)
             if where.size == 0:
+                continue
+            if int(parent_id) in rejected:
                 continue
             saved = copy.deepcopy(self._vb_)
             epoch += 1
@@ -889,6 +903,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                 history.append((self._total_iter, F_new, self._vb_["resp"].shape[1], epoch,
                                 "accept"))
             else:
+                if self.skip_rejected_parents:
+                    rejected.add(int(parent_id))
                 self._vb_ = saved
                 history.append((self._total_iter, F_target, saved["resp"].shape[1], epoch,
                                 "reject"))

@@ -155,3 +155,39 @@ def test_birth_splits_the_parent_responsibilities(blobs_fit, hardness):
         assert np.all((a > 0) == (parent_resp > 0))
     assert st["alpha_hat"][0] == st["alpha_hat"][S] == pytest.approx(parent_alpha / 2)
     assert len(set(st["ids"])) == S + 1
+
+
+def test_rejected_parents_are_not_proposed_again_within_a_pass():
+    """With ``max_tries=1`` the search ends at the first pass without an acceptance,
+    so no parent may be rejected twice; without the rule the list recomputed after
+    an acceptance proposes a rejected parent again (on these data: parent 8)."""
+    X, _ = make_mixed_dimension_clusters(random_state=2)
+
+    def rejected(skip):
+        m = _fit(X, random_state=2, max_tries=1, skip_rejected_parents=skip)
+        return [pid for (_, pid, ok, _, _) in m.search_history_["moves"] if not ok]
+
+    r = rejected(True)
+    assert len(r) == len(set(r)) >= 1
+    r = rejected(False)
+    assert len(r) > len(set(r))
+
+
+def test_birth_epoch_stopping_rules_end_epochs_early(blobs_fit):
+    """With huge relative tolerances a birth epoch ends at its first iteration above
+    the target F (accept rule) or at its sixth below it (reject rule), unless a death
+    restarted its trace; F never decreases within an epoch."""
+    X, _ = blobs_fit
+    m = _fit(X, random_state=0, max_tries=1, birth_accept_rtol=1e6, birth_reject_rtol=1e6)
+    h = m.search_history_
+    births = {e for (e, _, _, _, _) in h["moves"]}
+    assert len(births) >= 3
+    for e in births:
+        sel = (h["epoch"] == e) & np.isin(h["event"], ["birth", "iter", "death"])
+        ev, bound = h["event"][sel], h["bound"][sel]
+        if "death" in set(ev):
+            continue
+        assert 2 <= len(ev) <= 6
+        assert np.all(np.diff(bound) >= -1e-9 * np.abs(bound[1:]))
+    default = _fit(X, random_state=0, max_tries=1)
+    assert default.n_iter_ > m.n_iter_
