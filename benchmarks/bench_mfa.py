@@ -6,7 +6,9 @@ scored on held-out data (mean log-likelihood per row, higher is better):
 * ``sklearn_vb``: ``VBMixtureFactorAnalysers`` with the birth/death search from one
   component (the structure is chosen by the bound F; ARD chooses the factors), one
   pass over the candidates (``max_tries=1``), epochs ending when F changes by less
-  than 0.1 nats and at most 200 polishing iterations;
+  than 0.1 nats and at most 200 polishing iterations (the other search settings
+  are the defaults: birth epochs also end on progress relative to the birth, and a
+  rejected parent is not proposed again within the pass);
 * ``sklearn-bgmm``: ``BayesianGaussianMixture`` with full covariances, a
   Dirichlet-process prior and a generous ``n_components`` (unused ones shrink away);
 * ``sklearn-gmm-bic``: ``GaussianMixture`` (full covariances) for every

@@ -26,7 +26,14 @@ Choices made here (see spec/mfa.md for the mathematics):
 * births use the responsibility split (§11.4); a birth is accepted only if F after
   its epoch exceeds F before it, otherwise the saved state is restored exactly; the
   search stops after ``max_tries`` passes without an accepted birth (§11.6), then the
-  final structure is polished (``polish_iter``).
+  final structure is polished (``polish_iter``);
+* two departures from §11 that make the search cheaper: a birth epoch also ends
+  when one iteration adds little relative to the birth's own progress
+  (``birth_accept_rtol`` above the target F, ``birth_reject_rtol`` below it), and a
+  parent whose birth was rejected is not proposed again until a pass ends without
+  an acceptance (``skip_rejected_parents``).  Neither touches the bound: every
+  recorded F is the exact bound of the stored state, non-decreasing within each
+  VBEM run, and a rejected birth restores the saved state exactly.
 """
 
 from __future__ import annotations
