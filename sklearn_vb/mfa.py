@@ -27,11 +27,13 @@ Choices made here (see spec/mfa.md for the mathematics):
   its epoch exceeds F before it, otherwise the saved state is restored exactly; the
   search stops after ``max_tries`` passes without an accepted birth (§11.6), then the
   final structure is polished (``polish_iter``);
-* two departures from §11 that make the search cheaper: a birth epoch also ends
+* three departures from §11 that make the search cheaper: a birth epoch also ends
   when one iteration adds little relative to the birth's own progress
-  (``birth_accept_rtol`` above the target F, ``birth_reject_rtol`` below it), and a
+  (``birth_accept_rtol`` above the target F, ``birth_reject_rtol`` below it); a
   parent whose birth was rejected is not proposed again until a pass ends without
-  an acceptance (``skip_rejected_parents``).  Neither touches the bound: every
+  an acceptance (``skip_rejected_parents``); and a component whose mass is below
+  ``shrinking_death_threshold`` (5 points) and still falling dies at once rather
+  than fading over tens of iterations.  None touches the bound: every
   recorded F is the exact bound of the stored state, non-decreasing within each
   VBEM run, and a rejected birth restores the saved state exactly.
 """
@@ -174,6 +176,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     death_threshold : float, default=1.0
         Search only: a component with responsibility mass ``Σ_i r_is`` below this
         dies.
+    shrinking_death_threshold : float, default=5.0
+        Search only: a component whose responsibility mass is below this and
+        smaller than at the previous q(s) update also dies (a component that has
+        lost its data otherwise fades over tens of iterations, each paid by a
+        whole mixture).  A removal is a structure change like any death: the
+        search history records a ``"death"`` event and F is monotone between
+        structure changes.  0 disables the rule.
     max_tries : int, default=3
         Search only: stop after this many consecutive passes through all components
         without an accepted birth.
@@ -289,6 +298,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "birth_accept_rtol": [Interval(Real, 0.0, None, closed="left")],
         "birth_reject_rtol": [Interval(Real, 0.0, None, closed="left")],
         "skip_rejected_parents": ["boolean"],
+        "shrinking_death_threshold": [Interval(Real, 0.0, None, closed="left")],
         "polish_iter": [Interval(Integral, 0, None, closed="left")],
         "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
         "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
@@ -317,6 +327,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         birth_accept_rtol=0.01,
         birth_reject_rtol=0.02,
         skip_rejected_parents=True,
+        shrinking_death_threshold=5.0,
         polish_iter=1000,
         ard_threshold=1e-3,
         ard_rate_min=0.0,
@@ -360,6 +371,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.birth_accept_rtol = birth_accept_rtol
         self.birth_reject_rtol = birth_reject_rtol
         self.skip_rejected_parents = skip_rejected_parents
+        self.shrinking_death_threshold = shrinking_death_threshold
         self.polish_iter = polish_iter
         self.ard_threshold = ard_threshold
         self.ard_rate_min = ard_rate_min
@@ -691,11 +703,22 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st["xbar"] = st["xbar"][:, keep]
 
     def _kill_components(self, data):
-        """Delete components with responsibility mass below ``death_threshold``, then
-        recompute q(s) over the survivors (spec §11.1)."""
+        """Delete components with responsibility mass below ``death_threshold``, or
+        below ``shrinking_death_threshold`` and smaller than at the previous q(s)
+        update, then recompute q(s) over the survivors (spec §11.1).  The search
+        records the iteration as a ``"death"`` event and restarts its trace there
+        (F is monotone only between structure changes)."""
         st = self._vb_
         Nk = st["resp"].sum(axis=0)
         dead = Nk < self.death_threshold
+        if self.shrinking_death_threshold > 0:
+            # masses at the previous q(s) update, by stable id (a new child has none)
+            prev = st.get("prev_mass")
+            if prev is not None:
+                last = dict(zip(prev[0].tolist(), prev[1].tolist()))
+                before = np.array([last.get(i, np.inf) for i in st["ids"].tolist()])
+                dead |= (Nk < self.shrinking_death_threshold) & (Nk < before)
+            st["prev_mass"] = (st["ids"].copy(), Nk)
         if not np.any(dead):
             return
         if np.all(dead):
@@ -979,6 +1002,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.component_scores_ = self._component_scores(data)
         self.labels_ = np.argmax(st["resp"], axis=1)
         st.pop("stats_cache", None)  # holds the training data; not part of the model
+        st.pop("prev_mass", None)  # search bookkeeping
         for name in ("_search_rng", "_total_iter", "_deaths_allowed"):
             self.__dict__.pop(name, None)
 

@@ -88,8 +88,8 @@ def test_recovers_mixed_intrinsic_dimensions():
     """A 1-D line, a 2-D plane and a 3-D blob in 10 dimensions (200 points each):
     the search finds 3 components and ARD keeps {1, 2, 3} factors.  Measured on
     seeds 0-4: 4/5 right number of components and 4/5 right dimensions (seed 0
-    keeps an extra one-factor component; the same rates with the birth-epoch stopping
-    rules disabled)."""
+    keeps extra one- and two-factor components; the same rates with the birth-epoch
+    stopping rules disabled)."""
     right_S = right_dims = 0
     for seed in range(5):
         X, _ = make_mixed_dimension_clusters(random_state=seed)
@@ -191,3 +191,37 @@ def test_birth_epoch_stopping_rules_end_epochs_early(blobs_fit):
         assert np.all(np.diff(bound) >= -1e-9 * np.abs(bound[1:]))
     default = _fit(X, random_state=0, max_tries=1)
     assert default.n_iter_ > m.n_iter_
+
+
+@pytest.mark.parametrize("previous, dies", [(4.0, True), (2.0, False), (None, False)])
+def test_shrinking_component_dies_below_the_shrinking_threshold(blobs_fit, previous, dies):
+    """A component holding 3 points dies (shrinking_death_threshold=5) only when its
+    mass was larger at the previous q(s) update; with no previous mass (a new child)
+    or a growing mass it survives (death_threshold=1)."""
+    import copy
+
+    X, fitted = blobs_fit
+    m = copy.deepcopy(fitted)
+    data = m._check_fit_data(X)
+    m._update_factors(data)
+    st = m._vb_
+    resp = st["resp"].copy()
+    S = resp.shape[1]
+    keep = np.argsort(-resp[:, S - 1])[:3]
+    moved = np.ones(resp.shape[0], bool)
+    moved[keep] = False
+    resp[moved, 0] += resp[moved, S - 1]
+    resp[moved, S - 1] = 0.0
+    resp[keep] = 0.0
+    resp[keep, S - 1] = 1.0
+    st["resp"] = resp
+    mass = resp.sum(0)
+    assert mass[S - 1] == pytest.approx(3.0)
+    if previous is not None:
+        st["prev_mass"] = (st["ids"].copy(), np.r_[mass[:-1], previous])
+    victim = st["ids"][S - 1]
+    m._deaths_allowed = True
+    m._kill_components(data)
+    assert (m._vb_["resp"].shape[1] == S - 1) == dies
+    assert (victim not in m._vb_["ids"]) == dies
+    assert np.allclose(m._vb_["resp"].sum(1), 1.0)
