@@ -24,6 +24,7 @@ __all__ = [
     "GammaQ",
     "FactorizedPosterior",
     "MixturePosterior",
+    "MappedPosterior",
     "PriorPosterior",
 ]
 
@@ -294,3 +295,29 @@ class PriorPosterior:
 
     def heavy_tailed(self, dof=3.0, broaden=None):
         return self
+
+
+class MappedPosterior:
+    """The image of a posterior under a volume-preserving bijection ``T`` (an alias
+    map: a relabelling, a signed permutation, an orthogonal change of basis): draws are
+    ``T(theta)`` with ``theta ~ q`` and the density is ``q(T^{-1} theta)`` (no Jacobian,
+    because ``T`` preserves volume).  ``forward`` and ``inverse`` map parameter batches."""
+
+    def __init__(self, q, forward, inverse):
+        self.q, self.forward, self.inverse = q, forward, inverse
+
+    def sample(self, rng, size):
+        return self.forward(self.q.sample(rng, size))
+
+    def log_pdf(self, params):
+        return self.q.log_pdf(self.inverse(params))
+
+    def mean(self):
+        return self.forward(self.q.mean())
+
+    def heavy_tailed(self, dof=3.0, broaden=None):
+        return MappedPosterior(self.q.heavy_tailed(dof, broaden), self.forward, self.inverse)
+
+    @staticmethod
+    def mixture(components, weights=None):
+        return MixturePosterior(components, weights)

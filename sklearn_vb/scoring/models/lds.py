@@ -60,13 +60,13 @@ from ..._kernels.kalman import simulate_lds, vb_kalman_smoother
 from ..._kernels.kalman_batch import lds_log_likelihood_terms
 from ..kernels import BlockRandomWalkMH
 from ..params import ParamBlock, ParamSpace
-from ..posteriors import MixturePosterior
+from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 
 __all__ = [
     "LDSScoringModel",
     "LDSPosterior",
-    "AliasedPosterior",
+    "aliased_posterior",
     "scoring_model_from_estimator",
 ]
 
@@ -234,29 +234,12 @@ class LDSPosterior:
         return MixturePosterior(components, weights)
 
 
-class AliasedPosterior:
-    """The image of a posterior under the state change ``x -> P x`` (``P`` orthogonal):
-    draws are mapped by ``(A, B, C, D) -> (P A P', P B, C P', D)`` and the density is
-    ``q(T_P^{-1} theta)`` (the map preserves volume)."""
-
-    def __init__(self, q, P, model):
-        self.q, self.P, self.model = q, np.asarray(P, dtype=float), model
-
-    def sample(self, rng, size):
-        return self.model.change_state_basis(self.q.sample(rng, size), self.P)
-
-    def log_pdf(self, params):
-        return self.q.log_pdf(self.model.change_state_basis(params, self.P.T))
-
-    def mean(self):
-        return self.model.change_state_basis(self.q.mean(), self.P)
-
-    def heavy_tailed(self, dof=3.0, broaden=None):
-        return AliasedPosterior(self.q.heavy_tailed(dof, broaden), self.P, self.model)
-
-    @staticmethod
-    def mixture(components, weights=None):
-        return MixturePosterior(components, weights)
+def aliased_posterior(q, P, model):
+    """The image of ``q`` under the state change ``x -> P x`` (``P`` orthogonal): draws
+    are mapped by ``(A, B, C, D) -> (P A P', P B, C P', D)``, a volume-preserving map."""
+    P = np.asarray(P, dtype=float)
+    return MappedPosterior(q, lambda params: model.change_state_basis(params, P),
+                           lambda params: model.change_state_basis(params, P.T))
 
 
 # =========================================================================================
@@ -485,7 +468,7 @@ class LDSScoringModel(ScoringModelMixin):
         q = self.variational_posterior() if q is None else q
         if self.n_aliases() > max_components:
             raise ValueError(f"{self.n_aliases()} aliases exceed max_components={max_components}.")
-        return MixturePosterior([AliasedPosterior(q, P, self) for P in self.signed_permutations()])
+        return MixturePosterior([aliased_posterior(q, P, self) for P in self.signed_permutations()])
 
     # ------------------------------------------------------------------------ kernels
     def kernel_prior_precision(self):

@@ -90,10 +90,10 @@ from ..._kernels import mfa as _k
 from ..._kernels.mfa_batch import mfa_log_likelihood_per_case
 from ...mfa import fa_free_parameters
 from ..params import ParamBlock, ParamSpace
-from ..posteriors import MixturePosterior
+from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 
-__all__ = ["MFAScoringModel", "MFAPosterior", "AliasedMFAPosterior",
+__all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior",
            "scoring_model_from_estimator"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -226,29 +226,11 @@ class MFAPosterior:
         return MixturePosterior(components, weights)
 
 
-class AliasedMFAPosterior:
-    """The image of a posterior under an alias map ``T`` (a component permutation and a
-    signed column permutation per component; volume preserving): draws ``T(theta)``,
-    density ``q(T^{-1} theta)``."""
-
-    def __init__(self, q, alias, model):
-        self.q, self.alias, self.model = q, alias, model
-
-    def sample(self, rng, size):
-        return self.model.apply_alias(self.q.sample(rng, size), self.alias)
-
-    def log_pdf(self, params):
-        return self.q.log_pdf(self.model.apply_alias(params, self.alias, inverse=True))
-
-    def mean(self):
-        return self.model.apply_alias(self.q.mean(), self.alias)
-
-    def heavy_tailed(self, dof=3.0, broaden=None):
-        return AliasedMFAPosterior(self.q.heavy_tailed(dof, broaden), self.alias, self.model)
-
-    @staticmethod
-    def mixture(components, weights=None):
-        return MixturePosterior(components, weights)
+def aliased_posterior(q, alias, model):
+    """The image of ``q`` under an alias map (a component permutation and a signed
+    column permutation per component; volume preserving)."""
+    return MappedPosterior(q, lambda params: model.apply_alias(params, alias),
+                           lambda params: model.apply_alias(params, alias, inverse=True))
 
 
 # =========================================================================================
@@ -471,7 +453,7 @@ class MFAScoringModel(ScoringModelMixin):
         """Equal-weight mixture of ``q`` (default: the fitted q) over every alias map: a
         proposal covering every aliased mode of the posterior ([004:7727])."""
         q = self.variational_posterior() if q is None else q
-        return MixturePosterior([AliasedMFAPosterior(q, a, self)
+        return MixturePosterior([aliased_posterior(q, a, self)
                                  for a in self.alias_maps(max_components)])
 
     # ------------------------------------------------------------------------ G5
