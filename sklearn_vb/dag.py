@@ -166,7 +166,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         The variational lower bound on ln p(X) (nats, total); for EM methods the
         Cheeseman-Stutz bound.
     log_likelihood_ : float
-        ln p(X | cpts_).
+        ln p(X | ``cpts_``).
     log_alias_count_ : float
         ln S, the number of equivalent relabellings (spec §5.3, automorphism rule).
     n_parameters_ : int
@@ -553,7 +553,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return prepare_patterns(codes, None, self._layout, max_configurations=self.max_configurations)
 
     def score_samples(self, X):
-        """ln p(x_i | cpts_) per row (unseen or missing values are marginalised)."""
+        """ln p(x_i | ``cpts_``) per row (unseen or missing values are marginalised)."""
         pdata = self._prepare(X)
         with np.errstate(divide="ignore"):
             log_theta = np.log(self._theta_mean)

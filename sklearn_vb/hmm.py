@@ -286,7 +286,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     lower_bound_, lower_bounds_, n_iter_, converged_ : see the base class.
     lower_bound_terms_ : dict
         ``log_normaliser`` (sum of ln Z over sequences), ``kl_startprob``,
-        ``kl_transmat``, ``kl_emission``; lower_bound_ = log_normaliser - the KLs.
+        ``kl_transmat``, ``kl_emission``; ``lower_bound_`` = log_normaliser - the KLs.
     occupancy_ : ndarray (K,)
         Expected number of frames spent in each state.
     n_effective_components_ : int

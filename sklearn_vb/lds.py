@@ -168,7 +168,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         optimised hyperparameters.
     n_states_ : int
         State dimension of the fitted model (``n_states`` less the removed ones).
-    kept_states_ : array of int, shape (n_states_,)
+    kept_states_ : array of int, shape (``n_states_``,)
         Original labels (0 .. n_states - 1) of the dimensions of the fitted model.
     active_states_, n_effective_states_ : the dimensions of the fitted model that
         ARD keeps (``ard_threshold``) and their number; removed dimensions are not

@@ -256,10 +256,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     feature_shift_, feature_scale_ : ndarray (p,)
         The standardisation: fitting units are ``(X - feature_shift_) / feature_scale_``
         (zeros and ones when ``standardize=False``).
-    ard_shape_ : float, ard_rate_ : ndarray (S, K), ard_precisions_ : ndarray (S, K)
+    ard_shape_, ard_rate_, ard_precisions_ : float, ndarray (S, K), ndarray (S, K)
     noise_variance_ : ndarray (p,)     Ψ (original units)
     mean_prior_ : tuple (μ*, ν*) in original units
-    alpha_prior_ : float; ard_prior_ : tuple (a*, b*)
+    alpha_prior_, ard_prior_ : float, tuple (a*, b*)
     n_factors_per_component_ : ndarray (S,) of int
         Active factors by the ``ard_threshold`` rule.
     lower_bound_ : float
