@@ -12,7 +12,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import betaln, digamma, gammaln, logsumexp
+from scipy.special import betaln, gammaln, logsumexp
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
@@ -22,21 +22,9 @@ from ._distributions import dirichlet_expected_log, dirichlet_kl
 __all__ = ["VBBernoulliMixture", "bernoulli_mixture_log_evidence"]
 
 
-def _beta_expected_logs(a, b):
-    """E[ln θ] and E[ln(1-θ)] under Beta(a, b)."""
-    total = digamma(a + b)
-    return digamma(a) - total, digamma(b) - total
-
-
-def _beta_kl(a_q, b_q, a_p, b_p):
-    """KL(Beta(a_q, b_q) || Beta(a_p, b_p)), elementwise."""
-    return (
-        betaln(a_p, b_p)
-        - betaln(a_q, b_q)
-        + (a_q - a_p) * digamma(a_q)
-        + (b_q - b_p) * digamma(b_q)
-        + (a_p - a_q + b_p - b_q) * digamma(a_q + b_q)
-    )
+def _beta_pairs(a, b):
+    """Beta(a, b) parameters as two-category Dirichlet parameters (last axis)."""
+    return np.stack(np.broadcast_arrays(a, b), axis=-1)
 
 
 class VBBernoulliMixture(VBEMEstimator):
@@ -140,14 +128,18 @@ class VBBernoulliMixture(VBEMEstimator):
     def _expected_log_joint(self, X):
         """E_q(θ)[ln p(x_n, z_n = k | θ)], shape (n_samples, n_components)."""
         e_log_pi = dirichlet_expected_log(self.weight_concentration_)
-        e_log_t, e_log_1mt = _beta_expected_logs(self.beta_a_, self.beta_b_)
+        e_log = dirichlet_expected_log(_beta_pairs(self.beta_a_, self.beta_b_))
+        e_log_t, e_log_1mt = e_log[..., 0], e_log[..., 1]
         return e_log_pi + X @ e_log_t.T + (1.0 - X) @ e_log_1mt.T
 
     def _parameter_kl(self):
         prior_w = np.full(self.n_components, float(self.weight_prior))
         kl_pi = float(dirichlet_kl(self.weight_concentration_, prior_w))
         kl_theta = float(
-            _beta_kl(self.beta_a_, self.beta_b_, self.beta_prior, self.beta_prior).sum()
+            dirichlet_kl(
+                _beta_pairs(self.beta_a_, self.beta_b_),
+                _beta_pairs(float(self.beta_prior), float(self.beta_prior)),
+            ).sum()
         )
         return kl_pi + kl_theta
 
