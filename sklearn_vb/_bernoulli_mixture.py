@@ -152,14 +152,6 @@ class VBBernoulliMixture(VBEMEstimator):
             entropy = -np.sum(np.where(resp > 0, resp * np.log(resp), 0.0))
         return float(np.sum(resp * log_joint) + entropy - self._parameter_kl())
 
-    def _get_state(self):
-        return {
-            "weight_concentration_": self.weight_concentration_.copy(),
-            "beta_a_": self.beta_a_.copy(),
-            "beta_b_": self.beta_b_.copy(),
-            "resp_": self.resp_.copy(),
-        }
-
     # ------------------------------------------------------------------ API
     @property
     def weights_(self):

@@ -6,8 +6,6 @@ Every message names the argument that is wrong, and no function modifies its inp
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 __all__ = [
@@ -170,25 +168,3 @@ def sequence_bounds(lengths):
     ends = np.cumsum(lengths).astype(np.int64)
     starts = ends - np.asarray(lengths, dtype=np.int64)
     return starts, ends
-
-
-def check_positive(value, name, *, shape=None, allow_scalar=True):
-    """Return ``value`` as a float array of positive finite entries, broadcast to
-    ``shape`` when given."""
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim == 0 and not allow_scalar:
-        raise ValueError(f"{name} must be an array; got a scalar.")
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must contain positive finite values; got {value!r}.")
-    if shape is not None:
-        try:
-            arr = np.broadcast_to(arr, shape).copy()
-        except ValueError:
-            raise ValueError(
-                f"{name} has shape {np.shape(value)}, which does not broadcast to {shape}."
-            ) from None
-    return arr
-
-
-def is_integer(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

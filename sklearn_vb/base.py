@@ -221,19 +221,22 @@ class VBEMEstimator(BaseEstimator):
         check_steps = self.bound_check == "steps"
         previous = -np.inf
         for iteration in range(1, self.max_iter + 1):
+            # with per-step checks the bound after the last step is already known
+            per_step = check_steps and np.isfinite(previous)
             for name in steps:
                 getattr(self, f"_step_{name}")(data, iteration)
-                if check_steps and np.isfinite(previous):
-                    value = self._lower_bound(data)
+                if per_step:
+                    value = float(self._lower_bound(data))
                     self._check_decrease(previous, value, iteration, name, raise_error=True)
                     previous = value
-            value = float(self._lower_bound(data))
+            if not per_step:
+                value = float(self._lower_bound(data))
             if not np.isfinite(value):
                 raise FloatingPointError(
                     f"{type(self).__name__}: the lower bound is {value} at iteration "
                     f"{iteration} of restart {init + 1}; the data or the priors are degenerate."
                 )
-            if bounds:
+            if bounds and not per_step:
                 self._check_decrease(bounds[-1], value, iteration, "+".join(steps))
             bounds.append(value)
             previous = value

@@ -600,8 +600,6 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _stats_from_resp(self, resp, data):
         """Sufficient statistics of a hard or soft labelling (used for initialisation)."""
         starts, ends = data["starts"], data["ends"]
-        K = self.n_components
-        trans = np.zeros((K, K))
         inner = np.ones(data["n_frames"], dtype=bool)
         inner[starts] = False
         idx = np.flatnonzero(inner)

@@ -8,7 +8,6 @@ from hypothesis.extra import numpy as hnp
 
 from sklearn_vb._validation import (
     check_finite_2d,
-    check_positive,
     check_sequences,
     check_symbols,
     sequence_bounds,
@@ -98,11 +97,3 @@ def test_symbol_messages():
         check_symbols(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="NaN"):
         check_symbols(np.array([0.0, np.nan]))
-
-
-def test_check_positive():
-    np.testing.assert_array_equal(check_positive(2.0, "alpha", shape=(3,)), [2.0, 2.0, 2.0])
-    with pytest.raises(ValueError, match="alpha must contain positive"):
-        check_positive([1.0, 0.0], "alpha")
-    with pytest.raises(ValueError, match="does not broadcast"):
-        check_positive([1.0, 2.0], "alpha", shape=(3,))

@@ -407,8 +407,3 @@ def gaussian_full_log_emissions(X, means, prec_chol, const):
     """Row-scaled weights (T, K) and row shifts (T,) of :func:`gaussian_full_log_weights`."""
     return scale_rows(gaussian_full_log_weights(X, means, prec_chol, const))
 
-
-@njit(cache=True, nogil=True)
-def gaussian_diag_log_emissions(X, means, prec, const):
-    """Row-scaled weights (T, K) and row shifts (T,) of :func:`gaussian_diag_log_weights`."""
-    return scale_rows(gaussian_diag_log_weights(X, means, prec, const))

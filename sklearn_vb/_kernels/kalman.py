@@ -48,16 +48,6 @@ def spd_inverse(M):
 
 
 @njit(cache=True, nogil=True)
-def spd_logdet(M):
-    S = 0.5 * (M + M.T)
-    L = np.linalg.cholesky(S)
-    logdet = 0.0
-    for i in range(M.shape[0]):
-        logdet += 2.0 * np.log(L[i, i])
-    return logdet
-
-
-@njit(cache=True, nogil=True)
 def vb_kalman_smoother(
     y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, starts, ends,
     A, C, rho, S_A, S_C, rho_log_gap, mu0, Sigma0, smooth,
