@@ -49,6 +49,7 @@ from ._kernels.dag import (
     normalise_rows,
     pattern_log_normalisers,
 )
+from ._distributions import dirichlet_expected_log
 from .base import VBEMEstimator
 
 __all__ = ["VBDiscreteDAG"]
@@ -365,11 +366,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 raise ValueError(
                     f"init_posterior[{name!r}] must hold positive finite Dirichlet parameters.")
             if self.method == "vb":
-                # E[ln theta] under Dir(alpha): the VBM kernel with alpha as prior, no counts
-                elog = np.empty(alpha.size)
-                row_ptr = np.arange(shape[0] + 1, dtype=np.int64) * shape[1]
-                dirichlet_update(alpha.ravel(), np.zeros(alpha.size), row_ptr, np.empty(alpha.size), elog)
-                tables.append(elog.reshape(shape))
+                tables.append(dirichlet_expected_log(alpha))
             else:
                 tables.append(np.log(alpha / alpha.sum(axis=1, keepdims=True)))
         return tables
@@ -490,9 +487,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return const + masked_dot(power, log_theta)
 
     def _lower_bound(self, data):
-        ent = float(np.dot(data.pdata.weights, self._entropy_))
         if self.method == "vb":
-            return masked_dot(self._counts_, self._elog_) + ent - self._kl_
+            return self._bound_form_c(data)
+        ent = float(np.dot(data.pdata.weights, self._entropy_))
         return masked_dot(self._counts_, self._log_theta_) + ent + self._log_prior_basis(data, self._log_theta_)
 
     # the three forms of F (spec §7.4); tests check they agree where each is valid
@@ -530,8 +527,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             self.objective_ = self.lower_bound_
             self.objectives_ = self.lower_bounds_
             # the last step was an exact E step at theta_hat: Cheeseman-Stutz (Form B)
-            cs = log_dirichlet_integral(data.prior, self._counts_, layout) + float(
-                np.dot(data.pdata.weights, self._entropy_))
+            cs = self._bound_form_b(data)
             self.cheeseman_stutz_ = cs
             self.lower_bound_ = cs
             self.lower_bounds_ = np.array([cs])
