@@ -21,7 +21,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
-from scipy.special import digamma, gammaln, polygamma
+from scipy.special import digamma, polygamma
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._distributions import (
     dirichlet_expected_log,
     dirichlet_kl,
+    log_multivariate_beta,
     normal_gamma_kl,
     normal_wishart_kl,
 )
@@ -50,9 +51,7 @@ LOG_2PI = np.log(2.0 * np.pi)
 def _strength_objective(lam, base, sum_elog):
     """G(lam) = sum_r -ln B(lam base_r) + lam sum_j base_rj S_rj  (the u-dependent part of -KL)."""
     u = lam * base
-    return float(
-        np.sum(gammaln(u.sum(axis=-1)) - gammaln(u).sum(axis=-1)) + np.sum(u * sum_elog)
-    )
+    return float(-np.sum(log_multivariate_beta(u)) + np.sum(u * sum_elog))
 
 
 def optimize_dirichlet_scale(base, elog):
@@ -617,11 +616,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Xc = X - self.means_prior_
         stats = {"N": resp.sum(axis=0), "S1": resp.T @ Xc}
         if self.covariance_type == "full":
-            K, D = resp.shape[1], X.shape[1]
-            S2 = np.empty((K, D, D))
-            for k in range(K):
-                S2[k] = (Xc * resp[:, k:k + 1]).T @ Xc
-            stats["S2"] = S2
+            stats["S2"] = np.einsum("nk,ni,nj->kij", resp, Xc, Xc, optimize=True)
         else:
             stats["S2"] = resp.T @ (Xc * Xc)
         return stats
