@@ -35,7 +35,6 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from ._dag_structure import (
     MAX_CONFIGURATIONS,
     CPTLayout,
-    DAGStructure,
     exact_log_evidence,
     log_dirichlet_integral,
     parameter_count,

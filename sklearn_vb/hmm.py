@@ -598,7 +598,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     # ------------------------------------------------------------------ statistics
     def _stats_from_resp(self, resp, data):
         """Sufficient statistics of a hard or soft labelling (used for initialisation)."""
-        starts, ends = data["starts"], data["ends"]
+        starts = data["starts"]
         inner = np.ones(data["n_frames"], dtype=bool)
         inner[starts] = False
         idx = np.flatnonzero(inner)

@@ -587,7 +587,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             return
         done = iteration - 1  # number of completed iterations
         q = self._q_theta
-        k, ds = self.n_states_, q["ds"]
+        k = self.n_states_
         p = data["X"].shape[1]
         if self.ard and done >= sched[0]:
             diag = np.diag(q["E_AB"])

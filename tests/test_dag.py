@@ -3,7 +3,6 @@ EM, prediction and input validation."""
 
 import itertools
 import pickle
-import warnings
 
 import numpy as np
 import pytest
@@ -11,8 +10,6 @@ from scipy.special import gammaln, logsumexp
 
 from sklearn_vb._dag_structure import (
     CPTLayout,
-    exact_log_evidence,
-    log_dirichlet_integral,
     parameter_count,
     parse_structure,
     prepare_patterns,

@@ -3,7 +3,6 @@
 import collections
 
 import numpy as np
-import pytest
 
 from sklearn_vb._dag_structure import CPTLayout, parameter_count, parse_structure
 from sklearn_vb.dag import alias_count

@@ -117,7 +117,6 @@ def test_benchmark_quick_mode_reports_ranks_and_timings():
     assert res["n_structures"] == 3  # the true structure is always added
     assert set(res["true_ranks"]) >= {"ais", "vb", "bic", "cs", "vb+lnS"}
     assert all(1 <= v <= 3 for v in res["true_ranks"].values())
-    assert res["ais_seconds_per_structure_per_run"]["mean"] > 0
     assert len(res["acceptance_profile_true"]) == 16
 
 

@@ -7,7 +7,6 @@ import pytest
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._cs import cs_value
 from sklearn_vb.scoring._dimension import effective_dimension
-from sklearn_vb.scoring._numerics import log_mean_exp
 from sklearn_vb.scoring.kernels import ExactTemperedKernel
 from sklearn_vb.scoring._ais import run_ais, run_reverse_ais
 from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
@@ -266,7 +265,7 @@ def test_T_AIS_3_accuracy(case):
               random_state=3)
     assert r.bound == "stochastic_lower"
     assert tolerance_ok(r.log_evidence, r.stderr, exact), (r.log_evidence - exact, r.stderr)
-    assert not r.diagnostics["vb_violation"] or r.log_evidence > exact - 0.5
+    assert not r.diagnostics["vb_violation"]
     acc = r.diagnostics["acceptance_by_quarter"]
     assert all(0.15 < a < 0.9 for a in acc)
 

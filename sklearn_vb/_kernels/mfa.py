@@ -135,7 +135,6 @@ def sufficient_statistics(Y, resp, xbar, sigma):
     """N_s, W_s = Σ_i r_is E[x̃x̃^T], C_s = Σ_i r_is y_i x̃̄^T, D_s = Σ_i r_is y_i∘y_i."""
     N, S = resp.shape
     K = sigma.shape[-1]
-    p = Y.shape[1]
     Nk = resp.sum(axis=0)
     # component-major contiguous copies: the batched products then run as S plain
     # matrix products instead of strided loops

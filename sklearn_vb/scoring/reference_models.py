@@ -20,7 +20,7 @@ from math import factorial
 import numpy as np
 from scipy.special import logsumexp
 
-from .._distributions import dirichlet_log_pdf, dirichlet_sample, log_multivariate_beta
+from .._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, log_multivariate_beta
 from ._numerics import spawn_generators
 from .params import ParamBlock, ParamSpace
 from .posteriors import DirichletQ, FactorizedPosterior, GaussianQ
@@ -56,10 +56,6 @@ class FittedReference:
 
     def scoring_model(self):
         return self.model
-
-
-def _rng(rng):
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
 def _dirichlet_evidence(alpha, counts):

@@ -44,32 +44,17 @@ from math import factorial
 import numpy as np
 from scipy.special import digamma, gammaln, logsumexp, polygamma
 
-from ..._distributions import dirichlet_log_pdf, dirichlet_sample, log_multivariate_beta
+from ..._distributions import _log_multigamma, _rng, dirichlet_log_pdf, dirichlet_sample
 from ..._kernels import hmm as _k
 from ..._kernels.hmm_gaussian_batch import gaussian_hmm_log_likelihood_batch
 from ..params import ParamBlock, ParamSpace
+from ..reference_models import _dirichlet_evidence
 from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 
 __all__ = ["GaussianHMMScoringModel", "GaussianHMMPosterior", "scoring_model_from_estimator"]
 
 LOG_2PI = np.log(2.0 * np.pi)
-
-
-def _rng(rng):
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-
-
-def _log_multigamma(a, D):
-    """ln Gamma_D(a), vectorised over ``a``."""
-    a = np.asarray(a, dtype=float)
-    return 0.25 * D * (D - 1) * np.log(np.pi) + np.sum(
-        gammaln(a[..., None] - 0.5 * np.arange(D)), axis=-1)
-
-
-def _dirichlet_rows_evidence(alpha, counts):
-    """sum over rows of ln B(alpha + N) - ln B(alpha)."""
-    return float(np.sum(log_multivariate_beta(alpha + counts) - log_multivariate_beta(alpha)))
 
 
 # ---------------------------------------------------------------------------------------
@@ -680,8 +665,8 @@ class GaussianHMMScoringModel(ScoringModelMixin):
         form: Dirichlet integrals x Normal-Wishart / Normal-Gamma evidences)."""
         val = 0.0
         if self.K > 1:
-            val += _dirichlet_rows_evidence(self.startprob_prior, stats["start"])
-            val += _dirichlet_rows_evidence(self.transmat_prior, stats["trans"])
+            val += float(_dirichlet_evidence(self.startprob_prior, stats["start"]))
+            val += float(_dirichlet_evidence(self.transmat_prior, stats["trans"]))
         N = np.asarray(stats["N"], dtype=float)
         _, _, _, beta, nu, S = self._conjugate(stats)
         D = self.D

@@ -56,6 +56,7 @@ from math import factorial
 import numpy as np
 from scipy.special import gammaln, polygamma
 
+from ..._distributions import _rng
 from ..._kernels.kalman import simulate_lds, vb_kalman_smoother
 from ..._kernels.kalman_batch import lds_log_likelihood_terms
 from ..kernels import BlockRandomWalkMH
@@ -71,10 +72,6 @@ __all__ = [
 ]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-def _rng(rng):
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
 def _chol(M, name):
@@ -361,7 +358,7 @@ class LDSScoringModel(ScoringModelMixin):
     def log_prior(self, params):
         AB, CD = self._AB(params), self._CD(params)
         rho = np.asarray(params["rho"], dtype=float)
-        k, p = self.k, self.p
+        k = self.k
         dab, dcd = AB.shape[2], CD.shape[2]
         lab = k * (-0.5 * dab * LOG_2PI + 0.5 * np.sum(np.log(self.prior_ab)))
         out = lab - 0.5 * np.einsum("cjl,l->c", AB * AB, self.prior_ab)
@@ -576,7 +573,7 @@ class LDSScoringModel(ScoringModelMixin):
         """``ln int p(theta) exp<ln p(x, y | theta)> dtheta`` in closed form (conjugate
         rows given the statistics; spec/lds.md §11 G3)."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
-        T, k, p = stats["T"], self.k, self.p
+        T, k = stats["T"], self.k
         # dynamics: k independent Gaussian rows of [A B]
         Sigma_AB, ld_Lam_AB = _spd_solve_inv(W_z + np.diag(self.prior_ab))
         e_dyn = (-0.5 * T * k * LOG_2PI - 0.5 * np.trace(stats["W_C"])

@@ -85,7 +85,7 @@ import numpy as np
 from scipy.special import gammaln, polygamma, xlogy
 from sklearn.utils import check_array
 
-from ..._distributions import dirichlet_log_pdf, dirichlet_sample, gamma_kl
+from ..._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
 from ..._kernels import mfa as _k
 from ..._kernels.mfa_batch import mfa_log_likelihood_per_case
 from ...mfa import fa_free_parameters
@@ -97,10 +97,6 @@ __all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior",
            "scoring_model_from_estimator"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-def _rng(rng):
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
 
 
 def _block_names(S):
@@ -616,7 +612,7 @@ class MFAScoringModel(ScoringModelMixin):
         component is integrated numerically in ``u = ln nu`` (trapezoid rule on
         ``[lo, hi]`` through log-sum-exp, error far below 1e-8 nats for integrands this
         smooth)."""
-        p, S = self.p, self.S
+        S = self.S
         W, C = stats["W"], stats["C"]  # (S, 2, 2), (S, p, 2)
         u = np.linspace(lo, hi, int(n_grid))
         du = u[1] - u[0]
@@ -663,7 +659,7 @@ class MFAScoringModel(ScoringModelMixin):
 
     def point_from_stats(self, stats, params_old, kind="map", basis="softmax"):
         """M step (generalised for the Student-t prior; module docstring)."""
-        K, p, S = self.K, self.p, self.S
+        K, p = self.K, self.p
         Nk, W, C = stats["Nk"], stats["W"], stats["C"]
         tiny = 1e-300
         if kind == "ml":
