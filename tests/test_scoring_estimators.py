@@ -66,19 +66,29 @@ def test_single_state_models_score_with_every_method(kind):
 
 def test_hmm_ais_matches_enumerated_evidence_under_sparse_prior():
     """Two length-6 sequences, K = 2, V = 5: 2^12 paths, exact evidence by enumeration.
-    With Beal's Dirichlet proposal Dir(alpha theta) (floor 0) entries that start near 0
-    under the Dir(1/5) prior never come back and AIS is far off; the prior floor fixes it."""
+    With Beal's Dirichlet proposal Dir(alpha theta) (floor 0), entries that start near 0
+    under the Dir(1/5) prior rarely come back, so its estimates scatter widely and mostly
+    land low; the prior floor fixes it.  Compared over four seeds (one seed alone can land
+    either way)."""
     X, L = _simulate_hmm(2, 5, [6, 6], seed=1)
     est = VBHiddenMarkov(n_components=2, n_symbols=5, n_init=3, random_state=0).fit(X, lengths=L)
     model = scoring_model_for(est)
     exact = model.log_evidence(model.prepare_data(X, lengths=L))
     assert est.lower_bound_ < exact - 1.0  # a loose bound: the test has something to show
-    kw = dict(lengths=L, n_temperatures=1000, n_chains=16, random_state=0)
-    ais = score(est, X, "ais", **kw)
-    assert _within(ais.log_evidence, ais.stderr, exact), (ais.log_evidence - exact, ais.stderr)
-    assert ais.log_evidence > est.lower_bound_
-    beal = score(est, X, "ais", dirichlet_floor=0.0, **kw)
-    assert exact - beal.log_evidence > 1.0
+    floor_errors, beal_errors, floor_se, beal_se = [], [], [], []
+    for seed in range(4):
+        kw = dict(lengths=L, n_temperatures=1000, n_chains=16, random_state=seed)
+        ais = score(est, X, "ais", **kw)
+        assert _within(ais.log_evidence, ais.stderr, exact), (ais.log_evidence - exact, ais.stderr)
+        assert ais.log_evidence > est.lower_bound_
+        beal = score(est, X, "ais", dirichlet_floor=0.0, **kw)
+        floor_errors.append(abs(ais.log_evidence - exact))
+        beal_errors.append(beal.log_evidence - exact)
+        floor_se.append(ais.stderr)
+        beal_se.append(beal.stderr)
+    # measured: mean |error| 0.11 with the floor; 0.64 below the exact value without it
+    assert -np.mean(beal_errors) > 3 * np.mean(floor_errors), (beal_errors, floor_errors)
+    assert np.mean(beal_se) > 2 * np.mean(floor_se), (beal_se, floor_se)
 
 
 def test_hmm_ais_increases_with_temperatures_and_passes_vb():
