@@ -36,6 +36,8 @@ import numpy as np
 from scipy import linalg
 from scipy.special import digamma, gammaln, xlogy
 
+from ._kernels._constants import LOG_2PI
+
 __all__ = [
     # Dirichlet
     "log_multivariate_beta",
@@ -92,7 +94,6 @@ __all__ = [
     "NormalGamma",
 ]
 
-LOG_2PI = np.log(2.0 * np.pi)
 _TINY = np.finfo(float).tiny
 
 

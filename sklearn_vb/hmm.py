@@ -35,12 +35,11 @@ from ._distributions import (
     normal_wishart_kl,
 )
 from ._kernels import hmm as _k
+from ._kernels._constants import LOG_2PI
 from ._validation import check_sequences, check_symbols, sequence_bounds
 from .base import VBEMEstimator
 
 __all__ = ["VBHiddenMarkov"]
-
-LOG_2PI = np.log(2.0 * np.pi)
 
 
 # ---------------------------------------------------------------------------

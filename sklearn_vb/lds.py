@@ -25,13 +25,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ._distributions import gamma_expected_log, gamma_kl
+from ._kernels._constants import LOG_2PI
 from ._kernels.kalman import simulate_lds, spd_inverse, vb_kalman_smoother
 from ._validation import check_sequences, sequence_bounds
 from .base import VBEMEstimator, bound_round_off
 
 __all__ = ["VBLinearDynamicalSystem"]
 
-LOG_2PI = np.log(2.0 * np.pi)
 _HYPER_CAP = 1e12
 _SHAPE_CAP = 1e8
 _SIGMA0_FLOOR = 1e-6

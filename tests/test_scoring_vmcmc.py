@@ -5,7 +5,7 @@ import pytest
 
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._vmcmc import variational_mcmc
-from sklearn_vb.scoring.kernels import IndependenceMH
+from sklearn_vb.scoring.mcmc_moves import IndependenceMH
 from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
 from sklearn_vb.scoring.reference_models import BayesianLinearRegression
 

@@ -9,9 +9,8 @@ special case of a diagonal ``L``.
 import numpy as np
 from numba import njit
 
+from ._constants import LOG_2PI
 from ._linalg import chol_quad
-
-LOG_2PI = np.log(2.0 * np.pi)
 
 
 @njit(cache=True, nogil=True)

@@ -29,13 +29,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._constants import LOG_2PI
 from ._linalg import dot as _dot
 from ._linalg import mm as _mm
 from ._linalg import mmT as _mmT
 from ._linalg import mv as _mv
 from ._linalg import spd_inverse_into as _spd_inverse_into
-
-LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @njit(cache=True, nogil=True)

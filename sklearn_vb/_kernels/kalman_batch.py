@@ -20,9 +20,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._constants import LOG_2PI
 from ._linalg import chol_into, chol_inverse_into
-
-LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @njit(cache=True, nogil=True)

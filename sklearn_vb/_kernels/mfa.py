@@ -18,8 +18,7 @@ import numpy as np
 from scipy.special import digamma
 
 from .._distributions import dirichlet_kl, gamma_kl
-
-LOG_2PI = np.log(2.0 * np.pi)
+from ._constants import LOG_2PI
 
 __all__ = [
     "spd_inverse",

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["mfa_log_likelihood_per_case"]
+from ._constants import LOG_2PI
 
-LOG_2PI = float(np.log(2.0 * np.pi))
+__all__ = ["mfa_log_likelihood_per_case"]
 
 
 @njit(cache=True, nogil=True)

@@ -30,7 +30,7 @@ from ._numerics import (
     log_mean_exp,
 )
 from ._result import ScoreResult
-from .kernels import Target, make_kernel
+from .mcmc_moves import Target, make_kernel
 from .params import concat_params, take
 from .protocols import has, require
 from .schedules import make_schedule

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
+from .._kernels._constants import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
 from ._numerics import spawn_generators
 from ._result import ScoreResult
@@ -111,6 +112,6 @@ class LaplaceScore(Scorer):
             diag["degenerate"] = True
             value = float("nan")
         else:
-            value = t_hat + 0.5 * d * np.log(2 * np.pi) - 0.5 * float(np.sum(np.log(ev)))
+            value = t_hat + 0.5 * d * LOG_2PI - 0.5 * float(np.sum(np.log(ev)))
         return ScoreResult(self.name, value, "approx", log_alias_correction=log_alias,
                            diagnostics=diag)

@@ -28,7 +28,7 @@ from ._numerics import (
     log_mean_exp,
 )
 from ._result import ScoreResult
-from .kernels import BlockRandomWalkMH, Target, VariationalMixtureKernel
+from .mcmc_moves import BlockRandomWalkMH, Target, VariationalMixtureKernel
 from .protocols import has, require
 
 __all__ = ["variational_mcmc", "UnconstrainedStudentT", "VMCMCScore"]

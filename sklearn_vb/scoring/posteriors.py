@@ -14,6 +14,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp, polygamma
 
 from .._distributions import dirichlet_log_pdf, dirichlet_sample, gamma_log_pdf
+from .._kernels._constants import LOG_2PI
 from .params import concat_params
 
 __all__ = [
@@ -116,7 +117,7 @@ class GaussianQ(QBlock):
     def log_pdf(self, value):
         z = self._standardise(value)
         d = z.shape[1]
-        return -0.5 * np.sum(z * z, axis=1) - 0.5 * d * np.log(2 * np.pi) - 0.5 * self._logdet
+        return -0.5 * np.sum(z * z, axis=1) - 0.5 * d * LOG_2PI - 0.5 * self._logdet
 
     def mean(self):
         return self.mean_.copy()

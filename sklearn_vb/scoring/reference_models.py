@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, log_multivariate_beta
+from .._kernels._constants import LOG_2PI
 from ._numerics import spawn_generators
 from .params import ParamBlock, ParamSpace
 from .posteriors import DirichletQ, FactorizedPosterior, GaussianQ
@@ -37,8 +38,6 @@ __all__ = [
     "DiscreteHMM",
     "GaussianMixture1D",
 ]
-
-LOG_2PI = np.log(2.0 * np.pi)
 
 
 class FittedReference:

@@ -46,6 +46,7 @@ from scipy.special import digamma, gammaln, logsumexp, polygamma
 
 from ..._distributions import _log_multigamma, _rng, dirichlet_log_pdf, dirichlet_sample
 from ..._kernels import hmm as _k
+from ..._kernels._constants import LOG_2PI
 from ..._kernels.hmm_gaussian_batch import gaussian_hmm_log_likelihood_batch
 from ..params import ParamBlock, ParamSpace
 from ..reference_models import _dirichlet_evidence
@@ -53,8 +54,6 @@ from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 
 __all__ = ["GaussianHMMScoringModel", "GaussianHMMPosterior", "scoring_model_from_estimator"]
-
-LOG_2PI = np.log(2.0 * np.pi)
 
 
 # ---------------------------------------------------------------------------------------
@@ -524,7 +523,7 @@ class GaussianHMMScoringModel(ScoringModelMixin):
         precision (robust estimate from prior draws, so data far from unit scale are
         handled), ``h_i = 1/var_q - pi_i``.  The tuning reflects the training data; on
         other data it is still a valid (if less well tuned) kernel."""
-        from ..kernels import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
+        from ..mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
                                estimate_prior_precision, posterior_data_precision)
 
         q = self.variational_posterior()

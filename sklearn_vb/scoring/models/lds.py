@@ -57,9 +57,10 @@ import numpy as np
 from scipy.special import gammaln, polygamma
 
 from ..._distributions import _rng
+from ..._kernels._constants import LOG_2PI
 from ..._kernels.kalman import simulate_lds, vb_kalman_smoother
 from ..._kernels.kalman_batch import lds_log_likelihood_terms
-from ..kernels import BlockRandomWalkMH
+from ..mcmc_moves import BlockRandomWalkMH
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
@@ -70,8 +71,6 @@ __all__ = [
     "aliased_posterior",
     "scoring_model_from_estimator",
 ]
-
-LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 def _chol(M, name):

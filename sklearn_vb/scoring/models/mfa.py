@@ -87,6 +87,7 @@ from sklearn.utils import check_array
 
 from ..._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
 from ..._kernels import mfa as _k
+from ..._kernels._constants import LOG_2PI
 from ..._kernels.mfa_batch import mfa_log_likelihood_per_case
 from ...mfa import fa_free_parameters
 from ..params import ParamBlock, ParamSpace
@@ -95,8 +96,6 @@ from ..protocols import EStep, ScoringModelMixin
 
 __all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior",
            "scoring_model_from_estimator"]
-
-LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 def _block_names(S):
@@ -478,7 +477,7 @@ class MFAScoringModel(ScoringModelMixin):
         return out
 
     def _precisions(self):
-        from ..kernels import posterior_data_precision
+        from ..mcmc_moves import posterior_data_precision
 
         q = self.variational_posterior()
         pi = {b: np.broadcast_to(np.asarray(v, dtype=float),
@@ -499,7 +498,7 @@ class MFAScoringModel(ScoringModelMixin):
         ``[Lambda_s, mu_s]`` with one step per coordinate, ``2.38/sqrt(dim) /
         sqrt(pi_i + beta h_i)``, ``pi_i`` from :meth:`kernel_prior_precision` and
         ``h_i = 1/var_q - pi_i``.  Its adjoint sweeps in reverse order."""
-        from ..kernels import BlockRandomWalkMH, CompositeKernel, DirichletMH
+        from ..mcmc_moves import BlockRandomWalkMH, CompositeKernel, DirichletMH
 
         pi, h = self._precisions()
         ks = []

@@ -1,4 +1,4 @@
-"""MCMC kernels for annealing and variational MCMC (spec §2.8, IF-9).
+"""MCMC moves (transition kernels) for annealed importance sampling and variational MCMC.
 
 Every kernel leaves the tempered target invariant for each inverse temperature beta:
 
@@ -261,7 +261,8 @@ class BlockRandomWalkMH(_KernelBase):
       fitted posterior, :func:`posterior_data_precision`).
 
     Every tuning quantity is fixed when the kernel is built (prior, q, n); none depends
-    on a chain's state (spec §2.8).  The target includes ``ln|det d theta / d phi|``.
+    on a chain's state (adapting to it would break the invariance of ``f_beta``).  The
+    target includes ``ln|det d theta / d phi|``.
     """
 
     def __init__(self, model, blocks=None, scale=1.0, prior_precision="auto", curvature=None,
@@ -575,7 +576,7 @@ def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0), dirich
     """The kernel named by ``kind`` for ``model`` (data ``X`` as prepared by the model).
 
     * ``"auto"``: the model's own ``annealing_kernel(X=X, scale=rw_scale)`` when it has
-      one (an optional G6 method: a kernel tuned from the prior, the fitted posterior q
+      one (an optional method: a kernel tuned from the prior, the fitted posterior q
       and the data size, fixed before the run and never adapted to the chains; see
       :class:`~sklearn_vb.scoring.protocols.ScoringModelMixin`), otherwise ``"blocks"``;
     * ``"blocks"``: DirichletMH for simplex blocks and a random walk for the rest, with
