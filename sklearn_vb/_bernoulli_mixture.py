@@ -184,20 +184,19 @@ class VBBernoulliMixture(VBEMEstimator):
     def predict(self, X):
         return self.predict_proba(X).argmax(axis=1)
 
+    # ------------------------------------------------------------------ bic / aic
+    def _check_new_data(self, X):
+        return self._check_binary(X, reset=False)
+
+    def _log_likelihood(self, X):
+        # n times the mean per row, as sklearn's GaussianMixture.bic
+        return X.shape[0] * float(self.score_samples(X).mean())
+
+    def _n_observations(self, X):
+        return X.shape[0]
+
     def _n_parameters(self):
         return (self.n_components - 1) + self.n_components * self.n_features_in_
-
-    def bic(self, X):
-        """Bayesian information criterion at the posterior mean (lower is better)."""
-        X = self._check_binary(X, reset=False)
-        n = X.shape[0]
-        return -2 * self.score(X) * n + self._n_parameters() * np.log(n)
-
-    def aic(self, X):
-        """Akaike information criterion at the posterior mean (lower is better)."""
-        X = self._check_binary(X, reset=False)
-        return -2 * self.score(X) * X.shape[0] + 2 * self._n_parameters()
-
 
 def bernoulli_mixture_log_evidence(X, n_components, weight_prior=1.0, beta_prior=1.0):
     """Exact ln p(X) for the Bernoulli mixture by enumerating every assignment.

@@ -2,12 +2,14 @@
 
 :class:`VBEMEstimator` is a template in the style of
 ``sklearn.mixture._base.BaseMixture``: it owns restarts (``n_init``), warm starts,
-convergence, verbose output, keeping the best run and the check that the lower bound
-never decreases.  A model supplies the small steps:
+convergence, verbose output, keeping the best run, the check that the lower bound
+never decreases, and ``bic``/``aic``.  A model supplies the small steps (every hook
+without a default is abstract):
 
 ``_check_fit_data(X, **fit_params)``
-    validate the input once per ``fit`` and return whatever the steps need (arrays,
-    lengths, compressed patterns...).
+    validate the input once per ``fit`` and return the data the steps need, as an
+    instance of a small dataclass ``_FitData`` defined in the estimator's module (see
+    *Fit data* below).
 ``_initialize(data, random_state)``
     set an initial variational state (attributes ending in ``_``).
 ``_iteration_steps()``
@@ -20,7 +22,35 @@ never decreases.  A model supplies the small steps:
     ``bound_check="steps"`` it is also called after every step, so a model that supports
     that mode must be able to evaluate the bound after any of its steps.
 ``_get_state()`` / ``_set_state(state)``
-    copy out / restore the fitted variational state, used to keep the best restart.
+    copy out / restore the fitted variational state, used to keep the best restart
+    (defaults: every public attribute ending in ``_``).
+``_can_stop(iteration)`` / ``_finalize(data)``
+    optional: forbid convergence before a schedule has run / set derived attributes
+    once on the kept state.
+
+``bic`` and ``aic`` are computed here from four more hooks, evaluated at the
+posterior-mean parameters of a fitted model:
+
+``_check_new_data(X, **fit_params)``
+    validate new data against the fitted model (``reset=False``) and return what the
+    next two hooks need (the fit-data class, a smaller one, or an array).
+``_log_likelihood(data)``
+    the total log-likelihood ln p(X | E_q[theta]) in nats.
+``_n_observations(data)``
+    ``n`` of the BIC penalty: the number of rows; for sequence models the total number
+    of observed time steps (DESIGN.md §3), not the number of sequences.
+``_n_parameters()``
+    the number of free parameters ``d`` of the fitted model.
+
+Fit data
+--------
+Each estimator module defines ``@dataclass class _FitData`` holding what its steps
+read: the validated arrays (fields named for what they hold, e.g. ``X``, ``starts``,
+``ends``) and the quantities derived from them once per fit (sufficient statistics,
+standardisation, compressed patterns), which are computed in ``_check_fit_data`` or
+in ``__post_init__`` (``field(init=False)``).  The steps access it by attribute
+(``data.X``) and never rebind its fields; preallocated work buffers may be written
+in place.
 
 Each VBE and VBM step maximises the bound over one factor with the others fixed, so
 the bound recorded at the same point of every iteration can never decrease.  A decrease
@@ -32,6 +62,7 @@ from __future__ import annotations
 
 import copy
 import time
+from abc import ABCMeta, abstractmethod
 import warnings
 from numbers import Integral, Real
 
@@ -64,7 +95,7 @@ def bound_round_off(value):
     return 1e-9 * abs(value) + 1e-7
 
 
-class VBEMEstimator(BaseEstimator):
+class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
     """Base class for the variational Bayesian EM estimators.
 
     Parameters
@@ -130,17 +161,38 @@ class VBEMEstimator(BaseEstimator):
         self.bound_check = bound_check
 
     # ------------------------------------------------------------------ hooks
-    def _check_fit_data(self, X, **fit_params):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _check_fit_data(self, X, **fit_params):
+        """Validate the training data; return the model's ``_FitData``."""
 
-    def _initialize(self, data, random_state):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _initialize(self, data, random_state):
+        """Set an initial variational state."""
 
-    def _iteration_steps(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _iteration_steps(self):
+        """Names of the coordinate steps of one iteration, in order."""
 
-    def _lower_bound(self, data):  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _lower_bound(self, data):
+        """The complete lower bound on ln p(X) of the stored state, in nats."""
+
+    @abstractmethod
+    def _check_new_data(self, X, **fit_params):
+        """Validate data for the fitted model; return what ``_log_likelihood`` and
+        ``_n_observations`` need."""
+
+    @abstractmethod
+    def _log_likelihood(self, data):
+        """Total ln p(X | posterior-mean parameters), in nats."""
+
+    @abstractmethod
+    def _n_observations(self, data):
+        """``n`` of the BIC penalty (rows; time steps for sequence models)."""
+
+    @abstractmethod
+    def _n_parameters(self):
+        """Number of free parameters of the fitted model."""
 
     def _get_state(self):
         """Fitted variational state: every public attribute ending in ``_``
@@ -263,6 +315,47 @@ class VBEMEstimator(BaseEstimator):
             warnings.warn(message, BoundDecreaseWarning)
         else:
             raise BoundDecreaseError(message)
+
+    # ------------------------------------------------------------------ criteria
+    def bic(self, X, **fit_params):
+        """Bayesian information criterion at the posterior-mean parameters.
+
+        ``-2 ln p(X | E_q[theta]) + d ln n`` with ``d`` free parameters and ``n``
+        observations (rows of ``X``; for sequence models the total number of time
+        steps).  Lower is better, as for sklearn's ``GaussianMixture``; the
+        ``"bic"`` score of :mod:`sklearn_vb.scoring` is ``-bic / 2``, a log-evidence
+        estimate (higher is better).
+
+        Parameters
+        ----------
+        X : array-like
+            Data in the form ``fit`` takes.
+        **fit_params
+            The other data arguments of ``fit`` (e.g. ``lengths``, ``sequence_ids``,
+            ``U``).
+
+        Returns
+        -------
+        float
+        """
+        log_likelihood, n_observations = self._criterion_terms(X, fit_params)
+        return float(-2.0 * log_likelihood + self._n_parameters() * np.log(n_observations))
+
+    def aic(self, X, **fit_params):
+        """Akaike information criterion ``-2 ln p(X | E_q[theta]) + 2 d`` at the
+        posterior-mean parameters (lower is better); arguments as :meth:`bic`.
+
+        Returns
+        -------
+        float
+        """
+        log_likelihood, _ = self._criterion_terms(X, fit_params)
+        return float(-2.0 * log_likelihood + 2.0 * self._n_parameters())
+
+    def _criterion_terms(self, X, fit_params):
+        self._check_is_fitted()
+        data = self._check_new_data(X, **fit_params)
+        return self._log_likelihood(data), self._n_observations(data)
 
     # ------------------------------------------------------------------ helpers
     def _check_is_fitted(self):

@@ -549,7 +549,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
 
     def score_samples(self, X):
         """ln p(x_i | ``cpts_``) per row (unseen or missing values are marginalised)."""
-        pdata = self._prepare(X)
+        return self._row_log_likelihoods(self._prepare(X))
+
+    def _row_log_likelihoods(self, pdata):
         with np.errstate(divide="ignore"):
             log_theta = np.log(self._theta_mean)
         log_z = np.empty(pdata.n_patterns)
@@ -646,16 +648,19 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             X = obs
         return X, states[:, list(s.hidden_nodes)]
 
-    def bic(self, X):
-        """Bayesian information criterion (sklearn sign: lower is better),
-        ``-2 ln p(X | cpts_) + d ln n`` with the naive count d of eq. (6.24)."""
-        ll = self.score_samples(X)
-        return -2.0 * float(np.sum(ll)) + self.n_parameters_ * np.log(ll.shape[0])
+    # ------------------------------------------------------------------ bic / aic
+    def _check_new_data(self, X):
+        return self._prepare(X)
 
-    def aic(self, X):
-        """Akaike information criterion (lower is better)."""
-        ll = self.score_samples(X)
-        return -2.0 * float(np.sum(ll)) + 2.0 * self.n_parameters_
+    def _log_likelihood(self, pdata):
+        return float(np.sum(self._row_log_likelihoods(pdata)))
+
+    def _n_observations(self, pdata):
+        return pdata.inverse.shape[0]
+
+    def _n_parameters(self):
+        """The naive parameter count d of eq. (6.24)."""
+        return self.n_parameters_
 
     def format_cpts(self, decimals=2):
         """The CPTs as readable text: one block per node, one line per parent configuration."""

@@ -1036,14 +1036,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         per_state = D + D * (D + 1) // 2 if self.covariance_type == "full" else 2 * D
         return n + K * per_state
 
-    def bic(self, X, lengths=None, sequence_ids=None):
-        """Bayesian information criterion at the posterior mean (lower is better); n = frames."""
-        data = self._new_data(X, lengths, sequence_ids)
-        ll = float(self._plugin_forward(data)[0].sum())
-        return -2.0 * ll + self._n_parameters() * np.log(data["n_frames"])
+    def _check_new_data(self, X, lengths=None, sequence_ids=None):
+        return self._new_data(X, lengths, sequence_ids)
 
-    def aic(self, X, lengths=None, sequence_ids=None):
-        """Akaike information criterion at the posterior mean (lower is better)."""
-        data = self._new_data(X, lengths, sequence_ids)
-        ll = float(self._plugin_forward(data)[0].sum())
-        return -2.0 * ll + 2.0 * self._n_parameters()
+    def _log_likelihood(self, data):
+        return float(self._plugin_forward(data)[0].sum())
+
+    def _n_observations(self, data):
+        return data["n_frames"]

@@ -15,6 +15,7 @@ filter / RTS smoother in :mod:`sklearn_vb._kernels.kalman`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -64,6 +65,20 @@ def _gamma_hyper_update(mean_rho, mean_log_rho, a_start):
             break
         a = a_new
     return a, a / d_bar
+
+
+@dataclass
+class _Sequences:
+    """Validated sequences: the outputs, the full input matrix (user inputs then
+    intercept) and its columns that drive the state and the outputs, and the first
+    and one-past-last row of every sequence."""
+
+    X: np.ndarray
+    U: np.ndarray
+    Us: np.ndarray
+    Uo: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
 
 
 class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
@@ -906,21 +921,23 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         return {"B": sig_B, "D": sig_D}
 
     # ================================================================ inference
-    def _infer(self, X, U, lengths, sequence_ids, *, point, smooth, observed=None):
+    def _check_new_data(self, X, U=None, lengths=None, sequence_ids=None):
         self._check_is_fitted()
         X, Uall, starts, ends = self._prepare(X, U, lengths, sequence_ids, reset=False)
         Us = np.ascontiguousarray(Uall[:, self.state_inputs_])
         Uo = np.ascontiguousarray(Uall[:, self.output_inputs_])
-        res = self._run_filter(
-            self._q_theta, X, Us, Uo, starts, ends, self.init_state_mean_,
-            self.init_state_cov_, smooth=smooth, point=point, observed=observed,
+        return _Sequences(X, Uall, Us, Uo, starts, ends)
+
+    def _infer(self, data, *, point, smooth):
+        return self._run_filter(
+            self._q_theta, data.X, data.Us, data.Uo, data.starts, data.ends,
+            self.init_state_mean_, self.init_state_cov_, smooth=smooth, point=point,
         )
-        return res, X, Uall, starts, ends
 
     def transform(self, X, *, U=None, lengths=None, sequence_ids=None):
         """Smoothed state means ``E_q[x_t]`` (VBE step with q(theta) fixed)."""
-        res, *_ = self._infer(X, U, lengths, sequence_ids, point=False, smooth=True)
-        return res["omega"]
+        data = self._check_new_data(X, U, lengths, sequence_ids)
+        return self._infer(data, point=False, smooth=True)["omega"]
 
     def fit_transform(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """Fit, then return the smoothed state means of the training data."""
@@ -930,8 +947,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def score_samples(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """One-step-ahead predictive log density ``ln p(y_t | y_{1:t-1}, theta_mean)``
         of every row under the posterior-mean parameters (exact Kalman filter)."""
-        res, *_ = self._infer(X, U, lengths, sequence_ids, point=True, smooth=False)
-        return res["log_terms"]
+        data = self._check_new_data(X, U, lengths, sequence_ids)
+        return self._infer(data, point=True, smooth=False)["log_terms"]
 
     def score(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """Mean one-step-ahead predictive log-likelihood per time step under the
@@ -945,9 +962,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         on ln E_q[p(y | theta)], and never above ``"mean"``)."""
         if method not in ("mean", "bound"):
             raise ValueError(f"method must be 'mean' or 'bound'; got {method!r}.")
-        res, *_ = self._infer(X, U, lengths, sequence_ids, point=method == "mean",
-                              smooth=False)
-        return res["ln_z"]
+        data = self._check_new_data(X, U, lengths, sequence_ids)
+        return self._infer(data, point=method == "mean", smooth=False)["ln_z"]
 
     def predict(self, X, *, U=None, lengths=None, sequence_ids=None, return_cov=False):
         """One-step-ahead predictions ``E[y_t | y_{1:t-1}]`` under the posterior-mean
@@ -955,10 +971,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
         With ``return_cov`` also the predictive covariances ``C P_t C' + diag(1/rho)``.
         """
-        res, X, Uall, *_ = self._infer(X, U, lengths, sequence_ids, point=True,
-                                       smooth=False)
+        data = self._check_new_data(X, U, lengths, sequence_ids)
+        res = self._infer(data, point=True, smooth=False)
         C, D = self.C_mean_, self.D_mean_
-        mean = res["pred_mean"] @ C.T + Uall @ D.T
+        mean = res["pred_mean"] @ C.T + data.U @ D.T
         if not return_cov:
             return mean
         cov = np.einsum("sj,tjl,rl->tsr", C, res["pred_cov"], C)
@@ -1074,22 +1090,17 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         )
         return Y, states
 
+    # ================================================================ bic / aic
+    def _log_likelihood(self, data):
+        return float(np.sum(self._infer(data, point=True, smooth=False)["log_terms"]))
+
+    def _n_observations(self, data):
+        return data.X.shape[0]
+
     def _n_parameters(self):
         k, p = self.n_states_, self.n_features_in_
         ds, do = len(self.state_inputs_), len(self.output_inputs_)
         return k * k + k * ds + p * k + p * do + p - k * (k - 1) // 2
-
-    def bic(self, X, *, U=None, lengths=None, sequence_ids=None):
-        """Bayesian information criterion at the posterior-mean parameters (lower is
-        better); n is the number of time steps."""
-        ll = np.sum(self.score_samples(X, U=U, lengths=lengths, sequence_ids=sequence_ids))
-        return float(-2.0 * ll + self._n_parameters() * np.log(np.shape(X)[0]))
-
-    def aic(self, X, *, U=None, lengths=None, sequence_ids=None):
-        """Akaike information criterion at the posterior-mean parameters (lower is
-        better)."""
-        ll = np.sum(self.score_samples(X, U=U, lengths=lengths, sequence_ids=sequence_ids))
-        return float(-2.0 * ll + 2.0 * self._n_parameters())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1056,7 +1056,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         density (thesis eq. 4.85).
         """
         method = self.score_method if method is None else method
-        Z = self._fitting_units(X)
+        return self._log_densities(self._fitting_units(X), method)
+
+    def _log_densities(self, Z, method):
+        """:meth:`score_samples` of the rows ``Z`` in fitting units."""
         jac = -float(np.sum(np.log(self._scale_)))
         if method == "bound":
             return logsumexp(self._log_weights(Z), axis=1) + jac
@@ -1104,19 +1107,19 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         )
         return X, labels
 
+    # ---------------------------------------------------------------- bic / aic
+    def _check_new_data(self, X):
+        return self._fitting_units(X)
+
+    def _log_likelihood(self, Z):
+        return float(np.sum(self._log_densities(Z, "plugin")))
+
+    def _n_observations(self, Z):
+        return Z.shape[0]
+
     def _n_parameters(self):
+        """Free parameters with the ARD-active factor counts (eq. 4.89)."""
         return fa_free_parameters(self.n_factors_per_component_, self.n_features_in_)
-
-    def bic(self, X):
-        """Bayesian information criterion with the plug-in likelihood and the ARD-active
-        factor counts (eq. 4.89); lower is better."""
-        X = np.asarray(X)
-        loglik = np.sum(self.score_samples(X, method="plugin"))
-        return -2.0 * loglik + self._n_parameters() * np.log(X.shape[0])
-
-    def aic(self, X):
-        """Akaike information criterion (plug-in likelihood); lower is better."""
-        return -2.0 * np.sum(self.score_samples(X, method="plugin")) + 2.0 * self._n_parameters()
 
     def component_scores(self):
         """Per-component bound contributions ``F_s`` (eq. 4.77) of the fitted model."""
