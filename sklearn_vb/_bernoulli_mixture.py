@@ -9,6 +9,7 @@ which makes it the reference for the template loop itself.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,6 +21,13 @@ from .base import VBEMEstimator
 from ._distributions import dirichlet_expected_log, dirichlet_kl
 
 __all__ = ["VBBernoulliMixture", "bernoulli_mixture_log_evidence"]
+
+
+@dataclass
+class _FitData:
+    """The validated binary training data."""
+
+    X: np.ndarray
 
 
 def _beta_pairs(a, b):
@@ -102,27 +110,28 @@ class VBBernoulliMixture(VBEMEstimator):
     def _check_fit_data(self, X, **fit_params):
         if fit_params:
             raise TypeError(f"Unexpected fit parameters: {sorted(fit_params)}")
-        return self._check_binary(X, reset=True)
+        return _FitData(self._check_binary(X, reset=True))
 
     # ------------------------------------------------------------------ steps
-    def _initialize(self, X, random_state):
+    def _initialize(self, data, random_state):
         if self.init_params != "random":
             raise ValueError(f"init_params must be 'random'; got {self.init_params!r}.")
-        self.resp_ = random_state.dirichlet(np.ones(self.n_components), size=X.shape[0])
+        n_samples = data.X.shape[0]
+        self.resp_ = random_state.dirichlet(np.ones(self.n_components), size=n_samples)
 
     def _iteration_steps(self):
         # The bound is recorded after the VBE step, for the stored pair (q(z), q(θ)).
         return ("vbm", "vbe")
 
-    def _step_vbm(self, X, iteration):
+    def _step_vbm(self, data, iteration):
         counts = self.resp_.sum(axis=0)
-        ones = self.resp_.T @ X
+        ones = self.resp_.T @ data.X
         self.weight_concentration_ = self.weight_prior + counts
         self.beta_a_ = self.beta_prior + ones
         self.beta_b_ = self.beta_prior + (counts[:, None] - ones)
 
-    def _step_vbe(self, X, iteration):
-        log_joint = self._expected_log_joint(X)
+    def _step_vbe(self, data, iteration):
+        log_joint = self._expected_log_joint(data.X)
         self.resp_ = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
 
     def _expected_log_joint(self, X):
@@ -143,11 +152,11 @@ class VBBernoulliMixture(VBEMEstimator):
         )
         return kl_pi + kl_theta
 
-    def _lower_bound(self, X):
+    def _lower_bound(self, data):
         # The general form E_q[ln p(x, z | θ)] + H[q(z)] - KL(q(θ) || p(θ)) holds after any
         # step; right after the VBE step it equals Σ_n ln Σ_k exp(expected log joint) - KL.
         resp = self.resp_
-        log_joint = self._expected_log_joint(X)
+        log_joint = self._expected_log_joint(data.X)
         with np.errstate(divide="ignore", invalid="ignore"):
             entropy = -np.sum(np.where(resp > 0, resp * np.log(resp), 0.0))
         return float(np.sum(resp * log_joint) + entropy - self._parameter_kl())

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
@@ -35,6 +36,7 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from ._dag_structure import (
     MAX_CONFIGURATIONS,
     CPTLayout,
+    PatternData,
     exact_log_evidence,
     log_dirichlet_integral,
     parameter_count,
@@ -54,19 +56,22 @@ from .base import VBEMEstimator
 __all__ = ["VBDiscreteDAG"]
 
 
+@dataclass
 class _FitData:
     """What the VBEM steps need: compressed patterns, CPT layout, the prior and, for
     ``init_params="posterior"``, the starting log-tables of the nodes given in
-    ``init_posterior`` (None for a node drawn from its prior)."""
+    ``init_posterior`` (None for a node drawn from its prior); ``post`` is a work
+    buffer of the VBE step."""
 
-    def __init__(self, pdata, layout, prior, n_samples, start_tables=None):
-        self.pdata = pdata
-        self.layout = layout
-        self.prior = prior
-        self.n_samples = n_samples
-        self.start_tables = start_tables
-        self.post = np.empty(pdata.idx.shape[0])
-        self.counts = np.empty(layout.size)
+    pdata: PatternData
+    layout: CPTLayout
+    prior: np.ndarray
+    n_samples: int
+    start_tables: list | None = None
+    post: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.post = np.empty(self.pdata.idx.shape[0])
 
 
 class VBDiscreteDAG(DensityMixin, VBEMEstimator):

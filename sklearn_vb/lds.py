@@ -15,7 +15,7 @@ filter / RTS smoother in :mod:`sklearn_vb._kernels.kalman`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
@@ -79,6 +79,24 @@ class _Sequences:
     Uo: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
+
+
+@dataclass
+class _FitData(_Sequences):
+    """The training sequences and the statistics of the VBM step that do not depend
+    on q(x), computed once per fit: ``U'U`` of the state and of the output inputs,
+    ``U_o'Y`` and the per-output sums of squares ``sum_t y_ts^2``."""
+
+    UUs: np.ndarray = field(init=False)
+    UUo: np.ndarray = field(init=False)
+    UY: np.ndarray = field(init=False)
+    YY: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.UUs = self.Us.T @ self.Us
+        self.UUo = self.Uo.T @ self.Uo
+        self.UY = self.Uo.T @ self.X
+        self.YY = np.einsum("ts,ts->s", self.X, self.X)
 
 
 class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
@@ -338,22 +356,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         state_cols, out_cols = self._input_masks(n_user)
         Us = np.ascontiguousarray(Uall[:, state_cols])
         Uo = np.ascontiguousarray(Uall[:, out_cols])
-        data = {
-            "X": X,
-            "U": Uall,
-            "Us": Us,
-            "Uo": Uo,
-            "starts": starts,
-            "ends": ends,
-            "n_user": n_user,
-            "state_cols": state_cols,
-            "out_cols": out_cols,
-            # data statistics (spec §4.1), computed once
-            "UUs": Us.T @ Us,
-            "UUo": Uo.T @ Uo,
-            "UY": Uo.T @ X,
-            "YY": np.einsum("ts,ts->s", X, X),
-        }
+        data = _FitData(X, Uall, Us, Uo, starts, ends)
         self.n_user_inputs_ = n_user
         self.state_inputs_ = state_cols
         self.output_inputs_ = out_cols
@@ -362,12 +365,12 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     # ================================================================ init
     def _initialize(self, data, random_state):
-        X = data["X"]
+        X = data.X
         N, p = X.shape
         k = self.n_states if self.n_states is not None else p
-        n_seq = data["starts"].shape[0]
-        ds = data["Us"].shape[1]
-        do = data["Uo"].shape[1]
+        n_seq = data.starts.shape[0]
+        ds = data.Us.shape[1]
+        do = data.Uo.shape[1]
         self.n_states_ = k
         self.kept_states_ = np.arange(k)
         self._k_max = k
@@ -398,7 +401,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             # Rescale each score so that its one-step regression on the previous
             # scores and the state inputs leaves unit innovation variance.
             if self.init_params == "scaled-pca":
-                scale = self._innovation_scale(omega, data["Us"], data["starts"])
+                scale = self._innovation_scale(omega, data.Us, data.starts)
                 omega *= scale
                 ups_scale = ups_scale * np.outer(scale, scale)
         # hidden-state statistics to start from (spec §2.1; successive states
@@ -439,13 +442,13 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _hidden_stats(data, q_x):
         """Expected hidden-state statistics pooled over sequences (spec §4.1)."""
         omega, ups, cross = q_x["omega"], q_x["ups"], q_x["cross"]
-        starts = data["starts"]
-        X, Us, Uo = data["X"], data["Us"], data["Uo"]
+        starts = data.starts
+        X, Us, Uo = data.X, data.Us, data.Uo
         prev = np.empty_like(omega)
         prev[1:] = omega[:-1]
         prev[starts] = q_x["omega0"]
         ups_sum = ups.sum(axis=0)
-        ups_prev_sum = ups_sum - ups[data["ends"] - 1].sum(axis=0) + q_x["ups0"].sum(axis=0)
+        ups_prev_sum = ups_sum - ups[data.ends - 1].sum(axis=0) + q_x["ups0"].sum(axis=0)
         return {
             "W_A": ups_prev_sum + prev.T @ prev,
             "S_A": cross.sum(axis=0) + prev.T @ omega,
@@ -461,12 +464,12 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _vbm(self, data, stats):
         """Optimal q(A, B) and q(C, D, rho) given the hidden statistics (spec §4)."""
         k = self.n_states_
-        p = data["X"].shape[1]
-        ds = data["Us"].shape[1]
-        do = data["Uo"].shape[1]
+        p = data.X.shape[1]
+        ds = data.Us.shape[1]
+        do = data.Uo.shape[1]
         # q(A, B): rows [a_j; b_j] ~ N(Sigma_AB r_j, Sigma_AB)
         prior_ab = np.concatenate([self.alpha_, self.beta_c_])
-        W_z = np.block([[stats["W_A"], stats["G_A"]], [stats["G_A"].T, data["UUs"]]])
+        W_z = np.block([[stats["W_A"], stats["G_A"]], [stats["G_A"].T, data.UUs]])
         Lam_AB = W_z + np.diag(prior_ab)
         Sigma_AB, logdet_Sigma_AB_inv = _spd_inv_logdet(Lam_AB)
         R_AB = np.vstack([stats["S_A"], stats["M"]])
@@ -474,14 +477,14 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         E_AB = M_AB.T @ M_AB + k * Sigma_AB
         # q(C, D, rho)
         prior_cd = np.concatenate([self.gamma_, self.delta_c_])
-        W_w = np.block([[stats["W_C"], stats["G_C"]], [stats["G_C"].T, data["UUo"]]])
+        W_w = np.block([[stats["W_C"], stats["G_C"]], [stats["G_C"].T, data.UUo]])
         Lam_CD = W_w + np.diag(prior_cd)
         Sigma_CD, logdet_Sigma_CD_inv = _spd_inv_logdet(Lam_CD)
-        R_CD = np.vstack([stats["S_C"], data["UY"]])
+        R_CD = np.vstack([stats["S_C"], data.UY])
         M_CD = R_CD.T @ Sigma_CD  # p x (k + do)
         # g_s = Ydd_ss - r_s' Sigma r_s, written as a sum of non-negative terms
         C_bar, D_bar = M_CD[:, :k], M_CD[:, k:]
-        resid = data["X"] - self._q_x["omega"] @ C_bar.T - data["Uo"] @ D_bar.T
+        resid = data.X - self._q_x["omega"] @ C_bar.T - data.Uo @ D_bar.T
         g = (
             np.einsum("ts,ts->s", resid, resid)
             + np.einsum("sj,jl,sl->s", C_bar, stats["ups_sum"], C_bar)
@@ -580,8 +583,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _vbe(self, data):
         res = self._run_filter(
-            self._q_theta, data["X"], data["Us"], data["Uo"], data["starts"],
-            data["ends"], self.init_state_mean_, self.init_state_cov_, smooth=True,
+            self._q_theta, data.X, data.Us, data.Uo, data.starts,
+            data.ends, self.init_state_mean_, self.init_state_cov_, smooth=True,
         )
         self._q_x = {key: res[key] for key in
                      ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
@@ -603,7 +606,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         done = iteration - 1  # number of completed iterations
         q = self._q_theta
         k = self.n_states_
-        p = data["X"].shape[1]
+        p = data.X.shape[1]
         if self.ard and done >= sched[0]:
             diag = np.diag(q["E_AB"])
             self.alpha_ = np.minimum(k / diag[:k], _HYPER_CAP)
@@ -797,7 +800,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         """F for the stored (q(x), q(theta), hyperparameters), any q(x) (spec §7)."""
         q, s, qx = self._q_theta, self._stats, self._q_x
         k = q["k"]
-        p = data["X"].shape[1]
+        p = data.X.shape[1]
         T = s["T"]
         mu0, Sigma0 = self.init_state_mean_, self.init_state_cov_
         Sigma0_inv, ld_Sigma0 = _spd_inv_logdet(Sigma0)
@@ -807,17 +810,17 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             np.sum(Sigma0_inv * qx["ups0"].sum(axis=0)) + np.sum((dev @ Sigma0_inv) * dev)
         )
         # statistics of the current q(x) (not those q(theta) was computed from)
-        W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data["UUs"]]])
+        W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data.UUs]])
         R_AB = np.vstack([s["S_A"], s["M"]])
-        W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data["UUo"]]])
-        R_CD = np.vstack([s["S_C"], data["UY"]])
+        W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data.UUo]])
+        R_CD = np.vstack([s["S_C"], data.UY])
         e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
             np.trace(s["W_C"])
             - 2.0 * np.sum(q["M_AB"] * R_AB.T)
             + np.sum(q["E_AB"] * W_z)
         )
         e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(q["log_rho"]) - 0.5 * (
-            np.sum(q["rho"] * data["YY"])
+            np.sum(q["rho"] * data.YY)
             - 2.0 * np.sum(q["rho"][:, None] * q["M_CD"] * R_CD.T)
             + np.sum(q["E_CD"] * W_w)
         )
@@ -859,9 +862,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _finalize(self, data):
         q = self._q_theta
         k = self.n_states_
-        d = data["U"].shape[1]
-        p = data["X"].shape[1]
-        sc, oc = data["state_cols"], data["out_cols"]
+        d = data.U.shape[1]
+        p = data.X.shape[1]
+        sc, oc = self.state_inputs_, self.output_inputs_
         self.A_mean_ = q["M_AB"][:, :k].copy()
         self.B_mean_ = np.zeros((k, d))
         self.B_mean_[:, sc] = q["M_AB"][:, k:]

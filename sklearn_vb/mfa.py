@@ -41,6 +41,7 @@ Choices made here (see spec/mfa.md for the mathematics):
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
@@ -100,17 +101,22 @@ def _solve_log_newton(g, a_dg, x0, max_iter=100):
     return float(np.exp(log_x))
 
 
+@dataclass
 class _FitData:
     """The data in fitting units plus the standardisation used."""
 
-    def __init__(self, Z, shift, scale, var, psi_floor=None):
-        self.Z = Z
-        self.psi_floor = psi_floor  # floor on each noise variance (fitting units)
-        self.shift = shift
-        self.scale = scale
-        self.var = var  # per-feature variance of Z (1 where constant), sets psi_min
-        self.n_samples, self.n_features = Z.shape
-        self.log_jacobian = -Z.shape[0] * float(np.sum(np.log(scale)))
+    Z: np.ndarray
+    shift: np.ndarray
+    scale: np.ndarray
+    var: np.ndarray  # per-feature variance of Z (1 where constant), sets psi_min
+    psi_floor: np.ndarray  # floor on each noise variance (fitting units)
+    n_samples: int = field(init=False)
+    n_features: int = field(init=False)
+    log_jacobian: float = field(init=False)
+
+    def __post_init__(self):
+        self.n_samples, self.n_features = self.Z.shape
+        self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
 
 
 class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBEMEstimator):

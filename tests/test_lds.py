@@ -96,7 +96,7 @@ def test_vbm_joint_form_equals_factorised_form():
     k, p = 2, 3
     inv = np.linalg.inv
     Sigma_A = inv(np.diag(model.alpha_) + s["W_A"])
-    Sigma_B = inv(np.diag(model.beta_c_) + data["UUs"] - s["G_A"].T @ Sigma_A @ s["G_A"])
+    Sigma_B = inv(np.diag(model.beta_c_) + data.UUs - s["G_A"].T @ Sigma_A @ s["G_A"])
     B_breve = s["M"].T - s["S_A"].T @ Sigma_A @ s["G_A"]
     B_bar = B_breve @ Sigma_B
     A_bar = (s["S_A"].T - B_bar @ s["G_A"].T) @ Sigma_A
@@ -109,11 +109,11 @@ def test_vbm_joint_form_equals_factorised_form():
     np.testing.assert_allclose(q["E_AB"][:k, k:], AtB, rtol=1e-9, atol=1e-12)
     # output block
     Sigma_C = inv(np.diag(model.gamma_) + s["W_C"])
-    Sigma_D = inv(np.diag(model.delta_c_) + data["UUo"] - s["G_C"].T @ Sigma_C @ s["G_C"])
-    D_breve = data["UY"].T - s["S_C"].T @ Sigma_C @ s["G_C"]
+    Sigma_D = inv(np.diag(model.delta_c_) + data.UUo - s["G_C"].T @ Sigma_C @ s["G_C"])
+    D_breve = data.UY.T - s["S_C"].T @ Sigma_C @ s["G_C"]
     D_bar = D_breve @ Sigma_D
     C_bar = (s["S_C"].T - D_bar @ s["G_C"].T) @ Sigma_C
-    G = (np.diag(data["YY"]) - s["S_C"].T @ Sigma_C @ s["S_C"] - D_breve @ Sigma_D @ D_breve.T)
+    G = (np.diag(data.YY) - s["S_C"].T @ Sigma_C @ s["S_C"] - D_breve @ Sigma_D @ D_breve.T)
     rate = model.noise_prior_rate_ + 0.5 * np.diag(G)
     np.testing.assert_allclose(q["M_CD"][:, :k], C_bar, rtol=1e-9)
     np.testing.assert_allclose(q["M_CD"][:, k:], D_bar, rtol=1e-9)
