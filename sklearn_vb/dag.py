@@ -615,18 +615,6 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 return cats[labels]
         return labels
 
-    def scoring_model(self):
-        """The :mod:`sklearn_vb.scoring` view of this fitted model (a ScoringModel).
-
-        Returns :class:`sklearn_vb.scoring.models.dag.DAGScoringModel`, which freezes the fitted
-        hyperparameters and evaluates the exact likelihood with the latent variables
-        summed or integrated out; every scorer of :func:`sklearn_vb.scoring.score` uses it.
-        """
-        self._check_is_fitted()
-        from .scoring.models.dag import DAGScoringModel
-
-        return DAGScoringModel(self)
-
     def sample(self, n_samples=1):
         """Draw cases by ancestral sampling from ``cpts_``.
 

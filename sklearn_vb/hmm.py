@@ -990,43 +990,6 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             X = self.means_[states] + np.sqrt(self.covars_[states]) * z
         return X, states
 
-    # ------------------------------------------------------------------ scoring layer
-    def scoring_model(self):
-        """The :mod:`sklearn_vb.scoring` view of this fitted model (a ScoringModel).
-
-        Categorical emissions: :class:`sklearn_vb.scoring.models.hmm.HMMScoringModel`;
-        Gaussian emissions:
-        :class:`sklearn_vb.scoring.models.hmm_gaussian.GaussianHMMScoringModel`.  Both
-        freeze the fitted priors (``startprob_prior_``, ``transmat_prior_``, ...) and read
-        the posterior from the ``*_posterior_`` attributes; they validate new data through
-        ``_sequence_data`` exactly as :meth:`fit` does.
-        """
-        check_is_fitted(self, "lower_bound_")
-        if self._categorical:
-            from .scoring.models.hmm import HMMScoringModel
-
-            return HMMScoringModel(self)
-        try:
-            from .scoring.models.hmm_gaussian import GaussianHMMScoringModel
-        except ImportError as exc:
-            raise NotImplementedError(
-                "scoring model for Gaussian emissions is not available"
-            ) from exc
-        return GaussianHMMScoringModel(self)
-
-    @property
-    def variational_posterior_(self):
-        """q(theta) as a scoring-layer posterior object (``sample``, ``log_pdf``, ``mean``).
-
-        Built on access from the ``*_posterior_`` attributes by the scoring model's
-        ``variational_posterior()`` (cheap: no pass over data); used e.g. as the start
-        of AIS chains (``start="q"``).  Raises AttributeError when unavailable.
-        """
-        try:
-            return self.scoring_model().variational_posterior()
-        except NotImplementedError as exc:
-            raise AttributeError(str(exc)) from exc
-
     def _n_parameters(self):
         K = self.n_components
         n = (K - 1) + K * (K - 1)

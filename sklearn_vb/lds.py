@@ -1057,18 +1057,6 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             cov += (1.0 + tr)[:, None, None] * np.diag(inv_rho)[None]
         return mean, cov
 
-    def scoring_model(self):
-        """The :mod:`sklearn_vb.scoring` view of this fitted model (a ScoringModel).
-
-        Returns :class:`sklearn_vb.scoring.models.lds.LDSScoringModel`, which freezes the fitted
-        hyperparameters and evaluates the exact likelihood with the latent variables
-        summed or integrated out; every scorer of :func:`sklearn_vb.scoring.score` uses it.
-        """
-        self._check_is_fitted()
-        from .scoring.models.lds import LDSScoringModel
-
-        return LDSScoringModel(self)
-
     def sample(self, n_samples=1, *, U=None, random_state=None):
         """Draw one sequence of ``n_samples`` steps from the posterior-mean model.
 

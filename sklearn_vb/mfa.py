@@ -1082,20 +1082,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         """Mean log-likelihood per row (see :meth:`score_samples`)."""
         return float(np.mean(self.score_samples(X)))
 
-    def scoring_model(self):
-        """The :mod:`sklearn_vb.scoring` view of this fitted model (a ScoringModel).
-
-        Returns :class:`sklearn_vb.scoring.models.mfa.MFAScoringModel`: mixing
-        proportions and loadings with the ARD precisions integrated out (Student-t
-        columns), the noise and other hyperparameters frozen at their fitted values, and
-        the exact likelihood of X in the user's units (the standardisation Jacobian
-        included, as in ``lower_bound_``).
-        """
-        self._check_is_fitted()
-        from .scoring.models.mfa import MFAScoringModel
-
-        return MFAScoringModel(self)
-
     def sample(self, n_samples=1):
         """Draw from the posterior-mean (plug-in) model; returns ``(X, labels)``."""
         self._check_is_fitted()

@@ -620,15 +620,16 @@ def test_predict_rejects_unknown_symbols():
 def test_scoring_model_and_variational_posterior():
     from sklearn.exceptions import NotFittedError
 
+    from sklearn_vb.scoring import scoring_model_for
     from sklearn_vb.scoring.models.hmm import HMMScoringModel
     from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
 
     with pytest.raises(NotFittedError):
-        VBHiddenMarkov(2).scoring_model()
+        scoring_model_for(VBHiddenMarkov(2))
     assert not hasattr(VBHiddenMarkov(2), "variational_posterior_")
     X, _, lengths = three_state_data(n_seq=3, length=40)
     model = VBHiddenMarkov(3, max_iter=50, random_state=0).fit(X, lengths=lengths)
-    sm = model.scoring_model()
+    sm = scoring_model_for(model)
     assert isinstance(sm, HMMScoringModel)
     # the adapter's exact likelihood at the posterior mean is the estimator's plug-in score
     data = sm.prepare_data(X, lengths=lengths)
@@ -636,12 +637,13 @@ def test_scoring_model_and_variational_posterior():
     assert float(sm.log_likelihood(theta_bar, data)[0]) == pytest.approx(
         model.score_samples(X, lengths=lengths, per="sequence").sum(), rel=1e-10
     )
-    q = model.variational_posterior_
+    q = sm.variational_posterior()
     mean = q.mean()
     np.testing.assert_allclose(np.squeeze(mean["B"]), model.emissionprob_, rtol=1e-12)
     np.testing.assert_allclose(np.squeeze(mean["A"]), model.transmat_, rtol=1e-12)
     Xg = np.random.default_rng(0).normal(size=(30, 2))
     gauss = VBHiddenMarkov(2, emission="gaussian", max_iter=20, random_state=0).fit(Xg)
-    assert isinstance(gauss.scoring_model(), GaussianHMMScoringModel)
-    assert gauss.scoring_model().n_parameters() == gauss._n_parameters()
-    assert gauss.variational_posterior_ is not None
+    gauss_sm = scoring_model_for(gauss)
+    assert isinstance(gauss_sm, GaussianHMMScoringModel)
+    assert gauss_sm.n_parameters() == gauss._n_parameters()
+    assert gauss_sm.variational_posterior() is not None

@@ -12,7 +12,7 @@ from sklearn.utils import check_random_state
 
 from sklearn_vb.datasets import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
-from sklearn_vb.scoring import score
+from sklearn_vb.scoring import score, scoring_model_for
 
 
 @pytest.fixture(autouse=True)
@@ -150,7 +150,7 @@ def test_inference_scoring_and_pickle_after_pruning(pruned):
     Y, states = model.sample(20, U=U[:20], random_state=0)
     assert states.shape == (20, k)
     # the scoring layer sees the pruned model
-    sm = model.scoring_model()
+    sm = scoring_model_for(model)
     assert sm.k == k
     data = sm.prepare_data(X, U=U, lengths=lengths)
     loglik = float(sm.log_likelihood(sm.variational_posterior().mean(), data)[0])

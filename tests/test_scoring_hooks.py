@@ -9,7 +9,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn_vb import VBDiscreteDAG, VBLinearDynamicalSystem, VBMixtureFactorAnalysers
 from sklearn_vb.datasets import (BEAL_TRUE_CODE, bipartite_structure, make_beal_dag, make_lds,
                                  make_lds_params, make_mixed_dimension_clusters)
-from sklearn_vb.scoring import score
+from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring.models.dag import DAGScoringModel
 from sklearn_vb.scoring.models.lds import LDSScoringModel
 from sklearn_vb.scoring.models.mfa import MFAScoringModel
@@ -41,7 +41,7 @@ def fitted_mfa():
 ])
 def test_scoring_model_is_the_estimators_own(make, model_class):
     est, X, fit_params = make()
-    model = est.scoring_model()
+    model = scoring_model_for(est)
     assert isinstance(model, model_class)
     # the likelihood at the posterior mean is the estimator's plug-in log-likelihood
     data = model.prepare_data(X, **fit_params) if hasattr(model, "prepare_data") else X
@@ -57,4 +57,4 @@ def test_scoring_model_is_the_estimators_own(make, model_class):
 @pytest.mark.parametrize("est", [VBDiscreteDAG(), VBLinearDynamicalSystem(), VBMixtureFactorAnalysers()])
 def test_scoring_model_needs_a_fitted_estimator(est):
     with pytest.raises(NotFittedError):
-        est.scoring_model()
+        scoring_model_for(est)

@@ -12,8 +12,9 @@ Methods: ``"vb"`` (the fitted bound), ``"bic"``, ``"bicp"``, ``"laplace"``, ``"c
 ``"cs_dagger"``, ``"is"`` (importance sampling from q), ``"ais"``, ``"rais"`` (reverse AIS,
 simulated data only), ``"bdmc"`` and ``"vmcmc"``.  Apart from ``"vb"`` (any estimator with
 ``lower_bound_``) and ``"bic"`` (any estimator with a ``bic`` method), scorers work through
-the estimator's :class:`ScoringModel` (``estimator.scoring_model()`` or
-:func:`scoring_model_for`).
+the estimator's :class:`ScoringModel`, which :func:`scoring_model_for` builds from the
+fitted estimator (register one for a new estimator class with
+:func:`register_scoring_model`).
 """
 
 from ._numerics import (
@@ -22,8 +23,9 @@ from ._numerics import (
     log_mean_exp,
     log_sum_exp,
 )
-from ._registry import SCORERS, get_scorer, register_scoring_model, score, scoring_model_for
+from ._registry import register_scoring_model, scoring_model_for
 from ._result import ScoreResult
+from ._scorers import SCORERS, get_scorer, score
 from .params import ParamBlock, ParamSpace
 from .protocols import EStep, Kernel, ScoringModel, ScoringModelMixin, VariationalPosterior
 

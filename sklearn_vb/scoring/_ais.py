@@ -22,7 +22,7 @@ import time
 import numpy as np
 from joblib import Parallel, delayed
 
-from ._base import Scorer, prepare_data, resolve_model
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._numerics import (
     as_seed_sequence,
     delta_method_stderr,
@@ -361,9 +361,7 @@ class _AISBase(Scorer):
         kernel = self._kernel(model, opts, data)
         q = None
         if opts["start"] == "q":
-            q = opts["posterior"] or getattr(estimator, "variational_posterior_", None)
-            if q is None and has(model, "variational_posterior"):
-                q = model.variational_posterior(data)
+            q = variational_posterior(estimator, model, data, opts["posterior"])
             if q is None:
                 raise NotImplementedError(f"{self.name} needs variational_posterior_ for start='q'")
         elif opts["start"] != "prior":

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._registry import scoring_model_for
 from .protocols import has, require
 
-__all__ = ["Scorer", "resolve_model", "prepare_data", "COMMON_OPTIONS"]
+__all__ = ["Scorer", "resolve_model", "variational_posterior", "prepare_data", "COMMON_OPTIONS"]
 
 #: options every scorer accepts, with their defaults
 COMMON_OPTIONS = {
@@ -17,28 +18,28 @@ COMMON_OPTIONS = {
 }
 
 
-def _looks_like_scoring_model(obj):
-    return hasattr(obj, "param_space") and has(obj, "log_likelihood")
-
-
 def resolve_model(estimator, scorer_name, required=True):
-    """The ScoringModel of ``estimator``.
+    """The ScoringModel of ``estimator`` (:func:`~sklearn_vb.scoring.scoring_model_for`).
 
-    Order: ``estimator.scoring_model()``; the object itself when it already is a
-    ScoringModel; the registry :func:`sklearn_vb.scoring.scoring_model_for`.
-    Returns None (or raises ``NotImplementedError("<scorer> needs scoring_model")``
-    when ``required``) if none is available.
+    Returns None, or raises ``NotImplementedError("<scorer> needs scoring_model")`` when
+    ``required``, if the estimator has none.
     """
-    if has(estimator, "scoring_model"):
-        return estimator.scoring_model()
-    if _looks_like_scoring_model(estimator):
-        return estimator
-    from ._registry import scoring_model_for
-
     model = scoring_model_for(estimator, default=None)
     if model is None and required:
         raise NotImplementedError(f"{scorer_name} needs scoring_model")
     return model
+
+
+def variational_posterior(estimator, model, data, posterior=None):
+    """q(theta) for a scorer, or None when there is none.
+
+    In this order: ``posterior`` (the scorer's option), the estimator's
+    ``variational_posterior_`` attribute, the ScoringModel's ``variational_posterior(data)``.
+    """
+    q = posterior or getattr(estimator, "variational_posterior_", None)
+    if q is None and model is not None and has(model, "variational_posterior"):
+        q = model.variational_posterior(data)
+    return q
 
 
 def prepare_data(model, X, fit_params):

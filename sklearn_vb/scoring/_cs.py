@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import Scorer, prepare_data, resolve_model
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._bic import model_dimension
 from ._numerics import spawn_generators
 from ._result import ScoreResult
@@ -52,7 +52,7 @@ class CSScore(Scorer):
             return model.fit_point(data, kind="map", basis=opts["basis"], rng=rng,
                                    n_init=opts["n_init"])
         if opts["point"] == "posterior_mean":
-            q = getattr(estimator, "variational_posterior_", None)
+            q = variational_posterior(estimator, model, data)
             if q is None:
                 raise NotImplementedError(f"{self.name} needs variational_posterior_")
             return model.param_space.check(q.mean())

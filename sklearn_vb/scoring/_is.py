@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 from joblib import Parallel, delayed
 
-from ._base import Scorer, prepare_data, resolve_model
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._numerics import (
     as_seed_sequence,
     between_run_stderr,
@@ -29,7 +29,7 @@ from ._numerics import (
 )
 from ._result import ScoreResult
 from .posteriors import MixturePosterior, PriorPosterior
-from .protocols import has, require
+from .protocols import require
 
 __all__ = ["ISScore", "importance_log_weights", "build_proposal"]
 
@@ -95,9 +95,7 @@ class ISScore(Scorer):
         require(model, self.name, "log_prior", "log_likelihood")
         log_alias = self._log_alias(model, opts)
         data = prepare_data(model, X, fit_params)
-        q = opts["posterior"] or getattr(estimator, "variational_posterior_", None)
-        if q is None and has(model, "variational_posterior"):
-            q = model.variational_posterior(data)
+        q = variational_posterior(estimator, model, data, opts["posterior"])
         g = build_proposal(opts["proposal"], q, model, estimator, opts["dof"], opts["broaden"],
                            opts["epsilon"])
         R, M = int(opts["n_runs"]), int(opts["n_samples"])

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ._base import Scorer, prepare_data, resolve_model
+from ._cs import cs_value
 from ._numerics import spawn_generators
 from ._result import ScoreResult
 from .protocols import require
@@ -43,8 +44,6 @@ class VBScore(Scorer):
         diagnostics = {}
         if opts["init"] == "cs":
             require(model, self.name, "fit_point", "e_step", "log_complete_evidence", "vb_refine")
-            from ._cs import cs_value
-
             data = prepare_data(model, X, fit_params)
             rng = spawn_generators(opts["random_state"], 1)[0]
             theta = model.fit_point(data, kind="map", rng=rng)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ._base import Scorer, prepare_data, resolve_model
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._is import importance_log_weights
 from ._numerics import (
     as_seed_sequence,
@@ -29,7 +29,7 @@ from ._numerics import (
 )
 from ._result import ScoreResult
 from .mcmc_moves import BlockRandomWalkMH, Target, VariationalMixtureKernel
-from .protocols import has, require
+from .protocols import require
 
 __all__ = ["variational_mcmc", "UnconstrainedStudentT", "VMCMCScore"]
 
@@ -109,9 +109,7 @@ class VMCMCScore(Scorer):
         require(model, self.name, "log_prior", "log_likelihood", "n_cases")
         log_alias = self._log_alias(model, opts)
         data = prepare_data(model, X, fit_params)
-        q = opts["posterior"] or getattr(estimator, "variational_posterior_", None)
-        if q is None and has(model, "variational_posterior"):
-            q = model.variational_posterior(data)
+        q = variational_posterior(estimator, model, data, opts["posterior"])
         if q is None:
             raise NotImplementedError("vmcmc needs variational_posterior_")
         s_mcmc, s_is = as_seed_sequence(opts["random_state"]).spawn(2)

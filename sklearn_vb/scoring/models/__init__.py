@@ -1,5 +1,47 @@
 """ScoringModel adapters for the package estimators, built from fitted attributes.
 
-Used by :func:`sklearn_vb.scoring.scoring_model_for` when an estimator has no
-``scoring_model()`` method of its own.
+``ESTIMATOR_FACTORIES`` maps each estimator class to the function that builds its
+ScoringModel from a fitted instance; :func:`sklearn_vb.scoring.scoring_model_for` looks
+estimators up in it (and in what :func:`sklearn_vb.scoring.register_scoring_model` adds).
 """
+
+from __future__ import annotations
+
+from sklearn.utils.validation import check_is_fitted
+
+from ...dag import VBDiscreteDAG
+from ...hmm import VBHiddenMarkov
+from ...lds import VBLinearDynamicalSystem
+from ...mfa import VBMixtureFactorAnalysers
+from .dag import DAGScoringModel
+from .hmm import HMMScoringModel
+from .hmm_gaussian import GaussianHMMScoringModel
+from .lds import LDSScoringModel
+from .mfa import MFAScoringModel
+
+__all__ = ["ESTIMATOR_FACTORIES"]
+
+
+def _hmm_scoring_model(estimator):
+    check_is_fitted(estimator, "lower_bound_")
+    if estimator.emission == "categorical":
+        return HMMScoringModel(estimator)
+    return GaussianHMMScoringModel(estimator)
+
+
+def _fitted_only(adapter):
+    """The factory ``estimator -> adapter(estimator)``, refusing an unfitted estimator."""
+
+    def factory(estimator):
+        check_is_fitted(estimator, "lower_bound_")
+        return adapter(estimator)
+
+    return factory
+
+
+ESTIMATOR_FACTORIES = {
+    VBHiddenMarkov: _hmm_scoring_model,
+    VBMixtureFactorAnalysers: _fitted_only(MFAScoringModel),
+    VBLinearDynamicalSystem: _fitted_only(LDSScoringModel),
+    VBDiscreteDAG: _fitted_only(DAGScoringModel),
+}

@@ -15,7 +15,7 @@ from ..._kernels.dag import enumerate_posterior, pattern_log_normalisers
 from ..protocols import EStep
 from ..reference_models import _DirichletBlocks
 
-__all__ = ["DAGScoringModel", "scoring_model_from_estimator"]
+__all__ = ["DAGScoringModel"]
 
 
 class DAGScoringModel(_DirichletBlocks):
@@ -185,6 +185,3 @@ class DAGScoringModel(_DirichletBlocks):
         return exact_log_evidence(np.concatenate([a.ravel() for a in self.prior_alpha.values()]),
                                   self.layout, X)
 
-
-def scoring_model_from_estimator(estimator):
-    return DAGScoringModel(estimator)

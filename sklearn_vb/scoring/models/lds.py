@@ -69,7 +69,6 @@ __all__ = [
     "LDSScoringModel",
     "LDSPosterior",
     "aliased_posterior",
-    "scoring_model_from_estimator",
 ]
 
 
@@ -729,6 +728,3 @@ class LDSScoringModel(ScoringModelMixin):
             raise RuntimeError("fit_point: EM failed from every start.")
         return best[1]
 
-
-def scoring_model_from_estimator(estimator):
-    return LDSScoringModel(estimator)

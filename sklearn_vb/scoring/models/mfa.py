@@ -94,8 +94,7 @@ from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 
-__all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior",
-           "scoring_model_from_estimator"]
+__all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior"]
 
 
 def _block_names(S):
@@ -787,6 +786,3 @@ class MFAScoringModel(ScoringModelMixin):
         th = space.from_unconstrained(res.x[None])[0]
         return th, self._objective(th, float(self.log_likelihood(th, X)[0]), kind, basis)
 
-
-def scoring_model_from_estimator(estimator):
-    return MFAScoringModel(estimator)

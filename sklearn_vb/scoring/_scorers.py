@@ -1,0 +1,66 @@
+"""The table of scorers by method name, and the one-call :func:`score`."""
+
+from __future__ import annotations
+
+from ._ais import AISScore, BDMCScore, ReverseAISScore
+from ._base import Scorer
+from ._bic import BICpScore, BICScore
+from ._cs import CSDaggerScore, CSScore
+from ._is import ISScore
+from ._laplace import LaplaceScore
+from ._vb import VBScore
+from ._vmcmc import VMCMCScore
+
+__all__ = ["SCORERS", "get_scorer", "score"]
+
+#: method name -> scorer class
+SCORERS = {
+    "vb": VBScore,
+    "bic": BICScore,
+    "bicp": BICpScore,
+    "laplace": LaplaceScore,
+    "cs": CSScore,
+    "cs_dagger": CSDaggerScore,
+    "is": ISScore,
+    "ais": AISScore,
+    "rais": ReverseAISScore,
+    "bdmc": BDMCScore,
+    "vmcmc": VMCMCScore,
+}
+
+
+def get_scorer(method, **options):
+    """A configured scorer: ``get_scorer("ais", n_temperatures=1000)(estimator, X, **fit_params)``.
+
+    ``method`` may also be an existing scorer instance, returned unchanged when no
+    options are given (re-configured copy otherwise).
+    """
+    if isinstance(method, Scorer):
+        if not options:
+            return method
+        return type(method)(**{**method.params, **options})
+    if not isinstance(method, str) or method not in SCORERS:
+        raise ValueError(f"method must be one of {sorted(SCORERS)}, got {method!r}.")
+    return SCORERS[method](**options)
+
+
+def score(estimator, X, method="vb", *, alias_correction=False, random_state=None, n_jobs=None,
+          **options_and_fit_params):
+    """Estimate ln p(X | m) for a fitted ``estimator`` with ``method``.
+
+    Keywords naming an option of the scorer configure it; every other keyword is a fit
+    parameter (``lengths=``, ``sequence_ids=``, ``U=``) passed to the model.
+
+    Returns
+    -------
+    ScoreResult
+    """
+    scorer_cls = SCORERS[method] if isinstance(method, str) and method in SCORERS else None
+    if scorer_cls is None:
+        raise ValueError(f"method must be one of {sorted(SCORERS)}, got {method!r}.")
+    allowed = scorer_cls.all_option_defaults()
+    options = {k: v for k, v in options_and_fit_params.items() if k in allowed}
+    fit_params = {k: v for k, v in options_and_fit_params.items() if k not in allowed}
+    scorer = scorer_cls(alias_correction=alias_correction, random_state=random_state,
+                        n_jobs=n_jobs, **options)
+    return scorer(estimator, X, **fit_params)
