@@ -1,12 +1,13 @@
 """Variational Bayesian hidden Markov models (Beal 2003, Chapter 3).
 
-:class:`VBHiddenMarkov` fits an HMM with categorical or Gaussian emissions by
-variational Bayesian EM.  The posterior over parameters factorises into Dirichlet
-distributions for the initial distribution and for every row of the transition (and
-categorical emission) matrix, and into Normal-Wishart (full covariance) or per-dimension
-Normal-Gamma (diagonal covariance) distributions for Gaussian emissions.  The posterior
-over the hidden path is computed by a scaled forward-backward pass run with the
-sub-normalised parameters exp E[ln theta] (``sklearn_vb._kernels.hmm``).
+:class:`VBHiddenMarkov` fits an HMM by variational Bayesian EM.  The posterior over
+parameters factorises into Dirichlet distributions for the initial distribution and for
+every row of the transition matrix, which this module handles, and into the posterior of
+the emission parameters, which an emission family of :mod:`sklearn_vb.emissions`
+handles (Dirichlet rows for categorical emissions, Normal-Wishart or per-dimension
+Normal-Gamma for Gaussian ones, ...).  The posterior over the hidden path is computed by
+a scaled forward-backward pass run with the sub-normalised parameters exp E[ln theta]
+(``sklearn_vb._kernels.hmm``).
 
 The lower bound is recorded after each VBE step, for the stored pair (q(s), q(theta)):
 
@@ -17,33 +18,28 @@ with every constant included (also the -D/2 ln 2 pi per frame of Gaussian emissi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import sparse
 from scipy.special import digamma, polygamma
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._distributions import (
-    dirichlet_expected_log,
-    dirichlet_kl,
-    log_multivariate_beta,
-    normal_gamma_kl,
-    normal_wishart_kl,
-)
+from ._distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
 from ._kernels import hmm as _k
-from ._kernels._constants import LOG_2PI
-from ._validation import check_sequences, check_symbols, sequence_bounds
+from ._validation import check_sequences, sequence_bounds
 from .base import VBEMEstimator
+from .emissions import EMISSION_FAMILIES, emission_family
+from .emissions._checks import check_dirichlet_prior, init_posterior_array
 
-__all__ = ["VBHiddenMarkov"]
+__all__ = ["VBHiddenMarkov", "HMMData"]
 
 
 # ---------------------------------------------------------------------------
-# Dirichlet strength optimisation (spec hmm.md section 9)
+# Dirichlet strength optimisation (empirical Bayes for the prior strengths)
 # ---------------------------------------------------------------------------
 
 
@@ -106,7 +102,7 @@ def optimize_dirichlet_scale(base, elog):
 
 
 # ---------------------------------------------------------------------------
-# forward-backward: scaled fast path, log-space fallback (spec section 5)
+# forward-backward: scaled fast path, log-space fallback
 # ---------------------------------------------------------------------------
 
 #: smallest per-step normaliser (in nats, relative to the shifts) that the scaled
@@ -147,29 +143,39 @@ def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
     )
 
 
-def _precheck_symbols(X):
-    """Errors for categorical X worded as scikit-learn words them for feature arrays."""
-    if sparse.issparse(X):
-        raise TypeError(
-            "VBHiddenMarkov does not accept sparse input: X must be a dense 1-D array "
-            "(or one column) of integer symbols."
-        )
-    arr = np.asarray(X)
-    if arr.dtype.kind == "c":
-        raise ValueError("Complex data not supported: X must hold integer symbols.")
-    if arr.ndim == 2 and arr.shape[1] == 0:
-        raise ValueError(
-            f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
-            "required: X must be one column of integer symbols."
-        )
-    if arr.dtype.kind in "iuf" and arr.size:
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            raise ValueError("X contains NaN or infinity; symbols must be integers.")
-        if arr.min() < 0:
-            raise ValueError(
-                f"Negative values in data passed to X: symbol {arr.min()} is negative; "
-                "symbols must be integers >= 0."
-            )
+# ---------------------------------------------------------------------------
+# fit data
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class HMMData:
+    """Validated sequences, as :meth:`VBHiddenMarkov.sequence_data` returns them.
+
+    Attributes
+    ----------
+    X : ndarray
+        The frames as the emission family prepared them: (n_frames,) int64 symbols for
+        categorical emissions, (n_frames, n_features) floats otherwise.
+    index : ndarray of int64, shape (n_frames,)
+        Row of the emission log-likelihood table used by every frame (the symbols for
+        categorical emissions, ``arange(n_frames)`` otherwise).
+    lengths, starts, ends : ndarray of int64, shape (n_sequences,)
+        Length, first frame and end (exclusive) of every sequence.
+    summary : dict
+        Data summaries for data-dependent default priors (training data only).
+    """
+
+    X: np.ndarray
+    index: np.ndarray
+    lengths: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def n_frames(self):
+        return int(self.X.shape[0])
 
 
 # ---------------------------------------------------------------------------
@@ -218,7 +224,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     optimize_prior_strengths : bool, default=False
         If True, before every VBM step the overall scale of each Dirichlet prior block
         (initial, transition, categorical emission) is set to maximise the bound
-        (spec section 9); the bound then bounds p(X | optimised priors).
+        (type-II maximum likelihood of the strengths); the bound then bounds
+        p(X | optimised priors).
     init_params : {"auto", "random_marginals", "random_params", "random", "kmeans", "posterior"}, default="auto"
         Initial q(theta):
 
@@ -306,7 +313,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     _parameter_constraints: dict = {
         **VBEMEstimator._parameter_constraints,
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "emission": [StrOptions({"categorical", "gaussian"})],
+        "emission": [StrOptions({emission for emission, _ in EMISSION_FAMILIES})],
         "covariance_type": [StrOptions({"full", "diag"})],
         "n_symbols": [None, Interval(Integral, 1, None, closed="left")],
         "startprob_prior": [None, Real, "array-like"],
@@ -378,180 +385,103 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
-        if self.emission == "categorical":
-            # X is one sequence of non-negative integer symbols: a 1-D array or a
-            # single column
-            tags.input_tags.categorical = True
-            tags.input_tags.positive_only = True
-            tags.input_tags.one_d_array = True
-        return tags
+        try:
+            family = self._family
+        except ValueError:  # an invalid emission is reported by fit
+            return tags
+        return family.update_tags(tags)
 
     # ------------------------------------------------------------------ data
     @property
-    def _categorical(self):
-        return self.emission == "categorical"
-
-    def _validate_X(self, X, reset):
-        if self._categorical:
-            _precheck_symbols(X)
-            n_symbols = None if reset else self.n_symbols_
-            if reset and self.n_symbols is not None:
-                n_symbols = self.n_symbols
-            symbols = check_symbols(X, "X", n_symbols=n_symbols)
-            if reset:
-                self.n_features_in_ = 1
-            return symbols
-        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+    def _family(self):
+        """The emission family of ``emission`` / ``covariance_type`` (stateless)."""
+        return emission_family(self.emission, self.covariance_type)
 
     def _sequence_data(self, X, lengths, sequence_ids, reset):
-        Xv = self._validate_X(X, reset)
+        family = self._family
+        Xv = family.check_X(X, self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
-        data = {"lengths": lens, "starts": starts, "ends": ends, "n_frames": Xv.shape[0]}
-        if self._categorical:
-            data["symbols"] = Xv
-            data["index"] = Xv
-        else:
-            data["X"] = Xv
-            data["index"] = np.arange(Xv.shape[0], dtype=np.int64)
-        return data
+        return HMMData(
+            X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends
+        )
 
     def _check_fit_data(self, X, lengths=None, sequence_ids=None):
         data = self._sequence_data(X, lengths, sequence_ids, reset=True)
-        if self._categorical:
-            symbols = data["symbols"]
-            self.n_symbols_ = int(self.n_symbols) if self.n_symbols else int(symbols.max()) + 1
-        else:
-            Xf = data["X"]
-            data["mean"] = Xf.mean(axis=0)
-            if Xf.shape[0] > 1:
-                var = Xf.var(axis=0)
-                cov = np.atleast_2d(np.cov(Xf, rowvar=False, bias=True))
-            else:
-                var = np.zeros(Xf.shape[1])
-                cov = np.zeros((Xf.shape[1], Xf.shape[1]))
-            # a floor keeps the default prior proper for constant or tiny data sets
-            floor = 1e-6 * max(1.0, float(np.max(var)))
-            data["var"] = np.maximum(var, floor)
-            data["cov"] = cov + floor * np.eye(Xf.shape[1])
+        family = self._family
+        for name, value in family.fit_attributes(data.X, self).items():
+            setattr(self, name, value)
+        data.summary.update(family.summarise(data.X))
         return data
 
-    # ------------------------------------------------------------------ priors
-    def _dirichlet_prior(self, value, name, shape, default):
-        if value is None:
-            return np.full(shape, default)
-        arr = np.asarray(value, dtype=float)
-        if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-            raise ValueError(f"{name} must contain positive finite values; got {value!r}.")
-        try:
-            return np.broadcast_to(arr, shape).copy()
-        except ValueError:
-            raise ValueError(
-                f"{name} has shape {arr.shape}, which does not broadcast to {shape}."
-            ) from None
+    def sequence_data(self, X, lengths=None, sequence_ids=None):
+        """Validate new data as :meth:`score` and :meth:`predict` do.
 
+        Public so that code built on a fitted model (e.g. its scoring adapter) prepares
+        data exactly as the estimator does.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Concatenated sequences (integer symbols in one column for categorical
+            emissions).
+        lengths : array-like of int, optional
+            Lengths of the consecutive sequences in ``X``.
+        sequence_ids : array-like of shape (n_samples,), optional
+            One id per row (rows of a sequence contiguous and in time order).
+
+        Returns
+        -------
+        HMMData
+        """
+        check_is_fitted(self, "lower_bound_")
+        return self._sequence_data(X, lengths, sequence_ids, reset=False)
+
+    # ------------------------------------------------------------------ priors
     def _resolve_priors(self, data):
         K = self.n_components
-        self.startprob_prior_ = self._dirichlet_prior(self.startprob_prior, "startprob_prior", (K,), 1.0 / K)
-        self.transmat_prior_ = self._dirichlet_prior(self.transmat_prior, "transmat_prior", (K, K), 1.0 / K)
-        if self._categorical:
-            M = self.n_symbols_
-            self.emissionprob_prior_ = self._dirichlet_prior(
-                self.emissionprob_prior, "emissionprob_prior", (K, M), 1.0 / M
-            )
-            return
-        D = data["X"].shape[1]
-        full = self.covariance_type == "full"
-        if self.means_prior is None:
-            m0 = data["mean"].copy()
-        else:
-            m0 = np.asarray(self.means_prior, dtype=float)
-            if not np.all(np.isfinite(m0)):
-                raise ValueError("means_prior must be finite.")
-            try:
-                m0 = np.broadcast_to(m0, (D,)).copy()
-            except ValueError:
-                raise ValueError(
-                    f"means_prior has shape {m0.shape}; expected a scalar or ({D},)."
-                ) from None
-        nu0 = float(self.dof_prior) if self.dof_prior is not None else (D + 1.0 if full else 2.0)
-        if full and nu0 <= D - 1:
-            raise ValueError(f"dof_prior must exceed n_features - 1 = {D - 1}; got {nu0}.")
-        if self.scale_prior is None:
-            s0 = nu0 * (data["cov"] if full else data["var"])
-        else:
-            s0 = np.asarray(self.scale_prior, dtype=float)
-            if full:
-                if s0.ndim == 0:
-                    s0 = s0 * np.eye(D)
-                if s0.shape != (D, D) or not np.all(np.isfinite(s0)):
-                    raise ValueError(f"scale_prior must be a scalar or a finite ({D}, {D}) matrix.")
-                if not np.allclose(s0, s0.T) or np.any(np.linalg.eigvalsh(s0) <= 0):
-                    raise ValueError("scale_prior must be symmetric positive definite.")
-            else:
-                try:
-                    s0 = np.broadcast_to(s0, (D,)).copy()
-                except ValueError:
-                    raise ValueError(f"scale_prior must be a scalar or of shape ({D},).") from None
-                if not np.all(np.isfinite(s0)) or np.any(s0 <= 0):
-                    raise ValueError("scale_prior must contain positive finite values.")
-        self.means_prior_ = m0
-        self.beta_prior_ = float(self.beta_prior)
-        self.dof_prior_ = nu0
-        self.scale_prior_ = np.array(s0, dtype=float)
+        self.startprob_prior_ = check_dirichlet_prior(self.startprob_prior, "startprob_prior", (K,), 1.0 / K)
+        self.transmat_prior_ = check_dirichlet_prior(self.transmat_prior, "transmat_prior", (K, K), 1.0 / K)
+        self._set_emission("prior", self._family.resolve_prior(self, data.summary))
+
+    def _emission(self, kind):
+        """The emission prior (``kind="prior"``) or posterior hyperparameters as a dict."""
+        return {name: getattr(self, f"{name}_{kind}_") for name in self._family.hyper_names}
+
+    def _set_emission(self, kind, values):
+        for name, value in values.items():
+            setattr(self, f"{name}_{kind}_", value)
 
     # ------------------------------------------------------------------ init
     def _initialize(self, data, random_state):
         self._resolve_priors(data)
+        family = self._family
         K = self.n_components
         how = self.init_params
         if how == "auto":
-            how = "random_marginals" if self._categorical else "kmeans"
+            how = family.default_init
         if how == "posterior":
             self._init_from_posterior()
         elif how in ("random_params", "random_marginals"):
-            if not self._categorical:
-                raise ValueError(f"init_params={how!r} needs categorical emissions.")
 
             def draw(shape):
                 theta = random_state.uniform(size=shape)
                 return 10.0 * theta / theta.sum(axis=-1, keepdims=True)
 
+            if not family.random_params_init:
+                raise ValueError(
+                    f"init_params={how!r} needs emission parameters that are probability "
+                    "vectors (categorical emissions)."
+                )
             self.startprob_posterior_ = self.startprob_prior_ + draw(K)
             self.transmat_posterior_ = self.transmat_prior_ + draw((K, K))
-            self.emissionprob_posterior_ = self.emissionprob_prior_ + draw((K, self.n_symbols_))
+            self._set_emission("posterior", family.random_posterior(self._emission("prior"), draw))
             if how == "random_marginals":
                 resp = (1.0 - _MARGINAL_SHRINK) / K + _MARGINAL_SHRINK * self._frame_marginals(data)
                 self._vbm_from_stats(self._stats_from_resp(resp, data))
-        elif self._categorical:
-            if how == "kmeans":
-                raise ValueError("init_params='kmeans' needs Gaussian emissions; use 'random'.")
-            # random soft responsibilities for every frame, counted as one VBE step would
-            resp = random_state.dirichlet(np.ones(K), size=data["n_frames"])
-            stats = self._stats_from_resp(resp, data)
-            self._vbm_from_stats(stats)
         else:
-            X = data["X"]
-            n = X.shape[0]
-            if n < K:
-                raise ValueError(
-                    f"init_params={how!r} needs at least n_components={K} samples; "
-                    f"got n_samples={n}."
-                )
-            if how == "kmeans":
-                from sklearn.cluster import KMeans
-
-                labels = KMeans(
-                    n_clusters=K, n_init=1, random_state=random_state.randint(2**31 - 1)
-                ).fit_predict(X)
-            else:
-                centres = X[random_state.choice(n, K, replace=False)]
-                d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
-                labels = np.argmin(d2, axis=1)
-            resp = np.zeros((n, K))
-            resp[np.arange(n), labels] = 1.0
-            stats = self._stats_from_resp(resp, data)
-            self._vbm_from_stats(stats)
+            resp = family.initial_responsibilities(how, data.X, K, random_state)
+            self._vbm_from_stats(self._stats_from_resp(resp, data))
         self._fresh = True
         self._stats_ = None
         self._run_bounds = []
@@ -561,204 +491,53 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if post is None:
             raise ValueError("init_params='posterior' needs init_posterior (a dict of arrays).")
         K = self.n_components
-
-        def get(key, shape):
-            if key not in post:
-                raise ValueError(f"init_posterior is missing the key {key!r}.")
-            arr = np.array(post[key], dtype=float)
-            if arr.shape != shape:
-                raise ValueError(f"init_posterior[{key!r}] must have shape {shape}; got {arr.shape}.")
-            if not np.all(np.isfinite(arr)):
-                raise ValueError(f"init_posterior[{key!r}] must be finite.")
-            return arr
-
-        def positive(key, arr):
-            if np.any(arr <= 0):
-                raise ValueError(f"init_posterior[{key!r}] must be positive.")
-            return arr
-
-        self.startprob_posterior_ = positive("startprob", get("startprob", (K,)))
-        self.transmat_posterior_ = positive("transmat", get("transmat", (K, K)))
-        if self._categorical:
-            self.emissionprob_posterior_ = positive("emissionprob", get("emissionprob", (K, self.n_symbols_)))
-            return
-        D = self.n_features_in_
-        self.means_posterior_ = get("means", (K, D))
-        self.beta_posterior_ = positive("beta", get("beta", (K,)))
-        self.dof_posterior_ = positive("dof", get("dof", (K,)))
-        shape = (K, D, D) if self.covariance_type == "full" else (K, D)
-        self.scale_posterior_ = get("scale", shape)
-        if self.covariance_type == "full":
-            if np.any(np.linalg.eigvalsh(self.scale_posterior_) <= 0):
-                raise ValueError("init_posterior['scale'] must be positive definite.")
-        else:
-            positive("scale", self.scale_posterior_)
+        self.startprob_posterior_ = init_posterior_array(post, "startprob", (K,), positive=True)
+        self.transmat_posterior_ = init_posterior_array(post, "transmat", (K, K), positive=True)
+        self._set_emission(
+            "posterior", self._family.check_init_posterior(post, self._emission("prior"), K)
+        )
 
     # ------------------------------------------------------------------ statistics
     def _stats_from_resp(self, resp, data):
         """Sufficient statistics of a hard or soft labelling (used for initialisation)."""
-        starts = data["starts"]
-        inner = np.ones(data["n_frames"], dtype=bool)
+        starts = data.starts
+        inner = np.ones(data.n_frames, dtype=bool)
         inner[starts] = False
         idx = np.flatnonzero(inner)
         trans = resp[idx - 1].T @ resp[idx]
         stats = {"start": resp[starts].sum(axis=0), "trans": trans}
-        stats.update(self._emission_stats(resp, data))
-        return stats
-
-    def _emission_stats(self, resp, data):
-        if self._categorical:
-            emis = np.zeros((self.n_symbols_, resp.shape[1]))
-            np.add.at(emis, data["symbols"], resp)
-            return {"emis": emis.T.copy()}
-        X = data["X"]
-        Xc = X - self.means_prior_
-        stats = {"N": resp.sum(axis=0), "S1": resp.T @ Xc}
-        if self.covariance_type == "full":
-            stats["S2"] = np.einsum("nk,ni,nj->kij", resp, Xc, Xc, optimize=True)
-        else:
-            stats["S2"] = resp.T @ (Xc * Xc)
+        stats.update(self._family.stats(resp, data.X, self._emission("prior")))
         return stats
 
     # ------------------------------------------------------------------ VBM
     def _vbm_from_stats(self, stats):
         self.startprob_posterior_ = self.startprob_prior_ + stats["start"]
         self.transmat_posterior_ = self.transmat_prior_ + stats["trans"]
-        if self._categorical:
-            self.emissionprob_posterior_ = self.emissionprob_prior_ + stats["emis"]
-            return
-        N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
-        beta = self.beta_prior_ + N
-        self.beta_posterior_ = beta
-        self.means_posterior_ = self.means_prior_ + S1 / beta[:, None]
-        self.dof_posterior_ = self.dof_prior_ + N
-        if self.covariance_type == "full":
-            scale = self.scale_prior_ + S2 - S1[:, :, None] * S1[:, None, :] / beta[:, None, None]
-            self.scale_posterior_ = 0.5 * (scale + np.swapaxes(scale, 1, 2))
-        else:
-            self.scale_posterior_ = self.scale_prior_ + np.maximum(S2 - S1 * S1 / beta[:, None], 0.0)
+        self._set_emission("posterior", self._family.vbm(self._emission("prior"), stats))
 
     # ------------------------------------------------------------------ expectations
     def _expected_log_params(self):
-        """E[ln pi], E[ln A] and the emission quantities under q(theta)."""
+        """E[ln pi], E[ln A] and the family's emission quantities under q(theta)."""
         Lpi = dirichlet_expected_log(self.startprob_posterior_)
         LA = dirichlet_expected_log(self.transmat_posterior_)
-        if self._categorical:
-            return Lpi, LA, dirichlet_expected_log(self.emissionprob_posterior_)
-        return Lpi, LA, self._gaussian_expectations()
-
-    def _gaussian_expectations(self):
-        """Per state: const_k, the precision (Cholesky or diagonal) of the quadratic term
-        and the mean.
-
-        E[ln N(x | mu_k, Lambda_k)] = const_k - 0.5 (x - m_k)^T E[Lambda_k] (x - m_k).
-        """
-        D = self.n_features_in_
-        beta, nu, scale = self.beta_posterior_, self.dof_posterior_, self.scale_posterior_
-        if self.covariance_type == "full":
-            chol_s = np.linalg.cholesky(scale)
-            logdet_s = 2.0 * np.log(np.diagonal(chol_s, axis1=1, axis2=2)).sum(axis=1)
-            e_logdet = (
-                digamma(0.5 * (nu[:, None] - np.arange(D))).sum(axis=1) + D * np.log(2.0) - logdet_s
-            )
-            prec = nu[:, None, None] * np.linalg.inv(scale)
-            prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
-            quad = np.linalg.cholesky(prec)
-        else:
-            a = 0.5 * nu
-            b = 0.5 * scale
-            e_logdet = (digamma(a)[:, None] - np.log(b)).sum(axis=1)
-            quad = a[:, None] / b
-        const = 0.5 * e_logdet - 0.5 * D * LOG_2PI - 0.5 * D / beta
-        return const, quad, self.means_posterior_.copy()
-
-    def _plugin_gaussian(self):
-        """const_k and precision for the posterior-mean parameters (means_, covars_)."""
-        D = self.n_features_in_
-        nu, scale = self.dof_posterior_, self.scale_posterior_
-        if self.covariance_type == "full":
-            prec = nu[:, None, None] * np.linalg.inv(scale)
-            prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
-            quad = np.linalg.cholesky(prec)
-            logdet = 2.0 * np.log(np.diagonal(quad, axis1=1, axis2=2)).sum(axis=1)
-        else:
-            quad = nu[:, None] / scale
-            logdet = np.log(quad).sum(axis=1)
-        return 0.5 * logdet - 0.5 * D * LOG_2PI, quad, self.means_posterior_.copy()
-
-    def _emission_log_table(self, data, emission_params):
-        """Log emission weights (R, K): per symbol (categorical) or per frame (Gaussian)."""
-        if self._categorical:
-            return np.ascontiguousarray(emission_params.T)
-        const, quad, mean = emission_params
-        X = data["X"]
-        if self.covariance_type == "full":
-            return _k.gaussian_full_log_weights(X, mean, np.ascontiguousarray(quad), const)
-        return _k.gaussian_diag_log_weights(X, mean, quad, const)
+        return Lpi, LA, self._family.expected_log_params(self._emission("posterior"))
 
     def _expected_complete_loglik(self, stats, Lpi, LA, LE):
         """E_{q(s) q(theta)} ln p(s, X | theta) from the statistics of q(s)."""
         value = float(np.dot(stats["start"], Lpi) + np.sum(stats["trans"] * LA))
-        if self._categorical:
-            return value + float(np.sum(stats["emis"] * LE))
-        const, quad, means = LE
-        N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
-        delta = means - self.means_prior_
-        if self.covariance_type == "full":
-            prec = quad @ np.swapaxes(quad, 1, 2)
-            scatter = (
-                S2
-                - S1[:, :, None] * delta[:, None, :]
-                - delta[:, :, None] * S1[:, None, :]
-                + N[:, None, None] * delta[:, :, None] * delta[:, None, :]
-            )
-            quad_term = np.einsum("kij,kji->k", prec, scatter)
-        else:
-            quad_term = np.sum(quad * (S2 - 2.0 * S1 * delta + N[:, None] * delta**2), axis=1)
-        return value + float(np.sum(N * const - 0.5 * quad_term))
+        return value + self._family.expected_log_likelihood(stats, LE, self._emission("prior"))
 
     def _kl_terms(self):
         kl_start = float(dirichlet_kl(self.startprob_posterior_, self.startprob_prior_))
         kl_trans = float(np.sum(dirichlet_kl(self.transmat_posterior_, self.transmat_prior_)))
-        if self._categorical:
-            kl_emis = float(np.sum(dirichlet_kl(self.emissionprob_posterior_, self.emissionprob_prior_)))
-        elif self.covariance_type == "full":
-            kl_emis = float(
-                np.sum(
-                    normal_wishart_kl(
-                        self.means_posterior_,
-                        self.beta_posterior_,
-                        np.linalg.inv(self.scale_posterior_),
-                        self.dof_posterior_,
-                        self.means_prior_,
-                        self.beta_prior_,
-                        np.linalg.inv(self.scale_prior_),
-                        self.dof_prior_,
-                    )
-                )
-            )
-        else:
-            kl_emis = float(
-                np.sum(
-                    normal_gamma_kl(
-                        self.means_posterior_,
-                        self.beta_posterior_[:, None],
-                        0.5 * self.dof_posterior_[:, None],
-                        0.5 * self.scale_posterior_,
-                        self.means_prior_,
-                        self.beta_prior_,
-                        0.5 * self.dof_prior_,
-                        0.5 * self.scale_prior_,
-                    )
-                )
-            )
+        kl_emis = self._family.kl(self._emission("posterior"), self._emission("prior"))
         return kl_start, kl_trans, kl_emis
 
     # ------------------------------------------------------------------ VBE
     def _vbe(self, data, want_posteriors=True):
         Lpi, LA, LE = self._expected_log_params()
         out = forward_backward(
-            Lpi, LA, self._emission_log_table(data, LE), data["index"], data["starts"], data["ends"],
+            Lpi, LA, self._family.log_table(LE, data.X), data.index, data.starts, data.ends,
             want_posteriors,
         )
         return out, (Lpi, LA, LE)
@@ -766,10 +545,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _stats_from_vbe(self, out, data):
         log_norm, _, start, trans, emis_counts = out
         stats = {"start": start, "trans": trans}
-        if self._categorical:
-            stats["emis"] = np.ascontiguousarray(emis_counts.T)
-        else:
-            stats.update(self._emission_stats(emis_counts, data))
+        stats.update(
+            self._family.stats_from_table_counts(emis_counts, data.X, self._emission("prior"))
+        )
         return stats
 
     # ------------------------------------------------------------------ loop steps
@@ -781,11 +559,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _step_prior(self, data, iteration):
         if getattr(self, "_fresh", False):
             return
-        blocks = [("startprob", self.startprob_posterior_), ("transmat", self.transmat_posterior_)]
-        if self._categorical:
-            blocks.append(("emissionprob", self.emissionprob_posterior_))
-        for name, post in blocks:
+        names = ("startprob", "transmat") + tuple(self._family.dirichlet_blocks)
+        for name in names:
             prior = getattr(self, f"{name}_prior_")
+            post = getattr(self, f"{name}_posterior_")
             if prior.shape[-1] < 2:
                 continue  # a one-entry Dirichlet is a point mass: nothing to optimise
             lam = optimize_dirichlet_scale(np.atleast_2d(prior), dirichlet_expected_log(np.atleast_2d(post)))
@@ -826,7 +603,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """F = H[q(s)] + E ln p(s, X | theta) - KL, with H[q(s)] = ln Z - E_vbe ln p(s, X | theta).
 
         Right after the VBE step this is ln Z - KL; after a VBM or prior step it is the
-        bound of the stored q(s) with the new q(theta) (spec section 6, F_after_VBM).
+        bound of the stored q(s) with the new q(theta): the entropy of q(s) is kept from
+        the VBE step and only the expected complete log-likelihood and the KL change.
         """
         if getattr(self, "_at_vbe", False):
             return self._vbe_bound
@@ -845,17 +623,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         }
         self.startprob_ = self.startprob_posterior_ / self.startprob_posterior_.sum()
         self.transmat_ = self.transmat_posterior_ / self.transmat_posterior_.sum(axis=1, keepdims=True)
-        if self._categorical:
-            post = self.emissionprob_posterior_
-            self.emissionprob_ = post / post.sum(axis=1, keepdims=True)
-            self.occupancy_ = self._stats_["emis"].sum(axis=1)
-        else:
-            self.means_ = self.means_posterior_.copy()
-            if self.covariance_type == "full":
-                self.covars_ = self.scale_posterior_ / self.dof_posterior_[:, None, None]
-            else:
-                self.covars_ = self.scale_posterior_ / self.dof_posterior_[:, None]
-            self.occupancy_ = self._stats_["N"].copy()
+        family = self._family
+        for name, value in family.point_estimates(self._emission("posterior")).items():
+            setattr(self, name, value)
+        self.occupancy_ = family.occupancy(self._stats_)
         self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
 
     # ------------------------------------------------------------------ public API
@@ -877,18 +648,19 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
 
     def _new_data(self, X, lengths, sequence_ids):
-        check_is_fitted(self, "lower_bound_")
-        return self._sequence_data(X, lengths, sequence_ids, reset=False)
+        return self.sequence_data(X, lengths, sequence_ids)
+
+    def _plugin_table(self, data):
+        """Log emission table at the posterior-mean parameters."""
+        family = self._family
+        return family.log_table(family.plugin_params(self._emission("posterior")), data.X)
 
     def _plugin_forward(self, data, want_posteriors=False):
         log_pi = np.log(self.startprob_)
         log_A = np.log(self.transmat_)
-        if self._categorical:
-            table = np.ascontiguousarray(np.log(self.emissionprob_).T)
-        else:
-            table = self._emission_log_table(data, self._plugin_gaussian())
         return forward_backward(
-            log_pi, log_A, table, data["index"], data["starts"], data["ends"], want_posteriors
+            log_pi, log_A, self._plugin_table(data), data.index, data.starts, data.ends,
+            want_posteriors,
         )
 
     def score_samples(self, X, lengths=None, sequence_ids=None, per="frame"):
@@ -907,28 +679,30 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def score(self, X, y=None, lengths=None, sequence_ids=None):
         """Mean log-likelihood per row (frame) under the posterior-mean parameters."""
         data = self._new_data(X, lengths, sequence_ids)
-        return float(self._plugin_forward(data)[0].sum() / data["n_frames"])
+        return float(self._plugin_forward(data)[0].sum() / data.n_frames)
 
     def score_bound(self, X, lengths=None, sequence_ids=None):
-        """Total sum_i ln Z_i of one VBE pass on X with q(theta) fixed (spec section 10, item 2)."""
+        """Total sum_i ln Z_i of one VBE pass on X with q(theta) fixed.
+
+        This is the lower bound on the log-likelihood of new data under the fitted
+        q(theta) without the KL terms (the parameters are not re-estimated).
+        """
         data = self._new_data(X, lengths, sequence_ids)
         return float(self._vbe(data, want_posteriors=False)[0][0].sum())
 
     def predict_proba(self, X, lengths=None, sequence_ids=None):
         """Variational state marginals q(s_t = k) of X with q(theta) fixed, (n_samples, K)."""
         data = self._new_data(X, lengths, sequence_ids)
-        if self._categorical:
-            return self._frame_marginals(data)
-        return self._vbe(data)[0][4]
+        return self._frame_marginals(data)
 
     def _frame_marginals(self, data):
-        """q(s_t) of every frame under the current q(theta), categorical (n_frames, K)."""
-        Lpi, LA, LC = self._expected_log_params()
-        # map every frame to its own row of the emission table
-        ll = np.ascontiguousarray(LC.T[data["symbols"]])
+        """q(s_t) of every frame under the current q(theta), (n_frames, K)."""
+        Lpi, LA, LE = self._expected_log_params()
+        # one table row per frame, so that the kernel's emission counts are the marginals
+        table = self._family.frame_log_table(LE, data.X)
         out = forward_backward(
-            Lpi, LA, ll, np.arange(data["n_frames"], dtype=np.int64),
-            data["starts"], data["ends"], True,
+            Lpi, LA, table, np.arange(data.n_frames, dtype=np.int64),
+            data.starts, data.ends, True,
         )
         return out[4]
 
@@ -944,18 +718,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         data = self._new_data(X, lengths, sequence_ids)
         if parameters == "mean":
             log_pi, log_A = np.log(self.startprob_), np.log(self.transmat_)
-            if self._categorical:
-                table = np.log(self.emissionprob_).T
-            else:
-                table = self._emission_log_table(data, self._plugin_gaussian())
+            table = self._plugin_table(data)
         else:
             log_pi, log_A, LE = self._expected_log_params()
-            if self._categorical:
-                table = LE.T
-            else:
-                table = self._emission_log_table(data, LE)
+            table = self._family.log_table(LE, data.X)
         states, best = _k.viterbi(
-            log_pi, log_A, np.ascontiguousarray(table), data["index"], data["starts"], data["ends"]
+            log_pi, log_A, np.ascontiguousarray(table), data.index, data.starts, data.ends
         )
         return float(best.sum()), states
 
@@ -976,28 +744,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         states = _k.sample_states(
             self.startprob_, self.transmat_, u, np.array([0]), np.array([n_samples])
         )
-        if self._categorical:
-            cdf = np.cumsum(self.emissionprob_, axis=1)[states]
-            r = rng.random_sample(n_samples)[:, None]
-            X = np.minimum((r >= cdf).sum(axis=1), self.n_symbols_ - 1).reshape(-1, 1)
-            return X.astype(np.int64), states
-        D = self.n_features_in_
-        z = rng.standard_normal((n_samples, D))
-        if self.covariance_type == "full":
-            L = np.linalg.cholesky(self.covars_)
-            X = self.means_[states] + np.einsum("nij,nj->ni", L[states], z)
-        else:
-            X = self.means_[states] + np.sqrt(self.covars_[states]) * z
-        return X, states
+        return self._family.sample(self._emission("posterior"), states, rng), states
 
     def _n_parameters(self):
         K = self.n_components
         n = (K - 1) + K * (K - 1)
-        if self._categorical:
-            return n + K * (self.n_symbols_ - 1)
-        D = self.n_features_in_
-        per_state = D + D * (D + 1) // 2 if self.covariance_type == "full" else 2 * D
-        return n + K * per_state
+        return n + self._family.n_parameters(self._emission("posterior"))
 
     def _check_new_data(self, X, lengths=None, sequence_ids=None):
         return self._new_data(X, lengths, sequence_ids)
@@ -1006,4 +758,4 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return float(self._plugin_forward(data)[0].sum())
 
     def _n_observations(self, data):
-        return data["n_frames"]
+        return data.n_frames

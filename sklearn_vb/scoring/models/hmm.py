@@ -31,11 +31,11 @@ class HMMScoringModel(DiscreteHMM):
         self.n_components = K
 
     def prepare_data(self, X, lengths=None, sequence_ids=None):
-        d = self.estimator._sequence_data(X, lengths, sequence_ids, reset=False)
-        obs = np.asarray(d["symbols"], dtype=np.int64).ravel()
-        self._seq_fraction = len(d["starts"]) / obs.size
-        return {"obs": obs, "starts": np.asarray(d["starts"], dtype=np.int64),
-                "ends": np.asarray(d["ends"], dtype=np.int64)}
+        d = self.estimator.sequence_data(X, lengths, sequence_ids)
+        obs = np.asarray(d.X, dtype=np.int64).ravel()
+        self._seq_fraction = len(d.starts) / obs.size
+        return {"obs": obs, "starts": np.asarray(d.starts, dtype=np.int64),
+                "ends": np.asarray(d.ends, dtype=np.int64)}
 
     def variational_posterior(self, X=None):
         est = self.estimator

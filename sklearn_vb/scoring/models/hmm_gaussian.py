@@ -418,11 +418,11 @@ class GaussianHMMScoringModel(ScoringModelMixin):
 
     # -- data ------------------------------------------------------------------------
     def prepare_data(self, X, lengths=None, sequence_ids=None):
-        d = self.estimator._sequence_data(X, lengths, sequence_ids, reset=False)
-        Xv = np.ascontiguousarray(d["X"], dtype=float)
-        starts = np.asarray(d["starts"], dtype=np.int64)
+        d = self.estimator.sequence_data(X, lengths, sequence_ids)
+        Xv = np.ascontiguousarray(d.X, dtype=float)
+        starts = np.asarray(d.starts, dtype=np.int64)
         self._seq_fraction = starts.size / Xv.shape[0]
-        return {"X": Xv, "starts": starts, "ends": np.asarray(d["ends"], dtype=np.int64),
+        return {"X": Xv, "starts": starts, "ends": np.asarray(d.ends, dtype=np.int64),
                 "index": np.arange(Xv.shape[0], dtype=np.int64)}
 
     def n_cases(self, X):

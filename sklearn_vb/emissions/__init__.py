@@ -1,0 +1,44 @@
+"""Emission families of :class:`~sklearn_vb.hmm.VBHiddenMarkov`, as separate pieces.
+
+Each family (:class:`EmissionFamily`) supplies everything that depends on how a frame is
+drawn given its hidden state: validation of X, prior, statistics, conjugate update,
+expected log-likelihood table, KL, parameter count, sampler, and the densities the
+scoring layer needs.  The estimator and its scoring adapter both take their family from
+the registry below, keyed by the estimator's ``emission`` and ``covariance_type``
+arguments.  Adding a family means writing one module and one registry entry.
+"""
+
+from ._base import EmissionFamily
+from ._categorical import CategoricalEmissions
+from ._gaussian import GaussianDiagEmissions, GaussianFullEmissions
+
+__all__ = [
+    "EmissionFamily",
+    "CategoricalEmissions",
+    "GaussianFullEmissions",
+    "GaussianDiagEmissions",
+    "EMISSION_FAMILIES",
+    "emission_family",
+]
+
+#: (emission, covariance_type) -> family class; covariance_type None when the family
+#: has no covariance choice
+EMISSION_FAMILIES = {
+    ("categorical", None): CategoricalEmissions,
+    ("gaussian", "full"): GaussianFullEmissions,
+    ("gaussian", "diag"): GaussianDiagEmissions,
+}
+
+
+def emission_family(emission, covariance_type=None):
+    """The family object for ``VBHiddenMarkov(emission=..., covariance_type=...)``.
+
+    ``covariance_type`` is ignored by families without a covariance choice.
+    """
+    cls = EMISSION_FAMILIES.get((emission, covariance_type)) or EMISSION_FAMILIES.get(
+        (emission, None)
+    )
+    if cls is None:
+        known = sorted({e for e, _ in EMISSION_FAMILIES})
+        raise ValueError(f"emission must be one of {known}; got {emission!r}.")
+    return cls()

@@ -1,0 +1,188 @@
+"""The interface every HMM emission family implements.
+
+An emission family is the part of a hidden Markov model that says how a frame ``x_t`` is
+drawn given its state ``s_t = k``: the conditional density, the conjugate prior of its
+parameters, and everything variational Bayesian EM and the scoring layer need from that
+pair.  :class:`~sklearn_vb.hmm.VBHiddenMarkov` keeps the initial-state and transition
+part (Dirichlet rows) and asks its family for the rest; the scoring adapter of the
+estimator asks the same family object, so each piece of emission mathematics exists
+once.
+
+Families are stateless: every method is a function of the arrays it is given.
+Hyperparameters travel as dicts keyed by :attr:`EmissionFamily.hyper_names`; the
+estimator stores entry ``name`` of the prior as the fitted attribute ``<name>_prior_``
+and of the posterior as ``<name>_posterior_``.  Expected statistics are dicts too; the
+estimator adds its own ``start`` and ``trans`` counts to the family's entries, so a
+family must not use those two keys.
+
+Two groups of methods:
+
+* VBEM (the estimator): validation of X, prior resolution, statistics from state
+  responsibilities, the conjugate VBM update, the expected log-likelihood table
+  E_q[ln p(x_t | s_t = k)] that feeds forward-backward, the plug-in table, KL, parameter
+  count, point estimates and the sampler of frames given states.
+* scoring (the adapter): parameter blocks of the emission parameters, prior and
+  posterior densities and samplers over them, log-likelihood tables for a batch of
+  parameter draws, the complete-data log evidence of statistics and the MAP / ML point
+  from statistics.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+__all__ = ["EmissionFamily"]
+
+
+class EmissionFamily(ABC):
+    """One emission model of a hidden Markov model with its conjugate prior.
+
+    Class attributes
+    ----------------
+    emission : str
+        The value of ``VBHiddenMarkov(emission=...)`` that selects the family.
+    hyper_names : tuple of str
+        Names of the prior / posterior hyperparameter arrays.
+    dirichlet_blocks : tuple of str
+        Hyperparameters that are Dirichlet concentrations, whose overall scale
+        ``optimize_prior_strengths=True`` may tune (empty for non-Dirichlet families).
+    default_init : str
+        What ``init_params="auto"`` means for the family.
+    random_params_init : bool
+        Whether the random-parameter starts (``init_params="random_params"`` and
+        ``"random_marginals"``) are available: they draw probability vectors, so they
+        need a family whose parameters are Dirichlet rows (:meth:`random_posterior`).
+    """
+
+    emission: str = ""
+    hyper_names: tuple = ()
+    dirichlet_blocks: tuple = ()
+    default_init: str = "kmeans"
+    random_params_init: bool = False
+
+    # ------------------------------------------------------------------ data
+    @abstractmethod
+    def check_X(self, X, estimator, reset):
+        """Validate ``X`` for this family and return it in the family's array form.
+
+        ``reset=True`` during ``fit`` (the estimator's ``n_features_in_`` and the like
+        are then set), False for data given to a fitted estimator.
+        """
+
+    def fit_attributes(self, X, estimator):
+        """Fitted attributes that depend on the training data only (e.g. ``n_symbols_``)."""
+        return {}
+
+    def table_index(self, X):
+        """Row of the emission table used by every frame (default: one row per frame)."""
+        return np.arange(X.shape[0], dtype=np.int64)
+
+    def summarise(self, X):
+        """Data summaries that data-dependent default priors need (fit data only)."""
+        return {}
+
+    def update_tags(self, tags):
+        """Adjust scikit-learn's input tags for this family's kind of X."""
+        return tags
+
+    # ------------------------------------------------------------------ priors
+    @abstractmethod
+    def resolve_prior(self, estimator, summary):
+        """Prior hyperparameters from the estimator's constructor arguments and the data
+        ``summary`` (see :meth:`summarise`); raises ``ValueError`` naming a bad argument."""
+
+    @abstractmethod
+    def check_init_posterior(self, init, prior, n_components):
+        """Posterior hyperparameters from ``init_posterior`` (a user dict), validated."""
+
+    # ------------------------------------------------------------------ initialisation
+    def initial_responsibilities(self, how, X, n_components, random_state):
+        """State responsibilities (n_frames, K) from which the first VBM step starts.
+
+        The default suits vector-valued frames: a hard labelling by k-means
+        (``how="kmeans"``) or by the nearest of K randomly chosen frames
+        (``how="random"``).
+        """
+        K = n_components
+        n = X.shape[0]
+        if n < K:
+            raise ValueError(
+                f"init_params={how!r} needs at least n_components={K} samples; "
+                f"got n_samples={n}."
+            )
+        if how == "kmeans":
+            from sklearn.cluster import KMeans
+
+            labels = KMeans(
+                n_clusters=K, n_init=1, random_state=random_state.randint(2**31 - 1)
+            ).fit_predict(X)
+        else:
+            centres = X[random_state.choice(n, K, replace=False)]
+            d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+            labels = np.argmin(d2, axis=1)
+        resp = np.zeros((n, K))
+        resp[np.arange(n), labels] = 1.0
+        return resp
+
+    def random_posterior(self, prior, draw):
+        """Posterior ``prior + draw(shape)`` for the random-parameter starts (only when
+        :attr:`random_params_init`; ``draw`` returns random probability vectors)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ VBEM
+    @abstractmethod
+    def stats(self, resp, X, prior):
+        """Expected sufficient statistics of frame responsibilities ``resp`` (n_frames, K)."""
+
+    def stats_from_table_counts(self, counts, X, prior):
+        """Statistics from the forward-backward kernel's per-table-row state counts
+        (rows as :meth:`table_index`; with one row per frame these are the frame
+        responsibilities)."""
+        return self.stats(counts, X, prior)
+
+    @abstractmethod
+    def vbm(self, prior, stats):
+        """The conjugate update: posterior hyperparameters given the statistics."""
+
+    @abstractmethod
+    def expected_log_params(self, post):
+        """What :meth:`log_table` needs to evaluate E_q[ln p(x | s = k)] under ``post``."""
+
+    @abstractmethod
+    def plugin_params(self, post):
+        """What :meth:`log_table` needs to evaluate ln p(x | s = k) at the posterior mean."""
+
+    @abstractmethod
+    def log_table(self, params, X):
+        """Log emission weights (R, K), one row per table row (see :meth:`table_index`)."""
+
+    def frame_log_table(self, params, X):
+        """Log emission weights (n_frames, K), one row per frame."""
+        return self.log_table(params, X)
+
+    @abstractmethod
+    def expected_log_likelihood(self, stats, params, prior):
+        """sum_t sum_k q(s_t = k) E[ln p(x_t | s_t = k)] from the statistics of q(s) and
+        the :meth:`expected_log_params` of a q(theta)."""
+
+    @abstractmethod
+    def kl(self, post, prior):
+        """KL(q || p) of the emission parameters of all states, in nats."""
+
+    @abstractmethod
+    def occupancy(self, stats):
+        """Expected number of frames of every state, (K,)."""
+
+    @abstractmethod
+    def point_estimates(self, post):
+        """Posterior-mean attributes of the fitted estimator, e.g. ``{"means_": ...}``."""
+
+    @abstractmethod
+    def n_parameters(self, post):
+        """Number of free emission parameters of all states together."""
+
+    @abstractmethod
+    def sample(self, post, states, rng):
+        """Frames drawn from the posterior-mean emissions of ``states`` (a RandomState)."""

@@ -1,0 +1,160 @@
+"""Categorical emissions with a Dirichlet prior on every state's emission row.
+
+X is one column (or a 1-D array) of integer symbols in ``[0, M)``.  Statistics are the
+expected symbol counts of every state, ``emis`` (K, M); the posterior is
+``Dir(u_k + emis_k)`` per state (Beal 2003, eq. 3.49).  The emission table has one row
+per symbol, so forward-backward indexes it by the symbols themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from .._distributions import dirichlet_expected_log, dirichlet_kl
+from .._validation import check_symbols
+from ._base import EmissionFamily
+from ._checks import check_dirichlet_prior, init_posterior_array
+
+__all__ = ["CategoricalEmissions"]
+
+
+def _precheck_symbols(X):
+    """Errors for categorical X worded as scikit-learn words them for feature arrays."""
+    if sparse.issparse(X):
+        raise TypeError(
+            "VBHiddenMarkov does not accept sparse input: X must be a dense 1-D array "
+            "(or one column) of integer symbols."
+        )
+    arr = np.asarray(X)
+    if arr.dtype.kind == "c":
+        raise ValueError("Complex data not supported: X must hold integer symbols.")
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
+            "required: X must be one column of integer symbols."
+        )
+    if arr.dtype.kind in "iuf" and arr.size:
+        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+            raise ValueError("X contains NaN or infinity; symbols must be integers.")
+        if arr.min() < 0:
+            raise ValueError(
+                f"Negative values in data passed to X: symbol {arr.min()} is negative; "
+                "symbols must be integers >= 0."
+            )
+
+
+class CategoricalEmissions(EmissionFamily):
+    """Discrete symbols, ``x_t | s_t = k ~ Cat(B_k)`` with ``B_k ~ Dir(u_k)``.
+
+    Hyperparameters: ``emissionprob`` (K, M) Dirichlet concentrations.
+    """
+
+    emission = "categorical"
+    hyper_names = ("emissionprob",)
+    dirichlet_blocks = ("emissionprob",)
+    default_init = "random_marginals"
+    random_params_init = True
+
+    # ------------------------------------------------------------------ data
+    def check_X(self, X, estimator, reset):
+        _precheck_symbols(X)
+        n_symbols = None if reset else estimator.n_symbols_
+        if reset and estimator.n_symbols is not None:
+            n_symbols = estimator.n_symbols
+        symbols = check_symbols(X, "X", n_symbols=n_symbols)
+        if reset:
+            estimator.n_features_in_ = 1
+        return symbols
+
+    def fit_attributes(self, X, estimator):
+        n = estimator.n_symbols
+        return {"n_symbols_": int(n) if n else int(X.max()) + 1}
+
+    def table_index(self, X):
+        return X
+
+    def update_tags(self, tags):
+        # X is one sequence of non-negative integer symbols: a 1-D array or a single column
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+        tags.input_tags.one_d_array = True
+        return tags
+
+    # ------------------------------------------------------------------ priors
+    def resolve_prior(self, estimator, summary):
+        K, M = estimator.n_components, estimator.n_symbols_
+        return {
+            "emissionprob": check_dirichlet_prior(
+                estimator.emissionprob_prior, "emissionprob_prior", (K, M), 1.0 / M
+            )
+        }
+
+    def check_init_posterior(self, init, prior, n_components):
+        shape = prior["emissionprob"].shape
+        return {"emissionprob": init_posterior_array(init, "emissionprob", shape, positive=True)}
+
+    # ------------------------------------------------------------------ initialisation
+    def initial_responsibilities(self, how, X, n_components, random_state):
+        if how == "kmeans":
+            raise ValueError("init_params='kmeans' needs Gaussian emissions; use 'random'.")
+        # random soft responsibilities for every frame, counted as one VBE step would
+        return random_state.dirichlet(np.ones(n_components), size=X.shape[0])
+
+    def random_posterior(self, prior, draw):
+        return {"emissionprob": prior["emissionprob"] + draw(prior["emissionprob"].shape)}
+
+    # ------------------------------------------------------------------ VBEM
+    def stats(self, resp, X, prior):
+        M = prior["emissionprob"].shape[1]
+        counts = np.zeros((M, resp.shape[1]))
+        np.add.at(counts, X, resp)
+        return self.stats_from_table_counts(counts, X, prior)
+
+    def stats_from_table_counts(self, counts, X, prior):
+        return {"emis": np.ascontiguousarray(counts.T)}
+
+    def vbm(self, prior, stats):
+        return {"emissionprob": prior["emissionprob"] + stats["emis"]}
+
+    def expected_log_params(self, post):
+        """E[ln B] (K, M) under the Dirichlet rows."""
+        return dirichlet_expected_log(post["emissionprob"])
+
+    def plugin_params(self, post):
+        """ln of the posterior-mean emission probabilities (K, M)."""
+        return np.log(self._mean(post))
+
+    def log_table(self, params, X):
+        return np.ascontiguousarray(params.T)
+
+    def frame_log_table(self, params, X):
+        return np.ascontiguousarray(params.T[X])
+
+    def expected_log_likelihood(self, stats, params, prior):
+        return float(np.sum(stats["emis"] * params))
+
+    def kl(self, post, prior):
+        return float(np.sum(dirichlet_kl(post["emissionprob"], prior["emissionprob"])))
+
+    def occupancy(self, stats):
+        return stats["emis"].sum(axis=1)
+
+    @staticmethod
+    def _mean(post):
+        w = post["emissionprob"]
+        return w / w.sum(axis=1, keepdims=True)
+
+    def point_estimates(self, post):
+        return {"emissionprob_": self._mean(post)}
+
+    def n_parameters(self, post):
+        K, M = post["emissionprob"].shape
+        return K * (M - 1)
+
+    def sample(self, post, states, rng):
+        emissionprob = self._mean(post)
+        cdf = np.cumsum(emissionprob, axis=1)[states]
+        r = rng.random_sample(states.shape[0])[:, None]
+        X = np.minimum((r >= cdf).sum(axis=1), emissionprob.shape[1] - 1).reshape(-1, 1)
+        return X.astype(np.int64)
