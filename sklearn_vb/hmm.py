@@ -184,17 +184,19 @@ class HMMData:
 
 
 class VBHiddenMarkov(DensityMixin, VBEMEstimator):
-    """Variational Bayesian hidden Markov model with categorical or Gaussian emissions.
+    """Variational Bayesian hidden Markov model with categorical, Gaussian or Poisson emissions.
 
     Parameters
     ----------
     n_components : int, default=2
         Number of hidden states K.  States that the data do not support are switched
         off by VB (their posterior equals the prior); see ``n_effective_components_``.
-    emission : {"categorical", "gaussian"}, default="categorical"
-        Emission model.  Categorical data ``X`` is one column (or 1-D) of integer
-        symbols in ``[0, n_symbols)``; Gaussian data is a real (n_samples, n_features)
-        array.
+    emission : {"categorical", "gaussian", "poisson"}, default="categorical"
+        Emission model (a family of :mod:`sklearn_vb.emissions`).  Categorical data
+        ``X`` is one column (or 1-D) of integer symbols in ``[0, n_symbols)``; Gaussian
+        data is a real (n_samples, n_features) array; Poisson data is an
+        (n_samples, n_features) array of non-negative integer counts, independent
+        Poisson features given the state.
     covariance_type : {"full", "diag"}, default="full"
         Gaussian emissions only: Normal-Wishart (full) or per-dimension Normal-Gamma
         (diagonal) prior and posterior on the state means and precisions.
@@ -221,6 +223,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         ((D,), diag); a scalar means that multiple of the identity.  Default
         ``dof_prior * Cov(X)`` (or ``dof_prior * Var(X)``), so that the prior mean
         precision equals the data precision (data-dependent).
+    rate_prior : pair (shape, rate) or None
+        Poisson emissions only: Gamma(shape a0, rate b0) prior of every state's rates
+        (prior mean a0 / b0); each a scalar or an array broadcast to (n_features,) or
+        (K, n_features).  Default None: a0 = 1 and b0 = 1 / mean(X) per feature (an
+        exponential prior whose mean is the data mean, data-dependent; a feature mean
+        below 1e-3 counts as 1e-3).
     optimize_prior_strengths : bool, default=False
         If True, before every VBM step the overall scale of each Dirichlet prior block
         (initial, transition, categorical emission) is set to maximise the bound
@@ -237,11 +245,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
           r_t = 0.7 / K + 0.3 q(s_t), and takes one VBM step from r;
         * "random" is one VBM step from random soft state responsibilities of every
           frame (categorical) or from a hard assignment of the frames to the nearest of
-          K random frames (Gaussian);
-        * "kmeans" (Gaussian) starts from a k-means labelling;
+          K random frames (Gaussian, Poisson);
+        * "kmeans" (Gaussian, Poisson) starts from a k-means labelling;
         * "posterior" uses ``init_posterior``;
-        * "auto" is "random_marginals" for categorical and "kmeans" for Gaussian
-          emissions.
+        * "auto" is "random_marginals" for categorical and "kmeans" for Gaussian and
+          Poisson emissions.
 
         The first recorded bound is that of the initial q(theta).
 
@@ -262,8 +270,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     init_posterior : dict or None
         Initial posterior parameters for ``init_params="posterior"``: keys
         ``startprob`` (K,), ``transmat`` (K, K) and ``emissionprob`` (K, M) (Dirichlet
-        counts), or for Gaussian emissions ``means`` (K, D), ``beta`` (K,), ``dof`` (K,)
-        and ``scale`` ((K, D, D) or (K, D)).
+        counts), for Gaussian emissions ``means`` (K, D), ``beta`` (K,), ``dof`` (K,)
+        and ``scale`` ((K, D, D) or (K, D)), for Poisson emissions ``rate_shape`` and
+        ``rate_rate`` (K, D).
     max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``max_iter`` defaults to 1000, the
         thesis's setting: VB-HMM runs typically need 100-300 iterations to reach
@@ -281,13 +290,17 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Dirichlet posterior counts w = u + N.
     means_posterior_, beta_posterior_, dof_posterior_, scale_posterior_ : ndarray
         Gaussian emission posterior (scale = W^-1, or twice the Gamma rates for diag).
+    rate_shape_posterior_, rate_rate_posterior_ : ndarray (K, D)
+        Poisson emission posterior: Gamma shapes and rates of the state rates.
     startprob_prior_, transmat_prior_, emissionprob_prior_, means_prior_, beta_prior_,
-    dof_prior_, scale_prior_ : ndarray or float
+    dof_prior_, scale_prior_, rate_shape_prior_, rate_rate_prior_ : ndarray or float
         The priors actually used (after any optimisation).
     startprob_, transmat_, emissionprob_ : ndarray
         Posterior means.
     means_, covars_ : ndarray
         Posterior mean of the state means and inverse of the posterior-mean precision.
+    rates_ : ndarray (K, D)
+        Posterior-mean Poisson rates.
     lower_bound_, lower_bounds_, n_iter_, converged_ : see the base class.
     lower_bound_terms_ : dict
         ``log_normaliser`` (sum of ln Z over sequences), ``kl_startprob``,
@@ -323,6 +336,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         "beta_prior": [Interval(Real, 0.0, None, closed="neither")],
         "dof_prior": [None, Interval(Real, 0.0, None, closed="neither")],
         "scale_prior": [None, Real, "array-like"],
+        "rate_prior": [None, "array-like"],
         "optimize_prior_strengths": ["boolean"],
         "init_params": [
             StrOptions({"auto", "random_marginals", "random", "random_params", "kmeans", "posterior"})
@@ -344,6 +358,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         beta_prior=1.0,
         dof_prior=None,
         scale_prior=None,
+        rate_prior=None,
         optimize_prior_strengths=False,
         max_iter=1000,
         tol=1e-3,
@@ -378,6 +393,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.beta_prior = beta_prior
         self.dof_prior = dof_prior
         self.scale_prior = scale_prior
+        self.rate_prior = rate_prior
         self.optimize_prior_strengths = optimize_prior_strengths
         self.init_posterior = init_posterior
 

@@ -11,12 +11,14 @@ arguments.  Adding a family means writing one module and one registry entry.
 from ._base import EmissionFamily
 from ._categorical import CategoricalEmissions
 from ._gaussian import GaussianDiagEmissions, GaussianFullEmissions
+from ._poisson import PoissonEmissions
 
 __all__ = [
     "EmissionFamily",
     "CategoricalEmissions",
     "GaussianFullEmissions",
     "GaussianDiagEmissions",
+    "PoissonEmissions",
     "EMISSION_FAMILIES",
     "emission_family",
 ]
@@ -27,6 +29,7 @@ EMISSION_FAMILIES = {
     ("categorical", None): CategoricalEmissions,
     ("gaussian", "full"): GaussianFullEmissions,
     ("gaussian", "diag"): GaussianDiagEmissions,
+    ("poisson", None): PoissonEmissions,
 }
 
 
