@@ -16,7 +16,9 @@ without a default is abstract):
     the ordered names of the coordinate-ascent steps of one iteration, e.g.
     ``("vbm", "vbe")``; each name ``s`` is run as ``self._step_<s>(data, iteration)``.
     The last step must leave the estimator in a state whose bound is the one recorded
-    (DESIGN.md: after the VBE step, for the stored pair (q(z), q(theta))).
+    (the bound after the VBE step, for the stored pair (q(z), q(theta))).  A step
+    that changes the model's structure (deletes a component, say) returns True; the
+    bound history then restarts there.
 ``_lower_bound(data)``
     the complete lower bound on ln p(X) in nats for the stored state.  With
     ``bound_check="steps"`` it is also called after every step, so a model that supports
@@ -24,9 +26,17 @@ without a default is abstract):
 ``_get_state()`` / ``_set_state(state)``
     copy out / restore the fitted variational state, used to keep the best restart
     (defaults: every public attribute ending in ``_``).
-``_can_stop(iteration)`` / ``_finalize(data)``
+``_can_stop(iteration)`` / ``_finalize(data)`` / ``_verbose_details()``
     optional: forbid convergence before a schedule has run / set derived attributes
-    once on the kept state.
+    once on the kept state / add to the per-iteration message.
+
+The loop itself is three methods: :meth:`~VBEMEstimator._one_iteration` runs the steps
+of one iteration and checks them (``bound_check="steps"``);
+:meth:`~VBEMEstimator._iterate` repeats it until convergence, checks that the bound
+never decreases and prints progress; :meth:`~VBEMEstimator._run_vbem` is one restart.
+A model whose fit is a search over structures (the birth/death search of
+:class:`~sklearn_vb.mfa.VBMixtureFactorAnalysers`) overrides ``_run_vbem`` and runs
+each stage of the search through ``_iterate``, passing its own stopping rules.
 
 ``bic`` and ``aic`` are computed here from four more hooks, evaluated at the
 posterior-mean parameters of a fitted model:
@@ -38,7 +48,7 @@ posterior-mean parameters of a fitted model:
     the total log-likelihood ln p(X | E_q[theta]) in nats.
 ``_n_observations(data)``
     ``n`` of the BIC penalty: the number of rows; for sequence models the total number
-    of observed time steps (DESIGN.md §3), not the number of sequences.
+    of observed time steps, not the number of sequences.
 ``_n_parameters()``
     the number of free parameters ``d`` of the fitted model.
 
@@ -62,8 +72,8 @@ from __future__ import annotations
 
 import copy
 import time
-from abc import ABCMeta, abstractmethod
 import warnings
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
@@ -238,7 +248,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         for init in range(n_init):
             if not continuing:
                 self._initialize(data, random_state)
-            bounds, converged = self._run_vbem(data, init)
+            bounds, converged = self._run_vbem(data)
             if self.verbose:
                 print(
                     f"[{type(self).__name__}] restart {init + 1}/{n_init}: "
@@ -266,42 +276,92 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
             )
         return self
 
-    def _run_vbem(self, data, init):
-        steps = tuple(self._iteration_steps())
-        bounds = []
+    def _run_vbem(self, data):
+        """One restart from the current state; returns ``(bounds, converged)``."""
+        return self._iterate(data, range(1, self.max_iter + 1))
+
+    def _iterate(self, data, iterations, stop=None):
+        """The convergence loop: :meth:`_one_iteration` for each number in
+        ``iterations`` until the bound changes by less than ``tol`` from one iteration
+        to the next (and :meth:`_can_stop` allows it).
+
+        Parameters
+        ----------
+        data : the model's ``_FitData``
+        iterations : iterable of int
+            The numbers of the iterations to run (1-based); the loop also ends when
+            they run out.  A search numbers the iterations of its epochs consecutively.
+        stop : callable ``(iteration, trace, restarted) -> bool or None``, optional
+            The caller's own bookkeeping and stopping rules, called after every
+            iteration (``restarted`` as returned by :meth:`_one_iteration`).  True
+            ends the run as converged, False as not converged, None continues; the
+            ``tol`` test comes first.
+
+        Returns
+        -------
+        trace : list of float
+            The bound after every iteration since the last structure change.
+        converged : bool
+        """
+        label = "+".join(self._iteration_steps())
+        trace = []
         converged = False
-        check_steps = self.bound_check == "steps"
-        previous = -np.inf
-        for iteration in range(1, self.max_iter + 1):
-            # with per-step checks the bound after the last step is already known
-            per_step = check_steps and np.isfinite(previous)
-            for name in steps:
-                getattr(self, f"_step_{name}")(data, iteration)
-                if per_step:
-                    value = float(self._lower_bound(data))
-                    self._check_decrease(previous, value, iteration, name, raise_error=True)
-                    previous = value
-            if not per_step:
-                value = float(self._lower_bound(data))
-            if not np.isfinite(value):
-                raise FloatingPointError(
-                    f"{type(self).__name__}: the lower bound is {value} at iteration "
-                    f"{iteration} of restart {init + 1}; the data or the priors are degenerate."
-                )
-            if bounds and not per_step:
-                self._check_decrease(bounds[-1], value, iteration, "+".join(steps))
-            bounds.append(value)
-            previous = value
+        for iteration in iterations:
+            value, restarted = self._one_iteration(data, iteration, trace[-1] if trace else None)
+            if restarted:
+                trace = [value]
+            else:
+                # with per-step checks every step of this iteration has been checked
+                if trace and self.bound_check != "steps":
+                    self._check_decrease(trace[-1], value, iteration, label)
+                trace.append(value)
             if self.verbose >= 2 and iteration % self.verbose_interval == 0:
-                print(f"  iteration {iteration}: bound {value:.6f}")
+                print(f"  iteration {iteration}: bound {value:.6f}{self._verbose_details()}")
+            verdict = None if stop is None else stop(iteration, trace, restarted)
             if (
-                len(bounds) > 1
-                and abs(bounds[-1] - bounds[-2]) < self.tol
+                len(trace) > 1
+                and abs(trace[-1] - trace[-2]) < self.tol
                 and self._can_stop(iteration)
             ):
                 converged = True
                 break
-        return bounds, converged
+            if verdict is not None:
+                converged = bool(verdict)
+                break
+        return trace, converged
+
+    def _one_iteration(self, data, iteration, previous=None):
+        """Run the steps of one iteration; returns ``(bound, restarted)``.
+
+        ``previous`` is the bound before the iteration (None at the start of a run):
+        with ``bound_check="steps"`` the bound is evaluated after every step and
+        checked against it.  A step may return True to say that it changed the
+        model's structure (a search deleting a component, say): the bound is then not
+        comparable with the bounds before, the remaining steps of the iteration are
+        not checked, and ``restarted`` is True.
+        """
+        # whether `previous` holds the bound after the last step run so far
+        checked = self.bound_check == "steps" and previous is not None
+        restarted = False
+        for name in self._iteration_steps():
+            if getattr(self, f"_step_{name}")(data, iteration):
+                restarted = True
+                checked = False
+            elif checked:
+                value = float(self._lower_bound(data))
+                self._check_decrease(previous, value, iteration, name, raise_error=True)
+                previous = value
+        value = previous if checked else float(self._lower_bound(data))
+        if not np.isfinite(value):
+            raise FloatingPointError(
+                f"{type(self).__name__}: the lower bound is {value} at iteration "
+                f"{iteration}; the data or the priors are degenerate."
+            )
+        return value, restarted
+
+    def _verbose_details(self):
+        """Extra text for the per-iteration message of ``verbose >= 2``."""
+        return ""
 
     def _check_decrease(self, before, after, iteration, step, raise_error=False):
         if self.bound_check == "off" or after >= before - bound_round_off(before):

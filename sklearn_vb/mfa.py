@@ -656,7 +656,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _step_responsibilities(self, data, iteration):
         self._update_responsibilities(data)
         if getattr(self, "_deaths_allowed", False):
-            self._kill_components(data)
+            return self._kill_components(data)
+        return False
 
     def _step_weights(self, data, iteration):
         self._update_weights(data)
@@ -713,7 +714,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         below ``shrinking_death_threshold`` and smaller than at the previous q(s)
         update, then recompute q(s) over the survivors (spec §11.1).  The search
         records the iteration as a ``"death"`` event and restarts its trace there
-        (F is monotone only between structure changes)."""
+        (F is monotone only between structure changes).  Returns whether a component
+        died."""
         st = self._vb_
         Nk = st["resp"].sum(axis=0)
         dead = Nk < self.death_threshold
@@ -726,12 +728,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                 dead |= (Nk < self.shrinking_death_threshold) & (Nk < before)
             st["prev_mass"] = (st["ids"].copy(), Nk)
         if not np.any(dead):
-            return
+            return False
         if np.all(dead):
             dead[np.argmax(Nk)] = False
         self._keep_components(np.flatnonzero(~dead))
         self._update_responsibilities(data)
-        self._structure_changed = True
+        return True
 
     def _birth(self, data, parent):
         """Responsibility split of component index ``parent`` (spec §11.4)."""
@@ -770,117 +772,105 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             self._update_loadings(data)
 
     # ================================================================ loops
-    def _one_iteration(self, data, iteration, previous):
-        """Run the steps of one iteration; returns the bound.  ``previous`` is the
-        bound before (for ``bound_check="steps"``), or None after a structure change."""
-        check_steps = self.bound_check == "steps"
-        for name in self._iteration_steps():
-            self._structure_changed = False
-            getattr(self, f"_step_{name}")(data, iteration)
-            if self._structure_changed:
-                previous = None
-                self._died = True
-            if check_steps and previous is not None:
-                value = self._lower_bound(data)
-                self._check_decrease(previous, value, iteration, name, raise_error=True)
-                previous = value
-        value = float(self._lower_bound(data))
-        if not np.isfinite(value):
-            raise FloatingPointError(
-                f"{type(self).__name__}: the lower bound is {value} at iteration {iteration}."
-            )
-        return value
-
-    def _run_vbem(self, data, init):
+    def _run_vbem(self, data):
         # The iterations are many small matrix products: a multi-threaded BLAS
         # spends more time synchronising its threads than computing (ten times
         # slower on a busy machine), so the fit runs single-threaded.
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._run_vbem_unthreaded(data, init)
+            return self._run_vbem_unthreaded(data)
 
-    def _run_vbem_unthreaded(self, data, init):
+    def _run_vbem_unthreaded(self, data):
         if not hasattr(self, "_search_rng"):  # warm start
             self._search_rng = check_random_state(self.random_state)
         if self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
             self._update_factors(data)
             self._update_responsibilities(data)
-        self._died = False
         if not self.search:
             self._deaths_allowed = False
-            return super()._run_vbem(data, init)
+            return super()._run_vbem(data)
         return self._run_search(data)
+
+    def _verbose_details(self):
+        return f", {self._vb_['resp'].shape[1]} components"
 
     def _run_epoch(self, data, history, epoch, event, agitation_tol=None, max_iter=None,
                    target=None):
         """VBEM with deaths until F or the agitation converges (spec §8).
 
-        With ``target`` (a birth epoch: F before the split) the epoch also ends early
-        once the birth is hopeless: after at least 5 iterations since the last
-        structure change, when the last three increments of F decay geometrically
-        (both ratios ``r <= 0.9``), and the gap to ``target`` exceeds ten times the
-        geometric extrapolation of the remaining gain, ``Δ r / (1 - r)`` with the
-        larger ratio.  Such an epoch returns its current F, which is below
-        ``target``, so the birth is rejected.
-
-        Two further rules, relative to the birth's own progress, end a birth epoch
-        (``birth_accept_rtol``, ``birth_reject_rtol``; 0 disables either): once F is
-        above ``target``, the epoch ends (and the birth is accepted) as soon as the
-        last increment of F is below ``birth_accept_rtol`` times ``F - target``;
-        while F is below ``target``, from the sixth iteration since the last structure
-        change on, the epoch ends (and the birth is rejected) as soon as the last
-        increment is below ``birth_reject_rtol`` times the gain since that change.
-        Both only stop the VBEM run early; every recorded F is still the exact bound
-        of the stored state and never decreases within the run."""
-        trace = []
-        converged = False
+        The iterations are numbered on from the search's total ``_total_iter`` and
+        stop at ``max_iter`` in total; each is recorded in ``history`` with the event
+        ``"death"`` when a component died in it, ``event`` for the first iteration
+        of the epoch, and ``"iter"`` otherwise.  Besides the ``tol`` test of
+        :meth:`_iterate`, the epoch ends when no component's responsibilities
+        changed by more than ``agitation_tol`` (a fraction of its mass) in the last
+        iteration, and a birth epoch (``target``: F before the split) by the rules of
+        :meth:`_birth_verdict`.
+        """
         agitation_tol = self.agitation_tol if agitation_tol is None else agitation_tol
-        for _ in range(self.max_iter_epoch if max_iter is None else max_iter):
-            if self._total_iter >= self.max_iter:
-                break
-            self._total_iter += 1
-            old_resp, old_ids = self._vb_["resp"], self._vb_["ids"]
-            self._died = False
-            value = self._one_iteration(data, self._total_iter, trace[-1] if trace else None)
-            if self._died:
-                trace = [value]
+        n_iter = self.max_iter_epoch if max_iter is None else max_iter
+        iterations = range(self._total_iter + 1,
+                           min(self._total_iter + n_iter, self.max_iter) + 1)
+        # q(s) before each iteration, for the agitation rule
+        old_resp, old_ids = self._vb_["resp"], self._vb_["ids"]
+
+        def record_and_stop(iteration, trace, restarted):
+            nonlocal old_resp, old_ids
+            self._total_iter = iteration
+            new, ids = self._vb_["resp"], self._vb_["ids"]
+            if restarted:
                 agitation = 1.0
                 ev = "death"
             else:
-                if trace:
-                    self._check_decrease(trace[-1], value, self._total_iter, "iteration")
-                trace.append(value)
-                new = self._vb_["resp"]
                 # with one component the responsibilities cannot move: the rule
                 # says nothing, and the epoch runs on the change of F alone
                 agitation = float(np.max(
                     np.abs(new - old_resp).sum(0) / np.maximum(new.sum(0), 1e-300)
-                )) if np.array_equal(old_ids, self._vb_["ids"]) and new.shape[1] > 1 else 1.0
+                )) if np.array_equal(old_ids, ids) and new.shape[1] > 1 else 1.0
                 ev = event if len(trace) == 1 else "iter"
-            history.append((self._total_iter, value, self._vb_["resp"].shape[1], epoch, ev))
-            if self.verbose >= 2 and self._total_iter % self.verbose_interval == 0:
-                print(f"  iteration {self._total_iter}: bound {value:.6f}, "
-                      f"{self._vb_['resp'].shape[1]} components")
-            if len(trace) > 1 and (
-                abs(trace[-1] - trace[-2]) < self.tol or agitation < agitation_tol
-            ):
-                converged = True
-                break
-            if target is not None and len(trace) > 1:
-                gain = trace[-1] - trace[-2]
-                if (trace[-1] > target + bound_round_off(target)
-                        and gain < self.birth_accept_rtol * (trace[-1] - target)):
-                    converged = True  # accepted: the remaining gain is a small fraction
-                    break
-                if (len(trace) >= 6 and trace[-1] < target
-                        and gain < self.birth_reject_rtol * (trace[-1] - trace[0])):
-                    break  # rejected: progress has slowed while still below the target
-            if target is not None and len(trace) >= 6 and trace[-1] < target:
-                d = np.diff(trace[-4:])
-                if d[0] > 0 and d[1] > 0:
-                    r = max(d[1] / d[0], d[2] / d[1])
-                    if r <= 0.9 and target - trace[-1] > 10.0 * d[2] * r / (1.0 - r):
-                        break
-        return trace, converged
+            old_resp, old_ids = new, ids
+            history.append((iteration, trace[-1], new.shape[1], epoch, ev))
+            if len(trace) > 1 and agitation < agitation_tol:
+                return True
+            if target is not None:
+                return self._birth_verdict(trace, target)
+            return None
+
+        return self._iterate(data, iterations, record_and_stop)
+
+    def _birth_verdict(self, trace, target):
+        """Whether a birth epoch can end early: True accepts the birth, False rejects
+        it, None lets the epoch run on.  ``trace`` holds F since the last structure
+        change, ``target`` is F before the split.
+
+        Two rules are relative to the birth's own progress (``birth_accept_rtol``,
+        ``birth_reject_rtol``; 0 disables either): once F is above ``target``, the
+        birth is accepted as soon as the last increment of F is below
+        ``birth_accept_rtol`` times ``F - target``; while F is below ``target``, from
+        the sixth iteration since the last structure change on, it is rejected as
+        soon as the last increment is below ``birth_reject_rtol`` times the gain
+        since that change.  A third rejects a hopeless birth: from the sixth
+        iteration since the last structure change on, when the last three increments
+        of F decay geometrically (both ratios ``r <= 0.9``) and the gap to
+        ``target`` exceeds ten times the geometric extrapolation of the remaining
+        gain, ``Δ r / (1 - r)`` with the larger ratio.  All only stop the VBEM run
+        early; every recorded F is still the exact bound of the stored state and
+        never decreases within the run.
+        """
+        if len(trace) > 1:
+            gain = trace[-1] - trace[-2]
+            if (trace[-1] > target + bound_round_off(target)
+                    and gain < self.birth_accept_rtol * (trace[-1] - target)):
+                return True  # the remaining gain is a small fraction
+            if (len(trace) >= 6 and trace[-1] < target
+                    and gain < self.birth_reject_rtol * (trace[-1] - trace[0])):
+                return False  # progress has slowed while still below the target
+        if len(trace) >= 6 and trace[-1] < target:
+            d = np.diff(trace[-4:])
+            if d[0] > 0 and d[1] > 0:
+                r = max(d[1] / d[0], d[2] / d[1])
+                if r <= 0.9 and target - trace[-1] > 10.0 * d[2] * r / (1.0 - r):
+                    return False
+        return None
 
     def _run_search(self, data):
         self._deaths_allowed = True
@@ -948,10 +938,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         # responsibilities settle, but ARD keeps pruning long after that.
         if self.polish_iter > 0 and self._total_iter < self.max_iter:
             epoch += 1
-            tail, polished = self._run_epoch(
+            tail, _ = self._run_epoch(
                 data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter
             )
-            if tail and not self._died and tail[0] >= trace[-1] - bound_round_off(trace[-1]):
+            # a death in the last polish iteration restarts the trace
+            if (tail and history[-1][4] != "death"
+                    and tail[0] >= trace[-1] - bound_round_off(trace[-1])):
                 trace = trace + tail
             elif tail:
                 trace = tail
