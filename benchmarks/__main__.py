@@ -1,7 +1,10 @@
 """Run the benchmarks: ``python -m benchmarks [--quick] [--list] [name ...]``.
 
 Each ``benchmarks/bench_*.py`` module registers workloads; results are written to
-``benchmarks/results/<stem>.json`` and ``.md`` and printed as a markdown table.
+``benchmarks/results/<stem>.json`` and ``.md`` and printed as a markdown table.  The
+stem is ``--output`` if given, else ``quick`` for quick runs; a full run writes the
+workloads that name their own stem (``convergence``, ``score_cost``) to that file,
+replacing only the entries of the workloads it ran, and all others to ``latest``.
 """
 
 import argparse
@@ -25,7 +28,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("patterns", nargs="*", help="workload names or glob patterns (default: all)")
     parser.add_argument("--quick", action="store_true", help="small data, one repeat (smoke test)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed calls per candidate (default: the workload's own, else 3)")
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("--output", default=None, help="results file stem (default: latest or quick)")
     args = parser.parse_args(argv)
@@ -44,10 +48,18 @@ def main(argv=None):
     for name in names:
         print(f"[{name}]", flush=True)
         results.append(harness.run_workload(name, quick=args.quick, repeats=args.repeats))
-    stem = args.output or ("quick" if args.quick else "latest")
-    json_path, md_path = harness.write_results(results, stem)
     print(harness.markdown_table(results))
-    print(f"\nwritten: {json_path} and {md_path}")
+    if args.output or args.quick:
+        groups = {args.output or "quick": (results, False)}
+    else:
+        groups = {}
+        for result in results:
+            stem = result.get("stem") or "latest"
+            groups.setdefault(stem, ([], stem != "latest"))[0].append(result)
+    print()
+    for stem, (group, merge) in groups.items():
+        json_path, md_path = harness.write_results(group, stem, merge=merge)
+        print(f"written: {json_path} and {md_path}")
     return 0
 
 
