@@ -51,3 +51,124 @@ def test_core_workload_runs_in_quick_mode(tmp_path):
     result = harness.run_workload("core-bernoulli-mixture", quick=True, verbose=False)
     assert [m.status for m in result["measurements"]] == ["ok", "ok"]
     assert result["measurements"][1].ratio_ours_over_theirs > 0
+
+
+def test_harness_call_workloads_with_caps_summaries_and_ratios(tmp_path):
+    @harness.workload("test-calls", per="call", repeats=2, warmup=False, ratio_to_first=True)
+    def calls(quick):
+        def first():
+            return {"n_iter": 3, "to_target_s": 1.0, "elapsed_s": 2.0, "trace": {"bounds": [1, 2]}}
+
+        def second():
+            return {"n_iter": None, "to_target_s": 4.0, "elapsed_s": 8.0}
+
+        def capped():
+            raise harness.OverCap(30.0, {"peak_rss_mb": 12.0})
+
+        def summarize(measurements):
+            measurements[0].metrics["summary"] = len(measurements)
+            measurements[1].ratios["to target ours/theirs"] = 0.25
+
+        return {"fit": first, "score": second, "slow": capped}, summarize
+
+    try:
+        result = harness.run_workload("test-calls", quick=False, verbose=False)
+    finally:
+        harness.WORKLOADS.pop("test-calls")
+    fit, score, slow = result["measurements"]
+    assert fit.warmup_s is None and fit.median_s == 2.0 and fit.trace == {"bounds": [1, 2]}
+    assert fit.metrics == {"to_target_s": 1.0, "summary": 3}
+    assert score.ratios == {"to target ours/theirs": 0.25, "/ fit": pytest.approx(4.0)}
+    assert score.ratio_ours_over_theirs is None  # not meaningful for "each row / first row"
+    assert slow.status == "over cap" and slow.median_s == 30.0
+    assert slow.ratios == {"/ fit": pytest.approx(15.0)} and slow.metrics == {"peak_rss_mb": 12.0}
+    table = harness.markdown_table([result])
+    assert "| ratios |" in table and "/ fit ≥ 15" in table
+
+    # a run of one workload replaces only that workload's entry of a merged results file
+    other = {**result, "workload": "test-other"}
+    harness.write_results([result, other], "merged", directory=tmp_path)
+    rerun = {**result, "measurements": result["measurements"][:1]}
+    json_path, _ = harness.write_results([rerun], "merged", directory=tmp_path, merge=True)
+    stored = {r["workload"]: r for r in json.loads(json_path.read_text())["results"]}
+    assert set(stored) == {"test-calls", "test-other"}
+    assert len(stored["test-calls"]["measurements"]) == 1
+    assert len(stored["test-other"]["measurements"]) == 3
+
+
+def test_run_capped_reports_results_time_caps_and_errors():
+    import time
+
+    from benchmarks.capped_call import run_capped
+
+    ok = run_capped(lambda: 42, 10.0, warm=lambda: None, n_calls=2)
+    assert ok.status == "ok" and ok.values == [42, 42] and len(ok.seconds) == 2
+    assert ok.warmup_s is not None and ok.peak_rss_mb > 0
+    slow = run_capped(lambda: time.sleep(30), 0.5)
+    assert slow.status == "over time cap" and slow.seconds == []
+    failed = run_capped(lambda: 1 / 0, 10.0)
+    assert failed.status == "error" and "ZeroDivisionError" in failed.message
+
+
+def _run_subset(name, labels):
+    """Run the quick version of a registered workload restricted to some candidates."""
+    from dataclasses import replace
+
+    spec = harness.WORKLOADS[name]
+
+    def subset(quick):
+        out = spec.func(quick)
+        candidates, summarize = out if isinstance(out, tuple) else (out, None)
+        candidates = {k: v for k, v in candidates.items() if k in labels}
+        return (candidates, summarize) if summarize else candidates
+
+    harness.WORKLOADS["test-subset"] = replace(spec, func=subset)
+    try:
+        return harness.run_workload("test-subset", quick=True, verbose=False)
+    finally:
+        harness.WORKLOADS.pop("test-subset")
+
+
+def test_convergence_workloads_quick_subset():
+    from benchmarks import bench_convergence  # noqa: F401  (registers the workloads)
+
+    names = [n for n in harness.WORKLOADS if n.startswith("convergence-")]
+    assert {"convergence-hmm-categorical-K8", "convergence-hmm-gaussian", "convergence-mfa-digits",
+            "convergence-lds-p10-T300", "convergence-lds-p88-T3000",
+            "convergence-dag-beal"} <= set(names)
+    assert all(harness.WORKLOADS[n].stem == "convergence" for n in names)
+
+    hmm = _run_subset("convergence-hmm-categorical-K8", {"sklearn_vb", "hmmlearn-log"})
+    ours, peer = hmm["measurements"]
+    assert ours.status == "ok" and ours.n_iter == len(ours.trace["bounds"])
+    assert {"bound", "converged"} <= set(ours.metrics)
+    if peer.status == "ok":  # hmmlearn installed: a common bound target was timed
+        assert peer.metrics["target_bound"] <= min(ours.metrics["bound"], peer.metrics["bound"])
+        assert ours.metrics["time_to_target_vs_hmmlearn-log_s"] > 0
+        assert "time to common target ours/theirs" in peer.ratios
+    else:
+        assert peer.status == "skipped"
+
+    lds = _run_subset("convergence-lds-p10-T300", {"sklearn_vb", "pykalman EM (fixed budget)"})
+    ours = lds["measurements"][0]
+    assert ours.status == "ok"
+    assert ours.metrics["optimum_bound"] >= ours.metrics["bound"] - 1e-6 * abs(ours.metrics["bound"])
+    assert "relative_gap_to_optimum" in ours.metrics
+    assert lds["measurements"][1].status in ("ok", "skipped")
+
+
+def test_score_cost_workload_quick_subset():
+    from benchmarks import bench_score_cost
+
+    assert harness.WORKLOADS["score-cost-dag"].stem == "score_cost"
+    assert set(bench_score_cost.METHODS) >= {"vb", "bic", "cs", "laplace", "is", "ais"}
+    result = _run_subset("score-cost-dag", {"fit", "vb", "is"})
+    fit, vb, is_ = result["measurements"]
+    assert [m.label for m in result["measurements"]] == ["fit", "vb", "is"]
+    assert fit.status == "ok" and {"bound", "converged"} <= set(fit.metrics)
+    assert vb.status == "ok" and vb.metrics["log_evidence"] == pytest.approx(fit.metrics["bound"])
+    assert vb.metrics["same_value_twice"] is True and vb.ratios["/ fit"] > 0
+    assert is_.status in ("ok", "over cap")
+    assert "peak_rss_mb" in is_.metrics
+    if is_.status == "ok":
+        assert {"stderr", "same_value_twice"} <= set(is_.metrics)
