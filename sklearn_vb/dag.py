@@ -1,6 +1,6 @@
 """Discrete Bayesian networks with hidden nodes: VBEM, MAP/ML EM and exact inference.
 
-The model (Beal 2003, Chapter 6; ``spec/dag.md``): every node is categorical, node
+The model (Beal 2003, Chapter 6): every node is categorical, node
 ``j`` has a conditional probability table (CPT) ``theta_j`` of shape
 ``(q_j, r_j)`` (parent configurations x states; parent configurations in C order,
 first-listed parent most significant), and every CPT row has an independent
@@ -14,8 +14,11 @@ enumerated (:mod:`sklearn_vb._kernels.dag`).  VBEM alternates
 * VBM: ``q(theta_jl) = Dir(lambda_jl + N_jl)`` with expected family counts ``N``;
 * VBE: exact inference with the sub-normalised tables ``exp E[ln theta]``;
 
-and ``lower_bound_`` is the complete bound F (spec §7.4 Form C, which equals Form A
-after a VBE step and Form B after a VBM step).
+and ``lower_bound_`` is the complete bound F in its general form, valid for any stored
+pair (q(hidden), q(theta)): the expected counts times ``E[ln theta]``, plus the entropy
+of q(hidden), minus ``KL(q(theta) || p(theta))``.  Right after a VBE step it equals
+``sum_i ln Z_i - KL``; right after a VBM step, the complete-data evidence at the
+expected counts plus the entropy (thesis Section 6.3.4).
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         Equivalent sample size for ``prior="bdeu"``.
     method : {"vb", "map", "ml"}, default="vb"
         ``"vb"`` runs VBEM.  ``"map"`` / ``"ml"`` run EM for a point estimate
-        (spec §4); ``lower_bound_`` is then the Cheeseman-Stutz value at the
+        (thesis Section 6.3.1); ``lower_bound_`` is then the Cheeseman-Stutz value at the
         estimate, which is the VB bound of the pair (exact posterior at theta_hat,
         Dir(lambda + N_hat)) and hence a true lower bound; the EM objective history
         is in ``objectives_``.
@@ -121,7 +124,8 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         falls back to ``"softmax"`` with a warning when some ``lambda < 1``.
     init_params : {"random", "posterior"}, default="random"
         The first q(hidden) is the exact posterior of the unobserved nodes under
-        starting tables phi, and VBEM (or EM) continues from there (spec §4.4, §7.5).
+        starting tables phi, and VBEM (or EM) continues from there (as in the thesis's
+        experiments, VBEM and EM can then start from the same tables).
 
         * "random" draws every CPT row from its Dirichlet prior, phi = theta_init.
         * "posterior" starts from ``init_posterior``: for a node given there, phi is
@@ -173,7 +177,8 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     log_likelihood_ : float
         ln p(X | ``cpts_``).
     log_alias_count_ : float
-        ln S, the number of equivalent relabellings (spec §5.3, automorphism rule).
+        ln S, the number of equivalent relabellings (thesis Section 6.3.2; counted
+        by the automorphism rule of :func:`alias_count`).
     n_parameters_ : int
         Naive parameter count, eq. (6.24).
     """
@@ -496,7 +501,8 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         ent = float(np.dot(data.pdata.weights, self._entropy_))
         return masked_dot(self._counts_, self._log_theta_) + ent + self._log_prior_basis(data, self._log_theta_)
 
-    # the three forms of F (spec §7.4); tests check they agree where each is valid
+    # three forms of F: the general one (C) and what it reduces to right after a VBE
+    # step (A) and right after a VBM step (B); tests check they agree where each is valid
     def _bound_form_a(self, data):
         """Valid right after a VBE step: sum_i w_i ln Z_i(theta~) - KL(q(theta)||p(theta))."""
         return float(np.dot(data.pdata.weights, self._log_z_)) - self._kl_
@@ -676,7 +682,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     # ------------------------------------------------------------------ oracles
     def exact_log_evidence(self, X, max_terms=2 * 10**6):
         """ln p(X | structure, prior) by brute-force summation over all completions
-        of the hidden values (spec §2.3).  Exponential cost: tiny data only."""
+        of the hidden values.  Exponential cost: tiny data only."""
         pdata = self._prepare(X)
         return exact_log_evidence(self._prior_flat(self._layout), self._layout, pdata, max_terms=max_terms)
 
@@ -698,7 +704,8 @@ def sample_states(structure, layout, theta, n_samples, rng):
 
 
 def alias_count(structure, prior, layout):
-    """S = |Aut_H(G)| * prod_{hidden h with children} r_h!  (spec §5.3, automorphism rule).
+    """S = |Aut_H(G)| * prod_{hidden h with children} r_h!, the number of aliases of
+    the parameter posterior (thesis Section 6.3.2), by the automorphism rule.
 
     ``Aut_H(G)``: permutations of the connected hidden nodes that preserve
     cardinalities, prior tables and the edge set (observed nodes fixed).

@@ -1,6 +1,6 @@
 """Variational Bayesian linear dynamical system (linear-Gaussian state-space model).
 
-Model (Beal 2003, Chapter 5; spec/lds.md)::
+Model (Beal 2003, Chapter 5)::
 
     x_0 ~ N(mu0, Sigma0)
     x_t = A x_{t-1} + B u_t + w_t,       w_t ~ N(0, I_k)
@@ -47,7 +47,9 @@ def _spd_inv_logdet(M):
 
 
 def _gamma_hyper_update(mean_rho, mean_log_rho, a_start):
-    """Maximise sum_s <ln Ga(rho_s | a, b)> over (a, b) (spec §6.2, App. C.2)."""
+    """Maximise sum_s <ln Ga(rho_s | a, b)> over (a, b) (eq. 5.138, Appendix C.2):
+    Newton steps in ln a on psi(a) - ln a = mean <ln rho> - ln mean <rho>, then
+    b = a / mean <rho>."""
     d_bar = float(np.mean(mean_rho))
     c_bar = float(np.mean(mean_log_rho))
     target = c_bar - np.log(d_bar)  # < 0 by Jensen
@@ -151,8 +153,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         are dominated by direct input effects D u_t it can start the states on the
         inputs and end in a lower bound.
     prune_states : bool, default=True
-        With ``ard=True``, a bound-guided move that removes state dimensions (spec
-        §10 item 2, in the spirit of the birth/death moves of the mixture of factor
+        With ``ard=True``, a bound-guided move that removes state dimensions (not in
+        the thesis; in the spirit of the birth/death moves of the mixture of factor
         analysers): the weakest dimension is removed (its row and column of A, row
         of B, column of C, ARD precisions and initial-state entries), the smaller
         model is re-converged for ``prune_iter`` iterations, and the move is kept
@@ -404,8 +406,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                 scale = self._innovation_scale(omega, data.Us, data.starts)
                 omega *= scale
                 ups_scale = ups_scale * np.outer(scale, scale)
-        # hidden-state statistics to start from (spec §2.1; successive states
-        # uncorrelated)
+        # hidden-state statistics to start from, as Algorithm 5.3 step 1 (successive
+        # states uncorrelated)
         self._q_x = {
             "omega": omega,
             "ups": np.broadcast_to(ups_scale * np.eye(k), (N, k, k)).copy(),
@@ -440,7 +442,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     # ================================================================ VBM
     @staticmethod
     def _hidden_stats(data, q_x):
-        """Expected hidden-state statistics pooled over sequences (spec §4.1)."""
+        """Expected hidden-state statistics pooled over sequences (eqs. 5.126-5.132,
+        pooled as eqs. 5.148-5.149)."""
         omega, ups, cross = q_x["omega"], q_x["ups"], q_x["cross"]
         starts = data.starts
         X, Us, Uo = data.X, data.Us, data.Uo
@@ -462,7 +465,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         }
 
     def _vbm(self, data, stats):
-        """Optimal q(A, B) and q(C, D, rho) given the hidden statistics (spec §4)."""
+        """Optimal q(A, B) and q(C, D, rho) given the hidden statistics (thesis
+        Section 5.3.1), with each row of [A B] and of [C D] solved jointly."""
         k = self.n_states_
         p = data.X.shape[1]
         ds = data.Us.shape[1]
@@ -797,7 +801,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.lower_bound_terms_ = terms
 
     def _explicit_bound(self, data):
-        """F for the stored (q(x), q(theta), hyperparameters), any q(x) (spec §7)."""
+        """F for the stored (q(x), q(theta), hyperparameters), any q(x): the expected
+        complete-data log-likelihood plus the entropy of q(x) minus the KL terms of
+        q(theta) (thesis Section 5.3.7 gives the form right after a VBE step)."""
         q, s, qx = self._q_theta, self._stats, self._q_x
         k = q["k"]
         p = data.X.shape[1]
@@ -914,7 +920,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def significant_inputs(self, n_sd=3.0):
         """Boolean masks of the entries of B and D whose posterior mean is more than
-        ``n_sd`` posterior standard deviations from zero (spec §9.8)."""
+        ``n_sd`` posterior standard deviations from zero (the criterion of thesis
+        Section 5.5.2)."""
         sd = self.posterior_std()
         with np.errstate(divide="ignore", invalid="ignore"):
             sig_B = np.abs(self.B_mean_) > n_sd * sd["B"]
@@ -989,7 +996,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         forecasts from the initial-state prior).
 
         ``method="vb"`` runs the VB filter with the future observations missing and
-        returns the predictive mean and covariance under ``q(theta)`` (spec §9.2);
+        returns the predictive mean and covariance under ``q(theta)``;
         ``"plugin"`` uses the posterior-mean parameters as if they were known.
         Returns ``(mean (n_steps, p), cov (n_steps, p, p))``.
         """

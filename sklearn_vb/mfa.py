@@ -1,7 +1,7 @@
 """Variational Bayesian mixtures of factor analysers (Beal 2003, Chapter 4).
 
-The model (spec/mfa.md §1): Dirichlet mixing proportions ``π``, per component ``s`` a
-loading matrix ``Λ^s`` whose columns have ARD Gamma precisions ``ν^s_j``, a centre
+The model (thesis Section 4.2): Dirichlet mixing proportions ``π``, per component
+``s`` a loading matrix ``Λ^s`` whose columns have ARD Gamma precisions ``ν^s_j``, a centre
 ``μ^s`` with a shared Gaussian prior ``N(μ*, diag(1/ν*))``, hidden factors
 ``x ~ N(0, I)`` and one diagonal sensor noise ``Ψ`` shared by every component.
 
@@ -11,29 +11,31 @@ data otherwise.  Public fitted attributes are reported in the original units and
 ``lower_bound_`` includes the Jacobian of the standardisation, so it is a bound on
 ``ln p(X)`` of the data as given.
 
-Choices made here (see spec/mfa.md for the mathematics):
+Choices made here:
 
 * every update is an exact coordinate maximisation of F, including the
-  cross-covariance term of q(x|s) (spec §5.1) and the full joint solve for each row
-  of ``[Λ^s, μ^s]`` (§6.3); F is computed from its six named terms (§9) for whatever
-  state is stored, so ``bound_check="steps"`` locates any step that lowers it;
+  cross-covariance term between loadings and centre in the update of q(x|s)
+  (eqs. 4.51-4.55, read as a joint expectation over q(Λ̃)) and the full joint solve
+  for each row of ``[Λ^s, μ^s]`` (eqs. 4.41-4.50); F is computed from its six named
+  terms (eq. 4.29) for whatever state is stored, so ``bound_check="steps"`` locates
+  any step that lowers it;
 * initial loadings are the probabilistic-PCA directions of each initial cluster
   (plus a 1e-3 perturbation) rather than N(0, 1) draws: the search converges several
   times faster, because ARD no longer has to rotate variance out of random columns;
 * hyperparameters re-estimated by default: Ψ and the ARD rate b*; (μ*, ν*), the
   ARD shape a* and the Dirichlet strength α* are optional (reasons in the
   ``optimize_hyperparameters`` entry below);
-* births use the responsibility split (§11.4); a birth is accepted only if F after
-  its epoch exceeds F before it, otherwise the saved state is restored exactly; the
-  search stops after ``max_tries`` passes without an accepted birth (§11.6), then the
-  final structure is polished (``polish_iter``);
-* three departures from §11 that make the search cheaper: a birth epoch also ends
-  when one iteration adds little relative to the birth's own progress
-  (``birth_accept_rtol`` above the target F, ``birth_reject_rtol`` below it); a
-  parent whose birth was rejected is not proposed again until a pass ends without
-  an acceptance (``skip_rejected_parents``); and a component whose mass is below
-  ``shrinking_death_threshold`` (5 points) and still falling dies at once rather
-  than fading over tens of iterations.  None touches the bound: every
+* births use the responsibility split (eqs. 4.73-4.76); a birth is accepted only if
+  F after its epoch exceeds F before it, otherwise the saved state is restored
+  exactly; the search stops after ``max_tries`` passes without an accepted birth
+  (Section 4.3), then the final structure is polished (``polish_iter``);
+* three departures from the search of Section 4.3 that make it cheaper: a birth
+  epoch also ends when one iteration adds little relative to the birth's own
+  progress (``birth_accept_rtol`` above the target F, ``birth_reject_rtol`` below
+  it); a parent whose birth was rejected is not proposed again until a pass ends
+  without an acceptance (``skip_rejected_parents``); and a component whose mass is
+  below ``shrinking_death_threshold`` (5 points) and still falling dies at once
+  rather than fading over tens of iterations.  None touches the bound: every
   recorded F is the exact bound of the stored state, non-decreasing within each
   VBEM run, and a rejected birth restores the saved state exactly.
 """
@@ -128,7 +130,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     precision per loading column) switches off the factors the data do not support,
     and with ``search=True`` components are born by splitting (accepted only when the
     bound ``F`` improves) and die when their responsibility mass falls below
-    ``death_threshold`` points (spec/mfa.md §11).
+    ``death_threshold`` points (thesis Section 4.3).
 
     Parameters
     ----------
@@ -633,7 +635,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             return
         ah = st["alpha_hat"]
         c = np.mean(digamma(ah.sum()) - digamma(ah))
-        # g(α) = ψ(α) − ψ(α/S) − c is decreasing with a unique root (spec §7)
+        # g(α) = ψ(α) − ψ(α/S) − c is decreasing (g' = ψ'(α) − ψ'(α/S)/S < 0), from +∞
+        # at 0 to ln S − c < 0: a unique root (eqs. 4.64-4.67)
         st["alpha_star"] = _solve_log_newton(
             lambda a: digamma(a) - digamma(a / S) - c,
             lambda a: a * (polygamma(1, a) - polygamma(1, a / S) / S),
@@ -712,7 +715,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _kill_components(self, data):
         """Delete components with responsibility mass below ``death_threshold``, or
         below ``shrinking_death_threshold`` and smaller than at the previous q(s)
-        update, then recompute q(s) over the survivors (spec §11.1).  The search
+        update, then recompute q(s) over the survivors (thesis Section 4.3.1).  The search
         records the iteration as a ``"death"`` event and restarts its trace there
         (F is monotone only between structure changes).  Returns whether a component
         died."""
@@ -736,7 +739,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return True
 
     def _birth(self, data, parent):
-        """Responsibility split of component index ``parent`` (spec §11.4)."""
+        """Responsibility split of component index ``parent`` (eqs. 4.73-4.76)."""
         st = self._vb_
         rng = self._search_rng
         K = st["sigma"].shape[-1]
@@ -795,7 +798,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _run_epoch(self, data, history, epoch, event, agitation_tol=None, max_iter=None,
                    target=None):
-        """VBEM with deaths until F or the agitation converges (spec §8).
+        """VBEM with deaths until F or the agitation (eq. 4.72) converges.
 
         The iterations are numbered on from the search's total ``_total_iter`` and
         stop at ``max_iter`` in total; each is recorded in ``history`` with the event
