@@ -43,7 +43,8 @@ posterior-mean parameters of a fitted model:
 
 ``_check_new_data(X, **fit_params)``
     validate new data against the fitted model (``reset=False``) and return what the
-    next two hooks need (the fit-data class, a smaller one, or an array).
+    next two hooks need (the fit-data class, a smaller one, or an array); public as
+    :meth:`VBEMEstimator.check_data`.
 ``_log_likelihood(data)``
     the total log-likelihood ln p(X | E_q[theta]) in nats.
 ``_n_observations(data)``
@@ -412,9 +413,32 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         log_likelihood, _ = self._criterion_terms(X, fit_params)
         return float(-2.0 * log_likelihood + 2.0 * self._n_parameters())
 
-    def _criterion_terms(self, X, fit_params):
+    def check_data(self, X, **fit_params):
+        """Validate new data against the fitted model, as :meth:`score` and :meth:`bic` do.
+
+        Public so that code built on a fitted model (its scoring model in
+        :mod:`sklearn_vb.scoring`, for one) prepares data exactly as the estimator does.
+
+        Parameters
+        ----------
+        X : array-like
+            Data in the form ``fit`` takes.
+        **fit_params
+            The other data arguments of ``fit`` (e.g. ``lengths``, ``sequence_ids``,
+            ``U``).
+
+        Returns
+        -------
+        data
+            The validated data in the form the estimator's own computations read
+            (for example the sequences with their first and one-past-last rows, or
+            the rows in fitting units); its type belongs to the estimator.
+        """
         self._check_is_fitted()
-        data = self._check_new_data(X, **fit_params)
+        return self._check_new_data(X, **fit_params)
+
+    def _criterion_terms(self, X, fit_params):
+        data = self.check_data(X, **fit_params)
         return self._log_likelihood(data), self._n_observations(data)
 
     # ------------------------------------------------------------------ helpers

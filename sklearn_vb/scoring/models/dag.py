@@ -11,7 +11,9 @@ from math import exp
 
 import numpy as np
 
+from ..._dag_structure import CPTLayout, exact_log_evidence
 from ..._kernels.dag import enumerate_posterior, pattern_log_normalisers
+from ..._kernels.scoring_dag import dag_ais_chains, dag_ais_init
 from ..protocols import EStep
 from ..reference_models import _DirichletBlocks
 
@@ -25,7 +27,7 @@ class DAGScoringModel(_DirichletBlocks):
         if not hasattr(estimator, "structure_"):
             raise ValueError("the estimator must be fitted.")
         self.estimator = estimator
-        self.layout = estimator._layout
+        self.layout = CPTLayout(estimator.structure_)
         s = estimator.structure_
         self.block_names = [f"cpt[{name}]" for name in s.names]
         self.prior_alpha = {b: np.asarray(p, dtype=float)
@@ -36,8 +38,7 @@ class DAGScoringModel(_DirichletBlocks):
     def prepare_data(self, X, **fit_params):
         if fit_params:
             raise ValueError(f"VBDiscreteDAG scoring accepts no fit parameters, got {sorted(fit_params)}.")
-        pdata = self.estimator._prepare(X)
-        return pdata
+        return self.estimator.check_data(X)
 
     def n_cases(self, X):
         return int(round(float(np.sum(X.weights))))
@@ -126,8 +127,6 @@ class DAGScoringModel(_DirichletBlocks):
         that accepted the move targeting ``betas[k-1]``), ``final_params`` and
         ``log_ratios`` (K,) (mean weight increment per temperature).
         """
-        from ..._kernels.scoring_dag import dag_ais_chains, dag_ais_init
-
         betas = np.ascontiguousarray(betas, dtype=float)
         a0, kappa = self.compiled_ais_strength if strength is None else strength
         if not (a0 >= 0 and kappa >= 0 and a0 + kappa > 0):
@@ -180,8 +179,6 @@ class DAGScoringModel(_DirichletBlocks):
 
     def log_evidence(self, X):
         """Exact ln p(X) by summing over all completions (tiny data only)."""
-        from ..._dag_structure import exact_log_evidence
-
         return exact_log_evidence(np.concatenate([a.ravel() for a in self.prior_alpha.values()]),
                                   self.layout, X)
 

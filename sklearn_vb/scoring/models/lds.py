@@ -54,7 +54,7 @@ import itertools
 from math import factorial
 
 import numpy as np
-from scipy.special import gammaln, polygamma
+from scipy.special import digamma, gammaln, polygamma
 
 from ..._distributions import _rng
 from ..._kernels._constants import LOG_2PI
@@ -283,16 +283,15 @@ class LDSScoringModel(ScoringModelMixin):
         """Validate ``X`` (and ``U``, ``lengths`` / ``sequence_ids``) as the estimator does;
         returns a dict with the outputs, the state / output inputs (intercept included),
         the sequence offsets and the data statistics."""
-        est = self.estimator
-        Y, Uall, starts, ends = est._prepare(X, U, lengths, sequence_ids, reset=False)
-        Us = np.ascontiguousarray(Uall[:, self.state_cols])
-        Uo = np.ascontiguousarray(Uall[:, self.out_cols])
-        Y = np.ascontiguousarray(Y, dtype=float)
+        seq = self.estimator.check_data(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+        Us = np.ascontiguousarray(seq.Us)
+        Uo = np.ascontiguousarray(seq.Uo)
+        Y = np.ascontiguousarray(seq.X, dtype=float)
         self._n_last = Y.shape[0]
         return {
             "Y": Y, "Us": Us, "Uo": Uo,
-            "starts": np.ascontiguousarray(starts, dtype=np.int64),
-            "ends": np.ascontiguousarray(ends, dtype=np.int64),
+            "starts": np.ascontiguousarray(seq.starts, dtype=np.int64),
+            "ends": np.ascontiguousarray(seq.ends, dtype=np.int64),
             "UUs": Us.T @ Us, "UUo": Uo.T @ Uo, "UY": Uo.T @ Y,
             "YY": np.einsum("ts,ts->s", Y, Y),
         }
@@ -399,6 +398,19 @@ class LDSScoringModel(ScoringModelMixin):
         terms = self.log_likelihood_per_case(params, X)
         return np.add.reduceat(terms, X["starts"], axis=1)
 
+    def _full_inputs(self, U, N):
+        """The input matrix of ``N`` simulated steps: the user inputs ``U``, then the
+        intercept column when the estimator fits one (the column order of ``B_mean_``)."""
+        est = self.estimator
+        n_user = int(est.n_inputs_) - int(bool(est.fit_intercept))
+        U = np.zeros((N, 0)) if U is None else np.asarray(U, dtype=float)
+        if U.shape != (N, n_user) or not np.all(np.isfinite(U)):
+            raise ValueError(f"U must be finite of shape ({N}, {n_user}) (one row per simulated "
+                             f"step, one column per input of the fitted model); got {U.shape}.")
+        if est.fit_intercept:
+            U = np.hstack([U, np.ones((N, 1))])
+        return U
+
     def simulate(self, params_single, rng, n_cases=None, lengths=None, U=None):
         """Simulate outputs (and states) from one parameter set.
 
@@ -415,7 +427,7 @@ class LDSScoringModel(ScoringModelMixin):
         if lengths.ndim != 1 or np.any(lengths < 1):
             raise ValueError("lengths must be positive integers.")
         N = int(lengths.sum())
-        Uall = self.estimator._inputs(np.zeros((N, self.p)), U, self.estimator.n_user_inputs_)
+        Uall = self._full_inputs(U, N)
         Us = Uall[:, self.state_cols]
         Uo = Uall[:, self.out_cols]
         th = {key: np.asarray(v, dtype=float)[0] for key, v in params_single.items()}
@@ -638,8 +650,6 @@ class LDSScoringModel(ScoringModelMixin):
         the CS score, Corollary 2.5).  Each recorded bound is the collapsed
         ``H[q(x)] + log_complete_evidence(stats(q(x)))`` = F(q(x), VBM(q(x))); the VBE
         step is the estimator's variational Kalman smoother."""
-        from scipy.special import digamma
-
         run_filter = type(self.estimator)._run_filter
         stats = estep.stats
         bounds = [float(estep.entropy + self.log_complete_evidence(stats))]

@@ -82,14 +82,16 @@ import itertools
 from math import factorial
 
 import numpy as np
+from scipy.optimize import minimize
 from scipy.special import gammaln, polygamma, xlogy
-from sklearn.utils import check_array
 
 from ..._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
 from ..._kernels import mfa as _k
 from ..._kernels._constants import LOG_2PI
 from ..._kernels.mfa_batch import mfa_log_likelihood_per_case
 from ...mfa import fa_free_parameters
+from ..mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
+                          posterior_data_precision)
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
@@ -277,16 +279,14 @@ class MFAScoringModel(ScoringModelMixin):
 
     # ------------------------------------------------------------------------ data
     def prepare_data(self, X, **fit_params):
-        """Validate ``X`` (n, p) and standardise it with the fitted shift and scale."""
+        """Validate ``X`` (n, p) as the estimator does and standardise it with the fitted
+        shift and scale."""
         if fit_params:
             raise ValueError(f"{type(self).__name__} accepts no fit parameters, got "
                              f"{sorted(fit_params)}.")
         if isinstance(X, dict) and "Z" in X:
             return X
-        X = check_array(X, dtype=np.float64, input_name="X")
-        if X.shape[1] != self.p:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.p}.")
-        Z = np.ascontiguousarray((X - self.shift) / self.scale)
+        Z = np.ascontiguousarray(self.estimator.check_data(X))
         self._n_last = Z.shape[0]
         return {"Z": Z, "log_jac": self.log_jac_case}
 
@@ -476,8 +476,6 @@ class MFAScoringModel(ScoringModelMixin):
         return out
 
     def _precisions(self):
-        from ..mcmc_moves import posterior_data_precision
-
         q = self.variational_posterior()
         pi = {b: np.broadcast_to(np.asarray(v, dtype=float),
                                  (self.param_space[b].dim,)).copy()
@@ -497,8 +495,6 @@ class MFAScoringModel(ScoringModelMixin):
         ``[Lambda_s, mu_s]`` with one step per coordinate, ``2.38/sqrt(dim) /
         sqrt(pi_i + beta h_i)``, ``pi_i`` from :meth:`kernel_prior_precision` and
         ``h_i = 1/var_q - pi_i``.  Its adjoint sweeps in reverse order."""
-        from ..mcmc_moves import BlockRandomWalkMH, CompositeKernel, DirichletMH
-
         pi, h = self._precisions()
         ks = []
         if self.S > 1:
@@ -762,8 +758,6 @@ class MFAScoringModel(ScoringModelMixin):
         return best[1]
 
     def _polish(self, theta, obj, X, kind, basis):
-        from scipy.optimize import minimize
-
         if self.S > 1 and np.any(self._weight_counts(
                 self.e_step(theta, X).stats["Nk"], kind, basis) <= 0):
             return theta, obj  # the weights' optimum is on the boundary: EM only
