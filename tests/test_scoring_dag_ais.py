@@ -124,7 +124,7 @@ def test_hysteresis_gap_shrinks_with_the_schedule(beal_model):
     """Beal's backward pass (same forward ratios, states moved at the upper temperature):
     the forward/backward disagreement is large for a short schedule and small for a long
     one, and it concentrates at high temperature (small beta), as the thesis found."""
-    from sklearn_vb.scoring.reference_models import BetaBernoulli
+    from tests.oracles.reference_models import BetaBernoulli
 
     est, _, _, X = beal_model
     gaps = {}

@@ -146,7 +146,7 @@ def test_progress_lines_only_for_long_runs():
 
 
 def test_bdmc_and_compiled_ais_report_progress(capsys):
-    from sklearn_vb.scoring.reference_models import BetaBernoulli
+    from tests.oracles.reference_models import BetaBernoulli
 
     model = BetaBernoulli(1, 1)
     X = [1, 0, 1, 1]

@@ -19,7 +19,7 @@ from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.scoring import ScoringModel, VariationalPosterior, score
 from sklearn_vb.scoring._cs import cs_value
 from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
-from sklearn_vb.scoring.reference_models import FittedReference
+from tests.oracles.reference_models import FittedReference
 
 # tiny 1-d problem: two sequences, 8 frames, K = 2 -> 256 paths
 Y1 = np.array([-1.2, -0.8, -1.5, 1.1, 0.9, 1.4, -1.0, 1.2])[:, None]

@@ -25,7 +25,7 @@ from sklearn_vb._kernels.scoring_dag import (
 )
 from sklearn_vb.scoring import scoring_model_for
 from sklearn_vb.scoring.mcmc_moves import BlockRandomWalkMH, DirichletMH, Target
-from sklearn_vb.scoring.reference_models import DiscreteHMM
+from tests.oracles.reference_models import DiscreteHMM
 
 BETAS = (0.0, 0.37, 1.0)
 

@@ -28,7 +28,7 @@ from sklearn_vb.scoring.mcmc_moves import (
 )
 from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
 from sklearn_vb.scoring.models.lds import LDSScoringModel
-from sklearn_vb.scoring.reference_models import DirichletCategorical, GaussianMean
+from tests.oracles.reference_models import DirichletCategorical, GaussianMean
 from sklearn_vb.scoring.schedules import make_schedule
 
 

@@ -6,7 +6,7 @@ import pytest
 from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._cs import cs_value
-from sklearn_vb.scoring.reference_models import DiscreteHMM, LatentClassModel
+from tests.oracles.reference_models import DiscreteHMM, LatentClassModel
 
 R5_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])
 R5_EXACT = -13.721206877201771

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from sklearn_vb.scoring.reference_models import (
+from tests.oracles.reference_models import (
     BayesianLinearRegression,
     BetaBernoulli,
     DirichletCategorical,

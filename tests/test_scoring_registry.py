@@ -70,7 +70,7 @@ def test_register_by_class_or_name(restore_registry):
 
 
 def test_objects_that_bring_their_own_model():
-    from sklearn_vb.scoring.reference_models import BetaBernoulli
+    from tests.oracles.reference_models import BetaBernoulli
 
     ref = BetaBernoulli(2.0, 3.0)
     # a ScoringModel is its own scoring model; a fitted reference hands out its model

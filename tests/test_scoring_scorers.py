@@ -10,7 +10,7 @@ from sklearn_vb.scoring._dimension import effective_dimension
 from sklearn_vb.scoring.mcmc_moves import ExactTemperedKernel
 from sklearn_vb.scoring._ais import run_ais, run_reverse_ais
 from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
-from sklearn_vb.scoring.reference_models import (
+from tests.oracles.reference_models import (
     BayesianLinearRegression,
     BetaBernoulli,
     DirichletCategorical,

@@ -7,7 +7,7 @@ from sklearn_vb.scoring import score
 from sklearn_vb.scoring._vmcmc import variational_mcmc
 from sklearn_vb.scoring.mcmc_moves import IndependenceMH
 from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
-from sklearn_vb.scoring.reference_models import BayesianLinearRegression
+from tests.oracles.reference_models import BayesianLinearRegression
 
 
 def _r4(seed=0, n=30):

@@ -15,12 +15,12 @@ from ..._dag_structure import CPTLayout, exact_log_evidence
 from ..._kernels.dag import enumerate_posterior, pattern_log_normalisers
 from ..._kernels.scoring_dag import dag_ais_chains, dag_ais_init
 from ..protocols import EStep
-from ..reference_models import _DirichletBlocks
+from ._dirichlet import DirichletBlocksModel
 
 __all__ = ["DAGScoringModel"]
 
 
-class DAGScoringModel(_DirichletBlocks):
+class DAGScoringModel(DirichletBlocksModel):
     """The scoring view of a fitted VBDiscreteDAG (any structure, hidden nodes)."""
 
     def __init__(self, estimator):

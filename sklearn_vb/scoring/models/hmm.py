@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..reference_models import DiscreteHMM
+from ._dirichlet_hmm import DirichletCategoricalHMM
 
 __all__ = ["HMMScoringModel", "scoring_model_from_estimator"]
 
 
-class HMMScoringModel(DiscreteHMM):
+class HMMScoringModel(DirichletCategoricalHMM):
     """The scoring view of a fitted categorical VBHiddenMarkov."""
 
     def __init__(self, estimator):

@@ -49,9 +49,9 @@ from ..._kernels import hmm as _k
 from ..._kernels._constants import LOG_2PI
 from ..._kernels.hmm_gaussian_batch import gaussian_hmm_log_likelihood_batch
 from ..params import ParamBlock, ParamSpace
-from ..reference_models import _dirichlet_evidence
 from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
+from ._dirichlet import dirichlet_evidence
 
 __all__ = ["GaussianHMMScoringModel", "GaussianHMMPosterior", "scoring_model_from_estimator"]
 
@@ -664,8 +664,8 @@ class GaussianHMMScoringModel(ScoringModelMixin):
         form: Dirichlet integrals x Normal-Wishart / Normal-Gamma evidences)."""
         val = 0.0
         if self.K > 1:
-            val += float(_dirichlet_evidence(self.startprob_prior, stats["start"]))
-            val += float(_dirichlet_evidence(self.transmat_prior, stats["trans"]))
+            val += float(dirichlet_evidence(self.startprob_prior, stats["start"]))
+            val += float(dirichlet_evidence(self.transmat_prior, stats["trans"]))
         N = np.asarray(stats["N"], dtype=float)
         _, _, _, beta, nu, S = self._conjugate(stats)
         D = self.D

@@ -1,11 +1,21 @@
-"""Reference ScoringModels with exact evidence (spec §7.1, R1–R7).
+"""Reference models with exact evidence: the oracles the scorers are tested against.
 
-Each model implements the G0 core (prior, prior sampler, exact likelihood vectorised over
-parameter batches) and ``log_evidence(X)``, the exact ``ln p(X)`` in closed form or by
-enumeration of the hidden configurations.  The latent-variable models (R5–R7) also provide
-MAP-EM (``fit_point``), the exact E step, the complete-data evidence and a VB fit, so that
-every scorer can be checked against exact values; the conjugate models (R1–R4) provide
-their exact posterior (as ``variational_posterior``) and exact tempered-posterior draws.
+Each model is a ScoringModel (prior density and sampler, exact likelihood vectorised over
+parameter batches) with ``log_evidence(X)``, the exact ``ln p(X)`` in closed form or by
+enumerating the hidden configurations.  The latent-variable models also provide MAP-EM
+(``fit_point``), the exact E step, the complete-data evidence and a VB fit, so that every
+scorer can be checked against exact values; the conjugate models provide their exact
+posterior (as ``variational_posterior``) and exact tempered-posterior draws.
+
+The tests call them by these labels:
+
+* R1 :class:`BetaBernoulli`: Beta prior, Bernoulli outcomes;
+* R2 :class:`DirichletCategorical`: Dirichlet prior, categorical symbols;
+* R3 :class:`GaussianMean`: Gaussian prior on the mean of Gaussian data;
+* R4 :class:`BayesianLinearRegression`: Gaussian prior on the weights, known noise;
+* R5 :class:`LatentClassModel`: one hidden parent of discrete children (a DAG);
+* R6 :class:`DiscreteHMM`: categorical HMM with Dirichlet rows;
+* R7 :class:`GaussianMixture1D`: 1-d mixture with known weights and noise.
 
 ``fit_vb(X)`` returns a :class:`FittedReference` that behaves like a fitted package
 estimator for the scorers (``lower_bound_``, ``variational_posterior_``,
@@ -20,12 +30,14 @@ from math import factorial
 import numpy as np
 from scipy.special import logsumexp
 
-from .._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, log_multivariate_beta
-from .._kernels._constants import LOG_2PI
-from ._numerics import spawn_generators
-from .params import ParamBlock, ParamSpace
-from .posteriors import DirichletQ, FactorizedPosterior, GaussianQ
-from .protocols import EStep, ScoringModelMixin
+from sklearn_vb._distributions import _rng, dirichlet_expected_log
+from sklearn_vb._kernels._constants import LOG_2PI
+from sklearn_vb.scoring._numerics import spawn_generators
+from sklearn_vb.scoring.models._dirichlet import DirichletBlocksModel, dirichlet_evidence
+from sklearn_vb.scoring.models._dirichlet_hmm import DirichletCategoricalHMM
+from sklearn_vb.scoring.params import ParamBlock, ParamSpace
+from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
+from sklearn_vb.scoring.protocols import EStep, ScoringModelMixin
 
 __all__ = [
     "FittedReference",
@@ -57,104 +69,13 @@ class FittedReference:
         return self.model
 
 
-def _dirichlet_evidence(alpha, counts):
-    """sum over rows of ln B(alpha + N) - ln B(alpha) (counts may be batched/fractional)."""
-    return np.sum(
-        np.asarray(log_multivariate_beta(alpha + counts) - log_multivariate_beta(alpha))
-        .reshape(np.shape(counts)[: np.ndim(counts) - np.ndim(alpha)] + (-1,)),
-        axis=-1,
-    )
-
-
-class _DirichletBlocks(ScoringModelMixin):
-    """Models whose parameters are all Dirichlet rows with prior ``self.prior_alpha[name]``.
-
-    Statistics are dicts ``name -> counts`` with the block's shape.
-    """
-
-    def _init_space(self):
-        self.param_space = ParamSpace(
-            [ParamBlock(k, a.shape, "simplex") for k, a in self.prior_alpha.items()]
-        )
-
-    def log_prior(self, params):
-        out = 0.0
-        for k, a in self.prior_alpha.items():
-            lp = dirichlet_log_pdf(params[k], a)
-            out = out + lp.reshape(lp.shape[0], -1).sum(axis=1)
-        return np.asarray(out, dtype=float)
-
-    def sample_prior(self, rng, size):
-        rng = _rng(rng)
-        return {k: dirichlet_sample(a, rng, size=int(size)) for k, a in self.prior_alpha.items()}
-
-    def log_complete_evidence(self, stats):
-        """ln of the product of Dirichlet integrals at (fractional) expected counts."""
-        return float(sum(_dirichlet_evidence(a, stats[k]) for k, a in self.prior_alpha.items()))
-
-    def n_parameters(self):
-        return int(sum(a[..., 0].size * (a.shape[-1] - 1) for a in self.prior_alpha.values()))
-
-    def point_from_stats(self, stats, kind="map", basis="softmax"):
-        """M step: softmax basis ``lambda + N``; natural ``lambda + N - 1``; ML ``N``."""
-        out = {}
-        for k, a in self.prior_alpha.items():
-            if kind == "ml":
-                w = stats[k] + 1e-300
-            elif basis == "natural":
-                w = np.maximum(a + stats[k] - 1.0, 1e-300)
-            else:
-                w = a + stats[k]
-            out[k] = (w / w.sum(axis=-1, keepdims=True))[None]
-        return out
-
-    def q_from_stats(self, stats):
-        return FactorizedPosterior(
-            [DirichletQ(k, a + stats[k]) for k, a in self.prior_alpha.items()]
-        )
-
-    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
-                  tol_per_case=1e-8):
-        """EM from prior draws for the MAP (softmax basis by default) or ML point; the
-        restart with the best objective is kept."""
-        rng = _rng(rng)
-        best = None
-        n = max(1, self.n_cases(X))
-        for _ in range(int(n_init)):
-            theta = self.sample_prior(rng, 1)
-            prev = -np.inf
-            for _ in range(int(max_iter)):
-                e = self.e_step(theta, X)
-                obj = e.loglik
-                if kind != "ml":
-                    obj += float(self.log_prior(theta)[0])
-                    if basis == "softmax":
-                        obj += float(self.param_space.log_det_jacobian(theta)[0])
-                theta = self.point_from_stats(e.stats, kind, basis)
-                if abs(obj - prev) < tol_per_case * n:
-                    break
-                prev = obj
-            if best is None or obj > best[0]:
-                best = (obj, theta)
-        return best[1]
-
-    def variational_posterior_from(self, alphas):
-        return FactorizedPosterior([DirichletQ(k, np.asarray(alphas[k], dtype=float))
-                                    for k in self.prior_alpha])
-
-    def kl_q_prior(self, stats):
-        from .._distributions import dirichlet_kl
-
-        return float(sum(np.sum(dirichlet_kl(a + stats[k], a)) for k, a in self.prior_alpha.items()))
-
-
 # ---------------------------------------------------------------------------------------
-# R1 / R2: Dirichlet–categorical and Beta–Bernoulli
+# Dirichlet-categorical and Beta-Bernoulli (R2, R1)
 # ---------------------------------------------------------------------------------------
 
 
-class DirichletCategorical(_DirichletBlocks):
-    """R2: ``theta ~ Dir(alpha)``, ``y_i ~ Cat(theta)``; X holds symbols 0..K-1."""
+class DirichletCategorical(DirichletBlocksModel):
+    """``theta ~ Dir(alpha)``, ``y_i ~ Cat(theta)``; X holds symbols 0..K-1."""
 
     def __init__(self, alpha):
         alpha = np.asarray(alpha, dtype=float)
@@ -189,7 +110,7 @@ class DirichletCategorical(_DirichletBlocks):
             return np.log(params["theta"])[:, X]
 
     def log_evidence(self, X):
-        return float(_dirichlet_evidence(self.prior_alpha["theta"], self.counts(X)))
+        return float(dirichlet_evidence(self.prior_alpha["theta"], self.counts(X)))
 
     def posterior(self, X, beta=1.0):
         return self.q_from_stats({"theta": beta * self.counts(X)})
@@ -209,7 +130,7 @@ class DirichletCategorical(_DirichletBlocks):
         return self.point_from_stats({"theta": self.counts(X)}, kind, basis)
 
     def fit_vb(self, X):
-        """Exact conjugate posterior: F equals the evidence (T-VB-1)."""
+        """Exact conjugate posterior: the bound F equals the evidence."""
         X = self.prepare_data(X)
         q = self.posterior(X)
         return FittedReference(self, [self.log_evidence(X)], q)
@@ -220,7 +141,7 @@ class DirichletCategorical(_DirichletBlocks):
 
 
 class BetaBernoulli(DirichletCategorical):
-    """R1: ``p ~ Beta(a, b)``, ``y_i ~ Bernoulli(p)``; X holds 0/1.
+    """``p ~ Beta(a, b)``, ``y_i ~ Bernoulli(p)``; X holds 0/1.
 
     The parameter block is the simplex ``theta = (p, 1 - p)``; heads (1) is symbol 0.
     """
@@ -240,14 +161,15 @@ class BetaBernoulli(DirichletCategorical):
 
 
 # ---------------------------------------------------------------------------------------
-# R3 / R4: Gaussian linear models
+# Gaussian linear models (R3, R4)
 # ---------------------------------------------------------------------------------------
 
 
 class GaussianLinearModel(ScoringModelMixin):
     """``w ~ N(m0, S0)``, ``y = Phi w + N(0, noise_var I)``; X = ``[Phi, y]`` (last column y).
 
-    R4 is ``m0 = 0, S0 = I/alpha, noise_var = 1/beta``; R3 has a column of ones as design.
+    :class:`BayesianLinearRegression` is ``m0 = 0, S0 = I/alpha, noise_var = 1/beta``;
+    :class:`GaussianMean` has a column of ones as design.
     """
 
     def __init__(self, prior_mean, prior_cov, noise_var):
@@ -341,7 +263,7 @@ class GaussianLinearModel(ScoringModelMixin):
 
 
 class BayesianLinearRegression(GaussianLinearModel):
-    """R4: ``w ~ N(0, I/alpha)``, ``y ~ N(Phi w, I/beta)``."""
+    """``w ~ N(0, I/alpha)``, ``y ~ N(Phi w, I/beta)``."""
 
     def __init__(self, n_features, alpha=1.0, beta=1.0):
         d = int(n_features)
@@ -349,7 +271,7 @@ class BayesianLinearRegression(GaussianLinearModel):
 
 
 class GaussianMean(GaussianLinearModel):
-    """R3: ``mu ~ N(m0, s0^2)``, ``y_i ~ N(mu, sigma^2)``; X is the vector of y."""
+    """``mu ~ N(m0, s0^2)``, ``y_i ~ N(mu, sigma^2)``; X is the vector of y."""
 
     def __init__(self, m0=0.0, s0=1.0, sigma=1.0):
         super().__init__([m0], [[s0**2]], sigma**2)
@@ -403,7 +325,7 @@ class _LatentMixin:
 
     def vb_refine(self, X, estep, max_iter=1000, tol=1e-10):
         """VBEM started with a VBM step from the exact posterior of ``estep``: the first
-        bound equals the CS score (Corollary 2.5)."""
+        bound equals the CS score (Beal 2003, Corollary 2.5)."""
         R = self._resp_from_estep(estep, X)
         return self._vb_run(X, R, max_iter, tol)[0]
 
@@ -451,12 +373,12 @@ class _LatentMixin:
 
 
 # ---------------------------------------------------------------------------------------
-# R5: latent-class DAG
+# Latent-class DAG (R5)
 # ---------------------------------------------------------------------------------------
 
 
-class LatentClassModel(_LatentMixin, _DirichletBlocks):
-    """R5: one K-valued hidden parent ``z`` of J observed children with cardinalities
+class LatentClassModel(_LatentMixin, DirichletBlocksModel):
+    """One K-valued hidden parent ``z`` of J observed children with cardinalities
     ``V_j``; Dirichlet(alpha) on every CPT row.  X is (n, J) integer symbols."""
 
     def __init__(self, n_classes=2, cardinalities=(3, 3), alpha=1.0):
@@ -523,11 +445,9 @@ class LatentClassModel(_LatentMixin, _DirichletBlocks):
         return e
 
     def log_complete_evidence(self, stats):
-        return float(sum(_dirichlet_evidence(a, stats[k]) for k, a in self.prior_alpha.items()))
+        return float(sum(dirichlet_evidence(a, stats[k]) for k, a in self.prior_alpha.items()))
 
     def _vbe_logits(self, stats, X):
-        from .._distributions import dirichlet_expected_log
-
         out = dirichlet_expected_log(self.prior_alpha["pi"] + stats["pi"])[None, :] + 0.0
         for j in range(len(self.V)):
             El = dirichlet_expected_log(self.prior_alpha[f"B{j}"] + stats[f"B{j}"])
@@ -541,10 +461,10 @@ class LatentClassModel(_LatentMixin, _DirichletBlocks):
             raise ValueError("too many completions to enumerate.")
         Z = np.array(list(itertools.product(range(self.K), repeat=n)), dtype=np.int64)
         onehot = np.eye(self.K)[Z]  # (M, n, K)
-        total = _dirichlet_evidence(self.prior_alpha["pi"], onehot.sum(axis=1))
+        total = dirichlet_evidence(self.prior_alpha["pi"], onehot.sum(axis=1))
         for j, v in enumerate(self.V):
             counts = np.einsum("mnk,nv->mkv", onehot, np.eye(v)[X[:, j]])
-            total = total + _dirichlet_evidence(self.prior_alpha[f"B{j}"], counts)
+            total = total + dirichlet_evidence(self.prior_alpha[f"B{j}"], counts)
         return float(logsumexp(total))
 
     def simulate(self, params_single, rng, n_cases=None, lengths=None):
@@ -560,119 +480,22 @@ class LatentClassModel(_LatentMixin, _DirichletBlocks):
 
 
 # ---------------------------------------------------------------------------------------
-# R6: discrete HMM
+# Discrete HMM (R6)
 # ---------------------------------------------------------------------------------------
 
 
-class DiscreteHMM(_DirichletBlocks):
-    """R6: K-state HMM with V symbols; Dirichlet(alpha) on the initial, transition and
-    emission rows.  X is the concatenation of sequences (``lengths=`` as in hmmlearn)."""
-
-    def __init__(self, n_states=2, n_symbols=3, alpha=1.0, priors=None):
-        self.K = int(n_states)
-        self.V = int(n_symbols)
-        self.prior_alpha = {
-            "pi": np.full(self.K, float(alpha)),
-            "A": np.full((self.K, self.K), float(alpha)),
-            "B": np.full((self.K, self.V), float(alpha)),
-        }
-        if priors is not None:  # explicit hyperparameter arrays (e.g. a fitted estimator's)
-            for k in ("pi", "A", "B"):
-                a = np.asarray(priors[k], dtype=float)
-                if a.shape != self.prior_alpha[k].shape or np.any(~(a > 0)):
-                    raise ValueError(f"priors[{k!r}] must be positive of shape {self.prior_alpha[k].shape}.")
-                self.prior_alpha[k] = a
-        self._seq_fraction = 1.0
-        self._init_space()
-
-    def kernel_curvature(self):
-        # the initial-state row sees one case per sequence, the others ~ n / K each
-        return {"pi": self._seq_fraction, "A": 1.0 / self.K, "B": 1.0 / self.K}
-
-    def prepare_data(self, X, lengths=None):
-        obs = np.asarray(X).ravel()
-        if obs.size == 0 or np.any(obs != np.round(obs)) or np.any((obs < 0) | (obs >= self.V)):
-            raise ValueError(f"X must hold integer symbols in [0, {self.V}).")
-        lengths = np.array([obs.size]) if lengths is None else np.asarray(lengths, dtype=np.int64)
-        if lengths.sum() != obs.size or np.any(lengths < 1):
-            raise ValueError("lengths must be positive and sum to len(X).")
-        ends = np.cumsum(lengths)
-        self._seq_fraction = lengths.size / obs.size
-        return {"obs": obs.astype(np.int64), "starts": ends - lengths, "ends": ends}
-
-    def n_cases(self, X):
-        return int(X["obs"].size)
-
-    def n_aliases(self):
-        return factorial(self.K)
-
-    def log_likelihood_per_sequence(self, params, X):
-        from .._kernels.scoring import hmm_log_likelihood_batch
-
-        return hmm_log_likelihood_batch(
-            np.ascontiguousarray(params["pi"], dtype=float),
-            np.ascontiguousarray(params["A"], dtype=float),
-            np.ascontiguousarray(params["B"], dtype=float),
-            X["obs"], X["starts"], X["ends"],
-        )
-
-    def log_likelihood(self, params, X):
-        return self.log_likelihood_per_sequence(params, X).sum(axis=1)
-
-    def e_step(self, params_single, X):
-        from .._kernels.scoring import hmm_forward_backward
-
-        pi, A, B = (np.ascontiguousarray(params_single[k][0], dtype=float) for k in ("pi", "A", "B"))
-        ll, gamma, xi, init = hmm_forward_backward(pi, A, B, X["obs"], X["starts"], X["ends"])
-        stats = {"pi": init, "A": xi, "B": gamma.T @ np.eye(self.V)[X["obs"]]}
-        with np.errstate(divide="ignore"):
-            ecl = sum(float(np.sum(np.where(stats[k] > 0, stats[k] * np.log(params_single[k][0]), 0.0)))
-                      for k in ("pi", "A", "B"))
-        return EStep(float(ll), stats, ecl, float(ll - ecl))
-
-    def log_evidence(self, X):
-        """Exact ln p(X) by enumerating all K^T joint state paths."""
-        obs, starts = X["obs"], X["starts"]
-        T = obs.size
-        if self.K**T > 2**20:
-            raise ValueError("too many state paths to enumerate.")
-        Z = np.array(list(itertools.product(range(self.K), repeat=T)), dtype=np.int64)
-        eye = np.eye(self.K)
-        first = np.zeros(T, bool)
-        first[starts] = True
-        N_pi = eye[Z[:, first]].sum(axis=1)
-        trans = ~first[1:]
-        prev, nxt = Z[:, :-1][:, trans], Z[:, 1:][:, trans]
-        N_A = np.einsum("mti,mtj->mij", eye[prev], eye[nxt])
-        N_B = np.einsum("mtk,tv->mkv", eye[Z], np.eye(self.V)[obs])
-        total = (
-            _dirichlet_evidence(self.prior_alpha["pi"], N_pi)
-            + _dirichlet_evidence(self.prior_alpha["A"], N_A)
-            + _dirichlet_evidence(self.prior_alpha["B"], N_B)
-        )
-        return float(logsumexp(total))
-
-    def simulate(self, params_single, rng, n_cases=None, lengths=None):
-        rng = _rng(rng)
-        lengths = [int(n_cases)] if lengths is None else [int(t) for t in lengths]
-        pi, A, B = (params_single[k][0] for k in ("pi", "A", "B"))
-        obs, states = [], []
-        for T in lengths:
-            z = rng.choice(self.K, p=pi)
-            for _ in range(T):
-                states.append(z)
-                obs.append(rng.choice(self.V, p=B[z]))
-                z = rng.choice(self.K, p=A[z])
-        return np.array(obs), np.array(states)
+# The package's own categorical-HMM ScoringModel: its exact evidence enumerates every
+# joint state path, independently of the forward recursion that gives its likelihood.
+DiscreteHMM = DirichletCategoricalHMM
 
 
 # ---------------------------------------------------------------------------------------
-# R7: 1-d Gaussian mixture with known weights and noise
+# 1-d Gaussian mixture with known weights and noise (R7)
 # ---------------------------------------------------------------------------------------
 
 
 class GaussianMixture1D(_LatentMixin, ScoringModelMixin):
-    """R7: ``z_i ~ Cat(1/K)``, ``mu_k ~ N(0, prior_var)``, ``y_i ~ N(mu_{z_i}, noise_var)``."""
+    """``z_i ~ Cat(1/K)``, ``mu_k ~ N(0, prior_var)``, ``y_i ~ N(mu_{z_i}, noise_var)``."""
 
     def __init__(self, n_components=2, prior_var=4.0, noise_var=1.0):
         self.K = int(n_components)

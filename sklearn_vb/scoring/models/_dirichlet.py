@@ -1,0 +1,110 @@
+"""ScoringModels whose parameters are all Dirichlet rows: the conjugate machinery
+shared by the discrete models (the categorical HMM and the discrete DAG)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._distributions import (_rng, dirichlet_kl, dirichlet_log_pdf, dirichlet_sample,
+                               log_multivariate_beta)
+from ..params import ParamBlock, ParamSpace
+from ..posteriors import DirichletQ, FactorizedPosterior
+from ..protocols import ScoringModelMixin
+
+__all__ = ["DirichletBlocksModel", "dirichlet_evidence"]
+
+
+def dirichlet_evidence(alpha, counts):
+    """``sum over rows of ln B(alpha + N) - ln B(alpha)``: the log marginal likelihood of
+    counts ``N`` under Dirichlet(alpha) rows (counts may be fractional and carry leading
+    batch axes, which are kept)."""
+    return np.sum(
+        np.asarray(log_multivariate_beta(alpha + counts) - log_multivariate_beta(alpha))
+        .reshape(np.shape(counts)[: np.ndim(counts) - np.ndim(alpha)] + (-1,)),
+        axis=-1,
+    )
+
+
+class DirichletBlocksModel(ScoringModelMixin):
+    """ScoringModel methods for models whose parameters are all Dirichlet rows.
+
+    A subclass sets ``self.prior_alpha`` (block name -> Dirichlet hyperparameters, the
+    rows along the last axis), calls :meth:`_init_space`, and provides the likelihood,
+    ``prepare_data``, ``n_cases`` and ``e_step``; this class supplies the prior (density,
+    sampler, parameter count), the conjugate updates from expected counts (MAP/ML point,
+    q(theta), complete-data evidence, KL) and EM from prior draws.  Statistics are dicts
+    ``name -> counts`` with the block's shape.
+    """
+
+    def _init_space(self):
+        self.param_space = ParamSpace(
+            [ParamBlock(k, a.shape, "simplex") for k, a in self.prior_alpha.items()]
+        )
+
+    def log_prior(self, params):
+        out = 0.0
+        for k, a in self.prior_alpha.items():
+            lp = dirichlet_log_pdf(params[k], a)
+            out = out + lp.reshape(lp.shape[0], -1).sum(axis=1)
+        return np.asarray(out, dtype=float)
+
+    def sample_prior(self, rng, size):
+        rng = _rng(rng)
+        return {k: dirichlet_sample(a, rng, size=int(size)) for k, a in self.prior_alpha.items()}
+
+    def log_complete_evidence(self, stats):
+        """ln of the product of Dirichlet integrals at (fractional) expected counts."""
+        return float(sum(dirichlet_evidence(a, stats[k]) for k, a in self.prior_alpha.items()))
+
+    def n_parameters(self):
+        return int(sum(a[..., 0].size * (a.shape[-1] - 1) for a in self.prior_alpha.values()))
+
+    def point_from_stats(self, stats, kind="map", basis="softmax"):
+        """M step: softmax basis ``lambda + N``; natural ``lambda + N - 1``; ML ``N``."""
+        out = {}
+        for k, a in self.prior_alpha.items():
+            if kind == "ml":
+                w = stats[k] + 1e-300
+            elif basis == "natural":
+                w = np.maximum(a + stats[k] - 1.0, 1e-300)
+            else:
+                w = a + stats[k]
+            out[k] = (w / w.sum(axis=-1, keepdims=True))[None]
+        return out
+
+    def q_from_stats(self, stats):
+        return FactorizedPosterior(
+            [DirichletQ(k, a + stats[k]) for k, a in self.prior_alpha.items()]
+        )
+
+    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
+                  tol_per_case=1e-8):
+        """EM from prior draws for the MAP (softmax basis by default) or ML point; the
+        restart with the best objective is kept."""
+        rng = _rng(rng)
+        best = None
+        n = max(1, self.n_cases(X))
+        for _ in range(int(n_init)):
+            theta = self.sample_prior(rng, 1)
+            prev = -np.inf
+            for _ in range(int(max_iter)):
+                e = self.e_step(theta, X)
+                obj = e.loglik
+                if kind != "ml":
+                    obj += float(self.log_prior(theta)[0])
+                    if basis == "softmax":
+                        obj += float(self.param_space.log_det_jacobian(theta)[0])
+                theta = self.point_from_stats(e.stats, kind, basis)
+                if abs(obj - prev) < tol_per_case * n:
+                    break
+                prev = obj
+            if best is None or obj > best[0]:
+                best = (obj, theta)
+        return best[1]
+
+    def variational_posterior_from(self, alphas):
+        return FactorizedPosterior([DirichletQ(k, np.asarray(alphas[k], dtype=float))
+                                    for k in self.prior_alpha])
+
+    def kl_q_prior(self, stats):
+        return float(sum(np.sum(dirichlet_kl(a + stats[k], a)) for k, a in self.prior_alpha.items()))

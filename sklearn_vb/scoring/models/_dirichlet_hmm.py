@@ -1,0 +1,122 @@
+"""A categorical HMM with Dirichlet priors on every row, as a ScoringModel.
+
+theta = (initial distribution, transition rows, emission rows); ln p(X | theta) by the
+scaled forward recursion vectorised over parameter batches (numba), the exact E step by
+forward-backward, and the exact ln p(X) by enumerating every joint state path (tiny
+data only).  The scoring model of a fitted categorical
+:class:`~sklearn_vb.hmm.VBHiddenMarkov` builds on it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..._distributions import _rng
+from ..._kernels.scoring import hmm_forward_backward, hmm_log_likelihood_batch
+from ..protocols import EStep
+from ._dirichlet import DirichletBlocksModel, dirichlet_evidence
+
+__all__ = ["DirichletCategoricalHMM"]
+
+
+class DirichletCategoricalHMM(DirichletBlocksModel):
+    """K-state HMM with V symbols; Dirichlet(alpha) on the initial, transition and
+    emission rows (or the explicit hyperparameter arrays ``priors``).  X is the
+    concatenation of sequences (``lengths=`` as in hmmlearn)."""
+
+    def __init__(self, n_states=2, n_symbols=3, alpha=1.0, priors=None):
+        self.K = int(n_states)
+        self.V = int(n_symbols)
+        self.prior_alpha = {
+            "pi": np.full(self.K, float(alpha)),
+            "A": np.full((self.K, self.K), float(alpha)),
+            "B": np.full((self.K, self.V), float(alpha)),
+        }
+        if priors is not None:  # explicit hyperparameter arrays (e.g. a fitted estimator's)
+            for k in ("pi", "A", "B"):
+                a = np.asarray(priors[k], dtype=float)
+                if a.shape != self.prior_alpha[k].shape or np.any(~(a > 0)):
+                    raise ValueError(f"priors[{k!r}] must be positive of shape {self.prior_alpha[k].shape}.")
+                self.prior_alpha[k] = a
+        self._seq_fraction = 1.0
+        self._init_space()
+
+    def kernel_curvature(self):
+        # the initial-state row sees one case per sequence, the others ~ n / K each
+        return {"pi": self._seq_fraction, "A": 1.0 / self.K, "B": 1.0 / self.K}
+
+    def prepare_data(self, X, lengths=None):
+        obs = np.asarray(X).ravel()
+        if obs.size == 0 or np.any(obs != np.round(obs)) or np.any((obs < 0) | (obs >= self.V)):
+            raise ValueError(f"X must hold integer symbols in [0, {self.V}).")
+        lengths = np.array([obs.size]) if lengths is None else np.asarray(lengths, dtype=np.int64)
+        if lengths.sum() != obs.size or np.any(lengths < 1):
+            raise ValueError("lengths must be positive and sum to len(X).")
+        ends = np.cumsum(lengths)
+        self._seq_fraction = lengths.size / obs.size
+        return {"obs": obs.astype(np.int64), "starts": ends - lengths, "ends": ends}
+
+    def n_cases(self, X):
+        return int(X["obs"].size)
+
+    def n_aliases(self):
+        return factorial(self.K)
+
+    def log_likelihood_per_sequence(self, params, X):
+        return hmm_log_likelihood_batch(
+            np.ascontiguousarray(params["pi"], dtype=float),
+            np.ascontiguousarray(params["A"], dtype=float),
+            np.ascontiguousarray(params["B"], dtype=float),
+            X["obs"], X["starts"], X["ends"],
+        )
+
+    def log_likelihood(self, params, X):
+        return self.log_likelihood_per_sequence(params, X).sum(axis=1)
+
+    def e_step(self, params_single, X):
+        pi, A, B = (np.ascontiguousarray(params_single[k][0], dtype=float) for k in ("pi", "A", "B"))
+        ll, gamma, xi, init = hmm_forward_backward(pi, A, B, X["obs"], X["starts"], X["ends"])
+        stats = {"pi": init, "A": xi, "B": gamma.T @ np.eye(self.V)[X["obs"]]}
+        with np.errstate(divide="ignore"):
+            ecl = sum(float(np.sum(np.where(stats[k] > 0, stats[k] * np.log(params_single[k][0]), 0.0)))
+                      for k in ("pi", "A", "B"))
+        return EStep(float(ll), stats, ecl, float(ll - ecl))
+
+    def log_evidence(self, X):
+        """Exact ln p(X) by enumerating all K^T joint state paths."""
+        obs, starts = X["obs"], X["starts"]
+        T = obs.size
+        if self.K**T > 2**20:
+            raise ValueError("too many state paths to enumerate.")
+        Z = np.array(list(itertools.product(range(self.K), repeat=T)), dtype=np.int64)
+        eye = np.eye(self.K)
+        first = np.zeros(T, bool)
+        first[starts] = True
+        N_pi = eye[Z[:, first]].sum(axis=1)
+        trans = ~first[1:]
+        prev, nxt = Z[:, :-1][:, trans], Z[:, 1:][:, trans]
+        N_A = np.einsum("mti,mtj->mij", eye[prev], eye[nxt])
+        N_B = np.einsum("mtk,tv->mkv", eye[Z], np.eye(self.V)[obs])
+        total = (
+            dirichlet_evidence(self.prior_alpha["pi"], N_pi)
+            + dirichlet_evidence(self.prior_alpha["A"], N_A)
+            + dirichlet_evidence(self.prior_alpha["B"], N_B)
+        )
+        return float(logsumexp(total))
+
+    def simulate(self, params_single, rng, n_cases=None, lengths=None):
+        rng = _rng(rng)
+        lengths = [int(n_cases)] if lengths is None else [int(t) for t in lengths]
+        pi, A, B = (params_single[k][0] for k in ("pi", "A", "B"))
+        obs, states = [], []
+        for T in lengths:
+            z = rng.choice(self.K, p=pi)
+            for _ in range(T):
+                states.append(z)
+                obs.append(rng.choice(self.V, p=B[z]))
+                z = rng.choice(self.K, p=A[z])
+        return np.array(obs), np.array(states)

@@ -1,0 +1,1 @@
+"""Models with exact answers that the package's results are tested against."""
