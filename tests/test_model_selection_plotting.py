@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 from sklearn_vb.model_selection import StructureSearch  # noqa: E402
 from sklearn_vb.plotting import plot_score_vs_size  # noqa: E402
 
-from test_model_selection import X_TOY, NoisyScorer, ToyModel  # noqa: E402
+from tests.test_model_selection import X_TOY, NoisyScorer, ToyModel  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "model_selection_hmm_states.py"
 

@@ -31,7 +31,7 @@ class HMMScoringModel(DirichletCategoricalHMM):
         self.n_components = K
 
     def prepare_data(self, X, lengths=None, sequence_ids=None):
-        d = self.estimator.sequence_data(X, lengths, sequence_ids)
+        d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
         obs = np.asarray(d.X, dtype=np.int64).ravel()
         self._seq_fraction = len(d.starts) / obs.size
         return {"obs": obs, "starts": np.asarray(d.starts, dtype=np.int64),

@@ -418,7 +418,7 @@ class GaussianHMMScoringModel(ScoringModelMixin):
 
     # -- data ------------------------------------------------------------------------
     def prepare_data(self, X, lengths=None, sequence_ids=None):
-        d = self.estimator.sequence_data(X, lengths, sequence_ids)
+        d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
         Xv = np.ascontiguousarray(d.X, dtype=float)
         starts = np.asarray(d.starts, dtype=np.int64)
         self._seq_fraction = starts.size / Xv.shape[0]
