@@ -79,3 +79,14 @@ def test_objects_that_bring_their_own_model():
     assert scoring_model_for(fitted) is ref
     assert score(fitted, [1, 0, 1, 1], "cs").log_evidence == pytest.approx(
         ref.log_evidence(ref.prepare_data([1, 0, 1, 1])), rel=1e-12)
+
+
+def test_configuration_without_a_model_falls_back_to_the_bound():
+    X = np.random.default_rng(0).poisson(3.0, size=(40, 2))
+    est = VBHiddenMarkov(2, emission="poisson", max_iter=20, random_state=0).fit(X)
+    with pytest.raises(NotImplementedError, match="emission='poisson'"):
+        scoring_model_for(est)
+    assert scoring_model_for(est, default=None) is None
+    assert score(est, X, "vb").log_evidence == est.lower_bound_
+    with pytest.raises(NotImplementedError, match="ais needs scoring_model"):
+        score(est, X, "ais")

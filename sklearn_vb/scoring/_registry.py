@@ -48,9 +48,10 @@ def scoring_model_for(estimator, default=_MISSING):
     a ScoringModel (has ``param_space`` and ``log_likelihood``); the factory registered
     with :func:`register_scoring_model` for its class or the nearest base class.
 
-    Raises ``NotImplementedError`` when there is none and no ``default`` was given;
-    the factories of the package estimators raise ``NotFittedError`` for an unfitted
-    estimator.
+    Returns ``default`` when there is none (no factory, or a factory that raises
+    ``NotImplementedError`` for the estimator's configuration), and raises
+    ``NotImplementedError`` if no ``default`` was given.  The factories of the package
+    estimators raise ``NotFittedError`` for an unfitted estimator.
 
     >>> from sklearn_vb.scoring import scoring_model_for
     >>> model = scoring_model_for(fitted_hmm)                      # doctest: +SKIP
@@ -62,7 +63,13 @@ def scoring_model_for(estimator, default=_MISSING):
         return estimator
     factory = _registered_factory(type(estimator))
     if factory is not None:
-        return factory(estimator)
+        try:
+            return factory(estimator)
+        except NotImplementedError:
+            # the factory has no model for this configuration of the estimator
+            if default is _MISSING:
+                raise
+            return default
     if default is _MISSING:
         raise NotImplementedError(f"no ScoringModel is available for {type(estimator).__name__}")
     return default

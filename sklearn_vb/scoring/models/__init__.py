@@ -22,11 +22,16 @@ from .mfa import MFAScoringModel
 __all__ = ["ESTIMATOR_FACTORIES"]
 
 
+_HMM_SCORING_MODELS = {"categorical": HMMScoringModel, "gaussian": GaussianHMMScoringModel}
+
+
 def _hmm_scoring_model(estimator):
     check_is_fitted(estimator, "lower_bound_")
-    if estimator.emission == "categorical":
-        return HMMScoringModel(estimator)
-    return GaussianHMMScoringModel(estimator)
+    adapter = _HMM_SCORING_MODELS.get(estimator.emission)
+    if adapter is None:
+        raise NotImplementedError(
+            f"no ScoringModel for VBHiddenMarkov with emission={estimator.emission!r}")
+    return adapter(estimator)
 
 
 def _fitted_only(adapter):
