@@ -15,6 +15,7 @@ filter / RTS smoother in :mod:`sklearn_vb._kernels.kalman`.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -838,8 +839,6 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     # ================================================================ state
     def _get_state(self):
-        import copy
-
         state = super()._get_state()
         for name in ("_q_x", "_q_theta", "_stats", "_history"):
             state[name] = copy.deepcopy(getattr(self, name))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .model_selection._search import _size_parameter
+
 __all__ = ["plot_score_vs_size"]
 
 
@@ -23,8 +25,6 @@ def _results_of(search):
 
 
 def _default_size_param(results):
-    from .model_selection._search import _size_parameter
-
     param = _size_parameter(list(results["params"]))
     if param is None:
         raise ValueError(

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._bernoulli_mixture import VBBernoulliMixture
+from ..dag import VBDiscreteDAG
+from ..datasets import (BEAL_TRUE_CODE, bipartite_structure, enumerate_bipartite_structures,
+                        make_beal_dag, make_hmm_sequences, make_lds, make_lds_params,
+                        make_mixed_dimension_clusters)
+from ..hmm import VBHiddenMarkov
+from ..lds import VBLinearDynamicalSystem
+from ..mfa import VBMixtureFactorAnalysers
 from ._format import print_size_table, print_trace, timed_fits
 
 
 def bernoulli_mixture_section(seed):
     """The shared VBEM core on its smallest model: a VB mixture of Bernoullis."""
-    from .._bernoulli_mixture import VBBernoulliMixture
-
     rng = np.random.default_rng(seed)
     true_k, n, d = 3, 300, 12
     means = rng.uniform(0.05, 0.95, size=(true_k, d))
@@ -29,9 +35,6 @@ def bernoulli_mixture_section(seed):
 
 def hmm_section(seed):
     """VBHiddenMarkov: how many hidden states does a symbol sequence support?"""
-    from .. import VBHiddenMarkov
-    from ..datasets import make_hmm_sequences
-
     startprob = np.array([1.0, 0.0, 0.0])
     transmat = np.array([[0.8, 0.2, 0.0], [0.0, 0.8, 0.2], [0.2, 0.0, 0.8]])
     emission = np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.7, 0.1, 0.1], [0.1, 0.1, 0.1, 0.7]])
@@ -55,9 +58,6 @@ def hmm_section(seed):
 
 def mfa_section(seed):
     """VBMixtureFactorAnalysers: components and their dimensions found by birth/death search."""
-    from .. import VBMixtureFactorAnalysers
-    from ..datasets import make_mixed_dimension_clusters
-
     X, _ = make_mixed_dimension_clusters(n_samples_per_cluster=150, dims=(1, 2, 3),
                                          n_features=8, random_state=seed)
     print(f"data: {X.shape[0]} points in {X.shape[1]} dimensions: a line, a plane and a 3-d blob")
@@ -76,9 +76,6 @@ def mfa_section(seed):
 
 def lds_section(seed):
     """VBLinearDynamicalSystem: ARD switches off unneeded state dimensions."""
-    from .. import VBLinearDynamicalSystem
-    from ..datasets import make_lds, make_lds_params
-
     params = make_lds_params(n_states=3, n_outputs=8, random_state=seed)
     lengths = np.full(4, 200)
     X, _ = make_lds(params, lengths, random_state=seed)
@@ -99,10 +96,6 @@ def lds_section(seed):
 
 def dag_section(seed):
     """VBDiscreteDAG: ranking hidden-variable structures of Beal's experiment class."""
-    from .. import VBDiscreteDAG
-    from ..datasets import (BEAL_TRUE_CODE, bipartite_structure,
-                            enumerate_bipartite_structures, make_beal_dag)
-
     n = 4000
     X = make_beal_dag(n, random_state=seed)
     codes = enumerate_bipartite_structures()

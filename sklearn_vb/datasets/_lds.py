@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._kernels.kalman import simulate_lds
+
 __all__ = ["make_lds", "make_lds_params", "make_lds_input_experiment"]
 
 
@@ -48,8 +50,6 @@ def make_lds(params, lengths, U=None, *, random_state=None):
 
     Returns ``(X, states)`` of shapes (sum(lengths), p) and (sum(lengths), k).
     """
-    from .._kernels.kalman import simulate_lds
-
     rng = check_random_state(random_state)
     lengths = np.atleast_1d(np.asarray(lengths, dtype=np.int64))
     if np.any(lengths < 1):

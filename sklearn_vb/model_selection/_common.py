@@ -8,6 +8,7 @@ knows which model family it is searching.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import pickle
 import sys
@@ -23,6 +24,8 @@ from sklearn.base import clone
 from sklearn.exceptions import FitFailedWarning
 from sklearn.utils import check_random_state
 
+from ..scoring import ScoreResult, score
+
 __all__ = [
     "ALIAS_AUTO_METHODS",
     "resolve_scoring",
@@ -35,76 +38,18 @@ __all__ = [
     "rank_descending",
 ]
 
-# DESIGN.md §3 / spec/scoring.md §5: alias corrections (ln S) are applied by default to the
-# scores whose value ignores the posterior's symmetric copies, never to the Monte Carlo
-# estimators, which already integrate over every copy.
+# Alias corrections (ln S) are applied by default to the scores whose value ignores the
+# posterior's symmetric copies, never to the Monte Carlo estimators, which already
+# integrate over every copy.
 ALIAS_AUTO_METHODS = frozenset({"vb", "bic", "bicp", "cs", "cs_dagger", "laplace"})
 MONTE_CARLO_METHODS = frozenset({"is", "ais", "rais", "bdmc"})
 KNOWN_METHODS = ALIAS_AUTO_METHODS | MONTE_CARLO_METHODS
 
 
-class _FallbackResult:
-    """Duck-typed stand-in for ``sklearn_vb.scoring.ScoreResult``.
-
-    Used only when :mod:`sklearn_vb.scoring` cannot be imported; it supports the two
-    scores that need nothing but the estimator itself (``vb`` and ``bic``).
-    """
-
-    def __init__(self, method, log_evidence, bound):
-        self.method = method
-        self.log_evidence = float(log_evidence)
-        self.bound = bound
-        self.log_alias_correction = 0.0
-        self.stderr = None
-        self.interval = None
-        self.n_eff = None
-        self.diagnostics = {"alias_correction_available": False}
-
-    @property
-    def corrected(self):
-        return self.log_evidence + self.log_alias_correction
-
-
-def _scoring_module():
-    try:
-        from sklearn_vb import scoring
-    except ImportError:  # the scoring layer is optional for "vb"/"bic" only
-        return None
-    return scoring
-
-
-def _score_by_name(method, estimator, X, *, alias_correction, random_state, options, fit_params):
-    scoring = _scoring_module()
-    if scoring is not None:
-        return scoring.score(
-            estimator,
-            X,
-            method,
-            alias_correction=alias_correction,
-            random_state=random_state,
-            **options,
-            **fit_params,
-        )
-    if method == "vb":
-        return _FallbackResult("vb", estimator.lower_bound_, "lower")
-    if method == "bic":
-        # sklearn sign convention (lower is better) -> log-evidence approximation in nats
-        return _FallbackResult("bic", -0.5 * estimator.bic(X, **fit_params), "approx")
-    raise ImportError(
-        f"scoring={method!r} needs sklearn_vb.scoring, which could not be imported."
-    )
-
-
 def _raw_vb_result(estimator, error):
-    scoring = _scoring_module()
-    diagnostics = {"source": "lower_bound_", "scoring_error": error}
-    if scoring is None:
-        res = _FallbackResult("vb", estimator.lower_bound_, "lower")
-        res.diagnostics.update(diagnostics)
-        return res
-    return scoring.ScoreResult(
+    return ScoreResult(
         method="vb", log_evidence=float(estimator.lower_bound_), bound="lower",
-        diagnostics=diagnostics,
+        diagnostics={"source": "lower_bound_", "scoring_error": error},
     )
 
 
@@ -117,15 +62,8 @@ class _NamedMethod:
 
     def __call__(self, estimator, X, *, alias_correction, random_state, fit_params):
         try:
-            return _score_by_name(
-                self.method,
-                estimator,
-                X,
-                alias_correction=alias_correction,
-                random_state=random_state,
-                options=self.options,
-                fit_params=fit_params,
-            )
+            return score(estimator, X, self.method, alias_correction=alias_correction,
+                         random_state=random_state, **self.options, **fit_params)
         except Exception as exc:
             # The VB score is the estimator's own bound; when the scoring layer cannot
             # build its model for this candidate, the raw bound is still exact.
@@ -184,8 +122,6 @@ class _ScorerObject:
 
 def _accepted_keywords(func):
     """Keyword names ``func`` accepts, or None when it takes ``**kwargs``."""
-    import inspect
-
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):
@@ -480,8 +416,8 @@ def score_columns(name, results, use_corrected, error_score):
 def not_separable_from_best(values, stderrs, best):
     """Boolean array: candidates whose score is within 2 joint standard errors of the best.
 
-    spec/scoring.md §5: pairs with ``|Δ| < 2·sqrt(se₁² + se₂²)`` are flagged as not
-    separable.  Deterministic scores (no stderr) are always separable unless equal.
+    Pairs with ``|Δ| < 2·sqrt(se₁² + se₂²)`` are flagged as not separable: two
+    independent estimates whose difference is within two joint standard errors.  Deterministic scores (no stderr) are always separable unless equal.
     """
     values = np.asarray(values, dtype=float)
     se = np.nan_to_num(np.asarray(stderrs, dtype=float), nan=0.0)

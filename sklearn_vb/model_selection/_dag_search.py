@@ -12,6 +12,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_memory
 
+from .._dag_structure import parse_structure
 from . import _common as C
 from ._search import StructureSearch, _SearchBase, format_results
 
@@ -366,8 +367,6 @@ class DAGStructureSearch(_SearchBase):
         return self
 
     def _graph_from(self, structure):
-        from .._dag_structure import parse_structure
-
         est = self.estimator
         if structure is None:
             raise ValueError(

@@ -16,6 +16,7 @@ Never start a chain at a fitted or true parameter value.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -42,8 +43,6 @@ __all__ = ["AISScore", "ReverseAISScore", "BDMCScore", "run_ais", "run_reverse_a
 def _chain_groups(C, n_jobs):
     n_jobs = 1 if n_jobs is None else int(n_jobs)
     if n_jobs < 0:
-        import os
-
         n_jobs = max(1, (os.cpu_count() or 1) + 1 + n_jobs)
     n_groups = max(1, min(C, n_jobs))
     return [g for g in np.array_split(np.arange(C), n_groups) if g.size]

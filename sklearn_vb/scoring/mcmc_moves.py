@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._distributions import dirichlet_log_pdf
+from ._numerics import spawn_generators
 from .params import concat_params
 
 __all__ = [
@@ -46,8 +47,6 @@ def as_rngs(rng, C):
         if len(rng) != C:
             raise ValueError(f"need one Generator per chain ({C}), got {len(rng)}.")
         return list(rng)
-    from ._numerics import spawn_generators
-
     return spawn_generators(rng, C)
 
 
