@@ -7,7 +7,7 @@ the emission parameters, which an emission family of :mod:`sklearn_vb.emissions`
 handles (Dirichlet rows for categorical emissions, Normal-Wishart or per-dimension
 Normal-Gamma for Gaussian ones, ...).  The posterior over the hidden path is computed by
 a scaled forward-backward pass run with the sub-normalised parameters exp E[ln theta]
-(``sklearn_vb._kernels.hmm``).
+(``sklearn_vb._kernels.forward_backward``).
 
 The lower bound is recorded after each VBE step, for the stored pair (q(s), q(theta)):
 
@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
 from ._kernels import hmm as _k
+from ._kernels.forward_backward import forward_backward
 from ._validation import check_sequences, sequence_bounds
 from .base import VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
@@ -101,46 +102,8 @@ def optimize_dirichlet_scale(base, elog):
     return lam
 
 
-# ---------------------------------------------------------------------------
-# forward-backward: scaled fast path, log-space fallback
-# ---------------------------------------------------------------------------
-
-#: smallest per-step normaliser (in nats, relative to the shifts) that the scaled
-#: recursion is trusted with; below it the step came within ~1e-260 of underflow.
-_SCALED_LOG_FLOOR = -600.0
-
 #: weight of the random-parameter state marginals in the "random_marginals" start
 _MARGINAL_SHRINK = 0.3
-
-
-def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends, want_posteriors):
-    """Forward-backward over all sequences from log-weights, robust to underflow.
-
-    Runs the scaled recursion (:func:`sklearn_vb._kernels.hmm.forward_backward`) and
-    checks every step's normaliser without its shifts: the shifts make the largest
-    weight of each factor one, so a step whose normaliser is below exp(-600) (or zero)
-    multiplied weights that are, or nearly are, below the smallest double.  That happens
-    with very weak Dirichlet priors (per-entry concentration below ~1e-3, where
-    exp E[ln theta] = exp(psi(w) - psi(w_0)) ~ exp(-1/w) underflows) when the data need
-    a transition or emission the posterior has (almost) no counts for.  The sequences
-    are then recomputed by the log-space recursion
-    (:func:`sklearn_vb._kernels.hmm.forward_backward_log`), which is exact at any scale.
-    Returns the kernel's outputs (log_norm, frame_log_norm, start_counts, trans_counts,
-    emis_counts).
-    """
-    emis, shift = _k.scale_rows(log_emis)
-    out = _k.forward_backward(
-        log_startprob, log_transmat, emis, shift, index, starts, ends, want_posteriors
-    )
-    step_shift = shift[index] + np.max(log_transmat)
-    step_shift[starts] = shift[index[starts]] + np.max(log_startprob)
-    with np.errstate(invalid="ignore"):
-        log_step = out[1] - step_shift
-    if np.all(np.isfinite(out[0])) and log_step.min() > _SCALED_LOG_FLOOR:
-        return out
-    return _k.forward_backward_log(
-        log_startprob, log_transmat, log_emis, index, starts, ends, want_posteriors
-    )
 
 
 # ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..._distributions import _rng
-from ..._kernels.scoring import hmm_forward_backward, hmm_log_likelihood_batch
+from ..._kernels.forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
 from ..protocols import EStep
 from ._dirichlet import DirichletBlocksModel, dirichlet_evidence
 
@@ -67,7 +67,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         return factorial(self.K)
 
     def log_likelihood_per_sequence(self, params, X):
-        return hmm_log_likelihood_batch(
+        return categorical_hmm_log_likelihood_batch(
             np.ascontiguousarray(params["pi"], dtype=float),
             np.ascontiguousarray(params["A"], dtype=float),
             np.ascontiguousarray(params["B"], dtype=float),
@@ -78,9 +78,13 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         return self.log_likelihood_per_sequence(params, X).sum(axis=1)
 
     def e_step(self, params_single, X):
-        pi, A, B = (np.ascontiguousarray(params_single[k][0], dtype=float) for k in ("pi", "A", "B"))
-        ll, gamma, xi, init = hmm_forward_backward(pi, A, B, X["obs"], X["starts"], X["ends"])
-        stats = {"pi": init, "A": xi, "B": gamma.T @ np.eye(self.V)[X["obs"]]}
+        with np.errstate(divide="ignore"):
+            log_pi, log_A, log_B = (np.log(np.asarray(params_single[k][0], dtype=float))
+                                    for k in ("pi", "A", "B"))
+        log_norm, _, init, xi, emis_counts = forward_backward(
+            log_pi, log_A, np.ascontiguousarray(log_B.T), X["obs"], X["starts"], X["ends"], True)
+        ll = log_norm.sum()
+        stats = {"pi": init, "A": xi, "B": emis_counts.T}
         with np.errstate(divide="ignore"):
             ecl = sum(float(np.sum(np.where(stats[k] > 0, stats[k] * np.log(params_single[k][0]), 0.0)))
                       for k in ("pi", "A", "B"))

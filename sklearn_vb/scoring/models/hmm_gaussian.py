@@ -47,7 +47,8 @@ from scipy.special import digamma, gammaln, logsumexp, polygamma
 from ..._distributions import _log_multigamma, _rng, dirichlet_log_pdf, dirichlet_sample
 from ..._kernels import hmm as _k
 from ..._kernels._constants import LOG_2PI
-from ..._kernels.hmm_gaussian_batch import gaussian_hmm_log_likelihood_batch
+from ..._kernels.forward_backward import (forward_backward_scaled,
+                                         gaussian_hmm_log_likelihood_batch)
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
@@ -643,7 +644,7 @@ class GaussianHMMScoringModel(ScoringModelMixin):
 
     def _fb(self, log_pi, log_A, mu, Lq, const, X):
         emis, shift = _k.gaussian_full_log_emissions(X["X"], mu, np.ascontiguousarray(Lq), const)
-        log_norm, _, start, trans, gamma = _k.forward_backward(
+        log_norm, _, start, trans, gamma = forward_backward_scaled(
             np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A), emis, shift, X["index"],
             X["starts"], X["ends"], True)
         stats = {"start": start, "trans": trans}
