@@ -2,7 +2,7 @@
 
 The Kalman kernels (:mod:`.kalman`, :mod:`.kalman_batch`) work on ``k x k`` matrices with
 ``k`` a handful, where explicit loops into preallocated buffers beat LAPACK calls; the
-Gaussian-emission HMM kernels (:mod:`.hmm`, :mod:`.hmm_gaussian_batch`) share the
+Gaussian-emission HMM kernels (:mod:`.hmm`, :mod:`.forward_backward`) share the
 Mahalanobis form of a Cholesky-factored precision.  Every routine writes into arrays
 passed by the caller and reads only the lower triangle of a factor, so the buffers may
 hold anything above the diagonal.  The helpers marked ``inline="always"`` sit in the hot
