@@ -28,7 +28,8 @@ from sklearn.utils.validation import validate_data
 
 from ._distributions import gamma_expected_log, gamma_kl
 from ._kernels._constants import LOG_2PI
-from ._kernels.kalman import simulate_lds, spd_inverse, vb_kalman_smoother
+from ._kernels._linalg import spd_inverse
+from ._kernels.kalman import simulate_lds, vb_kalman_smoother
 from ._validation import check_sequences, sequence_bounds
 from .base import VBEMEstimator, bound_round_off
 

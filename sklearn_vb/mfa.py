@@ -54,8 +54,9 @@ from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from .base import VBEMEstimator, bound_round_off
+from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
+from .base import VBEMEstimator, bound_round_off
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
@@ -686,12 +687,18 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     # ---------------------------------------------------------------- bound
     def _bound_terms(self, data):
         st = self._vb_
-        return _k.bound_terms(
+        S, K = st["b_tilde"].shape
+        # F_pi = -KL(Dir(alpha_hat) || Dir(alpha*/S)); F_nu = -KL(q(nu) || p(nu))
+        kl_pi = dirichlet_kl(st["alpha_hat"], np.full(S, st["alpha_star"] / S))
+        f_nu = (-np.sum(gamma_kl(st["a_tilde"], st["b_tilde"], st["a_star"], st["b_star"]),
+                        axis=1) if K else np.zeros(S))
+        terms = _k.bound_terms(
             data.Z, st["resp"], st["xbar"], st["sigma"], st["logdet_sigma"],
             st["lam_mean"], st["lam_cov"], st["lam_logdet"], st["alpha_hat"],
             st["a_tilde"], st["b_tilde"], st["psi"], st["mu_star"], st["nu_star"],
-            st["a_star"], st["b_star"], st["alpha_star"], stats=self._stats(data),
+            stats=self._stats(data),
         )
+        return {"pi": -float(kl_pi), "nu": f_nu, **terms}
 
     def _lower_bound(self, data):
         t = self._bound_terms(data)

@@ -1,12 +1,17 @@
-"""Small dense linear algebra for the numba kernels (no LAPACK, no allocation).
+"""Small dense linear algebra shared by the kernels.
 
-The Kalman kernels (:mod:`.kalman`, :mod:`.kalman_batch`) work on ``k x k`` matrices with
-``k`` a handful, where explicit loops into preallocated buffers beat LAPACK calls; the
-Gaussian-emission HMM kernels (:mod:`.hmm`, :mod:`.forward_backward`) share the
-Mahalanobis form of a Cholesky-factored precision.  Every routine writes into arrays
-passed by the caller and reads only the lower triangle of a factor, so the buffers may
-hold anything above the diagonal.  The helpers marked ``inline="always"`` sit in the hot
-loops: as ordinary calls they cost measurably at small sizes.
+Numba helpers without LAPACK and without allocation: the Kalman kernels
+(:mod:`.kalman`, :mod:`.kalman_batch`) work on ``k x k`` matrices with ``k`` a handful,
+where explicit loops into preallocated buffers beat LAPACK calls; the Gaussian-emission
+HMM kernels (:mod:`.hmm`, :mod:`.forward_backward`) share the Mahalanobis form of a
+Cholesky-factored precision.  Every such routine writes into arrays passed by the caller
+and reads only the lower triangle of a factor, so the buffers may hold anything above
+the diagonal.  The helpers marked ``inline="always"`` sit in the hot loops: as ordinary
+calls they cost measurably at small sizes.
+
+Two inverses of symmetric positive definite matrices, named for their contracts:
+:func:`spd_inverse` (numba, one matrix, raises if it is not positive definite) and
+:func:`spd_inverse_jittered` (NumPy, a stack of matrices, diagonal jitter as a fallback).
 
 Numba's on-disk cache of a kernel is keyed on the source file of that kernel only: after
 editing this module, clear the ``__pycache__`` of the kernels that call it (or touch their
@@ -72,6 +77,46 @@ def spd_inverse_into(M, inv, L, Linv):
     if not chol_into(M, L, False):
         raise np.linalg.LinAlgError("matrix is not positive definite")
     return chol_inverse_into(L, inv, Linv)
+
+
+@njit(cache=True, nogil=True)
+def spd_inverse(M):
+    """Inverse and log-determinant of one symmetric positive definite matrix (its
+    symmetric part), by a Cholesky factorisation; raises ``LinAlgError`` if ``M`` is
+    not positive definite.  For the small matrices of the LDS, where a LAPACK call
+    costs more than the arithmetic."""
+    k = M.shape[0]
+    inv = np.empty((k, k))
+    logdet = spd_inverse_into(M, inv, np.zeros((k, k)), np.zeros((k, k)))
+    return inv, logdet
+
+
+def spd_inverse_jittered(P):
+    """Inverse and log-determinant of a stack of symmetric positive definite matrices
+    (NumPy, batched over the leading axes; their symmetric parts are used).
+
+    If the Cholesky factorisation fails, a jitter growing tenfold from 1e-12 times the
+    largest diagonal entry is added to the diagonal; the inverse is symmetrised.
+    """
+    P = 0.5 * (P + np.swapaxes(P, -1, -2))
+    d = P.shape[-1]
+    if d == 0:
+        return np.zeros_like(P), np.zeros(P.shape[:-2])
+    eye = np.eye(d)
+    jitter = 0.0
+    for _ in range(8):
+        try:
+            L = np.linalg.cholesky(P + jitter * eye)
+            break
+        except np.linalg.LinAlgError:
+            scale = np.max(np.abs(np.diagonal(P, axis1=-2, axis2=-1)))
+            jitter = max(jitter * 10.0, 1e-12 * max(scale, 1.0))
+    else:  # pragma: no cover - only for pathological input
+        raise np.linalg.LinAlgError("matrix is not positive definite")
+    Linv = np.linalg.inv(L)
+    inv = np.swapaxes(Linv, -1, -2) @ Linv
+    logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+    return 0.5 * (inv + np.swapaxes(inv, -1, -2)), logdet
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -2,9 +2,9 @@
 
 The VBE step of the variational Bayesian linear dynamical system is exact inference in
 a linear-Gaussian chain whose potentials are the parameter-averaged densities
-``exp<ln p(x_t | x_{t-1})>`` and ``exp<ln p(y_t | x_t)>``.  Written as in spec/lds.md
-§5.2, each is an ordinary Gaussian density under the posterior-mean parameters times a
-Gaussian "uncertainty penalty"::
+``exp<ln p(x_t | x_{t-1})>`` and ``exp<ln p(y_t | x_t)>``.  Each is an ordinary Gaussian
+density under the posterior-mean parameters times a Gaussian "uncertainty penalty" from
+the posterior covariance of the parameters::
 
     exp<ln p(x_t|x_{t-1})> = N(x_t | A x_{t-1} + bu_t, I) exp{-1/2 x'S_A x - x'h_ab_t - c_ab_t}
     exp<ln p(y_t|x_t)>     = N(y_t | C x_t + Du_t, diag(1/rho))
@@ -35,15 +35,6 @@ from ._linalg import mm as _mm
 from ._linalg import mmT as _mmT
 from ._linalg import mv as _mv
 from ._linalg import spd_inverse_into as _spd_inverse_into
-
-
-@njit(cache=True, nogil=True)
-def spd_inverse(M):
-    """Inverse and log-determinant of a symmetric positive definite matrix (Cholesky)."""
-    k = M.shape[0]
-    inv = np.empty((k, k))
-    logdet = _spd_inverse_into(M, inv, np.zeros((k, k)), np.zeros((k, k)))
-    return inv, logdet
 
 
 @njit(cache=True, nogil=True)

@@ -1,7 +1,7 @@
 """Array kernels for variational Bayesian mixtures of factor analysers.
 
 Pure functions of arrays, vectorised over data points and components with numpy
-batched linear algebra (no Python loop over rows).  Shapes follow spec/mfa.md §3:
+batched linear algebra (no Python loop over rows).  Shapes:
 
 * ``Y``          (N, p)        data (in fitting units)
 * ``lam_mean``   (S, p, K+1)   rows of E[Λ̃^s] = [Λ̄^s, μ̄^s]  (bias column last)
@@ -17,11 +17,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
-from .._distributions import dirichlet_kl, gamma_kl
 from ._constants import LOG_2PI
+from ._linalg import spd_inverse_jittered
 
 __all__ = [
-    "spd_inverse",
     "expected_loading_quadratic",
     "factor_posterior",
     "factor_means",
@@ -31,33 +30,6 @@ __all__ = [
     "bound_terms",
     "fa_log_density",
 ]
-
-
-def spd_inverse(P):
-    """Inverse and log-determinant of a stack of symmetric positive definite matrices.
-
-    Uses a Cholesky factorisation (jitter is added on the diagonal if it fails) and
-    returns a symmetrised inverse.
-    """
-    P = 0.5 * (P + np.swapaxes(P, -1, -2))
-    d = P.shape[-1]
-    if d == 0:
-        return np.zeros_like(P), np.zeros(P.shape[:-2])
-    eye = np.eye(d)
-    jitter = 0.0
-    for _ in range(8):
-        try:
-            L = np.linalg.cholesky(P + jitter * eye)
-            break
-        except np.linalg.LinAlgError:
-            scale = np.max(np.abs(np.diagonal(P, axis1=-2, axis2=-1)))
-            jitter = max(jitter * 10.0, 1e-12 * max(scale, 1.0))
-    else:  # pragma: no cover - only for pathological input
-        raise np.linalg.LinAlgError("matrix is not positive definite")
-    Linv = np.linalg.inv(L)
-    inv = np.swapaxes(Linv, -1, -2) @ Linv
-    logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
-    return 0.5 * (inv + np.swapaxes(inv, -1, -2)), logdet
 
 
 def expected_loading_quadratic(lam_mean, lam_cov, psi):
@@ -80,17 +52,18 @@ def _per_component(X, A):
 
 
 def factor_posterior(M):
-    """Shared factor covariance Σ_s = (I + M_xx)^{-1} and ln|Σ_s| (spec §5.1)."""
+    """Shared factor covariance Σ_s = (I + M_xx)^{-1} and ln|Σ_s| (the same for every point)."""
     K = M.shape[-1] - 1
     prec = np.eye(K) + M[:, :K, :K]
-    sigma, logdet_prec = spd_inverse(prec)
+    sigma, logdet_prec = spd_inverse_jittered(prec)
     return sigma, -logdet_prec
 
 
 def factor_means(Y, lam_mean, psi, sigma, M):
     """x̄_is = Σ_s (Λ̄^{sT} Ψ^{-1} y_i − m^s_xμ), shape (N, S, K).
 
-    The cross-covariance term inside m_xμ = E[Λ^T Ψ^{-1} μ] is kept (spec §5.1 [R]).
+    The cross-covariance term inside m_xμ = E[Λ^T Ψ^{-1} μ] (the covariance between a
+    row's loadings and its centre under q) is kept: dropping it lowers the bound.
     """
     K = sigma.shape[-1]
     proj = _project(Y / psi, lam_mean[:, :, :K])
@@ -99,7 +72,8 @@ def factor_means(Y, lam_mean, psi, sigma, M):
 
 
 def log_weights(Y, xbar, sigma, logdet_sigma, lam_mean, M, psi, expected_log_pi):
-    """Unnormalised log responsibilities ℓ_is in the uncollapsed form of spec §5.2.
+    """Unnormalised log responsibilities ℓ_is, with q(x | s) kept as given rather than
+    re-optimised (the uncollapsed form).
 
     Valid for any (x̄, Σ): the softmax of the result maximises the bound over q(s)
     exactly with q(x|s) held fixed.
@@ -152,7 +126,7 @@ def sufficient_statistics(Y, resp, xbar, sigma):
 
 
 def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star):
-    """Row-wise Gaussian posterior of Λ̃^s = [Λ^s, μ^s] (spec §6.3), a full joint solve.
+    """Row-wise Gaussian posterior of Λ̃^s = [Λ^s, μ^s], loadings and centre solved jointly.
 
     Returns ``lam_mean`` (S, p, K+1), ``lam_cov`` (S, p, K+1, K+1) and the
     log-determinants ln|Γ^s_q| (S, p).
@@ -165,7 +139,7 @@ def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star):
     P = W[:, None, :, :] / psi[None, :, None, None]
     idx = np.arange(K1)
     P[:, :, idx, idx] += prior
-    cov, logdet_prec = spd_inverse(P)
+    cov, logdet_prec = spd_inverse_jittered(P)
     rhs = C / psi[None, :, None]
     rhs[:, :, K1 - 1] += (nu_star * mu_star)[None, :]
     mean = np.einsum("sqkl,sql->sqk", cov, rhs)
@@ -174,13 +148,14 @@ def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star):
 
 def bound_terms(
     Y, resp, xbar, sigma, logdet_sigma, lam_mean, lam_cov, lam_logdet,
-    alpha_hat, a_tilde, b_tilde, psi, mu_star, nu_star, a_star, b_star, alpha_star,
-    stats=None,
+    alpha_hat, a_tilde, b_tilde, psi, mu_star, nu_star, stats=None,
 ):
-    """The six named terms of the lower bound F (spec §9), valid for any q.
+    """The named terms of the lower bound F that involve the loadings, the factors or
+    the data, valid for any q: a dict of per-component arrays (S,) ``loading``,
+    ``assign``, ``factor`` and ``lik``.
 
-    Returns a dict with the scalar ``pi`` and per-component arrays (S,) ``nu``,
-    ``loading``, ``assign``, ``factor`` and ``lik``.  F is their total.
+    F is their total plus ``-KL(q(pi) || p(pi))`` and ``-KL(q(nu) || p(nu))``, which the
+    estimator takes from the conjugate families.
     """
     N, p = Y.shape
     S = resp.shape[1]
@@ -188,13 +163,8 @@ def bound_terms(
     if stats is None:
         stats = sufficient_statistics(Y, resp, xbar, sigma)
     Nk, W, C, D = stats
-    # F_pi = -KL(Dir(alpha_hat) || Dir(alpha*/S))
     a0 = alpha_hat.sum()
     elog_pi = digamma(alpha_hat) - digamma(a0)
-    prior_c = alpha_star / S
-    kl_pi = dirichlet_kl(alpha_hat, np.full(S, prior_c))
-    # F_nu
-    f_nu = -np.sum(gamma_kl(a_tilde, b_tilde, a_star, b_star), axis=1) if K else np.zeros(S)
     # F_Lambda
     e_nu = a_tilde / b_tilde
     elog_nu = digamma(a_tilde) - np.log(b_tilde)
@@ -223,8 +193,6 @@ def bound_terms(
     quad += np.einsum("skl,slk->s", M, W)
     f_lik = -0.5 * Nk * (p * LOG_2PI + np.sum(np.log(psi))) - 0.5 * quad
     return {
-        "pi": -float(kl_pi),
-        "nu": f_nu,
         "loading": f_load,
         "assign": f_assign,
         "factor": f_x,
@@ -240,7 +208,7 @@ def fa_log_density(Y, means, loadings, psi):
     S, p, K = loadings.shape
     ipsi = 1.0 / psi
     inner = np.eye(K) + np.einsum("sqk,q,sql->skl", loadings, ipsi, loadings)
-    inner_inv, logdet_inner = spd_inverse(inner)
+    inner_inv, logdet_inner = spd_inverse_jittered(inner)
     diff = Y[:, None, :] - means[None, :, :]  # (N, S, p)
     dpsi = diff * ipsi
     maha = np.einsum("nsq,nsq->ns", dpsi, diff)

@@ -6,9 +6,9 @@ pattern ``u`` (weight ``w_u``) owning the configuration rows
 ``row_start[u] .. row_start[u+1]-1`` of ``idx`` (one per joint setting of its unobserved
 nodes), so ``p(y_u | theta) = sum_r prod_j theta[idx[r, j]]``.
 
-One AIS chain (spec dag.md §8.5): theta ~ prior; for k = 1..K one Metropolis–Hastings
+One AIS chain: theta ~ prior; for k = 1..K one Metropolis–Hastings
 step targeting ``f_{k-1} = p(theta) p(y|theta)^{b_{k-1}}``, then
-``log_w += (b_k - b_{k-1}) ln p(y | theta)``.  The proposal (dag.md §8.4) moves every CPT
+``log_w += (b_k - b_{k-1}) ln p(y | theta)``.  The proposal moves every CPT
 row at once, ``theta'_row ~ Dir(a theta_row + g_row)``, with one joint accept/reject; the
 strength ``a(b) = alpha0 + kappa n b`` (``kappa = 0``: Beal's fixed strength) and the
 per-entry floor ``g >= 0`` (``g = 0``: Beal's proposal).  Rows of length 1 are constants.

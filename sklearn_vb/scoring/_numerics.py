@@ -1,4 +1,4 @@
-"""Log-space numerical helpers shared by the scorers (spec SC-R2).
+"""Log-space numerical helpers shared by the scorers.
 
 Every stochastic evidence estimate is built from log-weights ``a_i``; the weights
 ``w_i = exp(a_i)`` are never formed.  ``-inf`` log-weights are allowed (zero weight);

@@ -1,4 +1,4 @@
-"""Parameter spaces and the unconstrained basis (spec §2.2, IF-3).
+"""Parameter spaces and the unconstrained basis in which the samplers move.
 
 A parameter batch (``Params``) is a ``dict`` mapping block names to arrays with a leading
 batch axis of size ``C``: block ``b`` of shape ``s`` is stored as ``(C,) + s``.
@@ -124,7 +124,8 @@ class ParamBlock:
 
 
 class ParamSpace:
-    """An ordered list of :class:`ParamBlock` with the transforms of spec §2.2."""
+    """An ordered list of :class:`ParamBlock` with the unconstrained transforms described
+    in the module docstring."""
 
     def __init__(self, blocks):
         blocks = list(blocks)

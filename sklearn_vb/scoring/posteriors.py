@@ -1,4 +1,4 @@
-"""Variational posteriors q(theta) over a ParamSpace (spec §2.7, IF-8).
+"""Variational posteriors q(theta) over a ParamSpace.
 
 A :class:`FactorizedPosterior` is a product of per-block factors (:class:`QBlock`):
 Dirichlet rows for simplex blocks, Gaussian / Student-t for real blocks and Gamma for

@@ -1,4 +1,4 @@
-"""Annealing schedules beta_0 = 0 < beta_1 < ... < beta_K = 1 (spec §4.6)."""
+"""Annealing schedules beta_0 = 0 < beta_1 < ... < beta_K = 1."""
 
 from __future__ import annotations
 

@@ -88,6 +88,7 @@ from scipy.special import gammaln, polygamma, xlogy
 from ..._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
 from ..._kernels import mfa as _k
 from ..._kernels._constants import LOG_2PI
+from ..._kernels._linalg import spd_inverse_jittered
 from ..._kernels.mfa_batch import mfa_log_likelihood_per_case
 from ...mfa import fa_free_parameters
 from ..mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
@@ -515,7 +516,7 @@ class MFAScoringModel(ScoringModelMixin):
         w, lam = self.split(params_single)
         L = lam[0, :, :, :self.K]
         M = np.eye(self.K) + np.einsum("sqk,q,sql->skl", L, 1.0 / self.psi, L)
-        inv, logdet = _k.spd_inverse(M)
+        inv, logdet = spd_inverse_jittered(M)
         return inv, -logdet
 
     def e_step(self, params_single, X):
