@@ -63,6 +63,23 @@ def _row_potential(log_phi, idx, r):
     return s
 
 
+@njit(cache=True, nogil=True, inline="always")
+def pattern_log_normaliser(log_phi, idx, a, b):
+    """``ln sum_r exp(potential_r)`` over the configuration rows ``a .. b-1`` of one
+    pattern (-inf if every configuration has zero potential)."""
+    peak = -np.inf
+    for r in range(a, b):
+        s = _row_potential(log_phi, idx, r)
+        if s > peak:
+            peak = s
+    if peak == -np.inf:
+        return peak
+    total = 0.0
+    for r in range(a, b):
+        total += math.exp(_row_potential(log_phi, idx, r) - peak)
+    return peak + math.log(total)
+
+
 @njit(cache=True, nogil=True)
 def enumerate_posterior(log_phi, idx, row_start, weights, counts, post, log_z, entropy):
     """Exact inference by enumeration for every pattern.
@@ -125,22 +142,8 @@ def enumerate_posterior(log_phi, idx, row_start, weights, counts, post, log_z, e
 def pattern_log_normalisers(log_phi, idx, row_start, log_z):
     """``log_z[u] = ln sum_r exp(sum_j log_phi[idx[r, j]])``; with normalised tables
     this is ln p(y_u | theta), the likelihood of the observed part of pattern u."""
-    n_patterns = row_start.shape[0] - 1
-    for u in range(n_patterns):
-        a = row_start[u]
-        b = row_start[u + 1]
-        peak = -np.inf
-        for r in range(a, b):
-            s = _row_potential(log_phi, idx, r)
-            if s > peak:
-                peak = s
-        if peak == -np.inf:
-            log_z[u] = -np.inf
-            continue
-        total = 0.0
-        for r in range(a, b):
-            total += math.exp(_row_potential(log_phi, idx, r) - peak)
-        log_z[u] = peak + math.log(total)
+    for u in range(row_start.shape[0] - 1):
+        log_z[u] = pattern_log_normaliser(log_phi, idx, row_start[u], row_start[u + 1])
 
 
 @njit(cache=True, nogil=True)

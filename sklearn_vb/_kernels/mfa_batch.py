@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from ._constants import LOG_2PI
+from ._linalg import chol_into
 
 __all__ = ["mfa_log_likelihood_per_case"]
 
@@ -36,6 +37,7 @@ def mfa_log_likelihood_per_case(weights, lam, psi, Z, out):
     for q in range(p):
         logdet_psi += np.log(psi[q])
     L = np.zeros((S, K, K))
+    M = np.empty((K, K))
     B = np.zeros((S, K, p))
     const = np.zeros(S)
     r = np.zeros(p)
@@ -43,7 +45,7 @@ def mfa_log_likelihood_per_case(weights, lam, psi, Z, out):
     vals = np.zeros(S)
     for c in range(C):
         for s in range(S):
-            # B = Lambda^T Psi^{-1}, M = I + B Lambda, Cholesky in place
+            # B = Lambda^T Psi^{-1}, M = I + B Lambda = L L^T
             for j in range(K):
                 for q in range(p):
                     B[s, j, q] = lam[c, s, q, j] * ipsi[q]
@@ -54,20 +56,16 @@ def mfa_log_likelihood_per_case(weights, lam, psi, Z, out):
                         acc += B[s, j, q] * lam[c, s, q, l]
                     if j == l:
                         acc += 1.0
-                    L[s, j, l] = acc
-            logdet_m = 0.0
-            for j in range(K):
-                d = L[s, j, j]
-                for l in range(j):
-                    d -= L[s, j, l] * L[s, j, l]
-                d = np.sqrt(d) if d > 0.0 else np.nan
-                L[s, j, j] = d
-                logdet_m += 2.0 * np.log(d)
-                for m in range(j + 1, K):
-                    e = L[s, m, j]
-                    for l in range(j):
-                        e -= L[s, m, l] * L[s, j, l]
-                    L[s, m, j] = e / d
+                    M[j, l] = acc
+                    M[l, j] = acc
+            if chol_into(M, L[s], False):
+                logdet_m = 0.0
+                for j in range(K):
+                    logdet_m += 2.0 * np.log(L[s, j, j])
+            else:  # not positive definite: every row gets NaN
+                logdet_m = np.nan
+                for j in range(K):
+                    L[s, j, j] = np.nan
             const[s] = np.log(weights[c, s]) - 0.5 * (p * LOG_2PI + logdet_psi + logdet_m)
         for i in range(N):
             vmax = -np.inf

@@ -24,17 +24,9 @@ import math
 import numpy as np
 from numba import njit
 
+from .dag import pattern_log_normaliser
+
 __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_prior_log_density"]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_log_prob(theta, idx, r):
-    """``sum_j ln theta[idx[r, j]]`` (``-inf`` for a zero entry)."""
-    ls = 0.0
-    for j in range(idx.shape[1]):
-        t = theta[idx[r, j]]
-        ls += math.log(t) if t > 0.0 else -np.inf
-    return ls
 
 
 @njit(cache=True, nogil=True)
@@ -43,6 +35,7 @@ def dag_pattern_loglik(theta, idx, row_start, weights):
     fallback for a pattern whose terms all underflow)."""
     n_patterns = row_start.shape[0] - 1
     n_nodes = idx.shape[1]
+    log_theta = np.empty(0)  # computed on the first pattern that needs it
     total = 0.0
     for u in range(n_patterns):
         s = 0.0
@@ -54,24 +47,22 @@ def dag_pattern_loglik(theta, idx, row_start, weights):
         if s > 0.0:
             total += weights[u] * math.log(s)
         else:
-            peak = -np.inf
-            for r in range(row_start[u], row_start[u + 1]):
-                ls = _row_log_prob(theta, idx, r)
-                if ls > peak:
-                    peak = ls
-            if peak == -np.inf:
+            if log_theta.shape[0] == 0:
+                log_theta = np.empty(theta.shape[0])
+                for k in range(theta.shape[0]):
+                    t = theta[k]
+                    log_theta[k] = math.log(t) if t > 0.0 else -np.inf
+            lz = pattern_log_normaliser(log_theta, idx, row_start[u], row_start[u + 1])
+            if lz == -np.inf:
                 return -np.inf
-            acc = 0.0
-            for r in range(row_start[u], row_start[u + 1]):
-                acc += math.exp(_row_log_prob(theta, idx, r) - peak)
-            total += weights[u] * (peak + math.log(acc))
+            total += weights[u] * lz
     return total
 
 
 @njit(cache=True, nogil=True)
 def dag_prior_log_density(theta, prior, row_ptr):
     """``sum_rows ln Dir(theta_row | prior_row)`` (rows of length 1 contribute 0)."""
-    out = 0.0
+    out = _prior_kernel(theta, prior, row_ptr)
     for i in range(row_ptr.shape[0] - 1):
         a = row_ptr[i]
         b = row_ptr[i + 1]
@@ -80,7 +71,7 @@ def dag_prior_log_density(theta, prior, row_ptr):
         a0 = 0.0
         for k in range(a, b):
             a0 += prior[k]
-            out += (prior[k] - 1.0) * math.log(theta[k]) - math.lgamma(prior[k])
+            out -= math.lgamma(prior[k])
         out += math.lgamma(a0)
     return out
 
