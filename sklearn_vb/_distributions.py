@@ -305,16 +305,25 @@ def gamma_log_pdf(x, a, b):
     return a * np.log(b) - gammaln(a) + xlogy(a - 1.0, x) - b * x
 
 
+#: smallest Gamma shape drawn directly; below it the variates are drawn in log space
+_DIRECT_GAMMA_SHAPE = 0.5
+
+
 def gamma_sample(a, b, rng, size=None):
     """Draw lambda ~ Gamma(shape a, rate b), shape ``size + broadcast(a, b).shape``.
 
-    Drawn in log space (accurate for tiny shapes); never exactly 0.
+    One standard-Gamma variate per draw when every shape is at least 0.5; otherwise
+    drawn in log space, which stays accurate for tiny shapes (a draw of Gamma(1e-3)
+    is often below the smallest double).  Never exactly 0.
     """
     a, b = _f(a), _f(b)
     if np.any(~(a > 0)) or np.any(~(b > 0)):
         raise ValueError("a and b must be positive.")
     rng = _rng(rng)
     out_shape = _size(size) + np.broadcast_shapes(a.shape, b.shape)
+    if np.all(a >= _DIRECT_GAMMA_SHAPE):
+        return np.maximum(rng.standard_gamma(np.broadcast_to(a, out_shape), size=out_shape) / b,
+                          _TINY)
     log_g = _log_gamma_variates(a, rng, out_shape) - np.log(b)
     return np.maximum(np.exp(log_g), _TINY)
 
@@ -481,11 +490,20 @@ def wishart_kl(W_q, nu_q, W_p, nu_p):
     )
 
 
-def wishart_log_pdf(L, W, nu):
-    """ln Wishart(L | W, nu) for a precision matrix L (last two axes)."""
+def wishart_log_pdf(L, W, nu, cholesky=False):
+    """ln Wishart(L | W, nu) for a precision matrix L (last two axes).
+
+    With ``cholesky=True``, ``L`` is the lower Cholesky factor of the precision matrix
+    (positive diagonal) and is used as it is: the density is still that of the matrix,
+    without the Jacobian of the factorisation, and nothing is refactorised (so a factor
+    whose product is numerically singular still gets its density).
+    """
     L = _f(L)
     D, nu, LW, logdet_W = _wishart_logdet_terms(W, nu)
-    LL = _cholesky("L", L)
+    if cholesky:
+        LL, L = L, L @ np.swapaxes(L, -1, -2)
+    else:
+        LL = _cholesky("L", L)
     return (
         _log_normaliser(D, nu, logdet_W)
         + 0.5 * (nu - D - 1.0) * _logdet_chol(LL)
@@ -502,13 +520,17 @@ def _bartlett_factor(LW, nu, rng, out_shape, D):
     return LW @ A
 
 
-def wishart_sample(W, nu, rng, size=None):
-    """Draw Lambda ~ Wishart(W, nu) (Bartlett decomposition), shape ``size + batch + (D, D)``."""
+def wishart_sample(W, nu, rng, size=None, cholesky=False):
+    """Draw Lambda ~ Wishart(W, nu) (Bartlett decomposition), shape ``size + batch + (D, D)``.
+
+    With ``cholesky=True`` the lower Cholesky factor of each draw is returned instead
+    (the Bartlett factor itself, exact and without a factorisation).
+    """
     D, nu, LW, _ = _wishart_logdet_terms(W, nu)
     rng = _rng(rng)
     out_shape = _size(size) + np.broadcast_shapes(LW.shape[:-2], nu.shape)
     C = _bartlett_factor(LW, nu, rng, out_shape, D)
-    return C @ np.swapaxes(C, -1, -2)
+    return C if cholesky else C @ np.swapaxes(C, -1, -2)
 
 
 # ---------------------------------------------------------------------------
@@ -529,19 +551,31 @@ def normal_wishart_kl(m_q, beta_q, W_q, nu_q, m_p, beta_p, W_p, nu_p):
     return kl_mean + wishart_kl(W_q, nu_q, W_p, nu_p)
 
 
-def normal_wishart_log_pdf(mu, L, m, beta, W, nu):
-    """ln N(mu | m, (beta L)^{-1}) + ln Wishart(L | W, nu)."""
+def normal_wishart_log_pdf(mu, L, m, beta, W, nu, cholesky=False):
+    """ln N(mu | m, (beta L)^{-1}) + ln Wishart(L | W, nu).
+
+    With ``cholesky=True``, ``L`` is the lower Cholesky factor of the precision matrix
+    (see :func:`wishart_log_pdf`).
+    """
     mu, L, m, beta = _f(mu), _f(L), _f(m), _f(beta)
-    LL = _cholesky("L", L)
     D = L.shape[-1]
     diff = mu - m
-    quad = np.einsum("...i,...ij,...j->...", diff, L, diff)
+    if cholesky:
+        LL = L
+        u = np.einsum("...ij,...i->...j", LL, diff)  # LL^T diff
+        quad = np.sum(u * u, axis=-1)
+    else:
+        LL = _cholesky("L", L)
+        quad = np.einsum("...i,...ij,...j->...", diff, L, diff)
     log_gauss = 0.5 * (D * np.log(beta) + _logdet_chol(LL) - D * LOG_2PI - beta * quad)
-    return log_gauss + wishart_log_pdf(L, W, nu)
+    return log_gauss + wishart_log_pdf(L, W, nu, cholesky=cholesky)
 
 
-def normal_wishart_sample(m, beta, W, nu, rng, size=None):
-    """Draw (mu, Lambda) from NW(m, beta, W, nu); shapes ``size + batch + (D,)`` and ``+ (D, D)``."""
+def normal_wishart_sample(m, beta, W, nu, rng, size=None, cholesky=False):
+    """Draw (mu, Lambda) from NW(m, beta, W, nu); shapes ``size + batch + (D,)`` and ``+ (D, D)``.
+
+    With ``cholesky=True`` the second output is the lower Cholesky factor of Lambda.
+    """
     m, beta = _f(m), _f(beta)
     D, nu, LW, _ = _wishart_logdet_terms(W, nu)
     rng = _rng(rng)
@@ -552,7 +586,7 @@ def normal_wishart_sample(m, beta, W, nu, rng, size=None):
     # mu - m = beta^{-1/2} C^{-T} z has covariance (beta Lambda)^{-1}
     y = np.linalg.solve(np.swapaxes(C, -1, -2), z[..., None])[..., 0]
     mu = m + y / np.sqrt(beta)[..., None]
-    return mu, C @ np.swapaxes(C, -1, -2)
+    return mu, (C if cholesky else C @ np.swapaxes(C, -1, -2))
 
 
 def normal_wishart_expected_log_likelihood(x, m, beta, W, nu):

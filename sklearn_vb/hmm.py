@@ -113,7 +113,7 @@ _MARGINAL_SHRINK = 0.3
 
 @dataclass
 class HMMData:
-    """Validated sequences, as :meth:`VBHiddenMarkov.sequence_data` returns them.
+    """Validated sequences, as :meth:`VBHiddenMarkov.check_data` returns them.
 
     Attributes
     ----------
@@ -393,29 +393,6 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         data.summary.update(family.summarise(data.X))
         return data
 
-    def sequence_data(self, X, lengths=None, sequence_ids=None):
-        """Validate new data as :meth:`score` and :meth:`predict` do.
-
-        Public so that code built on a fitted model (e.g. its scoring adapter) prepares
-        data exactly as the estimator does.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Concatenated sequences (integer symbols in one column for categorical
-            emissions).
-        lengths : array-like of int, optional
-            Lengths of the consecutive sequences in ``X``.
-        sequence_ids : array-like of shape (n_samples,), optional
-            One id per row (rows of a sequence contiguous and in time order).
-
-        Returns
-        -------
-        HMMData
-        """
-        check_is_fitted(self, "lower_bound_")
-        return self._sequence_data(X, lengths, sequence_ids, reset=False)
-
     # ------------------------------------------------------------------ priors
     def _resolve_priors(self, data):
         K = self.n_components
@@ -627,7 +604,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
 
     def _new_data(self, X, lengths, sequence_ids):
-        return self.sequence_data(X, lengths, sequence_ids)
+        return self.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
 
     def _plugin_table(self, data):
         """Log emission table at the posterior-mean parameters."""
@@ -731,7 +708,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return n + self._family.n_parameters(self._emission("posterior"))
 
     def _check_new_data(self, X, lengths=None, sequence_ids=None):
-        return self._new_data(X, lengths, sequence_ids)
+        return self._sequence_data(X, lengths, sequence_ids, reset=False)
 
     def _log_likelihood(self, data):
         return float(self._plugin_forward(data)[0].sum())

@@ -206,3 +206,123 @@ def test_init_posterior_and_validation():
             VBHiddenMarkov(2, emission="poisson", **kw).fit(X)
     with pytest.raises(ValueError, match="non-negative integer"):
         model.predict(np.array([[0.5, 1.0]]))
+
+
+# ---------------------------------------------------------------------------
+# the scoring adapter (the same family pieces) and the scorers
+# ---------------------------------------------------------------------------
+
+
+def brute_force_loglik(params, X, lengths):
+    """ln p(X | theta_c) by enumerating every path, with scipy's Poisson pmf."""
+    K = params["rates"].shape[1]
+    out = []
+    for c in range(params["rates"].shape[0]):
+        log_b = st.poisson.logpmf(X[:, None, :], params["rates"][c][None]).sum(axis=2)
+        if K > 1:
+            lp, lA = np.log(params["startprob"][c]), np.log(params["transmat"][c])
+        else:
+            lp, lA = np.zeros(1), np.zeros((1, 1))
+        out.append(enumerate_sequences(lp, lA, log_b, lengths)[0].sum())
+    return np.array(out)
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    from sklearn_vb.scoring import scoring_model_for
+
+    est = fit(X_TINY, L_TINY, 2)
+    return est, scoring_model_for(est)
+
+
+def test_adapter_likelihood_densities_and_counts(tiny_model):
+    from sklearn_vb.scoring import ScoringModel, VariationalPosterior
+
+    est, model = tiny_model
+    assert isinstance(model, ScoringModel)
+    assert isinstance(model.variational_posterior(), VariationalPosterior)
+    assert model.param_space.names == ["startprob", "transmat", "rates"]
+    assert model.n_parameters() == est._n_parameters() == 1 + 2 + 4
+    data = model.prepare_data(X_TINY, lengths=L_TINY)
+    th = model.sample_prior(np.random.default_rng(0), 5)
+    ll = model.log_likelihood(th, data)
+    np.testing.assert_allclose(ll, brute_force_loglik(th, X_TINY, L_TINY), rtol=1e-10)
+    np.testing.assert_allclose(model.log_likelihood_per_case(th, data).sum(axis=1), ll,
+                               rtol=1e-10)
+    # the estimator's plug-in likelihood at the posterior mean
+    mean = model.variational_posterior().mean()
+    np.testing.assert_allclose(mean["rates"][0], est.rates_, rtol=1e-12)
+    np.testing.assert_allclose(model.log_likelihood_per_sequence(mean, data)[0],
+                               est.score_samples(X_TINY, lengths=L_TINY, per="sequence"),
+                               rtol=1e-10)
+    # prior and q densities against scipy's Dirichlet and Gamma densities
+    q = model.variational_posterior()
+    for dist, u_pi, u_A, a, b in (
+        (model.prior, est.startprob_prior_, est.transmat_prior_, est.rate_shape_prior_,
+         est.rate_rate_prior_),
+        (q, est.startprob_posterior_, est.transmat_posterior_, est.rate_shape_posterior_,
+         est.rate_rate_posterior_),
+    ):
+        draws = dist.sample(np.random.default_rng(1), 4)
+        ref = [st.dirichlet.logpdf(draws["startprob"][c], u_pi)
+               + sum(st.dirichlet.logpdf(draws["transmat"][c, k], u_A[k]) for k in range(2))
+               + st.gamma.logpdf(draws["rates"][c], a, scale=1.0 / b).sum() for c in range(4)]
+        np.testing.assert_allclose(dist.log_pdf(draws), ref, rtol=1e-10)
+    big = q.sample(np.random.default_rng(2), 40000)
+    np.testing.assert_allclose(big["rates"].mean(axis=0), est.rates_, rtol=0.02)
+    th["rates"][0, 0, 0] = -1.0
+    lp = model.log_prior(th)
+    assert lp[0] == -np.inf and np.all(np.isfinite(lp[1:]))
+
+
+def test_adapter_e_step_and_complete_evidence(tiny_model):
+    est, model = tiny_model
+    data = model.prepare_data(X_TINY, lengths=L_TINY)
+    rng = np.random.default_rng(3)
+    th = model.sample_prior(rng, 3)
+    exact = exact_log_evidence(X_TINY, L_TINY, 2, est.startprob_prior_, est.transmat_prior_,
+                               est.rate_shape_prior_, est.rate_rate_prior_)
+    assert model.log_evidence(data) == pytest.approx(exact, abs=1e-9)
+    for c in range(3):
+        one = {k: v[c:c + 1] for k, v in th.items()}
+        e = model.e_step(one, data)
+        assert e.loglik == pytest.approx(model.log_likelihood(one, data)[0], abs=1e-9)
+        assert e.entropy >= -1e-12
+        assert e.stats["N"].sum() == pytest.approx(len(X_TINY))
+        # conjugacy: ln p(theta) + E ln p(z, X | theta) - ln q(theta) = ln complete
+        # evidence for every theta when q = VBM(stats)
+        q = model.posterior_from_stats(e.stats)
+        draws = q.sample(rng, 10)
+        lhs = model.log_prior(draws) + model.complete_loglik(draws, e.stats) - q.log_pdf(draws)
+        np.testing.assert_allclose(lhs, model.log_complete_evidence(e.stats), atol=1e-8)
+    # the complete-data log-likelihood along a path, frame by frame
+    Z = model.random_completion(data, rng)
+    stats = model.stats_from_responsibilities(np.eye(2)[Z], data)
+    np.testing.assert_allclose(model.log_complete_joint_per_case(th, Z, data).sum(axis=1),
+                               model.complete_loglik(th, stats), rtol=1e-12)
+    Xs, states = model.simulate(model.variational_posterior().mean(), rng, lengths=[3000, 2000])
+    assert Xs.shape == (5000, 2) and states.shape == (5000,)
+    for k in range(2):
+        np.testing.assert_allclose(Xs[states == k].mean(axis=0), est.rates_[k], rtol=0.1,
+                                   atol=0.05)
+
+
+def test_scorers_against_exact_evidence(tiny_model):
+    from sklearn_vb.scoring import score
+
+    est, model = tiny_model
+    exact = model.log_evidence(model.prepare_data(X_TINY, lengths=L_TINY))
+    kw = dict(lengths=L_TINY, random_state=0)
+    vb = score(est, X_TINY, "vb", **kw)
+    assert vb.log_evidence == est.lower_bound_ <= exact + 1e-9
+    bic = score(est, X_TINY, "bic", **kw)
+    assert np.isfinite(bic.log_evidence)
+    assert bic.diagnostics["n"] == 7 and bic.diagnostics["d"] == model.n_parameters()
+    cs = score(est, X_TINY, "cs", **kw)
+    assert cs.log_evidence <= exact + 1e-9
+    vbcs = score(est, X_TINY, "vb", init="cs", **kw)
+    assert vbcs.diagnostics["first_bound"] == pytest.approx(vbcs.diagnostics["cs"], abs=1e-10)
+    assert vbcs.diagnostics["cs"] - 1e-9 <= vbcs.log_evidence <= exact + 1e-9
+    ais = score(est, X_TINY, "ais", n_temperatures=500, n_chains=16, **kw)
+    err = abs(ais.log_evidence - exact)
+    assert err <= max(0.05, 4 * ais.stderr) and err <= 0.5, (ais.log_evidence - exact, ais.stderr)

@@ -52,7 +52,7 @@ def wrapped(model):
 
 
 def precision_matrices(model, params):
-    L = model.layout.chol(params)
+    L = model.family.precision_cholesky(params)
     return L @ np.swapaxes(L, -1, -2)
 
 
@@ -146,7 +146,7 @@ def scipy_log_density(model, dist, params):
         for k in range(model.K):
             mu = params["means"][c, k]
             if model.covariance_type == "full":
-                L = model.layout.chol({b: params[b][c:c + 1] for b in params})[0, k]
+                L = model.family.precision_cholesky({b: params[b][c:c + 1] for b in params})[0, k]
                 Lam = L @ L.T
                 v += st.wishart.logpdf(Lam, df=em.nu[k], scale=np.linalg.inv(em.S[k]))
                 v += st.multivariate_normal.logpdf(mu, em.m[k], np.linalg.inv(em.beta[k] * Lam))
@@ -306,7 +306,7 @@ def test_prior_and_q_densities_match_scipy(which, request):
         np.testing.assert_allclose(log_pdf(th), scipy_log_density(model, dist, th), rtol=1e-10)
     # a non-positive precision has zero density
     th = model.sample_prior(rng, 2)
-    key = "prec_chol_diag" if model.layout.full else "precisions"
+    key = "prec_chol_diag" if model.covariance_type == "full" else "precisions"
     th[key][0, 0, 0] = -1.0
     lp = model.log_prior(th)
     assert lp[0] == -np.inf and np.isfinite(lp[1])
@@ -371,7 +371,7 @@ def test_samplers_consistent_with_densities(which, request):
         em = dist.emission
         np.testing.assert_allclose(th["means"].mean(axis=0), em.m, atol=0.05)
         Lam = precision_matrices(model, th).mean(axis=0)
-        if model.layout.full:
+        if model.covariance_type == "full":
             expect = em.nu[:, None, None] * np.linalg.inv(em.S)
         else:
             expect = np.stack([np.diag(v) for v in em.a / em.b])

@@ -33,6 +33,8 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
+from .._kernels.forward_backward import forward_backward
+
 __all__ = ["EmissionFamily"]
 
 
@@ -186,3 +188,84 @@ class EmissionFamily(ABC):
     @abstractmethod
     def sample(self, post, states, rng):
         """Frames drawn from the posterior-mean emissions of ``states`` (a RandomState)."""
+
+    # ------------------------------------------------------------------ scoring
+    # Parameters theta of the emissions are a dict of named blocks, each with a leading
+    # batch axis of C parameter sets (the scoring layer's convention).
+
+    @abstractmethod
+    def param_blocks(self, prior, n_components):
+        """The emission parameter blocks as ``(name, shape, constraint)`` triples
+        (constraint "real", "positive" or "simplex", as the scoring layer's ParamBlock)."""
+
+    @abstractmethod
+    def param_density(self, hyper, n_components):
+        """The prior (``hyper`` = prior hyperparameters) or a posterior (posterior
+        hyperparameters) over the emission blocks: an object with ``log_pdf(params)``
+        (C,), ``sample(rng, size)`` (blocks), ``mean()`` (blocks, batch of 1: the
+        posterior-mean plug-in), ``broadened(dof=None, broaden=None)`` (a heavier-tailed
+        or wider version, for importance-sampling proposals) and ``unconstrained_sd()``
+        (approximate standard deviations of the unconstrained coordinates)."""
+
+    @abstractmethod
+    def log_likelihood_tables(self, params, X):
+        """ln p(x_t | s_t = k, theta_c), shape (C, n_frames, K)."""
+
+    def log_likelihood_batch(self, log_pi, log_A, params, X, starts, ends):
+        """ln p(sequence | theta_c) (C, n_sequences) and ln p(x_t | x_<t, theta_c)
+        (C, n_frames) by the forward algorithm, one parameter set at a time on the
+        tables of :meth:`log_likelihood_tables` (families with a compiled batch kernel
+        override this)."""
+        tables = self.log_likelihood_tables(params, X)
+        C, T, _ = tables.shape
+        index = np.arange(T, dtype=np.int64)
+        seq = np.empty((C, starts.shape[0]))
+        frame = np.empty((C, T))
+        for c in range(C):
+            out = forward_backward(np.ascontiguousarray(log_pi[c]), np.ascontiguousarray(log_A[c]),
+                                   np.ascontiguousarray(tables[c]), index, starts, ends, False)
+            seq[c], frame[c] = out[0], out[1]
+        return seq, frame
+
+    @abstractmethod
+    def log_emission_along(self, params, states, X):
+        """ln p(x_t | s_t = states[t], theta_c) along a state path, (C, n_frames)."""
+
+    @abstractmethod
+    def complete_log_likelihood(self, params, stats, prior):
+        """sum_t sum_k q(s_t = k) ln p(x_t | s_t = k, theta_c) from statistics, (C,)."""
+
+    @abstractmethod
+    def log_marginal_likelihood(self, prior, stats):
+        """ln of the integral of the prior times exp(complete log-likelihood) over the
+        emission parameters, at (fractional) statistics: the emission part of the
+        complete-data evidence."""
+
+    @abstractmethod
+    def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
+        """The emission M step as blocks with a batch of 1: ``kind="ml"`` the maximum
+        likelihood point, ``"map"`` with ``basis="softmax"`` the posterior mean of the
+        conjugate posterior (the estimator's plug-in), ``basis="natural"`` its mode."""
+
+    @abstractmethod
+    def point_log_prior_terms(self, params, basis):
+        """Terms added, in order, to ln p(theta) in the blocks' coordinates to give the
+        log prior that the point of :meth:`point_from_stats` maximises in ``basis``."""
+
+    def initial_labels(self, X, n_components, rng):
+        """A hard labelling (n_frames,) to start an EM restart from: every frame to the
+        nearest of K random frames (``rng`` a numpy Generator)."""
+        T = X.shape[0]
+        centres = X[rng.choice(T, n_components, replace=T < n_components)]
+        d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+        return np.argmin(d2, axis=1)
+
+    @abstractmethod
+    def simulate(self, params, states, rng):
+        """Frames drawn given ``states`` from the single parameter set ``params``."""
+
+    @abstractmethod
+    def kernel_curvature(self, post, n_components):
+        """Per-frame curvature of the log-likelihood in the unconstrained coordinates of
+        every emission block near the posterior ``post`` (number or flat array per
+        block), for tuning random-walk steps."""

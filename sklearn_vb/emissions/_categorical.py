@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
+from scipy.special import polygamma
 
-from .._distributions import dirichlet_expected_log, dirichlet_kl
+from .._distributions import (
+    dirichlet_expected_log,
+    dirichlet_kl,
+    dirichlet_log_pdf,
+    dirichlet_sample,
+    log_multivariate_beta,
+)
 from .._validation import check_symbols
 from ._base import EmissionFamily
 from ._checks import check_dirichlet_prior, init_posterior_array
@@ -42,6 +49,36 @@ def _precheck_symbols(X):
                 f"Negative values in data passed to X: symbol {arr.min()} is negative; "
                 "symbols must be integers >= 0."
             )
+
+
+class DirichletRows:
+    """Independent Dirichlet rows ``B_k ~ Dir(alpha_k)`` over the block ``emissionprob``
+    (densities on the first M-1 coordinates of each row)."""
+
+    def __init__(self, alpha):
+        self.alpha = np.asarray(alpha, dtype=float)
+
+    def log_pdf(self, params):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.sum(dirichlet_log_pdf(params["emissionprob"], self.alpha), axis=-1)
+
+    def sample(self, rng, size):
+        return {"emissionprob": dirichlet_sample(self.alpha, rng, size=int(size))}
+
+    def mean(self):
+        return {"emissionprob": (self.alpha / self.alpha.sum(axis=-1, keepdims=True))[None]}
+
+    def broadened(self, dof=None, broaden=None):
+        """Concentrations times ``broaden`` (means kept); ``dof`` does not apply."""
+        if broaden is None:
+            return self
+        if not 0 < broaden <= 1:
+            raise ValueError(f"broaden must be in (0, 1], got {broaden}.")
+        return DirichletRows(broaden * self.alpha)
+
+    def unconstrained_sd(self):
+        t = polygamma(1, self.alpha)
+        return np.sqrt(t[..., :-1] + t[..., -1:]).ravel()
 
 
 class CategoricalEmissions(EmissionFamily):
@@ -158,3 +195,57 @@ class CategoricalEmissions(EmissionFamily):
         r = rng.random_sample(states.shape[0])[:, None]
         X = np.minimum((r >= cdf).sum(axis=1), emissionprob.shape[1] - 1).reshape(-1, 1)
         return X.astype(np.int64)
+
+    # ------------------------------------------------------------------ scoring
+    def param_blocks(self, prior, n_components):
+        return [("emissionprob", prior["emissionprob"].shape, "simplex")]
+
+    def param_density(self, hyper, n_components):
+        return DirichletRows(hyper["emissionprob"])
+
+    def log_likelihood_tables(self, params, X):
+        with np.errstate(divide="ignore"):
+            log_B = np.log(np.asarray(params["emissionprob"], dtype=float))
+        return np.ascontiguousarray(np.swapaxes(log_B[:, :, X], 1, 2))
+
+    def log_emission_along(self, params, states, X):
+        with np.errstate(divide="ignore"):
+            return np.log(np.asarray(params["emissionprob"], dtype=float)[:, states, X])
+
+    def complete_log_likelihood(self, params, stats, prior):
+        emis = stats["emis"]
+        with np.errstate(divide="ignore"):
+            log_B = np.log(np.asarray(params["emissionprob"], dtype=float))
+        return np.sum(np.where(emis > 0, emis * log_B, 0.0), axis=(1, 2))
+
+    def log_marginal_likelihood(self, prior, stats):
+        alpha = prior["emissionprob"]
+        return np.sum(log_multivariate_beta(alpha + stats["emis"]) - log_multivariate_beta(alpha))
+
+    def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
+        if kind == "ml":
+            w = stats["emis"] + 1e-300
+        elif basis == "natural":
+            w = np.maximum(prior["emissionprob"] + stats["emis"] - 1.0, 1e-300)
+        else:
+            w = prior["emissionprob"] + stats["emis"]
+        return {"emissionprob": (w / w.sum(axis=-1, keepdims=True))[None]}
+
+    def point_log_prior_terms(self, params, basis):
+        if basis != "softmax":
+            return []
+        # the posterior mean of a Dirichlet is the mode of its density times prod theta
+        return [float(np.sum(np.log(params["emissionprob"])))]
+
+    def initial_labels(self, X, n_components, rng):
+        return rng.integers(0, n_components, size=X.shape[0])
+
+    def simulate(self, params, states, rng):
+        B = np.asarray(params["emissionprob"], dtype=float)[0]
+        cdf = np.cumsum(B, axis=1)[states]
+        u = rng.random(states.shape[0])[:, None]
+        return np.minimum((u >= cdf).sum(axis=1), B.shape[1] - 1).astype(np.int64)
+
+    def kernel_curvature(self, post, n_components):
+        # every emission row sees about n / K frames
+        return {"emissionprob": 1.0 / n_components}

@@ -15,12 +15,25 @@ large cancellations: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk (x_t - m
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import digamma
+from scipy.special import digamma, gammaln, polygamma
 from sklearn.utils.validation import validate_data
 
-from .._distributions import normal_gamma_kl, normal_wishart_kl
+from .._distributions import (
+    _log_multigamma,
+    gamma_log_pdf,
+    gamma_sample,
+    normal_gamma_kl,
+    normal_gamma_log_pdf,
+    normal_gamma_sample,
+    normal_wishart_kl,
+    normal_wishart_log_pdf,
+    normal_wishart_sample,
+    wishart_log_pdf,
+    wishart_sample,
+)
 from .._kernels import hmm as _k
 from .._kernels._constants import LOG_2PI
+from .._kernels.forward_backward import gaussian_hmm_log_likelihood_batch
 from ._base import EmissionFamily
 from ._checks import init_posterior_array
 
@@ -134,6 +147,87 @@ class _GaussianEmissions(EmissionFamily):
         K, D = post["means"].shape
         return K * (D + self._n_precision_parameters(D))
 
+    # ------------------------------------------------------------------ scoring
+    def param_density(self, hyper, n_components):
+        K = n_components
+        D = np.shape(hyper["means"])[-1]
+        m = np.broadcast_to(np.asarray(hyper["means"], dtype=float), (K, D))
+        beta = np.broadcast_to(np.asarray(hyper["beta"], dtype=float), (K,))
+        nu = np.broadcast_to(np.asarray(hyper["dof"], dtype=float), (K,))
+        scale = np.asarray(hyper["scale"], dtype=float)
+        if scale.ndim == self._scale_ndim:  # the prior: one scale for every state
+            scale = np.broadcast_to(scale, (K,) + scale.shape)
+        return self._density(m, beta, nu, scale)
+
+    def log_likelihood_tables(self, params, X):
+        mu = np.asarray(params["means"], dtype=float)
+        L = self.precision_cholesky(params)
+        D = X.shape[1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            const = np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1) - 0.5 * D * LOG_2PI
+        return np.stack([
+            _k.gaussian_full_log_weights(X, np.ascontiguousarray(mu[c]),
+                                         np.ascontiguousarray(L[c]), const[c])
+            for c in range(mu.shape[0])
+        ])
+
+    def log_likelihood_batch(self, log_pi, log_A, params, X, starts, ends):
+        # one compiled call for the whole batch: a diagonal precision is a diagonal L
+        mu = np.ascontiguousarray(params["means"], dtype=float)
+        L = np.ascontiguousarray(self.precision_cholesky(params))
+        with np.errstate(invalid="ignore"):
+            return gaussian_hmm_log_likelihood_batch(log_pi, log_A, mu, L, X, starts, ends)
+
+    def log_emission_along(self, params, states, X):
+        mu = np.asarray(params["means"], dtype=float)
+        L = self.precision_cholesky(params)[:, states]  # (C, T, D, D)
+        r = X[None] - mu[:, states]
+        u = np.einsum("ctdj,ctd->ctj", L, r)
+        with np.errstate(divide="ignore"):
+            return (np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+                    - 0.5 * X.shape[1] * LOG_2PI - 0.5 * np.sum(u * u, axis=-1))
+
+    def complete_log_likelihood(self, params, stats, prior):
+        mu = np.asarray(params["means"], dtype=float)
+        D = mu.shape[-1]
+        L = self.precision_cholesky(params)
+        with np.errstate(divide="ignore"):
+            half_logdet = np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+        quad = self._batch_quadratic(params, L, self._scatter(stats, mu - prior["means"]))
+        return np.sum(stats["N"] * (half_logdet - 0.5 * D * LOG_2PI) - 0.5 * quad, axis=1)
+
+    def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
+        if kind not in ("map", "ml"):
+            raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
+        if basis not in ("softmax", "natural"):
+            raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
+        post = self.vbm(prior, stats)
+        m = post["means"]
+        if kind == "ml":
+            N = np.maximum(stats["N"], 1e-10)
+            m = prior["means"] + stats["S1"] / N[:, None]
+            prec = self._ml_precision(prior, stats, N)
+        else:
+            prec = self._posterior_point_precision(post, basis)
+        return self._point_blocks(m, prec)
+
+    def point_log_prior_terms(self, params, basis):
+        L = self.precision_cholesky(params)[0]
+        log_dg = np.log(np.diagonal(L, axis1=-2, axis2=-1))  # (K, D)
+        terms = self._density_coordinate_terms(log_dg)
+        if basis == "softmax":
+            # the posterior mean of the precision is the mode of p(theta) |Lambda|^(1/2)
+            terms.append(float(np.sum(log_dg)))
+        return terms
+
+    def simulate(self, params, states, rng):
+        mu = np.asarray(params["means"], dtype=float)[0]
+        L = self.precision_cholesky(params)[0]
+        z = rng.standard_normal((states.shape[0], mu.shape[1]))
+        # x = mu + L^-T z has covariance (L L^T)^-1
+        noise = np.linalg.solve(np.swapaxes(L, 1, 2)[states], z[..., None])[..., 0]
+        return mu[states] + noise
+
 
 class GaussianFullEmissions(_GaussianEmissions):
     """Full-covariance Gaussian states with Normal-Wishart priors.
@@ -143,6 +237,7 @@ class GaussianFullEmissions(_GaussianEmissions):
     """
 
     covariance_type = "full"
+    _scale_ndim = 2
 
     @staticmethod
     def _check_scale_prior(s0, D):
@@ -196,18 +291,27 @@ class GaussianFullEmissions(_GaussianEmissions):
         return _k.gaussian_full_log_weights(X, means, np.ascontiguousarray(precision), const)
 
     @staticmethod
-    def _expected_quadratic(stats, precision, delta):
-        """sum_t r_tk E[(x_t - mu_k)^T Lambda_k (x_t - mu_k)] without the 1/beta part,
-        from the centred statistics; ``delta`` = m_k - m0."""
+    def _scatter(stats, delta):
+        """sum_t r_tk (x_t - mu_k)(x_t - mu_k)^T from the centred statistics, for
+        ``delta`` = mu_k - m0 of shape (K, D) or a batch (C, K, D)."""
         N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
-        prec = precision @ np.swapaxes(precision, 1, 2)
-        scatter = (
+        return (
             S2
-            - S1[:, :, None] * delta[:, None, :]
-            - delta[:, :, None] * S1[:, None, :]
-            + N[:, None, None] * delta[:, :, None] * delta[:, None, :]
+            - S1[:, :, None] * delta[..., None, :]
+            - delta[..., :, None] * S1[:, None, :]
+            + N[:, None, None] * delta[..., :, None] * delta[..., None, :]
         )
-        return np.einsum("kij,kji->k", prec, scatter)
+
+    def _expected_quadratic(self, stats, precision, delta):
+        """sum_t r_tk E[(x_t - mu_k)^T Lambda_k (x_t - mu_k)] without the 1/beta part;
+        ``precision`` the Cholesky factor of E[Lambda_k], ``delta`` = m_k - m0."""
+        prec = precision @ np.swapaxes(precision, 1, 2)
+        return np.einsum("kij,kji->k", prec, self._scatter(stats, delta))
+
+    @staticmethod
+    def _batch_quadratic(params, L, scatter):
+        Lam = L @ np.swapaxes(L, -1, -2)
+        return np.einsum("ckij,ckji->ck", Lam, scatter)
 
     def kl(self, post, prior):
         return float(
@@ -229,6 +333,95 @@ class GaussianFullEmissions(_GaussianEmissions):
     def _n_precision_parameters(D):
         return D * (D + 1) // 2
 
+    # ------------------------------------------------------------------ scoring
+    def param_blocks(self, prior, n_components):
+        K, D = n_components, np.shape(prior["means"])[-1]
+        blocks = [("means", (K, D), "real"), ("prec_chol_diag", (K, D), "positive")]
+        if D > 1:
+            blocks.append(("prec_chol_offdiag", (K, D * (D - 1) // 2), "real"))
+        return blocks
+
+    def precision_cholesky(self, params):
+        """Lower Cholesky factors L of the precisions Lambda = L L^T, (C, K, D, D); the
+        strictly lower entries are in the order of ``numpy.tril_indices(D, -1)``."""
+        dg = np.asarray(params["prec_chol_diag"], dtype=float)
+        C, K, D = dg.shape
+        L = np.zeros((C, K, D, D))
+        idx = np.arange(D)
+        L[:, :, idx, idx] = dg
+        if D > 1:
+            lower = np.tril_indices(D, -1)
+            L[:, :, lower[0], lower[1]] = params["prec_chol_offdiag"]
+        return L
+
+    @staticmethod
+    def emission_blocks(means, chol):
+        """Blocks from means (C, K, D) and precision Cholesky factors (C, K, D, D)."""
+        D = chol.shape[-1]
+        out = {"means": np.asarray(means, dtype=float),
+               "prec_chol_diag": np.diagonal(chol, axis1=-2, axis2=-1).copy()}
+        if D > 1:
+            lower = np.tril_indices(D, -1)
+            out["prec_chol_offdiag"] = chol[..., lower[0], lower[1]].copy()
+        return out
+
+    def _density(self, m, beta, nu, scale):
+        return NormalWishartBlocks(self, m, beta, scale, nu)
+
+    def log_marginal_likelihood(self, prior, stats):
+        N = np.asarray(stats["N"], dtype=float)
+        post = self.vbm(prior, stats)
+        beta, nu = post["beta"], post["dof"]
+        beta0, nu0 = prior["beta"], prior["dof"]
+        D = post["means"].shape[1]
+        logdet_S0 = np.linalg.slogdet(prior["scale"])[1]
+        logdet_S = np.linalg.slogdet(post["scale"])[1]
+        per = (-0.5 * N * D * np.log(np.pi) + _log_multigamma(0.5 * nu, D)
+               - _log_multigamma(0.5 * nu0, D) + 0.5 * nu0 * logdet_S0
+               - 0.5 * nu * logdet_S + 0.5 * D * (np.log(beta0) - np.log(beta)))
+        return np.sum(per)
+
+    @staticmethod
+    def _ml_precision(prior, stats, N):
+        D = stats["S1"].shape[1]
+        floor = 1e-6 * np.mean(np.diag(np.atleast_2d(prior["scale"]))) / prior["dof"]
+        S1 = stats["S1"]
+        scat = stats["S2"] - S1[:, :, None] * S1[:, None, :] / N[:, None, None]
+        cov = scat / N[:, None, None] + floor * np.eye(D)
+        return np.linalg.inv(0.5 * (cov + np.swapaxes(cov, 1, 2)))
+
+    @staticmethod
+    def _posterior_point_precision(post, basis):
+        nu, S = post["dof"], post["scale"]
+        if basis == "softmax":
+            return nu[:, None, None] * np.linalg.inv(S)
+        D = S.shape[-1]
+        return np.maximum(nu - D, 1e-3)[:, None, None] * np.linalg.inv(S)
+
+    def _point_blocks(self, m, prec):
+        prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
+        return self.emission_blocks(m[None], np.linalg.cholesky(prec)[None])
+
+    @staticmethod
+    def _density_coordinate_terms(log_dg):
+        # the density of the blocks is in L; the point maximises it in Lambda
+        D = log_dg.shape[-1]
+        return [-float(np.sum(D * np.log(2.0) + log_dg @ (D - np.arange(D))))]
+
+    def kernel_curvature(self, post, n_components):
+        K = n_components
+        nu, S = np.asarray(post["dof"], dtype=float), np.asarray(post["scale"], dtype=float)
+        D = S.shape[-1]
+        prec = nu[:, None, None] * np.linalg.inv(S)
+        cov = S / nu[:, None, None]
+        lam = np.diagonal(prec, axis1=1, axis2=2).mean(axis=0)  # (D,)
+        out = {"prec_chol_diag": 2.0 / K}
+        if D > 1:
+            sig = np.diagonal(cov, axis1=1, axis2=2).mean(axis=0)
+            out["prec_chol_offdiag"] = np.tile(sig[np.tril_indices(D, -1)[0]] / K, K)
+        out["means"] = np.tile(lam / K, K)
+        return out
+
     def sample(self, post, states, rng):
         covars = post["scale"] / post["dof"][:, None, None]
         z = rng.standard_normal((states.shape[0], covars.shape[-1]))
@@ -244,6 +437,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
     """
 
     covariance_type = "diag"
+    _scale_ndim = 1
 
     @staticmethod
     def _check_scale_prior(s0, D):
@@ -285,9 +479,17 @@ class GaussianDiagEmissions(_GaussianEmissions):
         return _k.gaussian_diag_log_weights(X, means, precision, const)
 
     @staticmethod
-    def _expected_quadratic(stats, precision, delta):
+    def _scatter(stats, delta):
+        """sum_t r_tk (x_td - mu_kd)^2 from the centred statistics, ``delta`` = mu - m0."""
         N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
-        return np.sum(precision * (S2 - 2.0 * S1 * delta + N[:, None] * delta**2), axis=1)
+        return S2 - 2.0 * S1 * delta + N[:, None] * delta**2
+
+    def _expected_quadratic(self, stats, precision, delta):
+        return np.sum(precision * self._scatter(stats, delta), axis=1)
+
+    @staticmethod
+    def _batch_quadratic(params, L, scatter):
+        return np.sum(np.asarray(params["precisions"], dtype=float) * scatter, axis=-1)
 
     def kl(self, post, prior):
         return float(
@@ -307,7 +509,233 @@ class GaussianDiagEmissions(_GaussianEmissions):
     def _n_precision_parameters(D):
         return D
 
+    # ------------------------------------------------------------------ scoring
+    def param_blocks(self, prior, n_components):
+        K, D = n_components, np.shape(prior["means"])[-1]
+        return [("means", (K, D), "real"), ("precisions", (K, D), "positive")]
+
+    def precision_cholesky(self, params):
+        """Diagonal Cholesky factors sqrt(lambda) of the precisions, (C, K, D, D)."""
+        lam = np.asarray(params["precisions"], dtype=float)
+        C, K, D = lam.shape
+        L = np.zeros((C, K, D, D))
+        idx = np.arange(D)
+        with np.errstate(invalid="ignore"):
+            L[:, :, idx, idx] = np.sqrt(lam)
+        return L
+
+    @staticmethod
+    def emission_blocks(means, precisions):
+        return {"means": np.asarray(means, dtype=float),
+                "precisions": np.asarray(precisions, dtype=float)}
+
+    def _density(self, m, beta, nu, scale):
+        return NormalGammaBlocks(self, m, beta[:, None], 0.5 * nu[:, None], 0.5 * scale)
+
+    def log_marginal_likelihood(self, prior, stats):
+        N = np.asarray(stats["N"], dtype=float)
+        post = self.vbm(prior, stats)
+        a0, b0 = 0.5 * prior["dof"], 0.5 * prior["scale"]
+        a, b = a0 + 0.5 * N[:, None], 0.5 * post["scale"]
+        per = (gammaln(a) - gammaln(a0) + a0 * np.log(b0) - a * np.log(b)
+               + 0.5 * (np.log(prior["beta"]) - np.log(post["beta"]))[:, None]
+               - 0.5 * N[:, None] * LOG_2PI)
+        return np.sum(per)
+
+    @staticmethod
+    def _ml_precision(prior, stats, N):
+        floor = 1e-6 * np.mean(prior["scale"]) / prior["dof"]
+        S1 = stats["S1"]
+        var = np.maximum(stats["S2"] - S1**2 / N[:, None], 0.0) / N[:, None]
+        return 1.0 / (var + floor)
+
+    @staticmethod
+    def _posterior_point_precision(post, basis):
+        nu, S = post["dof"], post["scale"]
+        if basis == "softmax":
+            return nu[:, None] / S
+        return np.maximum(nu - 1.0, 1e-3)[:, None] / S
+
+    def _point_blocks(self, m, prec):
+        return self.emission_blocks(m[None], prec[None])
+
+    @staticmethod
+    def _density_coordinate_terms(log_dg):
+        return []  # the blocks are the precisions themselves
+
+    def kernel_curvature(self, post, n_components):
+        K = n_components
+        nu, S = np.asarray(post["dof"], dtype=float), np.asarray(post["scale"], dtype=float)
+        lam = (nu[:, None] / S).mean(axis=0)
+        return {"precisions": 0.5 / K, "means": np.tile(lam / K, K)}
+
     def sample(self, post, states, rng):
         covars = post["scale"] / post["dof"][:, None]
         z = rng.standard_normal((states.shape[0], covars.shape[-1]))
         return post["means"][states] + np.sqrt(covars[states]) * z
+
+
+# ---------------------------------------------------------------------------
+# scoring: densities over the parameter blocks
+# ---------------------------------------------------------------------------
+
+
+def _check_broaden(broaden):
+    if not 0 < broaden <= 1:
+        raise ValueError(f"broaden must be in (0, 1], got {broaden}.")
+
+
+def _student_t_log_pdf(quad, half_logdet_prec, D, dof):
+    """ln of a D-variate Student-t with ``dof`` degrees of freedom at squared scaled
+    distance ``quad`` from its centre, scale matrix with ln|precision| = 2 half_logdet."""
+    v = dof
+    return (gammaln(0.5 * (v + D)) - gammaln(0.5 * v) - 0.5 * D * np.log(v * np.pi)
+            + half_logdet_prec - 0.5 * (v + D) * np.log1p(quad / v))
+
+
+class NormalWishartBlocks:
+    """Independent Normal-Wishart factors over the blocks ``means`` and the Cholesky
+    factor of every state's precision (``prec_chol_diag``, ``prec_chol_offdiag``).
+
+    ``mu_k | Lambda_k ~ N(m_k, (beta_k Lambda_k)^-1)`` (or a multivariate Student-t with
+    ``dof`` degrees of freedom and the same scale when ``dof`` is given, a heavier-tailed
+    proposal), ``Lambda_k ~ Wishart(W_k = S_k^-1, nu_k)``.  The map L -> Lambda = L L^T
+    from the D(D+1)/2 lower entries of L (positive diagonal) onto the positive-definite
+    cone has ``|d Lambda / d L| = 2^D prod_i L_ii^(D-i+1)`` (1-based i), so the density in
+    the block coordinates is ``ln NW(mu, L L^T) + D ln 2 + sum_i (D-i+1) ln L_ii``.
+    """
+
+    def __init__(self, family, m, beta, S, nu, dof=None):
+        self.family = family
+        self.m = np.asarray(m, dtype=float)
+        K, D = self.m.shape
+        self.K, self.D = K, D
+        self.beta = np.broadcast_to(np.asarray(beta, dtype=float), (K,)).copy()
+        self.S = np.broadcast_to(np.asarray(S, dtype=float), (K, D, D)).copy()
+        self.nu = np.broadcast_to(np.asarray(nu, dtype=float), (K,)).copy()
+        if np.any(~(self.beta > 0)) or np.any(~(self.nu > D - 1)):
+            raise ValueError("Normal-Wishart needs beta > 0 and nu > D - 1.")
+        self.dof = None if dof is None else float(dof)
+        W = np.linalg.inv(self.S)
+        self.W = 0.5 * (W + np.swapaxes(W, 1, 2))
+        self.jac_power = D - np.arange(D)  # exponents D - i + 1 for 1-based i
+
+    def log_pdf(self, params):
+        D = self.D
+        mu = np.asarray(params["means"], dtype=float)
+        L = self.family.precision_cholesky(params)
+        dg = np.diagonal(L, axis1=-2, axis2=-1)
+        bad = np.any(~(dg > 0), axis=(1, 2))
+        # a factor outside the coordinate domain has density 0; evaluate a valid stand-in
+        L = np.where(bad[:, None, None, None], np.eye(D), L)
+        log_dg = np.log(np.diagonal(L, axis1=-2, axis2=-1))
+        if self.dof is None:
+            log_nw = normal_wishart_log_pdf(mu, L, self.m, self.beta, self.W, self.nu,
+                                            cholesky=True)
+        else:
+            u = np.einsum("ckdj,ckd->ckj", L, mu - self.m)  # L^T (mu - m)
+            quad = self.beta * np.sum(u * u, axis=-1)
+            half_logdet = 0.5 * D * np.log(self.beta) + log_dg.sum(axis=-1)
+            log_nw = wishart_log_pdf(L, self.W, self.nu, cholesky=True) + _student_t_log_pdf(
+                quad, half_logdet, D, self.dof)
+        jac = D * np.log(2.0) + np.sum(self.jac_power * log_dg, axis=-1)
+        return np.where(bad, -np.inf, np.sum(log_nw + jac, axis=1))
+
+    def sample(self, rng, size):
+        size = int(size)
+        if self.dof is None:
+            mu, L = normal_wishart_sample(self.m, self.beta, self.W, self.nu, rng, size,
+                                          cholesky=True)
+        else:
+            L = wishart_sample(self.W, self.nu, rng, size, cholesky=True)
+            z = rng.standard_normal((size, self.K, self.D))
+            z = z / np.sqrt(rng.chisquare(self.dof, size=(size, self.K)) / self.dof)[..., None]
+            # mu - m = beta^-1/2 L^-T z has the Student-t law with scale (beta L L^T)^-1
+            y = np.linalg.solve(np.swapaxes(L, -1, -2), z[..., None])[..., 0]
+            mu = self.m + y / np.sqrt(self.beta)[:, None]
+        return self.family.emission_blocks(mu, L)
+
+    def mean(self):
+        """m and chol(E[Lambda]) = chol(nu W), each with a batch axis of 1."""
+        L = np.linalg.cholesky(self.nu[:, None, None] * self.W)
+        return self.family.emission_blocks(self.m[None].copy(), L[None])
+
+    def broadened(self, dof=None, broaden=None):
+        """Student-t means with ``dof``; with ``broaden = kappa`` beta, S and nu times kappa
+        (mean precision nu W kept, spread wider)."""
+        beta, S, nu = self.beta, self.S, self.nu
+        if broaden is not None:
+            _check_broaden(broaden)
+            if np.any(broaden * nu <= self.D - 1):
+                raise ValueError("broaden makes the Wishart degrees of freedom too small.")
+            beta, S, nu = broaden * beta, broaden * S, broaden * nu
+        return NormalWishartBlocks(self.family, self.m, beta, S, nu, dof)
+
+    def unconstrained_sd(self):
+        """Approximate standard deviations of the unconstrained coordinates (means,
+        ln L_ii, L_ij) for tuning random-walk steps."""
+        D = self.D
+        mean_sd = np.sqrt(np.diagonal(self.S, axis1=1, axis2=2)
+                          / (self.beta * np.maximum(self.nu - D - 1.0, 0.5))[:, None])
+        diag_sd = 0.5 * np.sqrt(polygamma(1, 0.5 * (self.nu[:, None] - np.arange(D))))
+        parts = [mean_sd.ravel(), diag_sd.ravel()]
+        if D > 1:
+            w = np.diagonal(self.W, axis1=1, axis2=2)  # (K, D)
+            parts.append(np.sqrt(w[:, np.tril_indices(D, -1)[0]]).ravel())
+        return np.concatenate(parts)
+
+
+class NormalGammaBlocks:
+    """Independent per-dimension Normal-Gamma factors over the blocks ``means`` and
+    ``precisions``: ``mu_kd | lambda_kd ~ N(m_kd, 1/(beta_kd lambda_kd))`` (Student-t with
+    ``dof`` when given), ``lambda_kd ~ Gamma(shape a_kd, rate b_kd)``."""
+
+    def __init__(self, family, m, beta, a, b, dof=None):
+        self.family = family
+        self.m = np.asarray(m, dtype=float)
+        shape = self.m.shape
+        self.beta = np.broadcast_to(np.asarray(beta, dtype=float), shape).copy()
+        self.a = np.broadcast_to(np.asarray(a, dtype=float), shape).copy()
+        self.b = np.broadcast_to(np.asarray(b, dtype=float), shape).copy()
+        if np.any(~(self.beta > 0)) or np.any(~(self.a > 0)) or np.any(~(self.b > 0)):
+            raise ValueError("Normal-Gamma needs beta, a, b > 0.")
+        self.dof = None if dof is None else float(dof)
+
+    def log_pdf(self, params):
+        mu = np.asarray(params["means"], dtype=float)
+        lam = np.asarray(params["precisions"], dtype=float)
+        bad = np.any(~(lam > 0), axis=(1, 2))
+        lam = np.where(bad[:, None, None], 1.0, lam)  # valid stand-in, density 0 below
+        if self.dof is None:
+            out = normal_gamma_log_pdf(mu, lam, self.m, self.beta, self.a, self.b)
+        else:
+            quad = self.beta * lam * (mu - self.m) ** 2
+            half_logdet = 0.5 * (np.log(self.beta) + np.log(lam))
+            out = np.sum(gamma_log_pdf(lam, self.a, self.b)
+                         + _student_t_log_pdf(quad, half_logdet, 1, self.dof), axis=-1)
+        return np.where(bad, -np.inf, np.sum(out, axis=1))
+
+    def sample(self, rng, size):
+        size = int(size)
+        if self.dof is None:
+            mu, lam = normal_gamma_sample(self.m, self.beta, self.a, self.b, rng, size)
+        else:
+            lam = gamma_sample(self.a, self.b, rng, size)
+            z = rng.standard_normal(lam.shape)
+            z = z / np.sqrt(rng.chisquare(self.dof, size=lam.shape) / self.dof)
+            mu = self.m + z / np.sqrt(self.beta * lam)
+        return self.family.emission_blocks(mu, lam)
+
+    def mean(self):
+        return self.family.emission_blocks(self.m[None].copy(), (self.a / self.b)[None])
+
+    def broadened(self, dof=None, broaden=None):
+        beta, a, b = self.beta, self.a, self.b
+        if broaden is not None:
+            _check_broaden(broaden)
+            beta, a, b = broaden * beta, broaden * a, broaden * b
+        return NormalGammaBlocks(self.family, self.m, beta, a, b, dof)
+
+    def unconstrained_sd(self):
+        mean_sd = np.sqrt(self.b / (self.beta * np.maximum(self.a - 1.0, 0.5)))
+        return np.concatenate([mean_sd.ravel(), np.sqrt(polygamma(1, self.a)).ravel()])

@@ -13,10 +13,16 @@ the rates.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import gammaln, polygamma
 from sklearn.utils.validation import validate_data
 
-from .._distributions import gamma_expected_log, gamma_kl, gamma_mean
+from .._distributions import (
+    gamma_expected_log,
+    gamma_kl,
+    gamma_log_pdf,
+    gamma_mean,
+    gamma_sample,
+)
 from ._base import EmissionFamily
 from ._checks import check_positive_prior, init_posterior_array
 
@@ -30,6 +36,39 @@ _MEAN_FLOOR = 1e-3
 def _log_factorial(X):
     """sum_d ln x_td! per frame, (n_frames,)."""
     return gammaln(X + 1.0).sum(axis=1)
+
+
+class GammaRates:
+    """Independent ``lambda_kd ~ Gamma(shape a_kd, rate b_kd)`` over the block ``rates``."""
+
+    def __init__(self, a, b):
+        self.a = np.asarray(a, dtype=float)
+        self.b = np.asarray(b, dtype=float)
+
+    def log_pdf(self, params):
+        rates = np.asarray(params["rates"], dtype=float)
+        bad = np.any(~(rates > 0), axis=(1, 2))
+        rates = np.where(bad[:, None, None], 1.0, rates)  # valid stand-in, density 0 below
+        return np.where(bad, -np.inf, np.sum(gamma_log_pdf(rates, self.a, self.b), axis=(1, 2)))
+
+    def sample(self, rng, size):
+        return {"rates": gamma_sample(self.a, self.b, rng, int(size))}
+
+    def mean(self):
+        return {"rates": gamma_mean(self.a, self.b)[None]}
+
+    def broadened(self, dof=None, broaden=None):
+        """Shapes and rates times ``broaden`` (means kept, variances over ``broaden``);
+        ``dof`` does not apply."""
+        if broaden is None:
+            return self
+        if not 0 < broaden <= 1:
+            raise ValueError(f"broaden must be in (0, 1], got {broaden}.")
+        return GammaRates(broaden * self.a, broaden * self.b)
+
+    def unconstrained_sd(self):
+        # ln lambda under Gamma(a, b) has variance trigamma(a)
+        return np.sqrt(polygamma(1, self.a)).ravel()
 
 
 class PoissonEmissions(EmissionFamily):
@@ -135,3 +174,62 @@ class PoissonEmissions(EmissionFamily):
     def sample(self, post, states, rng):
         rates = gamma_mean(post["rate_shape"], post["rate_rate"])
         return rng.poisson(rates[states]).astype(np.int64)
+
+    # ------------------------------------------------------------------ scoring
+    def param_blocks(self, prior, n_components):
+        return [("rates", prior["rate_shape"].shape, "positive")]
+
+    def param_density(self, hyper, n_components):
+        return GammaRates(hyper["rate_shape"], hyper["rate_rate"])
+
+    def log_likelihood_tables(self, params, X):
+        rates = np.asarray(params["rates"], dtype=float)
+        with np.errstate(divide="ignore"):
+            log_rates = np.log(rates)
+        return (np.einsum("td,ckd->ctk", X, log_rates) - rates.sum(axis=-1)[:, None, :]
+                - _log_factorial(X)[None, :, None])
+
+    def log_emission_along(self, params, states, X):
+        rates = np.asarray(params["rates"], dtype=float)[:, states]  # (C, T, D)
+        with np.errstate(divide="ignore"):
+            log_rates = np.log(rates)
+        return np.sum(X * log_rates - rates, axis=-1) - _log_factorial(X)
+
+    def complete_log_likelihood(self, params, stats, prior):
+        rates = np.asarray(params["rates"], dtype=float)
+        with np.errstate(divide="ignore"):
+            log_rates = np.log(rates)
+        value = np.sum(stats["S1"] * log_rates, axis=(1, 2)) - np.sum(
+            stats["N"] * rates.sum(axis=-1), axis=1)
+        return value - np.sum(stats["log_factorial"])
+
+    def log_marginal_likelihood(self, prior, stats):
+        a0, b0 = prior["rate_shape"], prior["rate_rate"]
+        post = self.vbm(prior, stats)
+        a, b = post["rate_shape"], post["rate_rate"]
+        value = np.sum(a0 * np.log(b0) - gammaln(a0) + gammaln(a) - a * np.log(b))
+        return value - np.sum(stats["log_factorial"])
+
+    def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
+        if kind == "ml":
+            rates = np.maximum(stats["S1"] / np.maximum(stats["N"], 1e-10)[:, None], 1e-10)
+        else:
+            post = self.vbm(prior, stats)
+            a, b = post["rate_shape"], post["rate_rate"]
+            # posterior mean: the mode in ln lambda; mode: the mode in lambda
+            rates = a / b if basis == "softmax" else np.maximum(a - 1.0, 1e-3) / b
+        return {"rates": rates[None]}
+
+    def point_log_prior_terms(self, params, basis):
+        if basis != "softmax":
+            return []
+        return [float(np.sum(np.log(params["rates"])))]
+
+    def simulate(self, params, states, rng):
+        rates = np.asarray(params["rates"], dtype=float)[0]
+        return rng.poisson(rates[states]).astype(np.int64)
+
+    def kernel_curvature(self, post, n_components):
+        # d^2/d(ln lambda)^2 of x ln lambda - lambda is -lambda; a state sees ~n / K frames
+        rates = gamma_mean(post["rate_shape"], post["rate_rate"])
+        return {"rates": (rates / n_components).ravel()}

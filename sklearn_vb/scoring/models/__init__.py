@@ -15,6 +15,7 @@ from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
 from .dag import DAGScoringModel
 from .hmm import HMMScoringModel
+from .hmm_family import FamilyHMMScoringModel
 from .hmm_gaussian import GaussianHMMScoringModel
 from .lds import LDSScoringModel
 from .mfa import MFAScoringModel
@@ -22,16 +23,15 @@ from .mfa import MFAScoringModel
 __all__ = ["ESTIMATOR_FACTORIES"]
 
 
+#: categorical HMMs keep their all-Dirichlet parameterisation (blocks pi, A, B) and
+#: Gaussian ones their named subclass; every other emission family is served by the
+#: family-parameterised adapter
 _HMM_SCORING_MODELS = {"categorical": HMMScoringModel, "gaussian": GaussianHMMScoringModel}
 
 
 def _hmm_scoring_model(estimator):
     check_is_fitted(estimator, "lower_bound_")
-    adapter = _HMM_SCORING_MODELS.get(estimator.emission)
-    if adapter is None:
-        raise NotImplementedError(
-            f"no ScoringModel for VBHiddenMarkov with emission={estimator.emission!r}")
-    return adapter(estimator)
+    return _HMM_SCORING_MODELS.get(estimator.emission, FamilyHMMScoringModel)(estimator)
 
 
 def _fitted_only(adapter):

@@ -1,0 +1,470 @@
+"""ScoringModel of a fitted :class:`~sklearn_vb.hmm.VBHiddenMarkov`, parameterised by its
+emission family.
+
+Parameters ``theta`` (every hyperparameter frozen at the estimator's fitted value):
+
+* ``startprob`` (K,) and ``transmat`` (K, K), simplex rows with the estimator's Dirichlet
+  priors (absent when K = 1, where they are constants);
+* the emission blocks of the family (:meth:`~sklearn_vb.emissions.EmissionFamily.param_blocks`),
+  e.g. ``means`` and the Cholesky factors of the precisions for full-covariance Gaussian
+  states, ``rates`` for Poisson states.
+
+Everything that depends on the emissions (prior and posterior densities and samplers of
+their blocks, the likelihood tables of a batch of parameter sets, statistics, the
+conjugate update, the complete-data evidence, the M step, simulation) comes from the
+family object of :mod:`sklearn_vb.emissions` that the estimator itself uses, so adding a
+family to the estimator adds it here.  This module holds the transition part only.
+
+``ln p(X | theta)`` is the exact forward algorithm over all sequences; ``n`` (``n_cases``)
+is the total number of frames.  ``fit_point`` is EM with the estimator's conjugate M step;
+``e_step`` is the exact forward-backward posterior; ``log_complete_evidence`` the
+closed-form Dirichlet x emission-prior integral at (fractional) expected statistics.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import factorial
+
+import numpy as np
+from scipy.special import logsumexp, polygamma
+
+from ..._distributions import _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
+from ..._kernels import hmm as _k
+from ..._kernels.forward_backward import forward_backward
+from ...emissions import emission_family
+from ..mcmc_moves import (
+    BlockRandomWalkMH,
+    CompositeKernel,
+    DirichletMH,
+    estimate_prior_precision,
+    posterior_data_precision,
+)
+from ..params import ParamBlock, ParamSpace
+from ..posteriors import MixturePosterior
+from ..protocols import EStep, ScoringModelMixin
+from ._dirichlet import dirichlet_evidence
+
+__all__ = ["FamilyHMMScoringModel", "FamilyHMMPosterior"]
+
+
+class FamilyHMMPosterior:
+    """Dirichlet initial and transition rows times the family's density over the
+    emission blocks (the prior, or a posterior such as the fitted q(theta)).
+
+    ``log_pdf`` is normalised in the coordinates of the model's ``log_prior`` (simplex rows:
+    Lebesgue measure on the first K-1 entries).  ``factors`` names the factors; the
+    emission factor may couple several blocks (a Normal-Wishart couples the means with
+    the precisions), so there is no per-block list.
+    """
+
+    def __init__(self, startprob, transmat, emission):
+        self.startprob = None if startprob is None else np.asarray(startprob, dtype=float)
+        self.transmat = None if transmat is None else np.asarray(transmat, dtype=float)
+        self.emission = emission
+        self.factors = (["startprob", "transmat"] if self.startprob is not None else []) + [
+            "emission"]
+
+    def sample(self, rng, size):
+        size = int(size)
+        out = {}
+        if self.startprob is not None:
+            out["startprob"] = dirichlet_sample(self.startprob, rng, size=size)
+            out["transmat"] = dirichlet_sample(self.transmat, rng, size=size)
+        out.update(self.emission.sample(rng, size))
+        return out
+
+    def log_pdf(self, params):
+        out = self.emission.log_pdf(params)
+        if self.startprob is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out = out + dirichlet_log_pdf(params["startprob"], self.startprob) + np.sum(
+                    dirichlet_log_pdf(params["transmat"], self.transmat), axis=-1)
+        return np.asarray(out, dtype=float)
+
+    def mean(self):
+        """Posterior-mean plug-in: the estimator's ``startprob_``, ``transmat_`` and the
+        emission parameters of its plug-in likelihood (e.g. ``means_`` and the Cholesky
+        factor of ``covars_^-1``)."""
+        out = {}
+        if self.startprob is not None:
+            out["startprob"] = (self.startprob / self.startprob.sum())[None]
+            out["transmat"] = (self.transmat / self.transmat.sum(axis=1, keepdims=True))[None]
+        out.update(self.emission.mean())
+        return out
+
+    def heavy_tailed(self, dof=3.0, broaden=None):
+        """A wider proposal: heavy tails where the family has them (Student-t means of
+        Gaussian states, ``dof`` degrees of freedom); with ``broaden = kappa`` every
+        Dirichlet concentration and the emission concentrations are multiplied by kappa
+        with their means kept."""
+        sp, tm = self.startprob, self.transmat
+        if broaden is not None and sp is not None:
+            if not 0 < broaden <= 1:
+                raise ValueError(f"broaden must be in (0, 1], got {broaden}.")
+            sp, tm = sp * broaden, tm * broaden
+        return FamilyHMMPosterior(sp, tm, self.emission.broadened(dof, broaden))
+
+    def gaussian_unconstrained(self):
+        return None
+
+    def unconstrained_sd(self, space):
+        """Approximate standard deviations of the unconstrained coordinates (VMCMC steps)."""
+        parts = []
+        if self.startprob is not None:
+            for a in (self.startprob, self.transmat):
+                t = polygamma(1, a)
+                parts.append(np.sqrt(t[..., :-1] + t[..., -1:]).ravel())
+        parts.append(self.emission.unconstrained_sd())
+        return np.concatenate(parts)
+
+    @staticmethod
+    def mixture(components, weights=None):
+        return MixturePosterior(components, weights)
+
+
+class FamilyHMMScoringModel(ScoringModelMixin):
+    """The scoring view of a fitted VBHiddenMarkov, for any emission family.
+
+    Parameters
+    ----------
+    estimator : VBHiddenMarkov
+        Fitted; its priors (``startprob_prior_``, ``transmat_prior_`` and the family's
+        ``<name>_prior_`` attributes) are frozen here and q(theta) is read from the
+        ``*_posterior_`` attributes.
+
+    Data: ``prepare_data(X, lengths=None, sequence_ids=None)`` validates ``X`` with the
+    estimator's public :meth:`~sklearn_vb.hmm.VBHiddenMarkov.check_data`, exactly as
+    the estimator does; ``n_cases`` is the total number of frames.  Expected statistics
+    (``e_step(...).stats``) are a dict with ``start`` (K,), ``trans`` (K, K) and the
+    family's own entries, exactly as the estimator's.
+    """
+
+    def __init__(self, estimator):
+        if not hasattr(estimator, "startprob_posterior_"):
+            raise ValueError("the estimator must be fitted.")
+        self.estimator = estimator
+        self.family = emission_family(estimator.emission, estimator.covariance_type)
+        K = int(estimator.n_components)
+        self.n_components = self.K = K
+        self.startprob_prior = np.array(estimator.startprob_prior_, dtype=float).reshape(K)
+        self.transmat_prior = np.array(estimator.transmat_prior_, dtype=float).reshape(K, K)
+        self.emission_prior = self._emission_attributes("prior")
+        blocks = []
+        if K > 1:
+            blocks += [ParamBlock("startprob", (K,), "simplex"),
+                       ParamBlock("transmat", (K, K), "simplex")]
+        blocks += [ParamBlock(*spec) for spec in self.family.param_blocks(self.emission_prior, K)]
+        self.param_space = ParamSpace(blocks)
+        self._seq_fraction = 1.0
+        self._prior = self._posterior(self.startprob_prior, self.transmat_prior,
+                                      self.emission_prior)
+
+    def _emission_attributes(self, kind):
+        est = self.estimator
+        return {name: np.array(getattr(est, f"{name}_{kind}_"), dtype=float)
+                for name in self.family.hyper_names}
+
+    # -- data ------------------------------------------------------------------------
+    def prepare_data(self, X, lengths=None, sequence_ids=None):
+        d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
+        Xv = np.ascontiguousarray(d.X)
+        starts = np.asarray(d.starts, dtype=np.int64)
+        self._seq_fraction = starts.size / Xv.shape[0]
+        return {"X": Xv, "starts": starts, "ends": np.asarray(d.ends, dtype=np.int64),
+                "index": np.arange(Xv.shape[0], dtype=np.int64)}
+
+    def n_cases(self, X):
+        return int(X["X"].shape[0])
+
+    # -- counting ----------------------------------------------------------------------
+    def n_parameters(self):
+        K = self.K
+        return (K - 1) + K * (K - 1) + self.family.n_parameters(
+            self._emission_attributes("posterior"))
+
+    def n_aliases(self):
+        return factorial(self.K)
+
+    # -- priors and posteriors -----------------------------------------------------------
+    def _posterior(self, w_pi, w_A, emission_hyper):
+        if self.K == 1:
+            w_pi = w_A = None
+        return FamilyHMMPosterior(w_pi, w_A, self.family.param_density(emission_hyper, self.K))
+
+    @property
+    def prior(self):
+        """The prior as a :class:`FamilyHMMPosterior` (same coordinates as q)."""
+        return self._prior
+
+    def log_prior(self, params):
+        return self._prior.log_pdf(params)
+
+    def sample_prior(self, rng, size):
+        return self._prior.sample(_rng(rng), int(size))
+
+    def posterior_from_stats(self, stats):
+        """q(theta) = VBM(stats): the conjugate posterior given expected statistics."""
+        return self._posterior(self.startprob_prior + stats["start"],
+                               self.transmat_prior + stats["trans"],
+                               self.family.vbm(self.emission_prior, stats))
+
+    def variational_posterior(self, X=None):
+        """q(theta) of the fitted estimator (its ``*_posterior_`` attributes)."""
+        est = self.estimator
+        return self._posterior(np.asarray(est.startprob_posterior_, dtype=float),
+                               np.asarray(est.transmat_posterior_, dtype=float),
+                               self._emission_attributes("posterior"))
+
+    def kernel_curvature(self):
+        """Per-case curvature scales of the unconstrained coordinates at the fitted
+        posterior, for the random-walk and Dirichlet kernels (steps ~ 1/sqrt(n beta h))."""
+        K = self.K
+        out = {}
+        if K > 1:
+            out["startprob"] = self._seq_fraction  # one case per sequence
+            out["transmat"] = 1.0 / K
+        out.update(self.family.kernel_curvature(self._emission_attributes("posterior"), K))
+        return out
+
+    def annealing_kernel(self, X=None, scale=1.0):
+        """The kernel ``kernel="auto"`` uses, tuned once from the prior and the fitted q,
+        never from the chains: Dirichlet MH on the rows of ``startprob`` and ``transmat``
+        with strengths from the rows' tempered concentrations
+        ``A_prior + beta (A_q - A_prior)`` (proposal spread 2.38/sqrt(K-1) times the
+        row's spread), then a random walk on the emission blocks with one step per
+        coordinate, ``scale 2.38/sqrt(dim) / sqrt(pi_i + beta h_i)``: ``pi_i`` the prior
+        precision (robust estimate from prior draws, so data far from unit scale are
+        handled), ``h_i = 1/var_q - pi_i``.  The tuning reflects the training data; on
+        other data it is still a valid (if less well tuned) kernel."""
+        q = self.variational_posterior()
+        ks = []
+        if self.K > 1:
+            conc = {}
+            for b, prior, post in (("startprob", self.startprob_prior, q.startprob),
+                                   ("transmat", self.transmat_prior, q.transmat)):
+                a0 = prior.sum(axis=-1)
+                conc[b] = (a0, np.maximum(post.sum(axis=-1) - a0, 0.0))
+            ks.append(DirichletMH(self, ["startprob", "transmat"], concentration=conc))
+        other = [b.name for b in self.param_space.blocks if b.constraint != "simplex"]
+        if other:
+            pi = estimate_prior_precision(self, other)
+            h = posterior_data_precision(self, q, pi, other)
+            ks.append(BlockRandomWalkMH(self, other, scale=scale, prior_precision=pi,
+                                        data_precision=h))
+        return ks[0] if len(ks) == 1 else CompositeKernel(ks)
+
+    # -- likelihood ----------------------------------------------------------------------
+    def _log_pi_A(self, params, C):
+        if self.K == 1:
+            return np.zeros((C, 1)), np.zeros((C, 1, 1))
+        with np.errstate(divide="ignore"):
+            return (np.log(np.asarray(params["startprob"], dtype=float)),
+                    np.log(np.asarray(params["transmat"], dtype=float)))
+
+    def _forward(self, params, X):
+        log_pi, log_A = self._log_pi_A(params, self.batch_size(params))
+        return self.family.log_likelihood_batch(
+            np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A), params, X["X"],
+            X["starts"], X["ends"])
+
+    def log_likelihood_per_sequence(self, params, X):
+        """(C, n_sequences) exact ln p(sequence | theta_c)."""
+        return self._forward(params, X)[0]
+
+    def log_likelihood(self, params, X):
+        """(C,) exact ln p(X | theta_c) by the forward algorithm."""
+        return self._forward(params, X)[0].sum(axis=1)
+
+    def log_likelihood_per_case(self, params, X):
+        """(C, T) ln p(x_t | x_<t of its sequence, theta_c); rows sum to the likelihood."""
+        return self._forward(params, X)[1]
+
+    # -- completions (CS-dagger) -------------------------------------------------------
+    def random_completion(self, X, rng):
+        """A uniformly random state for every frame, (T,)."""
+        return rng.integers(0, self.K, size=self.n_cases(X))
+
+    def log_complete_joint_per_case(self, params, Z, X):
+        """(C, T) ``ln p(s_t | s_{t-1}) + ln p(x_t | s_t)`` along the completion ``Z``
+        (the initial distribution at the first frame of a sequence)."""
+        out = self.family.log_emission_along(params, Z, X["X"])
+        if self.K > 1:
+            lp, la = self._log_pi_A(params, self.batch_size(params))
+            first = np.zeros(Z.size, dtype=bool)
+            first[X["starts"]] = True
+            prev = np.concatenate([[0], Z[:-1]])
+            out = out + np.where(first, lp[:, Z], la[:, prev, Z])
+        return out
+
+    # -- E step, complete-data quantities ----------------------------------------------
+    def stats_from_responsibilities(self, R, X):
+        """Statistics of a labelling ``R`` (T, K) (transition counts as outer products of
+        consecutive rows: exact for hard labels)."""
+        R = np.asarray(R, dtype=float)
+        inner = np.ones(R.shape[0], dtype=bool)
+        inner[X["starts"]] = False
+        idx = np.flatnonzero(inner)
+        stats = {"start": R[X["starts"]].sum(axis=0), "trans": R[idx - 1].T @ R[idx]}
+        stats.update(self.family.stats(R, X["X"], self.emission_prior))
+        return stats
+
+    def complete_loglik(self, params, stats):
+        """(C,) ``E_{q(z)} ln p(z, X | theta_c)`` for expected statistics ``stats``."""
+        C = self.batch_size(params)
+        out = np.zeros(C)
+        if self.K > 1:
+            lp, la = self._log_pi_A(params, C)
+            out += np.sum(np.where(stats["start"] > 0, stats["start"] * lp, 0.0), axis=1)
+            out += np.sum(np.where(stats["trans"] > 0, stats["trans"] * la, 0.0), axis=(1, 2))
+        out += self.family.complete_log_likelihood(params, stats, self.emission_prior)
+        return out
+
+    def _fb(self, log_pi, log_A, table, X):
+        """ln Z and the expected statistics of one forward-backward pass over the
+        per-frame log emission table (T, K)."""
+        log_norm, _, start, trans, gamma = forward_backward(
+            np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A),
+            np.ascontiguousarray(table), X["index"], X["starts"], X["ends"], True)
+        stats = {"start": start, "trans": trans}
+        stats.update(self.family.stats(gamma, X["X"], self.emission_prior))
+        return float(log_norm.sum()), stats
+
+    def e_step(self, params_single, X):
+        """Exact posterior over state paths at normalised ``params_single`` (batch of 1)."""
+        lp, la = self._log_pi_A(params_single, 1)
+        table = self.family.log_likelihood_tables(params_single, X["X"])[0]
+        ll, stats = self._fb(lp[0], la[0], table, X)
+        ecl = float(self.complete_loglik(params_single, stats)[0])
+        return EStep(ll, stats, ecl, ll - ecl)
+
+    def log_complete_evidence(self, stats):
+        """ln of the integral of prior x exp(E ln p(z, X | theta)) at the statistics (closed
+        form: Dirichlet integrals x the family's marginal likelihood)."""
+        val = 0.0
+        if self.K > 1:
+            val += float(dirichlet_evidence(self.startprob_prior, stats["start"]))
+            val += float(dirichlet_evidence(self.transmat_prior, stats["trans"]))
+        return float(val + self.family.log_marginal_likelihood(self.emission_prior, stats))
+
+    def log_evidence(self, X):
+        """Exact ln p(X) by enumerating the K^T state paths (tiny problems only): the
+        parameters integrate out in closed form given a path."""
+        T = self.n_cases(X)
+        if self.K**T > 2**16:
+            raise ValueError("too many state paths to enumerate.")
+        eye = np.eye(self.K)
+        vals = [self.log_complete_evidence(self.stats_from_responsibilities(eye[np.array(z)], X))
+                for z in itertools.product(range(self.K), repeat=T)]
+        return float(logsumexp(vals))
+
+    # -- point estimates ---------------------------------------------------------------
+    def point_from_stats(self, stats, kind="map", basis="softmax"):
+        """M step.  ``kind="ml"``: normalised counts and the family's maximum-likelihood
+        emission point.  ``"map"``, ``basis="softmax"`` (default): the posterior mean of the
+        conjugate posterior, ``(u + N)`` rows -- the estimator's VBM arithmetic followed by
+        its plug-in.  ``basis="natural"``: the joint mode, ``(u + N - 1)`` rows and the
+        family's posterior mode."""
+        if kind not in ("map", "ml"):
+            raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
+        if basis not in ("softmax", "natural"):
+            raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
+        tiny = 1e-300
+        w_pi = self.startprob_prior + stats["start"]
+        w_A = self.transmat_prior + stats["trans"]
+        if kind == "ml":
+            rows = (stats["start"] + tiny, stats["trans"] + tiny)
+        elif basis == "softmax":
+            rows = (w_pi, w_A)
+        else:
+            rows = (np.maximum(w_pi - 1.0, tiny), np.maximum(w_A - 1.0, tiny))
+        out = {}
+        if self.K > 1:
+            out["startprob"] = (rows[0] / rows[0].sum())[None]
+            out["transmat"] = (rows[1] / rows[1].sum(axis=1, keepdims=True))[None]
+        out.update(self.family.point_from_stats(self.emission_prior, stats, kind, basis))
+        return out
+
+    def _point_objective_prior(self, theta, basis):
+        """The log prior term of the EM objective in the basis of ``point_from_stats``:
+        the prior density in the family's point coordinates, plus ``sum ln theta_rows``
+        for the softmax basis."""
+        lp = float(self.log_prior(theta)[0])
+        for term in self.family.point_log_prior_terms(theta, basis):
+            lp += term
+        if basis == "softmax" and self.K > 1:
+            lp += float(np.sum(np.log(theta["startprob"])) + np.sum(np.log(theta["transmat"])))
+        return lp
+
+    def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
+                  tol_per_case=1e-8):
+        """EM for the MAP (``basis`` as in :meth:`point_from_stats`) or ML point; each restart
+        starts from the family's initial hard labelling; the restart with the best
+        objective is kept."""
+        rng = _rng(rng)
+        T = self.n_cases(X)
+        eye = np.eye(self.K)
+        best = None
+        for _ in range(int(n_init)):
+            labels = self.family.initial_labels(X["X"], self.K, rng)
+            theta = self.point_from_stats(self.stats_from_responsibilities(eye[labels], X),
+                                          kind, basis)
+            prev = -np.inf
+            for _ in range(int(max_iter)):
+                e = self.e_step(theta, X)
+                obj = e.loglik + (0.0 if kind == "ml" else self._point_objective_prior(theta, basis))
+                if not np.isfinite(obj) or abs(obj - prev) < tol_per_case * T:
+                    break
+                prev = obj
+                theta = self.point_from_stats(e.stats, kind, basis)
+            if best is None or obj > best[0]:
+                best = (obj, theta)
+        return best[1]
+
+    # -- VB from a given q(z) (VBScore(init="cs")) ---------------------------------------
+    def vb_refine(self, X, estep, max_iter=1000, tol=1e-10):
+        """VBEM from ``q(z)`` = the exact posterior of ``estep``, starting with a VBM step.
+
+        Records ``F(q(z), VBM(q(z))) = H[q(z)] + log_complete_evidence(stats)`` (the
+        collapsed bound) after every VBM step, so the first value is the CS score and the
+        sequence never decreases (Beal 2003, section 2.6).
+        """
+        stats, H = estep.stats, float(estep.entropy)
+        family, prior = self.family, self.emission_prior
+        bounds = []
+        for _ in range(int(max_iter)):
+            bounds.append(H + self.log_complete_evidence(stats))
+            if len(bounds) > 1 and abs(bounds[-1] - bounds[-2]) < tol:
+                break
+            if self.K > 1:
+                Lpi = dirichlet_expected_log(self.startprob_prior + stats["start"])
+                LA = dirichlet_expected_log(self.transmat_prior + stats["trans"])
+            else:
+                Lpi, LA = np.zeros(1), np.zeros((1, 1))
+            expected = family.expected_log_params(family.vbm(prior, stats))
+            log_z, stats = self._fb(Lpi, LA, family.frame_log_table(expected, X["X"]), X)
+            # H[q(z)] = ln Z~ - E_q(z) ln p~(z, X) with the VBE potentials
+            e_pot = float(np.sum(stats["start"] * Lpi) + np.sum(stats["trans"] * LA)
+                          + family.expected_log_likelihood(stats, expected, prior))
+            H = log_z - e_pot
+        return bounds
+
+    # -- simulation --------------------------------------------------------------------
+    def simulate(self, params_single, rng, n_cases=None, lengths=None):
+        """Draw ``(X, states)`` from ``theta`` (one sequence of ``n_cases`` frames, or one
+        per entry of ``lengths``)."""
+        rng = _rng(rng)
+        lengths = np.array([int(n_cases)] if lengths is None else [int(t) for t in lengths],
+                           dtype=np.int64)
+        if np.any(lengths < 1):
+            raise ValueError("lengths (or n_cases) must be positive.")
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        T = int(ends[-1])
+        if self.K > 1:
+            pi = np.asarray(params_single["startprob"], dtype=float)[0]
+            A = np.asarray(params_single["transmat"], dtype=float)[0]
+        else:
+            pi, A = np.ones(1), np.ones((1, 1))
+        states = _k.sample_states(pi, A, rng.random(T), starts, ends)
+        return self.family.simulate(params_single, states, rng), states
