@@ -413,7 +413,7 @@ def prepare_patterns(codes, weights, layout, *, max_configurations=MAX_CONFIGURA
 
 def log_dirichlet_integral(prior, counts, layout):
     """Complete-data log marginal likelihood sum_{j,l} [lnB(lambda_jl + N_jl) - lnB(lambda_jl)]
-    (spec eq. 6.7-6.10); ``prior`` and ``counts`` are flat vectors, counts may be real."""
+    (thesis eqs. 6.7-6.10); ``prior`` and ``counts`` are flat vectors, counts may be real."""
     return float(log_dirichlet_integral_flat(np.asarray(prior, float), np.asarray(counts, float), layout.row_ptr))
 
 
@@ -435,7 +435,7 @@ def _compositions(n, k):
 
 def exact_log_evidence(prior, layout, patterns_data, *, max_terms=2 * 10**6):
     """ln p(y | m) by summing, over every completion of the unobserved values, the
-    product of Dirichlet integrals (spec §2.3, grouped form).  Pattern weights must be
+    product of Dirichlet integrals (grouped by distinct data pattern).  Pattern weights must be
     integers.  Exponential cost: a test oracle for tiny data only."""
     pdata = patterns_data
     w = pdata.weights

@@ -1,4 +1,4 @@
-"""Beal's structure-scoring experiment for discrete DAGs (thesis §6.5, spec/dag.md §10).
+"""Beal's structure-scoring experiment for discrete DAGs (thesis §6.5).
 
 The class: 2 binary hidden nodes ``s1, s2`` (roots) and 4 five-valued observed nodes
 ``y1..y4``; each observed node has parent set {}, {s1}, {s2} or {s1, s2}.  A structure
@@ -102,7 +102,7 @@ def beal_true_parameters():
 
 
 def random_beal_parameters(random_state=None, prior=1.0):
-    """CPTs for the true structure drawn from the Dirichlet(prior) prior (§10.7)."""
+    """CPTs for the true structure drawn from the Dirichlet(prior) prior."""
     rng = check_random_state(random_state)
     shapes = [(1, 2), (1, 2), (2, 5), (4, 5), (4, 5), (2, 5)]
     return [rng.dirichlet(np.full(r, prior), size=q) for q, r in shapes]

@@ -239,7 +239,7 @@ class StructureSearch(_SearchBase):
     Notes
     -----
     Never mix raw and corrected values, or scores computed with different frozen
-    hyperparameters (spec/scoring.md §5).  Ranking by the VB bound assumes equal KL gaps
+    hyperparameters.  Ranking by the VB bound assumes equal KL gaps
     across candidates; the gap tends to grow with model size, so VB leans to smaller
     models.  The two-stage mode warns when AIS prefers a larger model than VB did, or
     when AIS falls below the VB bound (annealing schedule too short).
@@ -465,7 +465,8 @@ class StructureSearch(_SearchBase):
         return self
 
     def _warn_two_stage(self, candidates, results, first, second, top):
-        """spec/scoring.md §5: warn when AIS falls below VB, or prefers a larger model."""
+        """Warn when AIS falls below the VB bound (AIS is then biased low, usually from too
+        few temperatures), or prefers a larger model."""
         stage1 = results[f"raw_score_{first}"]
         stage2 = results[f"raw_score_{second}"]
         se = np.nan_to_num(results[f"stderr_{second}"], nan=0.0)

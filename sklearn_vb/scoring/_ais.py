@@ -1,4 +1,4 @@
-"""Annealed importance sampling, reverse AIS and BDMC (spec §4.6–4.7, SC-AIS, SC-BDMC).
+"""Annealed importance sampling, reverse AIS and BDMC.
 
 theta-only mode: latents are summed or integrated out exactly inside ``log_likelihood``.
 Geometric path ``ln f_b = ln p(theta) + b l(theta)`` (``start="prior"``, Z_0 = 1) or
@@ -280,7 +280,7 @@ def _ratio_profile(diff, n_bins=16):
 
 def hysteresis_check(model, X, betas, kernel, forward, random_state=None, n_jobs=None,
                      start="prior", q=None, strength=None, floor="prior", verbose=0):
-    """Beal's hysteresis diagnostic (thesis §6.4; spec §4.6): run the schedule backwards
+    """Beal's hysteresis diagnostic (thesis §6.4): run the schedule backwards
     from the final states of a forward run and accumulate the *same* forward ratios
     ``f_k / f_{k-1}`` (not inverted), each evaluated at a state the kernel has just moved
     at beta_k (forward: at beta_{k-1}).  Both totals agree for an adequate schedule; a

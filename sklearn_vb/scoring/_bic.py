@@ -1,4 +1,4 @@
-"""BIC and BICp (spec §4.2, SC-BIC)."""
+"""BIC and BICp."""
 
 from __future__ import annotations
 

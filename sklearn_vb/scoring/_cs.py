@@ -1,12 +1,12 @@
-"""Cheeseman–Stutz and CS-dagger (spec §4.4, SC-CS).
+"""Cheeseman–Stutz and CS-dagger.
 
 ``ln p(X)_CS = ln p(s^, X) + l(theta^) - ln p(s^, X | theta^)`` with the completion given
 by the exact posterior at ``theta^``; equivalently ``H[p(z | X, theta^)] +
 log_complete_evidence(expected stats)``.  For ANY normalised ``theta^`` whose E step is
-exact this is a deterministic lower bound on ln p(X) (Theorem 2.3; the proof only uses
-the exactness of the E step).  The bound does not survive the alias correction or the
-CS-dagger dimension term.  Beal's CS assumes d = d'; CS-dagger adds
-``(d' - d)/2 ln n`` with both dimensions estimated by Algorithm 6.2.
+exact this is a deterministic lower bound on ln p(X) (Beal 2003, Theorem 2.3; the proof
+only uses the exactness of the E step).  The bound does not survive the alias correction
+or the CS-dagger dimension term.  Beal's CS assumes d = d'; CS-dagger adds
+``(d' - d)/2 ln n`` with both dimensions estimated by Beal's Algorithm 6.2.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ __all__ = ["CSScore", "CSDaggerScore", "cs_value"]
 def cs_value(model, theta, data, check=True):
     """CS at a normalised ``theta``: returns (value, estep, log_complete_evidence).
 
-    Both formulas of T-CS-1 are evaluated and must agree to 1e-9 relative.
+    Both formulas (complete-data evidence plus ``loglik - expected_complete_loglik``,
+    and plus the E-step entropy) are evaluated and must agree to 1e-9 relative.
     """
     e = model.e_step(theta, data)
     log_cev = float(model.log_complete_evidence(e.stats))

@@ -1,4 +1,5 @@
-"""Effective dimension by perturbation of the log-likelihood vector (Algorithm 6.2)."""
+"""Effective dimension by perturbation of the log-likelihood vector (Beal 2003,
+Algorithm 6.2)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ __all__ = ["effective_dimension"]
 def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4, rtol=1e-6):
     """Estimate the dimension ``d`` (``kind="incomplete"``) or ``d'`` (``"complete"``).
 
-    Algorithm 6.2 [000:674-692]: perturb ``theta`` ``R`` times by small spherical steps
+    Beal (2003), Algorithm 6.2: perturb ``theta`` ``R`` times by small spherical steps
     and take the rank of the matrix ``C_ir`` of per-case log-likelihoods.  Two
     refinements of the seed algorithm, both exact in the limit ``eps -> 0``: the steps are
     made in the unconstrained basis, and each column is a central difference

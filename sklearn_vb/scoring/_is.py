@@ -1,4 +1,4 @@
-"""Importance sampling from the variational posterior (spec §4.5, SC-IS).
+"""Importance sampling from the variational posterior.
 
 ``a_m = ln p(theta_m) + l(theta_m) - ln g(theta_m)``, ``theta_m ~ g``; ``LME(a)`` is unbiased
 for p(X) (a stochastic lower bound on ln p(X)); ``mean(a)`` estimates the parameter-level

@@ -1,4 +1,4 @@
-"""Laplace approximation in the unconstrained basis (spec §4.3, SC-LAP).
+"""Laplace approximation in the unconstrained basis.
 
 ``ln p(X) ~ t(phi^) + (d/2) ln 2 pi - 1/2 ln det A``, ``A = -grad^2 t(phi^)``, with
 ``t(phi) = ln p(theta(phi)) + ln|det d theta/d phi| + l(theta(phi))``.  Exact for Gaussian

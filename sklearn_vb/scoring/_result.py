@@ -1,4 +1,4 @@
-"""The result object every scorer returns (spec SC-R1)."""
+"""The result object every scorer returns."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The VB lower bound as a score (spec §4.1, SC-VB)."""
+"""The VB lower bound as a score."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class VBScore(Scorer):
         ``"cs"``: start ``q(z)`` at the exact E-step posterior at the MAP point and run
         VBEM from a VBM step (needs the model's ``fit_point``, ``e_step`` and
         ``vb_refine``).  The first bound then equals the CS score and never decreases
-        afterwards (Corollary 2.5), which guarantees ``vb >= cs``.
+        afterwards (Beal 2003, Corollary 2.5), which guarantees ``vb >= cs``.
     max_iter, tol : used with ``init="cs"``.
 
     Ranking by ``F`` assumes equal KL gaps across models; the gap usually grows with

@@ -1,4 +1,4 @@
-"""Variational MCMC (spec §4.8, SC-VMCMC) and an evidence estimate built on it.
+"""Variational MCMC and an evidence estimate built on it.
 
 :func:`variational_mcmc` runs chains of the mixture kernel of de Freitas et al.: with
 probability ``nu`` a block variational MH sweep (each block proposed from its factor of

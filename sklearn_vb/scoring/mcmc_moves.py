@@ -506,7 +506,8 @@ class CompositeKernel(_KernelBase):
 
 class ExactTemperedKernel(_KernelBase):
     """Independent exact draws from ``f_beta`` (conjugate models with
-    ``sample_tempered_posterior``); used to test AIS itself (T-AIS-2)."""
+    ``sample_tempered_posterior``); with perfect moves AIS is exact, which tests the
+    annealing itself."""
 
     def __init__(self, model):
         if not hasattr(model, "sample_tempered_posterior"):

@@ -1,9 +1,26 @@
-"""The model-side interface of the scoring layer (spec §2, IF-1 .. IF-12).
+"""The model-side interface of the scoring layer.
 
 Scorers see a fitted estimator only through a :class:`ScoringModel`: plain mathematical
-functions of parameter batches and data.  Every method beyond the G0 core is optional;
-scorers check what they need up front (:func:`require`) and raise
+functions of parameter batches and data, with every hyperparameter frozen at its fitted
+value.  Its methods come in groups; every group beyond G0 is optional, and scorers check
+what they need up front (:func:`require`) and raise
 ``NotImplementedError("<scorer> needs <method>")`` otherwise.
+
+G0, core (IS, AIS, reverse AIS, BDMC, VMCMC, Laplace)
+    ``param_space``, ``log_prior``, ``sample_prior``, ``log_likelihood`` (exact, the
+    hidden variables summed or integrated out), ``n_cases``, ``prepare_data``.
+G1, hidden variables (the complete-data dimension estimate of CS-dagger)
+    ``random_completion`` (a uniformly random completion of the hidden variables) and
+    ``log_complete_joint_per_case`` (ln p(s_i, y_i | theta) per case).
+G2/G3, point estimates, E step and complete-data evidence (BIC, Laplace, CS)
+    ``fit_point`` (EM for the MAP or ML point), ``e_step`` (exact, an :class:`EStep`),
+    ``log_complete_evidence`` of expected statistics.
+G4, counting (BIC, CS-dagger, alias corrections)
+    ``n_parameters``, ``n_aliases`` (equivalent relabellings of the posterior).
+G5, variational posterior (VB, IS, VMCMC, AIS from q)
+    ``variational_posterior(X)``, a :class:`VariationalPosterior`.
+G6, MCMC moves (AIS, reverse AIS, VMCMC)
+    the optional hooks listed under :class:`Kernel`.
 """
 
 from __future__ import annotations
@@ -28,7 +45,7 @@ __all__ = [
 
 @dataclass
 class EStep:
-    """Exact E step at a normalised parameter value (IF-6).
+    """Exact E step at a normalised parameter value (group G2/G3).
 
     ``loglik``: ln p(X | theta); ``stats``: expected sufficient statistics under
     p(z | X, theta); ``expected_complete_loglik``: E ln p(z, X | theta);
@@ -43,8 +60,8 @@ class EStep:
 
 @runtime_checkable
 class ScoringModel(Protocol):
-    """G0 core (IF-4).  Optional groups: G1 latents, G2/G3 point/E-step/complete
-    evidence, G4 counting, G5 ``variational_posterior``; see spec §2.3–2.7.
+    """The G0 core of the interface; the optional groups G1 to G6 are listed in the
+    module docstring.
 
     ``X`` passed to every method is whatever :meth:`prepare_data` returned for the
     user's ``X`` and fit parameters (``lengths=``, ``sequence_ids=``, ``U=`` ...).
@@ -63,7 +80,7 @@ class ScoringModel(Protocol):
 
 @runtime_checkable
 class VariationalPosterior(Protocol):
-    """q(theta) over the model's ``param_space`` (IF-8); densities in the same
+    """q(theta) over the model's ``param_space`` (group G5); densities in the same
     coordinates as ``log_prior``."""
 
     def sample(self, rng, size: int) -> dict: ...
@@ -75,7 +92,7 @@ class VariationalPosterior(Protocol):
 
 @runtime_checkable
 class Kernel(Protocol):
-    """An MCMC kernel leaving ``f_beta`` invariant for every beta (IF-9).
+    """An MCMC kernel leaving ``f_beta`` invariant for every beta (group G6).
 
     Optional model-side hooks read by :func:`sklearn_vb.scoring.mcmc_moves.make_kernel`:
 
@@ -83,7 +100,8 @@ class Kernel(Protocol):
       ``kernel="auto"`` of AIS, reverse AIS, BDMC (when the model has no compiled
       kernel).  Its tuning may use the prior, the fitted q and the data size, and may
       depend on beta, but is fixed when the kernel is built: never adapted to a chain's
-      state or past samples during a scored run (spec §2.8; a pilot run is allowed).
+      state or past samples during a scored run, which would bias the AIS weights (a
+      separate pilot run is allowed).
       ``X`` is the prepared data, ``scale`` the scorer's ``rw_scale``.  Its
       ``adjoint()`` serves reverse AIS.
     * ``kernel_prior_precision() -> dict``: prior precision per unconstrained coordinate

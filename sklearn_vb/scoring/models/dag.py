@@ -71,7 +71,8 @@ class DAGScoringModel(DirichletBlocksModel):
 
     def random_completion(self, X, rng):
         """One uniformly random joint configuration of the unobserved nodes per case,
-        as a row of the pattern's enumeration index (Algorithm 6.2, complete kind)."""
+        as a row of the pattern's enumeration index (Beal 2003, Algorithm 6.2, complete
+        kind)."""
         u = X.inverse
         H = X.row_start[u + 1] - X.row_start[u]
         return X.row_start[u] + np.floor(rng.random(u.size) * H).astype(np.int64)
@@ -114,7 +115,7 @@ class DAGScoringModel(DirichletBlocksModel):
         Every chain starts at an exact prior draw and makes, per temperature, one
         Metropolis–Hastings move of all CPT rows at once with the proposal
         ``Dir(alpha(beta) theta_row + floor_row)`` and one accept/reject (Beal's kernel,
-        spec dag.md §8.4), ``alpha(beta) = alpha0 + kappa n beta`` with
+        Beal 2003, Algorithm 6.1), ``alpha(beta) = alpha0 + kappa n beta`` with
         ``strength = (alpha0, kappa)`` (``kappa = 0``: Beal's fixed strength), then adds
         ``(beta_k - beta_{k-1}) ln p(X | theta)`` to its log-weight.  ``floor="prior"``
         uses the prior concentrations capped at 1; ``0`` gives Beal's proposal.

@@ -1,6 +1,6 @@
 """ScoringModel for a fitted :class:`~sklearn_vb.lds.VBLinearDynamicalSystem`.
 
-Model (spec/lds.md §1 and §11; scoring.md IF-11)::
+Model::
 
     x_0 ~ N(mu0, Sigma0),   x_t = A x_{t-1} + B us_t + w_t,   w_t ~ N(0, I_k)
     y_t = C x_t + D uo_t + v_t,                               v_t ~ N(0, diag(1/rho))
@@ -8,7 +8,7 @@ Model (spec/lds.md §1 and §11; scoring.md IF-11)::
 theta = blocks ``"A"`` (k, k), ``"B"`` (k, ds), ``"C"`` (p, k), ``"D"`` (p, do) (real;
 B and D only when the model has state / output inputs, the intercept included) and
 ``"rho"`` (p,) (positive).  The state noise is fixed to the identity.  Every
-hyperparameter is frozen at its fitted value (IF-2): the ARD precisions ``alpha``,
+hyperparameter is frozen at its fitted value: the ARD precisions ``alpha``,
 ``beta`` (columns of [A B]), ``gamma``, ``delta`` (columns of [C D]), the Gamma(a, b)
 prior of rho, and the initial-state prior ``(mu0, Sigma0)`` (a point hyperparameter of
 the estimator).  The prior is therefore the proper, normalised density::
@@ -19,7 +19,8 @@ the estimator).  The prior is therefore the proper, normalised density::
 ``ln p(X | theta)`` is exact: the Kalman-filter prediction-error decomposition, one
 numba call for a whole batch of parameter sets and all sequences
 (:func:`sklearn_vb._kernels.kalman_batch.lds_log_likelihood_terms`).  The number of
-cases ``n`` is the total number of time steps (DESIGN §3); ``log_likelihood_per_case``
+cases ``n`` is the total number of time steps (as in the estimator's BIC);
+``log_likelihood_per_case``
 returns the per-step terms ``ln p(y_t | y_{1:t-1}, theta)`` (they sum to the
 log-likelihood).
 
@@ -32,8 +33,9 @@ gives the ``S = 2^k k!`` of :meth:`n_aliases`; ``ln S`` is the right correction 
 the aliased modes are well separated (and are not exactly equivalent here, because the
 ARD prior and the frozen ``(mu0, Sigma0)`` are not invariant).
 
-Point estimates (G2): :meth:`fit_point` is EM with the exact Kalman smoother as E step
-and the mode of the conjugate posterior of §4 given the expected statistics as M step
+Point estimates (group G2 of :mod:`sklearn_vb.scoring.protocols`): :meth:`fit_point` is
+EM with the exact Kalman smoother as E step and the mode of the conjugate posterior (the
+estimator's VBM step) given the expected statistics as M step
 (MAP), or the least-squares / ML solution (``kind="ml"``); ``(mu0, Sigma0)`` stay frozen.
 The MAP of rho is taken in the unconstrained basis ``phi = ln rho`` by default (the
 basis of the Laplace scorer: Gamma shape ``a + (T + k + do)/2``), or in rho itself with
@@ -98,7 +100,7 @@ def _gamma_logpdf(x, a, b):
 
 
 class LDSPosterior:
-    """The VB posterior ``q(A, B) q(C, D, rho)`` of the LDS (spec/lds.md §4, §9 item 6).
+    """The VB posterior ``q(A, B) q(C, D, rho)`` of the LDS.
 
     Rows ``[a_j; b_j] ~ N(M_AB[j], Sigma_AB)`` independently; for each output ``s``,
     ``rho_s ~ Ga(shape, rate_s)`` and ``[c_s; d_s] | rho_s ~ N(M_CD[s], Sigma_CD / rho_s)``.
@@ -257,7 +259,7 @@ class LDSScoringModel(ScoringModelMixin):
         self.ds = ds = self.state_cols.size
         self.do = do = self.out_cols.size
         self.n_components = k
-        # frozen hyperparameters (IF-2)
+        # frozen hyperparameters
         self.prior_ab = np.concatenate([np.asarray(est.alpha_, float),
                                         np.asarray(est.beta_, float)[self.state_cols]])
         self.prior_cd = np.concatenate([np.asarray(est.gamma_, float),
@@ -447,7 +449,7 @@ class LDSScoringModel(ScoringModelMixin):
     # ------------------------------------------------------------------------ G4
     def n_parameters(self):
         """``k^2 + k ds + p k + p do + p - k(k-1)/2``: the orthogonal rotations of the
-        state that remain with ``Q = I`` are removed (spec/lds.md §11).  The frozen
+        state that remain with ``Q = I`` are removed.  The frozen
         initial-state prior is not counted."""
         k, p = self.k, self.p
         return k * k + k * self.ds + p * k + p * self.do + p - k * (k - 1) // 2
@@ -471,7 +473,7 @@ class LDSScoringModel(ScoringModelMixin):
     def alias_posterior(self, q=None, max_components=400):
         """Equal-weight mixture of ``q`` (default: the fitted q) over the ``2^k k!``
         signed permutations of the states: a proposal that covers every aliased mode
-        (importance sampling, [004:7727])."""
+        for importance sampling."""
         q = self.variational_posterior() if q is None else q
         if self.n_aliases() > max_components:
             raise ValueError(f"{self.n_aliases()} aliases exceed max_components={max_components}.")
@@ -523,7 +525,7 @@ class LDSScoringModel(ScoringModelMixin):
 
     # ------------------------------------------------------------------------ G2 / G3
     def stats_from_moments(self, X, omega, ups, cross, omega0, ups0):
-        """Expected sufficient statistics from the marginals of a q(x) (spec/lds.md §4.1).
+        """Expected sufficient statistics from the marginals of a q(x).
 
         ``omega, ups`` (T, k), (T, k, k): means and covariances of ``x_t``; ``cross``
         (T, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0``: moments of each ``x_0``.
@@ -581,7 +583,7 @@ class LDSScoringModel(ScoringModelMixin):
 
     def log_complete_evidence(self, stats):
         """``ln int p(theta) exp<ln p(x, y | theta)> dtheta`` in closed form (conjugate
-        rows given the statistics; spec/lds.md §11 G3)."""
+        rows given the statistics)."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
         T, k = stats["T"], self.k
         # dynamics: k independent Gaussian rows of [A B]
@@ -603,7 +605,7 @@ class LDSScoringModel(ScoringModelMixin):
         return float(self._x0_term(stats) + e_dyn + e_obs)
 
     def q_from_stats(self, stats):
-        """VBM: the optimal q(theta) given the statistics of a q(x) (spec/lds.md §4)."""
+        """VBM: the optimal q(theta) given the statistics of a q(x)."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
         Sigma_AB, _ = _spd_solve_inv(W_z + np.diag(self.prior_ab))
         Lam_CD = W_w + np.diag(self.prior_cd)
@@ -647,7 +649,7 @@ class LDSScoringModel(ScoringModelMixin):
     def vb_refine(self, X, estep, max_iter=1000, tol=1e-8):
         """VBEM with the frozen hyperparameters, started by a VBM step from the
         statistics of ``estep`` (the exact posterior at a point: the first bound is then
-        the CS score, Corollary 2.5).  Each recorded bound is the collapsed
+        the CS score, Beal 2003, Corollary 2.5).  Each recorded bound is the collapsed
         ``H[q(x)] + log_complete_evidence(stats(q(x)))`` = F(q(x), VBM(q(x))); the VBE
         step is the estimator's variational Kalman smoother."""
         run_filter = type(self.estimator)._run_filter

@@ -1,6 +1,6 @@
 """ScoringModel for a fitted :class:`~sklearn_vb.mfa.VBMixtureFactorAnalysers`.
 
-Parameters ``theta`` (spec/scoring.md IF-11, spec/mfa.md §14.1):
+Parameters ``theta``:
 
 =================  ===========  =========  ==============================================
 block              shape        constraint meaning
@@ -12,10 +12,11 @@ block              shape        constraint meaning
 
 ``K`` is the estimator's maximum number of factors (``n_factors_max_``): every column is
 a parameter, ARD only shrinks the unused ones.  Every hyperparameter is frozen at its
-fitted value (IF-2): ``Psi``, ``(mu*, nu*)``, ``(a*, b*)`` and ``alpha*``.  The ARD
-precisions are integrated out analytically [004:7417], which turns the prior of each
-loading column into a ``p``-variate Student-t (spec/mfa.md §14.1 [R]: the precision is
-shared down a column, so the columns, not the rows, are the t vectors)::
+fitted value, so that every scorer estimates the same ``ln p(X | m, hyperparameters)``:
+``Psi``, ``(mu*, nu*)``, ``(a*, b*)`` and ``alpha*``.  The ARD precisions are integrated
+out analytically, which turns the prior of each loading column into a ``p``-variate
+Student-t (the precision is shared down a column, so the columns, not the rows, are the
+t vectors)::
 
     pi ~ Dir(alpha*/S, ..., alpha*/S)
     Lambda_s[:, j] ~ t_{2a*}(0, (b*/a*) I_p)   i.e.
@@ -37,7 +38,8 @@ numba call for a whole batch of parameter sets
 (:func:`sklearn_vb._kernels.mfa_batch.mfa_log_likelihood_per_case`, Woodbury and the
 matrix determinant lemma).
 
-Point estimates and complete-data evidence (G2/G3).  :meth:`e_step` is exact: the
+Point estimates and complete-data evidence (groups G2/G3 of
+:mod:`sklearn_vb.scoring.protocols`).  :meth:`e_step` is exact: the
 responsibilities and the Gaussian factor posteriors at a point ``theta``.
 :meth:`fit_point` is a generalised EM for the MAP (or ML): the E step over ``(s, x)``,
 then the mixing proportions in closed form and the rows of ``[Lambda_s, mu_s]`` by one
@@ -70,7 +72,7 @@ only the prior separates the axis-aligned placements: strongly when ARD has made
 ``b*`` small (spreading a column over two slots then costs about
 ``(a* + p/2) ln(|lambda|^2 / 4b*)`` nats), weakly otherwise, in which case ``ln S``
 over-corrects.  That is why the default ``n_aliases()``, used by the alias corrections of
-the scores, is the conservative count of spec IF-11 instead, the permutations of analysers
+the scores, is the conservative count instead, the permutations of analysers
 with equal numbers of factors (``prod_k m_k!``, ``m_k`` the number of components with
 ``k`` factors); ``n_aliases(kind="modes")`` is the full count above.
 :meth:`alias_posterior` is the equal-weight mixture of q over all these maps.
@@ -131,7 +133,7 @@ def _row_logpdf(quad, d, logdet, dof):
 
 class MFAPosterior:
     """``q(pi) prod_s prod_q q(row q of [Lambda_s, mu_s])``: a Dirichlet times independent
-    Gaussian rows (spec/mfa.md §3, §14.2), in the coordinates of ``log_prior``.
+    Gaussian rows, in the coordinates of ``log_prior``.
 
     With ``dof`` every row is a multivariate Student-t with the same location, the
     Gaussian covariance as scale matrix and one scale variate per row (the thesis's
@@ -241,7 +243,7 @@ class MFAScoringModel(ScoringModelMixin):
     Data: :meth:`prepare_data` returns a dict with ``"Z"`` (the data in fitting units)
     and ``"log_jac"`` (``-sum_q ln feature_scale_q``, per case).  Expected statistics
     (``e_step(...).stats``) are a dict with ``Nk`` (S,), ``W`` (S, K+1, K+1),
-    ``C`` (S, p, K+1), ``D`` (S, p) (the estimator's, spec/mfa.md §4) and ``n``.
+    ``C`` (S, p, K+1), ``D`` (S, p) (the estimator's) and ``n``.
     """
 
     @property
@@ -446,7 +448,8 @@ class MFAScoringModel(ScoringModelMixin):
 
     def alias_posterior(self, q=None, max_components=400):
         """Equal-weight mixture of ``q`` (default: the fitted q) over every alias map: a
-        proposal covering every aliased mode of the posterior ([004:7727])."""
+        proposal covering every aliased mode of the posterior (the restart mixture of
+        Beal 2003's importance sampler, Chapter 4)."""
         q = self.variational_posterior() if q is None else q
         return MixturePosterior([aliased_posterior(q, a, self)
                                  for a in self.alias_maps(max_components)])
