@@ -36,7 +36,7 @@ from .base import VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior, init_posterior_array
 
-__all__ = ["VBHiddenMarkov", "HMMData"]
+__all__ = ["VBHiddenMarkov"]
 
 
 # ---------------------------------------------------------------------------
@@ -112,8 +112,9 @@ _MARGINAL_SHRINK = 0.3
 
 
 @dataclass
-class HMMData:
-    """Validated sequences, as :meth:`VBHiddenMarkov.check_data` returns them.
+class _FitData:
+    """Validated sequences: what the steps of ``fit`` read, and what
+    :meth:`VBHiddenMarkov.check_data` returns for new data.
 
     Attributes
     ----------
@@ -381,7 +382,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Xv = family.check_X(X, self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
-        return HMMData(
+        return _FitData(
             X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends
         )
 

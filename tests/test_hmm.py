@@ -18,7 +18,9 @@ from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.base import bound_round_off
 from sklearn_vb.hmm import VBHiddenMarkov, optimize_dirichlet_scale
 
-R6_EXACT = -9.759777231503435  # spec/scoring.md section 7.1, R6
+# exact ln p(X) of X = [0, 0, 1, 2, 2, 2, 1, 0] in two sequences of 4 under a 2-state,
+# 3-symbol HMM with Dirichlet(1) on every row (tests/oracles/reference_models.DiscreteHMM)
+R6_EXACT = -9.759777231503435
 
 
 # ---------------------------------------------------------------------------
@@ -45,7 +47,7 @@ def path_counts(paths, lengths, K):
 
 
 def exact_log_evidence_categorical(symbols, lengths, K, M, u_pi, u_A, u_C):
-    """ln p(y) = logsumexp over joint paths of the Dirichlet integrals (spec I7)."""
+    """ln p(y) = logsumexp over joint paths of the Dirichlet integrals (Beal 2003, eq. 3.44)."""
     paths = all_paths(K, len(symbols))
     n_pi, n_A = path_counts(paths, lengths, K)
     n_C = np.zeros((len(paths), K, M))
@@ -532,7 +534,7 @@ def test_score_and_bound_orderings():
     assert per_frame.shape == (len(X),) and per_seq.shape == (5,)
     np.testing.assert_allclose(per_seq.sum(), per_frame.sum(), rtol=1e-12)
     assert model.score(X, lengths=lengths) == pytest.approx(per_frame.mean(), rel=1e-12)
-    # Jensen: ln Z(y) under exp E[ln theta] <= ln p(y | posterior mean)  (spec I10)
+    # Jensen: ln Z(y) under exp E[ln theta] <= ln p(y | posterior mean)
     bound = model.score_bound(X, lengths=lengths)
     assert bound <= per_seq.sum()
     # and on the training data the VBE pass bound is at least F (it omits the KLs)

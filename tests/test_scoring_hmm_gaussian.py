@@ -2,8 +2,9 @@
 
 Oracles: brute-force path enumeration for the likelihood and the E step, scipy's
 Wishart / Gamma / Gaussian / Dirichlet densities for the prior and q, finite differences
-for the Cholesky Jacobian (T-M5), the score identity E[grad ln p] = 0 for the samplers
-(T-M1), conjugacy identities (T-M3, T-M4), and the exact evidence of tiny problems by
+for the Jacobian of the Cholesky coordinates, the score identity E[grad ln p] = 0 for the
+samplers, conjugacy identities (the collapsed bound of a conjugate VBM step equals the
+complete-data evidence), and the exact evidence of tiny problems by
 enumerating paths with sequential Student-t predictives (independent of the model's
 closed-form complete-data evidence).
 """
@@ -204,7 +205,7 @@ def diag2d():
 
 
 # ---------------------------------------------------------------------------------------
-# likelihood (IF-4) and counting (IF-7)
+# likelihood and parameter counting
 # ---------------------------------------------------------------------------------------
 
 
@@ -292,7 +293,7 @@ def test_simulate_shapes_and_statistics(full2d):
 
 
 # ---------------------------------------------------------------------------------------
-# densities (T-M1, T-M5)
+# densities, samplers and the Cholesky Jacobian
 # ---------------------------------------------------------------------------------------
 
 
@@ -313,7 +314,7 @@ def test_prior_and_q_densities_match_scipy(which, request):
 
 
 def test_cholesky_jacobian_finite_differences():
-    """T-M5: phi = (ln diag L, offdiag L) -> lower entries of Lambda = L L^T."""
+    """The Jacobian of phi = (ln diag L, offdiag L) -> lower entries of Lambda = L L^T."""
     est = fit(np.random.default_rng(5).normal(size=(12, 3)), None, 1, "full")
     model = GaussianHMMScoringModel(est)
     space = model.param_space
@@ -352,7 +353,7 @@ def test_cholesky_jacobian_finite_differences():
 
 @pytest.mark.parametrize("which", ["full2d", "diag2d"])
 def test_samplers_consistent_with_densities(which, request):
-    """T-M1: moments of sample_prior and of q's sampler, and the score identity
+    """Moments of sample_prior and of q's sampler, and the score identity
     E[grad_phi ln p_phi] = 0 (fails if a sampler and its density, Jacobians included,
     disagree)."""
     model = request.getfixturevalue(which)
@@ -383,7 +384,7 @@ def test_samplers_consistent_with_densities(which, request):
 
 @pytest.mark.parametrize("which", ["full2d", "diag2d"])
 def test_prior_normalisation_by_importance_sampling(which, request):
-    """T-M1: int p(theta) dtheta = 1, estimated by importance sampling from a reference
+    """int p(theta) dtheta = 1, estimated by importance sampling from a reference
     density broader than the prior in every direction (Student-t means, halved
     concentrations), so that the weights are bounded."""
     model = request.getfixturevalue(which)
@@ -396,7 +397,7 @@ def test_prior_normalisation_by_importance_sampling(which, request):
 
 
 # ---------------------------------------------------------------------------------------
-# E step and complete-data evidence (T-M3, T-M4)
+# E step and complete-data evidence
 # ---------------------------------------------------------------------------------------
 
 
@@ -417,7 +418,7 @@ def test_e_step_identities(which, request):
         assert e.stats["trans"].sum() == pytest.approx(5)
         assert e.stats["N"].sum() == pytest.approx(7)
         # conjugacy: ln p(theta) + E ln p(z, X | theta) - ln q(theta) = ln complete evidence
-        # for every theta when q = VBM(stats) (the collapsed-bound identity behind T-M4)
+        # for every theta when q = VBM(stats) (the collapsed-bound identity)
         q = model.posterior_from_stats(e.stats)
         draws = q.sample(rng, 20)
         lhs = model.log_prior(draws) + model.complete_loglik(draws, e.stats) - q.log_pdf(draws)
@@ -427,7 +428,7 @@ def test_e_step_identities(which, request):
 
 
 def test_vb_refine_reaches_estimator_bound(full2d):
-    """T-M4 end to end: VBEM from the CS completion, with the collapsed bound recorded
+    """The collapsed bound end to end: VBEM from the CS completion, with the bound recorded
     after every VBM step, never decreases and converges to the estimator's F."""
     model = full2d
     data = model.prepare_data(Y2, lengths=L2)

@@ -2,7 +2,7 @@
 
 X is one column (or a 1-D array) of integer symbols in ``[0, M)``.  Statistics are the
 expected symbol counts of every state, ``emis`` (K, M); the posterior is
-``Dir(u_k + emis_k)`` per state (Beal 2003, eq. 3.49).  The emission table has one row
+``Dir(u_k + emis_k)`` per state (Beal 2003, eqs. 3.58-3.59).  The emission table has one row
 per symbol, so forward-backward indexes it by the symbols themselves.
 """
 

@@ -1,7 +1,7 @@
 """Gaussian emissions: Normal-Wishart (full covariance) or per-dimension Normal-Gamma
 (diagonal covariance) priors on every state's mean and precision.
 
-Hyperparameters (Beal 2003, section 3.7; Bishop 2006, section 10.2):
+Hyperparameters (the conjugate updates of Bishop 2006, section 10.2.1):
 
 * ``means`` m (D,) or (K, D) and ``beta`` scalar or (K,): mu | Lambda ~ N(m, (beta Lambda)^-1);
 * ``dof`` nu and ``scale`` S = W^-1: Lambda ~ Wishart(W, nu) (full, S (D, D) or (K, D, D)),

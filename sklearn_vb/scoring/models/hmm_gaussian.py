@@ -22,7 +22,7 @@ per state, Normal-Wishart ``mu | Lambda ~ N(m0, (beta0 Lambda)^-1)``,
 ``Lambda ~ Wishart(W0 = scale_prior^-1, nu0)`` (full) or per-dimension Normal-Gamma
 ``lambda_d ~ Gamma(nu0/2, rate scale_prior_d/2)`` (diag).  Every density of a full
 precision is taken in the Cholesky coordinates (see
-:class:`~sklearn_vb.emissions.NormalWishartBlocks`); the unconstrained basis of the
+:class:`~sklearn_vb.emissions._gaussian.NormalWishartBlocks`); the unconstrained basis of the
 ParamSpace then maps ``L_ii = exp(phi)`` and leaves the off-diagonal entries as they are.
 """
 
