@@ -33,6 +33,10 @@ EMISSION_FAMILIES = {
 }
 
 
+#: one instance per family class: families are stateless
+_INSTANCES = {}
+
+
 def emission_family(emission, covariance_type=None):
     """The family object for ``VBHiddenMarkov(emission=..., covariance_type=...)``.
 
@@ -44,4 +48,6 @@ def emission_family(emission, covariance_type=None):
     if cls is None:
         known = sorted({e for e, _ in EMISSION_FAMILIES})
         raise ValueError(f"emission must be one of {known}; got {emission!r}.")
-    return cls()
+    if cls not in _INSTANCES:
+        _INSTANCES[cls] = cls()
+    return _INSTANCES[cls]

@@ -15,12 +15,16 @@ large cancellations: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk (x_t - m
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import digamma, gammaln, polygamma
+from scipy.special import gammaln, polygamma
 from sklearn.utils.validation import validate_data
 
 from .._distributions import (
+    _expected_logdet,
     _log_multigamma,
+    _logdet_chol,
+    gamma_expected_log,
     gamma_log_pdf,
+    gamma_mean,
     gamma_sample,
     normal_gamma_kl,
     normal_gamma_log_pdf,
@@ -28,6 +32,7 @@ from .._distributions import (
     normal_wishart_kl,
     normal_wishart_log_pdf,
     normal_wishart_sample,
+    wishart_expected_precision,
     wishart_log_pdf,
     wishart_sample,
 )
@@ -268,15 +273,13 @@ class GaussianFullEmissions(_GaussianEmissions):
     @staticmethod
     def _expected_logdet_and_precision(nu, scale):
         """E[ln|Lambda|] and the Cholesky factor of E[Lambda] = nu W under Wishart(W = S^-1, nu)."""
-        D = scale.shape[-1]
-        chol_s = np.linalg.cholesky(scale)
-        logdet_s = 2.0 * np.log(np.diagonal(chol_s, axis1=1, axis2=2)).sum(axis=1)
-        e_logdet = digamma(0.5 * (nu[:, None] - np.arange(D))).sum(axis=1) + D * np.log(2.0) - logdet_s
+        # ln|W| = -ln|S|, from the Cholesky factor of S
+        e_logdet = _expected_logdet(scale.shape[-1], nu, -_logdet_chol(np.linalg.cholesky(scale)))
         return e_logdet, GaussianFullEmissions._mean_precision_cholesky(nu, scale)
 
     @staticmethod
     def _mean_precision_cholesky(nu, scale):
-        prec = nu[:, None, None] * np.linalg.inv(scale)
+        prec = wishart_expected_precision(np.linalg.inv(scale), nu)
         prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
         return np.linalg.cholesky(prec)
 
@@ -464,10 +467,9 @@ class GaussianDiagEmissions(_GaussianEmissions):
     @staticmethod
     def _expected_logdet_and_precision(nu, scale):
         """sum_d E[ln lambda_d] and E[lambda] (K, D) under Gamma(nu/2, rate scale/2)."""
-        a = 0.5 * nu
+        a = 0.5 * nu[:, None]
         b = 0.5 * scale
-        e_logdet = (digamma(a)[:, None] - np.log(b)).sum(axis=1)
-        return e_logdet, a[:, None] / b
+        return gamma_expected_log(a, b).sum(axis=1), gamma_mean(a, b)
 
     @staticmethod
     def _mean_logdet_and_precision(nu, scale):
