@@ -23,6 +23,10 @@ Parameterisations
   ``|L|^{(nu-D-1)/2} exp(-tr(W^{-1} L)/2) / (2^{nu D/2} |W|^{nu/2} Gamma_D(nu/2))``.
 * Normal-Wishart: ``mu | Lambda ~ N(m, (beta Lambda)^{-1})``,
   ``Lambda ~ Wishart(W, nu)``.
+  The KLs also come parameterised by the inverse scale ``S = W^{-1}``
+  (:func:`wishart_kl_inverse_scale`, :func:`normal_wishart_kl_inverse_scale`),
+  the form conjugate updates produce; they work from Cholesky factors of ``S``
+  and never invert it, so they stay accurate when ``S`` is ill-conditioned.
 * Normal-Gamma per dimension: ``mu_d | lambda_d ~ N(m_d, 1/(beta_d lambda_d))``,
   ``lambda_d ~ Gamma(a_d, b_d)``; log densities and KLs are summed over the
   last (dimension) axis.
@@ -69,10 +73,12 @@ __all__ = [
     "wishart_log_normaliser",
     "wishart_entropy",
     "wishart_kl",
+    "wishart_kl_inverse_scale",
     "wishart_log_pdf",
     "wishart_sample",
     # Normal-Wishart
     "normal_wishart_kl",
+    "normal_wishart_kl_inverse_scale",
     "normal_wishart_log_pdf",
     "normal_wishart_sample",
     "normal_wishart_expected_log_likelihood",
@@ -422,11 +428,12 @@ def _log_multigamma(a, D):
     return 0.25 * D * (D - 1) * np.log(np.pi) + np.sum(gammaln(a[..., None] - 0.5 * i), axis=-1)
 
 
-def _wishart_logdet_terms(W, nu):
-    """(D, nu, Cholesky of W, ln|W|) with validation."""
+def _wishart_logdet_terms(W, nu, name="W"):
+    """(D, nu, Cholesky of W, ln|W|) with validation; ``name`` labels ``W`` in the error
+    message (the inverse-scale functions pass their ``S = W^{-1}`` here)."""
     W = _f(W)
     nu = _f(nu)
-    LW = _cholesky("W", W)
+    LW = _cholesky(name, W)
     D = W.shape[-1]
     if np.any(~(nu > D - 1)):
         raise ValueError(f"nu must exceed D - 1 = {D - 1}, got {nu}.")
@@ -475,19 +482,52 @@ def wishart_entropy(W, nu):
     )
 
 
-def wishart_kl(W_q, nu_q, W_p, nu_p):
-    """KL(Wishart(W_q, nu_q) || Wishart(W_p, nu_p))."""
-    D, nu_q, _, logdet_q = _wishart_logdet_terms(W_q, nu_q)
-    Dp, nu_p, Lp, logdet_p = _wishart_logdet_terms(W_p, nu_p)
-    if Dp != D:
-        raise ValueError(f"W_q and W_p have different dimensions ({D} and {Dp}).")
+def _wishart_kl(D, nu_q, logdet_q, nu_p, logdet_p, trace):
+    """KL between Wisharts from ln|W_q|, ln|W_p| and ``trace`` = tr(W_p^{-1} W_q)."""
     return (
         _log_normaliser(D, nu_q, logdet_q)
         - _log_normaliser(D, nu_p, logdet_p)
         + 0.5 * (nu_q - nu_p) * _expected_logdet(D, nu_q, logdet_q)
         - 0.5 * nu_q * D
-        + 0.5 * nu_q * _trace_solve(Lp, _f(W_q))
+        + 0.5 * nu_q * trace
     )
+
+
+def _check_same_dimension(D, Dp, names):
+    if Dp != D:
+        raise ValueError(f"{names[0]} and {names[1]} have different dimensions ({D} and {Dp}).")
+
+
+def wishart_kl(W_q, nu_q, W_p, nu_p):
+    """KL(Wishart(W_q, nu_q) || Wishart(W_p, nu_p))."""
+    D, nu_q, _, logdet_q = _wishart_logdet_terms(W_q, nu_q)
+    Dp, nu_p, Lp, logdet_p = _wishart_logdet_terms(W_p, nu_p)
+    _check_same_dimension(D, Dp, ("W_q", "W_p"))
+    return _wishart_kl(D, nu_q, logdet_q, nu_p, logdet_p, _trace_solve(Lp, _f(W_q)))
+
+
+def _wishart_kl_inverse_scale_terms(S_q, nu_q, S_p, nu_p):
+    """(KL, D, nu_q, Cholesky factor of S_q) for :func:`wishart_kl_inverse_scale`."""
+    D, nu_q, Lq, logdet_Sq = _wishart_logdet_terms(S_q, nu_q, "S_q")
+    Dp, nu_p, Lp, logdet_Sp = _wishart_logdet_terms(S_p, nu_p, "S_p")
+    _check_same_dimension(D, Dp, ("S_q", "S_p"))
+    shape = np.broadcast_shapes(Lq.shape, Lp.shape)
+    # tr(W_p^{-1} W_q) = tr(S_q^{-1} S_p) = ||L_q^{-1} L_p||_F^2: a sum of squares after
+    # one triangular solve, where forming S^{-1} would lose cond(S) * eps of the
+    # largest eigenvalue of W in every entry
+    Y = np.linalg.solve(np.broadcast_to(Lq, shape), np.broadcast_to(Lp, shape))
+    trace = np.sum(Y * Y, axis=(-2, -1))
+    return _wishart_kl(D, nu_q, -logdet_Sq, nu_p, -logdet_Sp, trace), D, nu_q, Lq
+
+
+def wishart_kl_inverse_scale(S_q, nu_q, S_p, nu_p):
+    """KL(Wishart(S_q^{-1}, nu_q) || Wishart(S_p^{-1}, nu_p)) from the inverse scales.
+
+    Equals ``wishart_kl(inv(S_q), nu_q, inv(S_p), nu_p)`` but uses only Cholesky
+    factors of ``S_q`` and ``S_p``, so it keeps its accuracy when they are
+    ill-conditioned.
+    """
+    return _wishart_kl_inverse_scale_terms(S_q, nu_q, S_p, nu_p)[0]
 
 
 def wishart_log_pdf(L, W, nu, cholesky=False):
@@ -546,9 +586,28 @@ def normal_wishart_kl(m_q, beta_q, W_q, nu_q, m_p, beta_p, W_p, nu_p):
     diff = m_q - m_p
     # E_q[(m_q - m_p)^T Lambda (m_q - m_p)] with E[Lambda] = nu_q W_q
     quad = nu_q * np.einsum("...i,...ij,...j->...", diff, W_q, diff)
+    return _normal_wishart_mean_kl(D, beta_q, beta_p, quad) + wishart_kl(W_q, nu_q, W_p, nu_p)
+
+
+def _normal_wishart_mean_kl(D, beta_q, beta_p, quad):
+    """E_q[KL(q(mu | Lambda) || p(mu | Lambda))] from ``quad`` = E_q[(m_q - m_p)^T Lambda (m_q - m_p)]."""
     ratio = beta_p / beta_q
-    kl_mean = 0.5 * (D * (ratio - 1.0 - np.log(ratio)) + beta_p * quad)
-    return kl_mean + wishart_kl(W_q, nu_q, W_p, nu_p)
+    return 0.5 * (D * (ratio - 1.0 - np.log(ratio)) + beta_p * quad)
+
+
+def normal_wishart_kl_inverse_scale(m_q, beta_q, S_q, nu_q, m_p, beta_p, S_p, nu_p):
+    """KL(NW(m_q, beta_q, S_q^{-1}, nu_q) || NW(m_p, beta_p, S_p^{-1}, nu_p)).
+
+    :func:`normal_wishart_kl` with the Wisharts given by their inverse scales
+    ``S = W^{-1}`` (what the conjugate update produces), evaluated from Cholesky
+    factors only, as :func:`wishart_kl_inverse_scale`.
+    """
+    m_q, beta_q, m_p, beta_p = _f(m_q), _f(beta_q), _f(m_p), _f(beta_p)
+    kl_wishart, D, nu_q, Lq = _wishart_kl_inverse_scale_terms(S_q, nu_q, S_p, nu_p)
+    # (m_q - m_p)^T S_q^{-1} (m_q - m_p) = ||L_q^{-1} (m_q - m_p)||^2
+    z = _solve_lower(Lq, m_q - m_p)
+    quad = nu_q * np.sum(z * z, axis=-1)
+    return _normal_wishart_mean_kl(D, beta_q, beta_p, quad) + kl_wishart
 
 
 def normal_wishart_log_pdf(mu, L, m, beta, W, nu, cholesky=False):

@@ -502,6 +502,63 @@ def test_normal_wishart_kl_nonnegative_and_zero_at_self(seed, D):
     assert abs(dist.normal_wishart_kl(*q, *q)) < 1e-9
 
 
+def test_kl_inverse_scale_matches_scale_parameterisation():
+    rng = np.random.default_rng(45)
+    D, K = 3, 4
+    params = [_nw_params(rng, D) for _ in range(K)]
+    m = np.stack([p[0] for p in params])
+    beta = np.array([p[1] for p in params])
+    W = np.stack([p[2] for p in params])
+    nu = np.array([p[3] for p in params])
+    S = np.linalg.inv(W)
+    np.testing.assert_allclose(
+        dist.normal_wishart_kl_inverse_scale(m, beta, S, nu, m[0], beta[0], S[0], nu[0]),
+        dist.normal_wishart_kl(m, beta, W, nu, m[0], beta[0], W[0], nu[0]),
+        rtol=1e-10, atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        dist.wishart_kl_inverse_scale(S, nu, S[1], nu[1]), dist.wishart_kl(W, nu, W[1], nu[1]),
+        rtol=1e-10, atol=1e-12,
+    )
+    with pytest.raises(ValueError, match="S_q must be symmetric positive definite"):
+        dist.wishart_kl_inverse_scale(-S[0], nu[0], S[1], nu[1])
+    with pytest.raises(ValueError, match="different dimensions"):
+        dist.wishart_kl_inverse_scale(S[0], nu[0], S[1, :2, :2], nu[1])
+
+
+@pytest.mark.parametrize("condition", [1e2, 1e6, 1e9])
+@pytest.mark.parametrize("rotated", [False, True])
+def test_kl_inverse_scale_accurate_when_ill_conditioned(condition, rotated):
+    # Eigenvalues lam of S_p and mu of S_q, shared eigenvectors Q (the identity, or a
+    # rotation with mu = 2 lam so that S_q = 2 S_p holds exactly in floating point), and
+    # m_q - m_p = t Q[:, 0]: KL = D/2 (r - 1 - ln r) + beta_p nu t^2 / (2 mu_0)
+    # + nu/2 sum(ln(mu / lam) - 1 + lam / mu), r = beta_p / beta_q.  Through explicit
+    # inverses the relative error grows like condition * 1e-14 (1e-5 at 1e9).
+    D, nu, beta_q, beta_p, t = 4, 6.5, 3.0, 1.5, 1.3
+    lam = np.geomspace(1.0, 1.0 / condition, D)
+    if rotated:
+        Q = stats.special_ortho_group.rvs(D, random_state=0)
+        mu = 2.0 * lam
+    else:
+        Q = np.eye(D)
+        mu = lam * np.array([2.0, 0.5, 3.0, 0.25])
+    S_p = (Q * lam) @ Q.T
+    S_p = 0.5 * (S_p + S_p.T)
+    S_q = 2.0 * S_p if rotated else np.diag(mu)
+    m_p = np.array([0.5, -1.0, 2.0, 0.0])
+    m_q = m_p + t * Q[:, 0]
+    r = beta_p / beta_q
+    kl_wishart = 0.5 * nu * np.sum(np.log(mu / lam) - 1.0 + lam / mu)
+    kl = 0.5 * D * (r - 1.0 - np.log(r)) + 0.5 * beta_p * nu * t**2 / mu[0] + kl_wishart
+    np.testing.assert_allclose(dist.wishart_kl_inverse_scale(S_q, nu, S_p, nu), kl_wishart,
+                               rtol=1e-8)
+    np.testing.assert_allclose(
+        dist.normal_wishart_kl_inverse_scale(m_q, beta_q, S_q, nu, m_p, beta_p, S_p, nu),
+        kl, rtol=1e-8,
+    )
+    assert abs(dist.normal_wishart_kl_inverse_scale(m_p, beta_p, S_p, nu, m_p, beta_p, S_p, nu)) < 1e-9
+
+
 # ---------------------------------------------------------------------------
 # Normal-Gamma (per dimension, summed over the last axis)
 # ---------------------------------------------------------------------------
