@@ -148,6 +148,22 @@ def _logdet_chol(L):
     return 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
 
 
+def _cholesky_of_inverse(S):
+    """(F, ln|S|): the lower Cholesky factor F of S^{-1} (F F^T = S^{-1}), without forming S^{-1}.
+
+    With S = U U^T, U upper triangular (the Cholesky factor of S with its axes
+    reversed), S^{-1} = U^{-T} U^{-1} and U^{-T} is lower triangular: one triangular
+    solve.  An explicit inverse carries errors of cond(S) * eps times the largest
+    eigenvalue of S^{-1} into every entry, which for an ill-conditioned S swamps the
+    small ones in quadratic forms x^T S^{-1} x along its large eigenvectors.
+    """
+    S = _f(S)
+    U = np.linalg.cholesky(S[..., ::-1, ::-1])[..., ::-1, ::-1]
+    # LU of an upper triangular matrix needs no pivoting: this is back substitution
+    U_inv = np.linalg.solve(U, np.broadcast_to(np.eye(S.shape[-1]), S.shape))
+    return np.swapaxes(U_inv, -1, -2), _logdet_chol(U)
+
+
 def _solve_lower(L, b):
     """Solve L z = b for z, with L (..., D, D) lower triangular and b (..., D).
 

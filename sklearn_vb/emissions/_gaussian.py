@@ -19,9 +19,9 @@ from scipy.special import gammaln, polygamma
 from sklearn.utils.validation import validate_data
 
 from .._distributions import (
+    _cholesky_of_inverse,
     _expected_logdet,
     _log_multigamma,
-    _logdet_chol,
     gamma_expected_log,
     gamma_log_pdf,
     gamma_mean,
@@ -29,10 +29,9 @@ from .._distributions import (
     normal_gamma_kl,
     normal_gamma_log_pdf,
     normal_gamma_sample,
-    normal_wishart_kl,
+    normal_wishart_kl_inverse_scale,
     normal_wishart_log_pdf,
     normal_wishart_sample,
-    wishart_expected_precision,
     wishart_log_pdf,
     wishart_sample,
 )
@@ -273,19 +272,19 @@ class GaussianFullEmissions(_GaussianEmissions):
     @staticmethod
     def _expected_logdet_and_precision(nu, scale):
         """E[ln|Lambda|] and the Cholesky factor of E[Lambda] = nu W under Wishart(W = S^-1, nu)."""
-        # ln|W| = -ln|S|, from the Cholesky factor of S
-        e_logdet = _expected_logdet(scale.shape[-1], nu, -_logdet_chol(np.linalg.cholesky(scale)))
-        return e_logdet, GaussianFullEmissions._mean_precision_cholesky(nu, scale)
+        inv_chol, logdet_s = _cholesky_of_inverse(scale)
+        # ln|W| = -ln|S|
+        e_logdet = _expected_logdet(scale.shape[-1], nu, -logdet_s)
+        return e_logdet, GaussianFullEmissions._mean_precision_cholesky(nu, inv_chol)
 
     @staticmethod
-    def _mean_precision_cholesky(nu, scale):
-        prec = wishart_expected_precision(np.linalg.inv(scale), nu)
-        prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
-        return np.linalg.cholesky(prec)
+    def _mean_precision_cholesky(nu, inv_chol):
+        """Lower Cholesky factor of E[Lambda] = nu W from the factor of W = S^-1."""
+        return np.sqrt(nu)[:, None, None] * inv_chol
 
     @staticmethod
     def _mean_logdet_and_precision(nu, scale):
-        chol = GaussianFullEmissions._mean_precision_cholesky(nu, scale)
+        chol = GaussianFullEmissions._mean_precision_cholesky(nu, _cholesky_of_inverse(scale)[0])
         logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
         return logdet, chol
 
@@ -319,9 +318,9 @@ class GaussianFullEmissions(_GaussianEmissions):
     def kl(self, post, prior):
         return float(
             np.sum(
-                normal_wishart_kl(
-                    post["means"], post["beta"], np.linalg.inv(post["scale"]), post["dof"],
-                    prior["means"], prior["beta"], np.linalg.inv(prior["scale"]), prior["dof"],
+                normal_wishart_kl_inverse_scale(
+                    post["means"], post["beta"], post["scale"], post["dof"],
+                    prior["means"], prior["beta"], prior["scale"], prior["dof"],
                 )
             )
         )
