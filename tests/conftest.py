@@ -1,0 +1,32 @@
+"""Shared pytest configuration.
+
+Hypothesis profiles: local runs draw fresh random examples every time (the default
+profile), so that repeated runs keep exploring.  When the environment variable ``CI`` is
+set (to anything, the rule Hypothesis itself uses; CI services and ``.ci/run`` set
+``CI=true``) the ``ci`` profile is loaded, so that a CI result depends only on the code:
+not on the luck of the draw, on an example database left by earlier runs, or on the speed
+of the machine.  Recent Hypothesis versions ship a similar profile under the same name;
+registering it here pins what CI runs with whatever the installed version.  A test's own
+``@settings(...)`` overrides only the options it names and inherits the rest from the
+loaded profile.
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    # examples derived from a hash of each test instead of a random seed
+    derandomize=True,
+    # no replay of failures stored by earlier runs in .hypothesis/
+    database=None,
+    # timings vary between CI machines: a slow example is not a failure
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    # a failure prints the blob that reproduces it with @reproduce_failure
+    print_blob=True,
+)
+
+if "CI" in os.environ:
+    settings.load_profile("ci")
