@@ -157,7 +157,7 @@ def run_dag_ais136(n=480, n_temperatures=16384, n_runs=5, n_jobs=2, seed=0, code
 
 
 def hysteresis_true(X, n_temperatures, n_runs, seed, strength=None, floor="prior", e_tau=0.2):
-    """Beal's forward/backward hysteresis check on the true structure (spec dag.md §8.8)."""
+    """Beal's forward/backward hysteresis check on the true structure."""
     from sklearn_vb import VBDiscreteDAG
     from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure
     from sklearn_vb.scoring import score
@@ -175,8 +175,8 @@ def hysteresis_true(X, n_temperatures, n_runs, seed, strength=None, floor="prior
 
 
 def beal_kernel_comparison(X, n_temperatures, n_runs, seed):
-    """The true structure with Beal's own kernel (fixed strength 3000, no floor; spec
-    dag.md §8.4): its acceptance profile is the one to compare with the thesis's Fig. 6.12."""
+    """The true structure with Beal's own kernel (fixed strength 3000, no floor): its
+    acceptance profile is the one to compare with the thesis's Fig. 6.12."""
     from sklearn_vb.datasets import BEAL_TRUE_CODE
 
     r = score_structure(tuple(BEAL_TRUE_CODE), X, n_temperatures, n_runs, seed,

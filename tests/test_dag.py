@@ -20,9 +20,9 @@ from sklearn_vb.dag import VBDiscreteDAG, alias_count
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
 LATENT = ({"h": [], "a": ["h"], "b": ["h"]}, {"h": 2, "a": 3, "b": 3}, ["h"])
-R5_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])
-R5_EXACT = -13.721206877201771
-# toy (ii): s1 -> y1, (s1, s2) -> y2, three-state children
+LATENT_CLASS_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])
+LATENT_CLASS_EXACT = -13.721206877201771
+# two hidden parents: s1 -> y1, (s1, s2) -> y2, three-state children
 TOY2 = ({"s1": [], "s2": [], "y1": ["s1"], "y2": ["s1", "s2"]},
         {"s1": 2, "s2": 2, "y1": 3, "y2": 3}, ["s1", "s2"])
 
@@ -82,9 +82,9 @@ def naive_exact(structure, prior_tables, X):
 
 
 # ---------------------------------------------------------------------------- oracles
-def test_r5_reference_value():
-    m = make(LATENT, max_iter=5).fit(R5_X)
-    assert m.exact_log_evidence(R5_X) == pytest.approx(R5_EXACT, abs=1e-10)
+def test_latent_class_exact_evidence_reference_value():
+    m = make(LATENT, max_iter=5).fit(LATENT_CLASS_X)
+    assert m.exact_log_evidence(LATENT_CLASS_X) == pytest.approx(LATENT_CLASS_EXACT, abs=1e-10)
 
 
 def test_grouped_exact_matches_naive_enumeration():
@@ -298,21 +298,22 @@ def test_map_equals_ml_under_uniform_prior_natural_basis():
     assert a.objective_ == pytest.approx(a.log_likelihood_, abs=1e-9)
 
 
-def test_r5_ml_and_cheeseman_stutz_reference():
-    m = make(LATENT, method="ml", n_init=30, tol=1e-10).fit(R5_X)
+def test_latent_class_ml_and_cheeseman_stutz_reference():
+    m = make(LATENT, method="ml", n_init=30, tol=1e-10).fit(LATENT_CLASS_X)
     assert m.log_likelihood_ == pytest.approx(-7.978, abs=1e-3)
-    assert m.log_likelihood_ >= R5_EXACT  # ML upper bound (global optimum)
+    assert m.log_likelihood_ >= LATENT_CLASS_EXACT  # ML upper bound (global optimum)
     assert m.cheeseman_stutz_ == pytest.approx(-16.349, abs=1e-3)
-    assert m.cheeseman_stutz_ <= R5_EXACT
-    assert -0.5 * m.bic(R5_X) == pytest.approx(-16.041, abs=1e-3)
+    assert m.cheeseman_stutz_ <= LATENT_CLASS_EXACT
+    assert -0.5 * m.bic(LATENT_CLASS_X) == pytest.approx(-16.041, abs=1e-3)
     # softmax-basis MAP objective never decreases either
-    s = make(LATENT, method="map", n_init=2, tol=1e-8).fit(R5_X)
+    s = make(LATENT, method="map", n_init=2, tol=1e-8).fit(LATENT_CLASS_X)
     assert np.all(np.diff(s.objectives_) >= -1e-9)
 
 
 def test_natural_basis_with_small_prior_warns_and_falls_back():
     with pytest.warns(UserWarning, match="softmax"):
-        make(LATENT, method="map", map_basis="natural", prior=0.5, max_iter=20).fit(R5_X)
+        make(LATENT, method="map", map_basis="natural", prior=0.5,
+             max_iter=20).fit(LATENT_CLASS_X)
 
 
 # ---------------------------------------------------------------------------- prediction
@@ -341,7 +342,7 @@ def test_predict_proba_and_score_match_brute_force():
 
 
 def test_sample_frequencies_follow_cpts():
-    m = make(LATENT, max_iter=50).fit(R5_X)
+    m = make(LATENT, max_iter=50).fit(LATENT_CLASS_X)
     X, H = m.sample(20000)
     assert X.shape == (20000, 2) and H.shape == (20000, 1)
     freq = np.bincount(H[:, 0], minlength=2) / 20000

@@ -20,7 +20,7 @@ from sklearn_vb.hmm import VBHiddenMarkov, optimize_dirichlet_scale
 
 # exact ln p(X) of X = [0, 0, 1, 2, 2, 2, 1, 0] in two sequences of 4 under a 2-state,
 # 3-symbol HMM with Dirichlet(1) on every row (tests/oracles/reference_models.DiscreteHMM)
-R6_EXACT = -9.759777231503435
+DISCRETE_HMM_EXACT = -9.759777231503435
 
 
 # ---------------------------------------------------------------------------
@@ -167,7 +167,7 @@ def test_forward_backward_matches_enumeration(K, lengths):
 
 @pytest.mark.parametrize("K,lengths", [(2, [5, 4, 1]), (3, [6, 2])])
 def test_log_space_forward_backward_matches_scaled_and_enumeration(K, lengths):
-    """Spec I4: the log-space recursion equals the scaled one where both work, and the
+    """The log-space recursion equals the scaled one where both work, and the
     enumeration where the scaled one underflows."""
     rng = np.random.default_rng(7 * K + len(lengths))
     T = sum(lengths)
@@ -278,16 +278,16 @@ def test_long_sequence_does_not_underflow():
 # ---------------------------------------------------------------------------
 
 
-def test_r6_exact_evidence_reference():
+def test_discrete_hmm_exact_evidence_reference():
     symbols = np.array([0, 0, 1, 2, 2, 2, 1, 0])
     value = exact_log_evidence_categorical(
         symbols, [4, 4], 2, 3, np.ones(2), np.ones((2, 2)), np.ones((2, 3))
     )
-    assert value == pytest.approx(R6_EXACT, abs=1e-10)
+    assert value == pytest.approx(DISCRETE_HMM_EXACT, abs=1e-10)
 
 
 @pytest.mark.parametrize("optimize", [False, True])
-def test_r6_bound_below_exact_evidence(optimize):
+def test_discrete_hmm_bound_below_exact_evidence(optimize):
     X = np.array([0, 0, 1, 2, 2, 2, 1, 0]).reshape(-1, 1)
     for seed in range(5):
         model = VBHiddenMarkov(
@@ -302,7 +302,7 @@ def test_r6_bound_below_exact_evidence(optimize):
                 model.emissionprob_prior_,
             )
         else:
-            exact = R6_EXACT
+            exact = DISCRETE_HMM_EXACT
         assert np.all(model.lower_bounds_ <= exact + 1e-12)
         assert exact - model.lower_bound_ > 1e-3  # a real gap for K = 2
         # the log normaliser of the decomposition, recomputed by enumerating paths under

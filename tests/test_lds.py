@@ -1,4 +1,4 @@
-"""VBLinearDynamicalSystem: bound, VBM, hyperparameters, API (spec/lds.md §13)."""
+"""VBLinearDynamicalSystem: bound, VBM, hyperparameters, API."""
 
 import pickle
 import warnings
@@ -81,7 +81,7 @@ def test_short_form_equals_explicit_bound_after_vbe():
 
 
 def test_vbm_joint_form_equals_factorised_form():
-    """Spec §4.2-4.3: the joint-row posterior equals the thesis's factorised one."""
+    """The joint-row posterior equals the thesis's factorised one."""
     X, U, lengths = _data(2, k=2, p=3, d=2)
     model = VBLinearDynamicalSystem(n_states=2, fit_intercept=False)
     data = _fresh(model, X, U, lengths)

@@ -1,4 +1,4 @@
-"""VB Kalman filter / RTS smoother against exact oracles (spec/lds.md §13 items 2, 5, 15)."""
+"""VB Kalman filter / RTS smoother against exact oracles."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The bound-guided state-pruning move of VBLinearDynamicalSystem (spec/lds.md §10)."""
+"""The bound-guided state-pruning move of VBLinearDynamicalSystem."""
 
 import copy
 import pickle

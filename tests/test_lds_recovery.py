@@ -1,4 +1,4 @@
-"""ARD structure recovery (thesis §5.4; spec/lds.md §13 item 8).
+"""ARD structure recovery (Beal 2003, §5.4).
 
 Measured rates over the fixed seed sets used below (default ``init_params="pca"``):
 * 3-state system, p = 8, T = 300, fitted with n_states = 6 for 150 iterations:

@@ -1,5 +1,5 @@
 """Each named term of the MFA lower bound against a Monte Carlo estimate of its
-defining expectation under q (spec/mfa.md §9)."""
+defining expectation under q."""
 
 import warnings
 

@@ -111,7 +111,7 @@ def _free_coordinates(params):
     return np.concatenate(parts, axis=1)
 
 
-def test_T_M5_jacobian_matches_finite_differences():
+def test_jacobian_matches_finite_differences():
     rng = np.random.default_rng(3)
     phi0 = _random_phi(rng, 3)
     h = 1e-6

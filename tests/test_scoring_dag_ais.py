@@ -15,8 +15,8 @@ from sklearn_vb._kernels.scoring_dag import (
 from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_dag
 from sklearn_vb.scoring import score, scoring_model_for
 
-R5_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])
-R5_EXACT = -13.721206877201771
+LATENT_CLASS_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])
+LATENT_CLASS_EXACT = -13.721206877201771
 
 
 @pytest.fixture(scope="module")
@@ -71,18 +71,19 @@ def test_proposal_log_ratio_matches_scipy(beal_model, floor):
 
 
 def test_compiled_ais_matches_enumerated_evidence_and_is_reproducible():
-    est = VBDiscreteDAG(n_components=2, cardinalities=3, n_init=3, random_state=0).fit(R5_X)
+    est = VBDiscreteDAG(n_components=2, cardinalities=3, n_init=3,
+                        random_state=0).fit(LATENT_CLASS_X)
     kw = dict(n_temperatures=1000, n_chains=16, random_state=0)
-    r = score(est, R5_X, "ais", **kw)
+    r = score(est, LATENT_CLASS_X, "ais", **kw)
     assert r.diagnostics["acceptance_profile"]["acceptance"]
-    err = abs(r.log_evidence - R5_EXACT)
+    err = abs(r.log_evidence - LATENT_CLASS_EXACT)
     assert err <= max(0.05, 4 * r.stderr) and err <= 0.5, (err, r.stderr)
     # chains depend only on their own seed streams: threads, grouping and repeats agree
-    r2 = score(est, R5_X, "ais", n_jobs=2, **kw)
+    r2 = score(est, LATENT_CLASS_X, "ais", n_jobs=2, **kw)
     np.testing.assert_array_equal(r.diagnostics["log_weights"], r2.diagnostics["log_weights"])
     # the Python row-wise kernel is an independent implementation of a valid AIS: agrees
-    py = score(est, R5_X, "ais", kernel="dirichlet", **{**kw, "n_temperatures": 400})
-    assert abs(py.log_evidence - R5_EXACT) <= max(0.05, 4 * py.stderr)
+    py = score(est, LATENT_CLASS_X, "ais", kernel="dirichlet", **{**kw, "n_temperatures": 400})
+    assert abs(py.log_evidence - LATENT_CLASS_EXACT) <= max(0.05, 4 * py.stderr)
 
 
 def test_compiled_ais_schedule_convergence_on_beal_data(beal_model):

@@ -1,9 +1,10 @@
-"""The ScoringModel of VBLinearDynamicalSystem (scoring.md IF-4..IF-8, IF-11, IF-12).
+"""The ScoringModel of VBLinearDynamicalSystem: every method group of the interface
+(``sklearn_vb/scoring/protocols.py``) and the identities every ScoringModel must satisfy.
 
 Oracles: a dense multivariate-normal density of the stacked outputs (exact likelihood),
-the estimator's own Kalman filter and explicit bound (T-M4), scipy densities (q), and,
-for the evidence, high-accuracy AIS cross-checked against importance sampling from a
-proposal that covers both sign aliases of the posterior.
+the estimator's own Kalman filter and explicit bound (collapsed-bound identity), scipy
+densities (q), and, for the evidence, high-accuracy AIS cross-checked against importance
+sampling from a proposal that covers both sign aliases of the posterior.
 """
 
 import copy
@@ -82,7 +83,7 @@ def _dense_loglik(model, theta, Y, Us, Uo):
     return st.multivariate_normal(mean_y, cov_y).logpdf(Y.ravel()), mean_y, cov_y
 
 
-# ------------------------------------------------------------------------------ G0
+# ------------------------------------------------------ G0, core (scoring/protocols.py)
 
 
 def test_registry_and_structure(with_inputs):
@@ -105,7 +106,7 @@ def test_registry_and_structure(with_inputs):
 
 
 def test_jacobian_of_the_unconstrained_basis(with_inputs):
-    """T-M5: ln|det d theta / d phi| of the LDS space against finite differences."""
+    """ln|det d theta / d phi| of the LDS space against finite differences."""
     est, *_ = with_inputs
     space = LDSScoringModel(est).param_space
     phi = np.random.default_rng(0).standard_normal(space.size)
@@ -180,7 +181,7 @@ def test_rotation_degeneracy_and_aliases(with_inputs):
 
 
 def test_prior_sampler_and_normalisation(tiny):
-    """T-M1: moments of sample_prior against the prior's closed forms, and the importance
+    """Moments of sample_prior against the prior's closed forms, and the importance
     sampling estimate of the integral of exp(log_prior) with a broad Student-t reference in
     the unconstrained basis equals 1."""
     est, Y = tiny
@@ -254,11 +255,11 @@ def test_variational_posterior_density_and_sampler(with_inputs):
     np.testing.assert_allclose(mean["rho"][0], est.noise_precision_mean_)
 
 
-# ------------------------------------------------------------------------------ G2/G3
+# -------------------------------------- G2/G3, E step and complete-data evidence
 
 
 def test_e_step_identities(with_inputs):
-    """T-M3: loglik equals log_likelihood; the entropy loglik - E ln p(x, y | theta)
+    """loglik equals log_likelihood; the entropy loglik - E ln p(x, y | theta)
     equals the smoother's own entropy of p(x | y, theta)."""
     est, Y, U, lengths = with_inputs
     m = LDSScoringModel(est)
@@ -272,8 +273,9 @@ def test_e_step_identities(with_inputs):
 
 
 def test_collapsed_bound_identity_against_estimator(with_inputs):
-    """T-M4: for the estimator's q(x), one VBM step and the estimator's explicit bound
-    give H[q(x)] + log_complete_evidence(stats(q(x))); q_from_stats equals the VBM step."""
+    """Collapsed-bound identity: for the estimator's q(x), one VBM step and the estimator's
+    explicit bound give H[q(x)] + log_complete_evidence(stats(q(x))); q_from_stats equals
+    the VBM step."""
     est0, Y, U, lengths = with_inputs
     est = copy.deepcopy(est0)
     m = LDSScoringModel(est0)
@@ -407,7 +409,7 @@ def test_bdmc_brackets_on_data_simulated_from_the_prior(tiny):
     """Data simulated from theta* ~ p(theta) with the frozen hyperparameters: theta* is an
     exact posterior draw, so reverse AIS from it is a stochastic upper bound and forward
     AIS a stochastic lower bound; with consistent prior, simulator and likelihood the
-    two meet (T-BDMC-3 style)."""
+    two meet."""
     est, _ = tiny
     m = LDSScoringModel(est)
     g = np.random.default_rng(11)

@@ -1,12 +1,12 @@
-"""Kernel correctness tests of the scoring layer (spec §2.11):
+"""Kernel correctness tests of the scoring layer:
 
-* T-M2 conditional–joint identity: for the tempered targets the kernels evaluate,
+* conditional–joint identity: for the tempered targets the kernels evaluate,
   ``ln f_b(x|u) - ln f_b(x'|u) = ln f_b(x, u) - ln f_b(x', u)``, where the conditional of
   an initial-state (HMM) or hidden-node (DAG) distribution given the other parameters is
   computed independently from the linearity of the likelihood in that row:
   ``p(y_s | theta) = sum_k x_k c_{s,k}`` with ``c_{s,k}`` the likelihood of case/sequence s
   when the row is the k-th unit vector.
-* T-M6 Geweke joint-distribution test: the successive-conditional chain "kernel step at
+* Geweke joint-distribution test: the successive-conditional chain "kernel step at
   beta = 1, then y ~ p(y | theta)" leaves the joint p(theta, y) invariant, so its theta
   marginal must be the prior (compared by batch-means z-scores of a few statistics).
 """
@@ -37,10 +37,10 @@ def _batch_z(x, n_batches=40):
     return m.mean() / (m.std(ddof=1) / np.sqrt(n_batches))
 
 
-# ----------------------------------------------------------------------------- T-M2
+# ------------------------------------------------------------ conditional-joint identity
 
 
-def test_T_M2_hmm_initial_row_conditional_matches_tempered_joint():
+def test_hmm_initial_row_conditional_matches_tempered_joint():
     model = DiscreteHMM(3, 4, alpha=0.5)
     rng = np.random.default_rng(0)
     X = model.prepare_data(rng.integers(0, 4, size=15), lengths=[5, 4, 6])
@@ -60,7 +60,7 @@ def test_T_M2_hmm_initial_row_conditional_matches_tempered_joint():
             assert cond[0] - cond[1] == pytest.approx(joint[0] - joint[1], abs=1e-10, rel=1e-12)
 
 
-def test_T_M2_dag_hidden_row_conditional_matches_compiled_target():
+def test_dag_hidden_row_conditional_matches_compiled_target():
     X = np.array([[0, 1], [1, 1], [2, 0], [2, 2], [0, 0], [1, 2], [2, 2]])
     est = VBDiscreteDAG(n_components=3, cardinalities=3, prior=0.7, random_state=0).fit(X)
     model = scoring_model_for(est)
@@ -94,7 +94,7 @@ def test_T_M2_dag_hidden_row_conditional_matches_compiled_target():
             assert joint[0] == pytest.approx(ref, abs=1e-9, rel=1e-12)
 
 
-# ----------------------------------------------------------------------------- T-M6
+# ------------------------------------------------------------------------- Geweke test
 
 
 def _prior_checks(draws, prior_alpha, label):
@@ -110,7 +110,7 @@ def _prior_checks(draws, prior_alpha, label):
             assert abs(z) < 4.5, (label, j, z)
 
 
-def test_T_M6_geweke_python_kernels_on_tiny_hmm():
+def test_geweke_python_kernels_on_tiny_hmm():
     """DirichletMH (sparse prior, so the proposal floor matters) and the random walk with
     its Jacobian, on a 2-state, 2-symbol HMM with 4 observations."""
     model = DiscreteHMM(2, 2, alpha=0.5)
@@ -129,7 +129,7 @@ def test_T_M6_geweke_python_kernels_on_tiny_hmm():
         _prior_checks(np.array(draws[k]), model.prior_alpha[k], k)
 
 
-def test_T_M6_geweke_compiled_dag_kernel():
+def test_geweke_compiled_dag_kernel():
     """Beal's joint Dirichlet kernel (compiled) on a latent-class DAG with one binary hidden
     node and two binary children, 5 cases; y is resampled by multinomial pattern counts."""
     X_all = np.array([[0, 0], [0, 1], [1, 0], [1, 1]])
@@ -160,6 +160,6 @@ def test_T_M6_geweke_compiled_dag_kernel():
     for j, name in enumerate(model.block_names):
         sl = slice(model.layout.offsets[j], model.layout.offsets[j + 1])
         _prior_checks(out[:, sl], model.prior_alpha[name], name)
-    # sanity of the data model: pattern probabilities sum to one (T-M7 on this instance)
+    # sanity of the data model: the probabilities of all patterns sum to one
     assert logsumexp(model._pattern_loglik(model.param_space.unflatten(theta), data)[0]) == \
         pytest.approx(0.0, abs=1e-12)

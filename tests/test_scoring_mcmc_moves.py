@@ -1,4 +1,4 @@
-"""Annealing kernels tuned from the prior and the fitted q (spec §2.8): prior precisions
+"""Annealing kernels tuned from the prior and the fitted q: prior precisions
 of the random walk, the models' ``annealing_kernel`` hooks used by ``kernel="auto"``,
 Dirichlet strengths from tempered row concentrations, and reverse AIS / BDMC through the
 compiled DAG kernel.

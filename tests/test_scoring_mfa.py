@@ -90,7 +90,7 @@ def _exact_one_factor(model, X, R=4.0, G=161):
     return float(logsumexp(lik + pri - post + t) + 2 * np.log(h) + n * model.log_jac_case)
 
 
-# ------------------------------------------------------------------------------ G0
+# ------------------------------------------------------ G0, core (scoring/protocols.py)
 def test_registry_and_data_validation(one):
     est, model, X, data = one
     assert isinstance(model, MFAScoringModel)
@@ -169,7 +169,7 @@ def test_log_prior_against_scipy(two):
 
 
 def test_prior_sampler_matches_log_prior(two):
-    """T-M1: the loading columns are p-variate t's with 2a* dof and scale b*/a*, so
+    """The loading columns are p-variate t's with 2a* dof and scale b*/a*, so
     |v|^2 a* / (p b*) ~ F(p, 2a*); centres N(mu*, 1/nu*); weights Dirichlet."""
     est, model, X, data = two
     rng = np.random.default_rng(5)
@@ -188,7 +188,7 @@ def test_prior_sampler_matches_log_prior(two):
 
 
 def test_prior_is_normalised(one):
-    """T-M1: importance-sampling estimate of int p(theta) dtheta with a broader
+    """Importance-sampling estimate of int p(theta) dtheta with a broader
     reference (bivariate Cauchy columns, centres with twice the prior sd): p/g is
     bounded, so the estimate is 1 within Monte Carlo error."""
     est, model, X, data = one
@@ -235,9 +235,9 @@ def test_variational_posterior(two):
     np.testing.assert_allclose(bq.alpha, 0.5 * est.dirichlet_concentration_)
 
 
-# ------------------------------------------------------------------------------ G2 / G3
+# -------------------------------------- G2/G3, E step and complete-data evidence
 def test_e_step_is_exact(two):
-    """T-M3: E ln p(s, x, X | theta) + H[p(s, x | X, theta)] = ln p(X | theta) holds only
+    """E ln p(s, x, X | theta) + H[p(s, x | X, theta)] = ln p(X | theta) holds only
     for the exact posterior (entropy computed independently)."""
     est, model, X, data = two
     rng = np.random.default_rng(8)
@@ -336,7 +336,7 @@ def test_objective_gradient_matches_finite_differences(two):
     assert model.objective_and_gradient(phi, data)[0] == pytest.approx(float(t[0]), abs=1e-9)
 
 
-# ------------------------------------------------------------------------------ G4
+# ------------------------------------------------------- G4, parameter counts and aliases
 def test_counts_and_aliases(one, two):
     est, model, X, data = two
     assert model.n_parameters() == 11  # 1 + 2 + 2 * (2 + 2 - 0), eq. 4.89

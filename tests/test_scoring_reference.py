@@ -1,4 +1,6 @@
-"""Reference models with exact evidence (spec §7.1) and model contract tests (§2.11)."""
+"""Reference problems with exact evidence, and the identities every ScoringModel must satisfy
+(normalised prior agreeing with its sampler, likelihood summing to one, exact E step,
+collapsed bound equal to the explicit one)."""
 
 import itertools
 
@@ -16,29 +18,39 @@ from tests.oracles.reference_models import (
     LatentClassModel,
 )
 
-R5_X = [[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]]
-R7_X = [-2.1, -1.7, 1.9, 2.4, 0.3]
+LATENT_CLASS_X = [[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]]
+MIXTURE_X = [-2.1, -1.7, 1.9, 2.4, 0.3]
 
 
 def reference_instances():
-    """(id, model, prepared data, exact value) for R1..R7."""
+    """(name, model, prepared data, exact ln p(X)) of the seven reference problems.
+
+    * beta-bernoulli: Beta(1, 1) prior, 7 ones and 3 zeros;
+    * dirichlet-categorical: Dirichlet(1, 1, 1) prior, 5 symbols;
+    * gaussian-mean: N(0, 1) prior on the mean, unit noise, 2 points;
+    * linear-regression: 2 weights, alpha = beta = 1, 3 cases;
+    * latent-class: 2 classes, two 3-valued children, 6 cases;
+    * discrete-hmm: 2 states, 3 symbols, two sequences of length 4;
+    * gaussian-mixture-1d: 2 components, prior variance 4, unit noise, 5 points.
+    """
     out = []
     m = BetaBernoulli(1, 1)
-    out.append(("R1", m, m.prepare_data([1] * 7 + [0] * 3), -7.185387015580417))
+    out.append(("beta-bernoulli", m, m.prepare_data([1] * 7 + [0] * 3), -7.185387015580417))
     m = DirichletCategorical([1, 1, 1])
-    out.append(("R2", m, m.prepare_data([0, 0, 0, 2, 2]), -5.347107530717469))
+    out.append(("dirichlet-categorical", m, m.prepare_data([0, 0, 0, 2, 2]),
+                -5.347107530717469))
     m = GaussianMean(0.0, 1.0, 1.0)
-    out.append(("R3", m, m.prepare_data([0.5, 1.5]), -2.970516544076734))
+    out.append(("gaussian-mean", m, m.prepare_data([0.5, 1.5]), -2.970516544076734))
     m = BayesianLinearRegression(2, alpha=1.0, beta=1.0)
     X4 = np.column_stack([[[1, 0], [0, 1], [1, 1]], [1, -1, 0.5]])
-    out.append(("R4", m, m.prepare_data(X4), -4.359036370453936))
+    out.append(("linear-regression", m, m.prepare_data(X4), -4.359036370453936))
     m = LatentClassModel(2, (3, 3), 1.0)
-    out.append(("R5", m, m.prepare_data(R5_X), -13.721206877201771))
+    out.append(("latent-class", m, m.prepare_data(LATENT_CLASS_X), -13.721206877201771))
     m = DiscreteHMM(2, 3, 1.0)
-    out.append(("R6", m, m.prepare_data([0, 0, 1, 2, 2, 2, 1, 0], lengths=[4, 4]),
+    out.append(("discrete-hmm", m, m.prepare_data([0, 0, 1, 2, 2, 2, 1, 0], lengths=[4, 4]),
                 -9.759777231503435))
     m = GaussianMixture1D(2, 4.0, 1.0)
-    out.append(("R7", m, m.prepare_data(R7_X), -11.106897070914211))
+    out.append(("gaussian-mixture-1d", m, m.prepare_data(MIXTURE_X), -11.106897070914211))
     return out
 
 
@@ -47,13 +59,13 @@ IDS = [r[0] for r in REFS]
 
 
 @pytest.mark.parametrize("ref", REFS, ids=IDS)
-def test_T_REF_exact_evidence_matches_spec_values(ref):
+def test_exact_evidence_matches_recorded_values(ref):
     _, model, X, value = ref
     assert model.log_evidence(X) == pytest.approx(value, abs=1e-10)
 
 
 @pytest.mark.parametrize("ref", REFS, ids=IDS)
-def test_T_M1_prior_normalised_and_consistent_with_sampler(ref):
+def test_prior_normalised_and_consistent_with_sampler(ref):
     _, model, X, _ = ref
     rng = np.random.default_rng(0)
     # importance-sampling estimate of the prior's integral with a broad reference density
@@ -84,7 +96,7 @@ def test_log_likelihood_is_vectorised_and_log_joint(ref):
     np.testing.assert_allclose(model.log_joint(params, X), model.log_prior(params) + ll)
 
 
-def test_T_M7_likelihood_sums_to_one_over_all_data():
+def test_likelihood_sums_to_one_over_all_data():
     rng = np.random.default_rng(2)
     # latent-class: every single case
     m = LatentClassModel(2, (3, 2))
@@ -101,7 +113,7 @@ def test_T_M7_likelihood_sums_to_one_over_all_data():
     np.testing.assert_allclose(tot, 1.0, rtol=1e-12)
 
 
-def test_T_M7_brute_force_evidence_by_quadrature():
+def test_brute_force_evidence_by_quadrature():
     # 1-d integrals of prior x likelihood reproduce the enumeration / closed forms
     m = BetaBernoulli(2.0, 3.0)
     X = m.prepare_data([1, 0, 1, 1, 0, 1])
@@ -112,7 +124,7 @@ def test_T_M7_brute_force_evidence_by_quadrature():
     f = lambda mu: np.exp(g.log_joint({"w": np.array([[mu]])}, Y)[0])
     assert np.log(integrate.quad(f, -20, 20)[0]) == pytest.approx(g.log_evidence(Y), abs=1e-8)
     r = GaussianMixture1D(2, 4.0, 1.0)
-    Z = r.prepare_data(R7_X)
+    Z = r.prepare_data(MIXTURE_X)
     g1 = np.linspace(-12, 12, 601)
     A, B = np.meshgrid(g1, g1)
     lj = r.log_joint({"mu": np.column_stack([A.ravel(), B.ravel()])}, Z)
@@ -121,9 +133,11 @@ def test_T_M7_brute_force_evidence_by_quadrature():
     assert val == pytest.approx(-11.106897070914211, abs=1e-6)
 
 
-@pytest.mark.parametrize("ref", [r for r in REFS if r[0] in ("R5", "R6", "R7")],
-                         ids=["R5", "R6", "R7"])
-def test_T_M3_e_step_identities(ref):
+LATENT_IDS = ["latent-class", "discrete-hmm", "gaussian-mixture-1d"]
+
+
+@pytest.mark.parametrize("ref", [r for r in REFS if r[0] in LATENT_IDS], ids=LATENT_IDS)
+def test_e_step_identities(ref):
     _, model, X, _ = ref
     rng = np.random.default_rng(3)
     for _ in range(5):
@@ -134,17 +148,18 @@ def test_T_M3_e_step_identities(ref):
         assert e.expected_complete_loglik + e.entropy == pytest.approx(e.loglik, abs=1e-10)
 
 
-@pytest.mark.parametrize("name", ["R5", "R7"])
-def test_T_VB_2_T_VB_3_and_T_M4(name):
+@pytest.mark.parametrize("name", ["latent-class", "gaussian-mixture-1d"])
+def test_vb_below_exact_monotone_and_collapsed_bound_identity(name):
     _, model, X, exact = dict((r[0], r) for r in REFS)[name]
-    fit = model.fit_vb(R5_X if name == "R5" else R7_X, random_state=0, n_init=5)
+    X_raw = LATENT_CLASS_X if name == "latent-class" else MIXTURE_X
+    fit = model.fit_vb(X_raw, random_state=0, n_init=5)
     for F, _ in fit.restarts_:
         assert F <= exact + 1e-9
     b = fit.lower_bounds_
     assert np.all(np.diff(b) >= -1e-9 * abs(b[-1]))
     assert fit.lower_bound_ == max(F for F, _ in fit.restarts_)
-    # T-M4: the recorded bound (collapsed form after a VBM step) equals the explicit
-    # F = <ln p(z, y | theta)> + H[q(z)] - KL(q(theta) || p(theta)) for the same pair
+    # collapsed-bound identity: the recorded bound (collapsed form after a VBM step) equals
+    # the explicit F = <ln p(z, y | theta)> + H[q(z)] - KL(q(theta) || p(theta)) for the same pair
     rng = np.random.default_rng(0)
     R = rng.dirichlet(np.ones(model.K), size=model.n_cases(X))
     stats = model._stats(R, X)

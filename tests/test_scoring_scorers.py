@@ -1,4 +1,5 @@
-"""Scorers against exact evidences (spec §7.2–7.5, §7.7)."""
+"""Scorers against exact evidences of the reference problems
+(``tests/oracles/reference_models.py``, named as in ``tests/test_scoring_reference.py``)."""
 
 import joblib
 import numpy as np
@@ -26,11 +27,11 @@ from sklearn_vb.scoring.schedules import (
     sigmoid_schedule,
 )
 
-R5_X = [[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]]
-R5_EXACT = -13.721206877201771
-R7_X = [-2.1, -1.7, 1.9, 2.4, 0.3]
-R7_EXACT = -11.106897070914211
-R4_X = np.column_stack([[[1, 0], [0, 1], [1, 1]], [1, -1, 0.5]])
+LATENT_CLASS_X = [[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]]
+LATENT_CLASS_EXACT = -13.721206877201771
+MIXTURE_X = [-2.1, -1.7, 1.9, 2.4, 0.3]
+MIXTURE_EXACT = -11.106897070914211
+REGRESSION_X = np.column_stack([[[1, 0], [0, 1], [1, 1]], [1, -1, 0.5]])
 
 
 def conjugate_instances():
@@ -38,12 +39,13 @@ def conjugate_instances():
         (BetaBernoulli(1, 1), [1] * 7 + [0] * 3, -7.185387015580417),
         (DirichletCategorical([1, 1, 1]), [0, 0, 0, 2, 2], -5.347107530717469),
         (GaussianMean(0, 1, 1), [0.5, 1.5], -2.970516544076734),
-        (BayesianLinearRegression(2, 1.0, 1.0), R4_X, -4.359036370453936),
+        (BayesianLinearRegression(2, 1.0, 1.0), REGRESSION_X, -4.359036370453936),
     ]
 
 
 def tolerance_ok(est, se, exact):
-    """The tolerance rule of spec §7.3."""
+    """Tolerance of the stochastic scorers: within max(0.05, 4 standard errors) of the exact
+    value and never more than 0.5 nats off (a large standard error is itself a failure)."""
     err = abs(est - exact)
     return err <= max(0.05, 4 * se) and err <= 0.5
 
@@ -51,8 +53,10 @@ def tolerance_ok(est, se, exact):
 # ---------------------------------------------------------------------------------- VB / CS
 
 
-@pytest.mark.parametrize("inst", conjugate_instances(), ids=["R1", "R2", "R3", "R4"])
-def test_T_VB_1_and_T_IS_1_exact_posterior(inst):
+@pytest.mark.parametrize("inst", conjugate_instances(),
+                         ids=["beta-bernoulli", "dirichlet-categorical", "gaussian-mean",
+                              "linear-regression"])
+def test_vb_and_is_with_the_exact_posterior(inst):
     model, X, exact = inst
     fit = model.fit_vb(X)
     r = score(fit, X, "vb")
@@ -68,10 +72,10 @@ def test_T_VB_1_and_T_IS_1_exact_posterior(inst):
         assert score(fit, X, "cs").log_evidence == pytest.approx(exact, abs=1e-8)
 
 
-def test_T_CS_1_T_CS_2_cs_below_exact_for_random_theta():
+def test_cs_formulas_agree_and_stay_below_exact_for_random_theta():
     rng = np.random.default_rng(0)
     for model, X, exact in [
-        (LatentClassModel(2, (3, 3)), R5_X, R5_EXACT),
+        (LatentClassModel(2, (3, 3)), LATENT_CLASS_X, LATENT_CLASS_EXACT),
         (DiscreteHMM(2, 3), None, -9.759777231503435),
     ]:
         data = (model.prepare_data(X) if X is not None
@@ -88,10 +92,10 @@ def test_T_CS_1_T_CS_2_cs_below_exact_for_random_theta():
 
 
 @pytest.mark.parametrize("model,X,exact", [
-    (LatentClassModel(2, (3, 3)), R5_X, R5_EXACT),
-    (GaussianMixture1D(2, 4.0, 1.0), R7_X, R7_EXACT),
-])
-def test_T_CS_3_vb_from_cs_point(model, X, exact):
+    (LatentClassModel(2, (3, 3)), LATENT_CLASS_X, LATENT_CLASS_EXACT),
+    (GaussianMixture1D(2, 4.0, 1.0), MIXTURE_X, MIXTURE_EXACT),
+], ids=["latent-class", "gaussian-mixture-1d"])
+def test_vb_started_from_the_cs_point(model, X, exact):
     fit = model.fit_vb(X, random_state=0)
     cs = score(fit, X, "cs", random_state=1)
     vb = score(fit, X, "vb", init="cs", random_state=1)
@@ -106,20 +110,20 @@ def test_T_CS_3_vb_from_cs_point(model, X, exact):
     assert vb_c.log_evidence == fit.lower_bound_
 
 
-def test_bic_counts_and_orientation_values_on_R5():
+def test_bic_counts_and_orientation_values_on_latent_class():
     model = LatentClassModel(2, (3, 3))
-    fit = model.fit_vb(R5_X, random_state=0)
-    r = score(fit, R5_X, "bic", estimate="ml", n_init=30, random_state=0)
+    fit = model.fit_vb(LATENT_CLASS_X, random_state=0)
+    r = score(fit, LATENT_CLASS_X, "bic", estimate="ml", n_init=30, random_state=0)
     d = r.diagnostics
     assert d["d"] == 9 and d["n"] == 6
     assert r.log_evidence == pytest.approx(d["loglik"] - 4.5 * np.log(6), abs=1e-12)
-    assert d["loglik"] == pytest.approx(-7.978, abs=2e-3)  # the ML optimum of spec T-CS-3
-    rp = score(fit, R5_X, "bicp", n_init=5, random_state=0)
+    assert d["loglik"] == pytest.approx(-7.978, abs=2e-3)  # the ML optimum of this problem
+    rp = score(fit, LATENT_CLASS_X, "bicp", n_init=5, random_state=0)
     assert rp.log_evidence == pytest.approx(
         rp.diagnostics["loglik"] + rp.diagnostics["log_prior"] - 4.5 * np.log(6), abs=1e-12)
 
 
-def test_T_BIC_3_effective_dimension():
+def test_effective_dimension_of_latent_class_model():
     k, p = 3, 4
     model = LatentClassModel(k, (p,))
     rng = np.random.default_rng(0)
@@ -147,15 +151,15 @@ def test_cs_dagger_on_latent_class_model():
 
 @pytest.mark.parametrize("model,X,exact", [
     (GaussianMean(0, 1, 1), [0.5, 1.5], -2.970516544076734),
-    (BayesianLinearRegression(2, 1.0, 1.0), R4_X, -4.359036370453936),
-])
-def test_T_LAP_1_laplace_exact_on_gaussian_posteriors(model, X, exact):
+    (BayesianLinearRegression(2, 1.0, 1.0), REGRESSION_X, -4.359036370453936),
+], ids=["gaussian-mean", "linear-regression"])
+def test_laplace_exact_on_gaussian_posteriors(model, X, exact):
     r = score(model, X, "laplace")
     assert r.log_evidence == pytest.approx(exact, abs=1e-6)
     assert not r.diagnostics["degenerate"]
 
 
-def test_T_LAP_2_laplace_beats_bic_on_beta_bernoulli():
+def test_laplace_beats_bic_on_beta_bernoulli():
     rng = np.random.default_rng(0)
     model = BetaBernoulli(1, 1)
     mean_err = {}
@@ -179,7 +183,7 @@ def _gauss_kl(m1, s1, m2, s2):
     return np.log(s2 / s1) + (s1**2 + (m1 - m2) ** 2) / (2 * s2**2) - 0.5
 
 
-def test_T_IS_2_kl_estimate_matches_analytic():
+def test_is_kl_estimate_matches_analytic():
     model = GaussianMean(0, 1, 1)
     X = [0.5, 1.5, -0.2, 0.9]
     post = model.posterior(model.prepare_data(X))["w"]
@@ -194,7 +198,7 @@ def test_T_IS_2_kl_estimate_matches_analytic():
         assert tolerance_ok(r.log_evidence, r.stderr, model.log_evidence(model.prepare_data(X)))
 
 
-def test_T_IS_4_heavy_tails_reduce_spread():
+def test_is_heavy_tailed_proposal_reduces_spread():
     model = GaussianMean(0, 1, 1)
     X = [0.5, 1.5, -0.2, 0.9]
     post = model.posterior(model.prepare_data(X))["w"]
@@ -207,19 +211,19 @@ def test_T_IS_4_heavy_tails_reduce_spread():
     assert spread["vb_t"] * 3 <= spread["vb"]
 
 
-def test_is_mixture_and_defensive_proposals_on_R7():
+def test_is_mixture_and_defensive_proposals_on_gaussian_mixture():
     model = GaussianMixture1D(2, 4.0, 1.0)
-    fit = model.fit_vb(R7_X, random_state=0, n_init=6)
+    fit = model.fit_vb(MIXTURE_X, random_state=0, n_init=6)
     for prop in ("vb_mixture", "defensive"):
-        r = score(fit, R7_X, "is", proposal=prop, n_samples=4000, n_runs=3, random_state=0)
-        assert tolerance_ok(r.log_evidence, r.stderr, R7_EXACT), (prop, r.log_evidence)
+        r = score(fit, MIXTURE_X, "is", proposal=prop, n_samples=4000, n_runs=3, random_state=0)
+        assert tolerance_ok(r.log_evidence, r.stderr, MIXTURE_EXACT), (prop, r.log_evidence)
     assert r.diagnostics["vb_gap"] > 0
 
 
 # ---------------------------------------------------------------------------------- AIS
 
 
-def test_T_AIS_1_schedules():
+def test_ais_schedules():
     for name in ("linear", "sigmoid", "beal", "geometric"):
         b = make_schedule(name, 50)
         assert b[0] == 0 and b[-1] == 1 and np.all(np.diff(b) > 0) and b.size == 51
@@ -235,7 +239,7 @@ def test_T_AIS_1_schedules():
         check_schedule([0.1, 1])
 
 
-def test_T_AIS_2_exact_kernel():
+def test_ais_with_exact_tempered_kernel():
     model = GaussianMean(0, 1, 1)
     X = model.prepare_data([0.5, 1.5, 0.3])
     exact = model.log_evidence(X)
@@ -250,10 +254,10 @@ def test_T_AIS_2_exact_kernel():
     assert abs(np.mean(r["log_weights"]) - exact) < 0.05
 
 
-@pytest.mark.parametrize("case", ["R1", "R4"])
-def test_T_AIS_3_accuracy(case):
+@pytest.mark.parametrize("case", ["beta-bernoulli", "linear-regression"])
+def test_ais_accuracy_on_conjugate_models(case):
     rng = np.random.default_rng(11)
-    if case == "R1":
+    if case == "beta-bernoulli":
         model = BetaBernoulli(1, 1)
         X = (rng.random(100) < rng.uniform()).astype(int)
     else:
@@ -270,17 +274,19 @@ def test_T_AIS_3_accuracy(case):
     assert all(0.15 < a < 0.9 for a in acc)
 
 
-def test_T_AIS_4_latent_models_with_dirichlet_mh():
+def test_ais_on_latent_models():
     rng = np.random.default_rng(5)
     model = LatentClassModel(2, (3, 3))
     X, _ = model.simulate(model.sample_prior(rng, 1), rng, 8)
     exact = model.log_evidence(model.prepare_data(X))
     r = score(model, X, "ais", n_temperatures=1000, n_chains=16, random_state=0)
     assert tolerance_ok(r.log_evidence, r.stderr, exact), (r.log_evidence - exact, r.stderr)
-    # R7 with random-walk kernels
+    # the 1-d Gaussian mixture with random-walk kernels
     model = GaussianMixture1D(2, 4.0, 1.0)
-    r = score(model, R7_X, "ais", n_temperatures=1000, n_chains=16, n_steps=2, random_state=0)
-    assert tolerance_ok(r.log_evidence, r.stderr, R7_EXACT), (r.log_evidence - R7_EXACT, r.stderr)
+    r = score(model, MIXTURE_X, "ais", n_temperatures=1000, n_chains=16, n_steps=2,
+              random_state=0)
+    assert tolerance_ok(r.log_evidence, r.stderr, MIXTURE_EXACT), \
+        (r.log_evidence - MIXTURE_EXACT, r.stderr)
 
 
 def test_ais_results_do_not_depend_on_n_jobs_and_are_reproducible():
@@ -310,7 +316,7 @@ def test_ais_verbose_progress(capsys):
 # ---------------------------------------------------------------------------------- bounds
 
 
-def test_T_SB_1_T_SB_2_stochastic_bounds_per_chain():
+def test_stochastic_bounds_per_chain():
     """Every chain's log-weight is itself an estimate: forward ones may exceed ln Z by b
     with probability < e^-b, reverse ones may fall below by b with probability < e^-b."""
     rng = np.random.default_rng(2)
@@ -336,7 +342,7 @@ def test_T_SB_1_T_SB_2_stochastic_bounds_per_chain():
     assert np.mean(lw) < exact < np.mean(up)
 
 
-def test_T_BDMC_1_T_BDMC_2_bracketing_and_convergence():
+def test_bdmc_bracketing_and_convergence():
     gaps = {30: [], 1000: []}
     for seed in range(3):
         rng = np.random.default_rng(100 + seed)
@@ -359,7 +365,7 @@ def test_T_BDMC_1_T_BDMC_2_bracketing_and_convergence():
     assert np.mean(gaps[1000]) < 0.5
 
 
-def test_T_BDMC_3_hmm_simulated_from_prior():
+def test_bdmc_on_hmm_simulated_from_prior():
     rng = np.random.default_rng(4)
     model = DiscreteHMM(2, 3)
     theta = model.sample_prior(rng, 1)
@@ -370,7 +376,7 @@ def test_T_BDMC_3_hmm_simulated_from_prior():
               exact_posterior_samples=theta, random_state=0)
     lo, hi = r.interval
     assert abs(lo - exact) < 0.5 and abs(hi - exact) < 0.5 and abs(hi - lo) < 1.0
-    # T-BDMC-4: upper - F bounds the VB gap from above (here F of a CS-started VB run)
+    # upper - F bounds the VB gap from above (here F of a CS-started VB run)
     cs = score(model, X, "cs", lengths=[6, 6], random_state=0)
     assert hi - cs.log_evidence >= (exact - cs.log_evidence) - 0.5
 
@@ -378,15 +384,16 @@ def test_T_BDMC_3_hmm_simulated_from_prior():
 def test_rais_needs_exact_samples_for_latent_models():
     model = LatentClassModel(2, (3, 3))
     with pytest.raises(ValueError, match="exact_posterior_samples"):
-        score(model, R5_X, "rais", n_temperatures=10, n_chains=2)
+        score(model, LATENT_CLASS_X, "rais", n_temperatures=10, n_chains=2)
 
 
 def test_ais_start_from_exact_q_gives_exact_weights():
     # with q = p(theta | X), ln f_b = ln p(theta, X) - (1 - b) ln Z, so every chain's
     # log-weight is exactly ln Z whatever the kernel does
     model = BayesianLinearRegression(2, 1.0, 1.0)
-    fit = model.fit_vb(R4_X)
-    r = score(fit, R4_X, "ais", start="q", n_temperatures=50, n_chains=8, random_state=0)
+    fit = model.fit_vb(REGRESSION_X)
+    r = score(fit, REGRESSION_X, "ais", start="q", n_temperatures=50, n_chains=8,
+              random_state=0)
     np.testing.assert_allclose(r.diagnostics["log_weights"], -4.359036370453936, atol=1e-9)
 
 

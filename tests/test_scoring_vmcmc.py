@@ -1,4 +1,5 @@
-"""Variational MCMC kernels and the vmcmc score (spec §4.8, §7.6)."""
+"""Variational MCMC kernels and the vmcmc score, on Bayesian linear regression whose exact
+posterior is known."""
 
 import numpy as np
 import pytest
@@ -10,15 +11,15 @@ from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
 from tests.oracles.reference_models import BayesianLinearRegression
 
 
-def _r4(seed=0, n=30):
+def _linear_regression(seed=0, n=30):
     rng = np.random.default_rng(seed)
     model = BayesianLinearRegression(3)
     X, _ = model.simulate(model.sample_prior(rng, 1), rng, n)
     return model, model.prepare_data(X), X
 
 
-def test_T_VM_1_independence_with_exact_posterior_accepts_everything():
-    model, data, _ = _r4()
+def test_independence_with_exact_posterior_accepts_everything():
+    model, data, _ = _linear_regression()
     post = model.posterior(data)
     params = post.sample(np.random.default_rng(0), 8)
     kern = IndependenceMH(model, post)
@@ -29,8 +30,8 @@ def test_T_VM_1_independence_with_exact_posterior_accepts_everything():
     assert info["accept"] == pytest.approx(1.0)
 
 
-def test_T_VM_3_mixture_kernel_leaves_posterior_invariant():
-    model, data, _ = _r4(1)
+def test_mixture_kernel_leaves_posterior_invariant():
+    model, data, _ = _linear_regression(1)
     post = model.posterior(data)["w"]
     q = FactorizedPosterior([GaussianQ("w", post.mean_, 0.25 * post.cov)])
     phi, info = variational_mcmc(model, data, q, n_iter=5000, n_chains=4, nu=0.5,
@@ -46,7 +47,7 @@ def test_T_VM_3_mixture_kernel_leaves_posterior_invariant():
 
 
 def test_vmcmc_score_close_to_exact():
-    model, data, X = _r4(2, n=50)
+    model, data, X = _linear_regression(2, n=50)
     fit = model.fit_vb(X)
     post = model.posterior(data)["w"]
     q = FactorizedPosterior([GaussianQ("w", post.mean_, 0.3 * post.cov)])  # under-dispersed q

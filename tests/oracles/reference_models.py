@@ -7,15 +7,20 @@ enumerating the hidden configurations.  The latent-variable models also provide 
 scorer can be checked against exact values; the conjugate models provide their exact
 posterior (as ``variational_posterior``) and exact tempered-posterior draws.
 
-The tests call them by these labels:
+The tests refer to the reference problems built from them by these names (the data and
+exact evidences are in ``tests/test_scoring_reference.py``):
 
-* R1 :class:`BetaBernoulli`: Beta prior, Bernoulli outcomes;
-* R2 :class:`DirichletCategorical`: Dirichlet prior, categorical symbols;
-* R3 :class:`GaussianMean`: Gaussian prior on the mean of Gaussian data;
-* R4 :class:`BayesianLinearRegression`: Gaussian prior on the weights, known noise;
-* R5 :class:`LatentClassModel`: one hidden parent of discrete children (a DAG);
-* R6 :class:`DiscreteHMM`: categorical HMM with Dirichlet rows;
-* R7 :class:`GaussianMixture1D`: 1-d mixture with known weights and noise.
+* "beta-bernoulli", :class:`BetaBernoulli`: Beta prior, Bernoulli outcomes;
+* "dirichlet-categorical", :class:`DirichletCategorical`: Dirichlet prior, categorical
+  symbols;
+* "gaussian-mean", :class:`GaussianMean`: Gaussian prior on the mean of Gaussian data;
+* "linear-regression", :class:`BayesianLinearRegression`: Gaussian prior on the weights,
+  known noise;
+* "latent-class", :class:`LatentClassModel`: one hidden parent of discrete children (a
+  DAG);
+* "discrete-hmm", :class:`DiscreteHMM`: categorical HMM with Dirichlet rows;
+* "gaussian-mixture-1d", :class:`GaussianMixture1D`: 1-d mixture with known weights and
+  noise.
 
 ``fit_vb(X)`` returns a :class:`FittedReference` that behaves like a fitted package
 estimator for the scorers (``lower_bound_``, ``variational_posterior_``,
@@ -70,7 +75,7 @@ class FittedReference:
 
 
 # ---------------------------------------------------------------------------------------
-# Dirichlet-categorical and Beta-Bernoulli (R2, R1)
+# Dirichlet-categorical and Beta-Bernoulli
 # ---------------------------------------------------------------------------------------
 
 
@@ -161,7 +166,7 @@ class BetaBernoulli(DirichletCategorical):
 
 
 # ---------------------------------------------------------------------------------------
-# Gaussian linear models (R3, R4)
+# Gaussian linear models (the Gaussian mean and linear regression)
 # ---------------------------------------------------------------------------------------
 
 
@@ -373,7 +378,7 @@ class _LatentMixin:
 
 
 # ---------------------------------------------------------------------------------------
-# Latent-class DAG (R5)
+# Latent-class DAG
 # ---------------------------------------------------------------------------------------
 
 
@@ -480,7 +485,7 @@ class LatentClassModel(_LatentMixin, DirichletBlocksModel):
 
 
 # ---------------------------------------------------------------------------------------
-# Discrete HMM (R6)
+# Discrete HMM
 # ---------------------------------------------------------------------------------------
 
 
@@ -490,7 +495,7 @@ DiscreteHMM = DirichletCategoricalHMM
 
 
 # ---------------------------------------------------------------------------------------
-# 1-d Gaussian mixture with known weights and noise (R7)
+# 1-d Gaussian mixture with known weights and noise
 # ---------------------------------------------------------------------------------------
 
 
