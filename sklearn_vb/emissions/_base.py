@@ -41,8 +41,8 @@ __all__ = ["EmissionFamily"]
 class EmissionFamily(ABC):
     """One emission model of a hidden Markov model with its conjugate prior.
 
-    Class attributes
-    ----------------
+    Attributes
+    ----------
     emission : str
         The value of ``VBHiddenMarkov(emission=...)`` that selects the family.
     hyper_names : tuple of str

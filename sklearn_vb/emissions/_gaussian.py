@@ -133,7 +133,7 @@ class _GaussianEmissions(EmissionFamily):
         return const, precision, post["means"].copy()
 
     def plugin_params(self, post):
-        """``const_k``, precision factor and mean at the posterior mean (means_, covars_)."""
+        """``const_k``, precision factor and mean at the posterior mean (``means_``, ``covars_``)."""
         D = post["means"].shape[1]
         logdet, precision = self._mean_logdet_and_precision(post["dof"], post["scale"])
         return 0.5 * logdet - 0.5 * D * LOG_2PI, precision, post["means"].copy()
