@@ -1,7 +1,7 @@
 """Small dense linear algebra shared by the kernels.
 
 Numba helpers without LAPACK and without allocation: the Kalman kernels
-(:mod:`.kalman`, :mod:`.kalman_batch`) work on ``k x k`` matrices with ``k`` a handful,
+(:mod:`.kalman`) work on ``k x k`` matrices with ``k`` a handful,
 where explicit loops into preallocated buffers beat LAPACK calls; the Gaussian-emission
 HMM kernels (:mod:`.hmm`, :mod:`.forward_backward`) share the Mahalanobis form of a
 Cholesky-factored precision.  Every such routine writes into arrays passed by the caller

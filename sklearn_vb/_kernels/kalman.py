@@ -1,27 +1,40 @@
-"""Variational Kalman filter and RTS smoother (numba kernels).
+"""Kalman filtering and smoothing of linear dynamical systems (numba kernels).
 
-The VBE step of the variational Bayesian linear dynamical system is exact inference in
-a linear-Gaussian chain whose potentials are the parameter-averaged densities
-``exp<ln p(x_t | x_{t-1})>`` and ``exp<ln p(y_t | x_t)>``.  Each is an ordinary Gaussian
-density under the posterior-mean parameters times a Gaussian "uncertainty penalty" from
-the posterior covariance of the parameters::
+Model::
 
-    exp<ln p(x_t|x_{t-1})> = N(x_t | A x_{t-1} + bu_t, I) exp{-1/2 x'S_A x - x'h_ab_t - c_ab_t}
-    exp<ln p(y_t|x_t)>     = N(y_t | C x_t + Du_t, diag(1/rho))
-                             exp{-1/2 x'S_C x - x'h_cd_t - c_cd_t + rho_log_gap}
+    x_0 ~ N(mu0, Sigma0),   x_t = A x_{t-1} + B us_t + w_t,  w_t ~ N(0, I_k)
+    y_t = C x_t + D uo_t + v_t,                              v_t ~ N(0, diag(1/rho))
 
-(``x`` is ``x_{t-1}`` in the first penalty and ``x_t`` in the second).  The filter
-absorbs each penalty into the current Gaussian belief (only positive semi-definite
-terms are added, every covariance comes from a Cholesky factorisation), then runs a
-textbook predict / information-form update step.  The smoother is the RTS recursion
-on the conditionals ``q(x_{t-1} | x_t)``, whose precision is
-``Sigma_{t-1}^{-1} + <A'A>``.
+One filter, :func:`_kalman_filter`, serves two kernels:
 
-With ``S_A = S_C = 0`` and ``rho_log_gap = 0`` the kernel is an ordinary Kalman filter
-and RTS smoother and ``log_terms`` are the one-step-ahead predictive log densities.
+* :func:`vb_kalman_smoother`, the VBE step of the variational Bayesian LDS: exact
+  inference in a linear-Gaussian chain whose potentials are the parameter-averaged
+  densities ``exp<ln p(x_t | x_{t-1})>`` and ``exp<ln p(y_t | x_t)>``.  Each is an
+  ordinary Gaussian density under the posterior-mean parameters times a Gaussian
+  "uncertainty penalty" from the posterior covariance of the parameters::
 
-All sequences are processed in one call; the input-dependent terms (``bu_t``,
-``h_ab_t``...) are computed by the caller, so the kernel never sees the inputs.
+      exp<ln p(x_t|x_{t-1})> = N(x_t | A x_{t-1} + bu_t, I) exp{-1/2 x'S_A x - x'h_ab_t - c_ab_t}
+      exp<ln p(y_t|x_t)>     = N(y_t | C x_t + Du_t, diag(1/rho))
+                               exp{-1/2 x'S_C x - x'h_cd_t - c_cd_t + rho_log_gap}
+
+  (``x`` is ``x_{t-1}`` in the first penalty and ``x_t`` in the second).  The filter
+  absorbs each penalty into the current Gaussian belief (only positive semi-definite
+  terms are added, every covariance comes from a Cholesky factorisation), then runs the
+  predict / information-form update step.  The smoother is the RTS recursion on the
+  conditionals ``q(x_{t-1} | x_t)``, whose precision is ``Sigma_{t-1}^{-1} + <A'A>``.
+  With ``S_A = S_C = 0`` and ``rho_log_gap = 0`` it is an ordinary Kalman filter and RTS
+  smoother and ``log_terms`` are the one-step-ahead predictive log densities.
+
+* :func:`lds_log_likelihood_terms`, the exact ``ln p(y_t | y_{1:t-1}, theta)`` of a
+  batch of parameter sets (the scoring layer's likelihood): the prediction-error
+  decomposition ``sum_t ln N(y_t; C m_t + D uo_t, C P_t C' + diag(1/rho))`` with the
+  predicted belief ``N(m_t, P_t)``, the same filter without penalties.
+
+The update is done in information form (``Sigma_t = (P_t^{-1} + C' R^{-1} C)^{-1}``,
+matrix determinant lemma for the innovation log-determinant), so the cost per step is
+``O(k^3 + p k^2)`` and no ``p x p`` matrix is ever factorised.  All sequences are
+processed in one call; the input-dependent terms (``bu_t``, ``h_ab_t``...) are computed
+before the filter, which never sees the inputs.
 """
 
 from __future__ import annotations
@@ -30,11 +43,218 @@ import numpy as np
 from numba import njit
 
 from ._constants import LOG_2PI
+from ._linalg import chol_into, chol_inverse_into, spd_inverse_into
 from ._linalg import dot as _dot
 from ._linalg import mm as _mm
 from ._linalg import mmT as _mmT
 from ._linalg import mv as _mv
-from ._linalg import spd_inverse_into as _spd_inverse_into
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _spd_inverse(M, inv, L, Linv, strict):
+    """``inv = M^{-1}`` of the symmetric positive definite ``M``; returns (ok, ln|M|).
+
+    ``strict``: a matrix that is not positive definite raises ``LinAlgError``;
+    otherwise it (or an overflowing pivot) gives ok = False.
+    """
+    if strict:
+        return True, spd_inverse_into(M, inv, L, Linv)
+    if not chol_into(M, L, True):
+        return False, 0.0
+    return True, chol_inverse_into(L, inv, Linv)
+
+
+@njit(cache=True, nogil=True)
+def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
+                   penalised, h_ab, c_ab, h_cd, c_cd, S_A, S_C, rho_log_gap,
+                   strict, keep, smooth, log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
+                   ld_filt, sstar, cvec, ld_sstar):
+    """Forward pass over all sequences; writes ``log_terms[t]`` (see the module
+    docstring) and, with ``keep``, the predicted and filtered beliefs of every step.
+
+    ``penalised``: absorb the uncertainty penalties (``h_ab`` ... ``rho_log_gap``;
+    ignored otherwise).  ``strict``: a covariance that is not positive definite raises;
+    otherwise every row of its sequence gets ``log_terms = -inf``, as does a sequence
+    whose log density stops being finite.  ``smooth`` (with ``keep``): also store the
+    RTS conditionals ``sstar``, ``cvec``, ``ld_sstar`` of every step.  Without ``keep``
+    the belief arrays are not touched (they may be empty).
+    """
+    N, p = y_res.shape
+    k = A.shape[0]
+    CtR = np.empty((k, p))
+    for j in range(k):
+        for s in range(p):
+            CtR[j, s] = C[s, j] * rho[s]
+    CRC = np.empty((k, k))
+    _mm(CtR, C, CRC)
+    At = np.ascontiguousarray(A.T)
+    AtA = np.empty((k, k))
+    _mm(At, A, AtA)
+    sum_log_rho = 0.0
+    for s in range(p):
+        sum_log_rho += np.log(rho[s])
+
+    # work buffers (no allocation inside the time loop)
+    mu = np.empty(k)
+    Sig = np.empty((k, k))
+    Sig_inv = np.empty((k, k))
+    Lam1 = np.empty((k, k))
+    St = np.empty((k, k))
+    Lam = np.empty((k, k))
+    Pinv = np.empty((k, k))
+    Pt = np.empty((k, k))
+    T1 = np.empty((k, k))
+    g = np.empty(k)
+    v1 = np.empty(k)
+    v2 = np.empty(k)
+    mut = np.empty(k)
+    m = np.empty(k)
+    mt = np.empty(k)
+    e = np.empty(p)
+    Lw = np.empty((k, k))
+    Liw = np.empty((k, k))
+    P = np.empty((k, k))
+
+    for i in range(starts.shape[0]):
+        mu[:] = mu0
+        for a in range(k):
+            for b in range(k):
+                Sig[a, b] = 0.5 * (Sigma0[a, b] + Sigma0[b, a])
+        ld_Sig = 0.0
+        if penalised:
+            ok, ld_Sig = _spd_inverse(Sig, Sig_inv, Lw, Liw, strict)
+            if not ok:
+                for t in range(starts[i], ends[i]):
+                    log_terms[t] = -np.inf
+                continue
+        ok = True
+        for t in range(starts[i], ends[i]):
+            if penalised:
+                # 1. transition penalty on x_{t-1}: belief N(mut, St).  Steps 1 and 3 are
+                # the same Gaussian-times-penalty update written twice: as a shared helper
+                # (inlined or not) it cost 10-20% of this kernel's time at k <= 3.
+                for a in range(k):
+                    for b in range(k):
+                        Lam1[a, b] = Sig_inv[a, b] + S_A[a, b]
+                ok, ld_Lam1 = _spd_inverse(Lam1, St, Lw, Liw, strict)
+                if not ok:
+                    break
+                _mv(S_A, mu, g)
+                for a in range(k):
+                    g[a] += h_ab[t, a]
+                _mv(St, g, v1)
+                for a in range(k):
+                    mut[a] = mu[a] - v1[a]
+                _mv(S_A, mu, v2)
+                l_ab = (-0.5 * (ld_Lam1 + ld_Sig) - 0.5 * _dot(mu, v2) - _dot(mu, h_ab[t])
+                        + 0.5 * _dot(g, v1) - c_ab[t])
+                if smooth:
+                    for a in range(k):
+                        for b in range(k):
+                            T1[a, b] = Lam1[a, b] + AtA[a, b]
+                    ok, ld_inv = _spd_inverse(T1, sstar[t], Lw, Liw, strict)
+                    if not ok:
+                        break
+                    ld_sstar[t] = -ld_inv
+                    _mv(Lam1, mut, v1)
+                    _mv(At, bu[t], v2)
+                    for a in range(k):
+                        v1[a] -= v2[a]
+                    _mv(sstar[t], v1, cvec[t])
+            else:
+                # copies rather than aliases: an array variable reassigned inside the
+                # loop costs a reference count per step
+                l_ab = 0.0
+                for a in range(k):
+                    mut[a] = mu[a]
+                    for b in range(k):
+                        St[a, b] = Sig[a, b]
+            # 2. predict with the mean dynamics: m = A mut + bu, P = A St A' + I
+            _mv(A, mut, m)
+            for a in range(k):
+                m[a] += bu[t, a]
+            _mm(A, St, T1)
+            _mmT(T1, A, P)
+            for a in range(k):
+                P[a, a] += 1.0
+            for a in range(k):
+                for b in range(a):
+                    val = 0.5 * (P[a, b] + P[b, a])
+                    P[a, b] = val
+                    P[b, a] = val
+            if keep:
+                pred_mean[t] = m
+                pred_cov[t] = P
+            ok, ld_P = _spd_inverse(P, Pinv, Lw, Liw, strict)
+            if not ok:
+                break
+            if observed[t]:
+                if penalised:
+                    # 3. observation penalty on x_t: prior N(mt, T1^{-1}), T1 = Pinv + S_C
+                    for a in range(k):
+                        for b in range(k):
+                            T1[a, b] = Pinv[a, b] + S_C[a, b]
+                    ok, ld_prior_prec = _spd_inverse(T1, Pt, Lw, Liw, strict)
+                    if not ok:
+                        break
+                    _mv(S_C, m, g)
+                    for a in range(k):
+                        g[a] += h_cd[t, a]
+                    _mv(Pt, g, v1)
+                    for a in range(k):
+                        mt[a] = m[a] - v1[a]
+                    _mv(S_C, m, v2)
+                    l_cd = (-0.5 * (ld_prior_prec + ld_P) - 0.5 * _dot(m, v2)
+                            - _dot(m, h_cd[t]) + 0.5 * _dot(g, v1) - c_cd[t])
+                else:  # prior N(mt, T1^{-1}) = N(m, P)
+                    l_cd = 0.0
+                    ld_prior_prec = -ld_P
+                    for a in range(k):
+                        mt[a] = m[a]
+                        for b in range(k):
+                            T1[a, b] = Pinv[a, b]
+                # 4. information-form update with the mean observation model
+                for a in range(k):
+                    for b in range(k):
+                        Lam[a, b] = T1[a, b] + CRC[a, b]
+                ok, ld_Lam = _spd_inverse(Lam, Sig, Lw, Liw, strict)
+                if not ok:
+                    break
+                _mv(C, mt, e)
+                quad = 0.0
+                for s in range(p):
+                    e[s] = y_res[t, s] - e[s]
+                    quad += rho[s] * e[s] * e[s]
+                _mv(CtR, e, v1)  # C'R^{-1} e
+                _mv(Sig, v1, v2)
+                for a in range(k):
+                    mu[a] = mt[a] + v2[a]
+                quad -= _dot(v1, v2)
+                l_y = -0.5 * (p * LOG_2PI - sum_log_rho - ld_prior_prec + ld_Lam + quad)
+                if penalised:
+                    log_terms[t] = l_ab + l_cd + l_y + rho_log_gap
+                else:
+                    log_terms[t] = l_y
+                if penalised:  # the next transition penalty needs the precision
+                    Sig_inv[:, :] = Lam
+                ld_Sig = -ld_Lam
+            else:
+                log_terms[t] = l_ab
+                mu[:] = m
+                Sig[:, :] = P
+                if penalised:
+                    Sig_inv[:, :] = Pinv
+                ld_Sig = ld_P
+            if not strict and not np.isfinite(log_terms[t]):
+                ok = False
+                break
+            if keep:
+                filt_mean[t] = mu
+                filt_cov[t] = Sig
+                ld_filt[t] = ld_Sig
+        if not ok:
+            for t in range(starts[i], ends[i]):
+                log_terms[t] = -np.inf
 
 
 @njit(cache=True, nogil=True)
@@ -74,19 +294,6 @@ def vb_kalman_smoother(
     N, p = y_res.shape
     k = A.shape[0]
     n_seq = starts.shape[0]
-    CtR = np.empty((k, p))
-    for j in range(k):
-        for s in range(p):
-            CtR[j, s] = C[s, j] * rho[s]
-    CRC = np.empty((k, k))
-    _mm(CtR, C, CRC)
-    At = np.ascontiguousarray(A.T)
-    AtA = np.empty((k, k))
-    _mm(At, A, AtA)
-    sum_log_rho = 0.0
-    for s in range(p):
-        sum_log_rho += np.log(rho[s])
-
     log_terms = np.zeros(N)
     pred_mean = np.zeros((N, k))
     pred_cov = np.zeros((N, k, k))
@@ -102,124 +309,20 @@ def vb_kalman_smoother(
     cvec = np.zeros((N, k)) if smooth else np.zeros((0, k))
     ld_sstar = np.zeros(N)
     ld_filt = np.zeros(N)
-    h_const = 0.5 * k * (1.0 + LOG_2PI)
+    _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
+                   True, h_ab, c_ab, h_cd, c_cd, S_A, S_C, rho_log_gap,
+                   True, True, smooth, log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
+                   ld_filt, sstar, cvec, ld_sstar)
+    if not smooth:
+        return (log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
+                omega, ups, cross, omega0, ups0, entropy)
 
-    # work buffers (no allocation inside the time loop)
-    mu = np.empty(k)
-    Sig = np.empty((k, k))
-    Sig_inv = np.empty((k, k))
-    Lam1 = np.empty((k, k))
-    St = np.empty((k, k))
-    Lam = np.empty((k, k))
-    Pinv = np.empty((k, k))
-    Pt = np.empty((k, k))
+    h_const = 0.5 * k * (1.0 + LOG_2PI)
+    At = np.ascontiguousarray(A.T)
     T1 = np.empty((k, k))
     T2 = np.empty((k, k))
-    g = np.empty(k)
     v1 = np.empty(k)
-    v2 = np.empty(k)
-    mut = np.empty(k)
-    m = np.empty(k)
-    mt = np.empty(k)
-    e = np.empty(p)
-    Lw = np.empty((k, k))
-    Liw = np.empty((k, k))
-
     for i in range(n_seq):
-        mu[:] = mu0
-        for a in range(k):
-            for b in range(k):
-                Sig[a, b] = 0.5 * (Sigma0[a, b] + Sigma0[b, a])
-        ld_Sig = _spd_inverse_into(Sig, Sig_inv, Lw, Liw)
-        for t in range(starts[i], ends[i]):
-            # 1. transition penalty on x_{t-1}.  Steps 1 and 3 are the same Gaussian-times-
-            # penalty update written twice: as a shared helper (inlined or not) it cost
-            # 10-20% of this kernel's time at k <= 3, so it stays written out.
-            for a in range(k):
-                for b in range(k):
-                    Lam1[a, b] = Sig_inv[a, b] + S_A[a, b]
-            ld_Lam1 = _spd_inverse_into(Lam1, St, Lw, Liw)
-            _mv(S_A, mu, g)
-            for a in range(k):
-                g[a] += h_ab[t, a]
-            _mv(St, g, v1)
-            for a in range(k):
-                mut[a] = mu[a] - v1[a]
-            _mv(S_A, mu, v2)
-            l_ab = (-0.5 * (ld_Lam1 + ld_Sig) - 0.5 * _dot(mu, v2) - _dot(mu, h_ab[t])
-                    + 0.5 * _dot(g, v1) - c_ab[t])
-            if smooth:
-                for a in range(k):
-                    for b in range(k):
-                        T1[a, b] = Lam1[a, b] + AtA[a, b]
-                ld_sstar[t] = -_spd_inverse_into(T1, sstar[t], Lw, Liw)
-                _mv(Lam1, mut, v1)
-                _mv(At, bu[t], v2)
-                for a in range(k):
-                    v1[a] -= v2[a]
-                _mv(sstar[t], v1, cvec[t])
-            # 2. predict with the mean dynamics: m = A mut + bu, P = A St A' + I
-            _mv(A, mut, m)
-            for a in range(k):
-                m[a] += bu[t, a]
-            _mm(A, St, T1)
-            P = pred_cov[t]
-            _mmT(T1, A, P)
-            for a in range(k):
-                P[a, a] += 1.0
-            for a in range(k):
-                for b in range(a):
-                    val = 0.5 * (P[a, b] + P[b, a])
-                    P[a, b] = val
-                    P[b, a] = val
-            pred_mean[t] = m
-            ld_P = _spd_inverse_into(P, Pinv, Lw, Liw)
-            if observed[t]:
-                # 3. observation penalty on x_t
-                for a in range(k):
-                    for b in range(k):
-                        T1[a, b] = Pinv[a, b] + S_C[a, b]
-                ld_Lam2 = _spd_inverse_into(T1, Pt, Lw, Liw)
-                _mv(S_C, m, g)
-                for a in range(k):
-                    g[a] += h_cd[t, a]
-                _mv(Pt, g, v1)
-                for a in range(k):
-                    mt[a] = m[a] - v1[a]
-                _mv(S_C, m, v2)
-                l_cd = (-0.5 * (ld_Lam2 + ld_P) - 0.5 * _dot(m, v2) - _dot(m, h_cd[t])
-                        + 0.5 * _dot(g, v1) - c_cd[t])
-                # 4. information-form update with the mean observation model
-                for a in range(k):
-                    for b in range(k):
-                        Lam[a, b] = T1[a, b] + CRC[a, b]
-                ld_Lam = _spd_inverse_into(Lam, Sig, Lw, Liw)
-                _mv(C, mt, e)
-                quad = 0.0
-                for s in range(p):
-                    e[s] = y_res[t, s] - e[s]
-                    quad += rho[s] * e[s] * e[s]
-                _mv(CtR, e, v1)  # C'R^{-1} e
-                _mv(Sig, v1, v2)
-                for a in range(k):
-                    mu[a] = mt[a] + v2[a]
-                quad -= _dot(v1, v2)
-                l_y = -0.5 * (p * LOG_2PI - sum_log_rho - ld_Lam2 + ld_Lam + quad)
-                log_terms[t] = l_ab + l_cd + l_y + rho_log_gap
-                Sig_inv[:, :] = Lam
-                ld_Sig = -ld_Lam
-            else:
-                log_terms[t] = l_ab
-                mu[:] = m
-                Sig[:, :] = P
-                Sig_inv[:, :] = Pinv
-                ld_Sig = ld_P
-            filt_mean[t] = mu
-            filt_cov[t] = Sig
-            ld_filt[t] = ld_Sig
-
-        if not smooth:
-            continue
         last = ends[i] - 1
         omega[last] = filt_mean[last]
         ups[last] = filt_cov[last]
@@ -247,6 +350,66 @@ def vb_kalman_smoother(
 
     return (log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
             omega, ups, cross, omega0, ups0, entropy)
+
+
+@njit(cache=True, nogil=True)
+def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigma0, out):
+    """Write ``ln p(y_t | y_{1:t-1}, theta_c)`` into ``out[c, t]``.
+
+    Parameters
+    ----------
+    A : (n_theta, k, k);  B : (n_theta, k, ds);  C : (n_theta, p, k);
+    D : (n_theta, p, do);  rho : (n_theta, p) output noise precisions.
+    Y : (N, p) outputs;  Us : (N, ds) state inputs;  Uo : (N, do) output inputs.
+    starts, ends : (n,) row offsets of the sequences (end exclusive).
+    mu0, Sigma0 : (k,), (k, k) prior of the auxiliary state x_0 of every sequence.
+    out : (n_theta, N) output.  Every row of a sequence whose filter broke down
+        (non-positive-definite covariance, overflow, rho <= 0) is set to -inf.
+    """
+    n_theta = A.shape[0]
+    N, p = Y.shape
+    k = A.shape[1]
+    ds = Us.shape[1]
+    do = Uo.shape[1]
+    # the input effects B us_t and y_t - D uo_t of parameter set c (computed once
+    # when there are no inputs)
+    bu = np.zeros((N, k))
+    y_res = Y if do == 0 else np.empty((N, p))
+    observed = np.ones(N, dtype=np.bool_)
+    no_penalty_rows = np.empty((0, k))
+    no_penalty_terms = np.empty(0)
+    no_penalty = np.empty((k, k))
+    no_beliefs = np.empty((0, k, k))
+    for c in range(n_theta):
+        ok_theta = True
+        for s in range(p):
+            if not rho[c, s] > 0.0:
+                ok_theta = False
+        if not ok_theta:
+            for i in range(starts.shape[0]):
+                for t in range(starts[i], ends[i]):
+                    out[c, t] = -np.inf
+            continue
+        for t in range(N):
+            if ds > 0:
+                for a in range(k):
+                    acc = 0.0
+                    for b in range(ds):
+                        acc += B[c, a, b] * Us[t, b]
+                    bu[t, a] = acc
+            if do > 0:
+                for s in range(p):
+                    acc = 0.0
+                    for b in range(do):
+                        acc += D[c, s, b] * Uo[t, b]
+                    y_res[t, s] = Y[t, s] - acc
+        _kalman_filter(y_res, bu, observed, starts, ends, A[c], C[c], rho[c], mu0, Sigma0,
+                       False, no_penalty_rows, no_penalty_terms, no_penalty_rows,
+                       no_penalty_terms, no_penalty, no_penalty, 0.0,
+                       False, False, False, out[c], no_penalty_rows, no_beliefs,
+                       no_penalty_rows, no_beliefs, no_penalty_terms, no_beliefs,
+                       no_penalty_rows, no_penalty_terms)
+    return out
 
 
 @njit(cache=True, nogil=True)

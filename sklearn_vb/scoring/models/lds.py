@@ -18,7 +18,7 @@ the estimator).  The prior is therefore the proper, normalised density::
 
 ``ln p(X | theta)`` is exact: the Kalman-filter prediction-error decomposition, one
 numba call for a whole batch of parameter sets and all sequences
-(:func:`sklearn_vb._kernels.kalman_batch.lds_log_likelihood_terms`).  The number of
+(:func:`sklearn_vb._kernels.kalman.lds_log_likelihood_terms`).  The number of
 cases ``n`` is the total number of time steps (as in the estimator's BIC);
 ``log_likelihood_per_case``
 returns the per-step terms ``ln p(y_t | y_{1:t-1}, theta)`` (they sum to the
@@ -60,8 +60,7 @@ from scipy.special import digamma, gammaln, polygamma
 
 from ..._distributions import _rng
 from ..._kernels._constants import LOG_2PI
-from ..._kernels.kalman import simulate_lds, vb_kalman_smoother
-from ..._kernels.kalman_batch import lds_log_likelihood_terms
+from ..._kernels.kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother
 from ..mcmc_moves import BlockRandomWalkMH
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
