@@ -151,10 +151,3 @@ def gaussian_diag_log_weights(X, means, prec, const):
                 q += prec[k, d] * v * v
             out[t, k] = const[k] - 0.5 * q
     return out
-
-
-@njit(cache=True, nogil=True)
-def gaussian_full_log_emissions(X, means, prec_chol, const):
-    """Row-scaled weights (T, K) and row shifts (T,) of :func:`gaussian_full_log_weights`."""
-    return scale_rows(gaussian_full_log_weights(X, means, prec_chol, const))
-
