@@ -475,14 +475,18 @@ def test_normal_wishart_kl_and_expected_log_likelihood_vs_monte_carlo():
     assert_mc(loglik, ell)
 
 
+def _stacked_nw_params(rng, D, K):
+    """K random Normal-Wishart parameter sets, one by one and stacked along axis 0."""
+    params = [_nw_params(rng, D) for _ in range(K)]
+    stacked = (np.stack([p[0] for p in params]), np.array([p[1] for p in params]),
+               np.stack([p[2] for p in params]), np.array([p[3] for p in params]))
+    return params, stacked
+
+
 def test_normal_wishart_expected_log_likelihood_batched_over_components():
     rng = np.random.default_rng(43)
     D, K = 3, 4
-    params = [_nw_params(rng, D) for _ in range(K)]
-    m = np.stack([p[0] for p in params])
-    beta = np.array([p[1] for p in params])
-    W = np.stack([p[2] for p in params])
-    nu = np.array([p[3] for p in params])
+    params, (m, beta, W, nu) = _stacked_nw_params(rng, D, K)
     x = rng.standard_normal((5, D))
     ell = dist.normal_wishart_expected_log_likelihood(x[:, None, :], m, beta, W, nu)
     assert ell.shape == (5, K)
@@ -505,11 +509,7 @@ def test_normal_wishart_kl_nonnegative_and_zero_at_self(seed, D):
 def test_kl_inverse_scale_matches_scale_parameterisation():
     rng = np.random.default_rng(45)
     D, K = 3, 4
-    params = [_nw_params(rng, D) for _ in range(K)]
-    m = np.stack([p[0] for p in params])
-    beta = np.array([p[1] for p in params])
-    W = np.stack([p[2] for p in params])
-    nu = np.array([p[3] for p in params])
+    params, (m, beta, W, nu) = _stacked_nw_params(rng, D, K)
     S = np.linalg.inv(W)
     np.testing.assert_allclose(
         dist.normal_wishart_kl_inverse_scale(m, beta, S, nu, m[0], beta[0], S[0], nu[0]),
