@@ -37,7 +37,8 @@ LAYERS = [
      ["_distributions", "base", "_validation", "_dag_structure", "datasets", "emissions"]),
     # the package's __init__ re-exports the estimators
     ("estimators", ["hmm", "mfa", "lds", "dag", "_bernoulli_mixture", ""]),
-    ("scoring", ["scoring"]),
+    # scoring._progress: the progress reporter shared by the slow scorers
+    ("scoring", ["scoring", "scoring._progress"]),
     ("model selection", ["model_selection"]),
     ("applications", ["plotting", "_demo", "__main__"]),
 ]

@@ -9,7 +9,7 @@ import pytest
 from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov
 from sklearn_vb.datasets._hmm import make_hmm_sequences
 from sklearn_vb.scoring import score, scoring_model_for
-from sklearn_vb.scoring._ais import Progress
+from sklearn_vb.scoring._progress import Progress
 
 HMM_X = np.array([0, 0, 1, 2, 2, 2, 1, 0, 1, 1, 0, 2])[:, None]
 DAG_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])
@@ -131,17 +131,18 @@ def test_progress_lines_only_for_long_runs():
     p = Progress(1, "ais", 100, interval=2.0, stream=out, clock=lambda: t[0])
     for k in range(1, 101):
         t[0] = 0.1 * k  # 10 s in all: a line about every 2 s, then the final line
-        p(k, np.array([-1.0, -2.0]))
+        p(k, f"running estimate {-k:.1f}")
     lines = out.getvalue().splitlines()
     assert 4 <= len(lines) <= 6
     assert lines[-1].startswith("[ais] |####################| 100/100 (100%)")
-    assert "left ~0.0s" in lines[-1]
+    assert "left ~0.0s" in lines[-1] and lines[-1].endswith("running estimate -100.0")
+    assert "elapsed 10.0s" in lines[-1]
     quiet = io.StringIO()
     t[0] = 0.0
     p = Progress(1, "ais", 100, stream=quiet, clock=lambda: t[0])
     for k in range(1, 101):
         t[0] = 0.01 * k  # 1 s: silent
-        p(k, np.zeros(2))
+        p(k, lambda: 1 / 0)  # never printed, so never evaluated
     assert quiet.getvalue() == ""
 
 

@@ -17,8 +17,6 @@ Never start a chain at a fitted or true parameter value.
 from __future__ import annotations
 
 import os
-import sys
-import time
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -30,6 +28,7 @@ from ._numerics import (
     effective_sample_size,
     log_mean_exp,
 )
+from ._progress import progress_for
 from ._result import ScoreResult
 from .mcmc_moves import Target, make_kernel
 from .params import concat_params, take
@@ -37,7 +36,7 @@ from .protocols import has, require
 from .schedules import make_schedule
 
 __all__ = ["AISScore", "ReverseAISScore", "BDMCScore", "run_ais", "run_reverse_ais",
-           "run_ais_compiled", "run_reverse_ais_compiled", "hysteresis_check", "Progress"]
+           "run_ais_compiled", "run_reverse_ais_compiled", "hysteresis_check"]
 
 
 def _chain_groups(C, n_jobs):
@@ -48,53 +47,10 @@ def _chain_groups(C, n_jobs):
     return [g for g in np.array_split(np.arange(C), n_groups) if g.size]
 
 
-class Progress:
-    """Progress lines for long annealing runs.
-
-    ``verbose >= 1``: a line at most every ``interval`` seconds once a run has lasted that
-    long (short runs stay silent), plus a final line for runs that printed anything;
-    ``verbose >= 2``: additionally a line at every tenth of the schedule.  Each line
-    shows a text bar, the step, elapsed and estimated remaining time and the running
-    log-mean-exp of the partial log-weights (a lower-bound estimate of the partial
-    normaliser, not of the evidence).
-    """
-
-    def __init__(self, verbose, label, K, interval=2.0, stream=None, clock=time.monotonic):
-        self.verbose = int(verbose or 0)
-        self.label, self.K, self.interval = label, int(K), float(interval)
-        self.stream = stream if stream is not None else sys.stdout
-        self.clock = clock
-        self.t0 = clock()
-        self.last = self.t0
-        self.printed = 0
-        self._tenth = max(1, self.K // 10)
-
-    def line(self, k, log_w):
-        el = self.clock() - self.t0
-        frac = k / self.K if self.K else 1.0
-        left = el * (1.0 - frac) / frac if frac > 0 else float("nan")
-        bar = "#" * int(round(20 * frac))
-        est = log_mean_exp(log_w) if np.size(log_w) else float("nan")
-        return (f"[{self.label}] |{bar:<20}| {k}/{self.K} ({100 * frac:3.0f}%)  "
-                f"elapsed {el:.1f}s  left ~{left:.1f}s  running estimate {est:.4f}")
-
-    def __call__(self, k, log_w):
-        if self.verbose <= 0:
-            return
-        now = self.clock()
-        due = (now - self.last >= self.interval and now - self.t0 >= self.interval)
-        if self.verbose >= 2 and (k == self.K or k % self._tenth == 0):
-            due = True
-        if k == self.K and self.printed:
-            due = True
-        if due:
-            print(self.line(k, log_w), file=self.stream, flush=True)
-            self.last = now
-            self.printed += 1
-
-
-def _progress_for(verbose, label, K):
-    return verbose if isinstance(verbose, Progress) else Progress(verbose, label, K)
+def _running_estimate(log_w):
+    """Extra text of an annealing progress line: the log-mean-exp of the partial
+    log-weights (an estimate of the partial normaliser, not of the evidence)."""
+    return lambda: f"running estimate {log_mean_exp(log_w):.4f}" if np.size(log_w) else ""
 
 
 def _forward_group(model, X, betas, kernel, n_steps, seeds, start, q, verbose, label):
@@ -105,7 +61,7 @@ def _forward_group(model, X, betas, kernel, n_steps, seeds, start, q, verbose, l
     log_w = np.zeros(state.C)
     accept = np.full(K - 1, np.nan) if K > 1 else np.zeros(0)
     log_ratio = np.zeros((K, state.C))
-    progress = _progress_for(verbose, label, K)
+    progress = progress_for(verbose, label, K)
     f_prev = target.log_f(state, betas[0])
     for k in range(1, K + 1):
         f_cur = target.log_f(state, betas[k])
@@ -119,7 +75,7 @@ def _forward_group(model, X, betas, kernel, n_steps, seeds, start, q, verbose, l
                 accs.append(a)
             accept[k - 1] = np.mean(accs)
             f_prev = target.log_f(state, betas[k])
-        progress(k, log_w)
+        progress(k, _running_estimate(log_w))
     return log_w, accept, state.params, log_ratio
 
 
@@ -132,7 +88,7 @@ def _reverse_group(model, X, betas, kernel, n_steps, seeds, start, q, exact, ver
     log_u = np.zeros(state.C)
     incs = np.zeros((K, state.C))
     accept = np.full(K - 1, np.nan) if K > 1 else np.zeros(0)
-    progress = _progress_for(verbose, label, K)
+    progress = progress_for(verbose, label, K)
     for k in range(K, 0, -1):
         inc = target.log_f(state, betas[k - 1]) - target.log_f(state, betas[k])
         incs[k - 1] = inc
@@ -143,7 +99,7 @@ def _reverse_group(model, X, betas, kernel, n_steps, seeds, start, q, exact, ver
                 state, a = adj.transition(state, target, betas[k - 1], rngs)
                 accs.append(a)
             accept[k - 2] = np.mean(accs)
-        progress(K - k + 1, -log_u)
+        progress(K - k + 1, _running_estimate(-log_u))
     return log_u, accept, incs
 
 
@@ -181,10 +137,10 @@ def run_ais_compiled(model, X, betas, n_chains, random_state=None, n_jobs=None, 
     seeds = _seeds(random_state, n_chains)
     groups = _chain_groups(n_chains, n_jobs)
     K = len(betas) - 1
-    progress = _progress_for(verbose, "ais", K)
+    progress = progress_for(verbose, "ais", K)
 
     def one(gi, g):
-        cb = (lambda k, K_, lw: progress(k, lw)) if gi == 0 else None
+        cb = (lambda k, K_, lw: progress(k, _running_estimate(lw))) if gi == 0 else None
         return model.run_ais_compiled(X, betas, [seeds[i] for i in g], strength=strength,
                                       floor=floor, progress=cb)
 
@@ -248,10 +204,10 @@ def run_reverse_ais_compiled(model, X, betas, exact_samples, n_chains, random_st
     groups = _chain_groups(n_chains, n_jobs)
     rev = np.ascontiguousarray(np.asarray(betas, dtype=float)[::-1])
     K = rev.size - 1
-    progress = _progress_for(verbose, "rais", K)
+    progress = progress_for(verbose, "rais", K)
 
     def one(gi, g):
-        cb = (lambda k, K_, lw: progress(k, -lw)) if gi == 0 else None
+        cb = (lambda k, K_, lw: progress(k, _running_estimate(-lw))) if gi == 0 else None
         return model.run_ais_compiled(X, rev, [seeds[i] for i in g], strength=strength,
                                       floor=floor, start_params=take(exact_samples, idx[g]),
                                       progress=cb)
