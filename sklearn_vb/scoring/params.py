@@ -114,6 +114,35 @@ class ParamBlock:
         logdet = np.sum(log_theta.reshape(C, -1), axis=1)
         return theta, logdet
 
+    def pullback(self, value, grad):
+        """Vector-Jacobian product: the gradient in ``phi`` (C, dim) of a function whose
+        gradient in the constrained ``value`` is ``grad`` (both of shape (C,) + shape).
+
+        For a simplex row the function is read as a function of all ``K`` entries
+        (``d theta_k / d phi_j = theta_k (delta_kj - theta_j)``), so ``grad`` may be the
+        gradient of any smooth extension off the simplex, e.g. ``N_k / theta_k``.
+        """
+        value = np.asarray(value, dtype=float)
+        grad = np.asarray(grad, dtype=float)
+        C = value.shape[0]
+        if self.constraint == "real":
+            return grad.reshape(C, -1).copy()
+        if self.constraint == "positive":
+            return (value * grad).reshape(C, -1)
+        mean = np.sum(value * grad, axis=-1, keepdims=True)
+        return (value[..., :-1] * (grad[..., :-1] - mean)).reshape(C, -1)
+
+    def log_det_jacobian_gradient(self, value):
+        """Gradient in ``phi`` (C, dim) of this block's ``ln|det d theta / d phi|``:
+        0 (real), 1 (positive), ``1 - K theta_j`` (simplex, from ``sum_k ln theta_k``)."""
+        value = np.asarray(value, dtype=float)
+        C = value.shape[0]
+        if self.constraint == "real":
+            return np.zeros((C, self.dim))
+        if self.constraint == "positive":
+            return np.ones((C, self.dim))
+        return (1.0 - self.shape[-1] * value[..., :-1]).reshape(C, -1)
+
     def check_value(self, value, C=None):
         value = np.asarray(value, dtype=float)
         if value.shape[1:] != self.shape:
@@ -206,6 +235,19 @@ class ParamSpace:
             else:
                 out = out + np.zeros(C)
         return out
+
+    def gradient_to_unconstrained(self, params, grads, log_det=True):
+        """The gradient in ``phi`` (C, D) of ``f(theta(phi)) [+ ln|det d theta / d phi|]``
+        from the gradient ``grads`` (block name -> array like ``params``) of ``f`` in the
+        constrained values: the chain rule through every block's transform, plus (with
+        ``log_det=True``) the gradient of the log-Jacobian."""
+        parts = []
+        for b in self.blocks:
+            g = b.pullback(params[b.name], grads[b.name])
+            if log_det:
+                g = g + b.log_det_jacobian_gradient(params[b.name])
+            parts.append(g)
+        return np.concatenate(parts, axis=1)
 
     def flatten(self, params):
         """Constrained values concatenated, shape ``(C, flat_size)``."""

@@ -102,6 +102,20 @@ class DirichletBlocksModel(ScoringModelMixin):
                 best = (obj, theta)
         return best[1]
 
+    def log_joint_gradient(self, params_single, X):
+        """``(ln p(theta) + ln p(X | theta), gradient)`` at one parameter set, the gradient
+        (block name -> array of the block's batch shape) in the constrained row entries:
+        ``(alpha - 1 + N) / theta`` with ``N`` the expected counts of the exact E step
+        (Fisher's identity: the gradient of ``ln p(X | theta)`` is the posterior expectation
+        of the complete-data gradient ``N / theta``).  Costs one E step."""
+        e = self.e_step(params_single, X)
+        value = float(self.log_prior(params_single)[0]) + e.loglik
+        with np.errstate(divide="ignore", invalid="ignore"):
+            grads = {k: (a - 1.0 + np.asarray(e.stats[k], dtype=float))[None]
+                     / np.asarray(params_single[k], dtype=float)
+                     for k, a in self.prior_alpha.items()}
+        return value, grads
+
     def variational_posterior_from(self, alphas):
         return FactorizedPosterior([DirichletQ(k, np.asarray(alphas[k], dtype=float))
                                     for k in self.prior_alpha])

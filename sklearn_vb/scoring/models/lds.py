@@ -580,6 +580,31 @@ class LDSScoringModel(ScoringModelMixin):
         e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(np.log(rho)) - 0.5 * np.sum(rho * quad)
         return float(self._x0_term(stats) + e_dyn + e_obs)
 
+    def log_joint_gradient(self, params_single, X):
+        """``(ln p(theta) + ln p(X | theta), gradient)`` at one parameter set, the gradient
+        (block name -> array of the block's batch shape) in ``A, B, C, D, rho``.
+
+        Fisher's identity: the gradient of ``ln p(X | theta)`` is that of
+        :meth:`expected_complete_loglik` in ``theta`` with the Kalman/RTS smoother's
+        statistics at ``theta`` held fixed: ``R_AB^T - M_AB W_z`` for the rows of
+        ``[A B]``, ``rho_s (R_CD^T - M_CD W_w)_s`` for those of ``[C D]`` and
+        ``T / (2 rho_s) - quad_s / 2`` for ``rho``.  Costs one smoother pass."""
+        e = self.e_step(params_single, X)
+        W_z, R_AB, W_w, R_CD = self._blocks(e.stats)
+        M_AB = self._AB(params_single)[0]
+        M_CD = self._CD(params_single)[0]
+        rho = np.asarray(params_single["rho"], dtype=float)[0]
+        T = e.stats["T"]
+        quad = (e.stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+                + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
+        g_AB = R_AB.T - M_AB @ W_z - M_AB * self.prior_ab
+        g_CD = rho[:, None] * (R_CD.T - M_CD @ W_w - M_CD * self.prior_cd)
+        prior_quad = np.sum(M_CD * M_CD * self.prior_cd, axis=1)
+        g_rho = (0.5 * T / rho - 0.5 * quad + 0.5 * self.prior_cd.size / rho
+                 - 0.5 * prior_quad + (self.a0 - 1.0) / rho - self.b0)
+        grads = self._split(g_AB[None], g_CD[None], g_rho[None])
+        return float(self.log_prior(params_single)[0]) + e.loglik, grads
+
     def log_complete_evidence(self, stats):
         """``ln int p(theta) exp<ln p(x, y | theta)> dtheta`` in closed form (conjugate
         rows given the statistics)."""
