@@ -11,7 +11,7 @@ import pytest
 from sklearn_vb import VBDiscreteDAG, VBLinearDynamicalSystem
 from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_dag
 from sklearn_vb.scoring import score, scoring_model_for
-from sklearn_vb.scoring._laplace import _Progress, _t, _Target, fd_gradient, fd_hessian
+from sklearn_vb.scoring._laplace import _t, _Target, fd_gradient, fd_hessian
 from sklearn_vb.scoring.models._dirichlet_hmm import DirichletCategoricalHMM
 from sklearn_vb.scoring.params import ParamBlock, ParamSpace
 from tests.oracles.reference_models import BayesianLinearRegression
@@ -150,10 +150,10 @@ def test_gradient_differences_hessian_matches_second_differences(hmm):
     phi = model.param_space.to_unconstrained(model.sample_prior(np.random.default_rng(2), 1))[0]
     target = _Target(model, data, "exact", 1)
     sl = slice(0, phi.size)
-    H = target.hessian_blocks(phi, [sl], 1e-4, "central", _Progress(0))[0][1]
+    H = target.hessian_blocks(phi, [sl], 1e-4, "central")[0][1]
     ref = fd_hessian(lambda P: _t(model, data, P), phi, 1e-4)
     np.testing.assert_allclose(H, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
-    Hf = target.hessian_blocks(phi, [sl], 1e-6, "forward", _Progress(0))[0][1]
+    Hf = target.hessian_blocks(phi, [sl], 1e-6, "forward")[0][1]
     np.testing.assert_allclose(Hf, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
 
@@ -237,6 +237,6 @@ def test_progress_lines_when_verbose(hmm, capsys):
     model, X, fit_params = hmm
     score(model, X, "laplace", verbose=2, random_state=0, n_init=1, **fit_params)
     out = capsys.readouterr().out
-    assert "[laplace] Hessian" in out and "[laplace] done" in out
+    assert "[laplace: Hessian" in out and "[laplace] done" in out
     score(model, X, "laplace", random_state=0, n_init=1, **fit_params)
     assert capsys.readouterr().out == ""

@@ -19,8 +19,6 @@ evaluated in batches of bounded size (no gradients).
 from __future__ import annotations
 
 import os
-import sys
-import time
 
 import numpy as np
 from scipy.optimize import minimize
@@ -28,6 +26,7 @@ from scipy.optimize import minimize
 from .._kernels._constants import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
 from ._numerics import spawn_generators
+from ._progress import Progress
 from ._result import ScoreResult
 from .protocols import has, require
 
@@ -77,7 +76,8 @@ def fd_hessian(f, phi, rel_step=1e-4, index=None, batch=None, progress=None):
     """Central-difference Hessian of the batched ``f`` on the coordinates ``index`` (all
     by default): ``1 + 2 m + 2 m (m - 1)`` evaluations for ``m`` coordinates, at most
     ``batch`` points (rows of ``phi``'s length) per call of ``f`` (all in one call by
-    default).  Returns the ``(m, m)`` matrix."""
+    default); ``progress(done)`` is called with the number of coordinate pairs done (of
+    ``m (m - 1) / 2``).  Returns the ``(m, m)`` matrix."""
     d = phi.size
     index = np.arange(d) if index is None else np.asarray(index, dtype=np.int64)
     m = index.size
@@ -100,7 +100,7 @@ def fd_hessian(f, phi, rel_step=1e-4, index=None, batch=None, progress=None):
         q = f(pts.reshape(-1, d)).reshape(-1, 4)
         H[r, c] = H[c, r] = (q[:, 0] - q[:, 1] - q[:, 2] + q[:, 3]) / (4 * hi[r] * hi[c])
         if progress is not None:
-            progress(min(lo + per_call, rows.size), rows.size)
+            progress(min(lo + per_call, rows.size))
     return H
 
 
@@ -140,37 +140,6 @@ def laplace_memory_estimate(space, n_cases, hessian="full", exact_gradient=True,
         return hess + work
     per_point = _F8 * (2 * d + 2 * space.flat_size + max(1, n_cases))
     return hess + work + batch * per_point
-
-
-class _Progress:
-    """Lines ``[laplace] <stage> i/n elapsed left`` at most every ``interval`` seconds
-    (``verbose >= 1``), and at every tenth of a stage (``verbose >= 2``)."""
-
-    def __init__(self, verbose, interval=2.0, stream=None):
-        self.verbose = int(verbose or 0)
-        self.interval = float(interval)
-        self.stream = stream if stream is not None else sys.stdout
-        self.t0 = self.last = time.monotonic()
-        self.stage, self.stage_t0 = "", self.t0
-
-    def start(self, stage):
-        self.stage, self.stage_t0 = stage, time.monotonic()
-        self.message(f"{stage} ...", force=self.verbose >= 2)
-
-    def message(self, text, force=False):
-        if self.verbose > 0 and (force or time.monotonic() - self.last >= self.interval):
-            print(f"[laplace] {text}  (elapsed {time.monotonic() - self.t0:.1f}s)",
-                  file=self.stream, flush=True)
-            self.last = time.monotonic()
-
-    def __call__(self, i, n):
-        if self.verbose <= 0:
-            return
-        el = time.monotonic() - self.stage_t0
-        left = el * (n - i) / i if i else float("nan")
-        tenth = max(1, n // 10)
-        self.message(f"{self.stage} {i}/{n}  left ~{left:.1f}s",
-                     force=self.verbose >= 2 and (i % tenth == 0 or i == n))
 
 
 class _Target:
@@ -213,12 +182,14 @@ class _Target:
             return -np.inf, np.zeros_like(phi)
         return float(t), np.asarray(g, dtype=float)
 
-    def hessian_blocks(self, phi, slices, rel_step, differences, progress):
+    def hessian_blocks(self, phi, slices, rel_step, differences, verbose=0):
         """``[(slice, H_block)]``: the Hessian of ``t`` on each diagonal block."""
         out = []
         if self.kind == "fd":
             for sl in slices:
-                progress.start(f"Hessian block {sl.start}:{sl.stop} (second differences)")
+                m = sl.stop - sl.start
+                progress = Progress(verbose, f"laplace: Hessian {sl.start}:{sl.stop}, pairs "
+                                    "of second differences", m * (m - 1) // 2)
                 H = fd_hessian(self.values, phi, rel_step, np.arange(sl.start, sl.stop),
                                self.batch, progress)
                 out.append((sl, H))
@@ -228,8 +199,8 @@ class _Target:
         for sl in slices:
             m = sl.stop - sl.start
             H = np.empty((m, m))
-            progress.start(f"Hessian block {sl.start}:{sl.stop} ({differences} differences "
-                           "of exact gradients)")
+            progress = Progress(verbose, f"laplace: Hessian {sl.start}:{sl.stop}, columns "
+                                f"({differences} differences of exact gradients)", m)
             for c, j in enumerate(range(sl.start, sl.stop)):
                 e = np.zeros_like(phi)
                 e[j] = h[j]
@@ -238,7 +209,7 @@ class _Target:
                     H[:, c] = (gp - g0[sl]) / h[j]
                 else:
                     H[:, c] = (gp - self.value_and_gradient(phi - e)[1][sl]) / (2 * h[j])
-                progress(c + 1, m)
+                progress(c + 1)
             out.append((sl, 0.5 * (H + H.T)))
         return out
 
@@ -271,11 +242,16 @@ class LaplaceScore(Scorer):
         (forward, less accurate) gradient evaluations.
     rel_step : float, default 1e-4
         Relative step of the differences (``rel_step * max(1, |phi_i|)``).
+    climb_iter : int, default 500
+        At most this many L-BFGS iterations (one gradient each) from the model's MAP
+        point before the Newton steps.
     newton_steps : int, default 5
-        At most this many Newton steps after the quasi-Newton climb, each with a new
-        Hessian; they stop once the Newton decrement ``g^T A^-1 g`` is below
-        ``newton_tol``.
-    newton_tol : float, default 1e-10
+        At most this many damped Newton steps after the climb, each followed by a new
+        Hessian unless its Newton decrement ``g^T A^-1 g`` (twice the gain the quadratic
+        model predicts) is below ``newton_tol``: the Hessian then stays the one of the
+        previous iterate, whose difference from the Hessian at the mode is of the order
+        of that last step (``newton_tol=0`` always recomputes it).
+    newton_tol : float, default 1e-5
     max_memory_mb : float or None, default None
         Memory cap; ``None`` means 1024 MB, or the machine's available memory if that is
         less.  The estimated peak (:func:`laplace_memory_estimate`) is checked before
@@ -353,17 +329,18 @@ class LaplaceScore(Scorer):
             has(model, "log_joint_gradient") or has(model, "objective_and_gradient")))
         batch, need_mb = self._memory_plan(model, data, opts, exact)
         target = _Target(model, data, opts["gradient"], batch)
-        progress = _Progress(opts["verbose"])
+        report = Progress(opts["verbose"], "laplace", 1)
         rng = spawn_generators(opts["random_state"], 1)[0]
 
-        progress.start("MAP point (EM)")
+        report.message(f"d = {space.size} free parameters, gradient {target.kind!r}, "
+                       f"estimated memory {need_mb:.0f} MB; MAP point (EM) ...")
         theta0 = model.fit_point(data, kind="map", rng=rng, n_init=opts["n_init"])
         phi = space.to_unconstrained(theta0)[0]
         t0 = float(target.values(phi[None])[0])
         if not np.isfinite(t0):
             raise ValueError("laplace: the objective is not finite at the initial point.")
 
-        progress.start("quasi-Newton climb")
+        report.message(f"quasi-Newton climb (at most {int(opts['climb_iter'])} iterations) ...")
 
         def neg(p):
             t, g = target.value_and_gradient(p)
@@ -381,7 +358,7 @@ class LaplaceScore(Scorer):
 
         def hessian(p):
             return target.hessian_blocks(p, slices, opts["rel_step"], opts["differences"],
-                                         progress)
+                                         opts["verbose"])
 
         blocks = hessian(phi)
         n_newton, decrements = 0, []
@@ -436,7 +413,7 @@ class LaplaceScore(Scorer):
                 "memory_estimate_mb": float(need_mb)}
         value = (float("nan") if degenerate
                  else t_hat + 0.5 * d * LOG_2PI - 0.5 * ld)
-        progress.message(f"done: {target.n_gradients} gradients, {target.n_values} "
-                         "likelihood evaluations", force=True)
+        report.message(f"done: {target.n_gradients} gradients, {target.n_values} "
+                       f"likelihood evaluations, {n_newton} Newton steps")
         return ScoreResult(self.name, value, "approx", log_alias_correction=log_alias,
                            diagnostics=diag)
