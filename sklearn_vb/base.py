@@ -38,6 +38,34 @@ A model whose fit is a search over structures (the birth/death search of
 :class:`~sklearn_vb.mfa.VBMixtureFactorAnalysers`) overrides ``_run_vbem`` and runs
 each stage of the search through ``_iterate``, passing its own stopping rules.
 
+Acceleration
+------------
+A model may opt in to SQUAREM extrapolation of the VBEM fixed point (Varadhan &
+Roland 2008) by declaring a constructor parameter ``acceleration`` (``"squarem"`` or
+None; constraint :data:`ACCELERATION_CONSTRAINT`) and two hooks:
+
+``_pack_hyperparameters()``
+    the variational hyperparameters of q(theta) whose bound was recorded last, as a
+    1-D float array in coordinates where any point is, or can be checked to be, a
+    valid q(theta) (log Dirichlet counts; natural parameters of Normal-Wishart
+    blocks).
+``_unpack_hyperparameters(vector, data)``
+    set q(theta) from such a vector so that running the steps of
+    :meth:`~VBEMEstimator._evaluation_steps` (default: the last step of an
+    iteration, the VBE step) evaluates its bound, as after ``_initialize``; return
+    False, changing nothing, when the vector is not a valid q(theta) (a scale
+    matrix that is not positive definite, say).
+
+Every third iteration then extrapolates from the last three plain iterates theta0,
+theta1 = M(theta0), theta2 = M(theta1) of the VBEM map M: with r = theta1 - theta0,
+v = theta2 - 2 theta1 + theta0 and the step length s = |r| / |v| (SqS3, clipped to
+[1, step_max]), theta' = theta0 + 2 s r + s^2 v (s = 1 gives theta2).  theta' is
+evaluated and kept only when its bound is not below the bound of theta2; the next
+plain iteration from theta' is SQUAREM's stabilising step.  Otherwise the state of
+theta2 is restored exactly, a plain iteration runs from it and step_max shrinks.  The
+recorded bound therefore never decreases.  ``extrapolations_`` counts the accepted and
+rejected extrapolations of the kept run (a rejected one costs one extra VBE pass).
+
 ``bic`` and ``aic`` are computed here from four more hooks, evaluated at the
 posterior-mean parameters of a fitted model:
 
@@ -84,7 +112,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning"]
+__all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
+           "ACCELERATION_CONSTRAINT"]
+
+#: parameter constraint of ``acceleration`` for estimators that adopt extrapolation
+ACCELERATION_CONSTRAINT = [StrOptions({"squarem"}), None]
 
 
 class BoundDecreaseError(RuntimeError):
@@ -104,6 +136,78 @@ def bound_round_off(value):
     costs far more than that).
     """
     return 1e-9 * abs(value) + 1e-7
+
+
+def _settled(trace, window=4):
+    """Whether the last ``window`` increments of the bound shrink monotonically: VBEM
+    is then in its linearly converging phase, where extrapolation pays.  Earlier (states
+    breaking symmetry, being switched off) the increments grow and shrink, and an
+    extrapolation would mostly redirect the run to another optimum."""
+    if len(trace) < window + 1:
+        return False
+    steps = np.diff(trace[-window - 1:])
+    return bool(np.all(steps[1:] <= steps[:-1]))
+
+
+class SquaremSteps:
+    """The extrapolation points and step lengths of SQUAREM (Varadhan & Roland 2008).
+
+    Holds the plain VBEM iterates since the last extrapolation and proposes
+    ``theta0 + 2 s r + s^2 v`` from the last three, with the SqS3 step length
+    ``s = |r| / |v|`` clipped to ``[1, step_max]``.  ``step_max`` starts at 1 and grows
+    by ``growth`` whenever a proposal at the cap is accepted, and shrinks after a
+    rejection, the global step-length control of Du & Varadhan (2020).
+    """
+
+    def __init__(self, growth=4.0, initial_step_max=1.0):
+        self.growth = growth
+        self.step_max = initial_step_max
+        self.points = []
+        self.step = 1.0
+        self.at_cap = False
+        self.accepted = 0
+        self.rejected = 0
+
+    def reset(self, point=None):
+        self.points = [] if point is None else [point]
+
+    def record(self, point):
+        if self.points and self.points[-1].shape != point.shape:
+            self.points = []
+        self.points = (self.points + [point])[-3:]
+
+    @property
+    def ready(self):
+        return len(self.points) == 3
+
+    def proposal(self, shrink=1.0):
+        """The extrapolated point at the step length times ``shrink`` (towards 1)."""
+        theta0, theta1, theta2 = self.points
+        r = theta1 - theta0
+        v = theta2 - 2.0 * theta1 + theta0
+        norm_v = np.linalg.norm(v)
+        s = np.linalg.norm(r) / norm_v if norm_v > 0 else 1.0
+        self.at_cap = s >= self.step_max
+        s = float(np.clip(s, 1.0, self.step_max))
+        self.step = 1.0 + (s - 1.0) * shrink
+        s = self.step
+        return theta0 + 2.0 * s * r + s * s * v
+
+    def accept(self, point):
+        self.accepted += 1
+        self.plain()
+        self.points = [point]
+
+    def plain(self):
+        """Called after every accepted proposal and when the proposal was the last
+        plain iterate itself: a step length held back by the cap raises the cap."""
+        if self.at_cap:
+            self.step_max *= self.growth
+
+    def reject(self):
+        self.rejected += 1
+        self.step_max = max(1.0, self.step / self.growth)
+        self.points = self.points[-1:]
 
 
 class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
@@ -208,7 +312,8 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
     def _get_state(self):
         """Fitted variational state: every public attribute ending in ``_``
         except the bookkeeping that the loop itself sets."""
-        skip = {"lower_bound_", "lower_bounds_", "n_iter_", "converged_", "fit_time_"}
+        skip = {"lower_bound_", "lower_bounds_", "n_iter_", "converged_", "fit_time_",
+                "extrapolations_"}
         return {
             k: copy.deepcopy(v)
             for k, v in vars(self).items()
@@ -257,10 +362,13 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
                     f"{'' if converged else ' (not converged)'}"
                 )
             if best is None or bounds[-1] > best[0]:
-                best = (bounds[-1], self._get_state(), bounds, converged)
+                best = (bounds[-1], self._get_state(), bounds, converged,
+                        getattr(self, "_run_extrapolations", None))
 
-        lower_bound, state, bounds, converged = best
+        lower_bound, state, bounds, converged, extrapolations = best
         self._set_state(state)
+        if extrapolations is not None:
+            self.extrapolations_ = extrapolations
         previous = list(getattr(self, "lower_bounds_", [])) if continuing else []
         self.lower_bounds_ = np.asarray(previous + bounds, dtype=float)
         self.lower_bound_ = float(lower_bound)
@@ -307,8 +415,21 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         label = "+".join(self._iteration_steps())
         trace = []
         converged = False
+        squarem = SquaremSteps() if self._accelerated() else None
+        self._run_extrapolations = None
         for iteration in iterations:
-            value, restarted = self._one_iteration(data, iteration, trace[-1] if trace else None)
+            previous = trace[-1] if trace else None
+            if squarem is not None and squarem.ready and _settled(trace, self._settle_window):
+                value, restarted = self._extrapolated_iteration(data, iteration, previous, squarem)
+            else:
+                value, restarted = self._one_iteration(data, iteration, previous)
+                if squarem is not None:
+                    if restarted:
+                        squarem.reset()
+                    squarem.record(self._pack_hyperparameters())
+            if squarem is not None:
+                self._run_extrapolations = {"accepted": squarem.accepted,
+                                            "rejected": squarem.rejected}
             if restarted:
                 trace = [value]
             else:
@@ -330,6 +451,79 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
                 converged = bool(verdict)
                 break
         return trace, converged
+
+    # ------------------------------------------------------------------ acceleration
+    def _accelerated(self):
+        """Whether this fit extrapolates (the model opted in and ``acceleration`` is set)."""
+        return getattr(self, "acceleration", None) == "squarem"
+
+    def _pack_hyperparameters(self):
+        """q(theta) as a 1-D vector in extrapolation coordinates (see *Acceleration*)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support acceleration.")
+
+    def _unpack_hyperparameters(self, vector, data):
+        """Set q(theta) from ``vector``; False (state unchanged) if it is not valid."""
+        raise NotImplementedError(f"{type(self).__name__} does not support acceleration.")
+
+    def _evaluation_steps(self):
+        """Steps that evaluate the bound of a q(theta) set by
+        :meth:`_unpack_hyperparameters` (default: the last step of an iteration)."""
+        return self._iteration_steps()[-1:]
+
+    def _snapshot(self):
+        """Everything a step may change, copied, so that :meth:`_restore` can undo an
+        extrapolation exactly (default: every non-parameter attribute)."""
+        params = self.get_params(deep=False)
+        return {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in params}
+
+    def _restore(self, snapshot):
+        params = self.get_params(deep=False)
+        for k in [k for k in vars(self) if k not in params and k not in snapshot]:
+            delattr(self, k)
+        self.__dict__.update(snapshot)
+
+    #: extrapolate only once this many bound increments have shrunk in a row
+    _settle_window = 1
+
+    #: largest number of times a proposal that is not a valid q(theta) is shrunk
+    _MAX_SHRINKS = 6
+
+    def _extrapolated_iteration(self, data, iteration, previous, squarem):
+        """One SQUAREM extrapolation from the last three plain iterates; returns
+        ``(bound, restarted)`` like :meth:`_one_iteration`.
+
+        The extrapolated q(theta) is kept only when its bound is not below
+        ``previous`` (the bound of the last plain iterate); otherwise the state of
+        that iterate is restored exactly and a plain iteration runs from it.
+        """
+        saved = self._snapshot()
+        shrink = 1.0
+        valid = False
+        for _ in range(self._MAX_SHRINKS):
+            proposal = squarem.proposal(shrink)
+            if squarem.step <= 1.0:
+                squarem.plain()  # the proposal is the last plain iterate itself
+                break
+            if self._unpack_hyperparameters(proposal, data):
+                valid = True
+                break
+            shrink *= 0.5
+        if valid:
+            for name in self._evaluation_steps():
+                getattr(self, f"_step_{name}")(data, iteration)
+            value = float(self._lower_bound(data))
+            if np.isfinite(value) and value >= previous:
+                squarem.accept(self._pack_hyperparameters())
+                return value, False
+            squarem.reject()
+            self._restore(saved)
+        elif squarem.step > 1.0:
+            squarem.reject()
+        value, restarted = self._one_iteration(data, iteration, previous)
+        if restarted:
+            squarem.reset()
+        squarem.record(self._pack_hyperparameters())
+        return value, restarted
 
     def _one_iteration(self, data, iteration, previous=None):
         """Run the steps of one iteration; returns ``(bound, restarted)``.

@@ -32,7 +32,7 @@ from ._distributions import dirichlet_expected_log, dirichlet_kl, log_multivaria
 from ._kernels import hmm as _k
 from ._kernels.forward_backward import forward_backward
 from ._validation import check_sequences, sequence_bounds
-from .base import VBEMEstimator
+from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior, init_posterior_array
 
@@ -247,6 +247,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         run that is leaving a saddle point (e.g. symmetric states) shows tiny but
         accelerating increments and is continued.  At least three iterations run.
         ``warm_start`` continues on the same data.
+    acceleration : {"squarem"} or None, default="squarem"
+        Extrapolate the VBEM fixed point every third iteration (SQUAREM, Varadhan &
+        Roland 2008; see :mod:`sklearn_vb.base`) in log Dirichlet counts and, for
+        Gaussian emissions, natural Normal-Wishart (Normal-Gamma) parameters; an
+        extrapolation is kept only when it does not lower the bound, so the bound
+        still never decreases.  None runs plain VBEM.
 
     Attributes
     ----------
@@ -306,6 +312,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             StrOptions({"auto", "random_marginals", "random", "random_params", "kmeans", "posterior"})
         ],
         "init_posterior": [None, dict],
+        "acceleration": ACCELERATION_CONSTRAINT,
     }
 
     def __init__(
@@ -334,6 +341,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         verbose=0,
         verbose_interval=10,
         bound_check="raise",
+        acceleration="squarem",
     ):
         super().__init__(
             max_iter=max_iter,
@@ -360,6 +368,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.rate_prior = rate_prior
         self.optimize_prior_strengths = optimize_prior_strengths
         self.init_posterior = init_posterior
+        self.acceleration = acceleration
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -543,6 +552,32 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if not hasattr(self, "_run_bounds"):
             self._run_bounds = []
         self._run_bounds.append(self._vbe_bound)
+
+    # ------------------------------------------------------------------ acceleration
+    #: extrapolate only after this many shrinking increments (see ``_settled`` in base)
+    _settle_window = 8
+
+    def _pack_hyperparameters(self):
+        """q(theta) as log Dirichlet counts of the initial and transition rows followed
+        by the emission family's coordinates (:meth:`EmissionFamily.pack`)."""
+        return np.concatenate([
+            np.log(self.startprob_posterior_), np.log(self.transmat_posterior_).ravel(),
+            self._family.pack(self._emission("posterior")),
+        ])
+
+    def _unpack_hyperparameters(self, vector, data):
+        K = self.n_components
+        emission = self._family.unpack(vector[K + K * K:], self._emission("posterior"))
+        start = np.exp(vector[:K])
+        trans = np.exp(vector[K:K + K * K]).reshape(K, K)
+        if emission is None or not (np.all(start > 0) and np.all(trans > 0)
+                                    and np.all(np.isfinite(start)) and np.all(np.isfinite(trans))):
+            return False
+        self.startprob_posterior_ = start
+        self.transmat_posterior_ = trans
+        self._set_emission("posterior", emission)
+        self._at_vbe = False
+        return True
 
     def _can_stop(self, iteration):
         """Stop only once the bound's increments have stopped growing.

@@ -148,6 +148,26 @@ class EmissionFamily(ABC):
     def vbm(self, prior, stats):
         """The conjugate update: posterior hyperparameters given the statistics."""
 
+    def pack(self, post):
+        """The posterior hyperparameters as a 1-D vector in coordinates where SQUAREM
+        extrapolates (see :mod:`sklearn_vb.base`): every point is, or can be checked to
+        be, a valid posterior.  Default: the logarithms of all (positive) entries."""
+        return np.concatenate([np.log(np.asarray(post[name], dtype=float)).ravel()
+                               for name in self.hyper_names])
+
+    def unpack(self, vector, like):
+        """Inverse of :meth:`pack`, shaped like the posterior ``like``; None when the
+        vector is not a valid posterior."""
+        out, at = {}, 0
+        for name in self.hyper_names:
+            shape = np.shape(like[name])
+            size = int(np.prod(shape))
+            out[name] = np.exp(vector[at:at + size]).reshape(shape)
+            at += size
+        if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in out.values()):
+            return None
+        return out
+
     @abstractmethod
     def expected_log_params(self, post):
         """What :meth:`log_table` needs to evaluate E_q[ln p(x | s = k)] under ``post``."""

@@ -44,6 +44,15 @@ from ._checks import init_posterior_array
 __all__ = ["GaussianFullEmissions", "GaussianDiagEmissions"]
 
 
+def _all_positive_definite(matrices):
+    """Whether every matrix of a (K, D, D) stack is symmetric positive definite."""
+    try:
+        np.linalg.cholesky(matrices)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
 class _GaussianEmissions(EmissionFamily):
     """What the full- and diagonal-covariance families share."""
 
@@ -123,6 +132,39 @@ class _GaussianEmissions(EmissionFamily):
             "dof": prior["dof"] + N,
             "scale": self._scale_update(prior["scale"], S1, S2, beta),
         }
+
+    def pack(self, post):
+        """Natural parameters of every state's Normal-Wishart (Normal-Gamma) factor:
+        beta, beta m, scale + beta m m^T (diag: + beta m^2) and dof, the coordinates in
+        which the VBM update is affine in the expected statistics."""
+        m, beta = post["means"], post["beta"]
+        if self._scale_ndim == 2:
+            second = post["scale"] + beta[:, None, None] * m[:, :, None] * m[:, None, :]
+        else:
+            second = post["scale"] + beta[:, None] * m * m
+        return np.concatenate([beta, (beta[:, None] * m).ravel(), second.ravel(), post["dof"]])
+
+    def unpack(self, vector, like):
+        """Inverse of :meth:`pack`; None unless beta > 0, dof > D - 1 (diag: > 0) and
+        every scale is positive definite (diag: positive)."""
+        K, D = np.shape(like["means"])
+        beta = vector[:K]
+        beta_m = vector[K:K + K * D].reshape(K, D)
+        second = vector[K + K * D:-K].reshape(np.shape(like["scale"]))
+        dof = vector[-K:]
+        if not (np.all(np.isfinite(vector)) and np.all(beta > 0)):
+            return None
+        m = beta_m / beta[:, None]
+        if self._scale_ndim == 2:
+            scale = second - beta[:, None, None] * m[:, :, None] * m[:, None, :]
+            scale = 0.5 * (scale + np.swapaxes(scale, 1, 2))
+            if np.any(dof <= D - 1) or not _all_positive_definite(scale):
+                return None
+        else:
+            scale = second - beta[:, None] * m * m
+            if np.any(dof <= 0) or np.any(scale <= 0):
+                return None
+        return {"means": m, "beta": beta.copy(), "dof": dof.copy(), "scale": scale}
 
     def expected_log_params(self, post):
         """Per state: ``const_k``, the precision factor of the quadratic term and the mean,
