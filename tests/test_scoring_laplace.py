@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from sklearn_vb import VBDiscreteDAG, VBLinearDynamicalSystem
+from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem
 from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_dag
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import _t, _Target, fd_gradient, fd_hessian
@@ -45,6 +45,37 @@ def dag():
     est = VBDiscreteDAG(*bipartite_structure(BEAL_TRUE_CODE), n_init=1, max_iter=200,
                         tol=1e-3, random_state=0, bound_check="off").fit(X)
     return scoring_model_for(est), X, {}
+
+
+def _family_hmm(emission, covariance_type="full", D=3):
+    """A 2-state HMM with Gaussian (full or diagonal) or Poisson emissions, two sequences."""
+    rng = np.random.default_rng(4)
+    z = (np.arange(60) // 10) % 2
+    if emission == "poisson":
+        X = rng.poisson(np.where(z[:, None] == 1, 6.0, 1.5) * np.ones(D))
+    else:
+        X = rng.normal(size=(60, D)) @ np.tril(np.ones((D, D))) * 0.5 + 2.0 * z[:, None]
+    lengths = [35, 25]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = VBHiddenMarkov(2, emission=emission, covariance_type=covariance_type,
+                             random_state=0, max_iter=100).fit(X, lengths=lengths)
+    return scoring_model_for(est), X, {"lengths": lengths}
+
+
+@pytest.fixture(scope="module")
+def hmm_gaussian_full():
+    return _family_hmm("gaussian", "full")
+
+
+@pytest.fixture(scope="module")
+def hmm_gaussian_diag():
+    return _family_hmm("gaussian", "diag")
+
+
+@pytest.fixture(scope="module")
+def hmm_poisson():
+    return _family_hmm("poisson", D=2)
 
 
 def _lds(inputs):
@@ -126,7 +157,8 @@ def test_gradient_to_unconstrained_matches_finite_differences():
 
 
 # --------------------------------------------------------------------- exact gradients
-@pytest.mark.parametrize("name", ["hmm", "dag", "lds_inputs", "lds_plain"])
+@pytest.mark.parametrize("name", ["hmm", "dag", "lds_inputs", "lds_plain", "hmm_gaussian_full",
+                                  "hmm_gaussian_diag", "hmm_poisson"])
 def test_exact_gradient_matches_finite_differences(name, request):
     """The Fisher-identity gradient of t(phi) (forward-backward, enumeration, Kalman
     smoother) against central differences of t at random parameter points."""
@@ -135,7 +167,10 @@ def test_exact_gradient_matches_finite_differences(name, request):
     rng = np.random.default_rng(1)
     space = model.param_space
     q = model.variational_posterior() if hasattr(model, "variational_posterior") else None
-    draws = q.sample(rng, 3) if name.startswith("lds") else model.sample_prior(rng, 3)
+    # points near the posterior (prior draws of the continuous models are too far out
+    # for the likelihood to be evaluated accurately)
+    draws = (q.heavy_tailed(3.0).sample(rng, 3) if name != "hmm" and name != "dag"
+             else model.sample_prior(rng, 3))
     for i in range(3):
         phi = space.to_unconstrained({k: v[i:i + 1] for k, v in draws.items()})[0]
         t, g = _t_gradient(model, data, phi)
@@ -167,7 +202,7 @@ def test_fd_hessian_in_batches_is_the_same():
 
 
 # --------------------------------------------------------------------- the scorer
-@pytest.mark.parametrize("name", ["hmm", "lds_plain"])
+@pytest.mark.parametrize("name", ["hmm", "lds_plain", "hmm_gaussian_full"])
 def test_exact_gradient_laplace_equals_finite_difference_laplace(name, request):
     model, X, fit_params = request.getfixturevalue(name)
     est = model if name == "hmm" else model.estimator

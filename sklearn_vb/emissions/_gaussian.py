@@ -398,6 +398,21 @@ class GaussianFullEmissions(_GaussianEmissions):
             L[:, :, lower[0], lower[1]] = params["prec_chol_offdiag"]
         return L
 
+    def complete_log_likelihood_gradient(self, params, stats, prior):
+        """Gradient of :meth:`complete_log_likelihood` in the blocks (batch shapes):
+        ``Lambda (S1 - N delta)`` for the means (``delta = mu - m0``) and the lower
+        entries of ``N diag(1 / L_ii) - Sc L`` for the Cholesky factor, ``Sc`` the
+        scatter about ``mu``."""
+        mu = np.asarray(params["means"], dtype=float)
+        L = self.precision_cholesky(params)
+        delta = mu - prior["means"]
+        N = stats["N"]
+        lam = L @ np.swapaxes(L, -1, -2)
+        g_mu = np.einsum("ckij,ckj->cki", lam, stats["S1"] - N[:, None] * delta)
+        g_L = -self._scatter(stats, delta) @ L
+        dg = np.diagonal(L, axis1=-2, axis2=-1)
+        return self.emission_blocks(g_mu, _with_diagonal_added(g_L, N[:, None] / dg))
+
     @staticmethod
     def emission_blocks(means, chol):
         """Blocks from means (C, K, D) and precision Cholesky factors (C, K, D, D)."""
@@ -567,6 +582,17 @@ class GaussianDiagEmissions(_GaussianEmissions):
             L[:, :, idx, idx] = np.sqrt(lam)
         return L
 
+    def complete_log_likelihood_gradient(self, params, stats, prior):
+        """Gradient of :meth:`complete_log_likelihood` in the blocks (batch shapes):
+        ``lambda (S1 - N delta)`` for the means and ``N / (2 lambda) - Sc / 2`` for the
+        precisions (``delta = mu - m0``, ``Sc`` the scatter about ``mu``)."""
+        mu = np.asarray(params["means"], dtype=float)
+        lam = np.asarray(params["precisions"], dtype=float)
+        delta = mu - prior["means"]
+        N = stats["N"][:, None]
+        return {"means": lam * (stats["S1"] - N * delta),
+                "precisions": 0.5 * N / lam - 0.5 * self._scatter(stats, delta)}
+
     @staticmethod
     def emission_blocks(means, precisions):
         return {"means": np.asarray(means, dtype=float),
@@ -621,6 +647,14 @@ class GaussianDiagEmissions(_GaussianEmissions):
 # ---------------------------------------------------------------------------
 # scoring: densities over the parameter blocks
 # ---------------------------------------------------------------------------
+
+
+def _with_diagonal_added(G, diag):
+    """``G`` (..., D, D) with ``diag`` (..., D) added to its diagonal (a copy)."""
+    G = np.array(G, dtype=float)
+    idx = np.arange(G.shape[-1])
+    G[..., idx, idx] += diag
+    return G
 
 
 def _check_broaden(broaden):
@@ -683,6 +717,25 @@ class NormalWishartBlocks:
                 quad, half_logdet, D, self.dof)
         jac = D * np.log(2.0) + np.sum(self.jac_power * log_dg, axis=-1)
         return np.where(bad, -np.inf, np.sum(log_nw + jac, axis=1))
+
+    def log_pdf_gradient(self, params):
+        """Gradient of :meth:`log_pdf` (no ``dof``) in the blocks: ``-beta Lambda (mu - m)``
+        for the means and the lower entries of
+        ``diag((nu - D + D - i + 1) / L_ii) - (beta e e^T + S) L`` (``e = mu - m``, 1-based
+        ``i``) for the Cholesky factor: the normal's ``ln|L|``, the Wishart's
+        ``(nu - D - 1) ln|L|`` and the Jacobian's powers."""
+        if self.dof is not None:
+            raise NotImplementedError("the gradient of the Student-t variant is not provided")
+        mu = np.asarray(params["means"], dtype=float)
+        L = self.family.precision_cholesky(params)
+        e = mu - self.m
+        lam = L @ np.swapaxes(L, -1, -2)
+        g_mu = -self.beta[:, None] * np.einsum("ckij,ckj->cki", lam, e)
+        outer = self.beta[:, None, None] * e[..., :, None] * e[..., None, :]
+        g_L = -(outer + self.S) @ L
+        power = (self.nu - self.D)[:, None] + self.jac_power  # (K, D)
+        dg = np.diagonal(L, axis1=-2, axis2=-1)
+        return self.family.emission_blocks(g_mu, _with_diagonal_added(g_L, power / dg))
 
     def sample(self, rng, size):
         size = int(size)
@@ -757,6 +810,17 @@ class NormalGammaBlocks:
             out = np.sum(gamma_log_pdf(lam, self.a, self.b)
                          + _student_t_log_pdf(quad, half_logdet, 1, self.dof), axis=-1)
         return np.where(bad, -np.inf, np.sum(out, axis=1))
+
+    def log_pdf_gradient(self, params):
+        """Gradient of :meth:`log_pdf` (no ``dof``): ``-beta lambda (mu - m)`` for the
+        means, ``(a - 1/2) / lambda - beta (mu - m)^2 / 2 - b`` for the precisions."""
+        if self.dof is not None:
+            raise NotImplementedError("the gradient of the Student-t variant is not provided")
+        mu = np.asarray(params["means"], dtype=float)
+        lam = np.asarray(params["precisions"], dtype=float)
+        e = mu - self.m
+        return {"means": -self.beta * lam * e,
+                "precisions": (self.a - 0.5) / lam - 0.5 * self.beta * e * e - self.b}
 
     def sample(self, rng, size):
         size = int(size)

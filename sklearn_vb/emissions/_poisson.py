@@ -54,6 +54,11 @@ class GammaRates:
     def sample(self, rng, size):
         return {"rates": gamma_sample(self.a, self.b, rng, int(size))}
 
+    def log_pdf_gradient(self, params):
+        """Gradient of :meth:`log_pdf` in ``rates``: ``(a - 1) / lambda - b``."""
+        rates = np.asarray(params["rates"], dtype=float)
+        return {"rates": (self.a - 1.0) / rates - self.b}
+
     def mean(self):
         return {"rates": gamma_mean(self.a, self.b)[None]}
 
@@ -202,6 +207,12 @@ class PoissonEmissions(EmissionFamily):
         value = np.sum(stats["S1"] * log_rates, axis=(1, 2)) - np.sum(
             stats["N"] * rates.sum(axis=-1), axis=1)
         return value - np.sum(stats["log_factorial"])
+
+    def complete_log_likelihood_gradient(self, params, stats, prior):
+        """Gradient of :meth:`complete_log_likelihood` in ``rates`` (batch shape):
+        ``S1 / lambda - N``."""
+        rates = np.asarray(params["rates"], dtype=float)
+        return {"rates": stats["S1"] / rates - stats["N"][:, None]}
 
     def log_marginal_likelihood(self, prior, stats):
         a0, b0 = prior["rate_shape"], prior["rate_rate"]

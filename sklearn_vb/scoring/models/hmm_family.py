@@ -338,6 +338,36 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         ecl = float(self.complete_loglik(params_single, stats)[0])
         return EStep(ll, stats, ecl, ll - ecl)
 
+    @property
+    def log_joint_gradient(self):
+        """``(params_single, X) -> (ln p(theta) + ln p(X | theta), gradient)``, the
+        gradient in the constrained blocks, or ``None`` when the emission family does not
+        provide the gradients of its complete-data log-likelihood and prior density
+        (the Laplace scorer then falls back to finite differences)."""
+        if not (hasattr(self.family, "complete_log_likelihood_gradient")
+                and hasattr(self._prior.emission, "log_pdf_gradient")):
+            return None
+        return self._log_joint_gradient
+
+    def _log_joint_gradient(self, params_single, X):
+        # Fisher's identity: the gradient of ln p(X | theta) is the gradient of the
+        # expected complete-data log-likelihood with the forward-backward statistics
+        # at theta held fixed
+        e = self.e_step(params_single, X)
+        grads = {}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.K > 1:
+                grads["startprob"] = ((self.startprob_prior - 1.0 + e.stats["start"])[None]
+                                      / np.asarray(params_single["startprob"], dtype=float))
+                grads["transmat"] = ((self.transmat_prior - 1.0 + e.stats["trans"])[None]
+                                     / np.asarray(params_single["transmat"], dtype=float))
+            g_lik = self.family.complete_log_likelihood_gradient(params_single, e.stats,
+                                                                 self.emission_prior)
+            g_prior = self._prior.emission.log_pdf_gradient(params_single)
+        for name in g_lik:
+            grads[name] = g_lik[name] + g_prior[name]
+        return float(self.log_prior(params_single)[0]) + e.loglik, grads
+
     def log_complete_evidence(self, stats):
         """ln of the integral of prior x exp(E ln p(z, X | theta)) at the statistics (closed
         form: Dirichlet integrals x the family's marginal likelihood)."""
