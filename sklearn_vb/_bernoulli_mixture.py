@@ -17,7 +17,7 @@ from scipy.special import betaln, gammaln, logsumexp
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from .base import VBEMEstimator
+from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
 from ._distributions import dirichlet_expected_log, dirichlet_kl
 
 __all__ = ["VBBernoulliMixture", "bernoulli_mixture_log_evidence"]
@@ -49,6 +49,10 @@ class VBBernoulliMixture(VBEMEstimator):
     verbose_interval, bound_check
         See :class:`~sklearn_vb.base.VBEMEstimator`.  ``init_params`` is "random"
         (Dirichlet-distributed responsibilities).
+    acceleration : {"squarem"} or None, default=None
+        SQUAREM extrapolation of the VBEM fixed point in log Dirichlet and Beta
+        parameters (see :mod:`sklearn_vb.base`).  Off by default: this model is the
+        reference of the plain template loop.
 
     Attributes
     ----------
@@ -67,6 +71,7 @@ class VBBernoulliMixture(VBEMEstimator):
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "weight_prior": [Interval(Real, 0, None, closed="neither")],
         "beta_prior": [Interval(Real, 0, None, closed="neither")],
+        "acceleration": ACCELERATION_CONSTRAINT,
     }
 
     def __init__(
@@ -84,6 +89,7 @@ class VBBernoulliMixture(VBEMEstimator):
         verbose=0,
         verbose_interval=10,
         bound_check="raise",
+        acceleration=None,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -99,6 +105,7 @@ class VBBernoulliMixture(VBEMEstimator):
         self.n_components = n_components
         self.weight_prior = weight_prior
         self.beta_prior = beta_prior
+        self.acceleration = acceleration
 
     # ------------------------------------------------------------------ data
     def _check_binary(self, X, reset):
@@ -133,6 +140,23 @@ class VBBernoulliMixture(VBEMEstimator):
     def _step_vbe(self, data, iteration):
         log_joint = self._expected_log_joint(data.X)
         self.resp_ = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+
+    def _pack_hyperparameters(self):
+        """q(theta) as the logarithms of its Dirichlet and Beta parameters."""
+        return np.log(np.concatenate([self.weight_concentration_, self.beta_a_.ravel(),
+                                      self.beta_b_.ravel()]))
+
+    def _unpack_hyperparameters(self, vector, data):
+        values = np.exp(vector)
+        if not np.all(np.isfinite(values) & (values > 0)):
+            return False
+        K = self.n_components
+        shape = self.beta_a_.shape
+        size = self.beta_a_.size
+        self.weight_concentration_ = values[:K]
+        self.beta_a_ = values[K:K + size].reshape(shape)
+        self.beta_b_ = values[K + size:].reshape(shape)
+        return True
 
     def _expected_log_joint(self, X):
         """E_q(θ)[ln p(x_n, z_n = k | θ)], shape (n_samples, n_components)."""

@@ -138,6 +138,29 @@ def bound_round_off(value):
     return 1e-9 * abs(value) + 1e-7
 
 
+_PARAM_NAMES = {}
+
+
+def _param_names(cls):
+    """The constructor parameters of an estimator class (cached: ``get_params``
+    inspects the signature on every call)."""
+    if cls not in _PARAM_NAMES:
+        _PARAM_NAMES[cls] = frozenset(cls._get_param_names())
+    return _PARAM_NAMES[cls]
+
+
+def _copy_state_value(value):
+    """A copy of an attribute for :meth:`VBEMEstimator._snapshot`: arrays copied,
+    lists, tuples and dicts rebuilt around copies, anything else shared."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, dict):
+        return {k: _copy_state_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(_copy_state_value(v) for v in value)
+    return value
+
+
 def _settled(trace, window=4):
     """Whether the last ``window`` increments of the bound shrink monotonically: VBEM
     is then in its linearly converging phase, where extrapolation pays.  Earlier (states
@@ -145,8 +168,9 @@ def _settled(trace, window=4):
     extrapolation would mostly redirect the run to another optimum."""
     if len(trace) < window + 1:
         return False
-    steps = np.diff(trace[-window - 1:])
-    return bool(np.all(steps[1:] <= steps[:-1]))
+    last = trace[-window - 1:]
+    steps = [b - a for a, b in zip(last[:-1], last[1:])]
+    return all(later <= earlier for earlier, later in zip(steps[:-1], steps[1:]))
 
 
 class SquaremSteps:
@@ -471,13 +495,15 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         return self._iteration_steps()[-1:]
 
     def _snapshot(self):
-        """Everything a step may change, copied, so that :meth:`_restore` can undo an
-        extrapolation exactly (default: every non-parameter attribute)."""
-        params = self.get_params(deep=False)
-        return {k: copy.deepcopy(v) for k, v in vars(self).items() if k not in params}
+        """Every non-parameter attribute, so that :meth:`_restore` can undo an
+        extrapolation exactly.  Arrays are copied and containers rebuilt; other objects
+        (a parsed structure, say) are shared, so a model whose steps change such an
+        object in place overrides this."""
+        params = _param_names(type(self))
+        return {k: _copy_state_value(v) for k, v in vars(self).items() if k not in params}
 
     def _restore(self, snapshot):
-        params = self.get_params(deep=False)
+        params = _param_names(type(self))
         for k in [k for k in vars(self) if k not in params and k not in snapshot]:
             delattr(self, k)
         self.__dict__.update(snapshot)

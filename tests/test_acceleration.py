@@ -240,3 +240,19 @@ def test_plain_fit_reports_no_extrapolations():
     X, kw = _hmm_problem("categorical", 0)
     est = _fit(VBHiddenMarkov(2, acceleration=None, random_state=0, max_iter=20, **kw), X)
     assert not hasattr(est, "extrapolations_")
+
+
+def test_bernoulli_mixture_bound_never_decreases_with_extrapolation():
+    from sklearn_vb._bernoulli_mixture import VBBernoulliMixture
+
+    accepted = 0
+    for seed in range(3):
+        rng = np.random.RandomState(seed)
+        means = rng.uniform(0.1, 0.9, size=(3, 8))
+        X = (rng.uniform(size=(300, 8)) < means[rng.randint(3, size=300)]).astype(float)
+        est = _fit(VBBernoulliMixture(3, random_state=seed, max_iter=2000, tol=1e-10,
+                                      acceleration="squarem"), X)
+        b = est.lower_bounds_
+        assert np.all(np.diff(b) >= -bound_round_off(b[:-1]))
+        accepted += est.extrapolations_["accepted"]
+    assert accepted > 0
