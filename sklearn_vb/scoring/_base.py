@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ._registry import scoring_model_for
 from .protocols import has, require
 
-__all__ = ["Scorer", "resolve_model", "variational_posterior", "prepare_data", "COMMON_OPTIONS"]
+__all__ = ["Scorer", "score_random_state", "resolve_model", "variational_posterior", "prepare_data", "COMMON_OPTIONS"]
 
 #: options every scorer accepts, with their defaults
 COMMON_OPTIONS = {
@@ -53,12 +56,32 @@ def prepare_data(model, X, fit_params):
     return np.asarray(X)
 
 
+def score_random_state(random_state, estimator):
+    """The seed of a score: ``random_state`` when given, else the estimator's own
+    ``random_state`` (None when it has none).
+
+    A scorer draws all its randomness (restarts of the point estimate, perturbations of
+    the effective dimension, chains and proposals) from this seed, so an estimator fitted
+    with an integer ``random_state`` gets the same score on every call.  A
+    ``numpy.random.RandomState`` or ``Generator`` is advanced by each call, as in
+    scikit-learn.
+    """
+    if random_state is not None:
+        return random_state
+    return getattr(estimator, "random_state", None)
+
+
 class Scorer:
     """A configured evidence estimator: ``scorer(estimator, X, **fit_params) -> ScoreResult``.
 
     Keyword arguments of the call that name an option of the scorer override the
     configured value for that call; every other keyword is a fit parameter passed to
     the model (``lengths=``, ``sequence_ids=``, ``U=`` ...).
+
+    Seeding: with ``random_state=None`` (the default) the estimator's own
+    ``random_state`` seeds the score, so a fitted estimator with an integer
+    ``random_state`` gets the same score on every call; an explicit ``random_state``
+    overrides it (see :func:`score_random_state`).
     """
 
     name = None
@@ -104,12 +127,27 @@ class Scorer:
         opts, fit_params = self.split(kwargs)
         if X is None:
             raise ValueError("X must not be None.")
+        opts["random_state"] = score_random_state(opts["random_state"], estimator)
         return self._score(estimator, X, fit_params, opts)
 
     def _score(self, estimator, X, fit_params, opts):  # pragma: no cover - abstract
         raise NotImplementedError
 
     # helpers ------------------------------------------------------------------
+    def _fit_point(self, model, data, **kwargs):
+        """``model.fit_point(data, **kwargs)``; a ``ConvergenceWarning`` it raises (the
+        EM hit its iteration cap) is raised again naming this scorer."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            theta = model.fit_point(data, **kwargs)
+        for w in caught:
+            if issubclass(w.category, ConvergenceWarning):
+                warnings.warn(f"scorer {self.name!r}: {w.message}", ConvergenceWarning,
+                              stacklevel=3)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return theta
+
     def _log_alias(self, model, opts):
         if not opts["alias_correction"]:
             return 0.0

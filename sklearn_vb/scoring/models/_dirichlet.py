@@ -9,7 +9,8 @@ from ..._distributions import (_rng, dirichlet_kl, dirichlet_log_pdf, dirichlet_
                                log_multivariate_beta)
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import DirichletQ, FactorizedPosterior
-from ..protocols import ScoringModelMixin
+from ..protocols import ScoringModelMixin, has
+from ._point_em import best_point_em
 
 __all__ = ["DirichletBlocksModel", "dirichlet_evidence"]
 
@@ -77,30 +78,61 @@ class DirichletBlocksModel(ScoringModelMixin):
             [DirichletQ(k, a + stats[k]) for k, a in self.prior_alpha.items()]
         )
 
+    def point_objective(self, theta, loglik, kind="map", basis="softmax"):
+        """The objective EM climbs: ``l(theta)`` (ML), plus ``ln p(theta)`` (MAP), plus
+        ``sum ln theta`` over every row (MAP in the softmax basis, where the M step is
+        ``lambda + N``)."""
+        obj = float(loglik)
+        if kind != "ml":
+            obj += float(self.log_prior(theta)[0])
+            if basis == "softmax":
+                obj += float(self.param_space.log_det_jacobian(theta)[0])
+        return obj
+
+    def point_of_posterior(self, q, kind="map", basis="softmax"):
+        """The point of ``q(theta)`` (Dirichlet rows ``alpha_q``) in the EM's basis: the
+        M step applied to its counts ``alpha_q - alpha_prior`` (the posterior mean for the
+        softmax basis, the mode for the natural one)."""
+        stats = {k: np.maximum(q[k].alpha - a, 0.0) for k, a in self.prior_alpha.items()}
+        return self.point_from_stats(stats, kind, basis)
+
+    def _fitted_posterior(self, X):
+        if not has(self, "variational_posterior"):
+            return None
+        try:
+            return self.variational_posterior(X)
+        except NotImplementedError:  # e.g. a DAG fitted by EM: no q(theta)
+            return None
+
     def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
                   tol_per_case=1e-8):
-        """EM from prior draws for the MAP (softmax basis by default) or ML point; the
-        restart with the best objective is kept."""
+        """EM for the MAP (softmax basis by default) or ML point, best of ``n_init`` runs.
+
+        With a fitted q(theta) (``variational_posterior``) the first run starts at its
+        point in the EM's basis (:meth:`point_of_posterior`) and the others at seeded
+        draws from q; without one every run starts at a prior draw.  Runs after the
+        first are screened (:func:`~sklearn_vb.scoring.models._point_em.best_point_em`).
+        A run stops when the objective changes by less than ``tol_per_case * n``; a best
+        run that reaches ``max_iter`` raises a ``ConvergenceWarning``.
+        """
         rng = _rng(rng)
-        best = None
         n = max(1, self.n_cases(X))
-        for _ in range(int(n_init)):
-            theta = self.sample_prior(rng, 1)
-            prev = -np.inf
-            for _ in range(int(max_iter)):
-                e = self.e_step(theta, X)
-                obj = e.loglik
-                if kind != "ml":
-                    obj += float(self.log_prior(theta)[0])
-                    if basis == "softmax":
-                        obj += float(self.param_space.log_det_jacobian(theta)[0])
-                theta = self.point_from_stats(e.stats, kind, basis)
-                if abs(obj - prev) < tol_per_case * n:
-                    break
-                prev = obj
-            if best is None or obj > best[0]:
-                best = (obj, theta)
-        return best[1]
+        q = self._fitted_posterior(X)
+
+        def start(i):
+            if q is None:
+                return self.sample_prior(rng, 1)
+            return self.point_of_posterior(q, kind, basis) if i == 0 else q.sample(rng, 1)
+
+        def evaluate(theta):
+            e = self.e_step(theta, X)
+            return self.point_objective(theta, e.loglik, kind, basis), e.stats
+
+        run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),
+                            n_init=n_init, max_iter=max_iter, tol=tol_per_case * n,
+                            owner=type(self).__name__, space=self.param_space)
+        self.last_point_run_ = run
+        return run.theta
 
     def log_joint_gradient(self, params_single, X):
         """``(ln p(theta) + ln p(X | theta), gradient)`` at one parameter set, the gradient

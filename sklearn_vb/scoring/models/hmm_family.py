@@ -43,6 +43,7 @@ from ..mcmc_moves import (
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
+from ._point_em import best_point_em
 from ._dirichlet import dirichlet_evidence
 
 __all__ = ["FamilyHMMScoringModel", "FamilyHMMPosterior"]
@@ -330,11 +331,16 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         stats.update(self.family.stats(gamma, X["X"], self.emission_prior))
         return float(log_norm.sum()), stats
 
-    def e_step(self, params_single, X):
-        """Exact posterior over state paths at normalised ``params_single`` (batch of 1)."""
+    def _loglik_and_stats(self, params_single, X):
+        """ln p(X | theta) and the expected statistics of the exact posterior (one
+        forward-backward pass, the estimator's kernel)."""
         lp, la = self._log_pi_A(params_single, 1)
         table = self.family.log_likelihood_tables(params_single, X["X"])[0]
-        ll, stats = self._fb(lp[0], la[0], table, X)
+        return self._fb(lp[0], la[0], table, X)
+
+    def e_step(self, params_single, X):
+        """Exact posterior over state paths at normalised ``params_single`` (batch of 1)."""
+        ll, stats = self._loglik_and_stats(params_single, X)
         ecl = float(self.complete_loglik(params_single, stats)[0])
         return EStep(ll, stats, ecl, ll - ecl)
 
@@ -428,28 +434,31 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
                   tol_per_case=1e-8):
-        """EM for the MAP (``basis`` as in :meth:`point_from_stats`) or ML point; each restart
-        starts from the family's initial hard labelling; the restart with the best
-        objective is kept."""
+        """EM for the MAP (``basis`` as in :meth:`point_from_stats`) or ML point, best of
+        ``n_init`` runs.  The first run starts at the mean of the fitted q(theta) (the
+        estimator's plug-in parameters; for the default MAP in the softmax basis this is
+        exactly the M step of q's statistics, the point of q in the EM's basis), the
+        others at seeded draws from q, screened as in
+        :func:`~sklearn_vb.scoring.models._point_em.best_point_em`.  A run stops when the
+        objective changes by less than ``tol_per_case * n``; a best run that reaches
+        ``max_iter`` raises a ``ConvergenceWarning``."""
         rng = _rng(rng)
         T = self.n_cases(X)
-        eye = np.eye(self.K)
-        best = None
-        for _ in range(int(n_init)):
-            labels = self.family.initial_labels(X["X"], self.K, rng)
-            theta = self.point_from_stats(self.stats_from_responsibilities(eye[labels], X),
-                                          kind, basis)
-            prev = -np.inf
-            for _ in range(int(max_iter)):
-                e = self.e_step(theta, X)
-                obj = e.loglik + (0.0 if kind == "ml" else self._point_objective_prior(theta, basis))
-                if not np.isfinite(obj) or abs(obj - prev) < tol_per_case * T:
-                    break
-                prev = obj
-                theta = self.point_from_stats(e.stats, kind, basis)
-            if best is None or obj > best[0]:
-                best = (obj, theta)
-        return best[1]
+        q = self.variational_posterior()
+
+        def start(i):
+            return q.mean() if i == 0 else q.sample(rng, 1)
+
+        def evaluate(theta):
+            ll, stats = self._loglik_and_stats(theta, X)
+            prior = 0.0 if kind == "ml" else self._point_objective_prior(theta, basis)
+            return ll + prior, stats
+
+        run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),
+                            n_init=n_init, max_iter=max_iter, tol=tol_per_case * max(1, T),
+                            owner=type(self).__name__, space=self.param_space)
+        self.last_point_run_ = run
+        return run.theta
 
     # -- VB from a given q(z) (VBScore(init="cs")) ---------------------------------------
     def vb_refine(self, X, estep, max_iter=1000, tol=1e-10):

@@ -65,6 +65,7 @@ from ..mcmc_moves import BlockRandomWalkMH
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
+from ._point_em import best_point_em
 
 __all__ = [
     "LDSScoringModel",
@@ -731,10 +732,12 @@ class LDSScoringModel(ScoringModelMixin):
                   tol_per_case=1e-6):
         """EM for the MAP (or ML with ``kind="ml"``) point; best of ``n_init`` starts.
 
-        The first start is the mean of the fitted q(theta), the others are draws from it.
-        The objective (``ln p(theta) + l(theta)``, plus ``sum ln rho`` in the default
-        basis) never decreases; iteration stops when it changes by less than
-        ``tol_per_case * n``.
+        The first start is the mean of the fitted q(theta), the others are seeded draws
+        from it, screened as in :func:`~sklearn_vb.scoring.models._point_em.best_point_em`
+        (EM with SQUAREM extrapolation).  The objective (``ln p(theta) + l(theta)``, plus
+        ``sum ln rho`` in the default basis) never decreases; iteration stops when an EM
+        step changes it by less than ``tol_per_case * n``; a best run that reaches
+        ``max_iter`` raises a ``ConvergenceWarning``.
         """
         if kind not in ("map", "ml"):
             raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
@@ -743,24 +746,17 @@ class LDSScoringModel(ScoringModelMixin):
         rng = _rng(rng)
         q = self.variational_posterior()
         n = max(1, self.n_cases(X))
-        best = None
-        for i in range(max(1, int(n_init))):
-            theta = q.mean() if i == 0 else q.sample(rng, 1)
-            prev = -np.inf
-            for _ in range(int(max_iter)):
-                e = self.e_step(theta, X)
-                obj = self._objective(theta, e.loglik, kind, basis)
-                if abs(obj - prev) < tol_per_case * n:
-                    break
-                prev = obj
-                theta = self.point_from_stats(e.stats, kind, basis)
-            else:
-                obj = self._objective(theta, self.e_step(theta, X).loglik, kind, basis)
-            if not np.isfinite(obj):
-                continue
-            if best is None or obj > best[0]:
-                best = (obj, theta)
-        if best is None:
-            raise RuntimeError("fit_point: EM failed from every start.")
-        return best[1]
+
+        def start(i):
+            return q.mean() if i == 0 else q.sample(rng, 1)
+
+        def evaluate(theta):
+            e = self.e_step(theta, X)
+            return self._objective(theta, e.loglik, kind, basis), e.stats
+
+        run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),
+                            n_init=n_init, max_iter=max_iter, tol=tol_per_case * n,
+                            owner=type(self).__name__, space=self.param_space)
+        self.last_point_run_ = run
+        return run.theta
 

@@ -98,6 +98,7 @@ from ..mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
+from ._point_em import PointEMRun, best_point_em
 
 __all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior"]
 
@@ -740,26 +741,27 @@ class MFAScoringModel(ScoringModelMixin):
         rng = _rng(rng)
         q = self.variational_posterior()
         n = max(1, self.n_cases(X))
-        best = None
-        for i in range(max(1, int(n_init))):
-            theta = q.mean() if i == 0 else q.sample(rng, 1)
-            prev = -np.inf
-            for _ in range(int(max_iter)):
-                e = self.e_step(theta, X)
-                obj = self._objective(theta, e.loglik, kind, basis)
-                if not np.isfinite(obj) or abs(obj - prev) < tol_per_case * n:
-                    break
-                prev = obj
-                theta = self.point_from_stats(e.stats, theta, kind, basis)
-            else:
-                obj = self._objective(theta, float(self.log_likelihood(theta, X)[0]), kind, basis)
-            if polish and np.isfinite(obj):
-                theta, obj = self._polish(theta, obj, X, kind, basis)
-            if np.isfinite(obj) and (best is None or obj > best[0]):
-                best = (obj, theta)
-        if best is None:
-            raise RuntimeError("fit_point: EM failed from every start.")
-        return best[1]
+
+        def start(i):
+            return q.mean() if i == 0 else q.sample(rng, 1)
+
+        def evaluate(theta):
+            e = self.e_step(theta, X)
+            return self._objective(theta, e.loglik, kind, basis), e.stats
+
+        def finish(run):
+            if not polish:
+                return run
+            theta, obj = self._polish(run.theta, run.objective, X, kind, basis)
+            # a quasi-Newton climb that improved the objective finished the run
+            return PointEMRun(theta, obj, run.n_iter, bool(run.converged or obj > run.objective))
+
+        run = best_point_em(start, evaluate,
+                            lambda stats, theta: self.point_from_stats(stats, theta, kind, basis),
+                            n_init=n_init, max_iter=max_iter, tol=tol_per_case * n,
+                            owner=type(self).__name__, polish=finish, space=self.param_space)
+        self.last_point_run_ = run
+        return run.theta
 
     def _polish(self, theta, obj, X, kind, basis):
         if self.S > 1 and np.any(self._weight_counts(

@@ -1,0 +1,171 @@
+"""EM for a point estimate (MAP or ML) from several starts: the loop every ScoringModel's
+``fit_point`` runs.
+
+The first start is the point of the fitted q(theta) in the EM's basis (where VB has
+already done the climbing, so EM from it converges in a few iterations), the others are
+seeded draws from q(theta); the start with the highest objective wins.  A restart after
+the first may use at most ``restart_iter`` E steps (by default half of what the first
+run took): it only has to show that it climbs above the best run so far, and a draw
+that does not is not worth the cost of a full run.  A restart that is ahead when its
+budget runs out is continued to convergence.  So ``n_init`` runs cost at most about
+``(n_init + 1) / 2`` times the first run, which itself is cheap because it starts where
+VB ended.
+
+A winning run that stopped at ``max_iter`` without meeting the tolerance raises a
+:class:`~sklearn.exceptions.ConvergenceWarning`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["PointEMRun", "em_climb", "best_point_em"]
+
+
+@dataclass
+class PointEMRun:
+    """One EM run: the last evaluated ``theta``, its ``objective``, the number of E steps
+    ``n_iter`` and whether the objective changed by less than the tolerance."""
+
+    theta: Any
+    objective: float
+    n_iter: int
+    converged: bool
+
+
+def em_climb(theta, evaluate, m_step, max_iter, tol, prev=-np.inf, space=None):
+    """EM from ``theta``: ``evaluate(theta) -> (objective, stats)`` (one E step),
+    ``m_step(stats, theta) -> theta``.
+
+    Stops when one EM step changes the objective by less than ``tol`` (converged) or
+    after ``max_iter`` E steps.  Returns a :class:`PointEMRun` whose ``theta`` is the
+    last point evaluated, so that ``objective`` is its objective.
+
+    With ``space`` (the model's ParamSpace) every two EM steps are extrapolated in the
+    unconstrained coordinates by SQUAREM (Varadhan & Roland 2008, step length
+    ``alpha = -|r| / |v|``); the extrapolated point is kept only if its objective is at
+    least that of the plain EM step, else the run continues from the plain EM step,
+    so the objectives of the points the run continues from never decrease.
+    """
+    max_iter = int(max_iter)
+    n = 0
+    obj, stats = evaluate(theta)
+    n += 1
+    while True:
+        if not np.isfinite(obj):
+            return PointEMRun(theta, float(obj), n, False)
+        if abs(obj - prev) < tol:
+            return PointEMRun(theta, float(obj), n, True)
+        if n >= max_iter:
+            return PointEMRun(theta, float(obj), n, False)
+        theta1 = m_step(stats, theta)
+        obj1, stats1 = evaluate(theta1)
+        n += 1
+        if space is None or not np.isfinite(obj1) or abs(obj1 - obj) < tol or n >= max_iter:
+            theta, obj, stats, prev = theta1, obj1, stats1, obj
+            continue
+        theta2 = m_step(stats1, theta1)
+        jump = _squarem_point(space, theta, theta1, theta2)
+        if jump is not None:
+            obj_j, stats_j = evaluate(jump)
+            n += 1
+            if np.isfinite(obj_j) and obj_j >= obj1:
+                theta, obj, stats, prev = jump, obj_j, stats_j, -np.inf  # judged by the next EM step
+                continue
+            if n >= max_iter:  # the rejected jump used the last E step
+                return PointEMRun(theta1, float(obj1), n, False)
+        obj2, stats2 = evaluate(theta2)
+        n += 1
+        theta, obj, stats, prev = theta2, obj2, stats2, obj1
+
+
+def _squarem_point(space, theta0, theta1, theta2):
+    """``phi0 - 2 alpha r + alpha^2 v`` with ``r = phi1 - phi0``, ``v = phi2 - 2 phi1 + phi0``
+    and ``alpha = min(-1, -|r| / |v|)`` (``alpha = -1`` gives ``phi2``), or None when the
+    extrapolation is not defined (non-finite coordinates, e.g. a probability of zero)."""
+    phi0, phi1, phi2 = (space.to_unconstrained(t)[0] for t in (theta0, theta1, theta2))
+    r = phi1 - phi0
+    v = phi2 - phi1 - r
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(v))):
+        return None
+    nv = float(np.linalg.norm(v))
+    if nv == 0.0:
+        return None
+    alpha = min(-1.0, -float(np.linalg.norm(r)) / nv)
+    if alpha == -1.0:
+        return None
+    phi = phi0 - 2.0 * alpha * r + alpha * alpha * v
+    with np.errstate(all="ignore"):
+        theta, _ = space.from_unconstrained(phi[None])
+    if not all(np.all(np.isfinite(b)) for b in theta.values()):
+        return None
+    return theta
+
+
+def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
+                  restart_iter=None, polish=None, space=None):
+    """The best of ``n_init`` EM runs.
+
+    Parameters
+    ----------
+    starts : callable
+        ``starts(i) -> theta``: the posterior-mode start for ``i = 0``, seeded draws after.
+    evaluate, m_step : callables
+        As in :func:`em_climb`.
+    n_init, max_iter, tol : int, int, float
+        Number of runs, E-step cap of a run, tolerance on the change of the objective.
+    owner : str
+        Named in the warning (the model's class).
+    restart_iter : int or None
+        E-step budget of the screening phase of every run after the first; None:
+        half as many E steps as the first run took (at least 10).
+    polish : callable or None
+        ``polish(run) -> PointEMRun`` applied to every run not screened out (e.g. a
+        quasi-Newton finish of a slowly converging EM).
+    space : ParamSpace or None
+        Enables the SQUAREM extrapolation of :func:`em_climb`.
+
+    Returns
+    -------
+    PointEMRun
+        The run with the highest objective.  A ``ConvergenceWarning`` is raised when it
+        hit ``max_iter``.
+    """
+    best = None
+    n_steps = 0
+    for i in range(max(1, int(n_init))):
+        theta = starts(i)
+        if i == 0 or best is None:
+            run = em_climb(theta, evaluate, m_step, max_iter, tol, space=space)
+        else:
+            budget = restart_iter if restart_iter is not None else max(10, best_first_iter // 2)
+            run = em_climb(theta, evaluate, m_step, min(budget, max_iter), tol, space=space)
+            if not run.converged and np.isfinite(run.objective) and run.objective > best.objective:
+                # ahead of the best run: worth finishing
+                more = em_climb(run.theta, evaluate, m_step, max(1, max_iter - run.n_iter), tol,
+                                space=space)
+                run = PointEMRun(more.theta, more.objective, run.n_iter + more.n_iter,
+                                 more.converged)
+            elif not run.converged:
+                run.converged = None  # screened out, not run to convergence
+        n_steps += run.n_iter
+        if polish is not None and run.converged is not None and np.isfinite(run.objective):
+            run = polish(run)
+        if i == 0:
+            best_first_iter = run.n_iter
+        if np.isfinite(run.objective) and (best is None or run.objective > best.objective):
+            best = run
+    if best is None:
+        raise RuntimeError(f"{owner}.fit_point: EM failed from every start.")
+    best.n_iter = n_steps
+    if best.converged is False:
+        warnings.warn(
+            f"{owner}.fit_point: EM for the point estimate did not converge within "
+            f"max_iter={int(max_iter)} iterations (tol={tol:.3g} nats on the objective); "
+            "the score is computed at the last iterate.", ConvergenceWarning, stacklevel=3)
+    return best
