@@ -10,7 +10,7 @@ from ..._distributions import (_rng, dirichlet_kl, dirichlet_log_pdf, dirichlet_
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import DirichletQ, FactorizedPosterior
 from ..protocols import ScoringModelMixin, has
-from ._point_em import best_point_em
+from ._point_em import best_point_em, posterior_then_draws
 
 __all__ = ["DirichletBlocksModel", "dirichlet_evidence"]
 
@@ -110,7 +110,8 @@ class DirichletBlocksModel(ScoringModelMixin):
 
         With a fitted q(theta) (``variational_posterior``) the first run starts at its
         point in the EM's basis (:meth:`point_of_posterior`) and the others at seeded
-        draws from q; without one every run starts at a prior draw.  Runs after the
+        draws, alternately from the prior and from q; without q every run starts at a
+        prior draw.  Runs after the
         first are screened (:func:`~sklearn_vb.scoring.models._point_em.best_point_em`).
         A run stops when the objective changes by less than ``tol_per_case * n``; a best
         run that reaches ``max_iter`` raises a ``ConvergenceWarning``.
@@ -119,10 +120,14 @@ class DirichletBlocksModel(ScoringModelMixin):
         n = max(1, self.n_cases(X))
         q = self._fitted_posterior(X)
 
-        def start(i):
-            if q is None:
-                return self.sample_prior(rng, 1)
-            return self.point_of_posterior(q, kind, basis) if i == 0 else q.sample(rng, 1)
+        def prior_draw():
+            return self.sample_prior(rng, 1)
+
+        if q is None:
+            start = lambda i: prior_draw()  # noqa: E731
+        else:
+            start = posterior_then_draws(lambda: self.point_of_posterior(q, kind, basis),
+                                         lambda: q.sample(rng, 1), prior_draw)
 
         def evaluate(theta):
             e = self.e_step(theta, X)

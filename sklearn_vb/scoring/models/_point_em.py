@@ -3,13 +3,13 @@
 
 The first start is the point of the fitted q(theta) in the EM's basis (where VB has
 already done the climbing, so EM from it converges in a few iterations), the others are
-seeded draws from q(theta); the start with the highest objective wins.  A restart after
-the first may use at most ``restart_iter`` E steps (by default half of what the first
+seeded draws, alternately far from VB's basin and from q(theta); the start with the highest
+objective wins.  A restart after
+the first may use at most ``restart_iter`` E steps (by default as many as the first
 run took): it only has to show that it climbs above the best run so far, and a draw
 that does not is not worth the cost of a full run.  A restart that is ahead when its
-budget runs out is continued to convergence.  So ``n_init`` runs cost at most about
-``(n_init + 1) / 2`` times the first run, which itself is cheap because it starts where
-VB ended.
+budget runs out is continued to convergence.  So ``n_init`` runs cost about ``n_init``
+times the first run, which itself is cheap because it starts where VB ended.
 
 A winning run that stopped at ``max_iter`` without meeting the tolerance raises a
 :class:`~sklearn.exceptions.ConvergenceWarning`.
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["PointEMRun", "em_climb", "best_point_em"]
+__all__ = ["PointEMRun", "em_climb", "best_point_em", "posterior_then_draws"]
 
 
 @dataclass
@@ -38,7 +38,7 @@ class PointEMRun:
     converged: bool
 
 
-def em_climb(theta, evaluate, m_step, max_iter, tol, prev=-np.inf, space=None):
+def em_climb(theta, evaluate, m_step, max_iter, tol, prev=-np.inf, space=None, trace=None):
     """EM from ``theta``: ``evaluate(theta) -> (objective, stats)`` (one E step),
     ``m_step(stats, theta) -> theta``.
 
@@ -50,13 +50,16 @@ def em_climb(theta, evaluate, m_step, max_iter, tol, prev=-np.inf, space=None):
     unconstrained coordinates by SQUAREM (Varadhan & Roland 2008, step length
     ``alpha = -|r| / |v|``); the extrapolated point is kept only if its objective is at
     least that of the plain EM step, else the run continues from the plain EM step,
-    so the objectives of the points the run continues from never decrease.
+    so the objectives of the points the run continues from never decrease.  ``trace``
+    (a list) receives the objective of every such point.
     """
     max_iter = int(max_iter)
     n = 0
     obj, stats = evaluate(theta)
     n += 1
     while True:
+        if trace is not None:
+            trace.append(float(obj))
         if not np.isfinite(obj):
             return PointEMRun(theta, float(obj), n, False)
         if abs(obj - prev) < tol:
@@ -107,6 +110,21 @@ def _squarem_point(space, theta0, theta1, theta2):
     return theta
 
 
+def posterior_then_draws(first, near, far):
+    """``starts(i)`` for :func:`best_point_em`: ``first()`` (the fitted posterior's point)
+    for ``i = 0``, then alternately ``far()`` (e.g. a prior draw: the MAP need not lie in
+    VB's basin, e.g. under sparse Dirichlet priors, where VB's preference for
+    well-supported states and the MAP's preference for sharp ones part ways) and
+    ``near()`` (a draw from q(theta), the basin VB found)."""
+
+    def starts(i):
+        if i == 0:
+            return first()
+        return far() if i % 2 else near()
+
+    return starts
+
+
 def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
                   restart_iter=None, polish=None, space=None):
     """The best of ``n_init`` EM runs.
@@ -123,7 +141,7 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         Named in the warning (the model's class).
     restart_iter : int or None
         E-step budget of the screening phase of every run after the first; None:
-        half as many E steps as the first run took (at least 10).
+        as many E steps as the first run took (at least 20).
     polish : callable or None
         ``polish(run) -> PointEMRun`` applied to every run not screened out (e.g. a
         quasi-Newton finish of a slowly converging EM).
@@ -143,7 +161,7 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         if i == 0 or best is None:
             run = em_climb(theta, evaluate, m_step, max_iter, tol, space=space)
         else:
-            budget = restart_iter if restart_iter is not None else max(10, best_first_iter // 2)
+            budget = restart_iter if restart_iter is not None else max(20, best_first_iter)
             run = em_climb(theta, evaluate, m_step, min(budget, max_iter), tol, space=space)
             if not run.converged and np.isfinite(run.objective) and run.objective > best.objective:
                 # ahead of the best run: worth finishing

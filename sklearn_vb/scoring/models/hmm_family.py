@@ -43,7 +43,7 @@ from ..mcmc_moves import (
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
-from ._point_em import best_point_em
+from ._point_em import best_point_em, posterior_then_draws
 from ._dirichlet import dirichlet_evidence
 
 __all__ = ["FamilyHMMScoringModel", "FamilyHMMPosterior"]
@@ -438,7 +438,8 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         ``n_init`` runs.  The first run starts at the mean of the fitted q(theta) (the
         estimator's plug-in parameters; for the default MAP in the softmax basis this is
         exactly the M step of q's statistics, the point of q in the EM's basis), the
-        others at seeded draws from q, screened as in
+        others alternately at the family's initial hard labellings (the previous
+        starts) and at seeded draws from q, screened as in
         :func:`~sklearn_vb.scoring.models._point_em.best_point_em`.  A run stops when the
         objective changes by less than ``tol_per_case * n``; a best run that reaches
         ``max_iter`` raises a ``ConvergenceWarning``."""
@@ -446,8 +447,14 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         T = self.n_cases(X)
         q = self.variational_posterior()
 
-        def start(i):
-            return q.mean() if i == 0 else q.sample(rng, 1)
+        eye = np.eye(self.K)
+
+        def from_labels():
+            labels = self.family.initial_labels(X["X"], self.K, rng)
+            return self.point_from_stats(self.stats_from_responsibilities(eye[labels], X),
+                                         kind, basis)
+
+        start = posterior_then_draws(q.mean, lambda: q.sample(rng, 1), from_labels)
 
         def evaluate(theta):
             ll, stats = self._loglik_and_stats(theta, X)
