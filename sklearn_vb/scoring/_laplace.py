@@ -242,9 +242,10 @@ class LaplaceScore(Scorer):
         (forward, less accurate) gradient evaluations.
     rel_step : float, default 1e-4
         Relative step of the differences (``rel_step * max(1, |phi_i|)``).
-    climb_iter : int, default 500
+    climb_iter : int or None, default None
         At most this many L-BFGS iterations (one gradient each) from the model's MAP
-        point before the Newton steps.
+        point before the Newton steps; ``None``: ``min(500, 2 d)``, at most the cost of
+        one Hessian.
     newton_steps : int, default 5
         At most this many damped Newton steps after the climb, each followed by a new
         Hessian unless its Newton decrement ``g^T A^-1 g`` (twice the gain the quadratic
@@ -273,7 +274,7 @@ class LaplaceScore(Scorer):
     name = "laplace"
     options = {"n_init": 3, "rel_step": 1e-4, "newton_steps": 5, "newton_tol": 1e-5,
                "hessian": "full", "gradient": "auto", "differences": "central",
-               "max_memory_mb": None, "climb_iter": 500}
+               "max_memory_mb": None, "climb_iter": None}
 
     def _check_options(self, opts):
         if opts["hessian"] not in ("full", "fd", "block_diagonal"):
@@ -340,14 +341,16 @@ class LaplaceScore(Scorer):
         if not np.isfinite(t0):
             raise ValueError("laplace: the objective is not finite at the initial point.")
 
-        report.message(f"quasi-Newton climb (at most {int(opts['climb_iter'])} iterations) ...")
+        climb_iter = (min(500, 2 * space.size) if opts["climb_iter"] is None
+                      else int(opts["climb_iter"]))
+        report.message(f"quasi-Newton climb (at most {climb_iter} iterations) ...")
 
         def neg(p):
             t, g = target.value_and_gradient(p)
             return (np.inf, np.zeros_like(p)) if not np.isfinite(t) else (-t, -g)
 
         res = minimize(neg, phi, jac=True, method="L-BFGS-B",
-                       options={"maxiter": int(opts["climb_iter"]), "gtol": 1e-9, "ftol": 1e-13})
+                       options={"maxiter": climb_iter, "gtol": 1e-9, "ftol": 1e-13})
         if np.isfinite(res.fun) and res.fun <= -t0:
             phi = res.x
 

@@ -14,7 +14,10 @@ G1, hidden variables (the complete-data dimension estimate of CS-dagger)
     ``log_complete_joint_per_case`` (ln p(s_i, y_i | theta) per case).
 G2/G3, point estimates, E step and complete-data evidence (BIC, Laplace, CS)
     ``fit_point`` (EM for the MAP or ML point), ``e_step`` (exact, an :class:`EStep`),
-    ``log_complete_evidence`` of expected statistics.
+    ``log_complete_evidence`` of expected statistics; optionally ``log_joint_gradient``
+    (``(params_single, X) -> (ln p(theta) + ln p(X | theta), gradient)``, the gradient a
+    dict of arrays shaped like the parameter blocks, in the constrained values), which
+    the Laplace scorer pulls back to the unconstrained basis.
 G4, counting (BIC, CS-dagger, alias corrections)
     ``n_parameters``, ``n_aliases`` (equivalent relabellings of the posterior).
 G5, variational posterior (VB, IS, VMCMC, AIS from q)
