@@ -233,6 +233,20 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         A loading column ``j`` of component ``s`` is counted as an active factor when
         ``||E Λ^s_{·j}||² / Σ_q ψ_q > ard_threshold`` (fitting units): its expected
         contribution to the variance is at least that fraction of the total noise.
+    prune_factors : bool, default=True
+        Remove loading columns that ARD has switched off in every component, so
+        that the cost of an iteration follows the factors in use rather than
+        ``n_factors``.  Within each component the columns are first ordered by
+        ``||E Λ^s_{·j}||²`` (an exact symmetry of the model: F is unchanged); the
+        trailing columns whose ``||E Λ^s_{·j}||² / Σ_q ψ_q`` is below
+        ``prune_threshold`` in every component are then removed, q(Λ̃), q(ν) and
+        q(x|s) being replaced by their marginals over the remaining columns.  The
+        model then has fewer factors, and the removal is kept only when the bound
+        of the smaller model, computed afresh, is at least the bound before it, so
+        the recorded F never decreases.
+    prune_threshold : float, default=1e-6
+        A column counts as switched off when ``||E Λ^s_{·j}||² / Σ_q ψ_q`` (fitting
+        units) is below this.
     ard_rate_min : float, default=0.0
         Lower limit on the optimised ARD rate ``b*`` (fitting units); the update
         remains the exact constrained maximiser of ``F``.  Without a limit ``b*``
@@ -310,6 +324,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "shrinking_death_threshold": [Interval(Real, 0.0, None, closed="left")],
         "polish_iter": [Interval(Integral, 0, None, closed="left")],
         "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
+        "prune_factors": ["boolean"],
+        "prune_threshold": [Interval(Real, 0.0, None, closed="left")],
         "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
         "score_method": [StrOptions({"plugin", "bound"})],
         "init_params": [StrOptions({"kmeans", "random"})],
@@ -339,6 +355,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         shrinking_death_threshold=5.0,
         polish_iter=1000,
         ard_threshold=1e-3,
+        prune_factors=True,
+        prune_threshold=1e-6,
         ard_rate_min=0.0,
         score_method="plugin",
         max_iter=2000,
@@ -383,6 +401,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.shrinking_death_threshold = shrinking_death_threshold
         self.polish_iter = polish_iter
         self.ard_threshold = ard_threshold
+        self.prune_factors = prune_factors
+        self.prune_threshold = prune_threshold
         self.ard_rate_min = ard_rate_min
         self.score_method = score_method
 
@@ -649,6 +669,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         steps = ["factors", "loadings", "responsibilities", "weights", "ard"]
         hyper = self._hyper_set()
         steps += [h for h in _HYPER_NAMES if h in hyper]
+        if self.prune_factors:
+            steps.append("prune")
         return tuple(steps)
 
     def _step_factors(self, data, iteration):
@@ -684,6 +706,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _step_alpha_prior(self, data, iteration):
         self._update_alpha_prior(data)
 
+    def _step_prune(self, data, iteration):
+        self._prune_dead_factors(data)
+
     # ---------------------------------------------------------------- bound
     def _bound_terms(self, data):
         st = self._vb_
@@ -712,6 +737,68 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return t["nu"] + t["loading"] + (t["assign"] + t["factor"] + t["lik"]) / Nk
 
     # ================================================================ structure
+    def _column_norms(self):
+        """``||E Λ^s_{·j}||² / Σ_q ψ_q`` of every loading column, shape (S, K)."""
+        st = self._vb_
+        K = st["sigma"].shape[-1]
+        return np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
+
+    def _permute_factors(self, order):
+        """Reorder the loading columns of each component, ``order`` (S, K): column
+        ``j`` of component ``s`` becomes ``order[s, j]``.  The prior is exchangeable
+        over the columns of a component, so F is unchanged."""
+        st = self._vb_
+        S, K = order.shape
+        full = np.concatenate([order, np.full((S, 1), K)], axis=1)  # bias column stays last
+        s_idx = np.arange(S)[:, None]
+        st["lam_mean"] = np.take_along_axis(st["lam_mean"], full[:, None, :], axis=2)
+        cov = np.take_along_axis(st["lam_cov"], full[:, None, :, None], axis=2)
+        st["lam_cov"] = np.take_along_axis(cov, full[:, None, None, :], axis=3)
+        st["b_tilde"] = st["b_tilde"][s_idx, order]
+        sig = np.take_along_axis(st["sigma"], order[:, :, None], axis=1)
+        st["sigma"] = np.take_along_axis(sig, order[:, None, :], axis=2)
+        st["xbar"] = np.take_along_axis(st["xbar"], order[None, :, :], axis=2)
+
+    def _drop_trailing_factors(self, K_new):
+        """Keep the first ``K_new`` loading columns of every component: q(Λ̃) and
+        q(x|s) become their marginals over those columns, q(ν) loses the others."""
+        st = self._vb_
+        K = st["sigma"].shape[-1]
+        keep = np.r_[np.arange(K_new), K]
+        st["lam_mean"] = st["lam_mean"][:, :, keep]
+        st["lam_cov"] = st["lam_cov"][:, :, keep][:, :, :, keep]
+        st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
+        st["b_tilde"] = st["b_tilde"][:, :K_new].copy()
+        st["sigma"] = st["sigma"][:, :K_new, :K_new].copy()
+        st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
+        st["xbar"] = np.ascontiguousarray(st["xbar"][:, :, :K_new])
+
+    def _prune_dead_factors(self, data):
+        """Remove the loading columns switched off in every component (see
+        ``prune_factors``); kept only when F does not decrease.  Returns the change
+        of F (0.0 when nothing was removed)."""
+        st = self._vb_
+        K = st["sigma"].shape[-1]
+        if K == 0:
+            return 0.0
+        col = self._column_norms()
+        n_active = np.sum(col >= self.prune_threshold, axis=1)
+        K_new = int(n_active.max())
+        if K_new == K:
+            return 0.0
+        before = self._lower_bound(data)
+        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
+                                     "logdet_sigma", "xbar")}
+        # active columns first (largest norm first); stable so that an ordered
+        # component keeps its order
+        self._permute_factors(np.argsort(-col, axis=1, kind="stable"))
+        self._drop_trailing_factors(K_new)
+        after = self._lower_bound(data)
+        if after < before:
+            st.update(saved)
+            return 0.0
+        return after - before
+
     def _keep_components(self, keep):
         st = self._vb_
         for key in ("resp", "lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",

@@ -1,7 +1,9 @@
 """Array kernels for variational Bayesian mixtures of factor analysers.
 
-Pure functions of arrays, vectorised over data points and components with numpy
-batched linear algebra (no Python loop over rows).  Shapes:
+Pure functions of arrays: numpy batched linear algebra vectorised over data points and
+components (matrix products go to BLAS), and a numba loop where a batch of small
+matrices is factorised (the row posteriors of the loadings, one Cholesky factorisation
+per component and output dimension).  Shapes:
 
 * ``Y``          (N, p)        data (in fitting units)
 * ``lam_mean``   (S, p, K+1)   rows of E[Λ̃^s] = [Λ̄^s, μ̄^s]  (bias column last)
@@ -15,10 +17,11 @@ batched linear algebra (no Python loop over rows).  Shapes:
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from scipy.special import digamma
 
 from ._constants import LOG_2PI
-from ._linalg import spd_inverse_jittered
+from ._linalg import chol_into, chol_inverse_into, spd_inverse_jittered
 
 __all__ = [
     "expected_loading_quadratic",
@@ -133,17 +136,59 @@ def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star):
     """
     S, K1, _ = W.shape
     p = psi.shape[0]
-    prior = np.empty((S, p, K1))
-    prior[:, :, : K1 - 1] = expected_nu[:, None, :]
-    prior[:, :, K1 - 1] = nu_star[None, :]
-    P = W[:, None, :, :] / psi[None, :, None, None]
-    idx = np.arange(K1)
-    P[:, :, idx, idx] += prior
-    cov, logdet_prec = spd_inverse_jittered(P)
-    rhs = C / psi[None, :, None]
-    rhs[:, :, K1 - 1] += (nu_star * mu_star)[None, :]
-    mean = np.einsum("sqkl,sql->sqk", cov, rhs)
-    return mean, cov, -logdet_prec
+    mean = np.empty((S, p, K1))
+    cov = np.empty((S, p, K1, K1))
+    logdet = np.empty((S, p))
+    W = np.ascontiguousarray(W)
+    ok = _loading_posterior_rows(W, np.ascontiguousarray(C), psi, np.ascontiguousarray(expected_nu),
+                                 nu_star, mu_star, mean, cov, logdet)
+    if not ok:  # a row precision is numerically singular: factorise with jitter
+        prior = np.empty((S, p, K1))
+        prior[:, :, : K1 - 1] = expected_nu[:, None, :]
+        prior[:, :, K1 - 1] = nu_star[None, :]
+        P = W[:, None, :, :] / psi[None, :, None, None]
+        idx = np.arange(K1)
+        P[:, :, idx, idx] += prior
+        cov, logdet_prec = spd_inverse_jittered(P)
+        rhs = C / psi[None, :, None]
+        rhs[:, :, K1 - 1] += (nu_star * mu_star)[None, :]
+        mean = np.einsum("sqkl,sql->sqk", cov, rhs)
+        logdet = -logdet_prec
+    return mean, cov, logdet
+
+
+@njit(cache=True, nogil=True)
+def _loading_posterior_rows(W, C, psi, expected_nu, nu_star, mu_star, mean, cov, logdet):
+    """Γ^s_q = (diag(E ν^s, ν*_q) + W_s / ψ_q)^{-1} and λ̄^s_q = Γ^s_q (C_s[q] / ψ_q +
+    [0, ν*_q μ*_q]) for every component and row, by Cholesky factorisations; False as
+    soon as one precision is not numerically positive definite."""
+    S, K1, _ = W.shape
+    p = psi.shape[0]
+    K = K1 - 1
+    P = np.empty((K1, K1))
+    L = np.zeros((K1, K1))
+    Linv = np.zeros((K1, K1))
+    rhs = np.empty(K1)
+    for s in range(S):
+        for q in range(p):
+            ip = 1.0 / psi[q]
+            for k in range(K1):
+                for l in range(K1):
+                    P[k, l] = W[s, k, l] * ip
+                rhs[k] = C[s, q, k] * ip
+            for k in range(K):
+                P[k, k] += expected_nu[s, k]
+            P[K, K] += nu_star[q]
+            rhs[K] += nu_star[q] * mu_star[q]
+            if not chol_into(P, L, True):
+                return False
+            logdet[s, q] = -chol_inverse_into(L, cov[s, q], Linv)
+            for k in range(K1):
+                acc = 0.0
+                for l in range(K1):
+                    acc += cov[s, q, k, l] * rhs[l]
+                mean[s, q, k] = acc
+    return True
 
 
 def bound_terms(
