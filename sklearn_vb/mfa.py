@@ -91,6 +91,29 @@ def _quantisation_variance(X):
     return delta**2 / 12.0
 
 
+def predicted_remaining_gain(trace, window=5):
+    """Gain of ``F`` still to come, extrapolated from the last increments of ``trace``.
+
+    With ``d`` the last increment and ``r`` the largest ratio of consecutive
+    increments among the last ``window``, a geometric tail ``d r / (1 - r)``; infinite
+    when fewer increments are known or they do not shrink, and 0 once the last
+    increment is within round-off of the bound.
+    """
+    if len(trace) < 2:
+        return np.inf
+    if trace[-1] - trace[-2] <= bound_round_off(trace[-1]):
+        return 0.0
+    if len(trace) < window + 2:
+        return np.inf
+    d = np.diff(np.asarray(trace[-(window + 2):], dtype=float))
+    if np.any(d[:-1] <= 0.0):
+        return np.inf
+    r = float(np.max(d[1:] / d[:-1]))
+    if r >= 1.0:
+        return np.inf
+    return float(d[-1] * r / (1.0 - r))
+
+
 def _solve_log_newton(g, a_dg, x0, max_iter=100):
     """Root of a monotone ``g`` on (0, ∞) by Newton steps in ``log x``;
     ``a_dg(x) = x g'(x)`` is the derivative with respect to ``log x``."""
@@ -261,7 +284,15 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Fixed number of components: maximum VBEM iterations per restart.  Search:
         maximum total VBEM iterations of the whole search.
     tol : float, default=1e-2
-        Convergence threshold on the change of ``F`` in nats (total over the data).
+        Convergence threshold in nats (total over the data).  A run (with a fixed
+        number of components, or the final polish of the search) is converged when
+        the last change of ``F`` is below ``tol`` *and* so is the gain still to come
+        predicted from the recent increments: with ``d`` the last increment and ``r``
+        the largest ratio of consecutive increments over the last five iterations,
+        ``d r / (1 - r)`` (infinite when the increments are not shrinking).  ARD
+        switches factors off slowly (increments shrinking by well under 1 % per
+        iteration), where a small last change alone stops the run many nats short
+        of the optimum.
     n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``init_params`` is
         ``"kmeans"`` (responsibilities from k-means) or ``"random"`` (hard assignment
@@ -707,7 +738,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._update_alpha_prior(data)
 
     def _step_prune(self, data, iteration):
-        self._prune_dead_factors(data)
+        # a birth epoch must not be credited with the gain of removing columns its
+        # parent state could lose as well: the search prunes before each proposal
+        if not getattr(self, "_in_birth_epoch", False):
+            self._prune_dead_factors(data)
 
     # ---------------------------------------------------------------- bound
     def _bound_terms(self, data):
@@ -884,8 +918,24 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             self._update_responsibilities(data)
         if not self.search:
             self._deaths_allowed = False
-            return super()._run_vbem(data)
+            self._strict_stop = True
+            try:
+                return self._iterate(data, range(1, self.max_iter + 1), self._watch_trace)
+            finally:
+                self._strict_stop = False
         return self._run_search(data)
+
+    def _watch_trace(self, iteration, trace, restarted):
+        """``stop`` callback of :meth:`_iterate`: keeps the trace for :meth:`_can_stop`."""
+        self._stop_trace = trace
+        return None
+
+    def _can_stop(self, iteration):
+        """The ``tol`` test of the loop holds; in a run that must converge fully, also
+        require the predicted remaining gain to be below ``tol``."""
+        if not getattr(self, "_strict_stop", False):
+            return True
+        return predicted_remaining_gain(getattr(self, "_stop_trace", [])) < self.tol
 
     def _verbose_details(self):
         return f", {self._vb_['resp'].shape[1]} components"
@@ -912,6 +962,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
         def record_and_stop(iteration, trace, restarted):
             nonlocal old_resp, old_ids
+            self._stop_trace = trace
             self._total_iter = iteration
             new, ids = self._vb_["resp"], self._vb_["ids"]
             if restarted:
@@ -1007,12 +1058,22 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                 continue
             if int(parent_id) in rejected:
                 continue
+            if self.prune_factors and self._prune_dead_factors(data) > 0.0:
+                # the state the birth is compared with loses its dead columns first;
+                # the target is raised by exactly the gain of the removal
+                F_target = self._lower_bound(data)
+                history.append((self._total_iter, F_target, self._vb_["resp"].shape[1], epoch,
+                                "prune"))
             saved = copy.deepcopy(self._vb_)
             epoch += 1
             proposed += 1
             S_before = self._vb_["resp"].shape[1]
             self._birth(data, int(where[0]))
-            new_trace, _ = self._run_epoch(data, history, epoch, "birth", target=F_target)
+            self._in_birth_epoch = True
+            try:
+                new_trace, _ = self._run_epoch(data, history, epoch, "birth", target=F_target)
+            finally:
+                self._in_birth_epoch = False
             F_new = new_trace[-1] if new_trace else -np.inf
             ok = F_new > F_target + bound_round_off(F_target)
             moves.append((epoch, int(parent_id), bool(ok), float(F_target), float(F_new)))
@@ -1035,9 +1096,15 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         # responsibilities settle, but ARD keeps pruning long after that.
         if self.polish_iter > 0 and self._total_iter < self.max_iter:
             epoch += 1
-            tail, _ = self._run_epoch(
-                data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter
-            )
+            self._strict_stop = True
+            try:
+                tail, polished = self._run_epoch(
+                    data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter
+                )
+            finally:
+                self._strict_stop = False
+            # the search is converged only if its final structure is
+            converged = converged and polished
             # a death in the last polish iteration restarts the trace
             if (tail and history[-1][4] != "death"
                     and tail[0] >= trace[-1] - bound_round_off(trace[-1])):
@@ -1098,7 +1165,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.labels_ = np.argmax(st["resp"], axis=1)
         st.pop("stats_cache", None)  # holds the training data; not part of the model
         st.pop("prev_mass", None)  # search bookkeeping
-        for name in ("_search_rng", "_total_iter", "_deaths_allowed"):
+        for name in ("_search_rng", "_total_iter", "_deaths_allowed", "_in_birth_epoch",
+                     "_stop_trace", "_strict_stop"):
             self.__dict__.pop(name, None)
 
     # ================================================================ inference

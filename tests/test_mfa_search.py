@@ -56,7 +56,7 @@ def test_search_bookkeeping(blobs_fit):
     assert np.all(np.diff(m.lower_bounds_) >= -1e-9 * np.abs(m.lower_bounds_[1:]))
     assert m.lower_bounds_[-1] == pytest.approx(m.lower_bound_)
     assert m.lower_bound_ >= max(accepted) - 1e-6
-    assert set(np.unique(h["event"])) <= {"iter", "birth", "accept", "reject", "death", "polish"}
+    assert set(np.unique(h["event"])) <= {"iter", "birth", "accept", "reject", "death", "polish", "prune"}
     assert len(h["bound"]) == len(h["iteration"]) == len(h["n_components"])
 
 
@@ -160,11 +160,13 @@ def test_birth_splits_the_parent_responsibilities(blobs_fit, hardness):
 def test_rejected_parents_are_not_proposed_again_within_a_pass():
     """With ``max_tries=1`` the search ends at the first pass without an acceptance,
     so no parent may be rejected twice; without the rule the list recomputed after
-    an acceptance proposes a rejected parent again (on these data: parent 8)."""
+    an acceptance proposes a rejected parent again (on these data: parent 8; the
+    trajectory is the one with all loading columns kept)."""
     X, _ = make_mixed_dimension_clusters(random_state=2)
 
     def rejected(skip):
-        m = _fit(X, random_state=2, max_tries=1, skip_rejected_parents=skip)
+        m = _fit(X, random_state=2, max_tries=1, skip_rejected_parents=skip,
+                 prune_factors=False)
         return [pid for (_, pid, ok, _, _) in m.search_history_["moves"] if not ok]
 
     r = rejected(True)
