@@ -22,7 +22,7 @@ def state():
         warnings.simplefilter("ignore", ConvergenceWarning)
         m = VBMixtureFactorAnalysers(
             2, n_factors=2, search=False, max_iter=4, random_state=0, standardize=False,
-            optimize_hyperparameters=True,
+            optimize_hyperparameters=True, prune_factors=False,
         ).fit(X)
     data = m._check_fit_data(X)
     # use a state that is not a fixed point of anything: stale q(x|s) on purpose

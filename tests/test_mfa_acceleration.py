@@ -1,0 +1,73 @@
+"""SQUAREM extrapolation of the MFA fixed point and the convergence test."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_vb.mfa import VBMixtureFactorAnalysers, predicted_remaining_gain
+
+
+def _problem(seed, n=120, p=6):
+    rng = np.random.default_rng(seed)
+    parts = []
+    for c in range(3):
+        k = 1 + c % 2
+        A = rng.normal(size=(p, k)) * 1.5
+        parts.append(rng.normal(size=(n, k)) @ A.T + 0.4 * rng.normal(size=(n, p)) + 4 * c)
+    return np.vstack(parts)
+
+
+def _fit(X, **kw):
+    params = dict(search=False, n_components=3, random_state=0, max_iter=150)
+    params.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return VBMixtureFactorAnalysers(**params).fit(X)
+
+
+def test_pack_unpack_is_the_identity():
+    X = _problem(0)
+    m = _fit(X, max_iter=10)
+    data = m._check_fit_data(X)
+    before = {k: np.copy(v) for k, v in m._vb_.items() if isinstance(v, np.ndarray)}
+    F = m._lower_bound(data)
+    assert m._unpack_hyperparameters(m._pack_hyperparameters(), data)
+    for key in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "alpha_hat", "psi", "nu_star"):
+        assert np.allclose(m._vb_[key], before[key], rtol=1e-10, atol=1e-12), key
+    assert m._lower_bound(data) == pytest.approx(F, rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    "optimize", [True, ["noise", "mean_prior", "ard_prior", "alpha_prior"]], ids=["default", "all"]
+)
+def test_extrapolation_never_lowers_the_bound(seed, optimize):
+    """bound_check='steps' checks every step of the plain iterations; the base loop
+    checks the bound after every extrapolation against the plain iterate before it."""
+    X = _problem(seed)
+    m = _fit(X, optimize_hyperparameters=optimize, n_factors=4, standardize=bool(seed % 2),
+             bound_check="steps", tol=1e-6)
+    assert np.all(np.diff(m.lower_bounds_) >= -1e-9 * np.abs(m.lower_bounds_[1:]))
+    assert m.extrapolations_["accepted"] >= 1
+
+
+def test_extrapolation_reaches_the_plain_optimum_in_fewer_iterations():
+    X = _problem(5)
+    fast = _fit(X, n_factors=4, tol=1e-4, max_iter=3000)
+    plain = _fit(X, n_factors=4, tol=1e-4, max_iter=3000, acceleration=None)
+    assert fast.converged_ and plain.converged_
+    assert fast.lower_bound_ >= plain.lower_bound_ - 1e-6 * abs(plain.lower_bound_)
+    assert fast.n_iter_ < plain.n_iter_
+
+
+def test_predicted_remaining_gain():
+    r = 0.9
+    trace = list(np.cumsum(0.5 * r ** np.arange(12)))
+    # geometric increments: the remaining gain of the tail is d r / (1 - r)
+    assert predicted_remaining_gain(trace) == pytest.approx(0.5 * r**11 * r / (1 - r))
+    assert predicted_remaining_gain(trace[:4]) == np.inf  # too few increments
+    growing = list(np.cumsum(0.1 * 1.1 ** np.arange(10)))
+    assert predicted_remaining_gain(growing) == np.inf
+    assert predicted_remaining_gain([-100.0] * 3) == 0.0
