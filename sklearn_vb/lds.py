@@ -30,6 +30,7 @@ from ._distributions import gamma_expected_log, gamma_kl
 from ._kernels._constants import LOG_2PI
 from ._kernels._linalg import spd_inverse
 from ._kernels.kalman import simulate_lds, vb_kalman_smoother
+from ._lds_moves import RotationObjective, optimise_rotation, rotate_hidden_posterior
 from ._validation import check_sequences, sequence_bounds
 from .base import VBEMEstimator, bound_round_off
 
@@ -179,6 +180,16 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         schedule has started every group.
     prune_iter : int, default=20
         VBEM iterations that re-converge the model after a proposed removal.
+    rotations : bool, default=True
+        Once the hyperparameter schedule has started every group, start every
+        iteration with a rotation move (Luttinen and Ilin 2010;
+        Luttinen 2013; :mod:`sklearn_vb._lds_moves`): the change of basis of the
+        hidden state ``x -> R x`` (``A -> R A R^-1``, ``B -> R B``, ``C -> C R^-1``)
+        that maximises the bound, with the ARD precisions and the initial-state
+        prior that the schedule optimises re-optimised for the rotated posterior.
+        VBEM alone creeps along these directions (the scale and orientation of the
+        states), often for thousands of iterations; the move is accepted only when
+        it raises the bound.
     max_iter, tol, n_init, random_state, warm_start, verbose,
     verbose_interval, bound_check
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is on the absolute
@@ -231,6 +242,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         "prune_states": ["boolean"],
         "prune_interval": [Interval(Integral, 1, None, closed="left")],
         "prune_iter": [Interval(Integral, 1, None, closed="left")],
+        "rotations": ["boolean"],
     }
 
     def __init__(
@@ -250,6 +262,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         prune_states=True,
         prune_interval=50,
         prune_iter=20,
+        rotations=True,
         max_iter=500,
         tol=1e-4,
         n_init=1,
@@ -285,6 +298,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.prune_states = prune_states
         self.prune_interval = prune_interval
         self.prune_iter = prune_iter
+        self.rotations = rotations
 
     # ================================================================ data
     def _inputs(self, X, U, n_user_inputs):
@@ -378,6 +392,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.n_states_ = k
         self.kept_states_ = np.arange(k)
         self._k_max = k
+        # rotations wait until the schedule optimises every hyperparameter group: while
+        # ARD is switching dimensions off, a rotation can keep a dying one alive by
+        # mixing it with the others
+        sched = self.hyperparameter_schedule
+        self._rotation_start = max(sched) + 1 if sched is not None else 1
         self.alpha_ = np.full(k, float(self.ard_init))
         self.beta_c_ = np.full(ds, float(self.ard_init))
         self.gamma_ = np.full(k, float(self.ard_init))
@@ -569,9 +588,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     # ================================================================ steps
     def _iteration_steps(self):
+        steps = ("rotate", "hyper", "vbm", "vbe")
         if self.prune_states and self.ard:
-            return ("hyper", "vbm", "vbe", "prune")
-        return ("hyper", "vbm", "vbe")
+            return steps + ("prune",)
+        return steps
 
     def _step_vbm(self, data, iteration):
         self._vbm(data, self._stats)
@@ -625,21 +645,85 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             a, b = _gamma_hyper_update(q["rho"], q["log_rho"], self.noise_prior_shape_)
             self.noise_prior_shape_, self.noise_prior_rate_ = a, b
             if self.init_state_cov != "fixed":
-                omega0, ups0 = self._q_x["omega0"], self._q_x["ups0"]
-                mu0 = omega0.mean(axis=0)
-                dev = omega0 - mu0
-                full = ups0.mean(axis=0) + dev.T @ dev / omega0.shape[0]
-                full = 0.5 * (full + full.T)
-                if self.init_state_cov == "diag":
-                    cov = np.diag(np.maximum(np.diag(full), _SIGMA0_FLOOR))
-                elif self.init_state_cov == "spherical":
-                    cov = np.eye(k) * max(np.trace(full) / k, _SIGMA0_FLOOR)
-                else:
-                    w, V = np.linalg.eigh(full)
-                    cov = (V * np.maximum(w, _SIGMA0_FLOOR)) @ V.T
-                    cov = 0.5 * (cov + cov.T)
-                self.init_state_mean_ = mu0
-                self.init_state_cov_ = cov
+                self._update_init_state()
+
+    def _update_init_state(self):
+        """The optimal initial-state prior (mu0, Sigma0) of the chosen form for the
+        current q(x_0) (eq. 5.139 and its constrained forms)."""
+        k = self.n_states_
+        omega0, ups0 = self._q_x["omega0"], self._q_x["ups0"]
+        mu0 = omega0.mean(axis=0)
+        dev = omega0 - mu0
+        full = ups0.mean(axis=0) + dev.T @ dev / omega0.shape[0]
+        full = 0.5 * (full + full.T)
+        if self.init_state_cov == "diag":
+            cov = np.diag(np.maximum(np.diag(full), _SIGMA0_FLOOR))
+        elif self.init_state_cov == "spherical":
+            cov = np.eye(k) * max(np.trace(full) / k, _SIGMA0_FLOOR)
+        else:
+            w, V = np.linalg.eigh(full)
+            cov = (V * np.maximum(w, _SIGMA0_FLOOR)) @ V.T
+            cov = 0.5 * (cov + cov.T)
+        self.init_state_mean_ = mu0
+        self.init_state_cov_ = cov
+
+    # ================================================================ rotations
+    def _hyper_groups_started(self, iteration):
+        """Which hyperparameter groups the schedule optimises from ``iteration``:
+        (alpha and beta, gamma and delta, the rest)."""
+        sched = self.hyperparameter_schedule
+        if sched is None:
+            return False, False, False
+        done = iteration - 1
+        return (self.ard and done >= sched[0], self.ard and done >= sched[1],
+                done >= sched[2])
+
+    def _rotation_objective(self, data, iteration):
+        """The bound of the rotated posterior as a function of R (see
+        :mod:`sklearn_vb._lds_moves`), with the hyperparameter groups that the
+        schedule optimises at this iteration at their optimum."""
+        ab, cd, rest = self._hyper_groups_started(iteration)
+        init_state = self.init_state_cov if rest and self.init_state_cov != "fixed" \
+            else "fixed"
+        return RotationObjective(
+            self._stats, self._q_theta, data.UUs, self._q_x["omega0"], self._q_x["ups0"],
+            data.X.shape[0], data.X.shape[1],
+            alpha=None if ab else self.alpha_, beta=None if ab else self.beta_c_,
+            gamma=None if cd else self.gamma_, init_state=init_state,
+            mu0=self.init_state_mean_, Sigma0=self.init_state_cov_, cap=_HYPER_CAP)
+
+    def _rotate(self, data, iteration, R, objective):
+        """Transform the posterior by R: q(x) exactly, the ARD precisions and the
+        initial-state prior to their optimum for the transformed posterior (where
+        optimised), then q(theta) to its optimum for them (which can only raise the
+        bound of the transformed q(theta))."""
+        self._q_x = rotate_hidden_posterior(self._q_x, R, data.ends - data.starts)
+        self._stats = self._hidden_stats(data, self._q_x)
+        self.alpha_, self.beta_c_, self.gamma_ = objective.hyperparameters(R)
+        if objective.init_state != "fixed":
+            self._update_init_state()
+        self._vbm(data, self._stats)
+
+    def _step_rotate(self, data, iteration):
+        """Rotation move (Luttinen 2013): maximise the bound over a change of basis
+        of the hidden state, accepted only if the bound recomputed after the move
+        exceeds the bound before it; a rejected move restores the state exactly."""
+        if not self.rotations or self._q_theta is None or getattr(
+                self, "_warm_data_changed", False) or iteration < self._rotation_start:
+            return
+        objective = self._rotation_objective(data, iteration)
+        R, gain = optimise_rotation(objective)
+        if gain <= 0.0:
+            return
+        before = self._explicit_bound(data)
+        saved = {name: getattr(self, name) for name in (
+            "_q_x", "_stats", "_q_theta", "alpha_", "beta_c_", "gamma_",
+            "init_state_mean_", "init_state_cov_")}
+        self._rotate(data, iteration, R, objective)
+        after = self._explicit_bound(data)
+        if not after > before + bound_round_off(before):
+            for name, value in saved.items():
+                setattr(self, name, value)
 
     # ================================================================ pruning
     def _state_strength(self):

@@ -160,7 +160,10 @@ def test_hyperparameter_updates_are_stationary_points():
 
 def test_zero_inputs_equal_the_no_input_model():
     X, _, lengths = _data(5, d=0)
-    common = dict(n_states=2, fit_intercept=False, max_iter=15, random_state=0)
+    # without rotation moves: with them the zero inputs still shape the move (the
+    # rotated q(B) enters its objective), so the two trajectories differ
+    common = dict(n_states=2, fit_intercept=False, max_iter=15, random_state=0,
+                  rotations=False)
     plain = VBLinearDynamicalSystem(**common).fit(X, lengths=lengths)
     zero = VBLinearDynamicalSystem(**common).fit(X, U=np.zeros((len(X), 2)), lengths=lengths)
     np.testing.assert_allclose(zero.lower_bounds_, plain.lower_bounds_, rtol=1e-9)

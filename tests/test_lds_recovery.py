@@ -87,7 +87,9 @@ def test_pruning_recovers_three_states_with_inputs_and_intercept(seed):
     for k in (6, 3):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            fits[k] = VBLinearDynamicalSystem(n_states=k, max_iter=300,
+            # without rotation moves, which speed up the 3-state fit more than the
+            # 6-state one that spends iterations on the removals
+            fits[k] = VBLinearDynamicalSystem(n_states=k, max_iter=300, rotations=False,
                                               random_state=seed).fit(X, U=U)
     model = fits[6]
     assert model.n_states_ == 3 and model.n_effective_states_ == 3
@@ -113,7 +115,7 @@ def test_ard_alone_keeps_spare_input_dimensions():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             fits[prune] = VBLinearDynamicalSystem(n_states=6, max_iter=300,
-                                                  prune_states=prune,
+                                                  prune_states=prune, rotations=False,
                                                   random_state=1).fit(X, U=U)
     assert fits[False].n_states_ == 6 and fits[False].n_effective_states_ == 4
     assert fits[True].n_states_ == 3
@@ -132,6 +134,13 @@ def test_scaled_pca_start_reaches_a_higher_bound_sooner():
             warnings.simplefilter("ignore", ConvergenceWarning)
             model = VBLinearDynamicalSystem(n_states=3, max_iter=100, tol=0.0,
                                             init_params=init, bound_check="steps",
-                                            random_state=3).fit(X, U=U)
+                                            rotations=False, random_state=3).fit(X, U=U)
         bounds[init] = model.lower_bound_
     assert bounds["scaled-pca"] > bounds["pca"] + 200.0
+    # the rotation moves grow the state scale directly: from the unit-variance start
+    # they recover most of the difference in the same number of iterations
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        rotated = VBLinearDynamicalSystem(n_states=3, max_iter=100, tol=0.0,
+                                          random_state=3).fit(X, U=U)
+    assert rotated.lower_bound_ > bounds["pca"] + 1000.0
