@@ -47,6 +47,17 @@ def dag():
     return scoring_model_for(est), X, {}
 
 
+@pytest.fixture(scope="module")
+def mfa():
+    from sklearn_vb import VBMixtureFactorAnalysers
+
+    rng = np.random.default_rng(5)
+    X = np.concatenate([rng.normal(-2, 1, (20, 3)), rng.normal(2, 1, (20, 3))])
+    X[:, 2] += 0.8 * X[:, 0]
+    est = VBMixtureFactorAnalysers(n_components=2, search=False, random_state=0).fit(X)
+    return scoring_model_for(est), X, {}
+
+
 def _family_hmm(emission, covariance_type="full", D=3):
     """A 2-state HMM with Gaussian (full or diagonal) or Poisson emissions, two sequences."""
     rng = np.random.default_rng(4)
@@ -202,7 +213,7 @@ def test_fd_hessian_in_batches_is_the_same():
 
 
 # --------------------------------------------------------------------- the scorer
-@pytest.mark.parametrize("name", ["hmm", "lds_plain", "hmm_gaussian_full"])
+@pytest.mark.parametrize("name", ["hmm", "lds_plain", "hmm_gaussian_full", "mfa", "dag"])
 def test_exact_gradient_laplace_equals_finite_difference_laplace(name, request):
     model, X, fit_params = request.getfixturevalue(name)
     est = model if name == "hmm" else model.estimator
