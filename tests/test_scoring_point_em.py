@@ -225,3 +225,60 @@ def test_scorer_names_itself_in_the_convergence_warning(hmm, monkeypatch):
     for method in ("bic", "cs"):
         with pytest.warns(ConvergenceWarning, match=f"scorer '{method}'.*max_iter=3 "):
             score(est, X, method, **fp)
+
+
+# ------------------------------------------------------------------- CS-dagger pieces
+
+
+def test_categorical_hmm_per_case_and_complete_joint_against_enumeration():
+    """Per-frame likelihoods sum to the likelihood; the complete-data log joint along a
+    path, summed over the frames and log-sum-exp'ed over all K^T paths, is the likelihood
+    (two sequences, K = 2, T = 7: 128 paths)."""
+    import itertools
+
+    from scipy.special import logsumexp
+
+    X, L = _hmm_data(K=2, V=3, lengths=(3, 4), seed=2)
+    model = DirichletCategoricalHMM(2, 3, alpha=1.0)
+    data = model.prepare_data(X, lengths=L)
+    theta = model.sample_prior(np.random.default_rng(0), 3)
+    ll = model.log_likelihood(theta, data)
+    np.testing.assert_allclose(model.log_likelihood_per_case(theta, data).sum(axis=1), ll)
+    paths = [np.array(z) for z in itertools.product(range(2), repeat=7)]
+    joint = np.array([model.log_complete_joint_per_case(theta, z, data).sum(axis=1)
+                      for z in paths])
+    np.testing.assert_allclose(logsumexp(joint, axis=0), ll)
+    z = model.random_completion(data, np.random.default_rng(1))
+    assert z.shape == (7,) and set(np.unique(z)) <= {0, 1}
+
+
+def test_cs_dagger_on_categorical_hmm_and_mfa(hmm, mfa):
+    """CS-dagger runs on the categorical HMM and MFA; the dimensions are at most the
+    free parameters of the scoring model's space."""
+    for est, X, fp in (hmm, mfa):
+        model = scoring_model_for(est)
+        r = score(est, X, "cs_dagger", R=60, **fp)
+        cs = score(est, X, "cs", **fp).log_evidence
+        d, dc, n = r.diagnostics["d"], r.diagnostics["d_complete"], r.diagnostics["n"]
+        assert 1 <= d <= dc <= model.param_space.size
+        assert r.log_evidence == pytest.approx(cs + 0.5 * (dc - d) * np.log(n))
+
+
+def test_mfa_complete_joint_per_case_matches_scipy(mfa):
+    from scipy.stats import multivariate_normal as mvn
+
+    est, X, _ = mfa
+    model = scoring_model_for(est)
+    data = model.prepare_data(X)
+    theta = model.sample_prior(np.random.default_rng(1), 2)
+    model.active = np.ones_like(model.active)  # every factor takes part
+    labels, factors = model.random_completion(data, np.random.default_rng(2))
+    joint = model.log_complete_joint_per_case(theta, (labels, factors), data)
+    w, lam = model.split(theta)
+    K = model.K
+    for c, i in [(0, 3), (1, 50)]:
+        s, x, Lam = labels[i], factors[i], lam[c, labels[i]]
+        ref = (np.log(w[c, s]) + mvn.logpdf(x, np.zeros(K), np.eye(K))
+               + mvn.logpdf(data["Z"][i], Lam[:, :K] @ x + Lam[:, K], np.diag(model.psi))
+               + data["log_jac"])
+        assert joint[c, i] == pytest.approx(ref, rel=1e-12)

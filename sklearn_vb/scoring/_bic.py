@@ -32,6 +32,12 @@ class BICScore(Scorer):
     ``n = n_cases(X)``.  Without one, the estimator's own ``bic(X, **fit_params)`` is
     converted: ``-bic / 2``.  No bound: the error is O(1) and does not shrink with n;
     BIC over-penalises complex structures on small data sets.
+
+    ``theta_hat`` comes from EM started at the fitted q(theta)'s point plus
+    ``n_init - 1`` seeded, screened restarts (the model's ``fit_point``); the score is
+    seeded by the estimator's ``random_state`` when ``random_state`` is None, so a
+    seeded estimator gets the same value on every call.  A ``ConvergenceWarning``
+    naming the scorer says when the EM stopped at its iteration cap.
     """
 
     name = "bic"

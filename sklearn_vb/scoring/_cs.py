@@ -40,8 +40,12 @@ def cs_value(model, theta, data, check=True):
 class CSScore(Scorer):
     """Cheeseman–Stutz score; ``bound="lower"`` (raw value).
 
-    Options: ``point`` ("map" = EM on the softmax basis, best of ``n_init``;
-    "posterior_mean" = mean of the fitted q(theta)), ``basis``, ``n_init``.
+    Options: ``point`` ("map" = EM on the softmax basis from the fitted q(theta)'s
+    point plus ``n_init - 1`` seeded, screened restarts, the best objective kept;
+    "posterior_mean" = mean of the fitted q(theta)), ``basis``, ``n_init``.  With
+    ``random_state=None`` the estimator's ``random_state`` seeds the restarts (and the
+    dimension estimates of CS-dagger), so a seeded estimator gets the same value on
+    every call.
     """
 
     name = "cs"

@@ -77,6 +77,33 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     def log_likelihood(self, params, X):
         return self.log_likelihood_per_sequence(params, X).sum(axis=1)
 
+    def log_likelihood_per_case(self, params, X):
+        """(C, T) ``ln p(x_t | x_<t of its sequence, theta_c)``; rows sum to the
+        likelihood (the per-step normalisers of the forward pass, one compiled pass per
+        parameter set)."""
+        with np.errstate(divide="ignore"):
+            log_pi, log_A, log_B = (np.log(np.asarray(params[k], dtype=float))
+                                    for k in ("pi", "A", "B"))
+        out = np.empty((log_pi.shape[0], X["obs"].size))
+        for c in range(log_pi.shape[0]):
+            out[c] = forward_backward(log_pi[c], log_A[c], np.ascontiguousarray(log_B[c].T),
+                                      X["obs"], X["starts"], X["ends"], False)[1]
+        return out
+
+    def random_completion(self, X, rng):
+        """A uniformly random state for every frame, (T,)."""
+        return rng.integers(0, self.K, size=self.n_cases(X))
+
+    def log_complete_joint_per_case(self, params, Z, X):
+        """(C, T) ``ln p(s_t | s_{t-1}) + ln p(x_t | s_t)`` along the completion ``Z``
+        (the initial distribution at the first frame of a sequence)."""
+        first = np.zeros(Z.size, dtype=bool)
+        first[X["starts"]] = True
+        prev = np.concatenate([[0], Z[:-1]])
+        with np.errstate(divide="ignore"):
+            trans = np.where(first, np.log(params["pi"][:, Z]), np.log(params["A"][:, prev, Z]))
+            return trans + np.log(params["B"][:, Z, X["obs"]])
+
     def e_step(self, params_single, X):
         with np.errstate(divide="ignore"):
             log_pi, log_A, log_B = (np.log(np.asarray(params_single[k][0], dtype=float))

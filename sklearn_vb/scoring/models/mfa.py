@@ -348,6 +348,37 @@ class MFAScoringModel(ScoringModelMixin):
                                     self.psi, Z, out)
         return out + X["log_jac"]
 
+    def random_completion(self, X, rng):
+        """A random completion of the hidden variables of every row: a uniformly random
+        component ``s_i`` and factors ``x_i ~ N(0, I)`` (their prior) on the factors of
+        ``s_i`` that ARD kept active, 0 on the others (so that the loading columns the
+        fitted model switched off do not count in the complete-data dimension), as
+        ``(labels (n,), factors (n, K))``."""
+        n = self.n_cases(X)
+        labels = rng.integers(0, self.S, size=n)
+        factors = rng.standard_normal((n, self.K)) * self.active[labels]
+        return labels, factors
+
+    def log_complete_joint_per_case(self, params, Z, X):
+        """(C, n) ``ln p(s_i, x_i, y_i | theta)`` (user units) at the completion
+        ``Z = (labels, factors)``: ``ln pi_s + ln N(x_i; 0, I) + ln N(y_i; Lambda_s x_i +
+        mu_s, Psi)``."""
+        labels, factors = Z
+        w, lam = self.split(params)
+        Y = X["Z"]
+        K, p = self.K, self.p
+        with np.errstate(divide="ignore"):
+            out = np.log(w[:, labels])
+        out = out - 0.5 * (K * LOG_2PI + np.sum(factors**2, axis=1))[None]
+        const = -0.5 * (p * LOG_2PI + np.sum(np.log(self.psi)))
+        for s in range(self.S):  # components, not cases: the cases of s are one array op
+            rows = np.flatnonzero(labels == s)
+            mean = (np.einsum("cqk,nk->cnq", lam[:, s, :, :K], factors[rows])
+                    + lam[:, s, None, :, K])
+            resid = Y[rows][None] - mean
+            out[:, rows] += const - 0.5 * np.einsum("cnq,q->cn", resid**2, 1.0 / self.psi)
+        return out + X["log_jac"]
+
     def log_likelihood(self, params, X):
         """Exact ``ln p(X | theta)`` (user units), shape (C,)."""
         out = self.log_likelihood_per_case(params, X).sum(axis=1)
