@@ -109,9 +109,8 @@ class DirichletBlocksModel(ScoringModelMixin):
         """EM for the MAP (softmax basis by default) or ML point, best of ``n_init`` runs.
 
         With a fitted q(theta) (``variational_posterior``) the first run starts at its
-        point in the EM's basis (:meth:`point_of_posterior`) and the others at seeded
-        draws, alternately from the prior and from q; without q every run starts at a
-        prior draw.  Runs after the
+        point in the EM's basis (:meth:`point_of_posterior`); every other run, and every
+        run without q, starts at a seeded prior draw.  Runs after the
         first are screened (:func:`~sklearn_vb.scoring.models._point_em.best_point_em`).
         A run stops when the objective changes by less than ``tol_per_case * n``; a best
         run that reaches ``max_iter`` raises a ``ConvergenceWarning``.
@@ -127,7 +126,7 @@ class DirichletBlocksModel(ScoringModelMixin):
             start = lambda i: prior_draw()  # noqa: E731
         else:
             start = posterior_then_draws(lambda: self.point_of_posterior(q, kind, basis),
-                                         lambda: q.sample(rng, 1), prior_draw)
+                                         prior_draw)
 
         def evaluate(theta):
             e = self.e_step(theta, X)

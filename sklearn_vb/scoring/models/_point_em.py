@@ -3,7 +3,7 @@
 
 The first start is the point of the fitted q(theta) in the EM's basis (where VB has
 already done the climbing, so EM from it converges in a few iterations), the others are
-seeded draws, alternately far from VB's basin and from q(theta); the start with the highest
+seeded draws (far from VB's basin where the model has such starts, else from q(theta)); the start with the highest
 objective wins.  A restart after
 the first may use at most ``restart_iter`` E steps (by default as many as the first
 run took): it only has to show that it climbs above the best run so far, and a draw
@@ -110,17 +110,16 @@ def _squarem_point(space, theta0, theta1, theta2):
     return theta
 
 
-def posterior_then_draws(first, near, far):
+def posterior_then_draws(first, far):
     """``starts(i)`` for :func:`best_point_em`: ``first()`` (the fitted posterior's point)
-    for ``i = 0``, then alternately ``far()`` (e.g. a prior draw: the MAP need not lie in
-    VB's basin, e.g. under sparse Dirichlet priors, where VB's preference for
-    well-supported states and the MAP's preference for sharp ones part ways) and
-    ``near()`` (a draw from q(theta), the basin VB found)."""
+    for ``i = 0``, then ``far()`` (e.g. a prior draw).  The MAP need not lie in VB's
+    basin: under sparse Dirichlet priors VB's preference for well-supported states and the
+    MAP's preference for sharp ones part ways (on 30k characters of text with K = 8 a
+    prior draw beat the posterior's point by 65 nats of objective), while draws from
+    q(theta) climb back to the posterior's point."""
 
     def starts(i):
-        if i == 0:
-            return first()
-        return far() if i % 2 else near()
+        return first() if i == 0 else far()
 
     return starts
 

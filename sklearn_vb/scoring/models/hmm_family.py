@@ -438,8 +438,8 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         ``n_init`` runs.  The first run starts at the mean of the fitted q(theta) (the
         estimator's plug-in parameters; for the default MAP in the softmax basis this is
         exactly the M step of q's statistics, the point of q in the EM's basis), the
-        others alternately at the family's initial hard labellings (the previous
-        starts) and at seeded draws from q, screened as in
+        others at the family's seeded initial hard labellings (the previous starts),
+        screened as in
         :func:`~sklearn_vb.scoring.models._point_em.best_point_em`.  A run stops when the
         objective changes by less than ``tol_per_case * n``; a best run that reaches
         ``max_iter`` raises a ``ConvergenceWarning``."""
@@ -454,7 +454,7 @@ class FamilyHMMScoringModel(ScoringModelMixin):
             return self.point_from_stats(self.stats_from_responsibilities(eye[labels], X),
                                          kind, basis)
 
-        start = posterior_then_draws(q.mean, lambda: q.sample(rng, 1), from_labels)
+        start = posterior_then_draws(q.mean, from_labels)
 
         def evaluate(theta):
             ll, stats = self._loglik_and_stats(theta, X)
