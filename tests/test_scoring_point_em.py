@@ -282,3 +282,17 @@ def test_mfa_complete_joint_per_case_matches_scipy(mfa):
                + mvn.logpdf(data["Z"][i], Lam[:, :K] @ x + Lam[:, K], np.diag(model.psi))
                + data["log_jac"])
         assert joint[c, i] == pytest.approx(ref, rel=1e-12)
+
+
+def test_effective_dimension_is_not_capped_by_the_number_of_perturbations(hmm):
+    """With fewer perturbations than parameters the rank would be capped at ``R``; the
+    estimate takes at least as many perturbations as the space has dimensions."""
+    from sklearn_vb.scoring._dimension import effective_dimension
+
+    est, X, fp = hmm
+    model = scoring_model_for(est)
+    data = model.prepare_data(X, **fp)
+    theta = model.variational_posterior().mean()
+    D = model.param_space.size
+    full = effective_dimension(model, data, theta, np.random.default_rng(0), R=D + 20)
+    assert effective_dimension(model, data, theta, np.random.default_rng(0), R=5) == full > 5

@@ -14,8 +14,9 @@ __all__ = ["effective_dimension"]
 def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4, rtol=1e-6):
     """Estimate the dimension ``d`` (``kind="incomplete"``) or ``d'`` (``"complete"``).
 
-    Beal (2003), Algorithm 6.2: perturb ``theta`` ``R`` times by small spherical steps
-    and take the rank of the matrix ``C_ir`` of per-case log-likelihoods.  Two
+    Beal (2003), Algorithm 6.2: perturb ``theta`` ``R`` times (at least as many times as
+    the unconstrained space has dimensions, since the rank of ``R`` perturbations cannot
+    exceed ``R``) by small spherical steps and take the rank of the matrix ``C_ir`` of per-case log-likelihoods.  Two
     refinements of the seed algorithm, both exact in the limit ``eps -> 0``: the steps are
     made in the unconstrained basis, and each column is a central difference
     ``(l_i(phi + eps u_r) - l_i(phi - eps u_r)) / (2 eps)``, which removes the constant
@@ -31,7 +32,8 @@ def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4
     space = model.param_space
     phi0 = space.to_unconstrained(take(theta, 0) if _batched(theta) else theta)[0]
     D = phi0.size
-    R = int(R)
+    # the rank of R perturbations is at most R: fewer than D would cap the estimate
+    R = max(int(R), D)
     U = rng.standard_normal((R, D))
     U /= np.linalg.norm(U, axis=1, keepdims=True)
     phis = np.concatenate([phi0 + eps * U, phi0 - eps * U], axis=0)
