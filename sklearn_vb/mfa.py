@@ -91,21 +91,25 @@ def _quantisation_variance(X):
     return delta**2 / 12.0
 
 
-def predicted_remaining_gain(trace, window=5):
+def predicted_remaining_gain(trace, window=5, block=1):
     """Gain of ``F`` still to come, extrapolated from the last increments of ``trace``.
 
-    With ``d`` the last increment and ``r`` the largest ratio of consecutive
-    increments among the last ``window``, a geometric tail ``d r / (1 - r)``; infinite
-    when fewer increments are known or they do not shrink, and 0 once the last
-    increment is within round-off of the bound.
+    The increments are summed over blocks of ``block`` iterations (10 under SQUAREM,
+    whose extrapolations every few iterations make single increments jump up and
+    down).  With ``d`` the last block increment and ``r`` the largest
+    ratio of consecutive block increments among the last ``window``, the geometric
+    tail is ``d r / (1 - r)``; infinite when fewer increments are known or they do not
+    shrink, and 0 once the last increment is within round-off of the bound.
     """
     if len(trace) < 2:
         return np.inf
     if trace[-1] - trace[-2] <= bound_round_off(trace[-1]):
         return 0.0
-    if len(trace) < window + 2:
+    n = (window + 1) * block
+    if len(trace) < n + 1:
         return np.inf
-    d = np.diff(np.asarray(trace[-(window + 2):], dtype=float))
+    ends = np.asarray(trace[-(n + 1)::block], dtype=float)
+    d = np.diff(ends)
     if np.any(d[:-1] <= 0.0):
         return np.inf
     r = float(np.max(d[1:] / d[:-1]))
@@ -218,6 +222,16 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     max_tries : int, default=3
         Search only: stop after this many consecutive passes through all components
         without an accepted birth.
+    split_direction : {"principal-first", "random"}, default="principal-first"
+        Search only: the direction ``d`` along which a parent's points are divided
+        between its two children (by the sign of ``(y - μ)ᵀ d``; the children's
+        centres start at ``μ ± d``).  ``"random"`` draws ``d ~ N(0, ΛΛᵀ + Ψ)`` for
+        every proposal (eq. 4.73); ``"principal-first"`` uses the parent's strongest
+        loading column the first time a component is proposed, and random draws
+        after that.  Random directions split a component with many factors into two
+        halves that look alike, and one child then takes back all the points and
+        dies; the principal direction separates the points the component explains
+        worst.
     split_hardness : float in [0.5, 1], default=1.0
         How the parent's responsibilities are divided between the two children.
     agitation_tol : float, default=exp(-6)
@@ -354,6 +368,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "psi_min": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"auto"})],
         "death_threshold": [Interval(Real, 0.0, None, closed="left")],
         "max_tries": [Interval(Integral, 1, None, closed="left")],
+        "split_direction": [StrOptions({"principal-first", "random"})],
         "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
         "agitation_tol": [Interval(Real, 0.0, None, closed="left")],
         "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
@@ -386,6 +401,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         psi_min="auto",
         death_threshold=1.0,
         max_tries=3,
+        split_direction="principal-first",
         split_hardness=1.0,
         agitation_tol=float(np.exp(-6.0)),
         max_iter_epoch=200,
@@ -433,6 +449,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.psi_min = psi_min
         self.death_threshold = death_threshold
         self.max_tries = max_tries
+        self.split_direction = split_direction
         self.split_hardness = split_hardness
         self.agitation_tol = agitation_tol
         self.max_iter_epoch = max_iter_epoch
@@ -499,6 +516,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         K = self._n_max_factors(p)
         S = self.n_components
         self._search_rng = random_state
+        self._principal_split_tried = set()
         if S == 1:
             labels = np.zeros(N, dtype=int)
         elif self.init_params == "kmeans":
@@ -956,9 +974,18 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Z = data.Z
         lam_x = st["lam_mean"][parent, :, :K]
         centre = st["lam_mean"][parent, :, K]
-        d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(
-            data.n_features
-        )
+        norms = np.sum(lam_x**2, axis=0)
+        tried = self.__dict__.setdefault("_principal_split_tried", set())
+        parent_id = int(st["ids"][parent])
+        if (self.split_direction == "principal-first" and K and norms.max() > 0
+                and parent_id not in tried):
+            # the parent's strongest factor: the direction of its largest variance
+            tried.add(parent_id)
+            d = lam_x[:, int(np.argmax(norms))].copy()
+        else:
+            d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(
+                data.n_features
+            )
         rho = ((Z - centre) @ d >= 0).astype(float)
         h = self.split_hardness
         r_par = st["resp"][:, parent]
@@ -1017,7 +1044,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         require the predicted remaining gain to be below ``tol``."""
         if not getattr(self, "_strict_stop", False):
             return True
-        return predicted_remaining_gain(getattr(self, "_stop_trace", [])) < self.tol
+        trace = getattr(self, "_stop_trace", [])
+        if self._accelerated():
+            # extrapolations every few iterations make single increments jump
+            return predicted_remaining_gain(trace, window=3, block=10) < self.tol
+        return predicted_remaining_gain(trace) < self.tol
 
     def _verbose_details(self):
         return f", {self._vb_['resp'].shape[1]} components"
@@ -1248,7 +1279,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st.pop("stats_cache", None)  # holds the training data; not part of the model
         st.pop("prev_mass", None)  # search bookkeeping
         for name in ("_search_rng", "_total_iter", "_deaths_allowed", "_in_birth_epoch",
-                     "_stop_trace", "_strict_stop"):
+                     "_stop_trace", "_strict_stop", "_principal_split_tried"):
             self.__dict__.pop(name, None)
 
     # ================================================================ inference

@@ -71,3 +71,7 @@ def test_predicted_remaining_gain():
     growing = list(np.cumsum(0.1 * 1.1 ** np.arange(10)))
     assert predicted_remaining_gain(growing) == np.inf
     assert predicted_remaining_gain([-100.0] * 3) == 0.0
+    # blocks: an extrapolation every third iteration, the blocks still shrink by r^3
+    steps = np.repeat(0.5 * r ** np.arange(0, 36, 3), 3) * np.tile([0.2, 0.2, 2.6], 12)
+    gain = predicted_remaining_gain(list(np.cumsum(steps)), window=3, block=3)
+    assert gain == pytest.approx(1.5 * r**33 * r**3 / (1 - r**3))
