@@ -161,12 +161,13 @@ def test_rejected_parents_are_not_proposed_again_within_a_pass():
     """With ``max_tries=1`` the search ends at the first pass without an acceptance,
     so no parent may be rejected twice; without the rule the list recomputed after
     an acceptance proposes a rejected parent again (on these data: parent 8; the
-    trajectory is the one of plain VBEM with all loading columns kept)."""
+    trajectory is the one of plain VBEM with all loading columns kept and random split
+    directions)."""
     X, _ = make_mixed_dimension_clusters(random_state=2)
 
     def rejected(skip):
         m = _fit(X, random_state=2, max_tries=1, skip_rejected_parents=skip,
-                 prune_factors=False, acceleration=None)
+                 prune_factors=False, acceleration=None, split_direction="random")
         return [pid for (_, pid, ok, _, _) in m.search_history_["moves"] if not ok]
 
     r = rejected(True)
