@@ -138,6 +138,14 @@ def bound_round_off(value):
     return 1e-9 * abs(value) + 1e-7
 
 
+def _extrapolation_summary(counts):
+    """`` (a of a + r extrapolations kept)`` for the verbose restart line."""
+    if not counts:
+        return ""
+    total = counts["accepted"] + counts["rejected"]
+    return f" ({counts['accepted']} of {total} extrapolations kept)"
+
+
 _PARAM_NAMES = {}
 
 
@@ -383,6 +391,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
                 print(
                     f"[{type(self).__name__}] restart {init + 1}/{n_init}: "
                     f"bound {bounds[-1]:.6f} after {len(bounds)} iterations"
+                    f"{_extrapolation_summary(getattr(self, '_run_extrapolations', None))}"
                     f"{'' if converged else ' (not converged)'}"
                 )
             if best is None or bounds[-1] > best[0]:

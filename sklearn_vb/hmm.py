@@ -240,7 +240,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``max_iter`` defaults to 1000, the
         thesis's setting: VB-HMM runs typically need 100-300 iterations to reach
-        ``tol``.  ``tol`` is in nats on the total
+        ``tol``.  ``tol`` defaults to 1e-4 nats: with 1e-3, fits on 30 000 characters
+        of text with 16 states stopped on a plateau 3 nats (4e-5 relative) below the
+        optimum that a long run from the same start reaches; with 1e-4 the fits with
+        8, 16 and 32 states end within 1e-7 of it.  ``tol`` is in nats on the total
         bound (not per frame: a long data set needs as many iterations to reach it as a
         short one needs for the same relative precision).  Convergence is declared when
         the bound changed by less than ``tol`` *and* its increments are not growing: a
@@ -248,11 +251,13 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         accelerating increments and is continued.  At least three iterations run.
         ``warm_start`` continues on the same data.
     acceleration : {"squarem"} or None, default="squarem"
-        Extrapolate the VBEM fixed point every third iteration (SQUAREM, Varadhan &
-        Roland 2008; see :mod:`sklearn_vb.base`) in log Dirichlet counts and, for
-        Gaussian emissions, natural Normal-Wishart (Normal-Gamma) parameters; an
-        extrapolation is kept only when it does not lower the bound, so the bound
-        still never decreases.  None runs plain VBEM.
+        Extrapolate the VBEM fixed point (SQUAREM, Varadhan & Roland 2008; see
+        :mod:`sklearn_vb.base`) in log Dirichlet counts and, for Gaussian emissions,
+        natural Normal-Wishart (Normal-Gamma) parameters; an extrapolation is kept only
+        when it does not lower the bound, so the bound still never decreases.  It
+        starts once the last eight bound increments have shrunk one after another
+        (before that, states are still breaking symmetry or being switched off, and
+        extrapolating mostly leads elsewhere).  None runs plain VBEM.
 
     Attributes
     ----------
@@ -332,7 +337,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         rate_prior=None,
         optimize_prior_strengths=False,
         max_iter=1000,
-        tol=1e-3,
+        tol=1e-4,
         n_init=1,
         init_params="auto",
         init_posterior=None,

@@ -256,3 +256,10 @@ def test_bernoulli_mixture_bound_never_decreases_with_extrapolation():
         assert np.all(np.diff(b) >= -bound_round_off(b[:-1]))
         accepted += est.extrapolations_["accepted"]
     assert accepted > 0
+
+
+def test_verbose_restart_line_counts_extrapolations(capsys):
+    X, (parents, cards, hidden) = _dag_problem(0, n=300)
+    _fit(VBDiscreteDAG(parents, cards, hidden, random_state=0, n_init=1, max_iter=200,
+                       verbose=1), X)
+    assert "extrapolations kept" in capsys.readouterr().out

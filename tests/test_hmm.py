@@ -508,7 +508,8 @@ def test_convergence_is_not_declared_while_leaving_a_saddle():
     """Per-frame random responsibilities start next to the saddle: the first bound
     increments are below tol = 1e-3 but growing, so the run continues and escapes."""
     X, lengths = near_symmetric_data()
-    model = VBHiddenMarkov(2, init_params="random", max_iter=300, random_state=0).fit(X, lengths=lengths)
+    model = VBHiddenMarkov(2, init_params="random", max_iter=300, tol=1e-3,
+                           random_state=0).fit(X, lengths=lengths)
     increments = np.diff(model.lower_bounds_)
     assert increments[0] < model.tol and increments[1] > increments[0]  # the saddle regime
     assert model.converged_ and model.n_iter_ > 20
