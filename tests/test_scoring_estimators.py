@@ -10,6 +10,7 @@ from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov
 from sklearn_vb.datasets._hmm import make_hmm_sequences
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._progress import Progress
+from sklearn_vb.scoring._result import UnreliableEstimateWarning
 
 HMM_X = np.array([0, 0, 1, 2, 2, 2, 1, 0, 1, 1, 0, 2])[:, None]
 DAG_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])
@@ -77,7 +78,7 @@ def test_hmm_ais_matches_enumerated_evidence_under_sparse_prior():
     assert est.lower_bound_ < exact - 1.0  # a loose bound: the test has something to show
     floor_errors, beal_errors, floor_se, beal_se = [], [], [], []
     for seed in range(4):
-        kw = dict(lengths=L, n_temperatures=1000, n_chains=16, random_state=seed)
+        kw = dict(lengths=L, n_temperatures=1000, n_chains=16, random_state=seed, start="prior")
         ais = score(est, X, "ais", **kw)
         assert _within(ais.log_evidence, ais.stderr, exact), (ais.log_evidence - exact, ais.stderr)
         assert ais.log_evidence > est.lower_bound_
@@ -101,25 +102,32 @@ def test_hmm_ais_increases_with_temperatures_and_passes_vb():
     F = est.lower_bound_
     vals = []
     for K in (30, 300, 1500):
-        r = score(est, X, "ais", n_temperatures=K, n_chains=4, random_state=0)
+        r = score(est, X, "ais", n_temperatures=K, n_chains=4, random_state=0, start="prior")
         vals.append(r.log_evidence)
     assert vals[0] < vals[1] < vals[2]
     assert vals[2] > F
     assert not r.diagnostics["vb_violation"]
-    frozen = score(est, X, "ais", n_temperatures=300, n_chains=4, random_state=0, dirichlet_floor=0.0)
+    with pytest.warns(UnreliableEstimateWarning, match="ais evidence estimate is unreliable"):
+        frozen = score(est, X, "ais", n_temperatures=300, n_chains=4, random_state=0,
+                       dirichlet_floor=0.0, start="prior")
     assert frozen.log_evidence < F - 50
-    assert frozen.diagnostics["vb_violation"]
+    assert not frozen.diagnostics["reliable"] and frozen.diagnostics["unreliable_reasons"]
 
 
 def test_stderr_flagged_unreliable_when_weights_collapse():
     X, L = _simulate_hmm(3, 10, [200], seed=5)
     est = VBHiddenMarkov(n_components=3, n_symbols=10, max_iter=500, random_state=0).fit(X, lengths=L)
-    r = score(est, X, "ais", n_temperatures=20, n_chains=4, random_state=0)
+    with pytest.warns(UnreliableEstimateWarning, match="effective sample size"):
+        r = score(est, X, "ais", n_temperatures=20, n_chains=4, random_state=0, start="prior")
     assert r.diagnostics["ess"] < 2
     assert r.diagnostics["stderr_reliable"] is False
-    # the delta-method value collapses to sqrt(1 - 1/C); the between-chain spread does not
-    assert r.stderr == pytest.approx(np.sqrt(1 - 1 / 4), abs=0.02)
-    assert r.diagnostics["stderr_between_chains"] > 5 * r.stderr
+    # the delta-method value collapses to sqrt(1 - 1/C); the reported between-run spread
+    # of the four single-chain runs does not
+    assert r.diagnostics["stderr_delta"] == pytest.approx(np.sqrt(1 - 1 / 4), abs=0.02)
+    lw = r.diagnostics["log_weights"]
+    assert r.diagnostics["run_estimates"] == pytest.approx(lw)
+    assert r.stderr == pytest.approx(np.std(lw, ddof=1) / 2)
+    assert r.stderr > 5 * r.diagnostics["stderr_delta"]
 
 
 # ------------------------------------------------------------------------------- progress

@@ -26,7 +26,8 @@ from numba import njit
 
 from .dag import pattern_log_normaliser
 
-__all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_prior_log_density"]
+__all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_ais_chains_from_start",
+           "dag_prior_log_density"]
 
 
 @njit(cache=True, nogil=True)
@@ -181,6 +182,31 @@ def dag_ais_chains(theta, ll, lp, log_w, betas, k0, k1, prior, row_ptr, idx, row
     it.  ``accepted[k-1]`` (int, +=) counts the chains that accepted the move of step k and
     ``log_ratio_sum[k-1]`` (+=) sums the weight increments.
     """
+    _ais_chains(theta, ll, lp, lp, log_w, betas, k0, k1, prior, prior, 0.0, False, row_ptr, idx,
+                row_start, weights, n_cases, alpha0, kappa, floor, seeds, accepted,
+                log_ratio_sum)
+
+
+@njit(cache=True, nogil=True)
+def dag_ais_chains_from_start(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff,
+                              row_ptr, idx, row_start, weights, n_cases, alpha0, kappa, floor,
+                              seeds, accepted, log_ratio_sum):
+    """As :func:`dag_ais_chains` on the geometric path from a product-Dirichlet start
+    density ``s`` (concentrations ``start``, e.g. the variational posterior) to the
+    posterior: ``ln f_b = (1 - b) ln s + b [ln p + ln p(X | theta)]``.  ``ls`` caches the
+    unnormalised ``ln s`` of every chain; ``norm_diff`` is the difference of the log
+    normalisers ``N(prior) - N(start)``, ``N(a) = sum_rows lgamma(sum a) - sum lgamma(a)``,
+    so that the increment ``(b_k - b_{k-1}) [ln p + ll - ln s]`` uses normalised densities.
+    """
+    _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff, True, row_ptr,
+                idx, row_start, weights, n_cases, alpha0, kappa, floor, seeds, accepted,
+                log_ratio_sum)
+
+
+@njit(cache=True, nogil=True)
+def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff, from_start,
+                row_ptr, idx, row_start, weights, n_cases, alpha0, kappa, floor, seeds, accepted,
+                log_ratio_sum):
     C, P = theta.shape
     prop = np.empty(P)
     scratch = np.empty(P)
@@ -189,15 +215,20 @@ def dag_ais_chains(theta, ll, lp, log_w, betas, k0, k1, prior, row_ptr, idx, row
         th = theta[c]
         llc = ll[c]
         lpc = lp[c]
+        lsc = ls[c]
         lw = log_w[c]
         for k in range(k0 + 1, k1 + 1):
             b = betas[k - 1]
             strength = alpha0 + kappa * n_cases * b
             log_q_ratio = _propose(th, prop, row_ptr, strength, floor, scratch)
             lp_new = _prior_kernel(prop, prior, row_ptr)
+            ls_new = _prior_kernel(prop, start, row_ptr) if from_start else lp_new
             ll_new = dag_pattern_loglik(prop, idx, row_start, weights)
             if ll_new > -np.inf:
-                if b > 0.0:
+                if from_start:
+                    log_a = ((1.0 - b) * (ls_new - lsc) + b * (lp_new - lpc + ll_new - llc)
+                             - log_q_ratio)
+                elif b > 0.0:
                     log_a = lp_new - lpc + b * (ll_new - llc) - log_q_ratio
                 else:
                     log_a = lp_new - lpc - log_q_ratio
@@ -206,10 +237,15 @@ def dag_ais_chains(theta, ll, lp, log_w, betas, k0, k1, prior, row_ptr, idx, row
                         th[p] = prop[p]
                     llc = ll_new
                     lpc = lp_new
+                    lsc = ls_new
                     accepted[k - 1] += 1
-            inc = (betas[k] - b) * llc
+            if from_start:
+                inc = (betas[k] - b) * (lpc - lsc + norm_diff + llc)
+            else:
+                inc = (betas[k] - b) * llc
             lw += inc
             log_ratio_sum[k - 1] += inc
         ll[c] = llc
         lp[c] = lpc
+        ls[c] = lsc
         log_w[c] = lw

@@ -24,13 +24,14 @@ from ._numerics import (
     log_sum_exp,
 )
 from ._registry import register_scoring_model, scoring_model_for
-from ._result import ScoreResult
+from ._result import ScoreResult, UnreliableEstimateWarning
 from ._scorers import SCORERS, get_scorer, score
 from .params import ParamBlock, ParamSpace
 from .protocols import EStep, Kernel, ScoringModel, ScoringModelMixin, VariationalPosterior
 
 __all__ = [
     "ScoreResult",
+    "UnreliableEstimateWarning",
     "score",
     "get_scorer",
     "SCORERS",

@@ -2,7 +2,8 @@
 
 theta-only mode: latents are summed or integrated out exactly inside ``log_likelihood``.
 Geometric path ``ln f_b = ln p(theta) + b l(theta)`` (``start="prior"``, Z_0 = 1) or
-``(1 - b) ln q + b [ln p + l]`` (``start="q"``).  One weight factor per temperature per
+``(1 - b) ln q + b [ln p + l]`` (``start="q"``, the default when the estimator has a
+variational posterior; q normalised, so again Z_0 = 1).  One weight factor per temperature per
 chain (Beal's C_k = 1); several kernel steps per temperature form one composite kernel.
 
 Forward AIS is unbiased for Z, hence a stochastic lower bound on ln Z
@@ -11,7 +12,8 @@ the mirror image (stochastic upper bound).  Failure modes: short schedules badly
 under-estimate with large variance (Beal's DAG at n = 480 needed ~5000 steps to reach
 the VB bound); acceptance falls with n and along the schedule unless proposals shrink
 with n beta (the default kernels do); phase transitions along the path can be missed.
-Never start a chain at a fitted or true parameter value.
+Never start a chain at a fitted or true parameter value (exact draws of q are fine: q is
+the start distribution of the path).
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ from joblib import Parallel, delayed
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._numerics import (
     as_seed_sequence,
+    between_run_stderr,
     delta_method_stderr,
     effective_sample_size,
     log_mean_exp,
+    split_runs,
 )
 from ._progress import progress_for
+from ._reliability import LOWER_BOUND_Z, known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
 from .mcmc_moves import Target, make_kernel
 from .params import concat_params, take
@@ -130,7 +135,7 @@ def run_ais(model, X, betas, kernel, n_chains, n_steps=1, random_state=None, n_j
 
 
 def run_ais_compiled(model, X, betas, n_chains, random_state=None, n_jobs=None, strength=None,
-                     floor="prior", verbose=0):
+                     floor="prior", verbose=0, start_alpha=None):
     """Forward AIS through the model's compiled kernel (``model.run_ais_compiled``),
     chains split over ``n_jobs`` threads (the kernels release the GIL).  Same return
     keys as :func:`run_ais` (``log_ratios`` is the (K, 1) mean increment)."""
@@ -142,7 +147,7 @@ def run_ais_compiled(model, X, betas, n_chains, random_state=None, n_jobs=None, 
     def one(gi, g):
         cb = (lambda k, K_, lw: progress(k, _running_estimate(lw))) if gi == 0 else None
         return model.run_ais_compiled(X, betas, [seeds[i] for i in g], strength=strength,
-                                      floor=floor, progress=cb)
+                                      floor=floor, progress=cb, start_alpha=start_alpha)
 
     if len(groups) > 1:
         res = Parallel(n_jobs=len(groups), prefer="threads")(
@@ -185,7 +190,8 @@ def run_reverse_ais(model, X, betas, kernel, exact_samples, n_chains, n_steps=1,
 
 
 def run_reverse_ais_compiled(model, X, betas, exact_samples, n_chains, random_state=None,
-                             n_jobs=None, strength=None, floor="prior", verbose=0):
+                             n_jobs=None, strength=None, floor="prior", verbose=0,
+                             start_alpha=None):
     """Reverse AIS through the model's compiled kernel (``model.run_ais_compiled``).
 
     The compiled kernel is one Metropolis–Hastings move of all parameters at once (for
@@ -210,7 +216,7 @@ def run_reverse_ais_compiled(model, X, betas, exact_samples, n_chains, random_st
         cb = (lambda k, K_, lw: progress(k, _running_estimate(-lw))) if gi == 0 else None
         return model.run_ais_compiled(X, rev, [seeds[i] for i in g], strength=strength,
                                       floor=floor, start_params=take(exact_samples, idx[g]),
-                                      progress=cb)
+                                      progress=cb, start_alpha=start_alpha)
 
     if len(groups) > 1:
         res = Parallel(n_jobs=len(groups), prefer="threads")(
@@ -235,7 +241,8 @@ def _ratio_profile(diff, n_bins=16):
 
 
 def hysteresis_check(model, X, betas, kernel, forward, random_state=None, n_jobs=None,
-                     start="prior", q=None, strength=None, floor="prior", verbose=0):
+                     start="prior", q=None, strength=None, floor="prior", verbose=0,
+                     start_alpha=None):
     """Beal's hysteresis diagnostic (thesis §6.4): run the schedule backwards
     from the final states of a forward run and accumulate the *same* forward ratios
     ``f_k / f_{k-1}`` (not inverted), each evaluated at a state the kernel has just moved
@@ -254,7 +261,8 @@ def hysteresis_check(model, X, betas, kernel, forward, random_state=None, n_jobs
     if isinstance(kernel, str) and kernel == "compiled":
         seeds = _seeds(random_state, C)
         r = model.run_ais_compiled(X, np.ascontiguousarray(betas[::-1]), seeds, strength=strength,
-                                   floor=floor, start_params=forward["final_params"])
+                                   floor=floor, start_params=forward["final_params"],
+                                   start_alpha=start_alpha)
         back = -r["log_weights"]
         back_ratio = -np.asarray(r["log_ratios"])[::-1]  # mean over chains, forward order
         fwd_ratio = np.asarray(forward["log_ratios"]).mean(axis=1)
@@ -288,8 +296,65 @@ def _profile(acc, betas, n_bins=16):
             "beta_end": [float(betas[p[-1]]) for p in parts]}
 
 
+def _summarise(log_w, n_runs, what):
+    """Pooled estimate LME(log_w), its standard error from between-run spreads, and the
+    diagnostics behind it.
+
+    The chains are split into ``n_runs`` independent runs (contiguous groups); the
+    standard error of the pooled LME is the larger of ``sd(run estimates) / sqrt(R)`` and
+    ``sd(ln w_c) / sqrt(C)`` (the spread of single-chain estimates).  Both are spreads of
+    independent runs; the second has ``C - 1`` degrees of freedom where the first has only
+    ``R - 1``, and unlike the delta-method value it does not collapse when one chain
+    carries the weight.  With a single chain only the delta-method value exists (and the
+    result is flagged unreliable).
+    """
+    est = log_mean_exp(log_w)
+    runs = split_runs(log_w, n_runs)
+    run_est = [log_mean_exp(x) for x in runs]
+    se_delta = delta_method_stderr(log_w)[0]
+    # each run's own error bar from the relative weight variance estimated on all chains
+    # (a run of a few chains estimates its own far too noisily for a consistency test)
+    run_se = [se_delta * np.sqrt(log_w.size / x.size) for x in runs]
+    se_runs = between_run_stderr(run_est)
+    se_chains = between_run_stderr(log_w)
+    spreads = [v for v in (se_runs, se_chains) if v is not None]
+    se = max(spreads) if spreads else se_delta
+    diag = {
+        "log_weights": log_w,
+        "ess": effective_sample_size(log_w),
+        "run_estimates": run_est,
+        "run_stderr": run_se,
+        "run_sizes": [int(x.size) for x in runs],
+        "stderr_between_runs": se_runs,
+        f"stderr_between_{what}": se_chains,
+        "stderr_delta": se_delta,
+    }
+    return est, se, diag
+
+
+def _min_ess(C):
+    """Pooled ESS below which AIS weights are carried by one or two chains."""
+    return max(2.0, AIS_MIN_ESS_FRACTION * C)
+
+
+#: AIS results whose effective sample size is below this fraction of the chains (at least
+#: 2) are flagged: log-normal weights with variance above ln 4 ~ 1.4 give ESS/C < 1/4
+AIS_MIN_ESS_FRACTION = 0.25
+
+_AIS_ADVICE = ("Increase n_temperatures (the schedule is too short for the data size) or "
+               "n_steps, start from q (start='q'), or increase n_chains.")
+
+#: log-weight variance the automatic schedule length aims at (ESS/C ~ e^-1 for
+#: log-normal weights)
+PILOT_TARGET_VARIANCE = 1.0
+#: the automatic schedule never has fewer temperatures than this
+MIN_AUTO_TEMPERATURES = 1000
+
+
 _AIS_OPTIONS = {
-    "n_temperatures": 1000,
+    "n_temperatures": "auto",
+    "pilot_temperatures": 256,
+    "max_temperatures": 4000,
     "n_chains": 16,
     "schedule": "sigmoid",
     "delta": 4.0,
@@ -300,9 +365,11 @@ _AIS_OPTIONS = {
     "rw_scale": 1.0,
     "dirichlet_strength": None,
     "dirichlet_floor": "prior",
-    "start": "prior",
+    "start": "auto",
     "posterior": None,
     "hysteresis": False,
+    "n_runs": 4,
+    "lower_bound": "vb",
 }
 
 
@@ -311,16 +378,29 @@ class _AISBase(Scorer):
         model = resolve_model(estimator, self.name)
         require(model, self.name, "log_prior", "sample_prior", "log_likelihood", "n_cases")
         data = prepare_data(model, X, fit_params)
-        betas = make_schedule(opts["schedule"], opts["n_temperatures"], opts["delta"],
-                              opts["e_tau"], opts["beta_min"])
-        kernel = self._kernel(model, opts, data)
         q = None
-        if opts["start"] == "q":
+        start = opts["start"]
+        if start not in ("auto", "prior", "q"):
+            raise ValueError(f"start must be 'auto', 'prior' or 'q', got {start!r}.")
+        if start in ("auto", "q"):
             q = variational_posterior(estimator, model, data, opts["posterior"])
-            if q is None:
+            if q is None and start == "q":
                 raise NotImplementedError(f"{self.name} needs variational_posterior_ for start='q'")
-        elif opts["start"] != "prior":
-            raise ValueError(f"start must be 'prior' or 'q', got {opts['start']!r}.")
+            start = "prior" if q is None else "q"
+        opts["start"] = start  # the resolved start (opts is this call's own copy)
+        n_temperatures = opts["n_temperatures"]
+        if isinstance(n_temperatures, str):
+            if n_temperatures != "auto":
+                raise ValueError(f"n_temperatures must be a positive int or 'auto', "
+                                 f"got {n_temperatures!r}.")
+            if not isinstance(opts["schedule"], str):
+                n_temperatures = len(opts["schedule"]) - 1
+        betas = (None if isinstance(n_temperatures, str)
+                 else make_schedule(opts["schedule"], n_temperatures, opts["delta"],
+                                    opts["e_tau"], opts["beta_min"]))
+        kernel = self._kernel(model, opts, data)
+        if kernel == "compiled" and start == "q":
+            opts["start_alpha"] = model.flat_concentrations(q)
         n_chains = int(opts["n_chains"])
         if n_chains < 1:
             raise ValueError(f"n_chains must be >= 1, got {n_chains}.")
@@ -328,12 +408,12 @@ class _AISBase(Scorer):
 
     def _kernel(self, model, opts, data=None):
         kind = opts["kernel"]
-        compiled_ok = (has(model, "run_ais_compiled") and opts["start"] == "prior"
-                       and int(opts["n_steps"]) == 1)
+        compiled_ok = (has(model, "run_ais_compiled") and int(opts["n_steps"]) == 1
+                       and (opts["start"] == "prior" or has(model, "flat_concentrations")))
         if isinstance(kind, str) and kind == "compiled":
             if not compiled_ok:
-                raise ValueError("kernel='compiled' needs a model with run_ais_compiled, "
-                                 "start='prior' and n_steps=1.")
+                raise ValueError("kernel='compiled' needs a model with run_ais_compiled and "
+                                 "n_steps=1 (and flat_concentrations for start='q').")
             return "compiled"
         if isinstance(kind, str) and kind == "auto" and compiled_ok:
             return "compiled"
@@ -347,63 +427,123 @@ class _AISBase(Scorer):
             return run_reverse_ais_compiled(model, data, betas, exact, int(opts["n_chains"]),
                                             random_state, opts["n_jobs"],
                                             opts["dirichlet_strength"], opts["dirichlet_floor"],
-                                            opts["verbose"])
+                                            opts["verbose"], opts.get("start_alpha"))
         return run_reverse_ais(model, data, betas, kernel, exact, int(opts["n_chains"]),
                                opts["n_steps"], random_state, opts["n_jobs"], opts["start"], q,
                                opts["verbose"])
 
-    def _forward(self, estimator, model, data, betas, kernel, q, opts, random_state):
+    def _run_forward(self, model, data, betas, kernel, q, opts, random_state, verbose=None):
+        verbose = opts["verbose"] if verbose is None else verbose
         if isinstance(kernel, str) and kernel == "compiled":
-            r = run_ais_compiled(model, data, betas, int(opts["n_chains"]), random_state,
-                                 opts["n_jobs"], opts["dirichlet_strength"], opts["dirichlet_floor"],
-                                 opts["verbose"])
-        else:
-            r = run_ais(model, data, betas, kernel, int(opts["n_chains"]), opts["n_steps"],
-                        random_state, opts["n_jobs"], opts["start"], q, opts["verbose"])
+            return run_ais_compiled(model, data, betas, int(opts["n_chains"]), random_state,
+                                    opts["n_jobs"], opts["dirichlet_strength"],
+                                    opts["dirichlet_floor"], verbose, opts.get("start_alpha"))
+        return run_ais(model, data, betas, kernel, int(opts["n_chains"]), opts["n_steps"],
+                       random_state, opts["n_jobs"], opts["start"], q, verbose)
+
+    def _pilot(self, model, data, kernel, q, opts, random_state):
+        """Number of temperatures from a short pilot run (its own seed stream; the scored
+        run then uses a schedule fixed in advance, so it stays unbiased for Z).
+
+        For a well-mixing kernel the variance of the log-weights falls like 1/K along a
+        schedule of fixed shape, so ``K = K_pilot * var_pilot / PILOT_TARGET_VARIANCE``
+        temperatures bring it to about ``PILOT_TARGET_VARIANCE`` (ESS/C ~ e^-1), clipped to
+        ``[1000, max_temperatures]``.  Slow mixing makes the variance fall more slowly,
+        which the reliability checks of the scored run then report."""
+        K0 = int(opts["pilot_temperatures"])
+        betas0 = make_schedule(opts["schedule"], K0, opts["delta"], opts["e_tau"],
+                               opts["beta_min"])
+        lw = self._run_forward(model, data, betas0, kernel, q, opts, random_state, verbose=0)[
+            "log_weights"]
+        var = float(np.var(lw, ddof=1)) if lw.size > 1 and np.all(np.isfinite(lw)) else np.inf
+        need = K0 * var / PILOT_TARGET_VARIANCE
+        K_max = int(opts["max_temperatures"])
+        K = int(min(max(MIN_AUTO_TEMPERATURES, np.ceil(need) if np.isfinite(need) else K_max),
+                    K_max))
+        info = {"n_temperatures": K0, "log_weight_variance": var,
+                "predicted_temperatures": float(need), "chosen_temperatures": K}
+        if opts["verbose"]:
+            print(f"[ais] pilot run ({K0} temperatures): log-weight variance {var:.3g}; "
+                  f"scoring with {K} temperatures", flush=True)
+        return K, info
+
+    def _forward(self, estimator, model, data, betas, kernel, q, opts, random_state):
+        r = self._run_forward(model, data, betas, kernel, q, opts, random_state)
         lw = r["log_weights"]
-        est = log_mean_exp(lw)
-        se, reliable = delta_method_stderr(lw)
-        diag = {
-            "log_weights": lw,
-            "ess": effective_sample_size(lw),
-            "stderr_reliable": reliable,
-            # sd(ln w)/sqrt(C): a cruder error scale that does not collapse with the ESS
-            "stderr_between_chains": (float(np.std(lw, ddof=1) / np.sqrt(lw.size))
-                                      if lw.size > 1 and np.all(np.isfinite(lw)) else None),
+        est, se, diag = _summarise(lw, int(opts["n_runs"]), "chains")
+        lower = known_lower_bound(estimator, opts["lower_bound"])
+        reasons = reliability_reasons(diag["ess"], _min_ess(lw.size), diag["run_estimates"],
+                                      diag["run_stderr"], est, se, lower)
+        diag.update({
+            "reliable": not reasons,
+            "stderr_reliable": not reasons,
+            "unreliable_reasons": reasons,
             "acceptance_by_quarter": _by_quarter(r["acceptance"]),
             "acceptance_profile": _profile(r["acceptance"], betas[1:-1]),
             "n_temperatures": len(betas) - 1,
             "log_ratio_estimates": np.array([log_mean_exp(x) for x in r["log_ratios"]]),
-        }
-        if hasattr(estimator, "lower_bound_"):
-            F = float(estimator.lower_bound_)
-            diag["vb_violation"] = bool(est < F - 3 * se)
+        })
+        if lower is not None:
+            diag["vb_violation"] = bool(est < lower - LOWER_BOUND_Z * se)
         return est, se, diag, r
 
 
 class AISScore(_AISBase):
     """Forward annealed importance sampling (theta-only); a stochastic lower bound.
 
-    Options: ``n_temperatures`` (K), ``n_chains`` (C), ``schedule`` ("sigmoid" with
-    ``delta``, "beal" with ``e_tau``, "linear", "geometric" with ``beta_min``, or an
-    array), ``n_steps`` kernel steps per temperature, ``kernel`` ("auto": the model's
-    compiled kernel when it has one (``run_ais_compiled``, e.g. VBDiscreteDAG: Beal's
-    joint Dirichlet proposal of every CPT row, one move per temperature), else the
-    model's ``annealing_kernel`` (LDS, Gaussian HMM: tuned from the prior and q before the
-    run), otherwise "blocks": Dirichlet MH on simplex rows + random walk in the
-    unconstrained basis elsewhere with steps ``c / sqrt(pi + beta n h)``, ``pi`` the
-    prior precision from the prior; "compiled"; "blocks"; "dirichlet"; "rw"; "exact"; or
-    a kernel object), ``rw_scale``,
+    What is unbiased: each chain's weight ``exp(log_w_c)`` is an unbiased estimate of Z =
+    p(X) for any schedule fixed before the run and any kernels that leave each ``f_beta``
+    invariant; so is their mean, whose log (``log_evidence``) is therefore a stochastic
+    lower bound (``E ln Z^ <= ln Z``, ``P(ln Z^ > ln Z + b) < e^-b``).  The automatic
+    schedule length is chosen from a pilot run with its own seed stream and then fixed,
+    so the scored run keeps this property.
+
+    Options: ``n_temperatures`` (K; default "auto": a pilot run of
+    ``pilot_temperatures`` = 256 temperatures measures the variance of the log-weights,
+    and K = 256 x variance / 1 (enough for a log-weight variance of about 1 if it falls
+    like 1/K), clipped to [1000, ``max_temperatures`` = 4000]; a K the pilot wants
+    beyond the cap is reported as a reason the result is unreliable), ``n_chains`` (C),
+    ``schedule`` ("sigmoid" with ``delta``, "beal" with ``e_tau``, "linear",
+    "geometric" with ``beta_min``, or an array), ``n_steps`` kernel steps per
+    temperature, ``kernel`` ("auto": the model's compiled kernel when it has one
+    (``run_ais_compiled``, e.g. VBDiscreteDAG: Beal's joint Dirichlet proposal of every
+    CPT row, one move per temperature), else the model's ``annealing_kernel`` (LDS,
+    Gaussian HMM: tuned from the prior and q before the run), otherwise "blocks":
+    Dirichlet MH on simplex rows + random walk in the unconstrained basis elsewhere with
+    steps ``c / sqrt(pi + beta n h)``, ``pi`` the prior precision from the prior;
+    "compiled"; "blocks"; "dirichlet"; "rw"; "exact"; or a kernel object), ``rw_scale``,
     ``dirichlet_strength`` = (alpha0, kappa) for the strength alpha0 + kappa n beta
     (None: (5, 2) for the row-wise kernel, the model's default for the compiled one),
     ``dirichlet_floor`` (per-entry floor of the Dirichlet proposal, "prior" = prior
     concentrations capped at 1; 0 = Beal's Dir(alpha theta), which freezes entries near 0
-    under sparse priors), ``start`` ("prior" or "q").  Chains are combined by
-    log-mean-exp; ``stderr`` by the delta method, flagged
-    ``diagnostics["stderr_reliable"] = False`` when the effective sample size is below 10
-    (then the weights are dominated by one or two chains and the stderr says nothing:
-    lengthen the schedule); ``diagnostics["vb_violation"]`` flags an estimate below the VB
-    bound.  ``verbose=1`` prints progress lines for runs longer than a few seconds.
+    under sparse priors), ``start`` ("auto" (default): "q" when the estimator has a
+    variational posterior, else "prior"; "q": the path
+    ``(1 - beta) ln q + beta [ln p + l]`` from the fitted q(theta), along which every
+    target is about as concentrated as the posterior, so proposals keep their size at
+    beta = 1; "prior": ``ln p + beta l``, the path of Beal 2003 §6.5, which at a few
+    thousand cases needs tens of thousands of temperatures).
+
+    Error bars: chains are combined by log-mean-exp; they are split into ``n_runs`` (4)
+    independent runs and ``stderr`` is the larger of the spread of the run estimates,
+    ``sd / sqrt(R)``, and of the single-chain log-weights, ``sd / sqrt(C)``
+    (``diagnostics["stderr_delta"]`` keeps the delta-method value, which collapses when one
+    chain carries the weight).  The result is flagged (``diagnostics["reliable"]`` and
+    ``["stderr_reliable"]`` False, ``["unreliable_reasons"]``) and an
+    :class:`~sklearn_vb.scoring.UnreliableEstimateWarning` says why and what to
+    increase when the effective sample size is below C/4 (at least 2), the runs disagree
+    beyond their error bars, or the estimate lies more than 2 standard errors below
+    ``lower_bound`` ("vb": the estimator's ``lower_bound_``, valid when X is its
+    training data; a number, e.g. a Cheeseman-Stutz score; None: no check).
+    ``diagnostics["vb_violation"]`` is that last test alone.
+
+    Cost at the defaults: ``C (256 + K)`` proposals, each one likelihood evaluation for
+    the compiled kernel and one per proposed block (a Dirichlet row or a parameter
+    block) for the others, K between 1000 and 4000.  Measured (this package's benchmark
+    machine, one thread): VBDiscreteDAG on Beal's structure, n = 2560, about 10 s, 5-10
+    fits; categorical VBHiddenMarkov, 4 states, 3000 characters of English text, about
+    100-300 s (rows are moved one at a time in Python), 100-200 fits.
+
+    ``verbose=1`` prints progress lines for runs longer than a few seconds.
     ``hysteresis=True`` adds Beal's backward pass from the final states
     (``diagnostics["hysteresis"]``, see :func:`hysteresis_check`; it uses a different seed
     stream, so the forward estimate differs from a run without it).
@@ -416,11 +556,26 @@ class AISScore(_AISBase):
         model, data, betas, kernel, q = self._setup(estimator, X, fit_params, opts)
         ss_fwd, ss_back = as_seed_sequence(opts["random_state"]).spawn(2) if opts["hysteresis"] \
             else (opts["random_state"], None)
+        pilot = None
+        if betas is None:
+            ss_pilot, ss_fwd = as_seed_sequence(ss_fwd).spawn(2)
+            K, pilot = self._pilot(model, data, kernel, q, opts, ss_pilot)
+            betas = make_schedule(opts["schedule"], K, opts["delta"], opts["e_tau"],
+                                  opts["beta_min"])
         est, se, diag, r = self._forward(estimator, model, data, betas, kernel, q, opts, ss_fwd)
+        if pilot is not None:
+            diag["pilot"] = pilot
+            if pilot["predicted_temperatures"] > pilot["chosen_temperatures"]:
+                diag["unreliable_reasons"].append(
+                    f"the pilot run asks for ~{pilot['predicted_temperatures']:.3g} temperatures, "
+                    f"more than max_temperatures={int(opts['max_temperatures'])}")
+                diag["reliable"] = diag["stderr_reliable"] = False
         if opts["hysteresis"]:
             diag["hysteresis"] = hysteresis_check(
                 model, data, betas, kernel, r, ss_back, opts["n_jobs"], opts["start"], q,
-                opts["dirichlet_strength"], opts["dirichlet_floor"], opts["verbose"])
+                opts["dirichlet_strength"], opts["dirichlet_floor"], opts["verbose"],
+                opts.get("start_alpha"))
+        warn_unreliable(self.name, diag["unreliable_reasons"], _AIS_ADVICE)
         return ScoreResult(self.name, float(est), "stochastic_lower",
                            log_alias_correction=self._log_alias(model, opts), stderr=se,
                            n_eff=diag["ess"], diagnostics=diag)
@@ -447,7 +602,9 @@ class ReverseAISScore(_AISBase):
     posterior draws for conjugate test models.  Kernels as for :class:`AISScore`; the
     compiled DAG kernel (a single joint Metropolis–Hastings move, its own adjoint) is
     used by "auto" and "compiled" (:func:`run_reverse_ais_compiled`), Python kernels
-    run their ``adjoint()``.
+    run their ``adjoint()``.  ``n_temperatures="auto"`` means 1000 here (no pilot run).
+    Cost: ``C K`` proposals (likelihood evaluations as for :class:`AISScore`).  Error
+    bars and flags as for :class:`AISScore`.
     """
 
     name = "rais"
@@ -455,15 +612,26 @@ class ReverseAISScore(_AISBase):
 
     def _score(self, estimator, X, fit_params, opts):
         model, data, betas, kernel, q = self._setup(estimator, X, fit_params, opts)
+        if betas is None:  # no forward pilot here: the shortest automatic schedule
+            betas = make_schedule(opts["schedule"], MIN_AUTO_TEMPERATURES, opts["delta"],
+                                  opts["e_tau"], opts["beta_min"])
         ss = as_seed_sequence(opts["random_state"])
         s_exact, s_run = ss.spawn(2)
         ex, source = _exact_samples(model, data, opts, int(opts["n_chains"]), s_exact, self.name)
         r = self._reverse(model, data, betas, kernel, ex, q, opts, s_run)
         lu = r["log_u"]
-        est = -log_mean_exp(lu)
-        se, reliable = delta_method_stderr(lu)
-        diag = {"log_u": lu, "ess": effective_sample_size(lu), "stderr_reliable": reliable,
-                "acceptance_by_quarter": _by_quarter(r["acceptance"]), "exact_samples": source}
+        neg_est, se, diag = _summarise(lu, int(opts["n_runs"]), "chains")
+        est = -neg_est
+        diag["log_u"] = diag.pop("log_weights")
+        diag["run_estimates"] = [-e for e in diag["run_estimates"]]
+        lower = known_lower_bound(estimator, opts["lower_bound"])
+        reasons = reliability_reasons(diag["ess"], _min_ess(lu.size), diag["run_estimates"],
+                                      diag["run_stderr"], est, se, lower)
+        diag.update({"reliable": not reasons, "stderr_reliable": not reasons,
+                     "unreliable_reasons": reasons,
+                     "acceptance_by_quarter": _by_quarter(r["acceptance"]),
+                     "exact_samples": source})
+        warn_unreliable(self.name, reasons, _AIS_ADVICE)
         return ScoreResult(self.name, float(est), "stochastic_upper",
                            log_alias_correction=self._log_alias(model, opts), stderr=se,
                            n_eff=diag["ess"], diagnostics=diag)
@@ -490,8 +658,8 @@ class BDMCScore(_AISBase):
             betas = make_schedule(opts["schedule"], K, opts["delta"], opts["e_tau"], opts["beta_min"])
             lo, se_lo, _, _ = self._forward(estimator, model, data, betas, kernel, q, opts, s_runs[2 * i])
             r = self._reverse(model, data, betas, kernel, ex, q, opts, s_runs[2 * i + 1])
-            hi = -log_mean_exp(r["log_u"])
-            se_hi = delta_method_stderr(r["log_u"])[0]
+            neg_hi, se_hi, _ = _summarise(r["log_u"], int(opts["n_runs"]), "chains")
+            hi = -neg_hi
             history.append({"K": int(K), "lower": float(lo), "upper": float(hi),
                             "gap": float(hi - lo), "stderr_lower": se_lo, "stderr_upper": se_hi})
             if opts["verbose"]:

@@ -16,6 +16,7 @@ __all__ = [
     "effective_sample_size",
     "delta_method_stderr",
     "between_run_stderr",
+    "split_runs",
     "combine_unbiased_for_z",
     "combine_unbiased_for_inverse_z",
     "normalised_weights",
@@ -86,6 +87,16 @@ def between_run_stderr(estimates):
     if e.size < 2 or not np.all(np.isfinite(e)):
         return None
     return float(np.std(e, ddof=1) / np.sqrt(e.size))
+
+
+def split_runs(a, n_runs):
+    """Split pooled log-weights ``a`` (chains or draws, in order) into ``n_runs``
+    contiguous, equally large (up to one) independent runs; at most ``len(a)`` runs."""
+    a = np.asarray(a, dtype=float).ravel()
+    n_runs = int(n_runs)
+    if n_runs < 1:
+        raise ValueError(f"n_runs must be >= 1, got {n_runs}.")
+    return [r for r in np.array_split(a, min(n_runs, a.size)) if r.size]
 
 
 def combine_unbiased_for_z(log_weight_sets):

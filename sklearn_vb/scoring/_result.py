@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["ScoreResult", "BOUND_KINDS"]
+__all__ = ["ScoreResult", "BOUND_KINDS", "UnreliableEstimateWarning"]
 
 BOUND_KINDS = ("lower", "stochastic_lower", "stochastic_upper", "interval", "approx")
+
+
+class UnreliableEstimateWarning(UserWarning):
+    """A Monte Carlo evidence estimate or its standard error cannot be trusted.
+
+    Raised by the sampling scorers (``"is"``, ``"ais"``, ``"rais"``, ``"vmcmc"``) when the
+    effective sample size is tiny, independent runs disagree beyond their own error bars,
+    or the estimate falls below a known lower bound by more than its error bar.  The
+    message says which, and what to increase; ``diagnostics["unreliable_reasons"]`` of the
+    result holds the same reasons.
+    """
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,14 @@ class Target:
         lq = np.asarray(self.q.log_pdf(params), dtype=float) if self.start == "q" else None
         return ChainState(params, lp, ll, lq)
 
+    def tuning_beta(self, beta):
+        """The inverse temperature at which kernels size their proposals for a move that
+        targets ``f_beta``.  From the prior the tempered posterior narrows with ``beta``;
+        from q (already about as narrow as the posterior) every ``f_beta`` is, so the
+        proposals keep their size at beta = 1 along the whole path.  Any choice leaves
+        ``f_beta`` invariant; this one keeps the acceptance rate up."""
+        return beta if self.start == "prior" else 1.0
+
     def log_f(self, state, beta):
         ll = np.where(np.isnan(state.loglik), -np.inf, state.loglik)
         if self.start == "prior":
@@ -322,7 +330,7 @@ class BlockRandomWalkMH(_KernelBase):
         for i, b in enumerate(self.order):
             sl = space.slices[b]
             phi = space.to_unconstrained(state.params)
-            s = self.step_size(b, beta, target.n)
+            s = self.step_size(b, target.tuning_beta(beta), target.n)
             prop = phi.copy()
             prop[:, sl] = phi[:, sl] + s * eps[:, sl]
             params, ld_new = space.from_unconstrained(prop)
@@ -441,7 +449,8 @@ class DirichletMH(_KernelBase):
         # change before the row's own update, so all Dirichlet proposals and acceptance
         # uniforms of the sweep are drawn up front: a few generator calls per chain.
         rows = [state.params[b][(slice(None),) + r] for b, r in self.order]
-        strengths = [self.strength(b, beta, target.n, r) for b, r in self.order]
+        tb = target.tuning_beta(beta)
+        strengths = [self.strength(b, tb, target.n, r) for b, r in self.order]
         floors = [self.floor[b][r] for b, r in self.order]
         alphas = [a * row + g for a, row, g in zip(strengths, rows, floors)]
         shapes = np.concatenate(alphas, axis=1)  # (C, total entries)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from math import exp
 
 import numpy as np
+from scipy.special import gammaln
 
 from ..._dag_structure import CPTLayout, exact_log_evidence
 from ..._kernels.dag import enumerate_posterior, pattern_log_normalisers
-from ..._kernels.scoring_dag import dag_ais_chains, dag_ais_init
+from ..._kernels.scoring_dag import dag_ais_chains, dag_ais_chains_from_start, dag_ais_init
 from ..protocols import EStep
 from ._dirichlet import DirichletBlocksModel
 
@@ -108,8 +109,18 @@ class DAGScoringModel(DirichletBlocksModel):
             np.concatenate([np.asarray(self.prior_alpha[b], dtype=float).ravel()
                             for b in self.block_names]))
 
+    def _log_normaliser(self, alpha):
+        """``sum_rows lgamma(sum alpha_row) - sum lgamma(alpha_row)`` over rows of length >= 2
+        of a flat concentration vector (the log normaliser of a product of Dirichlets)."""
+        rp = self.layout.row_ptr
+        out = 0.0
+        for a, b in zip(rp[:-1], rp[1:]):
+            if b - a >= 2:
+                out += gammaln(alpha[a:b].sum()) - gammaln(alpha[a:b]).sum()
+        return float(out)
+
     def run_ais_compiled(self, X, betas, seeds, strength=None, floor="prior", start_params=None,
-                         progress=None, segment=1024):
+                         progress=None, segment=1024, start_alpha=None):
         """Forward AIS chains in compiled code (one chain per entry of ``seeds``).
 
         Every chain starts at an exact prior draw and makes, per temperature, one
@@ -119,6 +130,13 @@ class DAGScoringModel(DirichletBlocksModel):
         ``strength = (alpha0, kappa)`` (``kappa = 0``: Beal's fixed strength), then adds
         ``(beta_k - beta_{k-1}) ln p(X | theta)`` to its log-weight.  ``floor="prior"``
         uses the prior concentrations capped at 1; ``0`` gives Beal's proposal.
+
+        ``start_alpha`` (flat concentrations, in the order of the blocks) replaces the
+        prior as the start of the path by the product of Dirichlets ``s`` it defines (e.g.
+        the variational posterior): chains start at exact draws of ``s`` and the targets
+        are ``(1 - beta) ln s + beta [ln p + ln p(X | theta)]``.  Every target is then
+        about as concentrated as the posterior, so the proposal strength is held at its
+        value at beta = 1, ``alpha0 + kappa n``.
 
         ``seeds`` are :class:`numpy.random.SeedSequence` objects (or ints); chain ``c``'s
         prior draw and its moves depend only on ``seeds[c]``.  Temperatures are processed
@@ -149,7 +167,19 @@ class DAGScoringModel(DirichletBlocksModel):
         bounds = list(range(0, K, segment)) + [K]
         n_seg = len(bounds) - 1
         kids = [ss.spawn(1 + n_seg) for ss in seqs]
-        if start_params is None:
+        n = float(self.n_cases(X))
+        if start_alpha is not None:
+            start_alpha = np.ascontiguousarray(start_alpha, dtype=float)
+            if start_alpha.shape != prior.shape or not np.all(start_alpha > 0):
+                raise ValueError("start_alpha must hold one positive concentration per entry.")
+            a0, kappa = a0 + kappa * n, 0.0
+        if start_params is None and start_alpha is not None:
+            space = self.param_space
+            start_q = self.variational_posterior_from(
+                {k: v[0] for k, v in space.unflatten(start_alpha).items()})
+            draws = [start_q.sample(np.random.default_rng(kid[0]), 1) for kid in kids]
+            theta = np.concatenate([self._flat(d) for d in draws], axis=0)
+        elif start_params is None:
             draws = [self.sample_prior(np.random.default_rng(kid[0]), 1) for kid in kids]
             theta = np.concatenate([self._flat(d) for d in draws], axis=0)
         else:
@@ -158,19 +188,34 @@ class DAGScoringModel(DirichletBlocksModel):
         row_ptr = np.ascontiguousarray(self.layout.row_ptr, dtype=np.int64)
         ll, lp, log_w = np.empty(C), np.empty(C), np.zeros(C)
         dag_ais_init(theta, prior, row_ptr, X.idx, X.row_start, X.weights, ll, lp)
+        if start_alpha is not None:
+            ls = np.empty(C)
+            dag_ais_init(theta, start_alpha, row_ptr, X.idx, X.row_start, X.weights, ll, ls)
+            norm_diff = self._log_normaliser(prior) - self._log_normaliser(start_alpha)
         acc = np.zeros(K, dtype=np.int64)
         lr = np.zeros(K)
         g = np.ascontiguousarray(g)
-        n = float(self.n_cases(X))
         for s in range(n_seg):
             seg_seeds = np.array([int(kid[1 + s].generate_state(1)[0]) for kid in kids], dtype=np.int64)
-            dag_ais_chains(theta, ll, lp, log_w, betas, bounds[s], bounds[s + 1], prior, row_ptr,
-                           X.idx, X.row_start, X.weights, n, float(a0), float(kappa), g,
-                           seg_seeds, acc, lr)
+            if start_alpha is None:
+                dag_ais_chains(theta, ll, lp, log_w, betas, bounds[s], bounds[s + 1], prior,
+                               row_ptr, X.idx, X.row_start, X.weights, n, float(a0),
+                               float(kappa), g, seg_seeds, acc, lr)
+            else:
+                dag_ais_chains_from_start(theta, ll, lp, ls, log_w, betas, bounds[s],
+                                          bounds[s + 1], prior, start_alpha, norm_diff, row_ptr,
+                                          X.idx, X.row_start, X.weights, n, float(a0),
+                                          float(kappa), g, seg_seeds, acc, lr)
             if progress is not None:
                 progress(bounds[s + 1], K, log_w)
         return {"log_weights": log_w, "acceptance": acc / C,
                 "final_params": self.param_space.unflatten(theta), "log_ratios": lr / C}
+
+    def flat_concentrations(self, q):
+        """The concentrations of a product-of-Dirichlets q over this model's CPT rows as
+        one flat vector in the order of ``run_ais_compiled``'s ``start_alpha``."""
+        return np.ascontiguousarray(np.concatenate(
+            [np.asarray(q[b].alpha, dtype=float).ravel() for b in self.block_names]))
 
     def variational_posterior(self, X=None):
         post = getattr(self.estimator, "posterior_", None)
