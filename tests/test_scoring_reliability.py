@@ -92,7 +92,7 @@ def test_is_warning_and_stderr_reliable_agree():
     model = BetaBernoulli(1, 1)
     X = [1] * 3000 + [0] * 1000
     with pytest.warns(UnreliableEstimateWarning) as rec:
-        bad = score(model, X, "is", proposal="prior", n_samples=200, n_runs=4, random_state=0)
+        bad = score(model, X, "is", proposal="prior", n_samples=50, n_runs=4, random_state=0)
     assert len(rec) == 1
     assert bad.diagnostics["stderr_reliable"] is False
     assert bad.diagnostics["unreliable_reasons"]
