@@ -558,10 +558,12 @@ class AISScore(_AISBase):
 
     Cost at the defaults: ``C (256 + K)`` proposals, each one likelihood evaluation for
     the compiled kernel and one per proposed block (a Dirichlet row or a parameter
-    block) for the others, K between 1000 and 4000.  Measured (this package's benchmark
-    machine, one thread): VBDiscreteDAG on Beal's structure, n = 2560, about 10 s, 5-10
-    fits; categorical VBHiddenMarkov, 4 states, 3000 characters of English text, about
-    100-300 s (rows are moved one at a time in Python), 100-200 fits.
+    block) for the others, K between 1000 and 4000.  Measured (2-core machine under
+    load, one thread, time of the score / time of the fit): VBDiscreteDAG on Beal's
+    structure (``make_beal_dag``), n = 2560: 14 s, 5 fits (K = 2877 chosen); n = 10240:
+    8 s, 3 fits (K = 1695); categorical VBHiddenMarkov, 4 states, 3000 characters of
+    English text: 770 s, 117 fits (K = 3674; the Dirichlet rows are moved one at a
+    time in Python, 9 likelihood evaluations per chain and temperature).
 
     ``verbose=1`` prints progress lines for runs longer than a few seconds.
     ``hysteresis=True`` adds Beal's backward pass from the final states
