@@ -16,12 +16,14 @@ filter / RTS smoother in :mod:`sklearn_vb._kernels.kalman`.
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import digamma, polygamma
 from sklearn.base import TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
@@ -183,13 +185,20 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     rotations : bool, default=True
         Once the hyperparameter schedule has started every group, start every
         iteration with a rotation move (Luttinen and Ilin 2010;
-        Luttinen 2013; :mod:`sklearn_vb._lds_moves`): the change of basis of the
+        Luttinen 2013; ``sklearn_vb._lds_moves``): the change of basis of the
         hidden state ``x -> R x`` (``A -> R A R^-1``, ``B -> R B``, ``C -> C R^-1``)
         that maximises the bound, with the ARD precisions and the initial-state
         prior that the schedule optimises re-optimised for the rotated posterior.
         VBEM alone creeps along these directions (the scale and orientation of the
         states), often for thousands of iterations; the move is accepted only when
         it raises the bound.
+    ard_check : bool, default=True
+        With ``ard=True``, when the fit ends with fewer effective states than
+        ``n_states``, also fit from the same start with the ARD precisions first
+        held at ``ard_init`` (every dimension kept) and then optimised; if that
+        reaches a higher bound it is kept, with a warning that names the bound lost
+        by switching dimensions off.  Costs about two more fits, only when ARD
+        switched something off.
     max_iter, tol, n_init, random_state, warm_start, verbose,
     verbose_interval, bound_check
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is on the absolute
@@ -243,6 +252,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         "prune_interval": [Interval(Integral, 1, None, closed="left")],
         "prune_iter": [Interval(Integral, 1, None, closed="left")],
         "rotations": ["boolean"],
+        "ard_check": ["boolean"],
     }
 
     def __init__(
@@ -263,6 +273,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         prune_interval=50,
         prune_iter=20,
         rotations=True,
+        ard_check=True,
         max_iter=500,
         tol=1e-4,
         n_init=1,
@@ -299,6 +310,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.prune_interval = prune_interval
         self.prune_iter = prune_iter
         self.rotations = rotations
+        self.ard_check = ard_check
 
     # ================================================================ data
     def _inputs(self, X, U, n_user_inputs):
@@ -680,7 +692,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _rotation_objective(self, data, iteration):
         """The bound of the rotated posterior as a function of R (see
-        :mod:`sklearn_vb._lds_moves`), with the hyperparameter groups that the
+        ``sklearn_vb._lds_moves``), with the hyperparameter groups that the
         schedule optimises at this iteration at their optimum."""
         ab, cd, rest = self._hyper_groups_started(iteration)
         init_state = self.init_state_cov if rest and self.init_state_cov != "fixed" \
@@ -945,9 +957,48 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             One sequence label per row, an alternative to ``lengths`` that survives
             sklearn's cross-validation splitters.
         """
-        if self.warm_start and hasattr(self, "lower_bound_"):
+        continuing = self.warm_start and hasattr(self, "lower_bound_")
+        if continuing:
             self._warm_data_changed = True
-        return super().fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+        super().fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+        if (self.ard and self.ard_check and not continuing
+                and self.n_effective_states_ < self._k_max):
+            self._check_switched_off(X, U, lengths, sequence_ids)
+        return self
+
+    def _check_switched_off(self, X, U, lengths, sequence_ids):
+        """ARD switched state dimensions off: compare with the fit that first holds
+        the ARD precisions at ``ard_init`` (all ``n_states`` dimensions kept, from the
+        same start) and then optimises them from there; keep the better one and warn
+        when the switched-off fit loses bound.  ARD that switches dimensions off in
+        its first iterations, before the dynamics are learned, can lose tens of nats
+        (a noisy oscillation fitted with one state instead of two)."""
+        params = self.get_params(deep=False)
+        alt = type(self)(**{**params, "ard": False, "ard_check": False, "n_init": 1,
+                            "verbose": 0, "warm_start": False})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+            alt.set_params(ard=True, warm_start=True)
+            alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+        if self.verbose:
+            print(f"[{type(self).__name__}] ARD check: bound {self.lower_bound_:.6f} with "
+                  f"{self.n_effective_states_} of {self._k_max} states; precisions first "
+                  f"held fixed: {alt.lower_bound_:.6f} with {alt.n_effective_states_}")
+        loss = alt.lower_bound_ - self.lower_bound_
+        if loss <= max(self.tol, bound_round_off(self.lower_bound_)):
+            return
+        warnings.warn(
+            f"{type(self).__name__}: ARD switched off {self._k_max - self.n_effective_states_} "
+            f"of {self._k_max} state dimensions and lost {loss:.4g} nats of bound against "
+            "a fit that first holds the ARD precisions at ard_init and then optimises them "
+            f"({alt.n_effective_states_} effective states); that fit is kept.",
+            UserWarning,
+        )
+        fit_time = self.fit_time_ + alt.fit_time_
+        fitted = {key: value for key, value in vars(alt).items() if key not in params}
+        self.__dict__.update(fitted)
+        self.fit_time_ = fit_time
 
     def _finalize(self, data):
         q = self._q_theta

@@ -1,0 +1,48 @@
+"""The check of VBLinearDynamicalSystem against bound lost by ARD switching states off."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from sklearn_vb.lds import VBLinearDynamicalSystem
+
+
+def _oscillation(T=200, seed=0):
+    """A noisy sinusoid: one output, two states needed for the oscillation."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(T)
+    return (np.sin(2 * np.pi * t / 25) + 0.3 * rng.standard_normal(T))[:, None]
+
+
+def _fit(X, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return VBLinearDynamicalSystem(n_states=2, max_iter=300, random_state=0,
+                                       **kwargs).fit(X)
+
+
+def test_switched_off_state_losing_bound_is_reported_and_replaced():
+    X = _oscillation()
+    unchecked = _fit(X, ard_check=False)
+    assert unchecked.n_effective_states_ == 1  # ARD alone loses the second state
+    with pytest.warns(UserWarning, match="ARD switched off 1 of 2") as record:
+        checked = _fit(X)
+    lost = float(re.search(r"lost ([0-9.e+]+) nats", str(record[-1].message)).group(1))
+    # the kept fit is the better one, by the amount the warning names
+    assert checked.n_effective_states_ == 2
+    assert checked.lower_bound_ == pytest.approx(unchecked.lower_bound_ + lost, rel=1e-3)
+    assert lost > 10.0
+    # the kept fit is a complete fitted state: its bound history never decreased
+    assert np.all(np.diff(checked.lower_bounds_) >= -1e-9 * np.abs(checked.lower_bounds_[1:]))
+    assert checked.transform(X).shape == (len(X), 2)
+
+
+def test_no_check_when_nothing_is_switched_off():
+    X = _oscillation()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        model = _fit(X, ard=False)
+    assert model.n_effective_states_ == 2
