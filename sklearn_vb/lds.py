@@ -979,8 +979,12 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+            first_iter, first_time = alt.n_iter_, alt.fit_time_
             alt.set_params(ard=True, warm_start=True)
             alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+        # the kept fit's iterations and time are those of both of its stages
+        alt.n_iter_ += first_iter
+        alt.fit_time_ += first_time
         if self.verbose:
             print(f"[{type(self).__name__}] ARD check: bound {self.lower_bound_:.6f} with "
                   f"{self.n_effective_states_} of {self._k_max} states; precisions first "

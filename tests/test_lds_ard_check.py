@@ -38,6 +38,7 @@ def test_switched_off_state_losing_bound_is_reported_and_replaced():
     # the kept fit is a complete fitted state: its bound history never decreased
     assert np.all(np.diff(checked.lower_bounds_) >= -1e-9 * np.abs(checked.lower_bounds_[1:]))
     assert checked.transform(X).shape == (len(X), 2)
+    assert checked.n_iter_ == len(checked.lower_bounds_)
 
 
 def test_no_check_when_nothing_is_switched_off():
