@@ -192,7 +192,8 @@ def test_two_stage_with_annealed_importance_sampling():
     from sklearn_vb.scoring import get_scorer
 
     X, lengths = hmm_data(0, lengths=(50,) * 4)
-    ais = get_scorer("ais", n_temperatures=200, n_chains=4)
+    # annealing from the prior (not from q, the default here) with 200 temperatures
+    ais = get_scorer("ais", n_temperatures=200, n_chains=4, start="prior")
     search = StructureSearch(VBHiddenMarkov(n_init=3, max_iter=200), {"n_components": [2, 3, 4]},
                              rescoring=ais, rescore_top_k=2, random_state=0)
     with warnings.catch_warnings(record=True) as caught:
