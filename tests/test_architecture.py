@@ -40,7 +40,7 @@ LAYERS = [
     # scoring._progress: the progress reporter shared by the slow scorers
     ("scoring", ["scoring", "scoring._progress"]),
     ("model selection", ["model_selection"]),
-    ("applications", ["plotting", "_demo", "__main__"]),
+    ("applications", ["plotting", "_demo", "__main__", "reproduce"]),
 ]
 
 FORBIDDEN_ROOTS = ("tests",)

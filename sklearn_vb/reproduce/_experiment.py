@@ -1,0 +1,118 @@
+"""The experiment record and the table of registered experiments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ._runner import run_experiment
+
+__all__ = ["Experiment", "Option", "EXPERIMENTS", "register", "get_experiment", "run"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """An experiment-specific setting, also offered on the command line as ``--<name>``
+    (underscores become dashes).  ``default=None`` keeps the value of the chosen
+    configuration (quick or full)."""
+
+    name: str
+    type: Callable = int
+    help: str = ""
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One reproducible experiment.
+
+    Attributes
+    ----------
+    name : str
+        Registry key and command-line name (``python -m sklearn_vb reproduce <name>``).
+    description : str
+        One line, shown by ``reproduce --list``.
+    quick, full : dict
+        The two configurations.  Every key may be overridden by a keyword of the Python
+        call; those named in ``options`` also from the command line.
+    units : callable ``(config) -> list of keys``
+        The work units.  A key is a tuple of JSON scalars (str, int, float, bool); each
+        unit is computed, cached and resumed independently.
+    run_unit : callable ``(key, config, seed) -> result``
+        Computes one unit.  ``seed`` is an integer derived from the run's seed and the key
+        alone, so a unit's result does not depend on the order of execution, on
+        ``n_jobs`` or on resuming.  The result must be JSON-serialisable (nested dicts and
+        lists of numbers and strings; NaN and infinities are allowed).
+    summarize : callable ``(results, config) -> dict``
+        Turns ``{key: result}`` into the experiment's tables (plain dicts, lists and
+        arrays).  Tests check these numbers.
+    report : callable ``(summary, config, out_dir) -> str``
+        Writes the figures (PNG) into ``out_dir`` (a :class:`pathlib.Path`, or None for
+        no files) and returns the markdown report, which refers to them by file name.
+    options : tuple of Option
+        Settings offered on the command line.
+    """
+
+    name: str
+    description: str
+    quick: dict
+    full: dict
+    units: Callable
+    run_unit: Callable
+    summarize: Callable
+    report: Callable
+    options: tuple = field(default_factory=tuple)
+
+    def config(self, quick=False, **overrides):
+        """The configuration dict: ``quick`` or ``full``, updated with ``overrides``
+        (unknown keys raise ``ValueError``; None values are ignored)."""
+        base = dict(self.quick if quick else self.full)
+        unknown = sorted(k for k in overrides if k not in base)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {unknown} for experiment {self.name!r}; "
+                             f"allowed: {sorted(base)}.")
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        base["quick"] = bool(quick)
+        return base
+
+    def __call__(self, *, quick=False, out=None, n_jobs=1, seed=0, resume=False, verbose=1,
+                 **overrides):
+        """Run the experiment; the keywords are those of :func:`run`."""
+        return run_experiment(self, quick=quick, out=out, n_jobs=n_jobs, seed=seed, resume=resume,
+                   verbose=verbose, **overrides)
+
+
+#: experiment name -> Experiment
+EXPERIMENTS: dict = {}
+
+
+def register(experiment):
+    """Add ``experiment`` to the table (a name can be registered once) and return it."""
+    if not isinstance(experiment, Experiment):
+        raise TypeError(f"expected an Experiment, got {type(experiment).__name__}.")
+    if experiment.name in EXPERIMENTS and EXPERIMENTS[experiment.name] is not experiment:
+        raise ValueError(f"an experiment named {experiment.name!r} is already registered.")
+    if "quick" in experiment.full or "quick" in experiment.quick:
+        raise ValueError("'quick' is reserved: the runner sets it in every configuration.")
+    EXPERIMENTS[experiment.name] = experiment
+    return experiment
+
+
+def get_experiment(name):
+    """The registered experiment called ``name`` (``ValueError`` naming the choices)."""
+    if isinstance(name, Experiment):
+        return name
+    if name not in EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}, got {name!r}.")
+    return EXPERIMENTS[name]
+
+
+def run(experiment, **kwargs):
+    """Run the experiment named ``experiment`` (or an :class:`Experiment`).
+
+    Keywords: ``quick``, ``out``, ``n_jobs``, ``seed``, ``resume``, ``verbose``,
+    ``cache``, ``chunk_size``, ``backend`` and any setting of the configuration; see
+    :func:`sklearn_vb.reproduce._runner.run_experiment`.  Returns a
+    :class:`~sklearn_vb.reproduce.ReproductionRun`.
+    """
+    return run_experiment(get_experiment(experiment), **kwargs)

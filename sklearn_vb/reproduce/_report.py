@@ -1,0 +1,52 @@
+"""Small helpers shared by the experiments' report writers."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["markdown_table", "save_figure", "format_number", "pyplot"]
+
+
+def format_number(value, digits=1):
+    """Integers as they are, floats with ``digits`` decimals, NaN/None as an en dash."""
+    if value is None:
+        return "–"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int,)) or (hasattr(value, "dtype") and value.dtype.kind in "iu"):
+        return str(int(value))
+    value = float(value)
+    if not math.isfinite(value):
+        return "–" if math.isnan(value) else ("∞" if value > 0 else "−∞")
+    return f"{value:.{digits}f}"
+
+
+def markdown_table(header, rows, digits=1):
+    """A markdown table: ``header`` a list of column titles, ``rows`` lists of cells."""
+    lines = ["| " + " | ".join(str(h) for h in header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(format_number(c, digits) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def pyplot():
+    """matplotlib's pyplot on the non-interactive Agg backend (figures go to files)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, out_dir, filename):
+    """Save ``fig`` as ``out_dir/filename`` (PNG) and close it; returns the markdown image
+    line, or "" when ``out_dir`` is None."""
+    plt = pyplot()
+    if out_dir is None:
+        plt.close(fig)
+        return ""
+    fig.savefig(out_dir / filename, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return f"![{filename}]({filename})"
