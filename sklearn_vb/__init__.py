@@ -10,5 +10,7 @@ from .dag import VBDiscreteDAG
 from .hmm import VBHiddenMarkov
 from .lds import VBLinearDynamicalSystem
 from .mfa import VBMixtureFactorAnalysers
+from .sbn import VBSigmoidBeliefNetwork
 
-__all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBLinearDynamicalSystem", "VBMixtureFactorAnalysers"]
+__all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBLinearDynamicalSystem", "VBMixtureFactorAnalysers",
+           "VBSigmoidBeliefNetwork"]

@@ -13,12 +13,14 @@ from ...dag import VBDiscreteDAG
 from ...hmm import VBHiddenMarkov
 from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
+from ...sbn import VBSigmoidBeliefNetwork
 from .dag import DAGScoringModel
 from .hmm import HMMScoringModel
 from .hmm_family import FamilyHMMScoringModel
 from .hmm_gaussian import GaussianHMMScoringModel
 from .lds import LDSScoringModel
 from .mfa import MFAScoringModel
+from .sbn import SBNScoringModel
 
 __all__ = ["ESTIMATOR_FACTORIES"]
 
@@ -49,4 +51,5 @@ ESTIMATOR_FACTORIES = {
     VBMixtureFactorAnalysers: _fitted_only(MFAScoringModel),
     VBLinearDynamicalSystem: _fitted_only(LDSScoringModel),
     VBDiscreteDAG: _fitted_only(DAGScoringModel),
+    VBSigmoidBeliefNetwork: _fitted_only(SBNScoringModel),
 }

@@ -1,0 +1,168 @@
+"""Compiled loops of the sigmoid belief network (binary nodes, logistic conditionals).
+
+Every case is expanded into its enumeration rows: one row per joint configuration of
+the case's unobserved nodes, holding the 0/1 states of all nodes (``states``, shape
+(rows, J)).  Node ``j`` has the input vector ``u = [1, x_pa(j)]`` of length ``d_j``;
+its weights (bias first) sit at ``w[w_ptr[j]:w_ptr[j+1]]`` and its parents at
+``par_idx[par_ptr[j]:par_ptr[j+1]]``.  Second-moment matrices ``E[w w^T]`` are stored
+row-major at ``M2[m2_ptr[j]:m2_ptr[j+1]]``.
+
+The Jaakkola–Jordan bound (Jaakkola & Jordan 2000) for ``s = 2x - 1`` and
+``a = w.u``: ``ln sigma(s a) >= ln sigma(xi) + (s a - xi)/2 - lambda(xi)(a^2 - xi^2)``
+with ``lambda(xi) = tanh(xi/2)/(4 xi)``; its expectation under q(w) replaces ``a`` by
+``E[a]`` and ``a^2`` by ``u^T E[w w^T] u``, and the best ``xi`` is
+``sqrt(u^T E[w w^T] u)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = ["jj_lambda", "log_sigmoid", "jj_row_terms", "normalise_rows", "jj_statistics",
+           "pattern_log_likelihoods"]
+
+
+@njit(cache=True)
+def log_sigmoid(x):
+    """ln sigma(x), stable for large |x|."""
+    if x >= 0.0:
+        return -math.log1p(math.exp(-x))
+    return x - math.log1p(math.exp(x))
+
+
+@njit(cache=True)
+def jj_lambda(xi):
+    """lambda(xi) = tanh(xi/2) / (4 xi), with its limit 1/8 at xi = 0."""
+    a = abs(xi)
+    if a < 1e-4:
+        return 0.125 - a * a / 96.0
+    return math.tanh(0.5 * a) / (4.0 * a)
+
+
+@njit(cache=True)
+def jj_row_terms(states, par_idx, par_ptr, mean, w_ptr, M2, m2_ptr, xi, set_xi, terms):
+    """Expected Jaakkola–Jordan bound of ln p(row | w), summed over nodes, per row.
+
+    With ``set_xi`` the variational parameters are first set to their optimum
+    ``xi[r, j] = sqrt(u^T E[w w^T] u)``; otherwise the stored ones are used.
+    """
+    R, J = states.shape
+    for r in range(R):
+        tot = 0.0
+        for j in range(J):
+            p0 = par_ptr[j]
+            d = par_ptr[j + 1] - p0 + 1
+            w0 = w_ptr[j]
+            b0 = m2_ptr[j]
+            a = mean[w0]
+            for k in range(1, d):
+                if states[r, par_idx[p0 + k - 1]] > 0.5:
+                    a += mean[w0 + k]
+            quad = 0.0
+            for k1 in range(d):
+                if k1 > 0 and states[r, par_idx[p0 + k1 - 1]] < 0.5:
+                    continue
+                for k2 in range(d):
+                    if k2 > 0 and states[r, par_idx[p0 + k2 - 1]] < 0.5:
+                        continue
+                    quad += M2[b0 + k1 * d + k2]
+            if quad < 0.0:
+                quad = 0.0
+            if set_xi:
+                xi[r, j] = math.sqrt(quad)
+            x = xi[r, j]
+            s = 2.0 * states[r, j] - 1.0
+            tot += log_sigmoid(x) + 0.5 * (s * a - x) - jj_lambda(x) * (quad - x * x)
+        terms[r] = tot
+
+
+@njit(cache=True)
+def normalise_rows(terms, row_start, post, log_z, entropy):
+    """Per case: ``post = softmax(terms)`` over its rows, ``log_z`` = log-sum-exp and
+    the entropy of ``post``."""
+    P = row_start.shape[0] - 1
+    for p in range(P):
+        a, b = row_start[p], row_start[p + 1]
+        mx = -np.inf
+        for r in range(a, b):
+            if terms[r] > mx:
+                mx = terms[r]
+        tot = 0.0
+        for r in range(a, b):
+            tot += math.exp(terms[r] - mx)
+        lz = mx + math.log(tot)
+        log_z[p] = lz
+        h = 0.0
+        for r in range(a, b):
+            lp = terms[r] - lz
+            q = math.exp(lp)
+            post[r] = q
+            if q > 0.0:
+                h -= q * lp
+        entropy[p] = h
+
+
+@njit(cache=True)
+def jj_statistics(states, par_idx, par_ptr, w_ptr, m2_ptr, xi, row_weight, prec, lin):
+    """Data terms of the Gaussian q(w) update: for every node
+    ``prec_j = sum_r g_r 2 lambda(xi_rj) u u^T`` and ``lin_j = sum_r g_r (s_rj / 2) u``
+    with row weights ``g_r`` (case weight times q(row))."""
+    prec[:] = 0.0
+    lin[:] = 0.0
+    R, J = states.shape
+    for r in range(R):
+        g = row_weight[r]
+        if g == 0.0:
+            continue
+        for j in range(J):
+            p0 = par_ptr[j]
+            d = par_ptr[j + 1] - p0 + 1
+            w0 = w_ptr[j]
+            b0 = m2_ptr[j]
+            c = 2.0 * jj_lambda(xi[r, j]) * g
+            h = (states[r, j] - 0.5) * g
+            for k1 in range(d):
+                if k1 > 0 and states[r, par_idx[p0 + k1 - 1]] < 0.5:
+                    continue
+                lin[w0 + k1] += h
+                for k2 in range(d):
+                    if k2 > 0 and states[r, par_idx[p0 + k2 - 1]] < 0.5:
+                        continue
+                    prec[b0 + k1 * d + k2] += c
+
+
+@njit(cache=True)
+def pattern_log_likelihoods(states, row_start, par_idx, par_ptr, W, w_ptr, out):
+    """Exact ``ln p(x_p | w)`` of every case ``p`` (unobserved nodes summed out) for a
+    batch of weight vectors ``W`` (C, total weights); ``out`` is (C, cases)."""
+    C = W.shape[0]
+    R, J = states.shape
+    P = row_start.shape[0] - 1
+    rowll = np.empty(R)
+    for c in range(C):
+        for r in range(R):
+            tot = 0.0
+            for j in range(J):
+                p0 = par_ptr[j]
+                d = par_ptr[j + 1] - p0 + 1
+                w0 = w_ptr[j]
+                a = W[c, w0]
+                for k in range(1, d):
+                    if states[r, par_idx[p0 + k - 1]] > 0.5:
+                        a += W[c, w0 + k]
+                s = 2.0 * states[r, j] - 1.0
+                tot += log_sigmoid(s * a)
+            rowll[r] = tot
+        for p in range(P):
+            a, b = row_start[p], row_start[p + 1]
+            mx = -np.inf
+            for r in range(a, b):
+                if rowll[r] > mx:
+                    mx = rowll[r]
+            tot = 0.0
+            for r in range(a, b):
+                tot += math.exp(rowll[r] - mx)
+            out[c, p] = mx + math.log(tot)

@@ -1,0 +1,507 @@
+"""Bayesian sigmoid (logistic) belief networks fitted by variational EM with the
+Jaakkola–Jordan bound.
+
+Every node is binary (0/1).  Node ``j`` with parents ``pa(j)`` has
+``p(x_j = 1 | x_pa) = sigma(w_j . u_j)``, ``u_j = [1, x_pa(j)]`` (a bias and one weight
+per parent), and every bias and weight has an independent ``N(0, prior_variance)``
+prior (de Freitas et al. used ``N(0, 100 I)``).  Hidden nodes are allowed; a missing
+value (NaN) makes an observed node hidden for that case only.
+
+The variational posterior is ``q(h) q(w)`` with ``q(w) = prod_j N(m_j, S_j)`` (a full
+covariance per node) and, for every case, ``q(h_i)`` an unrestricted distribution over
+the joint configurations of the case's unobserved nodes (enumerated; this is exact
+structured inference, not mean field).  The logistic likelihood terms are bounded with
+the Jaakkola–Jordan inequality (Jaakkola & Jordan 2000), one ``xi`` per case,
+configuration and node.  One iteration is
+
+* VBM: ``S_j^-1 = I / v + sum 2 lambda(xi) u u^T``, ``m_j = S_j sum (x_j - 1/2) u``
+  (sums over cases and configurations weighted by q(h));
+* xi: ``xi = sqrt(u^T E[w w^T] u)`` (the optimum);
+* VBE: ``q(h_i) ∝ exp(expected bound of ln p(x_i, h_i | w))``.
+
+Each step maximises the same objective over one of its arguments, so it never
+decreases.  ``lower_bound_`` is that objective,
+``E_q[JJ bound of ln p(X, h | w)] + H[q(h)] - KL(q(w) || p(w))``, which is below the
+ordinary variational bound ``E_q[ln p(X, h | w)] + H[q(h)] - KL`` and hence below
+``ln p(X)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import DensityMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import validate_data
+
+from ._dag_structure import parse_structure
+from ._kernels.sbn import (
+    jj_row_terms,
+    jj_statistics,
+    normalise_rows,
+    pattern_log_likelihoods,
+)
+from .base import VBEMEstimator
+
+__all__ = ["VBSigmoidBeliefNetwork", "SBNPatterns", "map_weights"]
+
+#: default refusal threshold on the configurations of the unobserved nodes of one case
+MAX_CONFIGURATIONS = 2**12
+
+
+@dataclass
+class SBNPatterns:
+    """Cases compressed to distinct observed patterns and expanded into enumeration rows.
+
+    ``states`` (rows, J) holds 0/1 values of all nodes; the rows of pattern ``p`` are
+    ``row_start[p]:row_start[p+1]`` (one per configuration of its unobserved nodes);
+    ``weights`` counts the cases of each pattern and ``inverse`` maps every case to its
+    pattern.
+    """
+
+    states: np.ndarray
+    row_start: np.ndarray
+    weights: np.ndarray
+    inverse: np.ndarray
+    row_pattern: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.row_pattern = np.repeat(np.arange(self.weights.size), np.diff(self.row_start))
+
+    @property
+    def n_patterns(self):
+        return self.weights.size
+
+
+@dataclass
+class _Layout:
+    """Where node ``j``'s weights, parents and second moments live in flat arrays."""
+
+    par_idx: np.ndarray
+    par_ptr: np.ndarray
+    w_ptr: np.ndarray
+    m2_ptr: np.ndarray
+
+    @classmethod
+    def from_structure(cls, structure):
+        parents = structure.parents
+        dims = np.array([1 + len(p) for p in parents], dtype=np.int64)
+        par_idx = np.array([p for ps in parents for p in ps], dtype=np.int64)
+        par_ptr = np.concatenate([[0], np.cumsum(dims - 1)]).astype(np.int64)
+        w_ptr = np.concatenate([[0], np.cumsum(dims)]).astype(np.int64)
+        m2_ptr = np.concatenate([[0], np.cumsum(dims**2)]).astype(np.int64)
+        return cls(par_idx, par_ptr, w_ptr, m2_ptr)
+
+    @property
+    def dims(self):
+        return np.diff(self.w_ptr)
+
+    @property
+    def size(self):
+        return int(self.w_ptr[-1])
+
+    def split(self, flat):
+        return [flat[a:b] for a, b in zip(self.w_ptr[:-1], self.w_ptr[1:])]
+
+
+def expand_patterns(codes, structure, max_configurations=MAX_CONFIGURATIONS):
+    """``codes`` (n, n_observed) with 0/1 and -1 for missing -> :class:`SBNPatterns`."""
+    J = structure.n_nodes
+    obs = np.array(structure.observed, dtype=np.int64)
+    uniq, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+    blocks, starts = [], [0]
+    for pattern in uniq:
+        base = np.zeros(J)
+        base[obs] = np.maximum(pattern, 0)
+        unobserved = sorted(list(structure.hidden_nodes) + list(obs[pattern < 0]))
+        k = len(unobserved)
+        if 2**k > max_configurations:
+            raise ValueError(
+                f"a case has {k} unobserved binary nodes ({2**k} configurations), more than "
+                f"max_configurations={max_configurations}; exact enumeration is refused.")
+        configs = (np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1
+        rows = np.repeat(base[None, :], 2**k, axis=0)
+        rows[:, unobserved] = configs
+        blocks.append(rows)
+        starts.append(starts[-1] + 2**k)
+    return SBNPatterns(np.ascontiguousarray(np.concatenate(blocks)), np.array(starts, dtype=np.int64),
+                       counts.astype(float), inverse.reshape(-1))
+
+
+def _gaussian_kl(mean, cov, v):
+    """KL(N(mean, cov) || N(0, v I))."""
+    d = mean.size
+    _, logdet = np.linalg.slogdet(cov)
+    return 0.5 * (np.trace(cov) / v + mean @ mean / v - d + d * np.log(v) - logdet)
+
+
+def _solve_node(prec_data, lin, v):
+    """Gaussian update of one node: precision ``prec_data + I/v``; returns (mean, cov)."""
+    d = lin.size
+    P = prec_data.reshape(d, d) + np.eye(d) / v
+    L = np.linalg.cholesky(P)
+    Linv = np.linalg.inv(L)
+    cov = Linv.T @ Linv
+    return cov @ lin, cov
+
+
+def map_weights(patterns, layout, prior_variance, w_init, max_iter=5000, tol=1e-10):
+    """MAP weights by EM with the Jaakkola–Jordan bound at a point (an MM algorithm).
+
+    With ``q(w)`` a point mass the bound is tight at ``xi = |w.u|``, so every iteration
+    (exact E step over the unobserved nodes, then the quadratic-bound M step) raises
+    ``ln p(X | w) + ln p(w)``, the objective returned with the weights.
+    """
+    w = np.array(w_init, dtype=float)
+    R, J = patterns.states.shape
+    xi = np.empty((R, J))
+    terms = np.empty(R)
+    post = np.empty(R)
+    log_z = np.empty(patterns.n_patterns)
+    ent = np.empty(patterns.n_patterns)
+    prec = np.empty(int(layout.m2_ptr[-1]))
+    lin = np.empty(layout.size)
+    v = float(prior_variance)
+    const = -0.5 * layout.size * np.log(2 * np.pi * v)
+
+    def objective(w):
+        M2 = np.concatenate([np.outer(m, m).ravel() for m in layout.split(w)])
+        jj_row_terms(patterns.states, layout.par_idx, layout.par_ptr, w, layout.w_ptr, M2,
+                     layout.m2_ptr, xi, True, terms)
+        normalise_rows(terms, patterns.row_start, post, log_z, ent)
+        return float(patterns.weights @ log_z) - 0.5 * w @ w / v + const
+
+    obj = objective(w)
+    trace = [obj]
+    for _ in range(int(max_iter)):
+        jj_statistics(patterns.states, layout.par_idx, layout.par_ptr, layout.w_ptr,
+                      layout.m2_ptr, xi, patterns.weights[patterns.row_pattern] * post, prec, lin)
+        parts = []
+        for j, d in enumerate(layout.dims):
+            a, b = layout.m2_ptr[j], layout.m2_ptr[j + 1]
+            P = prec[a:b].reshape(d, d) + np.eye(d) / v
+            parts.append(np.linalg.solve(P, lin[layout.w_ptr[j]:layout.w_ptr[j + 1]]))
+        w = np.concatenate(parts)
+        new = objective(w)
+        trace.append(new)
+        if abs(new - obj) < tol * max(1.0, abs(new)):
+            break
+        obj = new
+    return w, np.array(trace)
+
+
+@dataclass
+class _FitData:
+    """Enumeration rows of the training data, the weight layout and work buffers."""
+
+    patterns: SBNPatterns
+    layout: _Layout
+    prior_variance: float
+    scratch: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.scratch = np.empty(self.patterns.states.shape[0])
+
+
+class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
+    """Bayesian sigmoid belief network with hidden nodes, fitted by variational EM
+    with the Jaakkola–Jordan bound.
+
+    Parameters
+    ----------
+    structure : None, dict, list of (parent, child) pairs, or square ndarray
+        The DAG, in the formats of :class:`~sklearn_vb.VBDiscreteDAG` (a dict child ->
+        ordered parents, an edge list, or an adjacency matrix).  ``None`` (default): one
+        hidden binary node ``"latent"``, parent of every column of ``X``.
+    hidden : None, name or iterable of names
+        The hidden nodes (never observed; not columns of ``X``).
+    prior_variance : float, default=100.0
+        Variance ``v`` of the independent ``N(0, v)`` priors of every bias and weight.
+    binarize : float or None, default=None
+        As for ``BernoulliNB``: ``None`` requires ``X`` to hold 0/1 (NaN = missing);
+        a number maps values above it to 1 and the others to 0.
+    max_iter, tol, n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check
+        See :class:`sklearn_vb.base.VBEMEstimator`; ``tol`` in nats on the total
+        bound.  ``init_params="random"``: posterior means drawn from ``N(0, 1)``, unit
+        covariances.
+    max_configurations : int, default=4096
+        Refuse a case whose unobserved nodes have more joint configurations (exact
+        enumeration per case is the only inference offered).
+
+    Attributes
+    ----------
+    structure_ : DAGStructure
+    coef_ : list of ndarray
+        Posterior mean of every node's weights ``[bias, parent weights...]``.
+    covariances_ : list of ndarray
+        Posterior covariance of every node's weights.
+    lower_bound_ : float
+        The Jaakkola–Jordan variational bound (nats, total); a lower bound on
+        ``ln p(X)`` (see the module docstring).
+    log_likelihood_ : float
+        ``ln p(X | coef_)``, hidden nodes summed out.
+    n_parameters_ : int
+        Number of biases and weights.
+    """
+
+    _parameter_constraints: dict = {
+        **VBEMEstimator._parameter_constraints,
+        "structure": "no_validation",
+        "hidden": "no_validation",
+        "prior_variance": [Interval(Real, 0.0, None, closed="neither")],
+        "binarize": [None, Interval(Real, None, None, closed="neither")],
+        "max_configurations": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, structure=None, hidden=None, *, prior_variance=100.0, binarize=None,
+                 max_iter=1000, tol=1e-4, n_init=3, init_params="random", random_state=None,
+                 warm_start=False, verbose=0, verbose_interval=10, bound_check="raise",
+                 max_configurations=MAX_CONFIGURATIONS):
+        super().__init__(max_iter=max_iter, tol=tol, n_init=n_init, init_params=init_params,
+                         random_state=random_state, warm_start=warm_start, verbose=verbose,
+                         verbose_interval=verbose_interval, bound_check=bound_check)
+        self.structure = structure
+        self.hidden = hidden
+        self.prior_variance = prior_variance
+        self.binarize = binarize
+        self.max_configurations = max_configurations
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ------------------------------------------------------------------ input
+    def _columns_for(self, names, n_features, structure):
+        obs_names = [structure.names[j] for j in structure.observed]
+        if self.structure is None:
+            return np.arange(n_features)
+        for j in structure.hidden_nodes:
+            if names is not None and str(structure.names[j]) in names:
+                raise ValueError(f"X has a column {structure.names[j]!r}, but that node is "
+                                 "declared hidden (hidden nodes are never observed).")
+        if names is not None and all(isinstance(n, str) for n in obs_names):
+            lookup = {n: i for i, n in enumerate(names)}
+            missing = [n for n in obs_names if n not in lookup]
+            extra = [n for n in names if n not in set(obs_names)]
+            if missing or extra:
+                raise ValueError("the columns of X do not match the observed nodes of the "
+                                 f"structure: missing {missing}, unexpected {extra}.")
+            return np.array([lookup[n] for n in obs_names], dtype=np.int64)
+        if n_features != len(obs_names):
+            raise ValueError(f"X has {n_features} columns, but the structure has "
+                             f"{len(obs_names)} observed nodes {obs_names}.")
+        return np.arange(n_features)
+
+    def _codes(self, Xv):
+        X = Xv[:, self._columns]
+        nan = np.isnan(X)
+        if self.binarize is not None:
+            codes = (X > self.binarize).astype(np.int8)
+        else:
+            bad = ~nan & (X != 0) & (X != 1)
+            if np.any(bad):
+                raise ValueError(
+                    f"X must hold 0/1 values (NaN for missing); found {X[bad][0]!r}. Use "
+                    "binarize=<threshold> to binarise real-valued data.")
+            codes = np.where(nan, 0, X).astype(np.int8)
+        codes[nan] = -1
+        return codes
+
+    def _check_fit_data(self, X):
+        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=True)
+        names = getattr(self, "feature_names_in_", None)
+        names = None if names is None else [str(v) for v in names]
+        obs_names = names if names is not None else [f"x{i}" for i in range(Xv.shape[1])]
+        structure = parse_structure(self.structure, 2, self.hidden, observed_names=obs_names,
+                                    n_components=2)
+        if any(c != 2 for c in structure.cardinalities):
+            raise ValueError("every node of a sigmoid belief network is binary.")
+        self._structure = structure
+        self._columns = self._columns_for(names, Xv.shape[1], structure)
+        self._layout = _Layout.from_structure(structure)
+        patterns = expand_patterns(self._codes(Xv), structure, self.max_configurations)
+        return _FitData(patterns, self._layout, float(self.prior_variance))
+
+    # ------------------------------------------------------------------ VBEM
+    def _iteration_steps(self):
+        return ("vbm", "xi", "vbe")
+
+    def _initialize(self, data, random_state):
+        lay = data.layout
+        self._mean_ = random_state.standard_normal(lay.size)
+        self._covs_ = [np.eye(d) for d in lay.dims]
+        R, J = data.patterns.states.shape
+        self._xi_ = np.empty((R, J))
+        self._terms_ = np.empty(R)
+        self._post_ = np.empty(R)
+        self._log_z_ = np.empty(data.patterns.n_patterns)
+        self._entropy_ = np.empty(data.patterns.n_patterns)
+        self._kl_ = sum(_gaussian_kl(m, S, data.prior_variance)
+                        for m, S in zip(lay.split(self._mean_), self._covs_))
+        self._step_xi(data, 0)
+        self._step_vbe(data, 0)
+
+    def _second_moments(self):
+        return np.concatenate([(S + np.outer(m, m)).ravel()
+                               for m, S in zip(self._layout.split(self._mean_), self._covs_)])
+
+    def _step_vbm(self, data, iteration):
+        lay, pat = data.layout, data.patterns
+        prec = np.empty(int(lay.m2_ptr[-1]))
+        lin = np.empty(lay.size)
+        jj_statistics(pat.states, lay.par_idx, lay.par_ptr, lay.w_ptr, lay.m2_ptr, self._xi_,
+                      pat.weights[pat.row_pattern] * self._post_, prec, lin)
+        means, covs, kl = [], [], 0.0
+        for j in range(len(lay.dims)):
+            m, S = _solve_node(prec[lay.m2_ptr[j]:lay.m2_ptr[j + 1]],
+                               lin[lay.w_ptr[j]:lay.w_ptr[j + 1]], data.prior_variance)
+            means.append(m)
+            covs.append(S)
+            kl += _gaussian_kl(m, S, data.prior_variance)
+        self._mean_ = np.concatenate(means)
+        self._covs_ = covs
+        self._kl_ = kl
+
+    def _row_terms(self, data, set_xi, out):
+        lay, pat = data.layout, data.patterns
+        jj_row_terms(pat.states, lay.par_idx, lay.par_ptr, self._mean_, lay.w_ptr,
+                     self._second_moments(), lay.m2_ptr, self._xi_, set_xi, out)
+
+    def _step_xi(self, data, iteration):
+        self._row_terms(data, True, self._terms_)
+
+    def _step_vbe(self, data, iteration):
+        normalise_rows(self._terms_, data.patterns.row_start, self._post_, self._log_z_,
+                       self._entropy_)
+
+    def _lower_bound(self, data):
+        pat = data.patterns
+        self._row_terms(data, False, data.scratch)
+        g = pat.weights[pat.row_pattern] * self._post_
+        return float(g @ data.scratch + pat.weights @ self._entropy_ - self._kl_)
+
+    def _finalize(self, data):
+        lay = data.layout
+        self.structure_ = self._structure
+        self.coef_ = [m.copy() for m in lay.split(self._mean_)]
+        self.covariances_ = [S.copy() for S in self._covs_]
+        self.n_parameters_ = int(lay.size)
+        self.log_likelihood_ = self._log_likelihood(data.patterns)
+
+    # ------------------------------------------------------------------ prediction
+    def _check_new_data(self, X, blank=None):
+        self._check_is_fitted()
+        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False)
+        codes = self._codes(Xv)
+        if blank is not None:
+            codes[:, blank] = -1
+        return expand_patterns(codes, self.structure_, self.max_configurations)
+
+    def _pattern_log_likelihoods(self, patterns, W):
+        lay = self._layout
+        out = np.empty((W.shape[0], patterns.n_patterns))
+        pattern_log_likelihoods(patterns.states, patterns.row_start, lay.par_idx, lay.par_ptr,
+                                np.ascontiguousarray(W, dtype=float), lay.w_ptr, out)
+        return out
+
+    def _log_likelihood(self, patterns):
+        return float(self._pattern_log_likelihoods(patterns, self._mean_[None])[0] @ patterns.weights)
+
+    def _n_observations(self, patterns):
+        return int(patterns.inverse.size)
+
+    def _n_parameters(self):
+        return self.n_parameters_
+
+    def score_samples(self, X):
+        """``ln p(x_i | coef_)`` per row, hidden and missing nodes summed out (the
+        plug-in predictive at the posterior-mean weights)."""
+        pat = self._check_new_data(X)
+        return self._pattern_log_likelihoods(pat, self._mean_[None])[0][pat.inverse]
+
+    def score(self, X, y=None):
+        """Mean of :meth:`score_samples`."""
+        return float(np.mean(self.score_samples(X)))
+
+    def _node_index(self, node):
+        self._check_is_fitted()
+        s = self.structure_
+        if node is None:
+            if not s.hidden_nodes:
+                raise ValueError("node=None needs a hidden node; this structure has none.")
+            return s.hidden_nodes[0]
+        return s.index(node)
+
+    def predict_proba(self, X, node=None):
+        """Posterior ``[P(node = 0), P(node = 1)]`` of ``node`` (default: the first
+        hidden node) given each row, at the posterior-mean weights; an observed node's
+        own column is held out."""
+        j = self._node_index(node)
+        s = self.structure_
+        blank = None if s.hidden[j] else s.observed.index(j)
+        pat = self._check_new_data(X, blank=blank)
+        lay = self._layout
+        R = pat.states.shape[0]
+        M2 = np.concatenate([np.outer(m, m).ravel() for m in lay.split(self._mean_)])
+        terms, post = np.empty(R), np.empty(R)
+        jj_row_terms(pat.states, lay.par_idx, lay.par_ptr, self._mean_, lay.w_ptr, M2,
+                     lay.m2_ptr, np.empty((R, s.n_nodes)), True, terms)
+        normalise_rows(terms, pat.row_start, post, np.empty(pat.n_patterns), np.empty(pat.n_patterns))
+        p1 = np.bincount(pat.row_pattern, weights=post * pat.states[:, j], minlength=pat.n_patterns)
+        p1 = np.clip(p1, 0.0, 1.0)[pat.inverse]
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, X, node=None):
+        """Most probable value of ``node`` (default: the first hidden node) per row."""
+        return np.argmax(self.predict_proba(X, node=node), axis=1)
+
+    def sample(self, n_samples=1):
+        """Ancestral samples at the posterior-mean weights.
+
+        Returns
+        -------
+        X : ndarray (n_samples, n_observed) of 0/1
+        hidden : ndarray (n_samples, n_hidden) of 0/1
+        """
+        self._check_is_fitted()
+        if not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        rng = check_random_state(self.random_state)
+        states = sample_states(self.structure_, self.coef_, int(n_samples), rng)
+        s = self.structure_
+        return states[:, list(s.observed)], states[:, list(s.hidden_nodes)]
+
+    def log_alias_count(self):
+        """ln of the number of permutations of the hidden nodes that map the network
+        onto itself (exact symmetries of the posterior; flipping a hidden node's values
+        is not one, since it shifts its children's biases under a fixed prior)."""
+        return float(np.log(hidden_automorphisms(self.structure_)))
+
+
+def hidden_automorphisms(structure, max_hidden=8):
+    """Number of permutations of the hidden nodes preserving the edge set (1 when there
+    are more than ``max_hidden`` of them)."""
+    hidden = list(structure.hidden_nodes)
+    if len(hidden) < 2 or len(hidden) > max_hidden:
+        return 1
+    edges = {(p, c) for c in range(structure.n_nodes) for p in structure.parents[c]}
+    count = 0
+    for perm in itertools.permutations(hidden):
+        mapping = dict(zip(hidden, perm))
+        count += {(mapping.get(p, p), mapping.get(c, c)) for p, c in edges} == edges
+    return count
+
+
+def sample_states(structure, coefs, n_samples, rng):
+    """Ancestral sampling of all nodes with weights ``coefs`` (list per node)."""
+    states = np.zeros((n_samples, structure.n_nodes), dtype=np.int64)
+    for j in structure.order:
+        w = coefs[j]
+        a = w[0] + states[:, list(structure.parents[j])] @ w[1:]
+        states[:, j] = rng.random_sample(n_samples) < 1.0 / (1.0 + np.exp(-a))
+    return states
