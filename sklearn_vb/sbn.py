@@ -235,6 +235,8 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
     Attributes
     ----------
     structure_ : DAGStructure
+    weight_layout_ : object
+        Where each node's weights and parents sit in flat weight vectors.
     coef_ : list of ndarray
         Posterior mean of every node's weights ``[bias, parent weights...]``.
     covariances_ : list of ndarray
@@ -388,6 +390,7 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
     def _finalize(self, data):
         lay = data.layout
         self.structure_ = self._structure
+        self.weight_layout_ = lay
         self.coef_ = [m.copy() for m in lay.split(self._mean_)]
         self.covariances_ = [S.copy() for S in self._covs_]
         self.n_parameters_ = int(lay.size)
@@ -408,6 +411,14 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         pattern_log_likelihoods(patterns.states, patterns.row_start, lay.par_idx, lay.par_ptr,
                                 np.ascontiguousarray(W, dtype=float), lay.w_ptr, out)
         return out
+
+    def pattern_log_likelihoods(self, weights, patterns):
+        """Exact ``ln p(x_p | w)`` of every pattern of ``patterns`` (as returned by
+        :meth:`check_data`) for a batch of flat weight vectors ``weights`` (C, total
+        weights, nodes in ``structure_`` order, each ``[bias, parent weights...]``);
+        returns (C, n_patterns)."""
+        self._check_is_fitted()
+        return self._pattern_log_likelihoods(patterns, np.atleast_2d(weights))
 
     def _log_likelihood(self, patterns):
         return float(self._pattern_log_likelihoods(patterns, self._mean_[None])[0] @ patterns.weights)

@@ -24,7 +24,7 @@ class SBNScoringModel(ScoringModelMixin):
     def __init__(self, estimator):
         self.estimator = estimator
         s = estimator.structure_
-        self.layout = estimator._layout
+        self.layout = estimator.weight_layout_
         self.block_names = [f"w[{name}]" for name in s.names]
         self.param_space = ParamSpace([ParamBlock(b, (int(d),), "real")
                                        for b, d in zip(self.block_names, self.layout.dims)])
@@ -60,10 +60,10 @@ class SBNScoringModel(ScoringModelMixin):
                             * np.sqrt(self.prior_variance))
 
     def log_likelihood_per_case(self, params, X):
-        return self.estimator._pattern_log_likelihoods(X, self._flat(params))[:, X.inverse]
+        return self.estimator.pattern_log_likelihoods(self._flat(params), X)[:, X.inverse]
 
     def log_likelihood(self, params, X):
-        return self.estimator._pattern_log_likelihoods(X, self._flat(params)) @ X.weights
+        return self.estimator.pattern_log_likelihoods(self._flat(params), X) @ X.weights
 
     def simulate(self, params_single, rng, n_cases=None, lengths=None):
         W = self._flat(params_single)[0]
@@ -90,7 +90,7 @@ class SBNScoringModel(ScoringModelMixin):
         if kind != "map":
             raise NotImplementedError(f"fit_point supports kind='map' only, got {kind!r}.")
         rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
-        starts = [self.estimator._mean_]
+        starts = [np.concatenate(self.estimator.coef_)]
         starts += [rng.standard_normal(self.layout.size) for _ in range(max(int(n_init), 1) - 1)]
         best = None
         for w0 in starts:
