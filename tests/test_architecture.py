@@ -36,7 +36,8 @@ LAYERS = [
     ("distributions, estimator template, validation, data sets, emission families",
      ["_distributions", "base", "_validation", "_dag_structure", "datasets", "emissions"]),
     # the package's __init__ re-exports the estimators
-    ("estimators", ["hmm", "mfa", "lds", "_lds_moves", "dag", "_bernoulli_mixture", "sbn", ""]),
+    ("estimators", ["hmm", "mfa", "lds", "_lds_moves", "dag", "_bernoulli_mixture", "sbn",
+                    "bdmc_models", ""]),
     # scoring._progress: the progress reporter shared by the slow scorers
     ("scoring", ["scoring", "scoring._progress"]),
     ("model selection", ["model_selection"]),

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
+from ...bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
 from ...dag import VBDiscreteDAG
 from ...hmm import VBHiddenMarkov
 from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
 from ...sbn import VBSigmoidBeliefNetwork
+from .bdmc_models import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
 from .dag import DAGScoringModel
 from .hmm import HMMScoringModel
 from .hmm_family import FamilyHMMScoringModel
@@ -52,4 +54,7 @@ ESTIMATOR_FACTORIES = {
     VBLinearDynamicalSystem: _fitted_only(LDSScoringModel),
     VBDiscreteDAG: _fitted_only(DAGScoringModel),
     VBSigmoidBeliefNetwork: _fitted_only(SBNScoringModel),
+    BayesianClustering: _fitted_only(ClusteringScoringModel),
+    BayesianLowRank: _fitted_only(LowRankScoringModel),
+    BayesianBinaryAttributes: _fitted_only(BinaryAttributesScoringModel),
 }

@@ -1,0 +1,184 @@
+"""Pieces shared by the three latent-factor models of Grosse, Ghahramani & Adams (2015).
+
+Each model writes ``Y (n, D) = Z W + noise`` with a latent matrix ``Z (n, K)`` (one-hot
+for clustering, binary for binary attributes, Gaussian for low rank), a weight matrix
+``W (K, D)`` with i.i.d. ``N(0, weight_sd^2)`` entries (the model's parameters) and
+spherical Gaussian noise of fixed variance.  Given ``Z`` the columns of ``Y`` are
+independent Gaussians, which gives the collapsed likelihood used by the exact oracles,
+and every tempered conditional of ``W`` given ``Z`` is Gaussian with one covariance
+shared by all columns.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_random_state, validate_data
+
+from .._kernels.sampling import categorical_from_logits
+from ..base import VBEMEstimator
+
+__all__ = ["LOG_2PI", "collapsed_log_likelihood", "gaussian_columns_kl", "as_case_weights",
+           "sample_weights_given_latents", "log_weights_conditional", "draw_categorical",
+           "FactorModelBase"]
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def collapsed_log_likelihood(Y, Z, weight_var, noise_var):
+    """``ln p(Y | Z)`` with ``W`` integrated out: the columns of ``Y`` are independent
+    ``N(0, weight_var Z Z^T + noise_var I)``.  ``Z`` (B, n, K); returns (B,)."""
+    Y = np.asarray(Y, dtype=float)
+    Z = np.asarray(Z, dtype=float)
+    n, D = Y.shape
+    cov = weight_var * Z @ Z.transpose(0, 2, 1) + noise_var * np.eye(n)
+    L = np.linalg.cholesky(cov)
+    sol = np.linalg.solve(L, np.broadcast_to(Y, (Z.shape[0], n, D)))
+    logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1)
+    return -0.5 * np.sum(sol * sol, axis=(1, 2)) - 0.5 * D * logdet - 0.5 * n * D * LOG_2PI
+
+
+def gaussian_columns_kl(mean, cov, prior_var):
+    """KL(q || p) for ``q = prod_j N(mean[:, j], cov)`` and ``p = N(0, prior_var I)``
+    per column; ``mean`` (K, D), ``cov`` (K, K) shared by the D columns."""
+    K, D = mean.shape
+    _, logdet = np.linalg.slogdet(cov)
+    return float(0.5 * (D * (np.trace(cov) / prior_var - K - logdet + K * np.log(prior_var))
+                        + np.sum(mean * mean) / prior_var))
+
+
+def as_case_weights(beta, n):
+    """The tempering exponent of each case as an (n,) array (a scalar applies to all):
+    ``beta_i = 1`` keeps case i, ``0`` drops it (the data path of sequential Monte
+    Carlo), values in between temper it (the annealing path)."""
+    b = np.broadcast_to(np.asarray(beta, dtype=float), (n,))
+    if np.any(b < 0) or np.any(b > 1):
+        raise ValueError("beta must lie in [0, 1].")
+    return b
+
+
+def _weights_posterior(Z, Y, beta, weight_var, noise_var):
+    """Mean (C, K, D) and Cholesky factor of the precision (C, K, K) of ``W`` given
+    ``Z`` (C, n, K) with case weights ``beta`` (n,): precision
+    ``I / weight_var + Z^T diag(beta) Z / noise_var`` shared by the columns."""
+    Zb = Z * beta[None, :, None]
+    K = Z.shape[2]
+    P = np.eye(K) / weight_var + Zb.transpose(0, 2, 1) @ Z / noise_var
+    L = np.linalg.cholesky(P)
+    rhs = Zb.transpose(0, 2, 1) @ Y / noise_var  # (C, K, D)
+    mean = np.linalg.solve(P, rhs)
+    return mean, L
+
+
+def sample_weights_given_latents(Z, Y, rng, beta, weight_var, noise_var):
+    """Exact draw of ``W`` (C, K, D) from ``p(W) p(Y | Z, W)^beta`` (per-case beta)."""
+    mean, L = _weights_posterior(Z, Y, beta, weight_var, noise_var)
+    eps = rng.standard_normal(mean.shape)
+    # W = mean + L^{-T} eps has covariance (L L^T)^{-1} = P^{-1}
+    return mean + np.linalg.solve(L.transpose(0, 2, 1), eps)
+
+
+def log_weights_conditional(W, Z, Y, beta, weight_var, noise_var):
+    """``ln`` of the density of :func:`sample_weights_given_latents` at ``W``; (C,)."""
+    mean, L = _weights_posterior(Z, Y, beta, weight_var, noise_var)
+    r = L.transpose(0, 2, 1) @ (W - mean)  # L^T (W - mean) ~ N(0, I)
+    K, D = mean.shape[1:]
+    logdet_P = 2.0 * np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1)
+    return -0.5 * np.sum(r * r, axis=(1, 2)) + 0.5 * D * logdet_P - 0.5 * K * D * LOG_2PI
+
+
+def draw_categorical(logits, rng):
+    """One draw per row of ``logits`` (..., K) and its log-probability (compiled loop)."""
+    shape = logits.shape[:-1]
+    flat = np.ascontiguousarray(logits.reshape(-1, logits.shape[-1]), dtype=float)
+    out = np.empty(flat.shape[0], dtype=np.int64)
+    logp = categorical_from_logits(flat, rng.random(flat.shape[0]), out)
+    return out.reshape(shape), logp.reshape(shape)
+
+
+class FactorModelBase(VBEMEstimator):
+    """Data handling, simulation and counting shared by the three models."""
+
+    _parameter_constraints = {
+        **VBEMEstimator._parameter_constraints,
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "noise_sd": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    #: name of the parameter block W in the scoring layer
+    weight_name = "weights"
+
+    def _check_Y(self, X, reset):
+        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+        return X
+
+    def _check_fit_data(self, X, **fit_params):
+        if fit_params:
+            raise TypeError(f"Unexpected fit parameters: {sorted(fit_params)}")
+        return self._check_Y(X, reset=True)
+
+    def _check_new_data(self, X, **fit_params):
+        if fit_params:
+            raise TypeError(f"Unexpected fit parameters: {sorted(fit_params)}")
+        return self._check_Y(X, reset=False)
+
+    def _n_observations(self, data):
+        return data.shape[0]
+
+    def _n_parameters(self):
+        return self.n_components * self.n_features_in_
+
+    @property
+    def _noise_var(self):
+        return float(self.noise_sd) ** 2
+
+    def simulate(self, n_samples, n_features, random_state=None):
+        """Exact forward simulation from the prior: ``W ~ p(W)``, latents ``~ p(Z)``,
+        ``Y ~ p(Y | Z, W)``.  ``(W, Z)`` is then an exact draw from the posterior given
+        ``Y`` (the starting point of reverse AIS and BDMC).
+
+        Returns
+        -------
+        Y : ndarray (n_samples, n_features)
+        params : dict
+            ``{weight_name: W (K, D)}``, the parameters in the scoring layer's naming
+            (add a leading axis for ``exact_posterior_samples=``).
+        latents : ndarray
+            The latent variables (model specific, see :meth:`sample`).
+        """
+        self._validate_params()
+        rng = np.random.default_rng(check_random_state(random_state).randint(2**32 - 1))
+        W = self._weight_sd() * rng.standard_normal((self.n_components, int(n_features)))
+        Z = self._sample_latents_prior(rng, int(n_samples))
+        Y = self._design(Z) @ W + float(self.noise_sd) * rng.standard_normal((int(n_samples), W.shape[1]))
+        return Y, {self.weight_name: W}, Z
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw ``n_samples`` rows from the fitted model at the posterior-mean weights.
+
+        Returns
+        -------
+        Y : ndarray (n_samples, n_features)
+        latents : ndarray
+        """
+        self._check_is_fitted()
+        rng = np.random.default_rng(check_random_state(random_state).randint(2**32 - 1))
+        Z = self._sample_latents_prior(rng, int(n_samples))
+        W = self._weight_mean()
+        Y = self._design(Z) @ W + float(self.noise_sd) * rng.standard_normal((int(n_samples), W.shape[1]))
+        return Y, Z
+
+    def score_samples(self, X):
+        """Exact ``ln p(y_i | E_q[W])`` of each row (the latents summed or integrated out)."""
+        self._check_is_fitted()
+        Y = self._check_Y(X, reset=False)
+        return self._log_likelihood_per_case(self._weight_mean()[None], Y)[0]
+
+    def score(self, X, y=None):
+        """Mean of :meth:`score_samples`."""
+        return float(self.score_samples(X).mean())
+
+    def _log_likelihood(self, data):
+        return float(self._log_likelihood_per_case(self._weight_mean()[None], data).sum())
