@@ -44,12 +44,15 @@ __all__ = ["ClusteringScoringModel", "LowRankScoringModel", "BinaryAttributesSco
 
 
 class _FactorScoringModel(ScoringModelMixin):
+    #: the estimator's hyperparameter holding the prior standard deviation of W
+    weight_sd_name = None
+
     def __init__(self, estimator):
         self.estimator = estimator
         self.name = estimator.weight_name
         self.K = int(estimator.n_components)
         self.D = int(estimator.n_features_in_)
-        self.weight_var = float(estimator._weight_sd()) ** 2
+        self.weight_var = float(getattr(estimator, self.weight_sd_name)) ** 2
         self.noise_var = float(estimator.noise_sd) ** 2
         self.param_space = ParamSpace([ParamBlock(self.name, (self.K, self.D), "real")])
 
@@ -85,9 +88,10 @@ class _FactorScoringModel(ScoringModelMixin):
     def simulate(self, params_single, rng, n_cases=None, lengths=None):
         rng = np.random.default_rng(rng)
         W = np.asarray(params_single[self.name], dtype=float)[0]
-        Z = self.estimator._sample_latents_prior(rng, int(n_cases))
-        Y = self.estimator._design(Z) @ W + np.sqrt(self.noise_var) * rng.standard_normal((int(n_cases), self.D))
-        return Y, Z
+        Z = self.sample_latents_prior({self.name: W[None]}, int(n_cases), rng)
+        Y = self._design_batch(Z)[0] @ W + np.sqrt(self.noise_var) * rng.standard_normal(
+            (int(n_cases), self.D))
+        return Y, Z[0]
 
     def variational_posterior(self, X=None):
         """q(W) of the fit: columns of W independent with a shared K x K covariance."""
@@ -120,6 +124,8 @@ class _FactorScoringModel(ScoringModelMixin):
 class ClusteringScoringModel(_FactorScoringModel):
     """Scoring view of :class:`~sklearn_vb.bdmc_models.BayesianClustering`; latents are
     the labels (C, n)."""
+
+    weight_sd_name = "mean_sd"
 
     def __init__(self, estimator):
         super().__init__(estimator)
@@ -159,6 +165,8 @@ class BinaryAttributesScoringModel(_FactorScoringModel):
     """Scoring view of :class:`~sklearn_vb.bdmc_models.BayesianBinaryAttributes`; latents
     are binary (C, n, K)."""
 
+    weight_sd_name = "feature_sd"
+
     def __init__(self, estimator):
         super().__init__(estimator)
         self.log_p, self.log_1mp = estimator.log_probs_
@@ -194,6 +202,8 @@ class BinaryAttributesScoringModel(_FactorScoringModel):
 class LowRankScoringModel(_FactorScoringModel):
     """Scoring view of :class:`~sklearn_vb.bdmc_models.BayesianLowRank`; latents are the
     rows of U (C, n, K)."""
+
+    weight_sd_name = "component_sd"
 
     def __init__(self, estimator):
         super().__init__(estimator)
