@@ -10,7 +10,8 @@ from .dag import VBDiscreteDAG
 from .hmm import VBHiddenMarkov
 from .lds import VBLinearDynamicalSystem
 from .mfa import VBMixtureFactorAnalysers
+from .mrf import PairwiseMRF
 from .sbn import VBSigmoidBeliefNetwork
 
 __all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBLinearDynamicalSystem", "VBMixtureFactorAnalysers",
-           "VBSigmoidBeliefNetwork"]
+           "VBSigmoidBeliefNetwork", "PairwiseMRF"]

@@ -34,10 +34,11 @@ PACKAGE_DIR = Path(sklearn_vb.__file__).resolve().parent
 LAYERS = [
     ("numba kernels", ["_kernels", "_version"]),
     ("distributions, estimator template, validation, data sets, emission families",
-     ["_distributions", "base", "_validation", "_dag_structure", "datasets", "emissions"]),
+     ["_distributions", "base", "_validation", "_dag_structure", "_mrf_layout", "_mrf_inference",
+      "datasets", "emissions"]),
     # the package's __init__ re-exports the estimators
     ("estimators", ["hmm", "mfa", "lds", "_lds_moves", "dag", "_bernoulli_mixture", "sbn",
-                    "bdmc_models", ""]),
+                    "bdmc_models", "mrf", ""]),
     # scoring._progress: the progress reporter shared by the slow scorers
     ("scoring", ["scoring", "scoring._progress"]),
     ("model selection", ["model_selection"]),

@@ -6,3 +6,7 @@ from ._dag import (  # noqa: F401
 )
 from ._mfa import make_mfa, make_mixed_dimension_clusters, make_noisy_spiral  # noqa: F401
 from ._lds import make_lds, make_lds_input_experiment, make_lds_params  # noqa: F401
+from ._mrf import (  # noqa: F401
+    enumerate_undirected_graphs, make_boltzmann_machine, nested_edge_sequence,
+    random_undirected_structures, sample_mrf,
+)
