@@ -39,7 +39,9 @@ class Experiment:
         The work units.  A key is a tuple of JSON scalars (str, int, float, bool); each
         unit is computed, cached and resumed independently.
     run_unit : callable ``(key, config, seed) -> result``
-        Computes one unit.  ``seed`` is an integer derived from the run's seed and the key
+        Computes one unit.  ``config["quick"]`` and ``config["seed"]`` (the run's seed,
+        for randomness shared by several units such as one data set per draw) are set by
+        the runner.  ``seed`` is an integer derived from the run's seed and the key
         alone, so a unit's result does not depend on the order of execution, on
         ``n_jobs`` or on resuming.  The result must be JSON-serialisable (nested dicts and
         lists of numbers and strings; NaN and infinities are allowed).
@@ -92,8 +94,9 @@ def register(experiment):
         raise TypeError(f"expected an Experiment, got {type(experiment).__name__}.")
     if experiment.name in EXPERIMENTS and EXPERIMENTS[experiment.name] is not experiment:
         raise ValueError(f"an experiment named {experiment.name!r} is already registered.")
-    if "quick" in experiment.full or "quick" in experiment.quick:
-        raise ValueError("'quick' is reserved: the runner sets it in every configuration.")
+    for reserved in ("quick", "seed"):
+        if reserved in experiment.full or reserved in experiment.quick:
+            raise ValueError(f"{reserved!r} is reserved: the runner sets it in every configuration.")
     EXPERIMENTS[experiment.name] = experiment
     return experiment
 

@@ -116,8 +116,9 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
     -------
     ReproductionRun
     """
-    config = exp.config(quick=quick, **overrides)
     seed = int(seed)
+    config = exp.config(quick=quick, **overrides)
+    config["seed"] = seed
     out = Path(out) if out is not None else None
     if cache is None and out is not None:
         cache = out / "cache" / f"{exp.name}-{'quick' if quick else 'full'}-seed{seed}.jsonl"

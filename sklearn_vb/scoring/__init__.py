@@ -8,7 +8,8 @@ the opposite sign and a factor 2).
 >>> res = score(estimator, X, method="ais", n_temperatures=1000, random_state=0)  # doctest: +SKIP
 >>> res.log_evidence, res.stderr                                                  # doctest: +SKIP
 
-Methods: ``"vb"`` (the fitted bound), ``"bic"``, ``"bicp"``, ``"laplace"``, ``"cs"``,
+Methods: ``"vb"`` (the fitted bound), ``"map"`` (the log-likelihood at the EM point
+estimate, not an evidence approximation), ``"bic"``, ``"bicp"``, ``"laplace"``, ``"cs"``,
 ``"cs_dagger"``, ``"is"`` (importance sampling from q), ``"ais"``, ``"rais"`` (reverse AIS,
 simulated data only), ``"bdmc"`` and ``"vmcmc"``.  Apart from ``"vb"`` (any estimator with
 ``lower_bound_``) and ``"bic"`` (any estimator with a ``bic`` method), scorers work through

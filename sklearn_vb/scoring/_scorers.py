@@ -8,6 +8,7 @@ from ._bic import BICpScore, BICScore
 from ._cs import CSDaggerScore, CSScore
 from ._is import ISScore
 from ._laplace import LaplaceScore
+from ._map import MAPScore
 from ._vb import VBScore
 from ._vmcmc import VMCMCScore
 
@@ -16,6 +17,7 @@ __all__ = ["SCORERS", "get_scorer", "score"]
 #: method name -> scorer class
 SCORERS = {
     "vb": VBScore,
+    "map": MAPScore,
     "bic": BICScore,
     "bicp": BICpScore,
     "laplace": LaplaceScore,
