@@ -32,6 +32,7 @@ from ._distributions import dirichlet_expected_log, dirichlet_kl, log_multivaria
 from ._kernels import hmm as _k
 from ._kernels.forward_backward import forward_backward
 from ._validation import check_sequences, sequence_bounds
+from ._hmm_point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior, init_posterior_array
@@ -198,6 +199,24 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         (initial, transition, categorical emission) is set to maximise the bound
         (type-II maximum likelihood of the strengths); the bound then bounds
         p(X | optimised priors).
+    method : {"vb", "map", "ml"}, default="vb"
+        ``"vb"`` runs VBEM.  ``"ml"`` and ``"map"`` run EM for a point estimate (Beal
+        2003, section 3.3; the baselines of the thesis's experiments) with the same
+        initialisations, restarts and convergence rule: the start is the mean of the
+        initial q(theta) of ``init_params``, then E steps (ordinary forward-backward at
+        the point) and M steps alternate.  ``"ml"`` maximises ln p(X | theta); ``"map"``
+        maximises ln p(X | theta) + ln p(theta) in the softmax basis (rows
+        ``(u + N) / sum(u + N)``, valid for every prior below 1; the emission point is the
+        posterior mean of the conjugate update), the basis of the thesis's MAP runs.  The
+        point is in ``startprob_``, ``transmat_`` and the emission attributes
+        (``emissionprob_``, ``means_``/``covars_``, ``rates_``); ``score``,
+        ``predict`` and the other predictions use it.  ``lower_bound_`` and
+        ``lower_bounds_`` then hold the EM objective (also in ``objective_`` and
+        ``objectives_``), which is not a bound on ln p(X): for ``"ml"`` the
+        log-likelihood at the point (``log_likelihood_``), for ``"map"`` that plus the
+        log prior term.  EM never decreases it, and the loop checks this as it checks the
+        VB bound.  Point fits have no q(theta), so ``score_bound`` and the scores of
+        :mod:`sklearn_vb.scoring` that need one are not available.
     init_params : {"auto", "random_marginals", "random_params", "random", "kmeans", "posterior"}, default="auto"
         Initial q(theta):
 
@@ -318,6 +337,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         ],
         "init_posterior": [None, dict],
         "acceleration": ACCELERATION_CONSTRAINT,
+        "method": [StrOptions({"vb", "map", "ml"})],
     }
 
     def __init__(
@@ -347,6 +367,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         verbose_interval=10,
         bound_check="raise",
         acceleration="squarem",
+        method="vb",
     ):
         super().__init__(
             max_iter=max_iter,
@@ -374,6 +395,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.optimize_prior_strengths = optimize_prior_strengths
         self.init_posterior = init_posterior
         self.acceleration = acceleration
+        self.method = method
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -401,6 +423,13 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         )
 
     def _check_fit_data(self, X, lengths=None, sequence_ids=None):
+        if self.method != "vb" and self.optimize_prior_strengths:
+            raise ValueError("optimize_prior_strengths=True needs method='vb' (it maximises "
+                             f"the variational bound); got method={self.method!r}.")
+        if (self.warm_start and hasattr(self, "lower_bound_")
+                and self._point_fitted != (self.method != "vb")):
+            raise ValueError("warm_start=True continues the previous fit, which used another "
+                             f"method than method={self.method!r}; refit without warm_start.")
         data = self._sequence_data(X, lengths, sequence_ids, reset=True)
         family = self._family
         for name, value in family.fit_attributes(data.X, self).items():
@@ -425,6 +454,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     # ------------------------------------------------------------------ init
     def _initialize(self, data, random_state):
+        self.__dict__.pop("_theta_", None)
+        self._initialize_posterior(data, random_state)
+        if self.method != "vb":
+            self._start_point()
+
+    def _initialize_posterior(self, data, random_state):
         self._resolve_priors(data)
         family = self._family
         K = self.n_components
@@ -456,6 +491,21 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._fresh = True
         self._stats_ = None
         self._run_bounds = []
+
+    def _start_point(self):
+        """Replace the initial q(theta) by its mean, the start of point-estimate EM."""
+        K = self.n_components
+        family = self._family
+        post = self._emission("posterior")
+        theta = {}
+        if K > 1:
+            w_pi, w_A = self.startprob_posterior_, self.transmat_posterior_
+            theta["startprob"] = (w_pi / w_pi.sum())[None]
+            theta["transmat"] = (w_A / w_A.sum(axis=1, keepdims=True))[None]
+        theta.update(family.param_density(post, K).mean())
+        for name in ("startprob", "transmat") + tuple(family.hyper_names):
+            self.__dict__.pop(f"{name}_posterior_", None)
+        self._theta_ = theta
 
     def _init_from_posterior(self):
         post = self.init_posterior
@@ -523,6 +573,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     # ------------------------------------------------------------------ loop steps
     def _iteration_steps(self):
+        if self.method != "vb":
+            return ("m", "e")
         if self.optimize_prior_strengths:
             return ("prior", "vbm", "vbe")
         return ("vbm", "vbe")
@@ -558,9 +610,78 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             self._run_bounds = []
         self._run_bounds.append(self._vbe_bound)
 
+    # ------------------------------------------------------------------ point EM steps
+    @property
+    def _point_fitted(self):
+        """Whether the stored state is a point estimate (``method="ml"``/``"map"``)."""
+        return "_theta_" in self.__dict__
+
+    def _point_log_prior(self, theta):
+        """The prior term of the EM objective (0 for ML; the softmax-basis MAP term)."""
+        if self.method == "ml":
+            return 0.0
+        prior = self._emission("prior")
+        density = self._family.param_density(prior, self.n_components)
+        return point_log_prior(self._family, self.startprob_prior_, self.transmat_prior_,
+                               density, self._theta_ if theta is None else theta)
+
+    def _point_complete_loglik(self, theta):
+        return float(complete_log_likelihood(self._family, self._emission("prior"), theta,
+                                             self._stats_, self.n_components)[0])
+
+    def _step_m(self, data, iteration):
+        if getattr(self, "_fresh", False):
+            return  # the starting point is evaluated first
+        self._theta_ = point_m_step(self._family, self.startprob_prior_, self.transmat_prior_,
+                                    self._emission("prior"), self._stats_, self.method)
+        self._at_vbe = False
+
+    def _step_e(self, data, iteration):
+        self._fresh = False
+        theta = self._theta_
+        self._loglik_, self._stats_ = point_e_step(
+            self._family, self._emission("prior"), theta, data.X, data.starts, data.ends,
+            self.n_components)
+        # H[p(s | X, theta)] = ln p(X | theta) - E ln p(s, X | theta), kept for the bound
+        # of the M step (the EM lower bound of the objective at a new theta)
+        self._path_entropy = self._loglik_ - self._point_complete_loglik(theta)
+        self._vbe_bound = self._loglik_ + self._point_log_prior(theta)
+        self._at_vbe = True
+        if not hasattr(self, "_run_bounds"):
+            self._run_bounds = []
+        self._run_bounds.append(self._vbe_bound)
+
+    def _point_emission_attributes(self, theta):
+        """The fitted attributes of the emission point (those of the VB plug-in)."""
+        family = self._family
+        out = {f"{name}_": np.array(theta[name][0], dtype=float)
+               for name in ("emissionprob", "means", "rates") if name in theta}
+        if hasattr(family, "precision_cholesky"):
+            L = family.precision_cholesky(theta)[0]
+            cov = np.linalg.inv(L @ np.swapaxes(L, -1, -2))
+            out["covars_"] = cov if family.covariance_type == "full" else np.diagonal(
+                cov, axis1=-2, axis2=-1).copy()
+        return out
+
+    def _finalize_point(self):
+        K = self.n_components
+        theta = self._theta_
+        self.startprob_ = theta["startprob"][0].copy() if K > 1 else np.ones(1)
+        self.transmat_ = theta["transmat"][0].copy() if K > 1 else np.ones((1, 1))
+        for name, value in self._point_emission_attributes(theta).items():
+            setattr(self, name, value)
+        self.occupancy_ = self._family.occupancy(self._stats_)
+        self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
+        self.log_likelihood_ = float(self._loglik_)
+        self.objective_ = self.lower_bound_
+        self.objectives_ = self.lower_bounds_
+
     # ------------------------------------------------------------------ acceleration
     #: extrapolate only after this many shrinking increments (see ``_settled`` in base)
     _settle_window = 8
+
+    def _accelerated(self):
+        return self.method == "vb" and super()._accelerated()
 
     def _pack_hyperparameters(self):
         """q(theta) as log Dirichlet counts of the initial and transition rows followed
@@ -605,12 +726,19 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """
         if getattr(self, "_at_vbe", False):
             return self._vbe_bound
+        if self._point_fitted:
+            theta = self._theta_
+            return (self._path_entropy + self._point_complete_loglik(theta)
+                    + self._point_log_prior(theta))
         kl = sum(self._kl_terms())
         elogp = self._expected_complete_loglik(self._stats_, *self._expected_log_params())
         elogp_vbe = self._expected_complete_loglik(self._stats_, *self._vbe_expected_log_)
         return self._vbe_log_norm_ + (elogp - elogp_vbe) - kl
 
     def _finalize(self, data):
+        if self._point_fitted:
+            self._finalize_point()
+            return
         kl_start, kl_trans, kl_emis = self._kl_terms()
         self.lower_bound_terms_ = {
             "log_normaliser": self._vbe_log_norm_,
@@ -652,12 +780,20 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         family = self._family
         return family.log_table(family.plugin_params(self._emission("posterior")), data.X)
 
+    def _plugin_table_index(self, data):
+        """The log emission table at the fitted parameters and the table row of every
+        frame: the posterior-mean plug-in of VB, or the point of ``method="ml"/"map"``."""
+        if self._point_fitted:
+            table = self._family.log_likelihood_tables(self._theta_, data.X)[0]
+            return table, np.arange(data.n_frames, dtype=np.int64)
+        return self._plugin_table(data), data.index
+
     def _plugin_forward(self, data, want_posteriors=False):
         log_pi = np.log(self.startprob_)
         log_A = np.log(self.transmat_)
+        table, index = self._plugin_table_index(data)
         return forward_backward(
-            log_pi, log_A, self._plugin_table(data), data.index, data.starts, data.ends,
-            want_posteriors,
+            log_pi, log_A, table, index, data.starts, data.ends, want_posteriors,
         )
 
     def score_samples(self, X, lengths=None, sequence_ids=None, per="frame"):
@@ -685,6 +821,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         q(theta) without the KL terms (the parameters are not re-estimated).
         """
         data = self._new_data(X, lengths, sequence_ids)
+        if self._point_fitted:
+            raise ValueError(f"score_bound needs q(theta); this model was fitted with "
+                             f"method={self.method!r}.")
         return float(self._vbe(data, want_posteriors=False)[0][0].sum())
 
     def predict_proba(self, X, lengths=None, sequence_ids=None):
@@ -693,7 +832,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return self._frame_marginals(data)
 
     def _frame_marginals(self, data):
-        """q(s_t) of every frame under the current q(theta), (n_frames, K)."""
+        """q(s_t) of every frame under the current q(theta), (n_frames, K) (for a point
+        fit: p(s_t | X, theta) at the point)."""
+        if self._point_fitted:
+            return self._plugin_forward(data, want_posteriors=True)[4]
         Lpi, LA, LE = self._expected_log_params()
         # one table row per frame, so that the kernel's emission counts are the marginals
         table = self._family.frame_log_table(LE, data.X)
@@ -713,14 +855,14 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if parameters not in ("mean", "expected_log"):
             raise ValueError(f"parameters must be 'mean' or 'expected_log'; got {parameters!r}.")
         data = self._new_data(X, lengths, sequence_ids)
-        if parameters == "mean":
+        if parameters == "mean" or self._point_fitted:
             log_pi, log_A = np.log(self.startprob_), np.log(self.transmat_)
-            table = self._plugin_table(data)
+            table, index = self._plugin_table_index(data)
         else:
             log_pi, log_A, LE = self._expected_log_params()
-            table = self._family.log_table(LE, data.X)
+            table, index = self._family.log_table(LE, data.X), data.index
         states, best = _k.viterbi(
-            log_pi, log_A, np.ascontiguousarray(table), data.index, data.starts, data.ends
+            log_pi, log_A, np.ascontiguousarray(table), index, data.starts, data.ends
         )
         return float(best.sum()), states
 
@@ -741,11 +883,18 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         states = _k.sample_states(
             self.startprob_, self.transmat_, u, np.array([0]), np.array([n_samples])
         )
+        if self._point_fitted:
+            frames = self._family.simulate(self._theta_, states, rng)
+            return (frames.reshape(-1, 1) if frames.ndim == 1 else frames), states
         return self._family.sample(self._emission("posterior"), states, rng), states
 
     def _n_parameters(self):
         K = self.n_components
         n = (K - 1) + K * (K - 1)
+        if self._point_fitted:
+            # the family counts from hyperparameter shapes; the conjugate update has them
+            post = self._family.vbm(self._emission("prior"), self._stats_)
+            return n + self._family.n_parameters(post)
         return n + self._family.n_parameters(self._emission("posterior"))
 
     def _check_new_data(self, X, lengths=None, sequence_ids=None):

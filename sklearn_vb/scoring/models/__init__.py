@@ -35,6 +35,9 @@ _HMM_SCORING_MODELS = {"categorical": HMMScoringModel, "gaussian": GaussianHMMSc
 
 def _hmm_scoring_model(estimator):
     check_is_fitted(estimator, "lower_bound_")
+    if "_theta_" in vars(estimator):
+        raise NotImplementedError("a VBHiddenMarkov fitted with method='ml' or 'map' has no "
+                                  "q(theta) to score with.")
     return _HMM_SCORING_MODELS.get(estimator.emission, FamilyHMMScoringModel)(estimator)
 
 

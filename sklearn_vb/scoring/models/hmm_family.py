@@ -31,7 +31,8 @@ from scipy.special import logsumexp, polygamma
 
 from ..._distributions import _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
 from ..._kernels import hmm as _k
-from ..._kernels.forward_backward import forward_backward
+from ..._hmm_point import (complete_log_likelihood, forward_backward_stats,
+                            log_start_transitions, point_e_step, point_log_prior, point_m_step)
 from ...emissions import emission_family
 from ..mcmc_moves import (
     BlockRandomWalkMH,
@@ -257,11 +258,7 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     # -- likelihood ----------------------------------------------------------------------
     def _log_pi_A(self, params, C):
-        if self.K == 1:
-            return np.zeros((C, 1)), np.zeros((C, 1, 1))
-        with np.errstate(divide="ignore"):
-            return (np.log(np.asarray(params["startprob"], dtype=float)),
-                    np.log(np.asarray(params["transmat"], dtype=float)))
+        return log_start_transitions(params, self.K, C)
 
     def _forward(self, params, X):
         log_pi, log_A = self._log_pi_A(params, self.batch_size(params))
@@ -312,31 +309,19 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     def complete_loglik(self, params, stats):
         """(C,) ``E_{q(z)} ln p(z, X | theta_c)`` for expected statistics ``stats``."""
-        C = self.batch_size(params)
-        out = np.zeros(C)
-        if self.K > 1:
-            lp, la = self._log_pi_A(params, C)
-            out += np.sum(np.where(stats["start"] > 0, stats["start"] * lp, 0.0), axis=1)
-            out += np.sum(np.where(stats["trans"] > 0, stats["trans"] * la, 0.0), axis=(1, 2))
-        out += self.family.complete_log_likelihood(params, stats, self.emission_prior)
-        return out
+        return complete_log_likelihood(self.family, self.emission_prior, params, stats, self.K)
 
     def _fb(self, log_pi, log_A, table, X):
         """ln Z and the expected statistics of one forward-backward pass over the
         per-frame log emission table (T, K)."""
-        log_norm, _, start, trans, gamma = forward_backward(
-            np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A),
-            np.ascontiguousarray(table), X["index"], X["starts"], X["ends"], True)
-        stats = {"start": start, "trans": trans}
-        stats.update(self.family.stats(gamma, X["X"], self.emission_prior))
-        return float(log_norm.sum()), stats
+        return forward_backward_stats(self.family, self.emission_prior, log_pi, log_A, table,
+                                      X["X"], X["index"], X["starts"], X["ends"])
 
     def _loglik_and_stats(self, params_single, X):
         """ln p(X | theta) and the expected statistics of the exact posterior (one
         forward-backward pass, the estimator's kernel)."""
-        lp, la = self._log_pi_A(params_single, 1)
-        table = self.family.log_likelihood_tables(params_single, X["X"])[0]
-        return self._fb(lp[0], la[0], table, X)
+        return point_e_step(self.family, self.emission_prior, params_single, X["X"],
+                            X["starts"], X["ends"], self.K)
 
     def e_step(self, params_single, X):
         """Exact posterior over state paths at normalised ``params_single`` (batch of 1)."""
@@ -401,36 +386,15 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         conjugate posterior, ``(u + N)`` rows -- the estimator's VBM arithmetic followed by
         its plug-in.  ``basis="natural"``: the joint mode, ``(u + N - 1)`` rows and the
         family's posterior mode."""
-        if kind not in ("map", "ml"):
-            raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
-        if basis not in ("softmax", "natural"):
-            raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
-        tiny = 1e-300
-        w_pi = self.startprob_prior + stats["start"]
-        w_A = self.transmat_prior + stats["trans"]
-        if kind == "ml":
-            rows = (stats["start"] + tiny, stats["trans"] + tiny)
-        elif basis == "softmax":
-            rows = (w_pi, w_A)
-        else:
-            rows = (np.maximum(w_pi - 1.0, tiny), np.maximum(w_A - 1.0, tiny))
-        out = {}
-        if self.K > 1:
-            out["startprob"] = (rows[0] / rows[0].sum())[None]
-            out["transmat"] = (rows[1] / rows[1].sum(axis=1, keepdims=True))[None]
-        out.update(self.family.point_from_stats(self.emission_prior, stats, kind, basis))
-        return out
+        return point_m_step(self.family, self.startprob_prior, self.transmat_prior,
+                            self.emission_prior, stats, kind, basis)
 
     def _point_objective_prior(self, theta, basis):
         """The log prior term of the EM objective in the basis of ``point_from_stats``:
         the prior density in the family's point coordinates, plus ``sum ln theta_rows``
         for the softmax basis."""
-        lp = float(self.log_prior(theta)[0])
-        for term in self.family.point_log_prior_terms(theta, basis):
-            lp += term
-        if basis == "softmax" and self.K > 1:
-            lp += float(np.sum(np.log(theta["startprob"])) + np.sum(np.log(theta["transmat"])))
-        return lp
+        return point_log_prior(self.family, self.startprob_prior, self.transmat_prior,
+                               self._prior.emission, theta, basis)
 
     def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
                   tol_per_case=1e-8):
