@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["categorical_from_logits"]
+__all__ = ["categorical_from_logits", "systematic_resample"]
 
 
 @njit(cache=True)
@@ -35,3 +35,28 @@ def categorical_from_logits(logits, uniforms, out):
         out[r] = chosen
         logp[r] = logits[r, chosen] - m - np.log(total)
     return logp
+
+
+@njit(cache=True)
+def systematic_resample(log_w, u):
+    """Indices of a systematic resample of particles with log-weights ``log_w`` (K,)
+    given one uniform ``u`` in [0, 1): particle k is copied ``floor`` or ``ceil`` of
+    ``K w_k`` times (normalised weights), which keeps the weights' mean unbiased."""
+    K = log_w.shape[0]
+    m = -np.inf
+    for k in range(K):
+        if log_w[k] > m:
+            m = log_w[k]
+    total = 0.0
+    for k in range(K):
+        total += np.exp(log_w[k] - m)
+    out = np.empty(K, dtype=np.int64)
+    acc = np.exp(log_w[0] - m) / total
+    j = 0
+    for i in range(K):
+        pos = (i + u) / K
+        while pos > acc and j < K - 1:
+            j += 1
+            acc += np.exp(log_w[j] - m) / total
+        out[i] = j
+    return out

@@ -5,10 +5,15 @@ from __future__ import annotations
 from ._ais import AISScore, BDMCScore, ReverseAISScore
 from ._base import Scorer
 from ._bic import BICpScore, BICScore
+from ._cms import CMSScore
+from ._hme import HMEScore
 from ._cs import CSDaggerScore, CSScore
 from ._is import ISScore
 from ._laplace import LaplaceScore
 from ._map import MAPScore
+from ._nested_sampling import NestedSamplingScore
+from ._shme import SHMEScore
+from ._smc import SMCScore
 from ._vb import VBScore
 from ._vmcmc import VMCMCScore
 
@@ -28,6 +33,11 @@ SCORERS = {
     "rais": ReverseAISScore,
     "bdmc": BDMCScore,
     "vmcmc": VMCMCScore,
+    "smc": SMCScore,
+    "shme": SHMEScore,
+    "nested_sampling": NestedSamplingScore,
+    "cms": CMSScore,
+    "hme": HMEScore,
 }
 
 
