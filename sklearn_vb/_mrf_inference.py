@@ -310,7 +310,20 @@ def newton_map(engine, S, N, precision, coef0, max_iter=100, tol=1e-10, verbose=
         if verbose:
             print(f"[mrf] Newton {it}: t = {t:.10g}, decrement {dec:.3g}", flush=True)
         if dec < tol:
+            # one last full step: Newton converges quadratically, so it takes the point
+            # from ~sqrt(tol) to rounding accuracy (the Laplace log-determinant depends
+            # on the point to first order)
             converged = True
+            cand = coef + step
+            mc = engine.moments(cand)
+            tc = t_of(cand, mc.log_partition)
+            if tc >= t - 1e-12 * max(1.0, abs(t)):
+                coef, m, t = cand, mc, tc
+                g = S - N * m.kappa - P * coef
+                try:
+                    ld = _solve(m, N, P, g)[1]
+                except (np.linalg.LinAlgError, ValueError, RuntimeError):
+                    ld = np.nan
             break
         s = 1.0
         accepted = False

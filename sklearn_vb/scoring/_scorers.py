@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._ais import AISScore, BDMCScore, ReverseAISScore
 from ._base import Scorer
+from ._bethe_laplace import BetheLaplaceScore
 from ._bic import BICpScore, BICScore
 from ._cms import CMSScore
 from ._hme import HMEScore
@@ -38,6 +39,7 @@ SCORERS = {
     "nested_sampling": NestedSamplingScore,
     "cms": CMSScore,
     "hme": HMEScore,
+    "bethe_laplace": BetheLaplaceScore,
 }
 
 

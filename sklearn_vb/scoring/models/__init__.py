@@ -14,6 +14,7 @@ from ...dag import VBDiscreteDAG
 from ...hmm import VBHiddenMarkov
 from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
+from ...mrf import PairwiseMRF
 from ...sbn import VBSigmoidBeliefNetwork
 from .bdmc_models import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
 from .dag import DAGScoringModel
@@ -22,6 +23,7 @@ from .hmm_family import FamilyHMMScoringModel
 from .hmm_gaussian import GaussianHMMScoringModel
 from .lds import LDSScoringModel
 from .mfa import MFAScoringModel
+from .mrf import MRFScoringModel
 from .sbn import SBNScoringModel
 
 __all__ = ["ESTIMATOR_FACTORIES"]
@@ -60,4 +62,5 @@ ESTIMATOR_FACTORIES = {
     BayesianClustering: _fitted_only(ClusteringScoringModel),
     BayesianLowRank: _fitted_only(LowRankScoringModel),
     BayesianBinaryAttributes: _fitted_only(BinaryAttributesScoringModel),
+    PairwiseMRF: lambda est: (check_is_fitted(est, "coef_"), MRFScoringModel(est))[1],
 }

@@ -1,0 +1,273 @@
+"""ScoringModel for a fitted :class:`~sklearn_vb.PairwiseMRF`.
+
+theta = one real block ``"coef"`` (the canonical parameters, node features then edge
+features) with the estimator's independent Gaussian prior.  The data enter through the
+sufficient statistics: ``ln p(X | lambda) = lambda^T S - N ln Z(lambda)``, exact by
+enumeration (or by belief propagation on forests, where it is exact); on larger loopy
+graphs the exact likelihood is unavailable and the sampling scorers refuse.
+
+Besides the core hooks it provides the pieces of the Bethe-Laplace scores
+(:mod:`sklearn_vb.scoring._bethe_laplace`): exact and Bethe moments, linear response,
+pseudo-moment matching, the BP-MAP and the pseudo-likelihood MAP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..._mrf_inference import BPEngine, ExactEngine, log_prior, newton_map
+from ...mrf import prior_precision_vector
+from ..mcmc_moves import _KernelBase
+from ..params import ParamBlock, ParamSpace
+from ..posteriors import FactorizedPosterior, GaussianQ
+from ..protocols import ScoringModelMixin
+
+__all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW"]
+
+
+@dataclass
+class MRFData:
+    """Sufficient statistics ``S`` and case count ``N`` (weights allowed), with the
+    distinct patterns of the rows (``codes``), their ``counts`` and each row's pattern
+    (``inverse``; None when built from statistics alone)."""
+
+    S: np.ndarray
+    N: float
+    codes: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    inverse: np.ndarray | None = None
+
+
+class MRFPreconditionedRW(_KernelBase):
+    """Gaussian random walk ``lambda' = lambda + c L_b eps`` with
+    ``L_b L_b^T = (b N C_hat + P)^-1`` (the Laplace covariance of the tempered target
+    ``ln p + b l``) and ``c = 2.38 scale / sqrt(F)``; ``C_hat`` the feature covariance at
+    the MAP, fixed before the run."""
+
+    def __init__(self, model, precision, cov_hat, n, scale=1.0):
+        self.model = model
+        self.n = float(n)
+        self.s = 1.0 / np.sqrt(np.asarray(precision, dtype=float))
+        M = cov_hat * np.outer(self.s, self.s)
+        mu, U = np.linalg.eigh(0.5 * (M + M.T))
+        self.mu, self.U = np.maximum(mu, 0.0), U
+        self.c = 2.38 * float(scale) / np.sqrt(max(1, len(precision)))
+
+    def factor(self, beta):
+        return (self.s[:, None] * self.U) / np.sqrt(beta * self.n * self.mu + 1.0)
+
+    def transition(self, state, target, beta, rngs):
+        L = self.factor(target.tuning_beta(beta))
+        coef = state.params["coef"]
+        eps = np.stack([g.standard_normal(coef.shape[1]) for g in rngs])
+        logu = np.log(np.array([1.0 - g.random() for g in rngs]))
+        new = target.state({"coef": coef + self.c * eps @ L.T})
+        with np.errstate(invalid="ignore"):
+            lr = target.log_f(new, beta) - target.log_f(state, beta)
+        a = logu < np.where(np.isnan(lr), -np.inf, lr)
+        return target.merge(state, new, a), float(np.mean(a))
+
+
+class MRFScoringModel(ScoringModelMixin):
+    """The scoring view of a fitted PairwiseMRF (any structure; exact likelihood when
+    the joint states can be enumerated or the graph is a forest)."""
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+        self.layout = estimator.layout_
+        self.precision = prior_precision_vector(estimator.prior_variance, self.layout)
+        self.ml_precision = np.full(self.layout.n_features, 1.0 / float(estimator.ml_prior_variance))
+        self.param_space = ParamSpace([ParamBlock("coef", (self.layout.n_features,), "real")])
+        self.max_exact_states = int(estimator.max_exact_states)
+        self._exact = (ExactEngine(self.layout)
+                       if self.layout.n_states_total <= self.max_exact_states else None)
+        self._cache = {}
+
+    # -- engines ----------------------------------------------------------------------
+    def inference_tractable(self):
+        """True when ``ln Z`` is exact: enumeration or a forest."""
+        return self._exact is not None or self.layout.forest
+
+    def exact_engine(self):
+        if self._exact is not None:
+            return self._exact
+        if self.layout.forest:
+            return self.bp_engine()
+        raise NotImplementedError("the MRF is too large for exact inference (loopy graph with "
+                                  f"more than max_exact_states={self.max_exact_states} states)")
+
+    def bp_engine(self, warn=True):
+        e = self.estimator
+        return BPEngine(self.layout, damping=e.bp_damping, tol=e.bp_tol, max_iter=e.bp_max_iter,
+                        lr=e.lr_method, warn=warn)
+
+    # -- data -------------------------------------------------------------------------
+    def prepare_data(self, X, **fit_params):
+        if fit_params:
+            raise ValueError(f"PairwiseMRF scoring accepts no fit parameters, got {sorted(fit_params)}.")
+        if isinstance(X, MRFData):
+            return X
+        codes = self.estimator.check_data(X)
+        patterns, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        S = self.layout.statistics(patterns, counts)
+        return MRFData(S, float(codes.shape[0]), patterns, counts.astype(float), inverse.ravel())
+
+    def sufficient_statistics(self, X):
+        d = self.prepare_data(X)
+        return d.S, d.N
+
+    def n_cases(self, X):
+        return X.N
+
+    def n_parameters(self):
+        return self.layout.n_features
+
+    def n_aliases(self):
+        return 1
+
+    # -- G0 -----------------------------------------------------------------------------
+    def log_prior(self, params):
+        return log_prior(np.atleast_2d(params["coef"]), self.precision)
+
+    def sample_prior(self, rng, size):
+        return {"coef": rng.standard_normal((size, self.layout.n_features)) / np.sqrt(self.precision)}
+
+    def _log_partition(self, coefs):
+        coefs = np.atleast_2d(np.asarray(coefs, dtype=float))
+        try:
+            eng = self.exact_engine()
+        except NotImplementedError as exc:
+            raise NotImplementedError("this score needs an exact log_likelihood: " + str(exc)) from exc
+        return eng.log_partition(coefs)
+
+    def log_likelihood(self, params, X):
+        coefs = np.atleast_2d(params["coef"])
+        return coefs @ X.S - X.N * self._log_partition(coefs)
+
+    def log_likelihood_per_case(self, params, X):
+        if X.codes is None:
+            raise ValueError("per-case likelihoods need the data rows, not only statistics.")
+        coefs = np.atleast_2d(params["coef"])
+        per_pattern = self.layout.energies(coefs, X.codes) - self._log_partition(coefs)[:, None]
+        return per_pattern[:, X.inverse]
+
+    def log_joint_gradient(self, params_single, X):
+        coef = np.asarray(params_single["coef"], dtype=float).reshape(-1)
+        m = self.exact_engine().moments(coef, covariance=False)
+        val = coef @ X.S - X.N * m.log_partition + float(log_prior(coef, self.precision))
+        return val, {"coef": (X.S - X.N * m.kappa - self.precision * coef)[None]}
+
+    def simulate(self, params, n_samples, rng):
+        coef = np.atleast_2d(params["coef"])[0]
+        if self._exact is None:
+            raise NotImplementedError("exact simulation needs an enumerable MRF")
+        return self._exact.sample(coef, int(n_samples), rng)
+
+    # -- point estimates ------------------------------------------------------------------
+    def map_fit(self, X, kind="map", inference="exact", init="pmm"):
+        """The Newton fit (:func:`~sklearn_vb._mrf_inference.newton_map`) with exact
+        (``inference="exact"``) or BP moments; cached per data set and settings."""
+        key = (id(X), kind, inference, init if isinstance(init, str) else "given")
+        if key in self._cache and self._cache[key][0] is X:
+            return self._cache[key][1]
+        eng = self.exact_engine() if inference == "exact" else self.bp_engine()
+        P = self.precision if kind == "map" else self.ml_precision
+        if isinstance(init, str):
+            coef0 = self.pmm(X) if init == "pmm" else np.zeros(self.layout.n_features)
+        else:
+            coef0 = np.asarray(init, dtype=float)
+        res = newton_map(eng, X.S, X.N, P, coef0, self.estimator.max_iter, self.estimator.tol)
+        res.engine = eng
+        self._cache[key] = (X, res)
+        return res
+
+    def fit_point(self, X, kind="map", basis=None, rng=None, n_init=1, inference="exact", **ignored):
+        if kind not in ("map", "ml"):
+            raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
+        return {"coef": self.map_fit(X, kind, inference).coef[None].copy()}
+
+    def pmm(self, X):
+        """Pseudo-moment matching from the empirical moments (uniform mixing ``1/(N+1)``)."""
+        return self.layout.pmm_coef(X.S / X.N, X.N)
+
+    def bethe_map(self, X, init="pmm"):
+        return self.map_fit(X, "map", "bp", init)
+
+    def pseudo_likelihood_map(self, X):
+        """MAP of the pseudo-likelihood ``sum_n sum_i ln p(x_i | x_-i) + ln p(lambda)``
+        (exact at any size, no partition function), by L-BFGS."""
+        if X.codes is None:
+            raise ValueError("the pseudo-likelihood needs the data rows.")
+        L, w = self.layout, X.counts
+        alts = []  # per node: (K_i, n_patterns, F) feature matrices with x_i replaced
+        for i in range(L.n_nodes):
+            mats = []
+            for k in range(L.n_states[i]):
+                c = X.codes.copy()
+                c[:, i] = k
+                mats.append(L.feature_matrix(c))
+            alts.append(np.stack(mats))
+        P = self.precision
+
+        def neg(coef):
+            val = float(log_prior(coef, P))
+            grad = X.S - P * coef
+            for i, A in enumerate(alts):
+                en = A @ coef  # (K_i, n)
+                mx = en.max(axis=0)
+                pr = np.exp(en - mx)
+                lse = mx + np.log(pr.sum(axis=0))
+                pr /= pr.sum(axis=0)
+                val += float(w @ (en[X.codes[:, i], np.arange(en.shape[1])] - lse))
+                grad -= np.einsum("kn,knf->f", pr * w, A)
+            return -val, -grad
+
+        res = minimize(neg, self.pmm(X), jac=True, method="L-BFGS-B",
+                       options={"maxiter": 1000, "gtol": 1e-10, "ftol": 1e-15})
+        return res.x
+
+    # -- moments --------------------------------------------------------------------------
+    def exact_moments(self, params_single):
+        m = self.exact_engine().moments(np.asarray(params_single["coef"], dtype=float).reshape(-1))
+        return m.log_partition, m.kappa, m.cov
+
+    def bethe_log_partition(self, params_single, messages=None):
+        eng = self.bp_engine()
+        r = eng.run(np.asarray(params_single["coef"], dtype=float).reshape(-1), messages)
+        info = {"bp_converged": r.converged, "bp_iterations": r.n_iter, "bp_residual": r.residual}
+        return r.log_partition, r.kappa, r.messages, info
+
+    def linear_response_covariance(self, params_single, method="matrix"):
+        coef = np.asarray(params_single["coef"], dtype=float).reshape(-1)
+        eng = self.bp_engine()
+        if method == "propagation":
+            return eng.covariance_propagation(coef)
+        if method != "matrix":
+            raise ValueError(f"method must be 'matrix' or 'propagation', got {method!r}.")
+        return np.linalg.inv(eng.moments(coef).J.toarray())
+
+    # -- G5 / G6 --------------------------------------------------------------------------
+    def _laplace_at_map(self, X):
+        res = self.map_fit(X, "map", "exact")
+        C = res.moments.cov
+        return res.coef, C, np.linalg.inv(X.N * C + np.diag(self.precision))
+
+    def variational_posterior(self, X=None):
+        """The Laplace Gaussian ``N(lambda_MAP, (N C + P)^-1)`` (not a VB posterior);
+        needs the data and an exact likelihood."""
+        if X is None:
+            raise NotImplementedError("the MRF's Laplace q needs the data")
+        mean, _, cov = self._laplace_at_map(X)
+        return FactorizedPosterior([GaussianQ("coef", mean, 0.5 * (cov + cov.T))])
+
+    def annealing_kernel(self, X=None, scale=1.0):
+        if X is None:
+            raise NotImplementedError("the MRF annealing kernel needs the data")
+        _, C, _ = self._laplace_at_map(X)
+        return MRFPreconditionedRW(self, self.precision, C, X.N, scale)
+
+    def kernel_prior_precision(self):
+        return {"coef": self.precision.copy()}
