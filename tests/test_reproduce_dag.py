@@ -79,7 +79,11 @@ def test_report_has_the_thesis_numbers_and_figures(single):
     # the thesis has no n = 8: its cells are dashes
     row = [line for line in text.splitlines() if line.startswith(f"| {N} |")][0]
     assert row.count("/ –") == 10
-    for name in ("dag.md", "dag_fig6_2.png", "dag_fig6_4.png", "dag_summary.json"):
+    assert "Table 6.3" in text and "Table 6.4" in text
+    ais = single.summary["ais"][N]
+    assert 0 <= ais["rejection"] <= 100 and len(ais["acceptance_by_quarter"]) == 4
+    for name in ("dag.md", "dag_fig6_2.png", "dag_fig6_4.png", "dag_fig6_11_12.png",
+                 "dag_summary.json"):
         assert (single.out / name).stat().st_size > 0
 
 
