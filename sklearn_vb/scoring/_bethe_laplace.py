@@ -54,6 +54,11 @@ class BetheLaplaceScore(Scorer):
     z_max : float or None, default None
     allow_unconverged : bool, default False
         Return the value even when BP did not converge (``nan`` otherwise).
+    terms : {"laplace", "map", "bic"}, default "laplace"
+        Which terms are summed: all six; T1 + T2 + T3 (the penalised likelihood at the
+        point, the paper's "MAP" score); or T1 + T2 + T5 (BIC at the point).  With
+        ``gradient="bp"`` the last two are the BP versions of those baselines, usable
+        on any graph where BP converges.
 
     ``diagnostics``: ``terms`` (T1-T6), ``lambda_hat``, ``inference``,
     ``log_partition`` and, when both exist, ``log_partition_exact`` and
@@ -64,13 +69,15 @@ class BetheLaplaceScore(Scorer):
 
     name = "bethe_laplace"
     options = {"gradient": "bp", "covariance": "linear_response", "log_partition": "auto",
-               "bias_reference": "auto", "z_max": None, "allow_unconverged": False}
+               "bias_reference": "auto", "z_max": None, "allow_unconverged": False,
+               "terms": "laplace"}
 
     def _check(self, opts):
         choices = {"gradient": ("bp", "exact"),
                    "covariance": ("linear_response", "exact", "none", "auto"),
                    "log_partition": ("auto", "exact", "bethe"),
-                   "bias_reference": ("auto", "exact", "pl")}
+                   "bias_reference": ("auto", "exact", "pl"),
+                   "terms": ("laplace", "map", "bic")}
         for k, allowed in choices.items():
             if opts[k] not in allowed:
                 raise ValueError(f"{k} must be one of {allowed}, got {opts[k]!r}.")
@@ -130,8 +137,9 @@ class BetheLaplaceScore(Scorer):
             T6 = float(-0.5 * ld - T5)
         diag["lr_not_pd"] = lr_not_pd
         diag["terms"] = {"T1": T1, "T2": T2, "T3": T3, "T4": T4, "T5": T5, "T6": T6}
-        value = T1 + T2 + T3 + T4 + T5 + T6
-        if lr_not_pd:
+        value = {"laplace": T1 + T2 + T3 + T4 + T5 + T6, "map": T1 + T2 + T3,
+                 "bic": T1 + T2 + T5}[opts["terms"]]
+        if lr_not_pd and opts["terms"] == "laplace":
             value = np.nan
         if not diag.get("bp_converged", True) and need_bp and not opts["allow_unconverged"]:
             value = np.nan
