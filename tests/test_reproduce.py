@@ -106,6 +106,10 @@ def test_interrupted_run_resumes_to_the_same_result(tiny, tmp_path):
     assert (out / "tiny_test.md").read_text() == ref.report
     summary = json.loads((out / "tiny_test_summary.json").read_text())
     assert summary["timing"]["units"] == 6
+    # a new run without resume keeps the finished journal aside
+    new = tiny(quick=True, out=out, n_streams=1, verbose=0)
+    assert len(Journal(journal, "tiny_test", new.config, 0).load()[0]) == 2
+    assert len((out / "cache" / "tiny_test-quick-seed0.jsonl.bak").read_text().splitlines()) == 7
 
 
 def test_journal_survives_a_truncated_last_line(tmp_path):
@@ -120,6 +124,25 @@ def test_journal_survives_a_truncated_last_line(tmp_path):
     j.close()
     results, _ = Journal(path, "x", {"a": 1}, 0).load()
     assert results == {(1, "a"): {"v": 1.5}, (3, "a"): {"v": 3.0}}
+
+
+def test_resume_ignores_settings_that_only_add_units(tiny, tmp_path):
+    exp = EXPERIMENTS.pop("tiny_test")
+    from dataclasses import replace
+
+    register(replace(exp, resume_ignores=("n_streams",)))
+    try:
+        small = run("tiny_test", quick=True, out=tmp_path, n_streams=2, verbose=0)
+        CALLS.clear()
+        big = run("tiny_test", quick=True, out=tmp_path, n_streams=3, resume=True, verbose=0)
+        assert len(CALLS) == 2  # only the third stream of each size is new
+        assert all(big.results[k] == v for k, v in small.results.items())
+        CALLS.clear()
+        again = run("tiny_test", quick=True, out=tmp_path, n_streams=2, resume=True, verbose=0)
+        assert CALLS == [] and again.results == small.results
+    finally:
+        EXPERIMENTS.pop("tiny_test", None)
+        EXPERIMENTS["tiny_test"] = exp
 
 
 def test_parallel_run_matches_sequential(tiny):

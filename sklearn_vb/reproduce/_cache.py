@@ -37,11 +37,18 @@ def _key(value):
 class Journal:
     """Append-only record of ``key -> result`` for one (experiment, configuration, seed)."""
 
-    def __init__(self, path, experiment, config, seed):
+    def __init__(self, path, experiment, config, seed, ignores=()):
         self.path = Path(path)
         self.header = {"format": _FORMAT, "experiment": experiment,
                        "config": to_jsonable(config), "seed": seed}
+        self.ignores = tuple(ignores)
         self._fh = None
+
+    def _comparable(self, header):
+        header = json.loads(json.dumps(header))
+        header["config"] = {k: v for k, v in header.get("config", {}).items()
+                            if k not in self.ignores}
+        return header
 
     def load(self):
         """``({key: result}, {key: seconds})`` of the units already in the journal.
@@ -59,7 +66,7 @@ class Journal:
         except json.JSONDecodeError:
             raise ValueError(f"{self.path} is not a results journal.") from None
         # compare through JSON so that tuples and lists, ints and floats match as written
-        if json.loads(json.dumps(self.header)) != header:
+        if self._comparable(self.header) != self._comparable(header):
             raise ValueError(
                 f"{self.path} holds results of another configuration or seed "
                 f"({header.get('config')}, seed {header.get('seed')}); remove it or run "
@@ -76,8 +83,12 @@ class Journal:
         return results, seconds
 
     def start(self, fresh):
-        """Open for appending; ``fresh`` truncates and writes the header."""
+        """Open for appending; ``fresh`` starts a new journal (an existing one is renamed
+        to ``<name>.bak``) and writes the header."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if fresh and self.path.exists() and self.path.stat().st_size > 0:
+            # never destroy finished work: the previous journal is kept beside the new one
+            self.path.replace(self.path.with_name(self.path.name + ".bak"))
         if fresh or not self.path.exists() or self.path.stat().st_size == 0:
             self._fh = open(self.path, "w", encoding="utf-8")
             self._fh.write(json.dumps(self.header) + "\n")

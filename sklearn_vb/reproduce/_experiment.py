@@ -53,6 +53,11 @@ class Experiment:
         no files) and returns the markdown report, which refers to them by file name.
     options : tuple of Option
         Settings offered on the command line.
+    resume_ignores : tuple of str
+        Settings that change which units exist but not any unit's result (e.g. the number
+        of parameter draws): a journal written with other values of them can be resumed,
+        so a run with more draws continues one with fewer, and a report on the draws
+        finished so far can be written from an interrupted longer run.
     """
 
     name: str
@@ -64,6 +69,7 @@ class Experiment:
     summarize: Callable
     report: Callable
     options: tuple = field(default_factory=tuple)
+    resume_ignores: tuple = field(default_factory=tuple)
 
     def config(self, quick=False, **overrides):
         """The configuration dict: ``quick`` or ``full``, updated with ``overrides``

@@ -98,8 +98,8 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
         Seed of the whole run; each unit's seed is derived from it and the unit's key.
     resume : bool, default=False
         Continue from the journal of an earlier (interrupted) run with the same
-        configuration and seed: its units are not computed again.  Without ``resume`` the
-        journal is started afresh.
+        configuration and seed: its units are not computed again.  Without ``resume`` a
+        new journal is started (an existing one is kept as ``<journal>.bak``).
     verbose : int, default=1
         ``0`` silent; ``1`` a progress line with the time left every few seconds.
     cache : str or path, default=None
@@ -124,7 +124,8 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
         cache = out / "cache" / f"{exp.name}-{'quick' if quick else 'full'}-seed{seed}.jsonl"
     if resume and cache is None:
         raise ValueError("resume needs a results journal: give out= or cache=.")
-    journal = Journal(cache, exp.name, config, seed) if cache is not None else None
+    journal = (Journal(cache, exp.name, config, seed, exp.resume_ignores)
+               if cache is not None else None)
 
     keys = [tuple(k) for k in exp.units(config)]
     if len(set(keys)) != len(keys):

@@ -461,4 +461,6 @@ dag = register(Experiment(
     options=(Option("draws", int, "number of parameter draws (0: the single thesis instance)"),
              Option("ais_temperatures", int, "AIS schedule length K (0: no AIS)"),
              Option("extras", int, "1: also VB without the iteration cap and VB from the CS point"),
-             Option("n_init", int, "EM/VBEM restarts per structure"))))
+             Option("n_init", int, "EM/VBEM restarts per structure")),
+    # a unit's result depends on its draw, not on how many draws the run has
+    resume_ignores=("draws",)))
