@@ -32,6 +32,7 @@ from ._numerics import (
     log_mean_exp,
     split_runs,
 )
+from ._joint_anneal import check_joint, run_joint_ais, run_joint_reverse_ais
 from ._progress import progress_for
 from ._reliability import LOWER_BOUND_Z, known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
@@ -370,6 +371,7 @@ _AIS_OPTIONS = {
     "hysteresis": False,
     "n_runs": 4,
     "lower_bound": "vb",
+    "anneal": "theta",
 }
 
 
@@ -423,6 +425,8 @@ class _AISBase(Scorer):
         return model, data, betas, kernel, q
 
     def _kernel(self, model, opts, data=None):
+        if check_joint(model, opts, self.name):  # anneal="joint": tempered Gibbs on (theta, z)
+            return "joint"
         kind = opts["kernel"]
         compiled_ok = (has(model, "run_ais_compiled") and int(opts["n_steps"]) == 1
                        and (opts["start"] == "prior" or has(model, "flat_concentrations")))
@@ -439,6 +443,9 @@ class _AISBase(Scorer):
                            X=data)
 
     def _reverse(self, model, data, betas, kernel, exact, q, opts, random_state):
+        if isinstance(kernel, str) and kernel == "joint":
+            return run_joint_reverse_ais(model, data, betas, exact, int(opts["n_chains"]),
+                                         random_state, opts["verbose"])
         if isinstance(kernel, str) and kernel == "compiled":
             return run_reverse_ais_compiled(model, data, betas, exact, int(opts["n_chains"]),
                                             random_state, opts["n_jobs"],
@@ -450,6 +457,8 @@ class _AISBase(Scorer):
 
     def _run_forward(self, model, data, betas, kernel, q, opts, random_state, verbose=None):
         verbose = opts["verbose"] if verbose is None else verbose
+        if isinstance(kernel, str) and kernel == "joint":
+            return run_joint_ais(model, data, betas, int(opts["n_chains"]), random_state, verbose)
         if isinstance(kernel, str) and kernel == "compiled":
             return run_ais_compiled(model, data, betas, int(opts["n_chains"]), random_state,
                                     opts["n_jobs"], opts["dirichlet_strength"],
@@ -564,6 +573,11 @@ class AISScore(_AISBase):
     8 s, 3 fits (K = 1695); categorical VBHiddenMarkov, 4 states, 3000 characters of
     English text: 770 s, 117 fits (K = 3674; the Dirichlet rows are moved one at a
     time in Python, 9 likelihood evaluations per chain and temperature).
+
+    ``anneal`` ("theta", the default: the latents summed out inside the likelihood;
+    "joint": anneal parameters and latents together with tempered Gibbs moves, for
+    models with exact tempered conditionals, see :mod:`sklearn_vb.scoring._joint_anneal`;
+    also for "rais" and "bdmc").
 
     ``verbose=1`` prints progress lines for runs longer than a few seconds.
     ``hysteresis=True`` adds Beal's backward pass from the final states
