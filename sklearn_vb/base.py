@@ -104,6 +104,7 @@ import time
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -113,10 +114,26 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
-           "ACCELERATION_CONSTRAINT"]
+           "ACCELERATION_CONSTRAINT", "Restart"]
 
 #: parameter constraint of ``acceleration`` for estimators that adopt extrapolation
 ACCELERATION_CONSTRAINT = [StrOptions({"squarem"}), None]
+
+
+class Restart(NamedTuple):
+    """One restart of a fit, as kept in ``restarts_`` with ``keep_restarts=True``.
+
+    ``lower_bound`` is the final bound of the restart (for EM methods the value the
+    estimator reports as ``lower_bound_``), ``state`` its fitted state (every attribute
+    ``_get_state`` copies, after ``_finalize``; see
+    :meth:`VBEMEstimator.restart_estimator`), ``lower_bounds`` its bound after every
+    iteration and ``converged`` whether it met ``tol``.
+    """
+
+    lower_bound: float
+    state: dict
+    lower_bounds: np.ndarray
+    converged: bool
 
 
 class BoundDecreaseError(RuntimeError):
@@ -270,6 +287,12 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         What to do when the bound decreases by more than round-off.  ``"steps"``
         evaluates the bound after every coordinate step and raises naming the step
         (slower; for debugging).
+    keep_restarts : bool
+        If True, ``restarts_`` keeps every restart's final state and bound (a list of
+        :class:`Restart`, in the order run), e.g. for the restart-mixture proposal of
+        importance sampling (``score(est, X, "is", proposal="vb_mixture")``, Beal 2003,
+        section 4.7).  Each restart is finalised once more for this.  Estimators declare
+        the parameter in their own signature.
     """
 
     _parameter_constraints: dict = {
@@ -282,6 +305,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         "verbose": ["verbose"],
         "verbose_interval": [Interval(Integral, 1, None, closed="left")],
         "bound_check": [StrOptions({"raise", "warn", "steps", "off"})],
+        "keep_restarts": ["boolean"],
     }
 
     def __init__(
@@ -380,6 +404,8 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         random_state = check_random_state(self.random_state)
         continuing = self.warm_start and hasattr(self, "lower_bound_")
         n_init = 1 if continuing else self.n_init
+        previous = list(getattr(self, "lower_bounds_", [])) if continuing else []
+        restarts = [] if getattr(self, "keep_restarts", False) else None
 
         best = None
         t_start = time.perf_counter()
@@ -397,18 +423,21 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
             if best is None or bounds[-1] > best[0]:
                 best = (bounds[-1], self._get_state(), bounds, converged,
                         getattr(self, "_run_extrapolations", None))
+            if restarts is not None:
+                restarts.append(self._restart_record(data, bounds, converged))
 
         lower_bound, state, bounds, converged, extrapolations = best
         self._set_state(state)
         if extrapolations is not None:
             self.extrapolations_ = extrapolations
-        previous = list(getattr(self, "lower_bounds_", [])) if continuing else []
         self.lower_bounds_ = np.asarray(previous + bounds, dtype=float)
         self.lower_bound_ = float(lower_bound)
         self.n_iter_ = len(bounds)
         self.converged_ = bool(converged)
         self.fit_time_ = time.perf_counter() - t_start
         self._finalize(data)
+        if restarts is not None:
+            self.restarts_ = restarts
         if not converged:
             warnings.warn(
                 f"{type(self).__name__}: the best of {n_init} restart(s) did not converge "
@@ -417,6 +446,41 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
                 ConvergenceWarning,
             )
         return self
+
+    def _restart_record(self, data, bounds, converged):
+        """The :class:`Restart` of the run just ended: its state after ``_finalize`` (the
+        bound bookkeeping of the run set first, as ``fit`` sets it for the kept run)."""
+        self.lower_bounds_ = np.asarray(bounds, dtype=float)
+        self.lower_bound_ = float(bounds[-1])
+        self.n_iter_ = len(bounds)
+        self.converged_ = bool(converged)
+        self._finalize(data)
+        return Restart(float(self.lower_bound_), self._get_state(),
+                       np.asarray(bounds, dtype=float), bool(converged))
+
+    def restart_estimator(self, restart):
+        """A shallow copy of this fitted estimator holding ``restart`` (an entry of
+        ``restarts_``, or its index) instead of the kept fit, e.g. to build that
+        restart's q(theta) for a restart-mixture proposal.
+
+        Returns
+        -------
+        estimator
+            Shares its arrays with ``restarts_``: treat it as read-only.
+        """
+        self._check_is_fitted()
+        if not isinstance(restart, Restart):
+            if not hasattr(self, "restarts_"):
+                raise AttributeError(f"{type(self).__name__} kept no restarts; fit with "
+                                     "keep_restarts=True.")
+            restart = self.restarts_[restart]
+        other = copy.copy(self)
+        other.__dict__.pop("restarts_", None)
+        other._set_state(restart.state)
+        other.lower_bound_ = restart.lower_bound
+        other.lower_bounds_ = restart.lower_bounds
+        other.converged_ = restart.converged
+        return other
 
     def _run_vbem(self, data):
         """One restart from the current state; returns ``(bounds, converged)``."""

@@ -143,7 +143,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         for example ``{name: table for name, table in zip(fitted.structure_.names,
         fitted.posterior_)}`` from a fitted model.  Any subset of the nodes may be
         given.
-    max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check
+    max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check, keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is in nats on the
         total bound (the thesis used ``1e-6 * n_samples``).  With ``warm_start=True``
         a refit continues from the fitted state and ``init_params`` is not used.
@@ -226,6 +226,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         bound_check="raise",
         max_configurations=MAX_CONFIGURATIONS,
         acceleration="squarem",
+        keep_restarts=False,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -238,6 +239,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             verbose_interval=verbose_interval,
             bound_check=bound_check,
         )
+        self.keep_restarts = keep_restarts
         self.structure = structure
         self.cardinalities = cardinalities
         self.hidden = hidden

@@ -256,7 +256,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         counts), for Gaussian emissions ``means`` (K, D), ``beta`` (K,), ``dof`` (K,)
         and ``scale`` ((K, D, D) or (K, D)), for Poisson emissions ``rate_shape`` and
         ``rate_rate`` (K, D).
-    max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check
+    max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check, keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``max_iter`` defaults to 1000, the
         thesis's setting: VB-HMM runs typically need 100-300 iterations to reach
         ``tol``.  ``tol`` defaults to 1e-4 nats: with 1e-3, fits on 30 000 characters
@@ -368,6 +368,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         bound_check="raise",
         acceleration="squarem",
         method="vb",
+        keep_restarts=False,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -380,6 +381,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             verbose_interval=verbose_interval,
             bound_check=bound_check,
         )
+        self.keep_restarts = keep_restarts
         self.n_components = n_components
         self.emission = emission
         self.covariance_type = covariance_type

@@ -200,7 +200,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         by switching dimensions off.  Costs about two more fits, only when ARD
         switched something off.
     max_iter, tol, n_init, random_state, warm_start, verbose,
-    verbose_interval, bound_check
+    verbose_interval, bound_check,
+    keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is on the absolute
         change of the bound in nats; convergence is only declared after the
         hyperparameter schedule has started every group.
@@ -283,6 +284,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         verbose=0,
         verbose_interval=10,
         bound_check="raise",
+        keep_restarts=False,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -295,6 +297,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             verbose_interval=verbose_interval,
             bound_check=bound_check,
         )
+        self.keep_restarts = keep_restarts
         self.n_states = n_states
         self.fit_intercept = fit_intercept
         self.input_to_state = input_to_state

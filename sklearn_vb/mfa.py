@@ -315,7 +315,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         switches factors off slowly (increments shrinking by well under 1 % per
         iteration), where a small last change alone stops the run many nats short
         of the optimum.
-    n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check
+    n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check,
+    keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``init_params`` is
         ``"kmeans"`` (responsibilities from k-means) or ``"random"`` (hard assignment
         to randomly chosen data points).
@@ -425,6 +426,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         verbose=0,
         verbose_interval=10,
         bound_check="raise",
+        keep_restarts=False,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -437,6 +439,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             verbose_interval=verbose_interval,
             bound_check=bound_check,
         )
+        self.keep_restarts = keep_restarts
         self.n_components = n_components
         self.n_factors = n_factors
         self.search = search

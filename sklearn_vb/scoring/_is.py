@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from joblib import Parallel, delayed
 
+from ..base import Restart
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._numerics import (
     as_seed_sequence,
@@ -25,6 +26,7 @@ from ._numerics import (
     log_mean_exp,
     normalised_weights,
 )
+from ._registry import scoring_model_for
 from ._reliability import known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
 from .posteriors import MixturePosterior, PriorPosterior
@@ -65,7 +67,7 @@ def build_proposal(kind, q, model, estimator=None, dof=3.0, broaden=None, epsilo
         restarts = getattr(estimator, "restarts_", None)
         if not restarts:
             raise NotImplementedError("is needs restarts_ (fit with keep_restarts=True)")
-        comps = [r[1] for r in restarts]
+        comps = restart_posteriors(estimator, model, restarts)
         if dof is not None:
             comps = [c.heavy_tailed(dof, broaden) for c in comps]
         return MixturePosterior(comps)
@@ -78,6 +80,35 @@ def build_proposal(kind, q, model, estimator=None, dof=3.0, broaden=None, epsilo
         "proposal must be 'vb', 'vb_t', 'vb_mixture', 'defensive' or 'prior', "
         f"got {kind!r}."
     )
+
+
+def _block_shapes(model):
+    return [(b.name, tuple(b.shape)) for b in model.param_space.blocks]
+
+
+def restart_posteriors(estimator, model, restarts):
+    """q(theta) of every restart in ``restarts`` (the fitted ``restarts_``), for the
+    restart mixture of Beal (2003), section 4.7.
+
+    Entries are :class:`~sklearn_vb.base.Restart` records of a package estimator (the
+    restart's q(theta) is read from its scoring model, built from the estimator holding
+    that restart) or ``(bound, q)`` pairs.  Restarts whose parameters have other shapes
+    than ``model``'s (a birth/death search that ended with another number of
+    components, say) cannot be proposals for it and are left out.
+    """
+    target = _block_shapes(model)
+    comps = []
+    for r in restarts:
+        if not isinstance(r, Restart):
+            comps.append(r[1])
+            continue
+        other = scoring_model_for(estimator.restart_estimator(r))
+        if _block_shapes(other) == target:
+            comps.append(other.variational_posterior())
+    if not comps:
+        raise NotImplementedError("no restart in restarts_ has the parameter shapes of the "
+                                  "kept fit")
+    return comps
 
 
 class ISScore(Scorer):
