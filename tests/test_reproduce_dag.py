@@ -48,7 +48,7 @@ def test_scores_obey_their_identities(single):
             # CS-seeded VB is at least CS (Beal's Corollary 2.5); no cap can only help
             assert f["vb_from_cs"] >= f["cs"] - 1e-8
             assert f["vb_uncapped"] >= f["vb"] - 1e-8
-            a = single.results[("beal", n, code, "ais")]
+            a = single.results[("beal", n, code, "ais32")]
             assert np.all(np.isfinite(a["ais_runs"])) and np.isfinite(a["ais"])
             # AIS^(5) pools the runs in the probability domain
             runs = np.asarray(a["ais_runs"])

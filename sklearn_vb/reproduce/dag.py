@@ -61,11 +61,17 @@ FULL = dict(_BASE, sizes=list(thesis.SIZES))
 QUICK = dict(_BASE, sizes=[10, 80, 480], ais_temperatures=512)
 
 
+def _ais_kind(config):
+    """The unit kind of the AIS runs: it names the schedule length, so runs with another
+    K never mix in a resumed journal."""
+    return f"ais{int(config['ais_temperatures'])}"
+
+
 def _units(config):
     draws = [SINGLE] if not config["draws"] else list(range(int(config["draws"])))
     kinds = ["fit"]
     if not config["draws"] and config["ais_temperatures"]:
-        kinds.append("ais")
+        kinds.append(_ais_kind(config))
     return [(d, int(n), c, k) for d in draws for n in config["sizes"] for c in CODES
             for k in kinds]
 
@@ -86,15 +92,18 @@ def _run_unit(key, config, seed):
                       tuple(config["ais_strength"]), config["ais_floor"], config["ais_e_tau"])
 
 
-def score_columns(results, draw, n, with_ais=True, extras=False):
-    """``{column: scores of the 136 structures}`` for one data set (order of ``CODES``)."""
+def score_columns(results, draw, n, with_ais=True, extras=False, ais_kind=None):
+    """``{column: scores of the 136 structures}`` for one data set (order of ``CODES``);
+    ``ais_kind`` (``"ais<K>"``) selects the AIS runs (default: any found)."""
     fits = [results[(draw, n, c, "fit")] for c in CODES]
     cols = dict(EM_VB_COLUMNS, **(EXTRA_COLUMNS if extras else {}))
     out = {}
     for name, (key, corrected) in cols.items():
         out[name] = np.array([f[key] + (f["ln_S"] if corrected else 0.0) for f in fits])
-    if with_ais and (draw, n, CODES[0], "ais") in results:
-        ais = [results[(draw, n, c, "ais")] for c in CODES]
+    if with_ais and ais_kind is None:
+        ais_kind = next((k[3] for k in results if k[3].startswith("ais")), None)
+    if with_ais and (draw, n, CODES[0], ais_kind) in results:
+        ais = [results[(draw, n, c, ais_kind)] for c in CODES]
         out["AIS(5)"] = np.array([a["ais"] for a in ais])
         for r in range(len(ais[0]["ais_runs"])):
             out[f"AIS#{r + 1}"] = np.array([a["ais_runs"][r] for a in ais])
@@ -107,7 +116,7 @@ def _ais_diagnostics(results, sizes, extras):
     for n in sizes:
         cols = score_columns(results, SINGLE, n, extras=extras)
         runs = [k for k in cols if k.startswith("AIS#")]
-        ais = [results[(SINGLE, n, c, "ais")] for c in CODES]
+        ais = [results[k] for k in results if k[:2] == (SINGLE, n) and k[3].startswith("ais")]
         acc = np.array([a["acceptance"] for a in ais])
         quarters = np.array([a["acceptance_by_quarter"] for a in ais])
         out[n] = {
@@ -463,4 +472,4 @@ dag = register(Experiment(
              Option("extras", int, "1: also VB without the iteration cap and VB from the CS point"),
              Option("n_init", int, "EM/VBEM restarts per structure")),
     # a unit's result depends on its draw, not on how many draws the run has
-    resume_ignores=("draws",)))
+    resume_ignores=("draws", "ais_temperatures")))
