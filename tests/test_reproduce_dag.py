@@ -125,3 +125,15 @@ def test_map_score_is_the_likelihood_at_the_em_point():
     assert bic.log_evidence == pytest.approx(m.log_evidence - 0.5 * 50 * np.log(N))
     with pytest.raises(ValueError, match="estimate"):
         score(est, X, "map", estimate="mode")
+
+
+def test_fits_on_distinct_rows_with_counts_equal_fits_on_the_data():
+    from sklearn_vb.reproduce._dag_units import _fit, fit_scores
+
+    X = draw_data(0, 0, 60, 60)
+    f = fit_scores((1, 3, 3, 2), X, 5, n_init=2)
+    vb = _fit((1, 3, 3, 2), X, "vb", 5, 2, 1000, 1e-6)
+    em = _fit((1, 3, 3, 2), X, "map", 5, 2, 1000, 1e-6, map_basis="natural")
+    assert f["vb"] == pytest.approx(vb.lower_bound_, abs=1e-8)
+    assert f["cs"] == pytest.approx(em.lower_bound_, abs=1e-8)
+    assert f["map"] == pytest.approx(em.log_likelihood_, abs=1e-8)

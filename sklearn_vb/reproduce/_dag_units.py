@@ -70,13 +70,22 @@ def draw_data(seed, draw, n, n_max=10240):
     return X[:n]
 
 
-def _fit(code, X, method, seed, n_init, max_iter, tol_per_case, **kwargs):
+def _fit(code, X, method, seed, n_init, max_iter, tol_per_case, sample_weight=None, **kwargs):
+    n = X.shape[0] if sample_weight is None else float(np.sum(sample_weight))
     est = VBDiscreteDAG(*bipartite_structure(code), method=method, n_init=n_init,
-                        max_iter=max_iter, tol=tol_per_case * X.shape[0], random_state=seed,
+                        max_iter=max_iter, tol=tol_per_case * n, random_state=seed,
                         bound_check="off", **kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # iteration caps are recorded, not warned
-        return est.fit(X)
+        return est.fit(X, sample_weight=sample_weight)
+
+
+def _patterns(X):
+    """Distinct rows and their counts: fitting these with ``sample_weight`` gives the
+    same fit as the full data (the estimator compresses patterns itself) and spares
+    every restart the compression of n rows."""
+    U, counts = np.unique(X, axis=0, return_counts=True)
+    return U, counts.astype(float)
 
 
 def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras=False):
@@ -95,7 +104,8 @@ def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras
     whose bound is at least CS by Beal's Corollary 2.5).
     """
     n = X.shape[0]
-    em = _fit(code, X, "map", seed, n_init, max_iter, tol_per_case, map_basis="natural")
+    U, w = _patterns(X)
+    em = _fit(code, U, "map", seed, n_init, max_iter, tol_per_case, w, map_basis="natural")
     model = scoring_model_for(em)
     theta = {b: np.asarray(t, dtype=float)[None] for b, t in zip(model.block_names, em.cpts_)}
     loglik = float(em.log_likelihood_)
@@ -103,7 +113,7 @@ def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras
     bic = loglik - 0.5 * d * np.log(n)
     bicp = bic + float(model.log_prior(theta)[0])
     cs = float(em.lower_bound_)  # the CS value at the EM estimate (exact E step there)
-    vb = _fit(code, X, "vb", seed, n_init, max_iter, tol_per_case)
+    vb = _fit(code, U, "vb", seed, n_init, max_iter, tol_per_case, w)
     out = {"map": loglik, "bic": bic, "bicp": bicp, "cs": cs,
            "cs_dagger": cs + 0.5 * n_connected_hidden(code) * np.log(n),
            "vb": float(vb.lower_bound_), "ln_S": float(vb.log_alias_count_), "d": d,
@@ -113,11 +123,11 @@ def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras
         if vb.converged_:
             out["vb_uncapped"] = out["vb"]
         else:
-            vb_long = _fit(code, X, "vb", seed, n_init, 100 * max_iter, tol_per_case)
+            vb_long = _fit(code, U, "vb", seed, n_init, 100 * max_iter, tol_per_case, w)
             out["vb_uncapped"] = float(vb_long.lower_bound_)
         start = {name: np.asarray(lam, float) + np.asarray(cnt, float) for name, lam, cnt
                  in zip(em.structure_.names, em.prior_, em.expected_counts_)}
-        vb_cs = _fit(code, X, "vb", seed, 1, 100 * max_iter, tol_per_case,
+        vb_cs = _fit(code, U, "vb", seed, 1, 100 * max_iter, tol_per_case, w,
                      init_params="posterior", init_posterior=start)
         out["vb_from_cs"] = float(vb_cs.lower_bound_)
     return out
