@@ -315,6 +315,22 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     q(s_t) (one VBE pass on the new data with q(theta) fixed); ``decode`` offers
     ``parameters="expected_log"``, Viterbi under exp E[ln theta], which is the most
     probable path under q(s).
+
+    Examples
+    --------
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> from sklearn_vb.datasets import make_hmm_sequences
+    >>> X, states, lengths = make_hmm_sequences(
+    ...     [0.5, 0.5], [[0.9, 0.1], [0.1, 0.9]], [[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]],
+    ...     [100] * 5, random_state=0)
+    >>> hmm = VBHiddenMarkov(n_components=2, random_state=0).fit(X, lengths=lengths)
+    >>> hmm.n_effective_components_
+    2
+    >>> hmm.transmat_.round(1)
+    array([[0.9, 0.1],
+           [0.1, 0.9]])
+    >>> hmm.predict(X, lengths=lengths).shape
+    (500,)
     """
 
     _parameter_constraints: dict = {
