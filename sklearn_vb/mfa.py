@@ -353,6 +353,21 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         ``(epoch, parent_id, accepted, F_before, F_after)``.
     n_births_proposed_, n_births_accepted_, n_epochs_ : int
     labels_ : ndarray (N,)  component of each training point.
+
+    Examples
+    --------
+    Two clusters in five dimensions, each spread along one direction: the search keeps two
+    components and ARD one factor in each.
+
+    >>> import numpy as np
+    >>> from sklearn_vb import VBMixtureFactorAnalysers
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(size=(100, 1)) @ rng.normal(size=(1, 5))
+    ...                     + rng.normal(scale=0.1, size=(100, 5)) + centre
+    ...                     for centre in (0, 10)])
+    >>> mfa = VBMixtureFactorAnalysers(random_state=0).fit(X)
+    >>> mfa.n_components_, mfa.n_factors_per_component_.tolist()
+    (2, [1, 1])
     """
 
     _parameter_constraints: dict = {
