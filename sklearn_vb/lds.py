@@ -233,6 +233,17 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         counted.
     hyperparameter_history_ : dict of per-iteration arrays of alpha, gamma (one
         column per original state label, NaN once removed), beta, delta (best run).
+
+    Examples
+    --------
+    >>> from sklearn_vb import VBLinearDynamicalSystem
+    >>> from sklearn_vb.datasets import make_lds, make_lds_params
+    >>> params = make_lds_params(2, 4, 0, random_state=0)   # 2 states, 4 outputs, no inputs
+    >>> X, states = make_lds(params, [100], random_state=0)
+    >>> lds = VBLinearDynamicalSystem(n_states=2, fit_intercept=False, max_iter=100,
+    ...                               random_state=0).fit(X)
+    >>> lds.transform(X).shape    # smoothed state means
+    (100, 2)
     """
 
     _parameter_constraints: dict = {
