@@ -185,6 +185,19 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         by the automorphism rule of :func:`alias_count`).
     n_parameters_ : int
         Naive parameter count, eq. (6.24).
+
+    Examples
+    --------
+    The default structure is the latent-class model: one hidden node parent of every column.
+
+    >>> from sklearn_vb import VBDiscreteDAG
+    >>> from sklearn_vb.datasets import make_beal_dag
+    >>> X = make_beal_dag(n_samples=200, random_state=0)     # 4 observed columns, 5 states
+    >>> dag = VBDiscreteDAG(n_components=2, random_state=0).fit(X)
+    >>> dag.structure_.names
+    ('latent', 'x0', 'x1', 'x2', 'x3')
+    >>> [cpt.shape for cpt in dag.cpts_]
+    [(1, 2), (2, 5), (2, 5), (2, 5), (2, 5)]
     """
 
     _parameter_constraints: dict = {
