@@ -45,7 +45,15 @@ def log_sum_exp(a):
 
 
 def log_mean_exp(a):
-    """LME(a) = LSE(a) - ln |a|: the log of the mean of the weights."""
+    """``LME(a) = LSE(a) - ln len(a)``: the log of the mean of the weights ``exp(a)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.scoring import log_mean_exp
+    >>> bool(np.isclose(log_mean_exp(np.log([1.0, 2.0, 3.0])), np.log(2.0)))
+    True
+    """
     a = _check_log_weights(a)
     return log_sum_exp(a) - np.log(a.size)
 

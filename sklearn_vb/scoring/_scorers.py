@@ -68,6 +68,22 @@ def score(estimator, X, method="vb", *, alias_correction=False, random_state=Non
     Returns
     -------
     ScoreResult
+
+    Examples
+    --------
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> from sklearn_vb.datasets import make_hmm_sequences
+    >>> from sklearn_vb.scoring import score
+    >>> X, _, lengths = make_hmm_sequences(
+    ...     [0.5, 0.5], [[0.9, 0.1], [0.1, 0.9]], [[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]],
+    ...     [100] * 5, random_state=0)
+    >>> hmm = VBHiddenMarkov(n_components=2, random_state=0).fit(X, lengths=lengths)
+    >>> vb = score(hmm, X, "vb")
+    >>> vb.bound, vb.log_evidence == hmm.lower_bound_
+    ('lower', True)
+    >>> cs = score(hmm, X, "cs", lengths=lengths)     # Cheeseman-Stutz, also a lower bound
+    >>> cs.bound, bool(cs.log_evidence <= vb.log_evidence)
+    ('lower', True)
     """
     scorer_cls = SCORERS[method] if isinstance(method, str) and method in SCORERS else None
     if scorer_cls is None:
