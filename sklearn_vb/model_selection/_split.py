@@ -31,13 +31,27 @@ __all__ = ["SequenceKFold", "lengths_to_sequence_ids", "sequence_ids_to_lengths"
 
 
 def lengths_to_sequence_ids(lengths):
-    """Row-aligned sequence ids ``0, 0, ..., 1, 1, ...`` from hmmlearn-style lengths."""
+    """Row-aligned sequence ids ``0, 0, ..., 1, 1, ...`` from hmmlearn-style lengths.
+
+    Examples
+    --------
+    >>> from sklearn_vb.model_selection import lengths_to_sequence_ids
+    >>> lengths_to_sequence_ids([3, 2])
+    array([0, 0, 0, 1, 1])
+    """
     lens = check_lengths(lengths, "lengths")
     return np.repeat(np.arange(lens.size, dtype=np.int64), lens)
 
 
 def sequence_ids_to_lengths(sequence_ids):
-    """hmmlearn-style lengths from row-aligned, contiguous sequence ids."""
+    """hmmlearn-style lengths from row-aligned, contiguous sequence ids.
+
+    Examples
+    --------
+    >>> from sklearn_vb.model_selection import sequence_ids_to_lengths
+    >>> sequence_ids_to_lengths([0, 0, 0, 1, 1])
+    array([3, 2])
+    """
     return check_sequence_ids(sequence_ids, "sequence_ids")[1]
 
 
@@ -58,6 +72,16 @@ class SequenceKFold(GroupKFold):
         Shuffle the sequences before assigning them to folds.
     random_state : int, RandomState instance or None, default=None
         Used when ``shuffle=True``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.model_selection import SequenceKFold, lengths_to_sequence_ids
+    >>> ids = lengths_to_sequence_ids([3, 2])       # two sequences, 5 rows
+    >>> for train, test in SequenceKFold(n_splits=2).split(np.zeros((5, 1)), groups=ids):
+    ...     print(train, test)
+    [3 4] [0 1 2]
+    [0 1 2] [3 4]
     """
 
     def split(self, X, y=None, groups=None):
