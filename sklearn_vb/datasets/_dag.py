@@ -114,6 +114,13 @@ def make_beal_dag(n_samples=10240, parameters=None, random_state=None, return_hi
     Returns ``X`` (n_samples, 4) int array of observed values 0..4 (and the hidden
     states (n_samples, 2) if ``return_hidden``).  Cases are drawn one at a time from
     one stream, so a prefix of a larger draw is a smaller data set (nested sizes).
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_beal_dag
+    >>> X = make_beal_dag(n_samples=200, random_state=0)
+    >>> X.shape, int(X.max())
+    ((200, 4), 4)
     """
     rng = check_random_state(random_state)
     theta = beal_true_parameters() if parameters is None else [np.asarray(t, float) for t in parameters]

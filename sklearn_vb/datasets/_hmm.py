@@ -13,17 +13,35 @@ def make_hmm_sequences(startprob, transmat, emission, lengths, *, random_state=N
 
     Parameters
     ----------
-    startprob : (K,) initial distribution.
-    transmat : (K, K) transition matrix (rows sum to one).
-    emission : (K, M) categorical emission matrix, or a tuple ``(means (K, D),
-        covars (K, D, D))`` for Gaussian emissions.
-    lengths : sequence of ints, the length of every sequence.
+    startprob : array-like of shape (K,)
+        Initial state distribution.
+    transmat : array-like of shape (K, K)
+        Transition matrix (rows sum to one).
+    emission : array-like of shape (K, M) or tuple
+        Categorical emission matrix, or a tuple ``(means, covars)`` of shapes (K, D) and
+        (K, D, D) for Gaussian emissions.
+    lengths : sequence of int
+        The length of every sequence.
+    random_state : int, RandomState or None, default=None
 
     Returns
     -------
-    X : (sum(lengths), 1) int symbols or (sum(lengths), D) floats.
-    states : (sum(lengths),) hidden states.
-    lengths : int64 array.
+    X : ndarray of shape (sum(lengths), 1) or (sum(lengths), D)
+        Integer symbols (categorical) or floats (Gaussian), sequences concatenated.
+    states : ndarray of shape (sum(lengths),)
+        The hidden states.
+    lengths : ndarray of int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.datasets import make_hmm_sequences
+    >>> transmat = np.array([[0.9, 0.1], [0.2, 0.8]])
+    >>> emission = np.array([[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]])
+    >>> X, states, lengths = make_hmm_sequences([0.5, 0.5], transmat, emission, [50, 30],
+    ...                                         random_state=0)
+    >>> X.shape, states.shape, lengths.tolist()
+    ((80, 1), (80,), [50, 30])
     """
     rng = check_random_state(random_state)
     startprob = np.asarray(startprob, dtype=float)

@@ -26,6 +26,13 @@ def make_lds_params(n_states=3, n_outputs=8, n_inputs=0, *, eigenvalues=None,
     noise has standard deviation ``noise_std``.
 
     Returns a dict with ``A, B, C, D, R`` (R diagonal covariance as a vector).
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_lds_params
+    >>> params = make_lds_params(2, 4, 0, random_state=0)
+    >>> sorted(params)[:5], params["A"].shape, params["C"].shape
+    (['A', 'B', 'C', 'D', 'R'], (2, 2), (4, 2))
     """
     rng = check_random_state(random_state)
     k, p, d = n_states, n_outputs, n_inputs
@@ -49,6 +56,13 @@ def make_lds(params, lengths, U=None, *, random_state=None):
     with ``w_t ~ N(0, I)``, ``v_t ~ N(0, diag(R))`` and ``x_0 ~ N(0, I)``.
 
     Returns ``(X, states)`` of shapes (sum(lengths), p) and (sum(lengths), k).
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_lds, make_lds_params
+    >>> X, states = make_lds(make_lds_params(2, 4, 0, random_state=0), [100, 50], random_state=0)
+    >>> X.shape, states.shape
+    ((150, 4), (150, 2))
     """
     rng = check_random_state(random_state)
     lengths = np.atleast_1d(np.asarray(lengths, dtype=np.int64))

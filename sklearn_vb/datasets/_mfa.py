@@ -50,6 +50,13 @@ def make_mixed_dimension_clusters(
     Cluster ``c`` is a ``dims[c]``-dimensional linear subspace with random orthonormal
     directions, factor standard deviation ``scale``, isotropic noise and a centre
     drawn at distance ``separation`` from the origin.  Returns ``(X, labels)``.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_mixed_dimension_clusters
+    >>> X, labels = make_mixed_dimension_clusters(random_state=0)
+    >>> X.shape, labels.shape
+    ((600, 10), (600,))
     """
     rng = check_random_state(random_state)
     centres, loadings = [], []
