@@ -25,9 +25,11 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
+# -W: every warning is an error.  The gallery runs the examples' quick modes;
+# SKLEARN_VB_GALLERY=full runs the full experiments, =skip does not run them.
 doc: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[doc]"
-	$(PY) -m sphinx -b html doc doc/_build/html
+	MPLBACKEND=Agg $(PY) -m sphinx -W --keep-going -b html doc doc/_build/html
 	@echo "documentation: doc/_build/html/index.html"
 
 clean:

@@ -1,19 +1,71 @@
-"""Sphinx configuration for the sklearn_vb documentation (``make doc``)."""
+"""Sphinx configuration for the sklearn_vb documentation (``make doc``).
 
-import sklearn_vb
+``make doc`` builds with ``-W`` (every warning is an error).  The gallery runs every script
+of ``examples/`` in its quick mode; ``SKLEARN_VB_GALLERY=full make doc`` runs the full
+experiments, and ``SKLEARN_VB_GALLERY=skip`` builds without running them.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "_sphinxext"))
+
+import sklearn_vb  # noqa: E402
 
 project = "sklearn_vb"
+copyright = "the sklearn_vb developers"
 release = version = sklearn_vb.__version__
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
+    "vb_gallery",
+    "vb_pages",
+    "sphinx_gallery.gen_gallery",
 ]
-autosummary_generate = True
+# the API tables are generated (vb_pages) before autosummary scans these files
+autosummary_generate = ["api.rst", "_api_sections.rst"]
+autodoc_default_options = {"inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
+numpydoc_xref_param_type = False
 html_theme = "pydata_sphinx_theme"
 html_title = f"sklearn_vb {version}"
-exclude_patterns = ["_build"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+}
+html_show_sourcelink = False
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "_generated", "_api_sections.rst", "reproduce/README*",
+                    "**/GALLERY_HEADER.rst"]
+# intersphinx needs the network; links to other projects' pages are written out instead
+intersphinx_mapping = {}
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    # every script of examples/ is an example (they are not named plot_*)
+    "filename_pattern": r"\.py$",
+    "ignore_pattern": r"__init__\.py|/_",
+    "plot_gallery": "False" if os.environ.get("SKLEARN_VB_GALLERY") == "skip" else "True",
+    "reset_argv": "vb_gallery.reset_argv",
+    "image_scrapers": ("vb_gallery.scrape_saved_figures",),
+    "abort_on_example_error": True,
+    "download_all_examples": False,
+    "show_memory": False,
+    "min_reported_time": 1,
+    "doc_module": ("sklearn_vb",),
+    "backreferences_dir": "generated/backreferences",
+    "reference_url": {"sklearn_vb": None},
+    "remove_config_comments": True,
+}

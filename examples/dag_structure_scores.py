@@ -1,4 +1,5 @@
-"""VB lower bound of all 136 structures of Beal's DAG class against data size.
+"""VB lower bound of all 136 structures of Beal's DAG class against data size
+==========================================================================
 
 The class (thesis §6.5): 2 binary hidden nodes, 4 five-valued observed nodes, each
 observed node with parent set {}, {s1}, {s2} or {s1, s2}; structures related by swapping
@@ -43,7 +44,7 @@ def vb_bounds(X, codes, n_init, max_iter, seed=0):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 small sizes, 1 restart")
     parser.add_argument("--output", default="dag_structure_scores.png")
     parser.add_argument("--n-jobs", type=int, default=2)

@@ -1,4 +1,5 @@
 """How many hidden states does a character-level model of English text need?
+=========================================================================
 
 We take a public-domain English text shipped with the operating system (the Creative
 Commons CC0 1.0 legal code in ``/usr/share/common-licenses``; if it is absent, the Zen of
@@ -46,7 +47,7 @@ def encode(text, length=100):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes and restarts")
     parser.add_argument("--output", default="hmm_english_states.png")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
-"""Discovering the structure of an HMM with variational Bayes (Beal 2003, section 3.5.1).
+"""Discovering the structure of an HMM with variational Bayes (Beal 2003, section 3.5.1)
+=====================================================================================
 
 Training data: 21 sequences over the alphabet {a, b, c} of three kinds -- substrings of
 (abc)*, substrings of (acb)*, and (a*b*)* with a and b equally likely.  A perfect model
@@ -24,7 +25,7 @@ from sklearn_vb.datasets import make_structure_discovery_sequences  # noqa: E402
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="few restarts (a few seconds)")
     parser.add_argument("--output", default="hmm_structure_discovery.png")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
-"""Hidden-state dimension recovery by ARD (Beal 2003, §5.4.1-5.4.2).
+"""Hidden-state dimension recovery by ARD (Beal 2003, §5.4.1-5.4.2)
+================================================================
 
 Data from a 3-state linear dynamical system (p = 8 outputs) is fitted with
 ``n_states=6``; ARD switches off the unneeded dimensions.  Saves Hinton diagrams of
@@ -39,7 +40,7 @@ def hinton(ax, W, title):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=".")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
-"""Output feedback through the inputs (Beal 2003, §5.5, eqs 5.152-5.154).
+"""Output feedback through the inputs (Beal 2003, §5.5, eqs 5.152-5.154)
+=====================================================================
 
 The outputs of the previous step are fed back as inputs, u_t = y_{t-1}: the first
 observation of each sequence is used only as an input, the rest are modelled.  Data
@@ -36,7 +37,7 @@ def feedback_data(T, n_seq, rng):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)

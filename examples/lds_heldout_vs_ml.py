@@ -1,5 +1,7 @@
-"""Held-out reconstruction error of VB against ML and MAP as the state dimension
-grows (the experiment of the thesis's Fig. 5.11, on simulated data).
+"""Held-out error of VB against ML and MAP as the state dimension grows
+====================================================================
+
+The experiment of the thesis's Fig. 5.11, on simulated data.
 
 Training and test sequences come from a 4-state system with p = 10 outputs.  For each
 state dimension k the VB model (ARD) and point estimates are fitted on the training
@@ -28,7 +30,7 @@ from sklearn_vb.datasets import make_lds, make_lds_params  # noqa: E402
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=".")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
-"""Handwritten digits: the analysers and factors a VB mixture of factor analysers finds.
+"""Handwritten digits: the analysers and factors a VB mixture of factor analysers finds
+====================================================================================
 
 scikit-learn's bundled 8x8 digits (1797 images, 64 pixels).  The birth/death search
 chooses the number of analysers, ARD the number of factors of each (at most
@@ -27,7 +28,7 @@ from sklearn_vb import VBMixtureFactorAnalysers  # noqa: E402
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="300 images of 0-2, short search")
     parser.add_argument("--factors", type=int, default=8)
     parser.add_argument("--psi-min", type=float, default=1e-2,

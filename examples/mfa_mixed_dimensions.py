@@ -1,4 +1,5 @@
 """Clusters of different intrinsic dimension: how many components, how many factors?
+=================================================================================
 
 A 1-D line, a 2-D plane and a 3-D blob (200 points each) embedded in 10 dimensions
 (thesis section 4.5.2 in miniature).  The birth/death search chooses the number of
@@ -25,7 +26,7 @@ from sklearn_vb.datasets import make_mixed_dimension_clusters  # noqa: E402
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one pass of the search")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--output", default="mfa_mixed_dimensions.png")

@@ -1,4 +1,5 @@
-"""Tiling a noisy spiral with locally linear analysers (Beal 2003, section 4.5.3).
+"""Tiling a noisy spiral with locally linear analysers (Beal 2003, section 4.5.3)
+==============================================================================
 
 800 points from the shrinking spiral of Ueda et al. (2000) in 3-D, a 1-dimensional
 manifold embedded non-linearly.  ``VBMixtureFactorAnalysers`` starts from one analyser
@@ -42,7 +43,7 @@ def plot_search_history(ax, history):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one pass of the search")
     parser.add_argument("--factors", type=int, default=1)
     parser.add_argument("--output", default="mfa_spiral.png")

@@ -1,4 +1,5 @@
-"""How many hidden states? Structure search for an HMM by VB and BIC.
+"""How many hidden states? Structure search for an HMM by VB and BIC
+=================================================================
 
 Sequences are drawn from a 3-state HMM over 6 symbols (each state mostly emits its own
 pair of symbols, and stays put with probability 0.9).  :class:`StructureSearch` fits an
@@ -40,7 +41,7 @@ def true_hmm(n_states=3, n_symbols=6, stay=0.9):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller grid and data (seconds)")
     parser.add_argument("--output", default="model_selection_hmm_states.png")
     parser.add_argument("--n-jobs", type=int, default=None)

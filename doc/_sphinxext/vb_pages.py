@@ -1,0 +1,169 @@
+"""Pages generated at build time from files the code writes.
+
+The included pieces go to ``_generated/`` (excluded as documents); the API table is
+``_api_sections.rst`` next to ``api.rst``, so that autosummary (which is told to scan it)
+and the page that includes it resolve ``:toctree: generated/`` to the same directory.
+
+* ``_generated/benchmarks_results.rst``: every ``benchmarks/results/*.json`` rendered by
+  :mod:`benchmarks.report` (included by ``benchmarks.rst``);
+* ``_api_sections.rst``: an autosummary table of every public class and function
+  (the names in ``__all__`` of the package and of each public subpackage, each listed once,
+  so models and modules added later appear without editing the page);
+* ``_generated/scorers_table.rst``: every registered scoring method;
+* ``generated/reproduce/<name>.rst``: every Markdown report ``reproduce/<name>.md``
+  converted to reStructuredText (listed by ``reproduction.rst``).  Reports written as
+  ``.rst`` are used as they are.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import sys
+from pathlib import Path
+
+from md2rst import markdown_to_rst
+
+DOC = Path(__file__).resolve().parents[1]
+ROOT = DOC.parent
+
+
+def _write_if_changed(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+
+
+def write_benchmarks(doc=DOC):
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from benchmarks.report import rst_page
+
+    _write_if_changed(doc / "_generated" / "benchmarks_results.rst", rst_page())
+
+
+def write_reproduction_reports(doc=DOC):
+    """Convert ``reproduce/*.md`` and return the generated document names."""
+    out_dir = doc / "generated" / "reproduce"
+    names = []
+    for md in sorted((doc / "reproduce").glob("*.md")):
+        if md.stem.upper() == "README":
+            continue
+        rst = markdown_to_rst(
+            md.read_text(),
+            image_prefix="/reproduce/",
+            link_doc=lambda url: "/generated/reproduce/" + Path(url).stem,
+            title=md.stem.replace("_", " "),
+        )
+        _write_if_changed(out_dir / f"{md.stem}.rst", rst)
+        names.append(md.stem)
+    if out_dir.is_dir():
+        for stale in out_dir.glob("*.rst"):
+            if stale.stem not in names:
+                stale.unlink()
+    return names
+
+
+#: Sections of the API reference in this order; public modules not named here follow.
+API_SECTIONS = [
+    ("sklearn_vb", "Estimators"),
+    ("sklearn_vb.base", "The VBEM loop"),
+    ("sklearn_vb.emissions", "HMM emission families"),
+    ("sklearn_vb.scoring", "Scoring"),
+    ("sklearn_vb.model_selection", "Model selection"),
+    ("sklearn_vb.datasets", "Data sets"),
+    ("sklearn_vb.plotting", "Plotting"),
+]
+
+
+def _public_names(module):
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in vars(module) if not n.startswith("_")]
+    out = []
+    for name in names:
+        obj = getattr(module, name, None)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            out.append((name, obj))
+    return out
+
+
+def api_sections():
+    """``[(module name, title, [(name, object)])]`` of every public class and function."""
+    import sklearn_vb
+
+    modules = [m for m, _ in API_SECTIONS]
+    titles = dict(API_SECTIONS)
+    for info in sorted(pkgutil.iter_modules(sklearn_vb.__path__), key=lambda i: i.name):
+        name = f"sklearn_vb.{info.name}"
+        if not info.name.startswith("_") and name not in modules:
+            modules.append(name)
+    seen = set()
+    sections = []
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        entries = []
+        for obj_name, obj in _public_names(module):
+            if id(obj) in seen or not (obj.__module__ or "").startswith("sklearn_vb"):
+                continue
+            seen.add(id(obj))
+            entries.append((obj_name, obj))
+        if entries:
+            title = titles.get(name) or f"``{name}``"
+            sections.append((name, title, entries))
+    return sections
+
+
+def write_api(doc=DOC):
+    out = []
+    for module, title, entries in api_sections():
+        out += [title, "-" * (len(title) + 2), "", f".. currentmodule:: {module}", ""]
+        first = (inspect.getdoc(importlib.import_module(module)) or "").split("\n\n")[0]
+        if module != "sklearn_vb" and first:
+            out += [first, ""]
+        out += [".. autosummary::", "   :toctree: generated/", "", *[f"   {n}" for n, _ in entries], ""]
+    _write_if_changed(doc / "_api_sections.rst", "\n".join(out))
+
+
+def write_scorers_table(doc=DOC):
+    from sklearn_vb.scoring import SCORERS
+
+    out = [".. list-table::", "   :header-rows: 1", "", "   * - method", "     - class",
+           "     - summary"]
+    for method, cls in SCORERS.items():
+        summary = (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " ")
+        out += [f"   * - ``{method}``", f"     - ``{cls.__module__}.{cls.__name__}``",
+                f"     - {summary or ' '}"]
+    _write_if_changed(doc / "_generated" / "scorers_table.rst", "\n".join(out) + "\n")
+
+
+def write_reproduction_toc(doc=DOC):
+    """The toctree of the reports: ``reproduce/*.rst`` as they are, converted ``*.md``."""
+    converted = write_reproduction_reports(doc)
+    native = sorted(p.stem for p in (doc / "reproduce").glob("*.rst")
+                    if p.stem.upper() != "README")
+    entries = [f"reproduce/{n}" for n in native]
+    entries += [f"generated/reproduce/{n}" for n in converted if n not in native]
+    if entries:
+        text = "\n".join([".. toctree::", "   :maxdepth: 1", "", *[f"   {e}" for e in entries]])
+    else:
+        text = ("No report has been written yet; ``python -m sklearn_vb reproduce --help`` "
+                "lists the experiments.")
+    _write_if_changed(doc / "_generated" / "reproduce_toc.rst", text + "\n")
+
+
+def _generate(app):
+    doc = Path(app.srcdir)
+    write_api(doc)
+    write_scorers_table(doc)
+    write_benchmarks(doc)
+    write_reproduction_toc(doc)
+
+
+def setup(app):
+    app.connect("builder-inited", _generate, priority=100)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,55 @@
+"""The ``Examples`` sections of the package's docstrings run as doctests.
+
+Every module of ``sklearn_vb`` is collected (the API reference is generated from the same
+docstrings, so what a reader copies from it has been run).  Examples must stay fast: a
+few tiny fits at most.
+"""
+
+import doctest
+import importlib
+import pkgutil
+import warnings
+
+import numpy as np
+import pytest
+
+import sklearn_vb
+
+
+def _modules():
+    names = ["sklearn_vb"]
+    for info in pkgutil.walk_packages(sklearn_vb.__path__, "sklearn_vb."):
+        if ".tests" in info.name or info.name.endswith("__main__"):
+            continue
+        names.append(info.name)
+    return sorted(names)
+
+
+def _doctests(module_name):
+    module = importlib.import_module(module_name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    # the finder keeps only objects defined in the module itself, so an object
+    # re-exported by a package is tested once, in the module that defines it
+    return [t for t in finder.find(module, module_name) if t.examples]
+
+
+MODULES = [m for m in _modules() if _doctests(m)]
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_docstring_examples_run(module_name):
+    runner = doctest.DocTestRunner(
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    failures = []
+    with warnings.catch_warnings(), np.printoptions(legacy="1.25"):
+        warnings.simplefilter("ignore")
+        for test in _doctests(module_name):
+            result = runner.run(test, out=failures.append)
+            assert result.attempted > 0
+    assert not failures, "".join(failures)
+
+
+def test_doctests_are_collected():
+    # the collection itself is what this file relies on: docstrings with examples exist
+    # in the estimators, the scorers and the data sets
+    assert {"sklearn_vb.hmm", "sklearn_vb.datasets._hmm", "sklearn_vb.scoring._numerics"} <= set(MODULES)
