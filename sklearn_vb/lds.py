@@ -33,6 +33,7 @@ from ._kernels._constants import LOG_2PI
 from ._kernels._linalg import spd_inverse
 from ._kernels.kalman import simulate_lds, vb_kalman_smoother
 from ._lds_moves import RotationObjective, optimise_rotation, rotate_hidden_posterior
+from ._lds_point import log_prior_density, point_m_step
 from ._validation import check_sequences, sequence_bounds
 from .base import VBEMEstimator, bound_round_off
 
@@ -199,6 +200,24 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         reaches a higher bound it is kept, with a warning that names the bound lost
         by switching dimensions off.  Costs about two more fits, only when ARD
         switched something off.
+    method : {"vb", "map", "ml"}, default="vb"
+        ``"vb"`` runs VBEM.  ``"ml"`` and ``"map"`` run EM for a point estimate of
+        ``(A, B, C, D, rho)`` (the baselines of Beal 2003, section 5.5), from the same
+        initial hidden-state statistics (``init_params``) and with the same restarts
+        and convergence rule: M steps (least squares for ``"ml"``; for ``"map"`` the
+        rows of ``[A B]`` and ``[C D]`` at their conjugate posterior means under the
+        ARD precisions held at ``ard_init`` and rho at the mode of its Gamma factor in
+        ``ln rho``) alternate with E steps (the exact Kalman/RTS smoother at the
+        point).  No hyperparameter is optimised, and there are no rotations, pruning
+        or ARD check.  ``(mu0, Sigma0)`` stay at ``N(0, I)``.  ``lower_bound_`` and
+        ``lower_bounds_`` then hold the EM objective (also ``objective_`` and
+        ``objectives_``), which is not a bound on ln p(X): the log-likelihood at the
+        point (``log_likelihood_``) for ``"ml"``, plus ``ln p(theta) + sum ln rho`` for
+        ``"map"``; EM never decreases it and the loop checks this after every
+        iteration.  The point is in ``A_mean_``, ``B_mean_``, ``C_mean_``,
+        ``D_mean_`` and ``noise_precision_mean_``, which ``predict``, ``score``,
+        ``transform`` and ``sample`` use; the posterior attributes (``Sigma_AB_``,
+        ``Sigma_CD_``, ``rho_shape_``, ``rho_rate_``) are not set.
     max_iter, tol, n_init, random_state, warm_start, verbose,
     verbose_interval, bound_check,
     keep_restarts
@@ -255,6 +274,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         "ard": ["boolean"],
         "hyperparameter_schedule": [tuple, list, None],
         "ard_init": [Interval(Real, 0.0, None, closed="neither")],
+        "method": [StrOptions({"vb", "map", "ml"})],
         "noise_shape": [Interval(Real, 0.0, None, closed="neither")],
         "noise_rate": [Interval(Real, 0.0, None, closed="neither")],
         "init_state_cov": [StrOptions({"diag", "full", "spherical", "fixed"})],
@@ -296,6 +316,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         verbose_interval=10,
         bound_check="raise",
         keep_restarts=False,
+        method="vb",
     ):
         super().__init__(
             max_iter=max_iter,
@@ -309,6 +330,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             bound_check=bound_check,
         )
         self.keep_restarts = keep_restarts
+        self.method = method
         self.n_states = n_states
         self.fit_intercept = fit_intercept
         self.input_to_state = input_to_state
@@ -466,6 +488,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         }
         self._stats = self._hidden_stats(data, self._q_x)
         self._q_theta = None
+        self._point_loglik = self._point_value = -np.inf
         self._history = {"alpha": [], "beta": [], "gamma": [], "delta": []}
 
     @staticmethod
@@ -614,6 +637,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     # ================================================================ steps
     def _iteration_steps(self):
+        if self.method != "vb":
+            return ("m", "e")
         steps = ("rotate", "hyper", "vbm", "vbe")
         if self.prune_states and self.ard:
             return steps + ("prune",)
@@ -621,6 +646,56 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _step_vbm(self, data, iteration):
         self._vbm(data, self._stats)
+
+    # ================================================================ point EM steps
+    @property
+    def _point_fitted(self):
+        """Whether the stored parameters are a point estimate (``method="ml"/"map"``)."""
+        q = getattr(self, "_q_theta", None)
+        return q is not None and bool(q.get("point", False))
+
+    def _point_priors(self):
+        return (np.concatenate([self.alpha_, self.beta_c_]),
+                np.concatenate([self.gamma_, self.delta_c_]))
+
+    def _step_m(self, data, iteration):
+        s = self._stats
+        W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data.UUs]])
+        R_AB = np.vstack([s["S_A"], s["M"]])
+        W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data.UUo]])
+        R_CD = np.vstack([s["S_C"], data.UY])
+        prior_ab, prior_cd = self._point_priors()
+        M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, data.YY, s["T"], prior_ab,
+                                       prior_cd, self.noise_prior_shape_,
+                                       self.noise_prior_rate_, self.method)
+        n_ab, n_cd = M_AB.shape[1], M_CD.shape[1]
+        # a q(theta) with no spread: the VBE kernel is then the exact smoother
+        self._q_theta = {
+            "point": True, "M_AB": M_AB, "M_CD": M_CD, "rho": rho, "log_rho": np.log(rho),
+            "Sigma_AB": np.zeros((n_ab, n_ab)), "Sigma_CD": np.zeros((n_cd, n_cd)),
+            "k": self.n_states_, "ds": data.Us.shape[1], "do": data.Uo.shape[1],
+        }
+
+    def _point_objective(self, loglik):
+        if self.method == "ml":
+            return loglik
+        q = self._q_theta
+        prior_ab, prior_cd = self._point_priors()
+        log_prior = log_prior_density(q["M_AB"][None], q["M_CD"][None], q["rho"][None],
+                                      prior_ab, prior_cd, self.noise_prior_shape_,
+                                      self.noise_prior_rate_)[0]
+        # the M step maximises in ln rho: its Jacobian sum ln rho is part of the objective
+        return loglik + float(log_prior) + float(np.sum(q["log_rho"]))
+
+    def _step_e(self, data, iteration):
+        res = self._run_filter(self._q_theta, data.X, data.Us, data.Uo, data.starts,
+                               data.ends, self.init_state_mean_, self.init_state_cov_,
+                               smooth=True, point=True)
+        self._q_x = {key: res[key] for key in
+                     ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
+        self._stats = self._hidden_stats(data, self._q_x)
+        self._point_loglik = float(np.sum(res["log_terms"]))
+        self._point_value = self._point_objective(self._point_loglik)
 
     def _step_vbe(self, data, iteration):
         self._vbe(data)
@@ -863,7 +938,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _can_stop(self, iteration):
         sched = self.hyperparameter_schedule
-        if sched is None:
+        if sched is None or self.method != "vb":
             return True
         return iteration - 1 > max(sched)
 
@@ -946,12 +1021,17 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         return float(x0_term + np.sum(qx["entropy"]) + e_dyn + e_obs - kl)
 
     def _lower_bound(self, data):
+        if self._point_fitted:
+            # the EM objective of the point of the last E step (with
+            # bound_check="steps" the M step is therefore not checked on its own)
+            return self._point_value
         return self._explicit_bound(data)
 
     # ================================================================ state
     def _get_state(self):
         state = super()._get_state()
-        for name in ("_q_x", "_q_theta", "_stats", "_history"):
+        for name in ("_q_x", "_q_theta", "_stats", "_history", "_point_loglik",
+                     "_point_value"):
             state[name] = copy.deepcopy(getattr(self, name))
         return state
 
@@ -975,7 +1055,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         if continuing:
             self._warm_data_changed = True
         super().fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
-        if (self.ard and self.ard_check and not continuing
+        if (self.ard and self.ard_check and not continuing and self.method == "vb"
                 and self.n_effective_states_ < self._k_max):
             self._check_switched_off(X, U, lengths, sequence_ids)
         return self
@@ -1030,6 +1110,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.C_mean_ = q["M_CD"][:, :k].copy()
         self.D_mean_ = np.zeros((p, d))
         self.D_mean_[:, oc] = q["M_CD"][:, k:]
+        if self._point_fitted:
+            self._finalize_point(data)
+            return
         self.Sigma_AB_ = q["Sigma_AB"].copy()
         self.Sigma_CD_ = q["Sigma_CD"].copy()
         self.rho_shape_ = float(q["rho_shape"])
@@ -1048,6 +1131,23 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.active_states_ = ~(dead_a & dead_c)
         self.n_effective_states_ = int(np.sum(self.active_states_))
         self.n_features_in_ = p
+
+    def _finalize_point(self, data):
+        k, d = self.n_states_, data.U.shape[1]
+        for name in ("Sigma_AB_", "Sigma_CD_", "rho_shape_", "rho_rate_"):
+            self.__dict__.pop(name, None)
+        self.noise_precision_mean_ = self._q_theta["rho"].copy()
+        self.beta_ = np.full(d, np.inf)
+        self.beta_[self.state_inputs_] = self.beta_c_
+        self.delta_ = np.full(d, np.inf)
+        self.delta_[self.output_inputs_] = self.delta_c_
+        self.hyperparameter_history_ = {}
+        self.active_states_ = np.ones(k, dtype=bool)
+        self.n_effective_states_ = k
+        self.n_features_in_ = data.X.shape[1]
+        self.log_likelihood_ = self._point_loglik
+        self.objective_ = self.lower_bound_
+        self.objectives_ = self.lower_bounds_
 
     # ================================================================ posterior summaries
     def posterior_std(self):

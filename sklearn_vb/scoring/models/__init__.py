@@ -37,17 +37,24 @@ _HMM_SCORING_MODELS = {"categorical": HMMScoringModel, "gaussian": GaussianHMMSc
 
 def _hmm_scoring_model(estimator):
     check_is_fitted(estimator, "lower_bound_")
-    if "_theta_" in vars(estimator):
-        raise NotImplementedError("a VBHiddenMarkov fitted with method='ml' or 'map' has no "
-                                  "q(theta) to score with.")
+    _refuse_point_fit(estimator)
     return _HMM_SCORING_MODELS.get(estimator.emission, FamilyHMMScoringModel)(estimator)
 
 
+def _refuse_point_fit(estimator):
+    if getattr(estimator, "_point_fitted", False):
+        raise NotImplementedError(
+            f"a {type(estimator).__name__} fitted with method='ml' or 'map' has no q(theta) "
+            "to score with.")
+
+
 def _fitted_only(adapter):
-    """The factory ``estimator -> adapter(estimator)``, refusing an unfitted estimator."""
+    """The factory ``estimator -> adapter(estimator)``, refusing an unfitted estimator
+    and a point fit (``method="ml"``/``"map"``)."""
 
     def factory(estimator):
         check_is_fitted(estimator, "lower_bound_")
+        _refuse_point_fit(estimator)
         return adapter(estimator)
 
     return factory

@@ -59,6 +59,7 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from ..._distributions import _rng
+from ..._lds_point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
 from ..._kernels._constants import LOG_2PI
 from ..._kernels.kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother
 from ..mcmc_moves import BlockRandomWalkMH
@@ -82,16 +83,8 @@ def _chol(M, name):
 
 
 
-def _spd_solve_inv(M):
-    L = _chol(M, "matrix")
-    Linv = np.linalg.inv(L)
-    return Linv.T @ Linv, 2.0 * float(np.sum(np.log(np.diag(L))))
-
-
-def _gamma_logpdf(x, a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lp = a * np.log(b) - gammaln(a) + (a - 1.0) * np.log(x) - b * x
-    return np.where((x > 0) & np.isfinite(x), lp, -np.inf)
+_spd_solve_inv = spd_solve_inv
+_gamma_logpdf = gamma_log_pdf
 
 
 # =========================================================================================
@@ -355,20 +348,9 @@ class LDSScoringModel(ScoringModelMixin):
 
     # ------------------------------------------------------------------------ G0
     def log_prior(self, params):
-        AB, CD = self._AB(params), self._CD(params)
-        rho = np.asarray(params["rho"], dtype=float)
-        k = self.k
-        dab, dcd = AB.shape[2], CD.shape[2]
-        lab = k * (-0.5 * dab * LOG_2PI + 0.5 * np.sum(np.log(self.prior_ab)))
-        out = lab - 0.5 * np.einsum("cjl,l->c", AB * AB, self.prior_ab)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lrho = np.log(rho)
-            lcd = (-0.5 * dcd * LOG_2PI + 0.5 * np.sum(np.log(self.prior_cd)) + 0.5 * dcd * lrho
-                   - 0.5 * rho * np.einsum("csl,l->cs", CD * CD, self.prior_cd))
-            lg = _gamma_logpdf(rho, self.a0, self.b0)
-            ok = (rho > 0) & np.isfinite(rho) & np.isfinite(lcd)
-            tot = np.where(ok, lcd + lg, -np.inf).sum(axis=1)
-        return np.asarray(out + tot, dtype=float)
+        return log_prior_density(self._AB(params), self._CD(params),
+                                 np.asarray(params["rho"], dtype=float), self.prior_ab,
+                                 self.prior_cd, self.a0, self.b0)
 
     def sample_prior(self, rng, size):
         rng = _rng(rng)
@@ -700,24 +682,9 @@ class LDSScoringModel(ScoringModelMixin):
         the unconstrained basis) or ``rho`` (``"natural"``).  ``kind="ml"``: least
         squares and ``rho_s = T / residual sum of squares``."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
-        T = stats["T"]
-        if kind == "ml":
-            M_AB = np.linalg.lstsq(W_z, R_AB, rcond=None)[0].T
-            M_CD = np.linalg.lstsq(W_w, R_CD, rcond=None)[0].T
-            rss = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
-                   + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
-            rho = T / np.maximum(rss, 1e-300)
-        else:
-            Sigma_AB, _ = _spd_solve_inv(W_z + np.diag(self.prior_ab))
-            Lam_CD = W_w + np.diag(self.prior_cd)
-            Sigma_CD, _ = _spd_solve_inv(Lam_CD)
-            M_AB = (Sigma_AB @ R_AB).T
-            M_CD = (Sigma_CD @ R_CD).T
-            g = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
-                 + np.einsum("si,ij,sj->s", M_CD, Lam_CD, M_CD))
-            J = 0.0 if basis == "natural" else 1.0
-            shape = self.a0 - 1.0 + J + 0.5 * (T + self.prior_cd.size)
-            rho = max(shape, 1e-12) / (self.b0 + 0.5 * np.maximum(g, 1e-300))
+        M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, stats["YY"], stats["T"],
+                                       self.prior_ab, self.prior_cd, self.a0, self.b0, kind,
+                                       basis)
         return self._split(M_AB[None], M_CD[None], rho[None])
 
     def _objective(self, theta, loglik, kind, basis):

@@ -1,0 +1,95 @@
+"""Point-estimate (ML and MAP) EM for the linear dynamical system: the M step and the
+prior density of the MAP objective.
+
+:class:`~sklearn_vb.lds.VBLinearDynamicalSystem` with ``method="ml"`` or ``"map"``
+runs these in its EM loop (E step: the exact Kalman/RTS smoother at the point, the VBE
+kernel with no parameter uncertainty), and the LDS scoring adapter
+(:mod:`sklearn_vb.scoring.models.lds`) runs them for its ``fit_point`` and its prior,
+so each piece exists once.
+
+Model (Beal 2003, chapter 5): ``x_t = A x_{t-1} + B u_t + w_t`` with ``w ~ N(0, I)``,
+``y_t = C x_t + D u_t + v_t`` with ``v ~ N(0, diag(1/rho))``; priors: every row of
+``[A B]`` is ``N(0, diag(1/prior_ab))``, every row ``s`` of ``[C D]`` is
+``N(0, diag(1/(rho_s prior_cd)))`` and ``rho_s ~ Gamma(a0, b0)``.
+
+Statistics of a q(x) (or of the exact smoother): ``W_z`` and ``R_AB`` of the dynamics
+regression (``[[W_A, G_A], [G_A', U_s'U_s]]`` and ``[S_A; M]``), ``W_w`` and ``R_CD`` of
+the output regression, ``YY`` the per-output sums of squares and ``T`` the number of
+time steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from ._kernels._constants import LOG_2PI
+
+__all__ = ["point_m_step", "log_prior_density", "spd_solve_inv", "gamma_log_pdf"]
+
+
+def spd_solve_inv(M):
+    """Inverse and log-determinant of a symmetric positive definite matrix (Cholesky)."""
+    try:
+        L = np.linalg.cholesky(0.5 * (M + M.T))
+    except np.linalg.LinAlgError as exc:
+        raise ValueError("matrix must be positive definite.") from exc
+    Linv = np.linalg.inv(L)
+    return Linv.T @ Linv, 2.0 * float(np.sum(np.log(np.diag(L))))
+
+
+def gamma_log_pdf(x, a, b):
+    """ln Gamma(x | shape a, rate b), -inf outside x > 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lp = a * np.log(b) - gammaln(a) + (a - 1.0) * np.log(x) - b * x
+    return np.where((x > 0) & np.isfinite(x), lp, -np.inf)
+
+
+def point_m_step(W_z, R_AB, W_w, R_CD, YY, T, prior_ab, prior_cd, a0, b0, kind="map",
+                 basis="softmax"):
+    """The M step: ``(M_AB, M_CD, rho)`` of shapes (k, k + ds), (p, k + do), (p,).
+
+    MAP (default): the rows of ``[A B]`` and ``[C D]`` at their conjugate posterior
+    means, rho at the mode of its Gamma factor in the basis ``ln rho``
+    (``basis="softmax"``, the unconstrained basis) or ``rho`` (``"natural"``).
+    ``kind="ml"``: least squares and ``rho_s = T / residual sum of squares``.
+    """
+    if kind not in ("map", "ml"):
+        raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
+    if basis not in ("softmax", "natural"):
+        raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
+    if kind == "ml":
+        M_AB = np.linalg.lstsq(W_z, R_AB, rcond=None)[0].T
+        M_CD = np.linalg.lstsq(W_w, R_CD, rcond=None)[0].T
+        rss = (YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+               + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
+        rho = T / np.maximum(rss, 1e-300)
+    else:
+        Sigma_AB, _ = spd_solve_inv(W_z + np.diag(prior_ab))
+        Lam_CD = W_w + np.diag(prior_cd)
+        Sigma_CD, _ = spd_solve_inv(Lam_CD)
+        M_AB = (Sigma_AB @ R_AB).T
+        M_CD = (Sigma_CD @ R_CD).T
+        g = (YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+             + np.einsum("si,ij,sj->s", M_CD, Lam_CD, M_CD))
+        J = 0.0 if basis == "natural" else 1.0
+        shape = a0 - 1.0 + J + 0.5 * (T + prior_cd.size)
+        rho = max(shape, 1e-12) / (b0 + 0.5 * np.maximum(g, 1e-300))
+    return M_AB, M_CD, rho
+
+
+def log_prior_density(AB, CD, rho, prior_ab, prior_cd, a0, b0):
+    """ln p(theta) of a batch: ``AB`` (C, k, k + ds), ``CD`` (C, p, k + do), ``rho``
+    (C, p); shape (C,)."""
+    k = AB.shape[1]
+    dab, dcd = AB.shape[2], CD.shape[2]
+    lab = k * (-0.5 * dab * LOG_2PI + 0.5 * np.sum(np.log(prior_ab)))
+    out = lab - 0.5 * np.einsum("cjl,l->c", AB * AB, prior_ab)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lrho = np.log(rho)
+        lcd = (-0.5 * dcd * LOG_2PI + 0.5 * np.sum(np.log(prior_cd)) + 0.5 * dcd * lrho
+               - 0.5 * rho * np.einsum("csl,l->cs", CD * CD, prior_cd))
+        lg = gamma_log_pdf(rho, a0, b0)
+        ok = (rho > 0) & np.isfinite(rho) & np.isfinite(lcd)
+        tot = np.where(ok, lcd + lg, -np.inf).sum(axis=1)
+    return np.asarray(out + tot, dtype=float)
