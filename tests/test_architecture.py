@@ -41,6 +41,8 @@ LAYERS = [
                     "_bernoulli_mixture", "sbn", "bdmc_models", "mrf", ""]),
     # scoring._progress: the progress reporter shared by the slow scorers
     ("scoring", ["scoring", "scoring._progress"]),
+    # samplers built on the ScoringModels
+    ("samplers", ["mcmc"]),
     ("model selection", ["model_selection"]),
     ("applications", ["plotting", "_demo", "__main__", "reproduce"]),
 ]

@@ -345,8 +345,9 @@ class BlockRandomWalkMH(_KernelBase):
             lr = np.where(np.isnan(lr), -np.inf, lr)
             a = logu[:, i] < lr
             state = target.merge(state, new, a)
-            acc.append(a.mean())
-        return state, float(np.mean(acc))
+            acc.append(a)
+        self.last_accepts = np.stack(acc, axis=1)  # (C, blocks in self.order)
+        return state, float(np.mean(self.last_accepts))
 
 
 class DirichletMH(_KernelBase):
@@ -547,6 +548,7 @@ class IndependenceMH(_KernelBase):
             lr = (target.log_f(new, beta) - self.q.log_pdf(prop)
                   - target.log_f(state, beta) + self.q.log_pdf(state.params))
             a = _accept(lr, rngs)
+            self.last_accepts = a[:, None]
             return target.merge(state, new, a), float(a.mean())
         acc = []
         for qb in self.q.blocks:
@@ -559,14 +561,41 @@ class IndependenceMH(_KernelBase):
                   - target.log_f(state, beta) + qb.log_pdf(state.params[b]))
             a = _accept(lr, rngs)
             state = target.merge(state, new, a)
-            acc.append(a.mean())
-        return state, float(np.mean(acc))
+            acc.append(a)
+        self.last_accepts = np.stack(acc, axis=1)  # (C, blocks of q)
+        return state, float(np.mean(self.last_accepts))
+
+
+def take_state(state, idx):
+    """The chains ``idx`` of a ChainState."""
+    return ChainState({k: v[idx] for k, v in state.params.items()}, state.log_prior[idx],
+                      state.loglik[idx], None if state.log_q is None else state.log_q[idx])
+
+
+def put_state(state, idx, sub):
+    """A copy of ``state`` with the chains ``idx`` replaced by ``sub``."""
+    params = {}
+    for k, v in state.params.items():
+        v = np.array(v, copy=True)
+        v[idx] = sub.params[k]
+        params[k] = v
+    out = [np.array(a, copy=True) for a in (state.log_prior, state.loglik)]
+    for a, b in zip(out, (sub.log_prior, sub.loglik)):
+        a[idx] = b
+    lq = None
+    if state.log_q is not None:
+        lq = np.array(state.log_q, copy=True)
+        lq[idx] = sub.log_q
+    return ChainState(params, out[0], out[1], lq)
 
 
 class VariationalMixtureKernel(_KernelBase):
-    """Variational MCMC mixture kernel (de Freitas et al.): with probability ``nu`` a
-    block variational MH sweep, otherwise a block random-walk sweep (each keeps the target
-    invariant, so the mixture does).  The choice is made per chain."""
+    """Variational MCMC mixture kernel (de Freitas et al. 2001, Fig. 7): with
+    probability ``nu`` a block variational MH sweep, otherwise a block random-walk sweep
+    (each keeps the target invariant, so the mixture does).  The choice is made per
+    chain, and each chain runs only the sub-kernel it chose: one sweep's cost per
+    iteration.  ``last_choice`` records the choices of the last transition (True:
+    variational sweep)."""
 
     def __init__(self, model, q, nu=0.5, rw=None, blocks=True):
         self.model, self.q, self.nu = model, q, float(nu)
@@ -575,9 +604,17 @@ class VariationalMixtureKernel(_KernelBase):
 
     def transition(self, state, target, beta, rngs):
         use_q = _uniform(rngs) < self.nu
-        s1, a1 = self.indep.transition(state, target, beta, rngs)
-        s2, a2 = self.rw.transition(state, target, beta, rngs)
-        return target.merge(s2, s1, use_q), float(np.where(use_q, a1, a2).mean())
+        self.last_choice = use_q
+        total = 0.0
+        for mask, kernel in ((use_q, self.indep), (~use_q, self.rw)):
+            idx = np.flatnonzero(mask)
+            if idx.size == 0:
+                continue
+            sub, a = kernel.transition(take_state(state, idx), target, beta,
+                                       [rngs[i] for i in idx])
+            state = put_state(state, idx, sub)
+            total += a * idx.size
+        return state, total / state.C
 
 
 def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0), dirichlet_floor="prior",
