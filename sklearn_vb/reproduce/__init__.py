@@ -77,3 +77,4 @@ def list_experiments():
 # registered experiments (one line each); each import binds the experiment's name here
 from .dag import dag  # noqa: E402
 from .ais import ais  # noqa: E402
+from .bdmc import bdmc  # noqa: E402
