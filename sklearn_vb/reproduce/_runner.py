@@ -133,7 +133,8 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
     results, seconds = ({}, {})
     if journal is not None and resume:
         results, seconds = journal.load()
-        results = {k: v for k, v in results.items() if k in set(keys)}
+        wanted = set(keys)
+        results = {k: v for k, v in results.items() if k in wanted}
     n_cached = len(results)
     pending = [k for k in keys if k not in results]
 
