@@ -242,4 +242,6 @@ ais = register(Experiment(
     report=_report,
     options=(Option("schedule_starts", int, "number of prior starting points in Fig 6.10"),
              Option("exact_K", int, "AIS temperatures in the exact check"),
-             Option("precision_K", int, "AIS temperatures in the precision study"))))
+             Option("precision_K", int, "AIS temperatures in the precision study")),
+    # these only add or remove units; every unit's result depends on the other settings
+    resume_ignores=("precision_sizes", "precision_repeats", "precision_codes")))
