@@ -78,3 +78,4 @@ def list_experiments():
 from .dag import dag  # noqa: E402
 from .ais import ais  # noqa: E402
 from .bdmc import bdmc  # noqa: E402
+from .hmm import hmm  # noqa: E402
