@@ -43,7 +43,9 @@ __all__ = [
 # integrate over every copy.
 ALIAS_AUTO_METHODS = frozenset({"vb", "bic", "bicp", "cs", "cs_dagger", "laplace"})
 MONTE_CARLO_METHODS = frozenset({"is", "ais", "rais", "bdmc"})
-KNOWN_METHODS = ALIAS_AUTO_METHODS | MONTE_CARLO_METHODS
+# deterministic scores of models without aliases (pairwise MRFs)
+NO_ALIAS_METHODS = frozenset({"bethe_laplace"})
+KNOWN_METHODS = ALIAS_AUTO_METHODS | MONTE_CARLO_METHODS | NO_ALIAS_METHODS
 
 
 def _raw_vb_result(estimator, error):
