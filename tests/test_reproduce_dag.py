@@ -133,7 +133,7 @@ def test_fits_on_distinct_rows_with_counts_equal_fits_on_the_data():
     X = draw_data(0, 0, 60, 60)
     f = fit_scores((1, 3, 3, 2), X, 5, n_init=2)
     vb = _fit((1, 3, 3, 2), X, "vb", 5, 2, 1000, 1e-6)
-    em = _fit((1, 3, 3, 2), X, "map", 5, 2, 1000, 1e-6, map_basis="natural")
+    em = _fit((1, 3, 3, 2), X, "map", 5, 2, 1000, 1e-6, map_basis="natural")  # eq. 6.23
     assert f["vb"] == pytest.approx(vb.lower_bound_, abs=1e-8)
     assert f["cs"] == pytest.approx(em.lower_bound_, abs=1e-8)
     assert f["map"] == pytest.approx(em.log_likelihood_, abs=1e-8)

@@ -105,7 +105,10 @@ def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras
     """
     n = X.shape[0]
     U, w = _patterns(X)
-    em = _fit(code, U, "map", seed, n_init, max_iter, tol_per_case, w, map_basis="natural")
+    # with the uniform prior the MAP estimate on the natural basis (eq. 6.23) is the ML
+    # estimate and its EM objective differs from ML's by a constant: the same iterations
+    # and estimate, without evaluating the prior at every iteration
+    em = _fit(code, U, "ml", seed, n_init, max_iter, tol_per_case, w)
     model = scoring_model_for(em)
     theta = {b: np.asarray(t, dtype=float)[None] for b, t in zip(model.block_names, em.cpts_)}
     loglik = float(em.log_likelihood_)
