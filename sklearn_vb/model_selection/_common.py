@@ -459,7 +459,32 @@ def warn_failures(outs, specs, owner):
 
 
 def warn_alias_missing(outs, flags, owner):
-    """Warn when a score ranked by its alias-corrected value had to be taken raw."""
+    """Warn when a score ranked by its alias-corrected value had to be taken raw.
+
+    Refuse (``ValueError``) when that happened for some candidates but not for others:
+    ranking raw scores against corrected ones compares numbers that differ by ln S.
+    """
+    for name, flag in flags.items():
+        if not flag:
+            continue
+        raw, corrected = [], 0
+        for i, o in enumerate(outs):
+            if o["scores"].get(name) is None:
+                continue
+            entry = next((e for n, e in o.get("alias_missing", ()) if n == name), False)
+            if entry is False:
+                corrected += 1
+            else:
+                raw.append((i, entry))
+        if raw and corrected:
+            first = next((e for _, e in raw if e is not None), "no n_aliases")
+            raise ValueError(
+                f"{owner}: the alias correction ln S of score {name!r} is missing for "
+                f"candidate(s) {[i for i, _ in raw]} (first error: {first}) but present for "
+                f"{corrected} other(s); ranking would mix raw and corrected scores. Pass "
+                f"alias_correction=False (or {{{name!r}: False}}) to rank every candidate by "
+                "its raw score."
+            )
     missing, failures = set(), {}
     for o in outs:
         for name, error in o.get("alias_missing", ()):

@@ -19,7 +19,9 @@ G2/G3, point estimates, E step and complete-data evidence (BIC, Laplace, CS)
     dict of arrays shaped like the parameter blocks, in the constrained values), which
     the Laplace scorer pulls back to the unconstrained basis.
 G4, counting (BIC, CS-dagger, alias corrections)
-    ``n_parameters``, ``n_aliases`` (equivalent relabellings of the posterior).
+    ``n_parameters``, ``n_aliases`` (equivalent relabellings of the posterior, an exact
+    integer) and optionally ``log_n_aliases`` (its logarithm from log-factorials, used by
+    the alias corrections when present).
 G5, variational posterior (VB, IS, VMCMC, AIS from q)
     ``variational_posterior(X)``, a :class:`VariationalPosterior`.
 G6, MCMC moves (AIS, reverse AIS, VMCMC)

@@ -10,7 +10,7 @@ data only).  The scoring model of a fitted categorical
 from __future__ import annotations
 
 import itertools
-from math import factorial
+from math import factorial, lgamma
 
 import numpy as np
 from scipy.special import logsumexp
@@ -65,6 +65,10 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
 
     def n_aliases(self):
         return factorial(self.K)
+
+    def log_n_aliases(self):
+        """``ln K!`` (the K states are exchangeable), as a log-factorial."""
+        return lgamma(self.K + 1)
 
     def log_likelihood_per_sequence(self, params, X):
         return categorical_hmm_log_likelihood_batch(

@@ -50,6 +50,11 @@ class DAGScoringModel(DirichletBlocksModel):
     def n_aliases(self):
         return int(round(exp(self.estimator.log_alias_count_)))
 
+    def log_n_aliases(self):
+        """ln S as the estimator computed it (no round trip through ``S``, which
+        overflows a float for large hidden cardinalities)."""
+        return float(self.estimator.log_alias_count_)
+
     def _flat(self, params):
         C = next(iter(params.values())).shape[0]
         return np.concatenate([np.asarray(params[b], dtype=float).reshape(C, -1)

@@ -24,7 +24,7 @@ closed-form Dirichlet x emission-prior integral at (fractional) expected statist
 from __future__ import annotations
 
 import itertools
-from math import factorial
+from math import factorial, lgamma
 
 import numpy as np
 from scipy.special import logsumexp, polygamma
@@ -187,6 +187,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     def n_aliases(self):
         return factorial(self.K)
+
+    def log_n_aliases(self):
+        """``ln K!`` (the K states are exchangeable), as a log-factorial."""
+        return lgamma(self.K + 1)
 
     # -- priors and posteriors -----------------------------------------------------------
     def _posterior(self, w_pi, w_A, emission_hyper):

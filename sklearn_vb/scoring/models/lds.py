@@ -53,7 +53,7 @@ equal-weight mixture of q over all of them.
 from __future__ import annotations
 
 import itertools
-from math import factorial
+from math import factorial, lgamma, log
 
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
@@ -440,6 +440,10 @@ class LDSScoringModel(ScoringModelMixin):
         """``2^k k!`` signed permutations of the states.  ``ln S`` corrects a score only
         approximately: it assumes well-separated, equally weighted aliased modes."""
         return (2 ** self.k) * factorial(self.k)
+
+    def log_n_aliases(self):
+        """``k ln 2 + ln k!``, the logarithm of :meth:`n_aliases` (log-factorial)."""
+        return self.k * log(2.0) + lgamma(self.k + 1)
 
     # ------------------------------------------------------------------------ G5
     def variational_posterior(self, X=None):

@@ -81,7 +81,7 @@ with equal numbers of factors (``prod_k m_k!``, ``m_k`` the number of components
 from __future__ import annotations
 
 import itertools
-from math import factorial
+from math import factorial, lgamma, log
 
 import numpy as np
 from scipy.optimize import minimize
@@ -445,6 +445,19 @@ class MFAScoringModel(ScoringModelMixin):
         for k in self.n_factors:
             out *= (2 ** int(k)) * factorial(K) // factorial(K - int(k))
         return int(out)
+
+    def log_n_aliases(self, kind="components"):
+        """The logarithm of :meth:`n_aliases`, from log-factorials (no overflow)."""
+        if kind == "components":
+            return float(sum(lgamma(int(np.sum(self.n_factors == k)) + 1)
+                             for k in np.unique(self.n_factors)))
+        if kind != "modes":
+            raise ValueError(f"kind must be 'modes' or 'components', got {kind!r}.")
+        K = self.K
+        out = lgamma(self.S + 1)
+        for k in self.n_factors:
+            out += int(k) * log(2.0) + lgamma(K + 1) - lgamma(K - int(k) + 1)
+        return float(out)
 
     def alias_maps(self, max_maps=None):
         """Every alias map as ``(perm, [P_s])``: new component ``s`` is old ``perm[s]``
