@@ -52,10 +52,10 @@ from sklearn.base import ClusterMixin, DensityMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
+from ._validation import validate_float_data
 from .base import ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
@@ -502,7 +502,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _check_fit_data(self, X, **fit_params):
         if fit_params:
             raise TypeError(f"fit got unexpected argument(s) {sorted(fit_params)}.")
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=1, reset=True)
+        X = validate_float_data(self, X, ensure_min_samples=1, reset=True)
         self._hyper_set()
         if self.n_components > X.shape[0]:
             raise ValueError(
@@ -1303,7 +1303,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     # ================================================================ inference
     def _fitting_units(self, X):
         self._check_is_fitted()
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_float_data(self, X, reset=False)
         return (X - self._shift_) / self._scale_
 
     def _estimate_log_weights(self, X):

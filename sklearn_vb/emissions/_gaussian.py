@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import gammaln, polygamma
-from sklearn.utils.validation import validate_data
 
 from .._distributions import (
     _cholesky_of_inverse,
@@ -38,6 +37,7 @@ from .._distributions import (
 from .._kernels import hmm as _k
 from .._kernels._constants import LOG_2PI
 from .._kernels.forward_backward import gaussian_hmm_log_likelihood_batch
+from .._validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily
 from ._checks import init_posterior_array
 
@@ -63,7 +63,7 @@ class _GaussianEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ data
     def check_X(self, X, estimator, reset):
-        return validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+        return validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES, ensure_min_samples=1)
 
     def summarise(self, X):
         mean = X.mean(axis=0)

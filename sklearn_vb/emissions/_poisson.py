@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import gammaln, polygamma
-from sklearn.utils.validation import validate_data
 
 from .._distributions import (
     gamma_expected_log,
@@ -23,6 +22,7 @@ from .._distributions import (
     gamma_mean,
     gamma_sample,
 )
+from .._validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily
 from ._checks import check_positive_prior, init_posterior_array
 
@@ -92,7 +92,7 @@ class PoissonEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ data
     def check_X(self, X, estimator, reset):
-        X = validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+        X = validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES, ensure_min_samples=1)
         if np.any(X < 0) or np.any(X != np.round(X)):
             raise ValueError("X must hold non-negative integer counts for Poisson emissions.")
         return X
