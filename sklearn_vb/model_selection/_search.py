@@ -458,6 +458,7 @@ class StructureSearch(_SearchBase):
             self.best_estimator_ = outs[best]["estimator"]
         elif hasattr(self, "best_estimator_"):
             del self.best_estimator_
+        _warn_edge_of_grid(candidates, best, type(self).__name__)
         self._log(
             f"best: {C.format_params(self.best_params_)} with {final_name}="
             f"{self.best_score_:.3f}"
@@ -543,3 +544,28 @@ def _size_parameter(candidates):
     if all(k in p and C.is_real(p[k]) for p in candidates):
         return k
     return None
+
+
+def _warn_edge_of_grid(candidates, best, owner):
+    """Warn when the selected value of a numeric grid parameter (with at least three
+    values) is the largest in the grid, or the smallest while above 1: the best size may
+    lie outside the grid."""
+    for key in sorted({k for p in candidates for k in p}):
+        if not all(key in p and C.is_real(p[key]) for p in candidates):
+            continue
+        values = sorted({p[key] for p in candidates})
+        if len(values) < 3:
+            continue
+        chosen = candidates[best][key]
+        if chosen == values[-1]:
+            side = "largest"
+        elif chosen == values[0] and chosen > 1:
+            side = "smallest"
+        else:
+            continue
+        warnings.warn(
+            f"{owner}: the selected {key}={chosen!r} is the {side} value of the grid "
+            f"{values}; the best {key} may lie outside it. Extend the grid beyond "
+            f"{chosen!r} and search again.",
+            UserWarning,
+        )
