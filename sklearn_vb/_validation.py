@@ -9,13 +9,88 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "check_all_finite",
+    "validate_float_data",
+    "MISSING_VALUES_UNSUPPORTED",
+    "MISSING_IN_SEQUENCES",
     "check_finite_2d",
     "check_symbols",
     "check_sequences",
+    "validate_categorical_data",
+    "categorical_column",
+    "lookup_categories",
+    "fitted_from_sequence_ids",
+    "check_sequences_routed",
     "check_lengths",
     "check_sequence_ids",
     "sequence_bounds",
 ]
+
+
+#: What a model without missing-value support tells the user to do instead.
+MISSING_VALUES_UNSUPPORTED = (
+    "{owner} has no missing-value support: drop or impute the incomplete rows "
+    "(sklearn.impute) before fitting."
+)
+
+#: The same for sequence models, where a dropped row would join two time steps.
+MISSING_IN_SEQUENCES = (
+    "{owner} has no missing-value support: every frame must be fully observed. Split "
+    "the sequence at the missing frames (lengths= or sequence_ids=) or impute them."
+)
+
+
+def check_all_finite(X, name="X", *, owner=None, missing=None):
+    """Raise a ``ValueError`` naming ``name`` and the first non-finite entry of ``X``.
+
+    NaN and infinity get different messages: NaN usually marks a missing value, so the
+    message says what the estimator (``owner``) supports instead (``missing``, a text
+    with an optional ``{owner}`` field); infinity is simply not a value.
+    """
+    arr = np.asarray(X)
+    if arr.dtype.kind not in "fc":
+        return
+    finite = np.isfinite(arr)
+    if finite.all():
+        return
+    where = np.argwhere(~finite)[0]
+    at = ", ".join(f"{axis} {int(i)}" for axis, i in zip(("row", "column", "index"), where))
+    value = arr[tuple(where)]
+    if np.isnan(value):
+        text = f"{name} contains NaN (first at {at})."
+        if missing is not None:
+            text += " " + missing.format(owner=owner or "this estimator")
+        raise ValueError(text)
+    raise ValueError(
+        f"{name} contains infinity (first at {at}); every value must be finite."
+    )
+
+
+def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORTED, **kwargs):
+    """scikit-learn's ``validate_data`` to float64, with this package's messages.
+
+    Non-finite values are reported by :func:`check_all_finite` (saying what the
+    estimator supports instead of scikit-learn's generic advice), non-numeric values
+    name ``X``.  ``kwargs`` go to ``validate_data``.
+    """
+    from sklearn.utils.validation import validate_data
+
+    try:
+        out = validate_data(estimator, X, reset=reset, dtype=np.float64,
+                            ensure_all_finite=False, **kwargs)
+    except ValueError as exc:
+        text = str(exc)
+        if "convert" in text or "dtype" in text:
+            raise ValueError(f"X must be numeric; {text}") from None
+        if "Expected 2D" in text or "2-dimensional" in text or "dim 3" in text:
+            raise ValueError(
+                f"X must be a 2-D array of shape (n_samples, n_features); {text}"
+            ) from None
+        if not text.startswith("X "):
+            raise ValueError(f"X: {text}") from None
+        raise
+    check_all_finite(out, "X", owner=type(estimator).__name__, missing=missing)
+    return out
 
 
 def check_finite_2d(X, name="X", *, min_rows=1, dtype=np.float64, n_features=None):
@@ -117,7 +192,11 @@ def check_sequences(n_samples, lengths=None, sequence_ids=None):
     lens = check_lengths(lengths, "lengths")
     if int(lens.sum()) != n_samples:
         raise ValueError(
-            f"lengths sum to {int(lens.sum())} but X has {n_samples} rows."
+            f"lengths sum to {int(lens.sum())} but X has {n_samples} rows. If X was split "
+            "by cross-validation (GridSearchCV, cross_val_score), a lengths array cannot "
+            "follow the split: pass sequence_ids= (one id per row, "
+            "sklearn_vb.model_selection.lengths_to_sequence_ids(lengths)) and "
+            "cv=SequenceKFold(...) with groups=sequence_ids."
         )
     return lens
 
@@ -168,3 +247,124 @@ def sequence_bounds(lengths):
     ends = np.cumsum(lengths).astype(np.int64)
     starts = ends - np.asarray(lengths, dtype=np.int64)
     return starts, ends
+
+
+def fitted_from_sequence_ids(sequence_ids):
+    """Whether a fit received several sequences through ``sequence_ids`` (the form
+    used inside scikit-learn's cross-validation)."""
+    if sequence_ids is None:
+        return False
+    ids = np.asarray(sequence_ids)
+    return bool(ids.ndim == 1 and ids.size > 1 and np.any(ids[1:] != ids[:-1]))
+
+
+def check_sequences_routed(estimator, lengths, sequence_ids):
+    """Refuse ``score(X)`` without sequences from a model fitted with ``sequence_ids``.
+
+    Inside ``cross_val_score`` / ``GridSearchCV`` the fit receives the training rows'
+    ``sequence_ids`` but, unless metadata routing is enabled, ``score`` receives none
+    and would score the whole test fold as one long sequence, joining unrelated
+    sequences.  That silently wrong number is refused, with the way to route the ids.
+    """
+    if lengths is not None or sequence_ids is not None:
+        return
+    if not getattr(estimator, "_fitted_from_sequence_ids", False):
+        return
+    name = type(estimator).__name__
+    raise ValueError(
+        f"{name}.score got neither lengths nor sequence_ids, but the model was fitted "
+        "with sequence_ids (several sequences): X would be scored as one long sequence. "
+        "Pass sequence_ids= (or lengths=[len(X)] for a single sequence). In "
+        "cross_val_score / GridSearchCV, enable metadata routing so that the test fold's "
+        "sequence_ids reach score: sklearn.set_config(enable_metadata_routing=True), "
+        "estimator.set_fit_request(sequence_ids=True).set_score_request(sequence_ids=True), "
+        "cv=SequenceKFold(...), and pass cross_val_score(..., params={'sequence_ids': ids, "
+        "'groups': ids}) or GridSearchCV(...).fit(X, sequence_ids=ids, groups=ids)."
+    )
+
+
+def _is_missing(value):
+    """None, a float NaN, pandas.NA or NaT."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(value != value)
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def validate_categorical_data(estimator, X, *, reset):
+    """``validate_data`` for categorical tables (numbers, strings, pandas categoricals).
+
+    Returns ``(columns, declared)``: a list of 1-D columns, each a float64 array (NaN =
+    missing) or an object array of labels (None = missing), see
+    :func:`categorical_column`; and, per column, the category list of a pandas
+    categorical column (in its declared order) or None.
+    """
+    from sklearn.utils.validation import validate_data
+
+    declared = None
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "columns"):
+        declared = [list(dt.categories) if type(dt).__name__ == "CategoricalDtype" else None
+                    for dt in dtypes]
+    arr = validate_data(estimator, X, dtype=None, ensure_all_finite=False, reset=reset,
+                        ensure_min_samples=1)
+    if arr.dtype.kind == "c":
+        raise ValueError("X must hold numbers or labels; got complex values.")
+    if declared is None:
+        declared = [None] * arr.shape[1]
+    columns = [categorical_column(arr[:, c], c) for c in range(arr.shape[1])]
+    return columns, declared
+
+
+def categorical_column(col, index=None):
+    """One column of a categorical table as float64 (numbers; NaN = missing) or as an
+    object array of string labels (None = missing).
+
+    A column mixing numbers and strings is refused: ``1`` and ``"1"`` would otherwise
+    become two categories or be silently merged.
+    """
+    where = "" if index is None else f" column {index}"
+    if col.dtype.kind in "iub":
+        return col.astype(np.float64)
+    if col.dtype.kind == "f":
+        out = col.astype(np.float64)
+    elif col.dtype.kind in "US":
+        return col.astype(str).astype(object)
+    else:
+        missing = np.fromiter((_is_missing(v) for v in col), dtype=bool, count=col.size)
+        present = col[~missing]
+        strings = np.fromiter((isinstance(v, (str, bytes, np.str_)) for v in present),
+                              dtype=bool, count=present.size)
+        if strings.all() and present.size:
+            out = np.empty(col.size, dtype=object)
+            out[~missing] = present.astype(str)
+            out[missing] = None
+            return out
+        if strings.any():
+            raise ValueError(
+                f"X{where} mixes numbers and strings (e.g. {present[~strings][0]!r} and "
+                f"{present[strings][0]!r}); give one kind of label per column."
+            )
+        try:
+            out = np.full(col.size, np.nan)
+            out[~missing] = present.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"X{where} holds values that are neither numbers nor "
+                            f"strings: {exc}") from None
+    if np.isinf(out).any():
+        raise ValueError(
+            f"X{where} contains infinity (first at row {int(np.flatnonzero(np.isinf(out))[0])}); "
+            "NaN marks a missing value, infinity is not a category."
+        )
+    return out
+
+
+def lookup_categories(categories, values):
+    """Index of every value in ``categories`` (any order), -1 when absent."""
+    categories = np.asarray(categories)
+    order = np.argsort(categories, kind="stable")
+    sorted_cats = categories[order]
+    pos = np.minimum(np.searchsorted(sorted_cats, values), sorted_cats.size - 1)
+    hit = sorted_cats[pos] == values
+    return np.where(hit, order[pos], -1)

@@ -34,7 +34,7 @@ from scipy.special import gammaln
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import _check_sample_weight
 
 from ._dag_structure import (
     MAX_CONFIGURATIONS,
@@ -54,6 +54,7 @@ from ._kernels.dag import (
     pattern_log_normalisers,
 )
 from ._distributions import dirichlet_expected_log
+from ._validation import lookup_categories, validate_categorical_data
 from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
 
 __all__ = ["VBDiscreteDAG"]
@@ -95,8 +96,11 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         Number of states per node (dict by name, sequence in node order, or one
         int for all).  Hidden nodes need one.  An observed node without one
         (``None``) learns its categories from the training data, like
-        ``OrdinalEncoder``: any distinct values (floats, negatives) become states,
-        and a value unseen during ``fit`` is treated as missing later.  Observed
+        ``OrdinalEncoder``: the distinct integers (negatives too), strings, or the
+        categories of a pandas categorical column (all of them, in their order) become
+        states; non-integral numbers only with ``allow_float_categories=True``.  A
+        value unseen during ``fit`` is treated as missing later (None, NaN and
+        pandas.NA are missing).  Observed
         nodes with a declared cardinality ``r`` take integer values ``0..r-1``;
         ``-1`` or NaN mark a missing value.  With ``structure=None``,
         ``cardinalities`` refers to the observed columns only.
@@ -151,6 +155,10 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         ``method="vb"`` only: extrapolate the VBEM fixed point in log Dirichlet counts
         (SQUAREM, Varadhan & Roland 2008; see :mod:`sklearn_vb.base`), keeping an
         extrapolation only when it does not lower the bound.  None runs plain VBEM.
+    allow_float_categories : bool, default=False
+        Observed nodes with learned categories refuse non-integral numbers (continuous
+        data would make every distinct value a category).  True accepts them, each
+        distinct value a category.
     max_configurations : int, default=2**20
         Refuse exact inference when one case has more joint configurations of its
         unobserved nodes than this.
@@ -213,6 +221,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         "init_params": [StrOptions({"random", "posterior"})],
         "init_posterior": [None, dict],
         "max_configurations": [Interval(Integral, 1, None, closed="left")],
+        "allow_float_categories": ["boolean"],
         "acceleration": ACCELERATION_CONSTRAINT,
     }
 
@@ -240,6 +249,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         max_configurations=MAX_CONFIGURATIONS,
         acceleration="squarem",
         keep_restarts=False,
+        allow_float_categories=False,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -264,6 +274,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self.init_posterior = init_posterior
         self.max_configurations = max_configurations
         self.acceleration = acceleration
+        self.allow_float_categories = allow_float_categories
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -297,32 +308,33 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 f"{obs_names} (one column per observed node, in node order).")
         return np.arange(n_features)
 
-    def _encode(self, X, fit, weights=None):
-        """Float matrix (columns in observed-node order) -> int codes, -1 = missing."""
+    def _encode(self, columns, fit, weights=None, declared_categories=None):
+        """Columns in observed-node order (float64 or object labels, see
+        :func:`~sklearn_vb._validation.categorical_column`) -> int codes, -1 = missing."""
         s = self._structure
-        codes = np.full(X.shape, -1, dtype=np.int64)
+        n = columns[0].shape[0] if columns else 0
+        codes = np.full((n, len(columns)), -1, dtype=np.int64)
         if fit:
             self._categories = []
         for c, j in enumerate(s.observed):
-            col = X[:, c]
-            nan = np.isnan(col)
+            col = columns[c]
+            labels = col.dtype == object
+            missing = np.equal(col, None) if labels else np.isnan(col)
             name = s.names[j]
             if fit:
-                declared = s.cardinalities[j]
-                if declared is None:
-                    keep = ~nan if weights is None else (~nan & (weights > 0))
-                    cats = np.unique(col[keep])
-                    if cats.size == 0:
-                        raise ValueError(
-                            f"X: observed node {name!r} has no observed value with positive weight, so "
-                            "its categories cannot be learned; declare its cardinality.")
-                    self._categories.append(cats)
-                else:
-                    self._categories.append(None)
+                self._categories.append(self._learn_categories(
+                    col, missing, labels, name, s.cardinalities[j], weights,
+                    None if declared_categories is None else declared_categories[c]))
             cats = self._categories[c]
             if cats is None:
+                if labels:
+                    raise ValueError(
+                        f"X: column for node {name!r} holds labels such as "
+                        f"{col[~missing][0]!r}, but the node has a declared cardinality and "
+                        "takes integers 0..r-1; leave its cardinality undeclared (None) to "
+                        "learn the categories from the data.")
                 r = self._cardinalities_list[j]
-                ok = ~nan & (col != -1)
+                ok = ~missing & (col != -1)
                 vals = col[ok]
                 if vals.size and (np.any(vals != np.round(vals)) or vals.min() < 0 or vals.max() >= r):
                     bad = vals[(vals != np.round(vals)) | (vals < 0) | (vals >= r)][0]
@@ -330,12 +342,45 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                         f"X: column for node {name!r} contains {bad!r}; values must be integers in "
                         f"[0, {r}) (cardinality {r}), with -1 or NaN for missing.")
                 codes[ok, c] = vals.astype(np.int64)
-            else:
-                pos = np.searchsorted(cats, col)
-                pos_c = np.minimum(pos, cats.size - 1)
-                hit = ~nan & (cats[pos_c] == col)
-                codes[hit, c] = pos_c[hit]
+                continue
+            if not missing.all() and labels != (cats.dtype == object):
+                kinds = ("labels", "numbers") if labels else ("numbers", "labels")
+                raise ValueError(
+                    f"X: column for node {name!r} holds {kinds[0]}, but the model learned "
+                    f"{kinds[1]} as its categories {list(cats)}.")
+            present = ~missing
+            codes[present, c] = lookup_categories(cats, col[present])
         return codes
+
+    def _learn_categories(self, col, missing, labels, name, declared, weights, pandas_categories):
+        """The categories of one observed column (None when its cardinality is declared)."""
+        if declared is not None:
+            return None
+        if pandas_categories is not None:
+            cats = np.asarray(pandas_categories)
+            if cats.dtype.kind in "US":
+                cats = cats.astype(str).astype(object)
+            elif cats.dtype.kind in "iub":
+                cats = cats.astype(np.float64)
+            return cats
+        keep = ~missing if weights is None else (~missing & (weights > 0))
+        if not keep.any():
+            raise ValueError(
+                f"X: observed node {name!r} has no observed value with positive weight, so "
+                "its categories cannot be learned; declare its cardinality.")
+        if labels:
+            return np.unique(col[keep].astype(str)).astype(object)
+        cats = np.unique(col[keep])
+        fractional = cats[cats != np.round(cats)]
+        if fractional.size and not self.allow_float_categories:
+            raise ValueError(
+                f"X: column for node {name!r} holds non-integral values such as "
+                f"{float(fractional[0])!r} ({cats.size} distinct values); VBDiscreteDAG models "
+                "categories, not continuous data. Discretise the column (e.g. "
+                "sklearn.preprocessing.KBinsDiscretizer), pass it as strings or a pandas "
+                "categorical, or set allow_float_categories=True to make every distinct "
+                "value a category.")
+        return cats
 
     def _prior_flat(self, layout):
         s = layout.structure
@@ -403,21 +448,22 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return tables
 
     def _check_fit_data(self, X, sample_weight=None):
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=True)
-        n = Xv.shape[0]
+        columns, declared = validate_categorical_data(self, X, reset=True)
+        n = columns[0].shape[0]
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(v) for v in names]
-        obs_names = names if names is not None else [f"x{i}" for i in range(Xv.shape[1])]
+        obs_names = names if names is not None else [f"x{i}" for i in range(len(columns))]
         structure = parse_structure(self.structure, self.cardinalities, self.hidden,
                                     observed_names=obs_names, n_components=self.n_components)
         self._structure = structure
-        self._columns = self._observed_columns(names, Xv.shape[1], structure)
-        Xo = Xv[:, self._columns]
+        self._columns = self._observed_columns(names, len(columns), structure)
         weights = None
         if sample_weight is not None:
-            weights = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
+            weights = _check_sample_weight(sample_weight, columns[0][:, None], dtype=np.float64,
+                                           ensure_non_negative=True)
         self._cardinalities_list = list(structure.cardinalities)
-        codes = self._encode(Xo, fit=True, weights=weights)
+        codes = self._encode([columns[c] for c in self._columns], fit=True, weights=weights,
+                             declared_categories=[declared[c] for c in self._columns])
         for c, j in enumerate(structure.observed):
             if self._categories[c] is not None:
                 self._cardinalities_list[j] = int(self._categories[c].size)
@@ -568,7 +614,8 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self.prior_ = layout.split(data.prior)
         self.expected_counts_ = layout.split(self._counts_)
         self.n_parameters_ = parameter_count(s)
-        self.log_alias_count_ = float(np.log(alias_count(s, data.prior, layout)))
+        # S is an exact Python integer (it can exceed 2**64): math.log, not np.log
+        self.log_alias_count_ = math.log(alias_count(s, data.prior, layout))
         if self.method == "vb":
             theta = np.empty(layout.size)
             normalise_rows(self._alpha_, layout.row_ptr, theta)
@@ -594,8 +641,8 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     # ------------------------------------------------------------------ prediction
     def _prepare(self, X, blank=None):
         self._check_is_fitted()
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False)
-        codes = self._encode(Xv[:, self._columns], fit=False)
+        columns, _ = validate_categorical_data(self, X, reset=False)
+        codes = self._encode([columns[c] for c in self._columns], fit=False)
         if blank is not None:
             codes[:, blank] = -1
         return prepare_patterns(codes, None, self._layout, max_configurations=self.max_configurations)
@@ -681,7 +728,8 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         s = self.structure_
         obs = states[:, list(s.observed)]
         if any(c is not None for c in self._categories):
-            X = obs.astype(float)
+            labels = any(c is not None and c.dtype == object for c in self._categories)
+            X = obs.astype(object if labels else float)
             for c, cats in enumerate(self._categories):
                 if cats is not None:
                     X[:, c] = cats[obs[:, c]]

@@ -31,8 +31,13 @@ from sklearn.utils.validation import check_is_fitted
 from ._distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
 from ._kernels import hmm as _k
 from ._kernels.forward_backward import forward_backward
-from ._validation import check_sequences, sequence_bounds
 from ._hmm_point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
+from ._validation import (
+    check_sequences,
+    check_sequences_routed,
+    fitted_from_sequence_ids,
+    sequence_bounds,
+)
 from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior, init_posterior_array
@@ -788,7 +793,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             One id per row; rows of a sequence are contiguous and in time order.  This
             form survives sklearn's cross-validation splitters (e.g. ``GroupKFold``).
         """
-        return super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
+        super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
+        self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
+        return self
 
     def _new_data(self, X, lengths, sequence_ids):
         return self.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
@@ -828,7 +835,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return frame_log_norm if per == "frame" else log_norm
 
     def score(self, X, y=None, lengths=None, sequence_ids=None):
-        """Mean log-likelihood per row (frame) under the posterior-mean parameters."""
+        """Mean log-likelihood per row (frame) under the posterior-mean parameters.
+
+        A model fitted with ``sequence_ids`` (several sequences) needs ``lengths`` or
+        ``sequence_ids`` here too (see :func:`sklearn_vb.model_selection.SequenceKFold`
+        for cross-validation with metadata routing)."""
+        check_sequences_routed(self, lengths, sequence_ids)
         data = self._new_data(X, lengths, sequence_ids)
         return float(self._plugin_forward(data)[0].sum() / data.n_frames)
 

@@ -26,7 +26,6 @@ from sklearn.base import TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ._distributions import gamma_expected_log, gamma_kl
 from ._kernels._constants import LOG_2PI
@@ -34,7 +33,14 @@ from ._kernels._linalg import spd_inverse
 from ._kernels.kalman import simulate_lds, vb_kalman_smoother
 from ._lds_moves import RotationObjective, optimise_rotation, rotate_hidden_posterior
 from ._lds_point import log_prior_density, point_m_step
-from ._validation import check_sequences, sequence_bounds
+from ._validation import (
+    MISSING_IN_SEQUENCES,
+    check_sequences,
+    check_sequences_routed,
+    fitted_from_sequence_ids,
+    sequence_bounds,
+    validate_float_data,
+)
 from .base import VBEMEstimator, bound_round_off
 
 __all__ = ["VBLinearDynamicalSystem"]
@@ -359,7 +365,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                 )
             U = np.zeros((N, 0))
         else:
-            U = np.asarray(U, dtype=np.float64)
+            try:
+                U = np.asarray(U, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"U must be numeric; {exc}") from None
             if U.ndim == 1:
                 raise ValueError(
                     f"U must be 2-D of shape (n_samples, n_inputs); got shape {U.shape}. "
@@ -370,7 +379,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                     f"U must have one row per row of X ({N}); got shape {U.shape}."
                 )
             if not np.all(np.isfinite(U)):
-                raise ValueError("U contains NaN or infinity.")
+                raise ValueError("U contains NaN or infinity; inputs must be finite "
+                                 "(the model has no missing-value support for U).")
             if n_user_inputs is not None and U.shape[1] != n_user_inputs:
                 raise ValueError(
                     f"U has {U.shape[1]} column(s), but the model was fitted with "
@@ -400,7 +410,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         )
 
     def _prepare(self, X, U, lengths, sequence_ids, reset):
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+        X = validate_float_data(self, X, reset=reset, missing=MISSING_IN_SEQUENCES, ensure_min_samples=1)
         lens = check_sequences(X.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
         n_user = None if reset else self.n_user_inputs_
@@ -1058,6 +1068,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         if (self.ard and self.ard_check and not continuing and self.method == "vb"
                 and self.n_effective_states_ < self._k_max):
             self._check_switched_off(X, U, lengths, sequence_ids)
+        self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
 
     def _check_switched_off(self, X, U, lengths, sequence_ids):
@@ -1215,7 +1226,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def score(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """Mean one-step-ahead predictive log-likelihood per time step under the
-        posterior-mean parameters."""
+        posterior-mean parameters.
+
+        A model fitted with ``sequence_ids`` (several sequences) needs ``lengths`` or
+        ``sequence_ids`` here too (cross-validation: enable metadata routing)."""
+        check_sequences_routed(self, lengths, sequence_ids)
         return float(np.mean(self.score_samples(
             X, U=U, lengths=lengths, sequence_ids=sequence_ids)))
 
@@ -1263,7 +1278,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             X_hist = np.zeros((0, p))
             U_hist = None if U is None else np.zeros((0, np.shape(U)[1]))
         else:
-            X_hist = validate_data(self, X, reset=False, dtype=np.float64)
+            X_hist = validate_float_data(self, X, reset=False, missing=MISSING_IN_SEQUENCES)
             U_hist = U
         n_hist = X_hist.shape[0]
         if self.n_user_inputs_:

@@ -495,7 +495,9 @@ def test_dataframe_columns_are_matched_by_name():
 def test_default_latent_class_model_learns_categories():
     rng = np.random.default_rng(14)
     X = rng.choice([-2.5, 0.0, 7.0], size=(40, 3))
-    m = VBDiscreteDAG(random_state=0, max_iter=30).fit(X)
+    with pytest.raises(ValueError, match="allow_float_categories"):
+        VBDiscreteDAG(random_state=0, max_iter=30).fit(X)
+    m = VBDiscreteDAG(random_state=0, max_iter=30, allow_float_categories=True).fit(X)
     assert m.cardinalities_ == {"latent": 2, "x0": 3, "x1": 3, "x2": 3}
     np.testing.assert_array_equal(m.categories_[0], [-2.5, 0.0, 7.0])
     Xs, H = m.sample(5)

@@ -7,6 +7,8 @@ from sklearn_vb import VBDiscreteDAG
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks([VBDiscreteDAG(max_iter=5, n_init=1, random_state=0)])
+# the checks feed continuous data, which a categorical model refuses by default
+@parametrize_with_checks([VBDiscreteDAG(max_iter=5, n_init=1, random_state=0,
+                                        allow_float_categories=True)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -2,6 +2,7 @@
 pipelines."""
 
 import numpy as np
+import sklearn
 import pytest
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -73,18 +74,22 @@ def gaussian_sequences(n_seq=12, length=60, seed=0):
 def test_grid_search_over_states_with_group_kfold():
     X, _, lengths = gaussian_sequences()
     ids = np.repeat(np.arange(len(lengths)), lengths)
-    search = GridSearchCV(
-        VBHiddenMarkov(emission="gaussian", covariance_type="diag", max_iter=100, random_state=0),
-        {"n_components": [1, 3]},
-        cv=GroupKFold(n_splits=3),
-    )
-    search.fit(X, groups=ids, sequence_ids=ids)
-    assert search.best_params_["n_components"] == 3
-    assert search.best_estimator_.n_features_in_ == 2
-    scores = cross_val_score(
-        VBHiddenMarkov(3, emission="gaussian", max_iter=50, random_state=0),
-        X, groups=ids, cv=GroupKFold(n_splits=3), params={"sequence_ids": ids},
-    )
+    # test folds are scored sequence by sequence only when their sequence_ids are routed
+    with sklearn.config_context(enable_metadata_routing=True):
+        search = GridSearchCV(
+            VBHiddenMarkov(emission="gaussian", covariance_type="diag", max_iter=100, random_state=0)
+            .set_fit_request(sequence_ids=True).set_score_request(sequence_ids=True),
+            {"n_components": [1, 3]},
+            cv=GroupKFold(n_splits=3),
+        )
+        search.fit(X, groups=ids, sequence_ids=ids)
+        assert search.best_params_["n_components"] == 3
+        assert search.best_estimator_.n_features_in_ == 2
+        scores = cross_val_score(
+            VBHiddenMarkov(3, emission="gaussian", max_iter=50, random_state=0)
+            .set_fit_request(sequence_ids=True).set_score_request(sequence_ids=True),
+            X, cv=GroupKFold(n_splits=3), params={"sequence_ids": ids, "groups": ids},
+        )
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
 
 

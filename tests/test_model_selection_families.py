@@ -4,6 +4,7 @@ from a known model of each family; pipelines; sequence-aware cross-validation.""
 import warnings
 
 import numpy as np
+import sklearn
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
@@ -178,12 +179,14 @@ def test_grid_search_and_cross_val_score_with_sequence_ids():
     X, lengths = hmm_data(0, lengths=(60,) * 6)
     ids = lengths_to_sequence_ids(lengths)
     cv = SequenceKFold(n_splits=3)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), sklearn.config_context(enable_metadata_routing=True):
         warnings.simplefilter("ignore")
-        gs = GridSearchCV(VBHiddenMarkov(n_init=2, max_iter=100, random_state=0),
+        gs = GridSearchCV(VBHiddenMarkov(n_init=2, max_iter=100, random_state=0)
+                          .set_fit_request(sequence_ids=True).set_score_request(sequence_ids=True),
                           {"n_components": [1, 3]}, cv=cv).fit(X, groups=ids, sequence_ids=ids)
-        scores = cross_val_score(VBHiddenMarkov(n_components=3, max_iter=100, random_state=0), X,
-                                 groups=ids, cv=cv, params={"sequence_ids": ids})
+        scores = cross_val_score(VBHiddenMarkov(n_components=3, max_iter=100, random_state=0)
+                                 .set_fit_request(sequence_ids=True).set_score_request(sequence_ids=True),
+                                 X, cv=cv, params={"sequence_ids": ids, "groups": ids})
     assert gs.best_params_ == {"n_components": 3}
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
 

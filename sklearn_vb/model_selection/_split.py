@@ -6,18 +6,19 @@ accept ``sequence_ids=`` (one id per row), which *is* row-aligned, so sklearn sl
 together with ``X``.  What remains is to make sure no fold cuts a sequence in two; that
 is :class:`SequenceKFold`::
 
+    import sklearn
+    sklearn.set_config(enable_metadata_routing=True)
     ids = lengths_to_sequence_ids(lengths)
     cv = SequenceKFold(n_splits=3)
-    GridSearchCV(VBHiddenMarkov(), {"n_components": [2, 3, 4]}, cv=cv).fit(
-        X, groups=ids, sequence_ids=ids)
-    cross_val_score(VBHiddenMarkov(n_components=3), X, groups=ids, cv=cv,
-                    params={"sequence_ids": ids})
+    hmm = VBHiddenMarkov().set_fit_request(sequence_ids=True).set_score_request(sequence_ids=True)
+    GridSearchCV(hmm, {"n_components": [2, 3, 4]}, cv=cv).fit(X, groups=ids, sequence_ids=ids)
+    cross_val_score(hmm, X, cv=cv, params={"sequence_ids": ids, "groups": ids})
 
 Every training and test fold is a union of whole sequences, each kept in time order,
 so the ``sequence_ids`` slice that sklearn passes to ``fit`` describes valid sequences.
-(Test-fold *scoring* sees ``sequence_ids`` only with metadata routing enabled and a
-score request on the estimator; without it ``score(X_test)`` treats the test rows as
-one sequence.)
+Test-fold *scoring* sees ``sequence_ids`` only with metadata routing enabled and a score
+request on the estimator, as above; without it, ``score(X_test)`` of a model fitted with
+``sequence_ids`` refuses (it would score the test rows as one long sequence).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -10,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._registry import scoring_model_for
 from .protocols import has, require
 
-__all__ = ["Scorer", "score_random_state", "resolve_model", "variational_posterior", "prepare_data", "COMMON_OPTIONS"]
+__all__ = ["Scorer", "log_alias_count", "score_random_state", "resolve_model", "variational_posterior", "prepare_data", "COMMON_OPTIONS"]
 
 #: options every scorer accepts, with their defaults
 COMMON_OPTIONS = {
@@ -48,12 +49,33 @@ def variational_posterior(estimator, model, data, posterior=None):
 def prepare_data(model, X, fit_params):
     """The model's data object for ``X`` and the fit parameters (lengths=, U=, ...)."""
     if has(model, "prepare_data"):
+        accepted = _keyword_names(model.prepare_data)
+        unknown = [] if accepted is None else sorted(set(fit_params) - accepted)
+        if unknown:
+            raise ValueError(
+                f"unknown option(s) or fit parameter(s) {unknown}: not an option of this "
+                f"scorer and not a fit parameter of {type(model).__name__} (it takes "
+                f"{sorted(accepted - {'X', 'self'})})."
+            )
         return model.prepare_data(X, **fit_params)
     if fit_params:
         raise ValueError(
             f"{type(model).__name__} accepts no fit parameters, got {sorted(fit_params)}."
         )
     return np.asarray(X)
+
+
+def _keyword_names(func):
+    """Keyword names ``func`` accepts, or None when it takes ``**kwargs``."""
+    import inspect
+
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params}
 
 
 def score_random_state(random_state, estimator):
@@ -153,8 +175,29 @@ class Scorer:
             return 0.0
         if model is None:
             raise NotImplementedError(f"{self.name} needs n_aliases")
-        require(model, self.name, "n_aliases")
-        S = int(model.n_aliases())
+        return log_alias_count(model, self.name)
+
+
+def log_alias_count(model, scorer_name="alias correction"):
+    """``ln S`` for a ScoringModel: its ``log_n_aliases()`` when it has one, else the
+    logarithm of the exact integer ``n_aliases()``.
+
+    ``S`` grows like ``K!``; the logarithm is taken in log space (log-factorials) or
+    of the exact Python integer, never through a float or numpy conversion of ``S``,
+    which overflows from ``K = 21`` on.
+    """
+    if has(model, "log_n_aliases"):
+        log_s = float(model.log_n_aliases())
+    else:
+        require(model, scorer_name, "n_aliases")
+        S = model.n_aliases()
+        if isinstance(S, (float, np.floating)) and np.isfinite(S) and S == round(S):
+            S = int(round(S))
+        if not isinstance(S, (int, np.integer)) or isinstance(S, bool):
+            raise ValueError(f"n_aliases() must return an integer; got {S!r}.")
         if S < 1:
             raise ValueError(f"n_aliases() must be >= 1, got {S}.")
-        return float(np.log(S))
+        log_s = math.log(int(S))
+    if not np.isfinite(log_s) or log_s < 0:
+        raise ValueError(f"the log alias count ln S must be finite and >= 0; got {log_s!r}.")
+    return log_s

@@ -56,6 +56,10 @@ class VBScore(Scorer):
         else:
             if not hasattr(estimator, "lower_bound_"):
                 raise NotImplementedError("vb needs lower_bound_ (a fitted VB estimator)")
+            if hasattr(estimator, "check_data"):
+                # the bound belongs to the training data; still refuse malformed X and
+                # fit parameters instead of returning it regardless
+                estimator.check_data(X, **fit_params)
             values = [float(estimator.lower_bound_)]
             n_init = int(opts["n_init"])
             if n_init < 1:
