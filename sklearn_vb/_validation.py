@@ -66,7 +66,14 @@ def check_all_finite(X, name="X", *, owner=None, missing=None):
     )
 
 
-def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORTED, **kwargs):
+#: Largest magnitude accepted by the Gaussian and count models: their sufficient
+#: statistics hold squares and products of values summed over rows, which overflow
+#: float64 (about 1.8e308) long before the values themselves do.
+MAX_ABS_VALUE = 1e100
+
+
+def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORTED,
+                        max_abs=MAX_ABS_VALUE, **kwargs):
     """scikit-learn's ``validate_data`` to float64, with this package's messages.
 
     Non-finite values are reported by :func:`check_all_finite` (saying what the
@@ -90,6 +97,14 @@ def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORT
             raise ValueError(f"X: {text}") from None
         raise
     check_all_finite(out, "X", owner=type(estimator).__name__, missing=missing)
+    if max_abs is not None and out.size:
+        largest = float(np.max(np.abs(out)))
+        if largest > max_abs:
+            raise ValueError(
+                f"X holds values as large as {largest:.3g} in magnitude; squares and "
+                "products of such values overflow float64 in the model's statistics. "
+                f"Rescale X (e.g. sklearn.preprocessing.StandardScaler) below {max_abs:g}."
+            )
     return out
 
 

@@ -339,7 +339,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 if vals.size and (np.any(vals != np.round(vals)) or vals.min() < 0 or vals.max() >= r):
                     bad = vals[(vals != np.round(vals)) | (vals < 0) | (vals >= r)][0]
                     raise ValueError(
-                        f"X: column for node {name!r} contains {bad!r}; values must be integers in "
+                        f"X: column for node {name!r} contains {bad:g}; values must be integers in "
                         f"[0, {r}) (cardinality {r}), with -1 or NaN for missing.")
                 codes[ok, c] = vals.astype(np.int64)
                 continue
