@@ -73,8 +73,13 @@ class _GaussianEmissions(EmissionFamily):
         else:
             var = np.zeros(X.shape[1])
             cov = np.zeros((X.shape[1], X.shape[1]))
-        # a floor keeps the default prior proper for constant or tiny data sets
-        floor = 1e-6 * max(1.0, float(np.max(var)))
+        # a floor keeps the default prior proper for constant or tiny data sets; it is
+        # relative to the data's own scale, so that data in other units (X * c) get the
+        # same fit with the bound shifted by the Jacobian -n D ln c
+        scale = float(np.max(var))
+        if not scale > 0:  # constant data: the scale of the values themselves
+            scale = float(np.max(mean**2)) if np.any(mean != 0) else 1.0
+        floor = 1e-6 * scale
         return {"mean": mean, "var": np.maximum(var, floor), "cov": cov + floor * np.eye(X.shape[1])}
 
     # ------------------------------------------------------------------ priors
