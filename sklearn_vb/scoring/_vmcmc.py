@@ -11,7 +11,21 @@ VMCMC is a sampler, not an evidence estimator.  ``score(..., method="vmcmc")`` u
 samples to build a better importance proposal than q: a multivariate Student-t fitted by
 moments to the samples in the unconstrained basis (a frozen, burn-in style adaptation),
 then importance sampling with independent draws from it.  The result is unbiased for
-p(X) given the proposal (a stochastic lower bound), like ``"is"``.
+p(X) given the proposal (a stochastic lower bound), like ``"is"``.  The public sampler
+is :class:`sklearn_vb.mcmc.VariationalMCMC`.
+
+Where it stands (measured on tiny instances with exact evidence, three seeds each, the
+default options of every score): on models whose q is a product of Dirichlets fitted
+by VB to latent-variable data it is the most accurate of ``"is"``, ``"ais"`` and
+``"vmcmc"``: categorical HMM (K = 2, T = 12; exact -15.69): vmcmc -15.62 to -15.67, is
+-16.79 to -16.83 (its standard errors of 0.2-0.3 miss the 1.1-nat gap), ais -15.57 to
+-16.03; latent-class DAG (n = 18; exact -36.36): vmcmc -36.27 to -36.89, is -37.2, ais
+-36.9 to -37.2.  Where q is already close to the posterior (sigmoid belief networks,
+one-state LDS) it agrees with ``"is"`` within 0.02 nats at 10-40 times the cost of
+``"is"``, so ``"is"`` is the better choice there.  Like ``"is"`` it does not find modes
+that q misses (the sign of a one-factor MFA loading: both are low by about ln 2, where
+``"ais"`` is not); its standard errors, like those of ``"is"``, do not include the bias
+of a proposal that misses posterior mass.
 """
 
 from __future__ import annotations
