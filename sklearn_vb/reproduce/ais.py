@@ -244,4 +244,5 @@ ais = register(Experiment(
              Option("exact_K", int, "AIS temperatures in the exact check"),
              Option("precision_K", int, "AIS temperatures in the precision study")),
     # these only add or remove units; every unit's result depends on the other settings
-    resume_ignores=("precision_sizes", "precision_repeats", "precision_codes")))
+    resume_ignores=("precision_sizes", "precision_repeats", "precision_codes", "exact_sizes",
+                    "exact_codes", "schedule_K", "schedule_starts")))
