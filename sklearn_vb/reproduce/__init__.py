@@ -79,3 +79,4 @@ from .dag import dag  # noqa: E402
 from .ais import ais  # noqa: E402
 from .bdmc import bdmc  # noqa: E402
 from .hmm import hmm  # noqa: E402
+from .vmcmc import vmcmc  # noqa: E402
