@@ -80,3 +80,4 @@ from .ais import ais  # noqa: E402
 from .bdmc import bdmc  # noqa: E402
 from .hmm import hmm  # noqa: E402
 from .vmcmc import vmcmc  # noqa: E402
+from .mrf import mrf  # noqa: E402

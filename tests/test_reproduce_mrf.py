@@ -1,0 +1,31 @@
+"""``reproduce mrf``: a reduced quick mode, checked against the paper's findings."""
+
+import pytest
+
+from sklearn_vb import reproduce
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return reproduce.mrf(quick=True, n_structures=2, sizes=[20, 10000], d_values=[0.5],
+                         seq_sizes=[50], fig1_sequences=1, ais_K=300, verbose=0,
+                         out=tmp_path_factory.mktemp("mrf"))
+
+
+def test_paper_findings(run):
+    c = run.summary["checks"]
+    # BP-LR far closer to the truth than BIC-ML at small N
+    assert c["small_N_ratio_bic_ml_over_bp_lr"] > 10
+    # at large N BP-LR breaks down while the exact-gradient variant does not
+    assert c["large_N_exactgrad_error"] < 0.2 < c["large_N_bp_lr_error"]
+    assert run.summary["fig3"]["10000"]["Laplace-Exact"] < 0.1
+    # the error is the Bethe ln Z times N, not the covariance term
+    b = run.summary["breakdown"]["0.5"]
+    assert b["T6_lr_minus_exact"] < 0.2 < b["N_times_lnZ_gap"]
+    # the two ground truths agree
+    assert c["ais_is_max_gap_sd"] < 5
+
+
+def test_report(run):
+    assert "Fig. 1" in run.report and "mrf_fig3.png" in run.report
+    assert len(run.summary["fig2"]["50"]) == 11
