@@ -81,3 +81,4 @@ from .bdmc import bdmc  # noqa: E402
 from .hmm import hmm  # noqa: E402
 from .vmcmc import vmcmc  # noqa: E402
 from .mrf import mrf  # noqa: E402
+from .lds import lds  # noqa: E402
