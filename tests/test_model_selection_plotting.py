@@ -26,7 +26,7 @@ def test_plot_draws_every_score_with_error_bars_where_stochastic():
     fig, ax = plt.subplots()
     assert plot_score_vs_size(search, ax=ax) is ax  # size parameter found automatically
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["vb (lower)", "ais (stochastic lower)"]
+    assert labels == ["vb (lower bound)", "ais (stochastic lower bound)"]
     lines = [l for l in ax.get_lines() if l.get_marker() == "o"]
     np.testing.assert_allclose(lines[0].get_xdata(), [1, 2, 3, 4, 5])
     np.testing.assert_allclose(lines[0].get_ydata(), search.results_["score_vb"])
