@@ -14,6 +14,7 @@ Run ``python examples/dag_structure_scores.py [--quick] [--output FILE.png]``.
 
 import argparse
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -23,6 +24,7 @@ import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 
 from sklearn_vb import VBDiscreteDAG  # noqa: E402
+from sklearn_vb.plotting import plot_structure  # noqa: E402
 from sklearn_vb.datasets import (  # noqa: E402
     BEAL_SIZES,
     BEAL_TRUE_CODE,
@@ -83,6 +85,20 @@ def main(argv=None):
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     print(f"written {args.output}")
+
+    # the three structures with the highest bound at the largest n, and the true one
+    best = [int(i) for i in np.argsort(-F[-1])[:3]]
+    picks = best + ([true_index] if true_index not in best else [])
+    fig, axes = plt.subplots(1, len(picks), figsize=(3.2 * len(picks), 3.2), layout="constrained")
+    for ax, i in zip(axes, picks):
+        structure, _, hidden = bipartite_structure(codes[i])
+        kind = "true, " if i == true_index else ""
+        plot_structure(structure, ax, hidden=hidden,
+                       title=f"{kind}rank {1 + int(np.sum(F[-1] > F[-1, i]))}: F = {F[-1, i]:.1f}")
+    fig.suptitle(f"highest VB bounds at n = {sizes[-1]}")
+    best_output = Path(args.output).with_name(Path(args.output).stem + "_best.png")
+    fig.savefig(best_output, dpi=100)
+    plt.close(fig)
     return F
 
 

@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 
 from sklearn_vb import VBHiddenMarkov  # noqa: E402
 from sklearn_vb.datasets import make_structure_discovery_sequences  # noqa: E402
+from sklearn_vb.plotting import hinton, plot_bound_trace  # noqa: E402
 
 
 def main(argv=None):
@@ -62,18 +63,16 @@ def main(argv=None):
               f"(p={model.transmat_[k].max():.2f})")
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 4), gridspec_kw={"width_ratios": [1.2, 0.45, 1]})
-    im = axes[0].imshow(model.transmat_, cmap="Greys", vmin=0, vmax=1)
-    axes[0].set(title="posterior-mean transition matrix", xlabel="to state", ylabel="from state")
-    fig.colorbar(im, ax=axes[0], fraction=0.046)
-    axes[1].imshow(model.emissionprob_, cmap="Greys", vmin=0, vmax=1, aspect="auto")
-    axes[1].set(title="emissions", xticks=range(3), xticklabels=letters, ylabel="state")
+    hinton(model.transmat_, axes[0], max_weight=1.0, title="posterior-mean transition matrix",
+           xlabel="to state", ylabel="from state")
+    hinton(model.emissionprob_, axes[1], max_weight=1.0, title="emissions",
+           xticklabels=letters, ylabel="state")
     for k in range(K):
         if k not in used:
             for ax in axes[:2]:
                 ax.axhline(k, color="tab:red", alpha=0.25, linewidth=6)
-    axes[2].plot(np.arange(1, len(model.lower_bounds_) + 1), model.lower_bounds_)
-    axes[2].set(title=f"lower bound ({model.n_effective_components_} of {K} states used)",
-                xlabel="iteration", ylabel="F (nats)")
+    plot_bound_trace(model, axes[2], clip=False)
+    axes[2].set_title(f"lower bound ({model.n_effective_components_} of {K} states used)")
     axes[2].set_xscale("log")
     fig.tight_layout()
     fig.savefig(args.output, dpi=100)

@@ -22,21 +22,7 @@ import numpy as np  # noqa: E402
 
 from sklearn_vb import VBLinearDynamicalSystem  # noqa: E402
 from sklearn_vb.datasets import make_lds, make_lds_input_experiment, make_lds_params  # noqa: E402
-
-
-def hinton(ax, W, title):
-    ax.set_facecolor("gray")
-    scale = np.abs(W).max() or 1.0
-    for (i, j), w in np.ndenumerate(W):
-        size = np.sqrt(abs(w) / scale)
-        ax.add_patch(plt.Rectangle((j - size / 2, i - size / 2), size, size,
-                                   facecolor="white" if w > 0 else "black"))
-    ax.set_xlim(-1, W.shape[1])
-    ax.set_ylim(W.shape[0], -1)
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(title)
+from sklearn_vb.plotting import hinton, plot_ard, plot_lds_states  # noqa: E402
 
 
 def main(argv=None):
@@ -59,8 +45,9 @@ def main(argv=None):
             model = VBLinearDynamicalSystem(n_states=6, fit_intercept=False, max_iter=n_iter,
                                             random_state=0).fit(X_all[:T])
         order = np.argsort(model.gamma_)
-        hinton(axes[0, col], model.A_mean_[np.ix_(order, order)], f"A, T={T}")
-        hinton(axes[1, col], model.C_mean_[:, order], f"C ({model.n_effective_states_} states)")
+        hinton(model.A_mean_[np.ix_(order, order)], axes[0, col], title=f"A, T={T}")
+        hinton(model.C_mean_[:, order], axes[1, col],
+               title=f"C ({model.n_effective_states_} states)")
         print(f"T={T}: {model.n_effective_states_} effective states, F={model.lower_bound_:.2f}")
         models.append(model)
     fig.tight_layout()
@@ -76,6 +63,17 @@ def main(argv=None):
     ax.set_title(f"ARD trajectories, T={lengths[-1]}")
     fig.savefig(out / "lds_ard_traces.png", dpi=80)
     plt.close(fig)
+
+    # the ARD precisions of the longest fit, and its states with their uncertainty
+    fig, ax = plt.subplots(figsize=(6, 3.5), layout="constrained")
+    plot_ard(models[-1], ax)
+    ax.set_title(f"ARD precisions, T={lengths[-1]}")
+    fig.savefig(out / "lds_ard_precisions.png", dpi=80)
+    plt.close(fig)
+    axes = plot_lds_states(models[-1], X_all[:200])
+    axes[0].set_title("filtered and smoothed states (first 200 steps)")
+    axes[0].figure.savefig(out / "lds_states.png", dpi=80)
+    plt.close(axes[0].figure)
 
     X, U, _, _ = make_lds_input_experiment(100, random_state=0)
     with warnings.catch_warnings():

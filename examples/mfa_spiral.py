@@ -24,22 +24,7 @@ import numpy as np  # noqa: E402
 
 from sklearn_vb import VBMixtureFactorAnalysers  # noqa: E402
 from sklearn_vb.datasets import make_noisy_spiral  # noqa: E402
-
-
-def plot_search_history(ax, history):
-    """F per iteration; epochs whose birth was rejected are drawn thin and grey."""
-    it, F, ep, ev = history["iteration"], history["bound"], history["epoch"], history["event"]
-    accepted = {e for (e, _, ok, _, _) in history["moves"] if ok}
-    keep = ev != "accept"
-    keep &= ev != "reject"
-    for e in np.unique(ep):
-        sel = keep & (ep == e)
-        good = e == 0 or e in accepted or e == ep.max()
-        ax.plot(it[sel], F[sel], color="C0" if good else "0.6", lw=1.6 if good else 0.6)
-    ax.set_xlabel("VBEM iteration (whole search)")
-    ax.set_ylabel("lower bound F (nats)")
-    lo = np.quantile(F[keep], 0.05)
-    ax.set_ylim(lo - 0.05 * abs(lo), F.max() + 0.01 * abs(F.max()))
+from sklearn_vb.plotting import plot_bound_trace  # noqa: E402
 
 
 def main(argv=None):
@@ -71,7 +56,7 @@ def main(argv=None):
             seg = np.array([c - 2 * model.loadings_[s, :, j], c + 2 * model.loadings_[s, :, j]])
             ax.plot(*seg.T, color="k", lw=2)
     ax.set_title(f"{model.n_components_} analysers")
-    plot_search_history(fig.add_subplot(1, 2, 2), model.search_history_)
+    plot_bound_trace(model, fig.add_subplot(1, 2, 2))
     fig.suptitle("VB mixture of factor analysers on the noisy spiral")
     fig.tight_layout()
     fig.savefig(args.output, dpi=100)
