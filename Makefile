@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench doc clean
+.PHONY: demo test bench doc doc-check clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ doc: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[doc]"
 	MPLBACKEND=Agg $(PY) -m sphinx -W --keep-going -b html doc doc/_build/html
 	@echo "documentation: doc/_build/html/index.html"
+
+# every page, image, internal link and the search of the built site, in headless
+# Chromium (Debian's chromium package); skips with a message when it is not installed
+doc-check: doc
+	$(PY) doc/check_site.py doc/_build/html
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache
