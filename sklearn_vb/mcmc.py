@@ -215,7 +215,7 @@ class VariationalMCMC:
     random_state : int, Generator or None
     verbose : int, default=0
 
-    Attributes (after :meth:`fit`)
+    Attributes
     ----------
     samples_ : dict block -> ndarray (n_chains, n_samples) + block shape
     samples_phi_ : ndarray (n_chains, n_samples, D), the unconstrained coordinates
