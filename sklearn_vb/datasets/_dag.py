@@ -70,6 +70,13 @@ def enumerate_bipartite_structures(n_hidden=2, n_observed=4):
     Returns a sorted list of tuples of parent-set codes (bit h = hidden node h);
     each tuple is the lexicographically smallest member of its class.  For 2 hidden
     and 4 observed nodes this gives 136 structures.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import BEAL_TRUE_CODE, enumerate_bipartite_structures
+    >>> codes = enumerate_bipartite_structures()
+    >>> len(codes), codes[0], BEAL_TRUE_CODE in codes
+    (136, (0, 0, 0, 0), True)
     """
     perms = list(itertools.permutations(range(n_hidden)))
     seen = set()
@@ -80,7 +87,15 @@ def enumerate_bipartite_structures(n_hidden=2, n_observed=4):
 
 def bipartite_structure(code, n_hidden=2, hidden_states=2, observed_states=5):
     """``(parents, cardinalities, hidden)`` for :class:`~sklearn_vb.VBDiscreteDAG`
-    from a parent-set code tuple; nodes ``s1..sH`` then ``y1..yV``."""
+    from a parent-set code tuple; nodes ``s1..sH`` then ``y1..yV``.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import bipartite_structure
+    >>> structure, cardinalities, hidden = bipartite_structure((1, 3, 3, 2))
+    >>> structure["y2"], hidden
+    (['s1', 's2'], ['s1', 's2'])
+    """
     hidden = [f"s{h + 1}" for h in range(n_hidden)]
     parents = {s: [] for s in hidden}
     for v, c in enumerate(code):
@@ -144,6 +159,14 @@ def make_beal_dag(n_samples=10240, parameters=None, random_state=None, return_hi
 
 
 def make_beal_dag_datasets(sizes=BEAL_SIZES, parameters=None, random_state=None):
-    """Nested data sets ``{n: X[:n]}`` for the thesis sizes (prefixes of one stream)."""
+    """Nested data sets ``{n: X[:n]}`` for the thesis sizes (prefixes of one stream).
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_beal_dag_datasets
+    >>> data = make_beal_dag_datasets(sizes=(10, 40), random_state=0)
+    >>> {n: X.shape for n, X in data.items()}
+    {10: (10, 4), 40: (40, 4)}
+    """
     X = make_beal_dag(max(sizes), parameters=parameters, random_state=random_state)
     return {int(n): X[:n] for n in sizes}

@@ -88,6 +88,13 @@ def make_structure_discovery_sequences(n_per_kind=7, min_length=20, max_length=3
     Returns
     -------
     X : (n_frames, 1) int symbols, lengths : (3 * n_per_kind,) int64, kinds : int array.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_structure_discovery_sequences
+    >>> X, lengths, kinds = make_structure_discovery_sequences(n_per_kind=7, random_state=0)
+    >>> X.shape[1], len(lengths), int(lengths.sum()) == len(X)
+    (1, 21, True)
     """
     rng = check_random_state(random_state)
     cycles = [np.array([0, 1, 2]), np.array([0, 2, 1])]

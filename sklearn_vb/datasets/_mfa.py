@@ -22,6 +22,17 @@ def make_mfa(n_samples_per_component, centres, loadings, noise_variance, random_
     -------
     X : ndarray (N, p)
     labels : ndarray (N,) of int
+
+    Examples
+    --------
+    Two one-factor analysers in three dimensions, 50 and 30 points:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.datasets import make_mfa
+    >>> centres = np.array([[0.0, 0.0, 0.0], [5.0, 5.0, 5.0]])
+    >>> X, labels = make_mfa([50, 30], centres, np.ones((2, 3, 1)), 0.1, random_state=0)
+    >>> X.shape, labels.shape
+    ((80, 3), (80,))
     """
     rng = check_random_state(random_state)
     centres = np.asarray(centres, dtype=float)
@@ -73,7 +84,15 @@ def make_mixed_dimension_clusters(
 def make_noisy_spiral(n_samples=800, noise_variance=0.5, random_state=None):
     """The shrinking spiral of Ueda et al. (2000), thesis eqs. 4.86–4.87:
     ``y = [(13 - t/2) cos t, -(13 - t/2) sin t, t] + w`` with ``t ~ U[0, 4π]`` and
-    ``w ~ N(0, noise_variance I)``.  Returns ``(X, t)``."""
+    ``w ~ N(0, noise_variance I)``.  Returns ``(X, t)``.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_noisy_spiral
+    >>> X, t = make_noisy_spiral(800, random_state=0)
+    >>> X.shape, t.shape
+    ((800, 3), (800,))
+    """
     rng = check_random_state(random_state)
     t = rng.uniform(0.0, 4.0 * np.pi, n_samples)
     r = 13.0 - 0.5 * t
