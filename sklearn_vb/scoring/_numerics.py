@@ -37,7 +37,15 @@ def _check_log_weights(a, name="log_weights"):
 
 
 def log_sum_exp(a):
-    """LSE(a) = ln sum_i exp(a_i); ``-inf`` entries contribute nothing."""
+    """LSE(a) = ln sum_i exp(a_i); ``-inf`` entries contribute nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.scoring import log_sum_exp
+    >>> bool(np.isclose(log_sum_exp(np.log([1.0, 2.0, 3.0])), np.log(6.0)))
+    True
+    """
     a = _check_log_weights(a)
     if np.all(a == -np.inf):
         return -np.inf
@@ -67,7 +75,17 @@ def normalised_weights(a):
 
 
 def effective_sample_size(a):
-    """ESS = exp(2 LSE(a) - LSE(2a)) of the weights ``exp(a)``; 0 if all weights vanish."""
+    """ESS = exp(2 LSE(a) - LSE(2a)) of the weights ``exp(a)``; 0 if all weights vanish.
+
+    Examples
+    --------
+    Equal weights count fully; one dominant weight counts once:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.scoring import effective_sample_size
+    >>> round(effective_sample_size(np.zeros(10)), 6), round(effective_sample_size(np.log([1, 1e-3, 1e-3])), 3)
+    (10.0, 1.004)
+    """
     a = _check_log_weights(a)
     if np.all(a == -np.inf):
         return 0.0

@@ -44,6 +44,14 @@ class ScoreResult:
         Effective sample size of the weights.
     diagnostics : dict
         Scorer-specific diagnostics.
+
+    Examples
+    --------
+    >>> import math
+    >>> from sklearn_vb.scoring import ScoreResult
+    >>> res = ScoreResult("vb", -10.0, "lower", log_alias_correction=math.log(2))
+    >>> round(res.corrected, 4)
+    -9.3069
     """
 
     method: str

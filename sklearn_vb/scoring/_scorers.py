@@ -48,6 +48,12 @@ def get_scorer(method, **options):
 
     ``method`` may also be an existing scorer instance, returned unchanged when no
     options are given (re-configured copy otherwise).
+
+    Examples
+    --------
+    >>> from sklearn_vb.scoring import get_scorer
+    >>> type(get_scorer("bic")).__name__
+    'BICScore'
     """
     if isinstance(method, Scorer):
         if not options:
