@@ -254,6 +254,23 @@ class DAGStructureSearch(EdgeSetSearchBase):
     best_structure_ : dict
         The selected structure as ``{child: [parents]}``.
     best_estimator_, best_score_, best_index_, best_params_ : as StructureSearch.
+
+    Examples
+    --------
+    Two candidate structures for four observed columns with one hidden parent:
+
+    >>> from sklearn_vb import VBDiscreteDAG
+    >>> from sklearn_vb.datasets import make_beal_dag
+    >>> from sklearn_vb.model_selection import DAGStructureSearch
+    >>> X = make_beal_dag(n_samples=100, random_state=0)
+    >>> candidates = [{"h": [], 0: ["h"], 1: ["h"], 2: ["h"], 3: ["h"]},
+    ...               {"h": [], 0: ["h"], 1: ["h"], 2: [], 3: []}]
+    >>> est = VBDiscreteDAG(cardinalities={"h": 2, 0: 5, 1: 5, 2: 5, 3: 5}, hidden="h",
+    ...                     n_init=1, random_state=0)
+    >>> search = DAGStructureSearch(est, search="exhaustive", structures=candidates,
+    ...                             scoring=["vb", "bic"], random_state=0).fit(X)
+    >>> sorted(search.results_["n_edges"].tolist())
+    [2, 4]
     """
 
     _parameter_constraints: dict = {
