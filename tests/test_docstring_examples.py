@@ -53,3 +53,23 @@ def test_doctests_are_collected():
     # the collection itself is what this file relies on: docstrings with examples exist
     # in the estimators, the scorers and the data sets
     assert {"sklearn_vb.hmm", "sklearn_vb.datasets._hmm", "sklearn_vb.scoring._numerics"} <= set(MODULES)
+
+
+#: the public objects a new user meets first: each docstring has a runnable example
+CORE = [
+    "sklearn_vb.VBHiddenMarkov", "sklearn_vb.VBMixtureFactorAnalysers",
+    "sklearn_vb.VBLinearDynamicalSystem", "sklearn_vb.VBDiscreteDAG",
+    "sklearn_vb.scoring.score", "sklearn_vb.scoring.get_scorer",
+    "sklearn_vb.scoring.ScoreResult", "sklearn_vb.scoring.scoring_model_for",
+    "sklearn_vb.model_selection.StructureSearch", "sklearn_vb.model_selection.DAGStructureSearch",
+    "sklearn_vb.model_selection.SequenceKFold", "sklearn_vb.datasets.make_hmm_sequences",
+    "sklearn_vb.datasets.make_lds", "sklearn_vb.datasets.make_beal_dag",
+    "sklearn_vb.datasets.make_mixed_dimension_clusters",
+] + [f"sklearn_vb.plotting.{name}" for name in importlib.import_module("sklearn_vb.plotting").__all__]
+
+
+@pytest.mark.parametrize("qualname", CORE)
+def test_core_objects_have_runnable_examples(qualname):
+    module_name, name = qualname.rsplit(".", 1)
+    doc = getattr(importlib.import_module(module_name), name).__doc__ or ""
+    assert ">>>" in doc, f"{qualname} has no runnable example in its docstring"
