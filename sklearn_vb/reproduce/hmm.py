@@ -196,7 +196,7 @@ def _report(summary, config, out_dir):
     rows = [[r["start"], r["ml_iterations"], r["ml_log_likelihood"], r["ml_states_used"],
              r["vb_iterations"], r["vb_lower_bound"], r["vb_states_kept"],
              r["default_lower_bound"], r["default_states_kept"]] for r in summary["per_start"]]
-    table = markdown_table(["start", "ML iter", "ML ln p(Y|θ)", "ML states",
+    table = markdown_table(["start", "ML iter", "ML log-likelihood", "ML states",
                             "VB iter", "VB F", "VB states",
                             f"default F (best of {config['n_restarts']})", "default states"],
                            rows, digits=1)
