@@ -189,6 +189,16 @@ def _figures(run_result, out_dir):
     return [line for line in lines if line]
 
 
+def _timing_line(summary):
+    """The compute time of the units (their sum, also when they were read from the
+    journal of an earlier run)."""
+    t = summary.get("timing", {})
+    if "unit_seconds_total" not in t:
+        return ""
+    return (f"\nCompute time: {t['unit_seconds_total']:.0f} s over {t['units']} work units "
+            "(one core).\n")
+
+
 def _report(summary, config, out_dir):
     med = summary["median"]
     counts = summary["states_kept_counts"]
@@ -205,7 +215,7 @@ def _report(summary, config, out_dir):
                            for s in range(1, K + 1)], digits=0)
     text = f"""# Beal (2003) §3.5.1: discovering the structure of an HMM
 
-Data: 21 sequences ({summary['n_symbols']} symbols) from (abc)*, (acb)* and (a*b*)*; a
+Data: 21 sequences ({summary['n_symbols']} symbols) from `(abc)*`, `(acb)*` and `(a*b*)*`; a
 perfect model needs 7 states.  Models with k = {K} states, Dirichlet priors of strength
 {config['prior_strength']:g}.  {config['n_starts']} random starts θ₀ (uniform entries,
 normalised); from each, ML EM to convergence (tol {config['tol']:g} nats, at most
@@ -238,6 +248,7 @@ posterior counts w and of their row-normalised means.
 
 """
     text += "\n\n".join(_figures(summary["best_result"], out_dir)) + "\n"
+    text += _timing_line(summary)
     vb_states = med["vb_states_kept"]
     agree = "agrees" if abs(vb_states - 7) <= 1 and med["ml_states_used"] > vb_states else \
         "differs"

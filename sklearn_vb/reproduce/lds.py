@@ -113,6 +113,16 @@ def _hinton(ax, M, title):
     ax.set_title(title, fontsize=8)
 
 
+def _timing_line(summary):
+    """The compute time of the units (their sum, also when they were read from the
+    journal of an earlier run)."""
+    t = summary.get("timing", {})
+    if "unit_seconds_total" not in t:
+        return ""
+    return (f"\nCompute time: {t['unit_seconds_total']:.0f} s over {t['units']} work units "
+            "(one core).\n")
+
+
 def _report(summary, config, out_dir):
     plt = pyplot()
     lengths = sorted(summary["dimension_fits"], key=int)
@@ -180,7 +190,7 @@ flat as the state dimension grows, while that of the ML and MAP point estimates 
 {rise['vb']:.3f} for VB, {rise['map']:.3f} for MAP and {rise['ml']:.3f} for ML.  The data are
 a simulated stand-in (the thesis's system of §5.4.1, no inputs), not the thesis's
 gene-expression data and not its output-feedback model.
-"""
+""" + _timing_line(summary)
 
 
 lds = register(Experiment(
