@@ -1,7 +1,7 @@
 """``reproduce hmm``: Beal (2003) §3.5.1, discovering the structure of an HMM.
 
 Training data: 21 sequences over {a, b, c} of at most 39 symbols, seven each from
-(abc)*, (acb)* and (a*b*)* (:func:`~sklearn_vb.datasets.make_structure_discovery_sequences`,
+``(abc)*``, ``(acb)*`` and ``(a*b*)*`` (:func:`~sklearn_vb.datasets.make_structure_discovery_sequences`,
 one data set drawn from the run's seed).  A perfect model needs 3 + 3 + 1 = 7 states; the
 models have k = 12.  Every Dirichlet prior has strength 4 (per entry 4/k for the initial
 and transition rows, 4/3 for the emission rows).
