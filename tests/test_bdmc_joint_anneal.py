@@ -51,6 +51,8 @@ def test_anneal_option_is_checked():
     est, X, _, _ = inst.clustering()
     with pytest.raises(ValueError, match="anneal"):
         score(est, X, "ais", anneal="sideways")
+    with pytest.raises(ValueError, match="hysteresis"):
+        score(est, X, "ais", anneal="joint", hysteresis=True, n_temperatures=10)
     fit, y, _, _ = inst.gaussian_mean()
     with pytest.raises(NotImplementedError, match="anneal='joint'"):
         score(fit, y, "ais", anneal="joint", n_temperatures=10)

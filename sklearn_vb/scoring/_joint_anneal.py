@@ -40,6 +40,8 @@ def check_joint(model, opts, name):
     require(model, f"{name} with anneal='joint'", *JOINT_NEEDS)
     if opts.get("start") == "q":
         raise ValueError("anneal='joint' anneals from the prior; use start='prior'.")
+    if opts.get("hysteresis"):
+        raise ValueError("hysteresis=True is not available with anneal='joint'.")
     return "joint"
 
 
