@@ -11,9 +11,9 @@ def hinton(matrix, ax=None, *, max_weight=None, title=None, xlabel=None, ylabel=
            xticklabels=None, yticklabels=None):
     """Draw a Hinton diagram of ``matrix``.
 
-    Each entry is a square whose area is proportional to its magnitude (relative to
-    ``max_weight``), white for positive and black for negative entries, on a grey
-    background, rows from top to bottom as in the matrix (the diagrams of Beal 2003,
+    Each entry is a square whose area is proportional to its magnitude (``max_weight``
+    is drawn with 0.9 times the cell's side), white for positive and black for
+    negative entries, on a grey background, rows from top to bottom as in the matrix (the diagrams of Beal 2003,
     Figs 5.4 and 4.6).
 
     Parameters
@@ -60,7 +60,8 @@ def hinton(matrix, ax=None, *, max_weight=None, title=None, xlabel=None, ylabel=
     for (i, j), w in np.ndenumerate(W):
         if w == 0:
             continue
-        size = np.sqrt(min(abs(w) / scale, 1.0))
+        # the largest square fills 90% of its cell, so neighbours stay apart
+        size = 0.9 * np.sqrt(min(abs(w) / scale, 1.0))
         ax.add_patch(Rectangle((j - size / 2, i - size / 2), size, size,
                                facecolor="white" if w > 0 else "black", edgecolor="none"))
     ax.set_xlim(-0.5, W.shape[1] - 0.5)
