@@ -13,8 +13,8 @@ def hinton(matrix, ax=None, *, max_weight=None, title=None, xlabel=None, ylabel=
 
     Each entry is a square whose area is proportional to its magnitude (``max_weight``
     is drawn with 0.9 times the cell's side), white for positive and black for
-    negative entries, on a grey background, rows from top to bottom as in the matrix (the diagrams of Beal 2003,
-    Figs 5.4 and 4.6).
+    negative entries, on a grey background, rows from top to bottom as in the matrix
+    (the diagrams of Beal 2003, Figs 5.4 and 4.6).
 
     Parameters
     ----------
