@@ -55,6 +55,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
+from ._mfa_point import log_prior_density, noise_update, point_e_step, point_loadings, point_weights
 from ._validation import validate_float_data
 from .base import ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off
 
@@ -315,6 +316,32 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         switches factors off slowly (increments shrinking by well under 1 % per
         iteration), where a small last change alone stops the run many nats short
         of the optimum.
+    method : {"vb", "map", "ml"}, default="vb"
+        ``"vb"`` runs VBEM.  ``"ml"`` and ``"map"`` run EM for a point estimate of the
+        mixing proportions, every ``[Λ^s, μ^s]`` and ``Ψ`` with the number of
+        components and of factors (``n_factors``, all used) fixed (Ghahramani &
+        Hinton 1996): E steps (responsibilities and the exact factor posteriors) and
+        M steps (proportions, each row of ``[Λ^s, μ^s]`` jointly, then ``Ψ`` above
+        the ``psi_min`` floor, which keeps the likelihood bounded), from the same
+        initial state as VBEM, with the same restarts and convergence rule.
+        ``"map"`` adds the package's priors at fixed hyperparameters, in fitting
+        units: ``π ~ Dir(α/S)`` (its mode in the softmax basis, counts
+        ``α/S + N_s``, as for :class:`~sklearn_vb.hmm.VBHiddenMarkov`), each loading
+        column a Student-t, the ARD precision ``Gamma(a, b)`` integrated out (the M
+        step minorises it by a Gaussian at the current loadings, which never lowers
+        the objective), centres ``N(μ*, diag(1/ν*))`` at the data mean and inverse
+        variance; no prior on ``Ψ``.  Point fits need ``search=False``;
+        ``optimize_hyperparameters`` may only select ``"noise"`` (``True``:
+        ``Ψ`` estimated, ``False``: held at the data variance); no factor pruning
+        and no acceleration.  ``lower_bound_`` and ``lower_bounds_`` then hold the
+        EM objective (also ``objective_`` and ``objectives_``), which is not a bound:
+        ``ln p(X | θ)`` (also ``log_likelihood_``) for ``"ml"``, plus ``ln p(θ)`` and
+        ``Σ_s ln π_s`` for ``"map"``, in the original units (the Jacobian of the
+        standardisation is included); EM never decreases it.  ``weights_``,
+        ``means_``, ``loadings_`` and ``noise_variance_`` hold the point, which
+        ``predict``, ``score_samples``, ``transform`` and ``sample`` use;
+        ``n_factors_per_component_`` counts every column (for ``bic``); the
+        posterior attributes are not set, and scoring refuses point fits.
     n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check,
     keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``init_params`` is
@@ -400,6 +427,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "acceleration": ACCELERATION_CONSTRAINT,
         "score_method": [StrOptions({"plugin", "bound"})],
         "init_params": [StrOptions({"kmeans", "random"})],
+        "method": [StrOptions({"vb", "map", "ml"})],
     }
 
     def __init__(
@@ -442,6 +470,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         verbose_interval=10,
         bound_check="raise",
         keep_restarts=False,
+        method="vb",
     ):
         super().__init__(
             max_iter=max_iter,
@@ -455,6 +484,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             bound_check=bound_check,
         )
         self.keep_restarts = keep_restarts
+        self.method = method
         self.n_components = n_components
         self.n_factors = n_factors
         self.search = search
@@ -503,7 +533,21 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if fit_params:
             raise TypeError(f"fit got unexpected argument(s) {sorted(fit_params)}.")
         X = validate_float_data(self, X, ensure_min_samples=1, reset=True)
-        self._hyper_set()
+        hyper = self._hyper_set()
+        if self.method != "vb":
+            if self.search:
+                raise ValueError(f"method={self.method!r} fits a fixed number of components: "
+                                 "set search=False (the birth/death search maximises the "
+                                 "variational bound).")
+            if self.optimize_hyperparameters is not True and hyper - {"noise"}:
+                raise ValueError(
+                    f"method={self.method!r} estimates only the noise Psi: "
+                    f"optimize_hyperparameters may select 'noise' only, got "
+                    f"{sorted(hyper - {'noise'})}.")
+        if (self.warm_start and hasattr(self, "lower_bound_")
+                and self._point_fitted != (self.method != "vb")):
+            raise ValueError("warm_start cannot continue a fit made with another method than "
+                             f"method={self.method!r}; refit without warm_start.")
         if self.n_components > X.shape[0]:
             raise ValueError(
                 f"n_components={self.n_components} must be <= n_samples={X.shape[0]}."
@@ -590,6 +634,97 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._update_ard(data)
         self._update_weights(data)
         self._update_factors(data)
+        if self.method != "vb":
+            self._start_point(data)
+
+    # ================================================================ point EM
+    @property
+    def _point_fitted(self):
+        """Whether the stored state is a point estimate (``method="ml"/"map"``)."""
+        st = getattr(self, "_vb_", None)
+        return st is not None and bool(st.get("point", False))
+
+    def _start_point(self, data):
+        """The point of the VBEM initial state (its proportions and loading means,
+        ``Ψ`` at the data variance), then an E step there."""
+        st = self._vb_
+        S, p, K1 = st["lam_mean"].shape
+        self._vb_ = {
+            "point": True,
+            "weights": st["alpha_hat"] / st["alpha_hat"].sum(),
+            "lam_mean": st["lam_mean"].copy(),
+            "lam_cov": np.zeros((S, p, K1, K1)),
+            "psi": st["psi"].copy(),
+            "mu_star": st["mu_star"], "nu_star": st["nu_star"],
+            "a_star": float(self.a), "b_star": float(self.b),
+            "alpha_star": float(self.alpha), "ids": st["ids"], "next_id": st["next_id"],
+        }
+        self._step_e(data, 0)
+
+    def _point_log_prior(self, st):
+        """The prior term of the EM objective (0 for ML)."""
+        if self.method == "ml":
+            return 0.0
+        S = st["weights"].shape[0]
+        lp = float(log_prior_density(st["weights"][None], st["lam_mean"][None],
+                                     st["a_star"], st["b_star"], st["mu_star"], st["nu_star"],
+                                     np.full(S, st["alpha_star"] / S))[0])
+        if S > 1:  # the softmax-basis mode: its Jacobian is part of the objective
+            lp += float(np.sum(np.log(st["weights"])))
+        return lp
+
+    def _step_e(self, data, iteration):
+        st = self._vb_
+        e = point_e_step(data.Z, st["weights"], st["lam_mean"], st["psi"])
+        for key in ("resp", "sigma", "logdet_sigma", "xbar"):
+            st[key] = e[key]
+        st["point_stats"] = (e["Nk"], e["W"], e["C"], e["D"])
+        st["loglik"] = e["loglik"] + data.log_jacobian
+        st["objective"] = st["loglik"] + self._point_log_prior(st)
+
+    def _step_m(self, data, iteration):
+        st = self._vb_
+        Nk, W, C, D = st["point_stats"]
+        S = Nk.shape[0]
+        kind = self.method
+        st["weights"] = point_weights(Nk, kind, np.full(S, st["alpha_star"] / S))
+        lam = point_loadings(W, C, st["psi"], kind, st["lam_mean"], st["a_star"],
+                             st["b_star"], st["nu_star"], st["mu_star"])
+        st["lam_mean"] = lam
+        if "noise" in self._hyper_set():
+            second = lam[:, :, :, None] * lam[:, :, None, :]
+            st["psi"] = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
+
+    def _finalize_point(self, data):
+        st = self._vb_
+        K = st["lam_mean"].shape[-1] - 1
+        scale, shift = data.scale, data.shift
+        self._shift_, self._scale_ = shift, scale
+        self.feature_shift_, self.feature_scale_ = shift.copy(), scale.copy()
+        S = st["weights"].shape[0]
+        self.search_history_ = None
+        self.n_births_proposed_ = self.n_births_accepted_ = 0
+        self.n_epochs_ = 1
+        self.n_components_ = S
+        self.weights_ = st["weights"].copy()
+        self.means_ = st["lam_mean"][:, :, K] * scale + shift
+        self.loadings_ = st["lam_mean"][:, :, :K] * scale[None, :, None]
+        self.noise_variance_ = st["psi"] * scale**2
+        self.active_factors_ = np.ones((S, K), dtype=bool)
+        self.n_factors_per_component_ = np.full(S, K, dtype=int)
+        self.n_factors_max_ = K
+        self.labels_ = np.argmax(st["resp"], axis=1)
+        self.log_likelihood_ = float(st["loglik"])
+        self.objective_ = self.lower_bound_
+        self.objectives_ = self.lower_bounds_
+        for name in ("dirichlet_concentration_", "loading_means_", "loading_covariances_",
+                     "ard_shape_", "ard_rate_", "ard_precisions_", "mean_prior_",
+                     "alpha_prior_", "ard_prior_", "bound_terms_", "component_scores_"):
+            self.__dict__.pop(name, None)
+        st.pop("point_stats", None)  # holds statistics of the training data
+        for name in ("_search_rng", "_total_iter", "_deaths_allowed", "_in_birth_epoch",
+                     "_stop_trace", "_strict_stop", "_principal_split_tried"):
+            self.__dict__.pop(name, None)
 
     # ================================================================ updates
     def _stats(self, data):
@@ -627,6 +762,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _log_weights(self, Y):
         st = self._vb_
+        if st.get("point", False):
+            K = st["lam_mean"].shape[-1] - 1
+            with np.errstate(divide="ignore"):
+                return (_k.fa_log_density(Y, st["lam_mean"][:, :, K], st["lam_mean"][:, :, :K],
+                                          st["psi"]) + np.log(st["weights"])[None])
         M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
         xbar = _k.factor_means(Y, st["lam_mean"], st["psi"], st["sigma"], M)
         elog_pi = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
@@ -667,13 +807,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Nk, W, C, D = self._stats(data)
         lam, cov = st["lam_mean"], st["lam_cov"]
         second = cov + lam[:, :, :, None] * lam[:, :, None, :]
-        resid = (
-            D.sum(axis=0)
-            - 2.0 * np.einsum("sqk,sqk->q", lam, C)
-            + np.einsum("sqkl,slk->q", second, W)
-        )
-        psi = resid / data.n_samples
-        st["psi"] = np.maximum(psi, data.psi_floor)
+        st["psi"] = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
 
     def _update_mean_prior(self, data):
         st = self._vb_
@@ -744,6 +878,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     # ---------------------------------------------------------------- steps
     def _iteration_steps(self):
+        if self.method != "vb":
+            return ("m", "e")
         steps = ["factors", "loadings", "responsibilities", "weights", "ard"]
         hyper = self._hyper_set()
         steps += [h for h in _HYPER_NAMES if h in hyper]
@@ -855,6 +991,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._update_factors(data)
         self._update_responsibilities(data)
 
+    def _accelerated(self):
+        return self.method == "vb" and super()._accelerated()
+
     def _snapshot(self):
         return {"_vb_": dict(self._vb_)}
 
@@ -878,6 +1017,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return {"pi": -float(kl_pi), "nu": f_nu, **terms}
 
     def _lower_bound(self, data):
+        if self._point_fitted:
+            # the EM objective at the point of the last E step (with
+            # bound_check="steps" the M step is therefore not checked on its own)
+            return self._vb_["objective"]
         t = self._bound_terms(data)
         total = t["pi"] + sum(float(np.sum(t[k])) for k in ("nu", "loading", "assign", "factor", "lik"))
         return total + data.log_jacobian
@@ -1040,7 +1183,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _run_vbem_unthreaded(self, data):
         if not hasattr(self, "_search_rng"):  # warm start
             self._search_rng = check_random_state(self.random_state)
-        if self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
+        if self._point_fitted:
+            self._step_e(data, 0)  # warm start: the statistics of the (new) data
+        elif self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
             self._update_factors(data)
             self._update_responsibilities(data)
         if not self.search:
@@ -1259,6 +1404,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     # ================================================================ finalize
     def _finalize(self, data):
+        if self._point_fitted:
+            self._finalize_point(data)
+            return
         st = self._vb_
         K = st["sigma"].shape[-1]
         scale, shift = data.scale, data.shift
@@ -1404,4 +1552,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def component_scores(self):
         """Per-component bound contributions ``F_s`` (eq. 4.77) of the fitted model."""
         self._check_is_fitted()
+        if self._point_fitted:
+            raise AttributeError(f"a fit with method={self.method!r} has no bound F_s.")
         return self.component_scores_.copy()

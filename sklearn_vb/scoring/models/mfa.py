@@ -90,7 +90,6 @@ from scipy.special import gammaln, polygamma, xlogy
 from ..._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
 from ..._kernels import mfa as _k
 from ..._kernels._constants import LOG_2PI
-from ..._kernels._linalg import spd_inverse_jittered
 from ..._kernels.mfa_batch import mfa_log_likelihood_per_case
 from ...mfa import fa_free_parameters
 from ..mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
@@ -99,6 +98,8 @@ from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 from ._point_em import PointEMRun, best_point_em
+from ..._mfa_point import (factor_posterior, log_prior_density, point_e_step, point_loadings,
+                           point_weights)
 
 __all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior"]
 
@@ -310,20 +311,8 @@ class MFAScoringModel(ScoringModelMixin):
     # ------------------------------------------------------------------------ G0
     def log_prior(self, params):
         w, lam = self.split(params)
-        K, p = self.K, self.p
-        a, b = self.a_star, self.b_star
-        out = np.zeros(lam.shape[0])
-        if K:
-            sq = np.sum(lam[..., :K] ** 2, axis=2)  # (C, S, K)
-            c = gammaln(a + 0.5 * p) - gammaln(a) + a * np.log(b) - 0.5 * p * LOG_2PI
-            out = out + np.sum(c - (a + 0.5 * p) * np.log(b + 0.5 * sq), axis=(1, 2))
-        d = lam[..., K] - self.mu_star  # (C, S, p)
-        out = out + self.S * 0.5 * np.sum(np.log(self.nu_star) - LOG_2PI) \
-            - 0.5 * np.einsum("csq,q->c", d * d, self.nu_star)
-        if self.S > 1:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = out + dirichlet_log_pdf(w, self.prior_alpha["weights"])
-        return np.asarray(out, dtype=float)
+        return log_prior_density(w, lam, self.a_star, self.b_star, self.mu_star, self.nu_star,
+                                 self.prior_alpha["weights"])
 
     def sample_prior(self, rng, size):
         rng = _rng(rng)
@@ -561,11 +550,8 @@ class MFAScoringModel(ScoringModelMixin):
     # ------------------------------------------------------------------------ G2 / G3
     def factor_posterior(self, params_single):
         """Exact ``Sigma_s = (I + Lambda^T Psi^-1 Lambda)^-1`` and ``ln|Sigma_s|``."""
-        w, lam = self.split(params_single)
-        L = lam[0, :, :, :self.K]
-        M = np.eye(self.K) + np.einsum("sqk,q,sql->skl", L, 1.0 / self.psi, L)
-        inv, logdet = spd_inverse_jittered(M)
-        return inv, -logdet
+        _, lam = self.split(params_single)
+        return factor_posterior(lam[0], self.psi)
 
     def e_step(self, params_single, X):
         """Exact posterior over ``(s_i, x_i)`` at a normalised ``theta``: loglik,
@@ -574,19 +560,10 @@ class MFAScoringModel(ScoringModelMixin):
         units' Jacobian is part of both ``loglik`` and the complete log-likelihood."""
         Z = X["Z"]
         w, lam = self.split(params_single)
-        w, lam1 = w[0], lam[0]
         K = self.K
-        sigma, logdet_sigma = self.factor_posterior(params_single)
-        with np.errstate(divide="ignore"):
-            lw = np.log(w)
-        ell = _k.fa_log_density(Z, lam1[:, :, K], lam1[:, :, :K], self.psi) + lw[None]
-        m = np.max(ell, axis=1, keepdims=True)
-        lse = m[:, 0] + np.log(np.sum(np.exp(ell - m), axis=1))
-        resp = np.exp(ell - lse[:, None])
-        xbar = np.einsum("skl,sql,q,nsq->nsk", sigma, lam1[:, :, :K], 1.0 / self.psi,
-                         Z[:, None, :] - lam1[None, :, :, K])
-        Nk, W, C, D = _k.sufficient_statistics(Z, resp, xbar, sigma)
-        stats = {"Nk": Nk, "W": W, "C": C, "D": D, "n": int(Z.shape[0]),
+        e = point_e_step(Z, w[0], lam[0], self.psi)
+        resp, Nk, logdet_sigma = e["resp"], e["Nk"], e["logdet_sigma"]
+        stats = {"Nk": Nk, "W": e["W"], "C": e["C"], "D": e["D"], "n": int(Z.shape[0]),
                  "log_jac": float(X["log_jac"]), "resp": resp}
         loglik = float(self.log_likelihood(params_single, X)[0])
         ecl = float(self.expected_complete_loglik(params_single, stats))
@@ -702,22 +679,13 @@ class MFAScoringModel(ScoringModelMixin):
 
     def point_from_stats(self, stats, params_old, kind="map", basis="softmax"):
         """M step (generalised for the Student-t prior; module docstring)."""
-        K, p = self.K, self.p
         Nk, W, C = stats["Nk"], stats["W"], stats["C"]
-        tiny = 1e-300
-        if kind == "ml":
-            w = Nk + tiny
-            ridge = 1e-10 * (1.0 + np.trace(W, axis1=1, axis2=2))[:, None, None] * np.eye(K + 1)
-            mean = np.linalg.solve(W + ridge, np.swapaxes(C, 1, 2))  # (S, K+1, p)
-            mean = np.swapaxes(mean, 1, 2)
-        else:
-            a0 = self.prior_alpha["weights"]
-            w = a0 + Nk if basis == "softmax" else np.maximum(a0 + Nk - 1.0, tiny)
-            _, lam_old = self.split(params_old)
-            sq = np.sum(lam_old[0, :, :, :K] ** 2, axis=1)
-            e_nu = (self.a_star + 0.5 * p) / (self.b_star + 0.5 * sq)
-            mean, _, _ = _k.loading_posterior(W, C, self.psi, e_nu, self.nu_star, self.mu_star)
-        return self.join((w / w.sum())[None], mean[None])
+        a0 = self.prior_alpha["weights"]
+        w = point_weights(Nk, kind, a0, basis)
+        lam_old = None if kind == "ml" else self.split(params_old)[1][0]
+        mean = point_loadings(W, C, self.psi, kind, lam_old, self.a_star, self.b_star,
+                              self.nu_star, self.mu_star)
+        return self.join(w[None], mean[None])
 
     def _objective(self, theta, loglik, kind, basis):
         if kind == "ml":

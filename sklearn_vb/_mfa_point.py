@@ -1,0 +1,136 @@
+"""Point-estimate (ML and MAP) EM for mixtures of factor analysers: the E step, the M
+step pieces and the prior density of the MAP objective.
+
+:class:`~sklearn_vb.mfa.VBMixtureFactorAnalysers` with ``method="ml"`` or ``"map"`` runs
+these in its EM loop, and the MFA scoring adapter (:mod:`sklearn_vb.scoring.models.mfa`,
+whose point EM keeps ``Psi`` fixed) runs the E step, the weights and loadings M steps
+and the prior density for its ``fit_point`` and ``log_prior``, so each piece exists once.
+
+Parameters: mixing proportions ``weights`` (S,), ``lam`` (S, p, K+1) holding
+``[Lambda_s, mu_s]`` (loading columns, then the centre) and the shared diagonal noise
+``psi`` (p,).  Model (Ghahramani & Hinton 1996; Beal 2003, section 4.2):
+``y | s ~ N(mu_s, Lambda_s Lambda_s^T + Psi)``.
+
+* E step: responsibilities ``r_is`` and the exact Gaussian factor posteriors
+  ``N(x; Sigma_s Lambda_s^T Psi^-1 (y - mu_s), Sigma_s)`` with
+  ``Sigma_s = (I + Lambda_s^T Psi^-1 Lambda_s)^-1``; the expected statistics
+  ``N_s, W_s = sum_i r_is E[x~ x~^T], C_s = sum_i r_is y_i E[x~]^T, D_s`` of the augmented
+  factors ``x~ = [x, 1]``.
+* M step (an expectation-conditional maximisation, each piece an exact coordinate
+  maximisation of the expected complete log-likelihood plus log prior): the weights;
+  each row of ``[Lambda_s, mu_s]`` jointly (least squares on ``x~`` for ML; for MAP the
+  Gaussian row posterior mean with the ARD Student-t column prior minorised at the
+  current loadings by a Gaussian of precision ``(a* + p/2) / (b* + |lambda_j|^2 / 2)``,
+  which never lowers ``ln p(theta) + l(theta)``); then ``Psi`` given the new loadings,
+  ``diag(sum_s D_s - 2 Lambda~_s C_s^T + Lambda~_s W_s Lambda~_s^T) / N`` held above a
+  floor (the constrained maximiser: the objective is unimodal in each ``psi_q``).
+* Prior (MAP objective): ``pi ~ Dir(alpha*/S)``, every loading column ``~ t_{2a*}(0,
+  (b*/a*) I_p)`` (the ARD precisions ``Gamma(a*, b*)`` integrated out), centres
+  ``N(mu*, diag(1/nu*))``; no prior on ``Psi``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from ._distributions import dirichlet_log_pdf
+from ._kernels import mfa as _k
+from ._kernels._constants import LOG_2PI
+from ._kernels._linalg import spd_inverse_jittered
+
+__all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
+           "noise_update", "log_prior_density"]
+
+
+def factor_posterior(lam, psi):
+    """Exact ``Sigma_s = (I + Lambda_s^T Psi^-1 Lambda_s)^-1`` (S, K, K) and
+    ``ln|Sigma_s|`` (S,) at the point ``lam`` (S, p, K+1)."""
+    K = lam.shape[-1] - 1
+    L = lam[:, :, :K]
+    M = np.eye(K) + np.einsum("sqk,q,sql->skl", L, 1.0 / psi, L)
+    inv, logdet = spd_inverse_jittered(M)
+    return inv, -logdet
+
+
+def point_e_step(Z, weights, lam, psi):
+    """The exact posterior over ``(s_i, x_i)`` at one point.
+
+    Returns a dict with ``loglik`` (``ln p(Z | theta)``, a float), ``resp`` (N, S),
+    ``sigma`` (S, K, K), ``logdet_sigma`` (S,), ``xbar`` (N, S, K) and the statistics
+    ``Nk``, ``W``, ``C``, ``D``.
+    """
+    K = lam.shape[-1] - 1
+    sigma, logdet_sigma = factor_posterior(lam, psi)
+    with np.errstate(divide="ignore"):
+        lw = np.log(weights)
+    ell = _k.fa_log_density(Z, lam[:, :, K], lam[:, :, :K], psi) + lw[None]
+    m = np.max(ell, axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.sum(np.exp(ell - m), axis=1))
+    resp = np.exp(ell - lse[:, None])
+    xbar = np.einsum("skl,sql,q,nsq->nsk", sigma, lam[:, :, :K], 1.0 / psi,
+                     Z[:, None, :] - lam[None, :, :, K])
+    Nk, W, C, D = _k.sufficient_statistics(Z, resp, xbar, sigma)
+    return {"loglik": float(np.sum(lse)), "resp": resp, "sigma": sigma,
+            "logdet_sigma": logdet_sigma, "xbar": xbar, "Nk": Nk, "W": W, "C": C, "D": D}
+
+
+def point_weights(Nk, kind, alpha0=None, basis="softmax"):
+    """Mixing proportions of the M step: ``N_s`` normalised (``kind="ml"``); for
+    ``"map"`` the rows ``alpha0 + N_s`` (``basis="softmax"``, the mode in the softmax
+    coordinates) or ``alpha0 + N_s - 1`` (``"natural"``, the mode in ``pi``)."""
+    tiny = 1e-300
+    if kind == "ml":
+        w = Nk + tiny
+    else:
+        w = alpha0 + Nk if basis == "softmax" else np.maximum(alpha0 + Nk - 1.0, tiny)
+    return w / w.sum()
+
+
+def point_loadings(W, C, psi, kind, lam_old=None, a_star=None, b_star=None, nu_star=None,
+                   mu_star=None):
+    """Rows of ``[Lambda_s, mu_s]`` (S, p, K+1) of the M step (module docstring)."""
+    S, K1, _ = W.shape
+    K = K1 - 1
+    if kind == "ml":
+        ridge = 1e-10 * (1.0 + np.trace(W, axis1=1, axis2=2))[:, None, None] * np.eye(K + 1)
+        mean = np.linalg.solve(W + ridge, np.swapaxes(C, 1, 2))  # (S, K+1, p)
+        return np.swapaxes(mean, 1, 2)
+    p = psi.shape[0]
+    sq = np.sum(lam_old[:, :, :K] ** 2, axis=1)
+    e_nu = (a_star + 0.5 * p) / (b_star + 0.5 * sq)
+    mean, _, _ = _k.loading_posterior(W, C, psi, e_nu, nu_star, mu_star)
+    return mean
+
+
+def noise_update(D, C, W, lam, second, n_samples, floor):
+    """``Psi`` maximising the expected complete log-likelihood given the loadings:
+    ``second`` (S, p, K+1, K+1) is ``E[lambda~ lambda~^T]`` of each row (``lam lam^T``
+    at a point, plus the row covariance under VB)."""
+    resid = (
+        D.sum(axis=0)
+        - 2.0 * np.einsum("sqk,sqk->q", lam, C)
+        + np.einsum("sqkl,slk->q", second, W)
+    )
+    psi = resid / n_samples
+    return np.maximum(psi, floor)
+
+
+def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):
+    """(C,) ``ln p(pi, Lambda~)`` of a batch: ``w`` (C, S), ``lam`` (C, S, p, K+1); the
+    Dirichlet term only when S > 1."""
+    C, S, p, K1 = lam.shape
+    K = K1 - 1
+    a, b = a_star, b_star
+    out = np.zeros(C)
+    if K:
+        sq = np.sum(lam[..., :K] ** 2, axis=2)  # (C, S, K)
+        c = gammaln(a + 0.5 * p) - gammaln(a) + a * np.log(b) - 0.5 * p * LOG_2PI
+        out = out + np.sum(c - (a + 0.5 * p) * np.log(b + 0.5 * sq), axis=(1, 2))
+    d = lam[..., K] - mu_star  # (C, S, p)
+    out = out + S * 0.5 * np.sum(np.log(nu_star) - LOG_2PI) \
+        - 0.5 * np.einsum("csq,q->c", d * d, nu_star)
+    if S > 1:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = out + dirichlet_log_pdf(w, alpha0)
+    return np.asarray(out, dtype=float)
