@@ -55,7 +55,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
-from ._mfa_point import log_prior_density, noise_update, point_e_step, point_loadings, point_weights
+from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
+                         point_weights)
 from ._validation import validate_float_data
 from .base import ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off
 

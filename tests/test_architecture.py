@@ -37,8 +37,8 @@ LAYERS = [
      ["_distributions", "base", "_validation", "_dag_structure", "_mrf_layout", "_mrf_inference",
       "datasets", "emissions"]),
     # the package's __init__ re-exports the estimators
-    ("estimators", ["hmm", "_hmm_point", "mfa", "_mfa_point", "lds", "_lds_moves", "_lds_point", "dag",
-                    "_bernoulli_mixture", "sbn", "bdmc_models", "mrf", ""]),
+    ("estimators", ["hmm", "_hmm_point", "mfa", "lds", "_lds_moves", "_lds_point", "dag",
+                    "_mfa_point", "_bernoulli_mixture", "sbn", "bdmc_models", "mrf", ""]),
     # scoring._progress: the progress reporter shared by the slow scorers
     ("scoring", ["scoring", "scoring._progress"]),
     # samplers built on the ScoringModels
