@@ -20,6 +20,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -249,8 +250,6 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
             coef, t, n_iter, converged = res.coef, res.objective, res.n_iter, res.converged
             m = res.moments
         else:
-            from scipy.optimize import minimize
-
             def neg(c):
                 mm = engine.moments(c, covariance=False)
                 return (-(c @ S - N * mm.log_partition + log_prior(c, P)),
