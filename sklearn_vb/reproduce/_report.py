@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["markdown_table", "save_figure", "format_number", "pyplot"]
+__all__ = ["markdown_table", "save_figure", "format_number", "pyplot", "compute_time_line"]
 
 
 def format_number(value, digits=1):
@@ -50,3 +50,13 @@ def save_figure(fig, out_dir, filename):
     fig.savefig(out_dir / filename, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return f"![{filename}]({filename})"
+
+
+def compute_time_line(summary):
+    """The compute time of the units (their sum, also when they were read from the
+    journal of an earlier run)."""
+    t = summary.get("timing", {})
+    if "unit_seconds_total" not in t:
+        return ""
+    return (f"\nCompute time: {t['unit_seconds_total']:.0f} s over {t['units']} work units "
+            "(one core).\n")

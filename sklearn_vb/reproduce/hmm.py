@@ -29,7 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..datasets import make_structure_discovery_sequences
 from ..hmm import VBHiddenMarkov
 from ._experiment import Experiment, Option, register
-from ._report import markdown_table, pyplot, save_figure
+from ._report import compute_time_line, markdown_table, pyplot, save_figure
 
 __all__ = ["hmm"]
 
@@ -189,16 +189,6 @@ def _figures(run_result, out_dir):
     return [line for line in lines if line]
 
 
-def _timing_line(summary):
-    """The compute time of the units (their sum, also when they were read from the
-    journal of an earlier run)."""
-    t = summary.get("timing", {})
-    if "unit_seconds_total" not in t:
-        return ""
-    return (f"\nCompute time: {t['unit_seconds_total']:.0f} s over {t['units']} work units "
-            "(one core).\n")
-
-
 def _report(summary, config, out_dir):
     med = summary["median"]
     counts = summary["states_kept_counts"]
@@ -248,7 +238,7 @@ posterior counts w and of their row-normalised means.
 
 """
     text += "\n\n".join(_figures(summary["best_result"], out_dir)) + "\n"
-    text += _timing_line(summary)
+    text += compute_time_line(summary)
     vb_states = med["vb_states_kept"]
     agree = "agrees" if abs(vb_states - 7) <= 1 and med["ml_states_used"] > vb_states else \
         "differs"

@@ -27,7 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..datasets import make_lds, make_lds_params
 from ..lds import VBLinearDynamicalSystem
 from ._experiment import Experiment, Option, register
-from ._report import markdown_table, pyplot, save_figure
+from ._report import compute_time_line, markdown_table, pyplot, save_figure
 
 __all__ = ["lds"]
 
@@ -113,16 +113,6 @@ def _hinton(ax, M, title):
     ax.set_title(title, fontsize=8)
 
 
-def _timing_line(summary):
-    """The compute time of the units (their sum, also when they were read from the
-    journal of an earlier run)."""
-    t = summary.get("timing", {})
-    if "unit_seconds_total" not in t:
-        return ""
-    return (f"\nCompute time: {t['unit_seconds_total']:.0f} s over {t['units']} work units "
-            "(one core).\n")
-
-
 def _report(summary, config, out_dir):
     plt = pyplot()
     lengths = sorted(summary["dimension_fits"], key=int)
@@ -190,7 +180,7 @@ flat as the state dimension grows, while that of the ML and MAP point estimates 
 {rise['vb']:.3f} for VB, {rise['map']:.3f} for MAP and {rise['ml']:.3f} for ML.  The data are
 a simulated stand-in (the thesis's system of §5.4.1, no inputs), not the thesis's
 gene-expression data and not its output-feedback model.
-""" + _timing_line(summary)
+""" + compute_time_line(summary)
 
 
 lds = register(Experiment(
