@@ -43,12 +43,13 @@ def test_triangle_reference_scores(kwargs, value):
 
 
 def test_loopy_five_node_reference_scores():
-    # R-M5: statistics in the spec's edge order (0,1),(1,2),(2,3),(3,4),(0,4),(1,3)
-    spec_edges = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4), (1, 3)]
-    S_spec = np.array([60, 15, 74, 69, 81, 3, 9, 56, 61, 54, 6.0])
-    est = PairwiseMRF(spec_edges).fit(np.eye(5, dtype=int))
-    order = [spec_edges.index(tuple(e)) for e in est.edges_.tolist()]
-    data = MRFData(np.concatenate([S_spec[:5], S_spec[5:][order]]), 100.0)
+    # a five-node loop with a chord; the reference statistics are listed in the edge order
+    # (0,1),(1,2),(2,3),(3,4),(0,4),(1,3)
+    ref_edges = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4), (1, 3)]
+    S_ref = np.array([60, 15, 74, 69, 81, 3, 9, 56, 61, 54, 6.0])
+    est = PairwiseMRF(ref_edges).fit(np.eye(5, dtype=int))
+    order = [ref_edges.index(tuple(e)) for e in est.edges_.tolist()]
+    data = MRFData(np.concatenate([S_ref[:5], S_ref[5:][order]]), 100.0)
     # the reference MAP is given to 6 decimals; ln det A moves to first order with the
     # point, so the Laplace values agree to ~3e-6 (t itself to 1e-10)
     assert scoring_model_for(est).map_fit(data).objective == pytest.approx(-272.680832275255,
