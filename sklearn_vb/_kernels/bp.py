@@ -177,6 +177,21 @@ def bp_beliefs(node_pot, edge_pot, K, edges, in_ptr, in_dir, msg, node_logb, edg
 
 
 @njit(cache=True)
+def _total_derivatives(K, in_ptr, in_dir, node_feat, cols, dm, dtot):
+    """``dtot[i, x, c]``: derivative of node i's log total in state x with respect to
+    feature ``cols[c]`` (its own indicator plus the incoming message derivatives ``dm``)."""
+    for i in range(K.shape[0]):
+        for x in range(K[i]):
+            for c in range(cols.shape[0]):
+                dtot[i, x, c] = 1.0 if node_feat[i, x] == cols[c] else 0.0
+        for q in range(in_ptr[i], in_ptr[i + 1]):
+            d = in_dir[q]
+            for x in range(K[i]):
+                for c in range(cols.shape[0]):
+                    dtot[i, x, c] += dm[d, x, c]
+
+
+@njit(cache=True)
 def lr_propagation(node_pot, edge_pot, K, edges, in_ptr, in_dir, msg, node_feat, edge_feat,
                    cols, n_features, damping, tol, max_iter):
     """Linear response by propagation: the derivatives of the BP beliefs' mean parameters
@@ -219,15 +234,7 @@ def lr_propagation(node_pot, edge_pot, K, edges, in_ptr, in_dir, msg, node_feat,
     residual = np.inf
     while it < max_iter:
         it += 1
-        for i in range(p):
-            for x in range(K[i]):
-                for c in range(nc):
-                    dtot[i, x, c] = 1.0 if node_feat[i, x] == cols[c] else 0.0
-            for q in range(in_ptr[i], in_ptr[i + 1]):
-                d = in_dir[q]
-                for x in range(K[i]):
-                    for c in range(nc):
-                        dtot[i, x, c] += dm[d, x, c]
+        _total_derivatives(K, in_ptr, in_dir, node_feat, cols, dm, dtot)
         residual = 0.0
         for d in range(n_dir):
             e, s, t = _endpoints(edges, d)
@@ -258,15 +265,7 @@ def lr_propagation(node_pot, edge_pot, K, edges, in_ptr, in_dir, msg, node_feat,
         if residual < tol:
             break
     # derivatives of the belief moments
-    for i in range(p):
-        for x in range(K[i]):
-            for c in range(nc):
-                dtot[i, x, c] = 1.0 if node_feat[i, x] == cols[c] else 0.0
-        for q in range(in_ptr[i], in_ptr[i + 1]):
-            d = in_dir[q]
-            for x in range(K[i]):
-                for c in range(nc):
-                    dtot[i, x, c] += dm[d, x, c]
+    _total_derivatives(K, in_ptr, in_dir, node_feat, cols, dm, dtot)
     out = np.zeros((n_features, nc))
     node_logb = np.empty((p, Kmax))
     edge_logb = np.empty((E, Kmax, Kmax))
