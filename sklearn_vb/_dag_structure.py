@@ -72,6 +72,15 @@ class DAGStructure:
                 return int(name)
         raise ValueError(f"node={name!r} is not a node of the structure; nodes are {list(self.names)}.")
 
+    def query_index(self, node):
+        """Index of the node a query is about: ``node``, or the first hidden node when it is
+        ``None``."""
+        if node is None:
+            if not self.hidden_nodes:
+                raise ValueError("node=None needs a hidden node; this structure has none.")
+            return self.hidden_nodes[0]
+        return self.index(node)
+
     def children(self, j):
         return tuple(c for c in range(self.n_nodes) if j in self.parents[c])
 

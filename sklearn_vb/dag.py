@@ -664,12 +664,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
 
     def _node_index(self, node):
         self._check_is_fitted()
-        s = self.structure_
-        if node is None:
-            if not s.hidden_nodes:
-                raise ValueError("node=None needs a hidden node; this structure has none.")
-            return s.hidden_nodes[0]
-        return s.index(node)
+        return self.structure_.query_index(node)
 
     def predict_proba(self, X, node=None):
         """Posterior marginal of ``node`` (default: the first hidden node) for each row.
