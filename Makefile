@@ -21,9 +21,19 @@ demo: $(STAMP)
 test: $(STAMP)
 	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)
 
+# make bench: every comparison library that installs here (each tried separately,
+# the outcome in benchmarks/results/peers.json), all workloads, the figures and the
+# README's speed table.  make bench QUICK=1: small sizes, results in results/quick.*
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"
+	$(PY) -m benchmarks.peers
+ifdef QUICK
+	$(PY) -m benchmarks --quick $(BENCH_ARGS)
+else
 	$(PY) -m benchmarks $(BENCH_ARGS)
+	$(PY) -m benchmarks.figures
+	$(PY) -m benchmarks.report --readme
+endif
 
 # -W: every warning is an error.  The gallery runs the examples' quick modes;
 # SKLEARN_VB_GALLERY=full runs the full experiments, =skip does not run them.

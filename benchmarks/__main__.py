@@ -32,6 +32,8 @@ def main(argv=None):
                         help="timed calls per candidate (default: the workload's own, else 3)")
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("--output", default=None, help="results file stem (default: latest or quick)")
+    parser.add_argument("--results-dir", default=None,
+                        help="where to write the results files (default: benchmarks/results)")
     args = parser.parse_args(argv)
 
     load_workload_modules()
@@ -58,7 +60,8 @@ def main(argv=None):
             groups.setdefault(stem, ([], stem != "latest"))[0].append(result)
     print()
     for stem, (group, merge) in groups.items():
-        json_path, md_path = harness.write_results(group, stem, merge=merge)
+        json_path, md_path = harness.write_results(
+            group, stem, directory=args.results_dir or harness.RESULTS_DIR, merge=merge)
         print(f"written: {json_path} and {md_path}")
     return 0
 

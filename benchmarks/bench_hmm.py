@@ -7,7 +7,9 @@ random initialisation inside the timed fit) and run the same fixed number of ite
   ``hmmlearn.vhmm.VariationalCategoricalHMM`` with implementation "log" and "scaling".
 * ``hmm-categorical-large``: K=10, M=50, 100 sequences of 1000 symbols.
 * ``hmm-gaussian-full`` / ``hmm-gaussian-diag``: K=10, D=5, 100 sequences of 1000 frames,
-  against ``hmmlearn.vhmm.VariationalGaussianHMM``.
+  against ``hmmlearn.vhmm.VariationalGaussianHMM`` and pomegranate's ``DenseHMM`` (maximum
+  likelihood EM in PyTorch on one thread; it starts from its own k-means, whose cost is
+  spread over its iterations, and stops early only if the likelihood falls).
 """
 
 import warnings
@@ -149,7 +151,27 @@ def _gaussian(covariance_type, quick):
 
         return run
 
-    return {"sklearn_vb": ours, "hmmlearn-log": hmmlearn("log"), "hmmlearn-scaling": hmmlearn("scaling")}
+    def pomegranate():
+        import torch
+        from pomegranate.distributions import Normal
+        from pomegranate.hmm import DenseHMM
+
+        torch.set_num_threads(1)
+        m = DenseHMM([Normal(covariance_type=covariance_type) for _ in range(K)],
+                     max_iter=n_iter, tol=0.0, verbose=False)
+        iterations = [0]
+        m_step = m.from_summaries
+
+        def counted_m_step():
+            iterations[0] += 1
+            return m_step()
+
+        m.from_summaries = counted_m_step
+        m.fit(torch.tensor(X.reshape(len(lengths), -1, D)))
+        return max(iterations[0], 1)
+
+    return {"sklearn_vb": ours, "hmmlearn-log": hmmlearn("log"), "hmmlearn-scaling": hmmlearn("scaling"),
+            "pomegranate-em": pomegranate}
 
 
 @workload("hmm-gaussian-full")

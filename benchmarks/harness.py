@@ -21,8 +21,9 @@ Workloads measuring time to a converged answer rather than time per iteration us
 ``per="call"`` and may also set ``repeats`` (their own number of timed calls, e.g. 1
 for fits of minutes), ``warmup=False`` (the workload compiles on small data itself),
 ``ratio_to_first=True`` (every row is divided by the first row, e.g. score time / fit
-time, instead of ours / theirs) and ``stem`` (the results file stem of a full run;
-quick runs always write ``quick``).  A workload function may return
+time, instead of ours / theirs), ``compare=False`` (rows are sizes of one problem, not
+libraries: no ratios) and ``stem`` (the results file stem of a full run; quick runs
+always write ``quick``).  A workload function may return
 ``(candidates, summarize)``: ``summarize(measurements)`` runs after all candidates
 and may add metrics and named ``ratios`` that need every library's result (the time
 to a bound target common to two libraries).
@@ -50,10 +51,11 @@ class Workload:
     warmup: bool = True
     ratio_to_first: bool = False
     stem: str | None = None
+    compare: bool = True
 
 
 def workload(name, per="iteration", *, repeats=None, warmup=True, ratio_to_first=False,
-             stem=None):
+             stem=None, compare=True):
     """Register a benchmark workload under ``name`` (see the module docstring).
 
     ``per`` is "iteration" (callables return iteration counts) or "call".
@@ -62,7 +64,7 @@ def workload(name, per="iteration", *, repeats=None, warmup=True, ratio_to_first
         raise ValueError("per must be 'iteration' or 'call'")
 
     def register(func):
-        WORKLOADS[name] = Workload(func, per, repeats, warmup, ratio_to_first, stem)
+        WORKLOADS[name] = Workload(func, per, repeats, warmup, ratio_to_first, stem, compare)
         return func
 
     return register
@@ -146,6 +148,8 @@ def _timed_status(m):
 
 
 def _add_ratios(spec, measurements):
+    if not spec.compare:
+        return
     ours = measurements[0]
     for m in measurements[1:]:
         if ours.status == "ok" and m.status == "ok" and m.per_unit_ms and not spec.ratio_to_first:

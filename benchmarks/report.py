@@ -34,6 +34,9 @@ SECTIONS = {
     "convergence": "Time to a converged fit with each library's own defaults",
     "score_cost": "Cost of each score relative to the fit",
     "scoring_quick": "Scoring quick runs",
+    "scaling": "Scaling: seconds per iteration and peak memory against problem size",
+    "machine": "How close to the machine: our kernels against the same arithmetic and BLAS",
+    "peers": "Comparison libraries installed for the last run",
 }
 
 #: README rows: (workload, compared with, results file, workload name, labels, kind).
@@ -154,8 +157,18 @@ def _heading(text, char):
     return [text, char * (len(text) + 2), ""]
 
 
-def rst_page(directory=RESULTS_DIR):
-    """Every results file as reStructuredText sections (without a page title)."""
+def figures(stem, directory=RESULTS_DIR):
+    """The figures drawn from ``<stem>.json``: ``<stem>.png`` and ``<stem>_*.png``."""
+    directory = Path(directory)
+    return sorted(p for p in directory.glob(f"{stem}*.png")
+                  if p.stem == stem or p.stem.startswith(stem + "_"))
+
+
+def rst_page(directory=RESULTS_DIR, image_prefix=None):
+    """Every results file as reStructuredText sections (without a page title).
+
+    With ``image_prefix`` (where the caller copies ``results/*.png``, as a path the
+    page can use), each section starts with its figures."""
     directory = Path(directory)
     stems = sorted(p.stem for p in directory.glob("*.json"))
     stems = [s for s in SECTIONS if s in stems] + [s for s in stems if s not in SECTIONS]
@@ -164,6 +177,9 @@ def rst_page(directory=RESULTS_DIR):
         payload = load(stem, directory)
         title = SECTIONS.get(stem, stem.replace("_", " "))
         out += _heading(title, "-")
+        if image_prefix is not None:
+            for png in figures(stem, directory):
+                out += [f".. image:: {image_prefix}{png.name}", "   :width: 100%", ""]
         source = f"``benchmarks/results/{stem}.json``"
         if "results" not in payload:
             out += [f"Settings and totals recorded in {source}:", ""]

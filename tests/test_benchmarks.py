@@ -172,3 +172,48 @@ def test_score_cost_workload_quick_subset():
     assert "peak_rss_mb" in is_.metrics
     if is_.status == "ok":
         assert {"stderr", "same_value_twice"} <= set(is_.metrics)
+
+
+#: every comparison library the benchmarks import (``benchmarks/peers.py``)
+_PEER_MODULES = ["hmmlearn", "pykalman", "pgmpy", "bayespy", "statsmodels", "dynamax", "jax",
+                 "torch", "pomegranate"]
+
+
+def test_quick_mode_skips_every_absent_comparison_library(tmp_path):
+    """``python -m benchmarks --quick`` with none of the peers importable: our rows run,
+    every peer row is "skipped" (not "error"), and the results files are written."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    blocked = tmp_path / "blocked"
+    for name in _PEER_MODULES:
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(
+            f"raise ImportError('{name} is not installed (blocked by the test)')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), str(root)]),
+           "MPLBACKEND": "Agg"}
+    out = tmp_path / "results"
+    workloads = ["hmm-categorical-small", "hmm-gaussian-diag", "lds-single",
+                 "dag-latent-class-vs-pgmpy", "scaling-hmm-T", "machine-kalman-smoother-k4"]
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--results-dir", str(out),
+                           *workloads], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {r["workload"]: r for r in harness.load_results(out / "quick.json")}
+    assert sorted(results) == sorted(workloads)
+    peers_seen = 0
+    for name, result in results.items():
+        ours, *others = result["measurements"]
+        assert ours.status == "ok", (name, ours.message)
+        for m in others:
+            if m.label.startswith(("hmmlearn", "pykalman", "bayespy", "dynamax", "pgmpy",
+                                   "pomegranate", "statsmodels")):
+                peers_seen += 1
+                assert m.status == "skipped" and "not installed" in m.message, (name, m)
+            else:  # sizes of a scaling curve and the machine references still run
+                assert m.status == "ok", (name, m.label, m.message)
+    assert peers_seen >= 6
+    assert (out / "quick.md").is_file()

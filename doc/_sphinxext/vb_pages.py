@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import shutil
 import sys
 from pathlib import Path
 
@@ -38,9 +39,16 @@ def _write_if_changed(path, text):
 def write_benchmarks(doc=DOC):
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from benchmarks.report import rst_page
+    from benchmarks.report import RESULTS_DIR, rst_page
 
-    _write_if_changed(doc / "_generated" / "benchmarks_results.rst", rst_page())
+    images = doc / "_generated" / "benchmarks"
+    images.mkdir(parents=True, exist_ok=True)
+    for png in RESULTS_DIR.glob("*.png"):
+        target = images / png.name
+        if not target.is_file() or target.read_bytes() != png.read_bytes():
+            shutil.copyfile(png, target)
+    _write_if_changed(doc / "_generated" / "benchmarks_results.rst",
+                      rst_page(image_prefix="/_generated/benchmarks/"))
 
 
 def write_reproduction_reports(doc=DOC):

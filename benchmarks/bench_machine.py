@@ -1,0 +1,270 @@
+"""How close the two hottest kernels run to what this machine sustains (``results/machine.*``).
+
+Beating other libraries says nothing about how much speed is left.  Each workload
+times one of our kernels and, in the same run on the same operation shapes,
+
+* a **same-shape loop**: the kernel's dense arithmetic and nothing else (no emission
+  lookups, scaling bookkeeping, penalties, log-determinants or output arrays), written
+  as plain numba loops in this file — the speed of the recursion itself;
+* **BLAS**: one matrix product with the same number of floating-point operations
+  (single-threaded), i.e. the rate the machine sustains when the sequential dependence
+  of the recursion is removed (many sequences batched into one product);
+* **peak**: a 512 × 512 matrix product, the single-core ceiling.
+
+All rows report a nominal rate, ``gflops`` = nominal operations ÷ time, so the ratios
+column "ours / theirs" is the fraction of each reference's speed that we reach
+(> 1: we are slower).  Nominal operations per time step, counting only the dense work:
+
+* forward–backward with K states: ``6 K²`` (forward vector-matrix product, ``2 K²``;
+  backward product fused with the expected transition counts, ``4 K²``);
+* VB Kalman filter and RTS smoother with k states: ``15 k³`` (five symmetric positive
+  definite inverses through Cholesky, ``k³`` each, and five k × k products, ``2 k³``
+  each); the ``O(k p)`` output terms are left out, which flatters us a little at large p.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit
+
+from .harness import workload
+
+PEAK_N = 512
+
+
+def _single_thread_blas():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # the ratios are then against however many threads BLAS uses
+        return None
+    return threadpool_limits(limits=1)
+
+
+def _best_of(func, repeats=3):
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _rate(func, flops):
+    """``{"n_iter": None, "elapsed_s": s, "gflops": ...}`` for one timed call of ``func``."""
+    seconds = _best_of(func)
+    return {"n_iter": None, "elapsed_s": seconds, "gflops": flops / seconds / 1e9}
+
+
+def _blas_rate(flops):
+    """A square product of about ``flops`` operations (at least 64 × 64)."""
+    n = max(int(round((flops / 2.0) ** (1.0 / 3.0))), 64)
+    rng = np.random.default_rng(0)
+    a, b = rng.random((n, n)), rng.random((n, n))
+    limits = _single_thread_blas()
+    try:
+        seconds = _best_of(lambda: a @ b)
+    finally:
+        if limits is not None:
+            limits.unregister()
+    # report the rate on our operation count, so "ours / theirs" is a ratio of rates
+    return {"n_iter": None, "elapsed_s": seconds * flops / (2.0 * n**3),
+            "gflops": 2.0 * n**3 / seconds / 1e9, "matrix_size": n}
+
+
+def _peak_rate(flops):
+    result = _blas_rate(2.0 * PEAK_N**3)
+    result["elapsed_s"] = flops / (result["gflops"] * 1e9)
+    return result
+
+
+# ---------------------------------------------------------------- forward-backward
+@njit(cache=True)
+def _fb_same_shape(A, E, index, alpha, counts):
+    """Forward matrix-vector products, then backward ones fused with the counts."""
+    T, K = alpha.shape
+    v = np.full(K, 1.0 / K)
+    w = np.empty(K)
+    for t in range(T):
+        total = 0.0
+        for j in range(K):
+            acc = 0.0
+            for i in range(K):
+                acc += v[i] * A[i, j]
+            w[j] = acc * E[index[t], j]
+            total += w[j]
+        for j in range(K):
+            v[j] = w[j] / total
+            alpha[t, j] = v[j]
+    b = np.ones(K)
+    tmp = np.empty(K)
+    for t in range(T - 1, 0, -1):
+        total = 0.0
+        for j in range(K):
+            tmp[j] = E[index[t], j] * b[j]
+        for i in range(K):
+            acc = 0.0
+            ai = alpha[t - 1, i]
+            for j in range(K):
+                x = A[i, j] * tmp[j]
+                acc += x
+                counts[i, j] += ai * x
+            b[i] = acc
+            total += acc
+        for i in range(K):
+            b[i] /= total
+
+
+def _hmm_problem(K, M, T, seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.dirichlet(np.ones(K), size=K)
+    E = rng.dirichlet(np.ones(K), size=M)  # rows: symbols, as the kernel's table
+    index = rng.integers(M, size=T).astype(np.int64)
+    return A, E, index
+
+
+def _hmm_candidates(K, quick):
+    from sklearn_vb._kernels.forward_backward import forward_backward_scaled
+
+    M, T = 20, (20_000 if quick else 1_000_000)
+    A, E, index = _hmm_problem(K, M, T)
+    flops = 6.0 * K * K * T
+    starts, ends = np.array([0]), np.array([T])
+    log_pi, log_A = np.full(K, -np.log(K)), np.log(A)
+    shift = np.zeros(M)
+
+    def ours():
+        forward_backward_scaled(log_pi, log_A, E, shift, index[:50], starts, np.array([50]), True)
+        return _rate(lambda: forward_backward_scaled(log_pi, log_A, E, shift, index, starts, ends,
+                                                     True), flops)
+
+    def same_shape():
+        alpha, counts = np.empty((T, K)), np.zeros((K, K))
+        _fb_same_shape(A, E, index[:50], alpha[:50], counts)
+        return _rate(lambda: _fb_same_shape(A, E, index, alpha, counts), flops)
+
+    return {"sklearn_vb forward_backward_scaled": ours, "same-shape numba loop": same_shape,
+            "BLAS product of equal size": lambda: _blas_rate(flops),
+            f"peak ({PEAK_N}x{PEAK_N} product)": lambda: _peak_rate(flops)}
+
+
+@workload("machine-forward-backward-K10", per="call", repeats=1, warmup=False, stem="machine")
+def fb_k10(quick):
+    return _hmm_candidates(10, quick)
+
+
+@workload("machine-forward-backward-K50", per="call", repeats=1, warmup=False, stem="machine")
+def fb_k50(quick):
+    return _hmm_candidates(50, quick)
+
+
+# ---------------------------------------------------------------- Kalman smoother
+@njit(cache=True)
+def _spd_inverse_plain(M, out, L):
+    k = M.shape[0]
+    for j in range(k):
+        s = M[j, j]
+        for m in range(j):
+            s -= L[j, m] * L[j, m]
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, k):
+            s = M[i, j]
+            for m in range(j):
+                s -= L[i, m] * L[j, m]
+            L[i, j] = s / L[j, j]
+        for i in range(j):
+            L[i, j] = 0.0
+    # out = L^{-T} L^{-1} through the inverse of L (stored in out's lower triangle)
+    for j in range(k):
+        out[j, j] = 1.0 / L[j, j]
+        for i in range(j + 1, k):
+            s = 0.0
+            for m in range(j, i):
+                s -= L[i, m] * out[m, j]
+            out[i, j] = s / L[i, i]
+    for i in range(k):
+        for j in range(i + 1):
+            s = 0.0
+            for m in range(i, k):
+                s += out[m, i] * out[m, j]
+            L[i, j] = s
+    for i in range(k):
+        for j in range(i + 1):
+            out[i, j] = L[i, j]
+            out[j, i] = L[i, j]
+
+
+@njit(cache=True)
+def _mm_plain(X, Y, out):
+    n, m = X.shape
+    q = Y.shape[1]
+    for i in range(n):
+        for j in range(q):
+            s = 0.0
+            for r in range(m):
+                s += X[i, r] * Y[r, j]
+            out[i, j] = s
+
+
+@njit(cache=True)
+def _kalman_same_shape(A, Q, T):
+    """Per step five SPD inverses, each feeding the next, and five products of the
+    orthogonal ``Q`` (so nothing decays towards denormals)."""
+    k = A.shape[0]
+    P = np.eye(k)
+    W = np.eye(k)
+    W2 = np.empty((k, k))
+    L = np.empty((k, k))
+    inv = np.empty((k, k))
+    for _ in range(T):
+        for _ in range(5):
+            _spd_inverse_plain(P, inv, L)
+            for a in range(k):
+                for b in range(k):
+                    P[a, b] = inv[a, b]
+                P[a, a] += 1.0
+        for _ in range(5):
+            _mm_plain(Q, W, W2)
+            W, W2 = W2, W
+    return P[0, 0] + W[0, 0]
+
+
+def _kalman_candidates(k, p, quick):
+    from sklearn_vb._kernels.kalman import vb_kalman_smoother
+
+    T = 5_000 if quick else 200_000
+    flops = 15.0 * k**3 * T
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.normal(size=(k, k)))
+    A = 0.9 * q
+    C = rng.normal(size=(p, k))
+
+    def args(n):
+        return (rng.normal(size=(n, p)), np.zeros((n, k)), np.zeros((n, k)), np.zeros(n),
+                np.zeros((n, k)), np.zeros(n), np.ones(n, dtype=np.bool_), np.array([0]),
+                np.array([n]), A, C, np.ones(p), 0.01 * np.eye(k), 0.01 * np.eye(k), 0.0,
+                np.zeros(k), np.eye(k), True)
+
+    def ours():
+        vb_kalman_smoother(*args(50))
+        full = args(T)
+        return _rate(lambda: vb_kalman_smoother(*full), flops)
+
+    def same_shape():
+        _kalman_same_shape(A, q, 5)
+        return _rate(lambda: _kalman_same_shape(A, q, T), flops)
+
+    return {"sklearn_vb vb_kalman_smoother": ours, "same-shape numba loop": same_shape,
+            "BLAS product of equal size": lambda: _blas_rate(flops),
+            f"peak ({PEAK_N}x{PEAK_N} product)": lambda: _peak_rate(flops)}
+
+
+@workload("machine-kalman-smoother-k4", per="call", repeats=1, warmup=False, stem="machine")
+def kalman_k4(quick):
+    return _kalman_candidates(4, 10, quick)
+
+
+@workload("machine-kalman-smoother-k16", per="call", repeats=1, warmup=False, stem="machine")
+def kalman_k16(quick):
+    return _kalman_candidates(16, 32, quick)

@@ -1,0 +1,102 @@
+"""Figures drawn from the benchmark results: ``python -m benchmarks.figures``.
+
+* ``results/scaling.png``: seconds per iteration against problem size, one panel per
+  curve of ``results/scaling.json`` (log-log, with a dotted line of slope 1 through the
+  first point: a curve parallel to it grows linearly);
+* ``results/scaling_memory.png``: the extra peak resident memory of the same fits.
+
+The documentation's benchmarks page shows every ``results/*.png`` under the results
+file whose name it starts with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .harness import load_results
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+#: the axis label of each scaling curve's size
+_SIZE_LABELS = {
+    "scaling-hmm-T": "T (frames), K = 10",
+    "scaling-hmm-K": "K (states), T = 10^4",
+    "scaling-lds-T": "T (frames), k = 4, p = 10",
+    "scaling-lds-k": "k (states), p = 2k, T = 10^4",
+    "scaling-dag-n": "n (cases), Beal's DAG",
+    "scaling-dag-hidden": "hidden states, n = 5000",
+    "scaling-mfa-N": "N (rows), p = 10",
+    "scaling-mfa-p": "p (dimensions), N = 4000",
+}
+
+
+def _curve(result, key):
+    """``(sizes, values)`` of the rows that ran; ``key`` a metric or None for seconds."""
+    sizes, values = [], []
+    for m in result["measurements"]:
+        value = m.metrics.get(key) if key else m.median_s
+        if m.status == "ok" and value is not None and value > 0:
+            sizes.append(float(m.metrics["x"]))
+            values.append(value)
+    return sizes, values
+
+
+def scaling_figure(results, key, ylabel, path):
+    """One panel per workload; ``key`` a metric name or None for the timed seconds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    results = [r for r in results if r["workload"].startswith("scaling-")]
+    if not results:
+        return None
+    n_cols = 4
+    n_rows = -(-len(results) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.8 * n_rows), squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    for ax, result in zip(axes.flat, results):
+        sizes, values = _curve(result, key)
+        name = result["workload"]
+        ax.set_title(name.replace("scaling-", ""), fontsize=10)
+        ax.set_xlabel(_SIZE_LABELS.get(name, "size"), fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        if not sizes:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            continue
+        ax.loglog(sizes, values, "o-", color="C0")
+        ax.loglog([sizes[0], sizes[-1]], [values[0], values[0] * sizes[-1] / sizes[0]], ":",
+                  color="0.5", label="slope 1")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.figures", description=__doc__)
+    parser.add_argument("--results-dir", default=str(RESULTS_DIR))
+    args = parser.parse_args(argv)
+    directory = Path(args.results_dir)
+    source = directory / "scaling.json"
+    if not source.is_file():
+        print(f"no {source}: run python -m benchmarks 'scaling-*' first")
+        return 0
+    results = load_results(source)
+    for key, ylabel, name in [(None, "seconds per iteration", "scaling.png"),
+                              ("extra_peak_mb", "extra peak memory (MB)", "scaling_memory.png")]:
+        path = scaling_figure(results, key, ylabel, directory / name)
+        if path is not None:
+            print(f"written: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
