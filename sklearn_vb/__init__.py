@@ -6,6 +6,7 @@ by other means, and :mod:`sklearn_vb.model_selection` ranks candidate structures
 """
 
 from ._version import __version__
+from .boltzmann import BoltzmannMachine
 from .dag import VBDiscreteDAG
 from .hmm import VBHiddenMarkov
 from .lds import VBLinearDynamicalSystem
@@ -14,4 +15,4 @@ from .mrf import PairwiseMRF
 from .sbn import VBSigmoidBeliefNetwork
 
 __all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBLinearDynamicalSystem", "VBMixtureFactorAnalysers",
-           "VBSigmoidBeliefNetwork", "PairwiseMRF"]
+           "VBSigmoidBeliefNetwork", "PairwiseMRF", "BoltzmannMachine"]

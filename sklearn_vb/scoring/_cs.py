@@ -73,7 +73,8 @@ class CSScore(Scorer):
         value, e, log_cev = cs_value(model, theta, data)
         diag = {"loglik": e.loglik, "log_complete_evidence": log_cev, "entropy": e.entropy,
                 "expected_complete_loglik": e.expected_complete_loglik, "theta": theta}
-        bound = "lower"
+        # models whose complete-data evidence is itself approximate say so
+        bound = "lower" if getattr(model, "cs_is_bound", True) else "approx"
         if self.name == "cs_dagger":
             require(model, self.name, "n_cases")
             d = model_dimension(model, data, theta, "effective", rng, R=opts["R"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._ais import AISScore, BDMCScore, ReverseAISScore
 from ._base import Scorer
 from ._bethe_laplace import BetheLaplaceScore
+from ._boltzmann import HiddenLaplaceScore, HiddenVBBoundScore
 from ._bic import BICpScore, BICScore
 from ._cms import CMSScore
 from ._hme import HMEScore
@@ -40,6 +41,8 @@ SCORERS = {
     "cms": CMSScore,
     "hme": HMEScore,
     "bethe_laplace": BetheLaplaceScore,
+    "hidden_laplace": HiddenLaplaceScore,
+    "hidden_vb": HiddenVBBoundScore,
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
+from ...boltzmann import BoltzmannMachine
 from ...bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
 from ...dag import VBDiscreteDAG
 from ...hmm import VBHiddenMarkov
@@ -16,6 +17,7 @@ from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
 from ...mrf import PairwiseMRF
 from ...sbn import VBSigmoidBeliefNetwork
+from .boltzmann import BoltzmannScoringModel
 from .bdmc_models import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
 from .dag import DAGScoringModel
 from .hmm import HMMScoringModel
@@ -70,4 +72,5 @@ ESTIMATOR_FACTORIES = {
     BayesianLowRank: _fitted_only(LowRankScoringModel),
     BayesianBinaryAttributes: _fitted_only(BinaryAttributesScoringModel),
     PairwiseMRF: lambda est: (check_is_fitted(est, "coef_"), MRFScoringModel(est))[1],
+    BoltzmannMachine: lambda est: (check_is_fitted(est, "coef_"), BoltzmannScoringModel(est))[1],
 }
