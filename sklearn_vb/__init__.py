@@ -7,6 +7,7 @@ by other means, and :mod:`sklearn_vb.model_selection` ranks candidate structures
 
 from ._version import __version__
 from .boltzmann import BoltzmannMachine
+from .crf import LinearChainCRF
 from .dag import VBDiscreteDAG
 from .hmm import VBHiddenMarkov
 from .lds import VBLinearDynamicalSystem
@@ -15,4 +16,4 @@ from .mrf import PairwiseMRF
 from .sbn import VBSigmoidBeliefNetwork
 
 __all__ = ["__version__", "VBDiscreteDAG", "VBHiddenMarkov", "VBLinearDynamicalSystem", "VBMixtureFactorAnalysers",
-           "VBSigmoidBeliefNetwork", "PairwiseMRF", "BoltzmannMachine"]
+           "VBSigmoidBeliefNetwork", "PairwiseMRF", "BoltzmannMachine", "LinearChainCRF"]
