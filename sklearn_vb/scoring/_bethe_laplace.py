@@ -106,9 +106,9 @@ class BetheLaplaceScore(Scorer):
         # the variants built on BP need its convergence
         need_bp = (opts["gradient"] == "bp" or opts["covariance"] in ("linear_response", "auto")
                    or opts["log_partition"] == "bethe")
-        bp = model.bp_engine(warn=need_bp)
+        bp = model.bp_engine(warn=need_bp, data=data)
         m_bp = bp.moments(coef, covariance=opts["covariance"] in ("linear_response", "auto"))
-        m_ex = model.exact_engine().moments(coef) if tractable else None
+        m_ex = model.exact_engine(data=data).moments(coef) if tractable else None
         diag.update(bp_converged=bool(m_bp.info["bp_converged"]),
                     bp_iterations=m_bp.info["bp_iterations"], log_partition_bethe=m_bp.log_partition)
         if m_ex is not None:

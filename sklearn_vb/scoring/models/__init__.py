@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ...boltzmann import BoltzmannMachine
 from ...bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
+from ...crf import LinearChainCRF
 from ...dag import VBDiscreteDAG
 from ...hmm import VBHiddenMarkov
 from ...lds import VBLinearDynamicalSystem
@@ -19,6 +20,7 @@ from ...mrf import PairwiseMRF
 from ...sbn import VBSigmoidBeliefNetwork
 from .boltzmann import BoltzmannScoringModel
 from .bdmc_models import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
+from .crf import CRFScoringModel
 from .dag import DAGScoringModel
 from .hmm import HMMScoringModel
 from .hmm_family import FamilyHMMScoringModel
@@ -72,5 +74,6 @@ ESTIMATOR_FACTORIES = {
     BayesianLowRank: _fitted_only(LowRankScoringModel),
     BayesianBinaryAttributes: _fitted_only(BinaryAttributesScoringModel),
     PairwiseMRF: lambda est: (check_is_fitted(est, "coef_"), MRFScoringModel(est))[1],
+    LinearChainCRF: lambda est: (check_is_fitted(est, "coef_"), CRFScoringModel(est))[1],
     BoltzmannMachine: lambda est: (check_is_fitted(est, "coef_"), BoltzmannScoringModel(est))[1],
 }

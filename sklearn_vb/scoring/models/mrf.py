@@ -91,7 +91,9 @@ class MRFScoringModel(ScoringModelMixin):
         """True when ``ln Z`` is exact: enumeration or a forest."""
         return self._exact is not None or self.layout.forest
 
-    def exact_engine(self):
+    def exact_engine(self, data=None):
+        """The exact engine (``data`` is accepted for models whose engines depend on the
+        data set, such as CRFs; an MRF's engine does not)."""
         if self._exact is not None:
             return self._exact
         if self.layout.forest:
@@ -99,7 +101,7 @@ class MRFScoringModel(ScoringModelMixin):
         raise NotImplementedError("the MRF is too large for exact inference (loopy graph with "
                                   f"more than max_exact_states={self.max_exact_states} states)")
 
-    def bp_engine(self, warn=True):
+    def bp_engine(self, warn=True, data=None):
         e = self.estimator
         return BPEngine(self.layout, damping=e.bp_damping, tol=e.bp_tol, max_iter=e.bp_max_iter,
                         lr=e.lr_method, warn=warn)
