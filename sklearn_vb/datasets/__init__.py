@@ -4,7 +4,10 @@ from ._dag import (  # noqa: F401
     BEAL_SIZES, BEAL_TRUE_CODE, beal_true_parameters, beal_true_structure, bipartite_structure,
     enumerate_bipartite_structures, make_beal_dag, make_beal_dag_datasets, random_beal_parameters,
 )
-from ._mfa import make_mfa, make_mixed_dimension_clusters, make_noisy_spiral  # noqa: F401
+from ._mfa import (  # noqa: F401
+    make_embedded_clusters, make_grid_clusters, make_mfa, make_mixed_dimension_clusters,
+    make_noisy_spiral, make_spaced_clusters,
+)
 from ._lds import make_lds, make_lds_input_experiment, make_lds_params  # noqa: F401
 from ._mrf import (  # noqa: F401
     enumerate_undirected_graphs, make_boltzmann_machine, nested_edge_sequence,

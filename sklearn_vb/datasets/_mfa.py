@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["make_mixed_dimension_clusters", "make_noisy_spiral", "make_mfa"]
+__all__ = ["make_mixed_dimension_clusters", "make_noisy_spiral", "make_mfa",
+           "make_embedded_clusters", "make_grid_clusters", "make_spaced_clusters"]
 
 
 def make_mfa(n_samples_per_component, centres, loadings, noise_variance, random_state=None):
@@ -99,3 +100,93 @@ def make_noisy_spiral(n_samples=800, noise_variance=0.5, random_state=None):
     X = np.column_stack([r * np.cos(t), -r * np.sin(t), t])
     X += rng.standard_normal(X.shape) * np.sqrt(noise_variance)
     return X, t
+
+
+def _rotation(angle):
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+def make_grid_clusters(n_samples_per_cluster=50, n_clusters=18, width=24.0, height=12.0,
+                       min_distance=3.5, axis_sd=(0.5, 1.0), noise_variance=0.04,
+                       random_state=None):
+    """Elongated Gaussian clusters scattered in a ``width × height`` box of the plane
+    (18 by default, as in thesis §4.5.1, Fig 4.3).
+
+    Centres are drawn uniformly, one at a time, redrawing any closer than
+    ``min_distance`` to an earlier one (an irregular layout: on a regular grid the
+    halves of a split are alike along one axis, a local optimum of any mixture with a
+    shared diagonal noise).  Each cluster is a one-factor analyser: elongated in a
+    random direction with standard deviation drawn uniformly from ``axis_sd`` along it,
+    plus isotropic noise of variance ``noise_variance`` shared by all clusters.
+    Returns ``(X, labels)``.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_grid_clusters
+    >>> X, labels = make_grid_clusters(50, random_state=0)
+    >>> X.shape, int(labels.max()) + 1
+    ((900, 2), 18)
+    """
+    rng = check_random_state(random_state)
+    centres = []
+    for _ in range(1000 * n_clusters):
+        c = rng.uniform(0.0, 1.0, 2) * [width, height]
+        if all(np.hypot(*(c - o)) >= min_distance for o in centres):
+            centres.append(c)
+            if len(centres) == n_clusters:
+                break
+    else:
+        raise ValueError("min_distance too large for the box: could not place "
+                         f"{n_clusters} clusters.")
+    loadings = [_rotation(rng.uniform(0.0, np.pi))[:, :1] * rng.uniform(*axis_sd)
+                for _ in range(n_clusters)]
+    return make_mfa([n_samples_per_cluster] * n_clusters, np.array(centres), loadings,
+                    noise_variance, rng)
+
+
+def make_embedded_clusters(n_samples_per_cluster=300, dims=(7, 4, 3, 2, 2, 1), n_features=10,
+                           centre_range=3.0, noise_variance=0.01, random_state=None):
+    """The embedded clusters of thesis §4.5.2 (Table 4.1): cluster ``c`` is a
+    ``dims[c]``-dimensional Gaussian of unit variance in every intrinsic direction,
+    embedded at a random orientation (orthonormal loadings) in ``n_features``
+    dimensions, with centre uniform on ``[0, centre_range]`` in every dimension and
+    sensor noise of variance ``noise_variance``.  Returns ``(X, labels)``.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_embedded_clusters
+    >>> X, labels = make_embedded_clusters(64, random_state=0)
+    >>> X.shape, int(labels.max()) + 1
+    ((384, 10), 6)
+    """
+    rng = check_random_state(random_state)
+    centres = rng.uniform(0.0, centre_range, (len(dims), n_features))
+    loadings = [np.linalg.qr(rng.standard_normal((n_features, max(d, 1))))[0][:, :d]
+                for d in dims]
+    return make_mfa([n_samples_per_cluster] * len(dims), centres, loadings, noise_variance, rng)
+
+
+#: an irregular quadrilateral of unit sides (on a square the halves of a split are
+#: alike along one axis, a local optimum of the shared-noise mixture)
+_KITE = np.array([[0.0, 0.0], [1.0, 0.15], [0.25, 1.0], [1.2, 1.1]])
+
+
+def make_spaced_clusters(n_samples=150, spacing=4.0, random_state=None):
+    """Four unit-variance Gaussian clusters in the plane, neighbouring centres about
+    ``spacing`` apart on an irregular quadrilateral (thesis §4.7.3, Fig 4.14: "150
+    samples from 4 Gaussian clusters, with varying separations of their centres").
+    Points are split as evenly as possible between the clusters.  Returns
+    ``(X, labels)``.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_spaced_clusters
+    >>> X, labels = make_spaced_clusters(150, spacing=5.0, random_state=0)
+    >>> X.shape, np.bincount(labels).tolist()
+    ((150, 2), [38, 38, 37, 37])
+    """
+    rng = check_random_state(random_state)
+    counts = np.full(4, n_samples // 4)
+    counts[: n_samples % 4] += 1
+    return make_mfa(counts, spacing * _KITE, [np.eye(2)] * 4, 0.0, rng)

@@ -82,3 +82,4 @@ from .hmm import hmm  # noqa: E402
 from .vmcmc import vmcmc  # noqa: E402
 from .mrf import mrf  # noqa: E402
 from .lds import lds  # noqa: E402
+from .mfa import mfa  # noqa: E402
