@@ -82,7 +82,26 @@ def log_attribute_conditional(features, Z, Y, log_p, log_1mp, noise_var, beta=1.
 def binary_attributes_log_evidence(Y, n_components, feature_sd=1.0, noise_sd=1.0,
                                    attribute_prob=0.5, max_assignments=2_000_000):
     """Exact ``ln p(Y)`` by enumerating every binary Z (features integrated out in closed
-    form).  Cost ``2 ** (n_samples n_components)``; for tests on tiny data."""
+    form).  Cost ``2 ** (n_samples n_components)``; for tests on tiny data.
+
+    The evidence of the binary-attribute model of Grosse, Ghahramani & Adams (2015), §6,
+    with the same defaults as :class:`BayesianBinaryAttributes`.
+
+    Examples
+    --------
+    With one attribute that is always off (``attribute_prob`` near 0) the data are pure
+    noise, ``N(0, 1)`` per entry:
+
+    >>> import numpy as np
+    >>> from scipy.stats import norm
+    >>> from sklearn_vb.bdmc_models import binary_attributes_log_evidence
+    >>> Y = np.array([[0.5, -1.0], [1.5, 0.2]])
+    >>> value = binary_attributes_log_evidence(Y, n_components=1, attribute_prob=1e-12)
+    >>> bool(np.isclose(value, norm.logpdf(Y).sum()))
+    True
+    >>> round(binary_attributes_log_evidence(Y, n_components=2), 3)
+    -5.849
+    """
     Y = np.asarray(Y, dtype=float)
     n = Y.shape[0]
     K = int(n_components)
@@ -131,6 +150,23 @@ class BayesianBinaryAttributes(FactorModelBase):
     Exact ``ln p(X)`` of tiny data sets: :func:`binary_attributes_log_evidence`.  The
     scoring layer sums Z out exactly by enumerating the 2^K vectors of each row (K at
     most 14).
+
+    The binary-attribute model of Grosse, Ghahramani & Adams (2015), §6 (fixed attribute
+    probabilities, feature and noise variances); variational Bayes is their §5.1, here
+    with a mean-field q(Z).
+
+    Examples
+    --------
+    >>> from sklearn_vb.bdmc_models import (BayesianBinaryAttributes,
+    ...                                     binary_attributes_log_evidence)
+    >>> model = BayesianBinaryAttributes(n_components=2, random_state=0)
+    >>> Y, params, Z = model.simulate(6, 3, random_state=0)
+    >>> Y.shape, params["features"].shape, Z.shape
+    ((6, 3), (2, 3), (6, 2))
+    >>> model.fit(Y).attribute_probs_.shape       # q(z_ik = 1)
+    (6, 2)
+    >>> bool(model.lower_bound_ <= binary_attributes_log_evidence(Y, n_components=2))
+    True
     """
 
     _parameter_constraints = {

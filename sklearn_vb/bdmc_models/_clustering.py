@@ -55,7 +55,25 @@ def clustering_log_likelihood_per_case(means, Y, log_weights, noise_var):
 def clustering_log_evidence(Y, n_components, mean_sd=1.0, noise_sd=1.0, weights=None,
                             max_assignments=2_000_000):
     """Exact ``ln p(Y)`` by enumerating every labelling (means integrated out in closed
-    form).  Cost ``n_components ** n_samples``; for tests on tiny data."""
+    form).  Cost ``n_components ** n_samples``; for tests on tiny data.
+
+    The evidence of the clustering model of Grosse, Ghahramani & Adams (2015), §6,
+    with the same defaults as :class:`BayesianClustering`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.bdmc_models import clustering_log_evidence
+    >>> Y = np.array([[0.1, -0.2], [1.9, 2.2], [2.1, 1.8]])
+    >>> round(clustering_log_evidence(Y, n_components=2), 3)
+    -10.943
+    >>> # one cluster: each column is jointly Gaussian with covariance I + 11^T
+    >>> from scipy.stats import multivariate_normal
+    >>> cov = np.eye(3) + np.ones((3, 3))
+    >>> exact = sum(multivariate_normal(np.zeros(3), cov).logpdf(Y[:, d]) for d in range(2))
+    >>> bool(np.isclose(clustering_log_evidence(Y, n_components=1), exact))
+    True
+    """
     Y = np.asarray(Y, dtype=float)
     n = Y.shape[0]
     K = int(n_components)
@@ -104,6 +122,24 @@ class BayesianClustering(FactorModelBase):
     Exact ``ln p(X)`` of tiny data sets: :func:`clustering_log_evidence`.  The scoring
     layer (``sklearn_vb.scoring.score``) sees the means as the parameters and sums the
     labels out exactly.
+
+    The clustering model of Grosse, Ghahramani & Adams (2015), §6 (fixed mixing
+    proportions, between-cluster and within-cluster variances); variational Bayes is
+    their §5.1.
+
+    Examples
+    --------
+    Data simulated from the prior; the bound lies below the exact evidence:
+
+    >>> from sklearn_vb.bdmc_models import BayesianClustering, clustering_log_evidence
+    >>> model = BayesianClustering(n_components=2, random_state=0)
+    >>> Y, params, labels = model.simulate(8, 3, random_state=0)
+    >>> Y.shape, params["means"].shape, labels.tolist()
+    ((8, 3), (2, 3), [0, 0, 0, 1, 1, 0, 1, 1])
+    >>> model.fit(Y).means_.shape
+    (2, 3)
+    >>> bool(model.lower_bound_ <= clustering_log_evidence(Y, n_components=2))
+    True
     """
 
     _parameter_constraints = {

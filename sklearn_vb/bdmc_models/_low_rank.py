@@ -96,6 +96,24 @@ class BayesianLowRank(FactorModelBase):
     component_covariance_ : ndarray (n_components, n_components)
         Posterior covariance of every column of V (shared).
     lower_bound_ : float
+
+    Notes
+    -----
+    The low-rank approximation of Grosse, Ghahramani & Adams (2015), §6 (V the
+    parameters, U the latents, all variances fixed); variational Bayes is their §5.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.bdmc_models import BayesianLowRank
+    >>> model = BayesianLowRank(n_components=2, random_state=0)
+    >>> Y, params, U = model.simulate(20, 5, random_state=0)
+    >>> Y.shape, params["components"].shape, U.shape
+    ((20, 5), (2, 5), (20, 2))
+    >>> model.fit(Y).components_.shape
+    (2, 5)
+    >>> bool(np.all(np.diff(model.lower_bounds_) > -1e-9))
+    True
     """
 
     _parameter_constraints = {
