@@ -13,3 +13,4 @@ from ._mrf import (  # noqa: F401
     enumerate_undirected_graphs, make_boltzmann_machine, nested_edge_sequence,
     random_undirected_structures, sample_mrf,
 )
+from ._crf import FAQ_FEATURE_NAMES, make_faq_like_sequences  # noqa: F401

@@ -5,9 +5,11 @@
 * :class:`DAGStructureSearch` does the same for discrete Bayesian networks with hidden
   nodes over a given class or by greedy hill-climbing over edges.
 * :class:`MRFStructureSearch` searches the undirected edge sets of pairwise MRFs.
+* :class:`CRFFeatureSearch` searches the state and transition features of linear-chain CRFs.
 * :class:`SequenceKFold` cross-validates sequence models without cutting a sequence.
 """
 
+from ._crf_search import CRFFeatureSearch, crf_feature_sequence
 from ._dag_search import DAGStructureSearch
 from ._mrf_search import MRFStructureSearch, enumerate_undirected_graphs
 from ._search import StructureSearch
@@ -17,6 +19,8 @@ __all__ = [
     "StructureSearch",
     "DAGStructureSearch",
     "MRFStructureSearch",
+    "CRFFeatureSearch",
+    "crf_feature_sequence",
     "enumerate_undirected_graphs",
     "SequenceKFold",
     "lengths_to_sequence_ids",

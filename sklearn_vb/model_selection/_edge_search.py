@@ -4,7 +4,8 @@ acyclicity, :class:`~sklearn_vb.model_selection.MRFStructureSearch` with undirec
 add/remove moves).
 
 A graph class provides ``key`` (hashable), ``names``, ``edges()``, ``as_structure()`` (the
-estimator's ``structure`` parameter) and ``arrow`` (for log lines); a move set provides
+estimator's ``structure`` parameter, or what ``as_params()`` - when defined - turns into
+the estimator's parameters) and ``arrow`` (for log lines); a move set provides
 ``neighbours(graph) -> [((kind, i, j), graph)]`` and ``random_graph(start, rng, n_moves)``.
 """
 
@@ -76,7 +77,9 @@ class EdgeSetSearchBase(_SearchBase):
                 return
             tasks = []
             for g, parent in todo:
-                params = {"structure": g.as_structure()}
+                # a graph class whose structure is several estimator parameters says so
+                params = (g.as_params() if hasattr(g, "as_params")
+                          else {"structure": g.as_structure()})
                 seed = C.candidate_seed(entropy, params)
                 warm_from = (warm_factory(parent, g)
                              if (warm_factory is not None and parent is not None) else None)

@@ -152,6 +152,8 @@ class BetheLaplaceScore(Scorer):
             if not np.all(np.isfinite(m.cov)):
                 return np.nan, None
             ev = np.linalg.eigvalsh(N * m.cov + np.diag(P))
+            if not ev.size:  # no parameters: nothing to integrate
+                return 0.0, None
             return (float(np.sum(np.log(ev))) if ev[0] > 0 else np.nan), ev
         return lr_logdet(m.J, N, P), None
 

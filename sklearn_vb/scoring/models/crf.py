@@ -44,7 +44,8 @@ class CRFScoringModel(ScoringModelMixin):
         F = self.layout.n_features
         self.precision = crf_prior_precision(estimator.prior_variance, self.layout)
         self.ml_precision = np.full(F, 1.0 / float(estimator.ml_prior_variance))
-        self.param_space = ParamSpace([ParamBlock("coef", (F,), "real")])
+        # the model without features has no parameters: its evidence is its likelihood
+        self.param_space = ParamSpace([ParamBlock("coef", (F,), "real")] if F else [])
         self._cache = {}
 
     # -- data ---------------------------------------------------------------------------
