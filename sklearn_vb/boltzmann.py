@@ -191,6 +191,7 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
         starts = self.init_scale * rng.standard_normal((self.n_init, layout.n_features))
         res = fit_visible_map(vlik, P, starts, self.max_iter, self.tol, verbose=self.verbose)
         self._layout = layout
+        self._fit_data = (vlik.patterns, vlik.counts)  # lets the scorers reuse coef_
         self.edges_ = layout.edges
         self.n_visible_, self.n_hidden_ = p, H
         self.coef_ = res.coef

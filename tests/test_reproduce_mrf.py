@@ -28,4 +28,5 @@ def test_paper_findings(run):
 
 def test_report(run):
     assert "Fig. 1" in run.report and "mrf_fig3.png" in run.report
+    assert "Hidden units" in run.report and run.summary["hidden"]["n_units"] == 3
     assert len(run.summary["fig2"]["50"]) == 11

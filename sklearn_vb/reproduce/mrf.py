@@ -19,6 +19,7 @@ from ..datasets import (make_boltzmann_machine, nested_edge_sequence,
                         random_undirected_structures, sample_mrf)
 from ..mrf import PairwiseMRF
 from ..scoring import score
+from . import _mrf_hidden
 from ._experiment import Experiment, Option, register
 from ._report import markdown_table, pyplot, save_figure
 
@@ -39,10 +40,10 @@ FULL = {
     "n_nodes": 5, "n_structures": 50, "d_values": [0.1, 0.2, 0.5, 1.0, 1.5, 2.0],
     "sizes": [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000], "seq_sizes": [50, 10000],
     "seq_d": 0.5, "fig3_d": 0.5, "fig1_sequences": 2, "prior_variance": 1.0,
-    "ais_K": 10000, "ais_chains": 10, "ais_start": "q",
+    "ais_K": 10000, "ais_chains": 10, "ais_start": "q", **_mrf_hidden.FULL,
 }
 QUICK = dict(FULL, n_structures=3, d_values=[0.5, 2.0], sizes=[20, 200, 10000],
-             seq_sizes=[50, 10000], ais_K=500, ais_chains=4)
+             seq_sizes=[50, 10000], ais_K=500, ais_chains=4, **_mrf_hidden.QUICK)
 
 
 def _problem(config, s, d):
@@ -72,10 +73,12 @@ def _units(config):
             for k in range(n_pairs + 1):
                 for N in config["seq_sizes"]:
                     units.add(("seq", s, float(config["seq_d"]), int(N), j, k))
-    return sorted(units)
+    return sorted(units) + _mrf_hidden.units(config)
 
 
 def _run_unit(key, config, seed):
+    if key[0] == "hidden":
+        return _mrf_hidden.run_unit(key, config, seed)
     kind, s, d, N, j, k = key
     edges, X = _problem(config, s, d)
     if kind == "seq":
@@ -116,6 +119,8 @@ def _err(rows, label):
 
 
 def _summarize(results, config):
+    hidden = {k: v for k, v in results.items() if k[0] == "hidden"}
+    results = {k: v for k, v in results.items() if k[0] != "hidden"}
     labels = list(METHODS)
     S = range(config["n_structures"])
     n_pairs = config["n_nodes"] * (config["n_nodes"] - 1) // 2
@@ -153,6 +158,7 @@ def _summarize(results, config):
         "ais_is_max_gap_sd": float(max(abs(r["AIS"] - r["IS"]) / np.hypot(r["AIS_stderr"], r["IS_stderr"])
                                        for r in results.values())),
     }
+    out["hidden"] = _mrf_hidden.summarize(hidden, config)
     return out
 
 
@@ -236,6 +242,7 @@ def _report(summary, config, out_dir):
           f"{c['large_N_bp_lr_error']:.3g} nats against {c['large_N_exactgrad_error']:.3g} for "
           f"BP-LR-ExactGrad; AIS and IS differ by at most {c['ais_is_max_gap_sd']:.1f} combined "
           "standard errors.", ""]
+    L += _mrf_hidden.report(summary["hidden"], config, out_dir)
     return "\n".join(L)
 
 

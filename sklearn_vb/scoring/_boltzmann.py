@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import logsumexp
+from threadpoolctl import threadpool_limits
 
 from .._mrf_inference import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
@@ -117,8 +118,10 @@ def visible_vb_bound(vlik, Phi_all, precision, m0, Sigma0, max_iter=2000):
     L0 = np.linalg.cholesky(0.5 * (Sigma0 + Sigma0.T))
     c0 = np.exp(Phi_all @ m0 - logsumexp(Phi_all @ m0)) @ Phi_all
     z0 = np.concatenate([m0, c0, np.log(np.diag(L0)), L0[tril]])
-    res = minimize(lambda z: tuple(-v for v in evaluate(z)), z0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": int(max_iter), "gtol": 1e-8, "ftol": 1e-14})
+    with threadpool_limits(1, user_api="blas"):  # as in fit_visible_map
+        res = minimize(lambda z: tuple(-v for v in evaluate(z)), z0, jac=True,
+                       method="L-BFGS-B",
+                       options={"maxiter": int(max_iter), "gtol": 1e-8, "ftol": 1e-14})
     z = res.x if -res.fun >= evaluate(z0)[0] else z0
     val = evaluate(z)[0]
     m, c, _, L = unpack(z)

@@ -148,10 +148,15 @@ class BoltzmannScoringModel(ScoringModelMixin):
         if key in self._points and self._points[key][0] is X:
             return self._points[key][1]
         est = self.estimator
-        rng = np.random.default_rng(0)  # extra starts besides the fitted point
-        starts = np.vstack([est.coef_[None],
-                            est.init_scale * rng.standard_normal((est.n_init - 1,
-                                                                  self.layout.n_features))])
+        pats, cnts = est._fit_data
+        if (pats.shape == X.patterns.shape and np.array_equal(pats, X.patterns)
+                and np.array_equal(cnts, X.counts)):
+            starts = est.coef_[None]  # the training data: coef_ is already the best start
+        else:
+            rng = np.random.default_rng(0)  # extra starts besides the fitted point
+            starts = np.vstack([est.coef_[None],
+                                est.init_scale * rng.standard_normal((est.n_init - 1,
+                                                                      self.layout.n_features))])
         res = fit_visible_map(self.visible_likelihood(X, inference), self.precision, starts,
                               est.max_iter, est.tol)
         self._points[key] = (X, res)
