@@ -90,7 +90,8 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
         units, then edge features); edges_ (E, 2); n_visible_ (= n_features_in_),
         n_hidden_, feature_names_, n_parameters_, inference_, log_partition_ (exact or
         Bethe), objective_ (``l + ln p`` at ``coef_``), loglik_, n_iter_, converged_,
-        start_objectives_ (the best ``t`` of each start), n_samples_.
+        start_objectives_ (the best ``t`` of each start), n_samples_, train_patterns_
+        (U, p) and train_counts_ (U,) (the distinct training rows and their weights).
     """
 
     _parameter_constraints: dict = {
@@ -191,7 +192,7 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
         starts = self.init_scale * rng.standard_normal((self.n_init, layout.n_features))
         res = fit_visible_map(vlik, P, starts, self.max_iter, self.tol, verbose=self.verbose)
         self._layout = layout
-        self._fit_data = (vlik.patterns, vlik.counts)  # lets the scorers reuse coef_
+        self.train_patterns_, self.train_counts_ = vlik.patterns, vlik.counts
         self.edges_ = layout.edges
         self.n_visible_, self.n_hidden_ = p, H
         self.coef_ = res.coef

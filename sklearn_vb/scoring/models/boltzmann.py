@@ -148,7 +148,7 @@ class BoltzmannScoringModel(ScoringModelMixin):
         if key in self._points and self._points[key][0] is X:
             return self._points[key][1]
         est = self.estimator
-        pats, cnts = est._fit_data
+        pats, cnts = est.train_patterns_, est.train_counts_
         if (pats.shape == X.patterns.shape and np.array_equal(pats, X.patterns)
                 and np.array_equal(cnts, X.counts)):
             starts = est.coef_[None]  # the training data: coef_ is already the best start
