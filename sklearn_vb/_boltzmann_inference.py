@@ -208,7 +208,7 @@ def _fit_visible_map(vlik, precision, starts, max_iter, tol, newton_steps, verbo
         if best is None or -res.fun > -best.fun:
             best = res
     coef, t, converged = _newton_polish(vlik, P, best.x, newton_steps, tol)
-    if t < -best.fun:  # never worse than the L-BFGS end point
+    if t < -best.fun - 1e-9 * max(1.0, abs(t)):  # never worse than the L-BFGS end point
         coef, t = best.x, -float(best.fun)
     ev = vlik.evaluate(coef)
     gnorm = float(np.max(np.abs(ev.grad - P * coef), initial=0.0))
