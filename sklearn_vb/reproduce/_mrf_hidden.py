@@ -35,8 +35,8 @@ __all__ = ["FULL", "QUICK", "units", "run_unit", "summarize", "report", "METHODS
 
 FULL = {
     "hidden_n_visible": 5, "hidden_true": [0, 1, 2], "hidden_candidates": [0, 1, 2, 3],
-    "hidden_sizes": [50, 200, 1000], "hidden_n_datasets": 5, "hidden_w": [1.5, 2.5],
-    "hidden_prior_variance": 1.0, "hidden_ais_K": 2000, "hidden_ais_chains": 8,
+    "hidden_sizes": [50, 200, 1000], "hidden_n_datasets": 3, "hidden_w": [1.5, 2.5],
+    "hidden_prior_variance": 1.0, "hidden_ais_K": 1500, "hidden_ais_chains": 8,
 }
 QUICK = dict(FULL, hidden_true=[1], hidden_candidates=[0, 1, 2], hidden_sizes=[200],
              hidden_n_datasets=1, hidden_ais_K=300, hidden_ais_chains=4)
