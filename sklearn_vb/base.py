@@ -128,6 +128,18 @@ class Restart(NamedTuple):
     ``_get_state`` copies, after ``_finalize``; see
     :meth:`VBEMEstimator.restart_estimator`), ``lower_bounds`` its bound after every
     iteration and ``converged`` whether it met ``tol``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> X = np.array([[0], [0], [1], [1], [0], [2], [2], [1]] * 5)
+    >>> hmm = VBHiddenMarkov(n_components=2, n_init=3, keep_restarts=True,
+    ...                      random_state=0).fit(X)
+    >>> len(hmm.restarts_), type(hmm.restarts_[0]).__name__
+    (3, 'Restart')
+    >>> bool(hmm.lower_bound_ == max(r.lower_bound for r in hmm.restarts_))
+    True
     """
 
     lower_bound: float
@@ -137,11 +149,31 @@ class Restart(NamedTuple):
 
 
 class BoundDecreaseError(RuntimeError):
-    """The variational lower bound decreased: a coordinate-ascent step is wrong."""
+    """The variational lower bound decreased: a coordinate-ascent step is wrong.
+
+    Every VBE and VBM step maximises the bound over one factor (Beal 2003, §2.3.1,
+    Theorem 2.1), so a decrease beyond round-off is a bug; the message names the step.
+
+    Examples
+    --------
+    >>> from sklearn_vb.base import BoundDecreaseError
+    >>> issubclass(BoundDecreaseError, RuntimeError)
+    True
+    """
 
 
 class BoundDecreaseWarning(RuntimeWarning):
-    """Issued instead of :class:`BoundDecreaseError` when ``bound_check="warn"``."""
+    """Issued instead of :class:`BoundDecreaseError` when ``bound_check="warn"``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sklearn_vb.base import BoundDecreaseWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", BoundDecreaseWarning)   # make it an error
+    ...     issubclass(BoundDecreaseWarning, RuntimeWarning)
+    True
+    """
 
 
 def bound_round_off(value):
@@ -206,6 +238,21 @@ class SquaremSteps:
     ``s = |r| / |v|`` clipped to ``[1, step_max]``.  ``step_max`` starts at 1 and grows
     by ``growth`` whenever a proposal at the cap is accepted, and shrinks after a
     rejection, the global step-length control of Du & Varadhan (2020).
+
+    Examples
+    --------
+    On the linear map ``x -> x / 2`` (fixed point 0) one extrapolation from three plain
+    iterates lands on the fixed point:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.base import SquaremSteps
+    >>> steps = SquaremSteps(initial_step_max=8.0)
+    >>> for x in (8.0, 4.0, 2.0):
+    ...     steps.record(np.array([x]))
+    >>> steps.ready
+    True
+    >>> steps.proposal()
+    array([0.])
     """
 
     def __init__(self, growth=4.0, initial_step_max=1.0):
@@ -293,6 +340,26 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         importance sampling (``score(est, X, "is", proposal="vb_mixture")``, Beal 2003,
         section 4.7).  Each restart is finalised once more for this.  Estimators declare
         the parameter in their own signature.
+
+    Notes
+    -----
+    The VBEM algorithm of Beal (2003), §2.3.1 (Theorem 2.1: the VBE and VBM steps each
+    maximise the lower bound of eq. 2.51 over one factor of ``q(z) q(theta)``).
+
+    Examples
+    --------
+    Every estimator of the package is a ``VBEMEstimator``; its bound history never
+    decreases:
+
+    >>> import numpy as np
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> from sklearn_vb.base import VBEMEstimator
+    >>> X = np.array([[0], [0], [1], [1], [0], [2], [2], [1]] * 5)
+    >>> hmm = VBHiddenMarkov(n_components=2, random_state=0).fit(X)
+    >>> isinstance(hmm, VBEMEstimator)
+    True
+    >>> bool(np.all(np.diff(hmm.lower_bounds_) >= -1e-9)), hmm.lower_bound_ == hmm.lower_bounds_[-1]
+    (True, True)
     """
 
     _parameter_constraints: dict = {
