@@ -40,7 +40,16 @@ _INSTANCES = {}
 def emission_family(emission, covariance_type=None):
     """The family object for ``VBHiddenMarkov(emission=..., covariance_type=...)``.
 
-    ``covariance_type`` is ignored by families without a covariance choice.
+    ``covariance_type`` is ignored by families without a covariance choice.  Families
+    are stateless, so one instance per class is shared.
+
+    Examples
+    --------
+    >>> from sklearn_vb.emissions import emission_family
+    >>> type(emission_family("gaussian", "full")).__name__
+    'GaussianFullEmissions'
+    >>> emission_family("poisson", "full") is emission_family("poisson")
+    True
     """
     cls = EMISSION_FAMILIES.get((emission, covariance_type)) or EMISSION_FAMILIES.get(
         (emission, None)

@@ -41,6 +41,11 @@ __all__ = ["EmissionFamily"]
 class EmissionFamily(ABC):
     """One emission model of a hidden Markov model with its conjugate prior.
 
+    The split follows the thesis's HMM: the transition part is Beal (2003), §3.4, and
+    the emission part is any conjugate-exponential family (§2.4), the categorical one of
+    §3.3 included.  Subclass it and register the class to add a family
+    (``doc/extending.rst``).
+
     Attributes
     ----------
     emission : str
@@ -56,6 +61,15 @@ class EmissionFamily(ABC):
         Whether the random-parameter starts (``init_params="random_params"`` and
         ``"random_marginals"``) are available: they draw probability vectors, so they
         need a family whose parameters are Dirichlet rows (:meth:`random_posterior`).
+
+    Examples
+    --------
+    >>> from sklearn_vb.emissions import EmissionFamily, emission_family
+    >>> family = emission_family("gaussian", "diag")
+    >>> isinstance(family, EmissionFamily), family.emission, family.hyper_names
+    (True, 'gaussian', ('means', 'beta', 'dof', 'scale'))
+    >>> emission_family("categorical").dirichlet_blocks
+    ('emissionprob',)
     """
 
     emission: str = ""

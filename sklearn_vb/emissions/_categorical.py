@@ -84,7 +84,26 @@ class DirichletRows:
 class CategoricalEmissions(EmissionFamily):
     """Discrete symbols, ``x_t | s_t = k ~ Cat(B_k)`` with ``B_k ~ Dir(u_k)``.
 
-    Hyperparameters: ``emissionprob`` (K, M) Dirichlet concentrations.
+    Hyperparameters: ``emissionprob`` (K, M) Dirichlet concentrations.  The emission
+    model of the thesis's HMM: Beal (2003), §3.3 (model) and §3.4.1 (VBM update,
+    eqs. 3.58-3.59).
+
+    Examples
+    --------
+    The VBM step adds the expected symbol counts of each state to its prior row:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import CategoricalEmissions
+    >>> family = CategoricalEmissions()
+    >>> prior = {"emissionprob": np.full((2, 3), 1 / 3)}
+    >>> X = np.array([0, 0, 2])                          # symbols
+    >>> resp = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])   # q(s_t = k)
+    >>> post = family.vbm(prior, family.stats(resp, X, prior))
+    >>> np.round(post["emissionprob"] - prior["emissionprob"], 2)
+    array([[1.5, 0. , 0. ],
+           [0.5, 0. , 1. ]])
+    >>> family.n_parameters(post)                        # K (M - 1)
+    4
     """
 
     emission = "categorical"

@@ -284,7 +284,27 @@ class GaussianFullEmissions(_GaussianEmissions):
     """Full-covariance Gaussian states with Normal-Wishart priors.
 
     Hyperparameters: ``means`` (K, D), ``beta`` (K,), ``dof`` (K,), ``scale`` (K, D, D)
-    (the prior: (D,), scalar, scalar, (D, D)).
+    (the prior: (D,), scalar, scalar, (D, D)).  Not in the thesis's HMM chapter (its
+    emissions are categorical): the conjugate Normal-Wishart extension that Beal (2003),
+    §2.4, covers for conjugate-exponential models.
+
+    Examples
+    --------
+    The fitted posterior hyperparameters of an HMM, read back through its family:
+
+    >>> import numpy as np
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> from sklearn_vb.emissions import GaussianFullEmissions
+    >>> rng = np.random.RandomState(0)
+    >>> X = np.vstack([rng.randn(20, 2), rng.randn(20, 2) + 5])
+    >>> hmm = VBHiddenMarkov(n_components=2, emission="gaussian", covariance_type="full",
+    ...                      random_state=0).fit(X)
+    >>> family = GaussianFullEmissions()
+    >>> post = {name: getattr(hmm, name + "_posterior_") for name in family.hyper_names}
+    >>> post["scale"].shape, family.n_parameters(post)     # 2 x (2 means + 3 precision)
+    ((2, 2, 2), 10)
+    >>> sorted(family.point_estimates(post))
+    ['covars_', 'means_']
     """
 
     covariance_type = "full"
@@ -498,6 +518,21 @@ class GaussianDiagEmissions(_GaussianEmissions):
 
     Hyperparameters: ``means`` (K, D), ``beta`` (K,), ``dof`` (K,) = twice the Gamma
     shapes, ``scale`` (K, D) = twice the Gamma rates (the prior: (D,), scalar, scalar, (D,)).
+    A conjugate extension of the thesis's HMM (Beal 2003, §2.4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> from sklearn_vb.emissions import GaussianDiagEmissions
+    >>> rng = np.random.RandomState(0)
+    >>> X = np.vstack([rng.randn(20, 2), rng.randn(20, 2) + 5])
+    >>> hmm = VBHiddenMarkov(n_components=2, emission="gaussian", covariance_type="diag",
+    ...                      random_state=0).fit(X)
+    >>> family = GaussianDiagEmissions()
+    >>> post = {name: getattr(hmm, name + "_posterior_") for name in family.hyper_names}
+    >>> post["scale"].shape, family.n_parameters(post)     # 2 x (2 means + 2 precisions)
+    ((2, 2), 8)
     """
 
     covariance_type = "diag"

@@ -83,7 +83,23 @@ class PoissonEmissions(EmissionFamily):
     rates b (prior mean a / b).  The estimator's ``rate_prior=(a, b)`` gives them
     (scalars or arrays broadcast to (K, D)); the default ``None`` is ``a = 1`` and
     ``b = 1 / mean(X)`` per feature: an exponential prior whose mean is the data mean
-    (data-dependent, like the Gaussian default prior).
+    (data-dependent, like the Gaussian default prior).  Not in the thesis: a conjugate
+    exponential-family emission, so the VBEM scheme of Beal (2003), §2.4, applies.
+
+    Examples
+    --------
+    The VBM step adds each state's expected counts to the Gamma shapes and its expected
+    number of frames to the rates:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import PoissonEmissions
+    >>> family = PoissonEmissions()
+    >>> prior = {"rate_shape": np.ones((2, 1)), "rate_rate": np.ones((2, 1))}
+    >>> X = np.array([[0], [1], [9], [11]])
+    >>> resp = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> post = family.vbm(prior, family.stats(resp, X, prior))
+    >>> family.point_estimates(post)["rates_"].ravel().tolist()      # (1 + sum) / (1 + n)
+    [0.6666666666666666, 7.0]
     """
 
     emission = "poisson"
