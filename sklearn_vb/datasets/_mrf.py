@@ -17,7 +17,16 @@ __all__ = ["enumerate_undirected_graphs", "random_undirected_structures",
 def enumerate_undirected_graphs(n_nodes):
     """Every labelled undirected graph on ``n_nodes`` nodes as a sorted edge list, in
     order of the bit pattern over the ``p (p - 1) / 2`` possible edges (lexicographic);
-    ``2 ** (p (p - 1) / 2)`` graphs (1024 for 5 nodes)."""
+    ``2 ** (p (p - 1) / 2)`` graphs (1024 for 5 nodes, the class searched in Parise &
+    Welling 2006, §4).
+
+    Examples
+    --------
+    >>> from sklearn_vb.model_selection import enumerate_undirected_graphs
+    >>> graphs = enumerate_undirected_graphs(3)
+    >>> len(graphs), graphs[:3], graphs[-1]
+    (8, [[], [(0, 1)], [(0, 2)]], [(0, 1), (0, 2), (1, 2)])
+    """
     pairs = list(itertools.combinations(range(int(n_nodes)), 2))
     if len(pairs) > 20:
         raise ValueError(f"n_nodes={n_nodes} gives 2**{len(pairs)} graphs; too many to enumerate.")

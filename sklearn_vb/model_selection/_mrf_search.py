@@ -163,6 +163,26 @@ class MRFStructureSearch(EdgeSetSearchBase):
     ----------
     results_, path_, best_structure_ (sorted edge list), best_estimator_, best_score_,
     best_index_, best_params_ : as :class:`DAGStructureSearch`.
+
+    Notes
+    -----
+    Structure scoring of Markov random fields by the Bethe-Laplace (BP-LR) approximation
+    of the evidence is Parise & Welling (2006), §2; their §4 compares it with BIC and AIS
+    on Boltzmann machines.
+
+    Examples
+    --------
+    Three binary variables of which only the first two interact:
+
+    >>> import numpy as np
+    >>> from sklearn_vb import PairwiseMRF
+    >>> from sklearn_vb.model_selection import MRFStructureSearch
+    >>> rng = np.random.RandomState(0)
+    >>> X = (rng.rand(200, 3) < 0.5).astype(int)
+    >>> X[:, 1] = np.where(rng.rand(200) < 0.9, X[:, 0], 1 - X[:, 0])
+    >>> search = MRFStructureSearch(PairwiseMRF(), search="exhaustive").fit(X)
+    >>> search.best_structure_                  # best of the 8 graphs on 3 nodes
+    [(0, 1)]
     """
 
     _parameter_constraints: dict = {

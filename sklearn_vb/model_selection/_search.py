@@ -246,10 +246,21 @@ class StructureSearch(_SearchBase):
 
     Examples
     --------
+    The number of states of an HMM, by the VB bound and BIC (as in Beal 2003, §3.5.1):
+
+    >>> import numpy as np
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> from sklearn_vb.datasets import make_hmm_sequences
     >>> from sklearn_vb.model_selection import StructureSearch
-    >>> search = StructureSearch(model, {"n_components": [1, 2, 3, 4]},
-    ...                          scoring=["vb", "bic"], random_state=0)  # doctest: +SKIP
-    >>> search.fit(X).best_params_                                      # doctest: +SKIP
+    >>> X, _, lengths = make_hmm_sequences(
+    ...     [0.5, 0.5], [[0.9, 0.1], [0.1, 0.9]], [[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]],
+    ...     [100, 100], random_state=0)
+    >>> search = StructureSearch(VBHiddenMarkov(random_state=0), {"n_components": [1, 2, 3]},
+    ...                          scoring=["vb", "bic"], random_state=0)
+    >>> search.fit(X, lengths=lengths).best_params_
+    {'n_components': 2}
+    >>> search.selection_score_
+    'vb'
     """
 
     _parameter_constraints: dict = {
