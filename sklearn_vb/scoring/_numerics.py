@@ -97,6 +97,18 @@ def delta_method_stderr(a):
 
     With normalised weights ``w~``, ``Var(ln Z^) ~ sum w~^2 - 1/M = 1/ESS - 1/M``.
     Returns ``(stderr, reliable)``; the value is unreliable when ``ESS < 10``.
+
+    Examples
+    --------
+    Equal weights give an exact estimate; one dominant weight makes it unreliable:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.scoring import delta_method_stderr
+    >>> delta_method_stderr(np.zeros(100))
+    (0.0, True)
+    >>> stderr, reliable = delta_method_stderr(np.array([0.0, -20.0, -20.0, -20.0]))
+    >>> reliable
+    False
     """
     a = _check_log_weights(a)
     M = a.size

@@ -19,7 +19,30 @@ _FACTORIES = dict(ESTIMATOR_FACTORIES)
 
 def register_scoring_model(estimator_class, factory):
     """Register ``factory(fitted_estimator) -> ScoringModel`` for an estimator class
-    (or class name); subclasses use it too unless they are registered themselves."""
+    (or class name); subclasses use it too unless they are registered themselves.
+
+    Examples
+    --------
+    A subclass of a registered estimator inherits its scoring model; a class of one's
+    own brings a factory:
+
+    >>> import numpy as np
+    >>> from sklearn_vb import VBHiddenMarkov
+    >>> from sklearn_vb.scoring import register_scoring_model, scoring_model_for
+    >>> class MyHMM(VBHiddenMarkov):
+    ...     pass
+    >>> X = np.array([[0], [1], [1], [0], [2], [2]] * 4)
+    >>> fitted = MyHMM(n_components=2, random_state=0).fit(X)
+    >>> model = scoring_model_for(fitted)
+    >>> model.n_cases(model.prepare_data(X))
+    24
+    >>> class Wrapper:
+    ...     def __init__(self, fitted):
+    ...         self.fitted = fitted
+    >>> register_scoring_model(Wrapper, lambda w: scoring_model_for(w.fitted))
+    >>> type(scoring_model_for(Wrapper(fitted))) is type(model)
+    True
+    """
     if not callable(factory):
         raise TypeError(f"factory must be callable, got {factory!r}.")
     _FACTORIES[estimator_class] = factory
@@ -53,9 +76,18 @@ def scoring_model_for(estimator, default=_MISSING):
     ``NotImplementedError`` if no ``default`` was given.  The factories of the package
     estimators raise ``NotFittedError`` for an unfitted estimator.
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb import VBHiddenMarkov
     >>> from sklearn_vb.scoring import scoring_model_for
-    >>> model = scoring_model_for(fitted_hmm)                      # doctest: +SKIP
-    >>> model.log_likelihood(model.sample_prior(0, 5), model.prepare_data(X))  # doctest: +SKIP
+    >>> X = np.array([[0], [1], [1], [0], [2], [2]] * 4)
+    >>> fitted_hmm = VBHiddenMarkov(n_components=2, random_state=0).fit(X)
+    >>> model = scoring_model_for(fitted_hmm)
+    >>> model.log_likelihood(model.sample_prior(0, 5), model.prepare_data(X)).shape
+    (5,)
+    >>> scoring_model_for(object(), default=None) is None
+    True
     """
     if has(estimator, "scoring_model"):
         return estimator.scoring_model()

@@ -17,6 +17,17 @@ class UnreliableEstimateWarning(UserWarning):
     or the estimate falls below a known lower bound by more than its error bar.  The
     message says which, and what to increase; ``diagnostics["unreliable_reasons"]`` of the
     result holds the same reasons.
+
+    Examples
+    --------
+    Turn it into an error to stop a pipeline on an untrustworthy estimate:
+
+    >>> import warnings
+    >>> from sklearn_vb.scoring import UnreliableEstimateWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", UnreliableEstimateWarning)
+    ...     issubclass(UnreliableEstimateWarning, UserWarning)
+    True
     """
 
 

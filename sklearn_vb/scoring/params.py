@@ -41,6 +41,20 @@ class ParamBlock:
         Event shape of one parameter value (without the batch axis).  For a
         ``"simplex"`` block the last axis is the simplex (e.g. ``(K, V)`` = K rows).
     constraint : {"real", "positive", "simplex"}
+
+    Examples
+    --------
+    Two rows of three probabilities have four free coordinates:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.scoring import ParamBlock
+    >>> block = ParamBlock("transmat", (2, 3), "simplex")
+    >>> block.size, block.dim
+    (6, 4)
+    >>> value = np.array([[[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]])     # a batch of one
+    >>> phi = block.to_unconstrained(value)
+    >>> bool(np.allclose(block.from_unconstrained(phi)[0], value))
+    True
     """
 
     name: str
@@ -154,7 +168,20 @@ class ParamBlock:
 
 class ParamSpace:
     """An ordered list of :class:`ParamBlock` with the unconstrained transforms described
-    in the module docstring."""
+    in the module docstring.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.scoring import ParamBlock, ParamSpace
+    >>> space = ParamSpace([ParamBlock("weights", (3,), "simplex"),
+    ...                     ParamBlock("rate", (2,), "positive")])
+    >>> space.size                                   # 2 + 2 free coordinates
+    4
+    >>> params, log_det = space.from_unconstrained(np.zeros((1, 4)))
+    >>> params["weights"].round(3).tolist(), params["rate"].tolist()
+    ([[0.333, 0.333, 0.333]], [[1.0, 1.0]])
+    """
 
     def __init__(self, blocks):
         blocks = list(blocks)
