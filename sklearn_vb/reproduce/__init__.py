@@ -70,7 +70,14 @@ __all__ = ["EXPERIMENTS", "Experiment", "Option", "ReproductionRun", "get_experi
 
 
 def list_experiments():
-    """``{name: description}`` of the registered experiments."""
+    """``{name: description}`` of the registered experiments.
+
+    Examples
+    --------
+    >>> from sklearn_vb.reproduce import list_experiments
+    >>> {"dag", "ais", "bdmc"} <= set(list_experiments())
+    True
+    """
     return {name: exp.description for name, exp in sorted(EXPERIMENTS.items())}
 
 

@@ -14,7 +14,14 @@ __all__ = ["Experiment", "Option", "EXPERIMENTS", "register", "get_experiment", 
 class Option:
     """An experiment-specific setting, also offered on the command line as ``--<name>``
     (underscores become dashes).  ``default=None`` keeps the value of the chosen
-    configuration (quick or full)."""
+    configuration (quick or full).
+
+    Examples
+    --------
+    >>> from sklearn_vb.reproduce import Option
+    >>> Option("draws", int, "number of parameter draws")
+    Option(name='draws', type=<class 'int'>, help='number of parameter draws', default=None)
+    """
 
     name: str
     type: Callable = int
@@ -58,6 +65,26 @@ class Experiment:
         of parameter draws): a journal written with other values of them can be resumed,
         so a run with more draws continues one with fewer, and a report on the draws
         finished so far can be written from an interrupted longer run.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.reproduce import Experiment
+    >>> def mean_of_draws(key, config, seed):           # one unit: one sample mean
+    ...     (n,) = key
+    ...     return float(np.random.default_rng(seed).standard_normal(n).mean())
+    >>> toy = Experiment(
+    ...     name="toy", description="sample means", quick={"sizes": [10, 1000]},
+    ...     full={"sizes": [10, 1000, 100000]},
+    ...     units=lambda config: [(n,) for n in config["sizes"]],
+    ...     run_unit=mean_of_draws,
+    ...     summarize=lambda results, config: {"means": results},
+    ...     report=lambda summary, config, out_dir: "# toy")
+    >>> toy.config(quick=True)
+    {'sizes': [10, 1000], 'quick': True}
+    >>> run = toy(quick=True, verbose=0)              # no ``out``: no files written
+    >>> sorted(run.results), bool(abs(run.results[(1000,)]) < 0.1)
+    ([(10,), (1000,)], True)
     """
 
     name: str
@@ -95,7 +122,28 @@ EXPERIMENTS: dict = {}
 
 
 def register(experiment):
-    """Add ``experiment`` to the table (a name can be registered once) and return it."""
+    """Add ``experiment`` to the table (a name can be registered once) and return it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb import reproduce
+    >>> def mean_of_draws(key, config, seed):           # one unit: one sample mean
+    ...     (n,) = key
+    ...     return float(np.random.default_rng(seed).standard_normal(n).mean())
+    >>> toy = reproduce.Experiment(
+    ...     name="toy", description="sample means", quick={"sizes": [10, 1000]},
+    ...     full={"sizes": [10, 1000, 100000]},
+    ...     units=lambda config: [(n,) for n in config["sizes"]],
+    ...     run_unit=mean_of_draws,
+    ...     summarize=lambda results, config: {"means": results},
+    ...     report=lambda summary, config, out_dir: "# toy")
+    >>> reproduce.register(toy) is reproduce.get_experiment("toy")
+    True
+    >>> "toy" in reproduce.list_experiments()
+    True
+    >>> del reproduce.EXPERIMENTS["toy"]                 # leave the table as it was
+    """
     if not isinstance(experiment, Experiment):
         raise TypeError(f"expected an Experiment, got {type(experiment).__name__}.")
     if experiment.name in EXPERIMENTS and EXPERIMENTS[experiment.name] is not experiment:
@@ -108,7 +156,15 @@ def register(experiment):
 
 
 def get_experiment(name):
-    """The registered experiment called ``name`` (``ValueError`` naming the choices)."""
+    """The registered experiment called ``name`` (``ValueError`` naming the choices).
+
+    Examples
+    --------
+    >>> from sklearn_vb.reproduce import get_experiment
+    >>> experiment = get_experiment("dag")        # Beal (2003), Chapter 6
+    >>> experiment.name, callable(experiment)      # calling it runs the experiment
+    ('dag', True)
+    """
     if isinstance(name, Experiment):
         return name
     if name not in EXPERIMENTS:
@@ -123,5 +179,25 @@ def run(experiment, **kwargs):
     ``cache``, ``chunk_size``, ``backend`` and any setting of the configuration; see
     :func:`sklearn_vb.reproduce._runner.run_experiment`.  Returns a
     :class:`~sklearn_vb.reproduce.ReproductionRun`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb import reproduce
+    >>> def mean_of_draws(key, config, seed):           # one unit: one sample mean
+    ...     (n,) = key
+    ...     return float(np.random.default_rng(seed).standard_normal(n).mean())
+    >>> toy = reproduce.Experiment(
+    ...     name="toy", description="sample means", quick={"sizes": [10, 1000]},
+    ...     full={"sizes": [10, 1000, 100000]},
+    ...     units=lambda config: [(n,) for n in config["sizes"]],
+    ...     run_unit=mean_of_draws,
+    ...     summarize=lambda results, config: {"means": results},
+    ...     report=lambda summary, config, out_dir: "# toy")
+    >>> result = reproduce.run(toy, quick=True, seed=1, verbose=0, sizes=[5])
+    >>> result.experiment, result.config["sizes"], list(result.results)
+    ('toy', [5], [(5,)])
+    >>> result.results == reproduce.run(toy, quick=True, seed=1, verbose=0, sizes=[5]).results
+    True
     """
     return run_experiment(get_experiment(experiment), **kwargs)

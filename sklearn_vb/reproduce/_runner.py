@@ -18,7 +18,16 @@ __all__ = ["run_experiment", "unit_seed", "ReproductionRun"]
 
 def unit_seed(seed, key):
     """The integer seed of one work unit: a function of the run's ``seed`` and the unit's
-    ``key`` only (never of the order of execution or of ``n_jobs``)."""
+    ``key`` only (never of the order of execution or of ``n_jobs``).
+
+    Examples
+    --------
+    >>> from sklearn_vb.reproduce import unit_seed
+    >>> unit_seed(0, ("draw", 3)) == unit_seed(0, ("draw", 3))
+    True
+    >>> unit_seed(0, ("draw", 3)) != unit_seed(1, ("draw", 3))
+    True
+    """
     digest = zlib.crc32(json.dumps(to_jsonable(key)).encode("utf-8"))
     return int(np.random.SeedSequence([int(seed), digest]).generate_state(1)[0])
 
@@ -43,6 +52,26 @@ class ReproductionRun:
         The markdown report.
     out : pathlib.Path or None
         Where the report (``<experiment>.md``) and figures were written.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb import reproduce
+    >>> def mean_of_draws(key, config, seed):           # one unit: one sample mean
+    ...     (n,) = key
+    ...     return float(np.random.default_rng(seed).standard_normal(n).mean())
+    >>> toy = reproduce.Experiment(
+    ...     name="toy", description="sample means", quick={"sizes": [10, 1000]},
+    ...     full={"sizes": [10, 1000, 100000]},
+    ...     units=lambda config: [(n,) for n in config["sizes"]],
+    ...     run_unit=mean_of_draws,
+    ...     summarize=lambda results, config: {"means": results},
+    ...     report=lambda summary, config, out_dir: "# toy")
+    >>> run = reproduce.run(toy, quick=True, verbose=0)
+    >>> isinstance(run, reproduce.ReproductionRun), run.out is None, run.report
+    (True, True, '# toy')
+    >>> sorted(run.summary)
+    ['means', 'timing']
     """
 
     experiment: str
