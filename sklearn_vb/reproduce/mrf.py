@@ -19,6 +19,7 @@ from ..datasets import (make_boltzmann_machine, nested_edge_sequence,
                         random_undirected_structures, sample_mrf)
 from ..mrf import PairwiseMRF
 from ..scoring import score
+from . import _mrf_fig5 as fig5
 from . import _mrf_hidden
 from ._experiment import Experiment, Option, register
 from ._report import markdown_table, pyplot, save_figure
@@ -41,9 +42,11 @@ FULL = {
     "sizes": [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000], "seq_sizes": [50, 10000],
     "seq_d": 0.5, "fig3_d": 0.5, "fig1_sequences": 2, "prior_variance": 1.0,
     "ais_K": 10000, "ais_chains": 10, "ais_start": "q", **_mrf_hidden.FULL,
+    **fig5.FIG5_FULL,
 }
 QUICK = dict(FULL, n_structures=3, d_values=[0.5, 2.0], sizes=[20, 200, 10000],
-             seq_sizes=[50, 10000], ais_K=500, ais_chains=4, **_mrf_hidden.QUICK)
+             seq_sizes=[50, 10000], ais_K=500, ais_chains=4, **_mrf_hidden.QUICK,
+             **fig5.FIG5_QUICK)
 
 
 def _problem(config, s, d):
@@ -60,6 +63,8 @@ def _problem(config, s, d):
 
 
 def _units(config):
+    if config["fig5_only"]:
+        return fig5.units(config)
     units = set()
     s_all = range(config["n_structures"])
     for s in s_all:
@@ -73,10 +78,12 @@ def _units(config):
             for k in range(n_pairs + 1):
                 for N in config["seq_sizes"]:
                     units.add(("seq", s, float(config["seq_d"]), int(N), j, k))
-    return sorted(units) + _mrf_hidden.units(config)
+    return sorted(units) + _mrf_hidden.units(config) + fig5.units(config)
 
 
 def _run_unit(key, config, seed):
+    if key[0] == "crf":
+        return fig5.run_unit(key, config, seed)
     if key[0] == "hidden":
         return _mrf_hidden.run_unit(key, config, seed)
     kind, s, d, N, j, k = key
@@ -119,6 +126,14 @@ def _err(rows, label):
 
 
 def _summarize(results, config):
+    out = {"fig5": fig5.summarize(results, config)}
+    if not config["fig5_only"]:
+        out.update(_summarize_boltzmann({k: r for k, r in results.items() if k[0] != "crf"},
+                                        config))
+    return out
+
+
+def _summarize_boltzmann(results, config):
     hidden = {k: v for k, v in results.items() if k[0] == "hidden"}
     results = {k: v for k, v in results.items() if k[0] != "hidden"}
     labels = list(METHODS)
@@ -171,6 +186,14 @@ _FINDINGS = (
 
 def _report(summary, config, out_dir):
     plt = pyplot()
+    if config["fig5_only"]:
+        text = "# Parise & Welling (2006): conditional random fields\n"
+    else:
+        text = _report_boltzmann(summary, config, out_dir, plt)
+    return text + "\n" + fig5.report(summary["fig5"], config, out_dir, plt)
+
+
+def _report_boltzmann(summary, config, out_dir, plt):
     labels = list(METHODS)
     L = ["# Parise & Welling (2006): Bethe-Laplace scores of Boltzmann machines", "",
          f"Seed {config['seed']}{' (quick mode)' if config['quick'] else ''}; "
@@ -249,9 +272,11 @@ def _report(summary, config, out_dir):
 mrf = register(Experiment(
     name="mrf",
     description="Parise & Welling 2006: Bethe-Laplace (BP + linear response) structure scores "
-                "of Boltzmann machines against AIS (Figs. 1-4)",
+                "of Boltzmann machines against AIS (Figs. 1-4) and of linear-chain CRFs (Fig. 5)",
     quick=QUICK, full=FULL, units=_units, run_unit=_run_unit, summarize=_summarize,
     report=_report,
     options=(Option("n_structures", int, "number of random structures"),
-             Option("ais_K", int, "temperatures of the AIS ground truth")),
-    resume_ignores=("n_structures",)))
+             Option("ais_K", int, "temperatures of the AIS ground truth"),
+             Option("fig5_only", lambda v: str(v).lower() in ("1", "true", "yes"),
+                    "run only Fig. 5 (the CRF study)")),
+    resume_ignores=("n_structures", "fig5_only", "fig5_every")))
