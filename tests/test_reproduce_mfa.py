@@ -55,9 +55,9 @@ def test_search_finds_the_components_of_well_separated_clusters(run):
     assert r["ari"] > 0.3
     assert len(r["means"]) == r["n_components"] and np.all(np.diff(r["trace"]["bound"]) > -1e3)
     assert 1 <= run.summary["is_clusters"][4.0]["search_components"] <= 8
-    emb = run.summary["embedded"][64][0]
+    emb = run.summary["embedded"][16][0]
     assert emb["n_components"] >= 1 and len(emb["per_cluster"]) == 6
-    assert np.sum(emb["counts"]) == 6 * 64
+    assert np.sum(emb["counts"]) == 6 * 16
 
 
 def test_bic_ml_baseline_and_vb_classify_digits(run):

@@ -508,4 +508,6 @@ def report(summary, config, out_dir):
     parts.append(_section_digits(summary, config, out_dir))
     parts.append(_section_is(summary, out_dir))
     parts.append(compute_time_line(summary))
+    parts.append("The units run one after another with `--n-jobs 1`, so this is the run's wall "
+                 "time apart from start-up and writing the report.\n")
     return "\n".join(p for p in parts if p)

@@ -39,7 +39,7 @@ FULL = {
     "is_digits_samples": 100, "is_digits_runs": 6, "is_digits_max_points": None,
 }
 QUICK = dict(
-    FULL, cluster_sizes=[20], cluster_reps=1, embedded_sizes=[64], embedded_reps=1,
+    FULL, cluster_sizes=[20], cluster_reps=1, embedded_sizes=[16], embedded_reps=1,
     spiral_reps=0, train_sizes=[30], class_reps=1, ml_components=[1, 2], ml_factors=[2],
     vb_max_iter=300, ml_max_iter=100, unsupervised=False,
     is_spacings=[4.0], is_restarts=3, is_samples=200, is_runs=2,
@@ -80,4 +80,4 @@ mfa = register(Experiment(
     options=(Option("class_reps", int, "repetitions of the digit classifiers (thesis 10)"),
              Option("is_samples", int, "importance samples per run (thesis 4000)"),
              Option("max_iter", int, "VBEM iteration cap of the synthetic searches")),
-    resume_ignores=("class_reps",)))
+    resume_ignores=("class_reps", "unsupervised")))
