@@ -304,9 +304,10 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
     Notes
     -----
     The logistic belief network of de Freitas, Højen-Sørensen, Jordan & Russell (2001),
-    §2, with their ``N(0, 100 I)`` weight prior as default, fitted by the variational
-    approximation of their §3.2 (fully observed nodes) and §3.3 (hidden nodes), which
-    bounds every logistic term with the Jaakkola–Jordan inequality (their eq. 6).
+    §2, with the ``N(0, 100 I)`` weight prior of their experiments (§5.1) as default,
+    fitted by the variational approximation of their §3.2 (fully observed nodes) and
+    §3.3 (hidden nodes), which bounds every logistic term with the Jaakkola–Jordan
+    inequality (their eq. 6).
     Unlike their §3.3, ``q(h)`` is not a mean-field product: each case's unobserved
     nodes get an exact joint distribution by enumeration.  The posterior can be refined
     by :class:`~sklearn_vb.mcmc.VariationalMCMC` (their §4).
