@@ -40,4 +40,8 @@ def test_quick_study(study):
     assert e["VB"]["raw_above_ais"] == 0
     # Laplace chooses the number of hidden units the AIS evidence chooses
     assert s["agreement_with_ais"]["Laplace"] == 1.0
+    # tiny model against quadrature: Laplace exact to a few hundredths, CS and VB below
+    t = s["tiny"]["30"]
+    assert t["Laplace"]["mean_abs"] < 0.05 and t["CS"]["mean"] < -0.5 and t["VB"]["mean"] < -0.5
+    assert s["tiny_vb_above_exact"] == 0
     assert "Hidden units" in study.report and "mrf_hidden_error.png" in study.report
