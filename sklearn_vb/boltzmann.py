@@ -87,11 +87,12 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : (F,) canonical parameters (node features of the visible then the hidden
-        units, then edge features); edges_ (E, 2); n_visible_ (= n_features_in_),
-        n_hidden_, feature_names_, n_parameters_, inference_, log_partition_ (exact or
-        Bethe), objective_ (``l + ln p`` at ``coef_``), loglik_, n_iter_, converged_,
-        start_objectives_ (the best ``t`` of each start), n_samples_, train_patterns_
-        (U, p) and train_counts_ (U,) (the distinct training rows and their weights).
+        units, then edge features); ``edges_`` (E, 2); ``n_visible_`` (=
+        ``n_features_in_``), ``n_hidden_``, ``feature_names_``, ``n_parameters_``,
+        ``inference_``, ``log_partition_`` (exact or Bethe), ``objective_`` (``l + ln p``
+        at ``coef_``), ``loglik_``, ``n_iter_``, ``converged_``, ``start_objectives_`` (the
+        best ``t`` of each start), ``n_samples_``, ``train_patterns_`` (U, p) and
+        ``train_counts_`` (U,) (the distinct training rows and their weights).
     """
 
     _parameter_constraints: dict = {
