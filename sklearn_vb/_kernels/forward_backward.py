@@ -405,18 +405,22 @@ def _batch_forward_into(pi, A, emis, emis_shift, index, starts, ends, divide, se
 
 
 @njit(cache=True, nogil=True)
-def categorical_hmm_log_likelihood_batch(pi, A, B, obs, starts, ends):
+def categorical_hmm_log_likelihood_batch(pi, A, B, obs, starts, ends, keep_frames=False):
     """ln p(sequence s | theta_c) for every parameter set c and sequence s.
 
     pi (C, K), A (C, K, K), B (C, K, V) probabilities; obs (T,) int symbols;
-    starts, ends (S,) sequence boundaries.  Returns (C, S).
+    starts, ends (S,) sequence boundaries.  Returns ``seq`` (C, S) and ``frame``, the
+    per-frame log normalisers ln p(x_t | x_<t, theta_c) (they sum to ``seq``): (C, T)
+    with ``keep_frames``, else a (1, T) scratch row of no meaning (no (C, T) memory).
+    After a frame of probability zero the rest of that sequence is left at 0 and the
+    sequence total is -inf.
     """
     C, K = pi.shape
     V = B.shape[2]
     T = obs.shape[0]
     S = starts.shape[0]
     seq = np.zeros((C, S))
-    frame = np.zeros(T)
+    frame = np.zeros((C if keep_frames else 1, T))
     emis = np.empty((V, K))
     no_shift = np.zeros(V)
     for c in range(C):
@@ -424,8 +428,8 @@ def categorical_hmm_log_likelihood_batch(pi, A, B, obs, starts, ends):
             for v in range(V):
                 emis[v, k] = B[c, k, v]
         _batch_forward_into(pi[c], A[c], emis, no_shift, obs, starts, ends, True, seq[c],
-                            frame)
-    return seq
+                            frame[c if keep_frames else 0])
+    return seq, frame
 
 
 @njit(cache=True, nogil=True)

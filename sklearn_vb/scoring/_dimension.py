@@ -49,7 +49,7 @@ def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4
         Z = model.random_completion(X, rng)
         L = np.asarray(model.log_complete_joint_per_case(params, Z, X), dtype=float)
     G = (L[:R] - L[R:]) / (2.0 * eps)  # (R, n)
-    s = np.linalg.svd(G, compute_uv=False)
+    s = _singular_values(G)
     if s.size == 0 or s[0] == 0:
         return 0
     return int(np.sum(s > rtol * s[0]))
@@ -57,3 +57,12 @@ def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4
 
 def _batched(theta):
     return all(np.ndim(v) >= 1 for v in theta.values())
+
+
+def _singular_values(G):
+    """Singular values of a wide ``G`` (R, n), n >> R, from the R x R triangular factor
+    of ``G^T = Q R`` (backward stable, unlike the eigenvalues of ``G G^T``, and several
+    times faster than a direct SVD of the wide matrix)."""
+    if G.shape[1] > 2 * G.shape[0]:
+        G = np.linalg.qr(G.T, mode="r")
+    return np.linalg.svd(G, compute_uv=False)

@@ -70,29 +70,24 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         """``ln K!`` (the K states are exchangeable), as a log-factorial."""
         return lgamma(self.K + 1)
 
-    def log_likelihood_per_sequence(self, params, X):
+    def _forward(self, params, X, keep_frames=False):
         return categorical_hmm_log_likelihood_batch(
             np.ascontiguousarray(params["pi"], dtype=float),
             np.ascontiguousarray(params["A"], dtype=float),
             np.ascontiguousarray(params["B"], dtype=float),
-            X["obs"], X["starts"], X["ends"],
+            X["obs"], X["starts"], X["ends"], keep_frames,
         )
+
+    def log_likelihood_per_sequence(self, params, X):
+        return self._forward(params, X)[0]
 
     def log_likelihood(self, params, X):
         return self.log_likelihood_per_sequence(params, X).sum(axis=1)
 
     def log_likelihood_per_case(self, params, X):
         """(C, T) ``ln p(x_t | x_<t of its sequence, theta_c)``; rows sum to the
-        likelihood (the per-step normalisers of the forward pass, one compiled pass per
-        parameter set)."""
-        with np.errstate(divide="ignore"):
-            log_pi, log_A, log_B = (np.log(np.asarray(params[k], dtype=float))
-                                    for k in ("pi", "A", "B"))
-        out = np.empty((log_pi.shape[0], X["obs"].size))
-        for c in range(log_pi.shape[0]):
-            out[c] = forward_backward(log_pi[c], log_A[c], np.ascontiguousarray(log_B[c].T),
-                                      X["obs"], X["starts"], X["ends"], False)[1]
-        return out
+        likelihood (the per-step normalisers of the batched forward pass)."""
+        return self._forward(params, X, keep_frames=True)[1]
 
     def random_completion(self, X, rng):
         """A uniformly random state for every frame, (T,)."""
@@ -104,9 +99,10 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         first = np.zeros(Z.size, dtype=bool)
         first[X["starts"]] = True
         prev = np.concatenate([[0], Z[:-1]])
-        with np.errstate(divide="ignore"):
-            trans = np.where(first, np.log(params["pi"][:, Z]), np.log(params["A"][:, prev, Z]))
-            return trans + np.log(params["B"][:, Z, X["obs"]])
+        with np.errstate(divide="ignore"):  # logs of the (C, K, .) blocks, then gathered
+            log_pi, log_A, log_B = (np.log(np.asarray(params[k], dtype=float))
+                                    for k in ("pi", "A", "B"))
+        return np.where(first, log_pi[:, Z], log_A[:, prev, Z]) + log_B[:, Z, X["obs"]]
 
     def e_step(self, params_single, X):
         with np.errstate(divide="ignore"):

@@ -8,8 +8,10 @@ objective wins.  A restart after
 the first may use at most ``restart_iter`` E steps (by default as many as the first
 run took): it only has to show that it climbs above the best run so far, and a draw
 that does not is not worth the cost of a full run.  A restart that is ahead when its
-budget runs out is continued to convergence.  So ``n_init`` runs cost about ``n_init``
-times the first run, which itself is cheap because it starts where VB ended.
+budget runs out is continued to convergence, and so is the highest of the restarts
+that were behind (it may be climbing towards a better optimum more slowly).  So
+``n_init`` runs cost about ``n_init + 1`` times the first run, which itself is cheap
+because it starts where VB ended.
 
 A winning run that stopped at ``max_iter`` without meeting the tolerance raises a
 :class:`~sklearn.exceptions.ConvergenceWarning`.
@@ -125,7 +127,7 @@ def posterior_then_draws(first, far):
 
 
 def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
-                  restart_iter=None, polish=None, space=None):
+                  restart_iter=None, polish=None, space=None, finish_screened=True):
     """The best of ``n_init`` EM runs.
 
     Parameters
@@ -146,6 +148,10 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         quasi-Newton finish of a slowly converging EM).
     space : ParamSpace or None
         Enables the SQUAREM extrapolation of :func:`em_climb`.
+    finish_screened : bool, default True
+        Run the highest of the screened-out restarts on to convergence as well (one
+        more run at most), so that a restart heading for a better optimum that it had
+        not yet reached within its budget is not lost.
 
     Returns
     -------
@@ -154,7 +160,22 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         hit ``max_iter``.
     """
     best = None
+    screened = None  # the highest screened-out restart, still climbing
     n_steps = 0
+
+    def finish(run):
+        more = em_climb(run.theta, evaluate, m_step, max(1, max_iter - run.n_iter), tol,
+                        space=space)
+        return PointEMRun(more.theta, more.objective, run.n_iter + more.n_iter, more.converged)
+
+    def consider(run):
+        nonlocal best
+        if polish is not None and run.converged is not None and np.isfinite(run.objective):
+            run = polish(run)
+        if np.isfinite(run.objective) and (best is None or run.objective > best.objective):
+            best = run
+        return run
+
     for i in range(max(1, int(n_init))):
         theta = starts(i)
         if i == 0 or best is None:
@@ -163,20 +184,24 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
             budget = restart_iter if restart_iter is not None else max(20, best_first_iter)
             run = em_climb(theta, evaluate, m_step, min(budget, max_iter), tol, space=space)
             if not run.converged and np.isfinite(run.objective) and run.objective > best.objective:
-                # ahead of the best run: worth finishing
-                more = em_climb(run.theta, evaluate, m_step, max(1, max_iter - run.n_iter), tol,
-                                space=space)
-                run = PointEMRun(more.theta, more.objective, run.n_iter + more.n_iter,
-                                 more.converged)
+                run = finish(run)  # ahead of the best run: worth finishing
             elif not run.converged:
                 run.converged = None  # screened out, not run to convergence
+                if np.isfinite(run.objective) and (screened is None
+                                                   or run.objective > screened.objective):
+                    screened = run
         n_steps += run.n_iter
-        if polish is not None and run.converged is not None and np.isfinite(run.objective):
-            run = polish(run)
+        run = consider(run)
         if i == 0:
             best_first_iter = run.n_iter
-        if np.isfinite(run.objective) and (best is None or run.objective > best.objective):
-            best = run
+    if screened is not None and finish_screened and best is not None and screened is not best:
+        # A restart still climbing when its budget ran out may end above the best run:
+        # the MAP need not lie in VB's basin (see posterior_then_draws), and a draw far
+        # from it climbs slowly at first.  The highest such restart is run to
+        # convergence: one more run at most, whatever n_init.
+        run = finish(screened)
+        n_steps += run.n_iter - screened.n_iter
+        consider(run)
     if best is None:
         raise RuntimeError(f"{owner}.fit_point: EM failed from every start.")
     best.n_iter = n_steps

@@ -41,13 +41,16 @@ from ..mcmc_moves import (
     estimate_prior_precision,
     posterior_data_precision,
 )
-from ..params import ParamBlock, ParamSpace
+from ..params import ParamBlock, ParamSpace, take
 from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 from ._point_em import best_point_em, posterior_then_draws
 from ._dirichlet import dirichlet_evidence
 
 __all__ = ["FamilyHMMScoringModel", "FamilyHMMPosterior"]
+
+#: parameter sets per block of emission tables in :meth:`FamilyHMMScoringModel.log_complete_joint_per_case`
+_TABLE_CHUNK = 32
 
 
 class FamilyHMMPosterior:
@@ -289,8 +292,19 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     def log_complete_joint_per_case(self, params, Z, X):
         """(C, T) ``ln p(s_t | s_{t-1}) + ln p(x_t | s_t)`` along the completion ``Z``
-        (the initial distribution at the first frame of a sequence)."""
-        out = self.family.log_emission_along(params, Z, X["X"])
+        (the initial distribution at the first frame of a sequence).
+
+        The emission terms are read from the family's (c, T, K) log-likelihood tables,
+        :data:`_TABLE_CHUNK` parameter sets at a time: memory O(chunk T K) whatever the
+        batch (a per-frame gather of the parameters would hold (C, T, D, D) arrays for
+        full-covariance Gaussian states)."""
+        C = self.batch_size(params)
+        out = np.empty((C, Z.size))
+        frames = np.arange(Z.size)
+        for lo in range(0, C, _TABLE_CHUNK):
+            chunk = take(params, slice(lo, min(C, lo + _TABLE_CHUNK)))
+            out[lo:lo + _TABLE_CHUNK] = self.family.log_likelihood_tables(
+                chunk, X["X"])[:, frames, Z]
         if self.K > 1:
             lp, la = self._log_pi_A(params, self.batch_size(params))
             first = np.zeros(Z.size, dtype=bool)
