@@ -139,3 +139,21 @@ def test_cs_dagger_categorical_is_seeded_and_uses_the_batched_frames():
     b = score(est, X, "cs_dagger", lengths=L)
     assert a.log_evidence == b.log_evidence
     assert 0 < a.diagnostics["d"] <= scoring_model_for(est).n_parameters()
+
+
+def test_point_em_draws_per_init_screens_more_starts_at_the_same_budget():
+    starts, evaluate, m_step = _toy_em()
+    seen = []
+
+    def first_far_start_is_late(i):
+        seen.append(i)
+        # only the sixth start lies in the better basin; the others sit at the first
+        # run's optimum
+        return {"x": np.array([12.0 if i == 6 else 0.0])}
+
+    kw = dict(n_init=3, max_iter=5000, tol=1e-10, owner="toy")
+    run = best_point_em(first_far_start_is_late, evaluate, m_step, **kw)
+    assert seen == [0, 1, 2] and run.objective == 0.0
+    seen.clear()
+    run = best_point_em(first_far_start_is_late, evaluate, m_step, draws_per_init=4, **kw)
+    assert seen == list(range(9)) and abs(run.objective - 5.0) < 1e-6

@@ -6,7 +6,7 @@ already done the climbing, so EM from it converges in a few iterations), the oth
 seeded draws (far from VB's basin where the model has such starts, else from q(theta)); the start with the highest
 objective wins.  A restart after
 the first may use at most ``restart_iter`` E steps (by default as many as the first
-run took): it only has to show that it climbs above the best run so far, and a draw
+run took, shared among ``draws_per_init`` draws): it only has to show that it climbs above the best run so far, and a draw
 that does not is not worth the cost of a full run.  A restart that is ahead when its
 budget runs out is continued to convergence, and so is the highest of the restarts
 that were behind (it may be climbing towards a better optimum more slowly).  So
@@ -127,7 +127,8 @@ def posterior_then_draws(first, far):
 
 
 def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
-                  restart_iter=None, polish=None, space=None, finish_screened=True):
+                  restart_iter=None, polish=None, space=None, finish_screened=True,
+                  draws_per_init=1):
     """The best of ``n_init`` EM runs.
 
     Parameters
@@ -142,7 +143,8 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         Named in the warning (the model's class).
     restart_iter : int or None
         E-step budget of the screening phase of every run after the first; None:
-        as many E steps as the first run took (at least 20).
+        as many E steps as the first run took divided by ``draws_per_init`` (at least
+        20 when ``draws_per_init`` is 1, else at least 5).
     polish : callable or None
         ``polish(run) -> PointEMRun`` applied to every run not screened out (e.g. a
         quasi-Newton finish of a slowly converging EM).
@@ -152,6 +154,11 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         Run the highest of the screened-out restarts on to convergence as well (one
         more run at most), so that a restart heading for a better optimum that it had
         not yet reached within its budget is not lost.
+    draws_per_init : int, default 1
+        Every run after the first is replaced by this many seeded draws, each screened
+        with a budget that much shorter: the screening costs the same, but more basins
+        are tried (a short run already tells a draw heading for a better optimum from
+        the rest, and the best of them is finished).
 
     Returns
     -------
@@ -176,12 +183,16 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
             best = run
         return run
 
-    for i in range(max(1, int(n_init))):
+    draws_per_init = max(1, int(draws_per_init))
+    n_runs = 1 + (max(1, int(n_init)) - 1) * draws_per_init
+    for i in range(n_runs):
         theta = starts(i)
         if i == 0 or best is None:
             run = em_climb(theta, evaluate, m_step, max_iter, tol, space=space)
         else:
-            budget = restart_iter if restart_iter is not None else max(20, best_first_iter)
+            budget = (restart_iter if restart_iter is not None
+                      else max(20, best_first_iter) if draws_per_init == 1
+                      else max(5, -(-best_first_iter // draws_per_init)))
             run = em_climb(theta, evaluate, m_step, min(budget, max_iter), tol, space=space)
             if not run.converged and np.isfinite(run.objective) and run.objective > best.objective:
                 run = finish(run)  # ahead of the best run: worth finishing
