@@ -149,7 +149,7 @@ def test_point_em_draws_per_init_screens_more_starts_at_the_same_budget():
         seen.append(i)
         # only the sixth start lies in the better basin; the others sit at the first
         # run's optimum
-        return {"x": np.array([12.0 if i == 6 else 0.0])}
+        return {"x": np.array([13.0 if i == 6 else 0.0])}
 
     kw = dict(n_init=3, max_iter=5000, tol=1e-10, owner="toy")
     run = best_point_em(first_far_start_is_late, evaluate, m_step, **kw)

@@ -6,12 +6,14 @@ already done the climbing, so EM from it converges in a few iterations), the oth
 seeded draws (far from VB's basin where the model has such starts, else from q(theta)); the start with the highest
 objective wins.  A restart after
 the first may use at most ``restart_iter`` E steps (by default as many as the first
-run took, shared among ``draws_per_init`` draws): it only has to show that it climbs above the best run so far, and a draw
-that does not is not worth the cost of a full run.  A restart that is ahead when its
-budget runs out is continued to convergence, and so is the highest of the restarts
-that were behind (it may be climbing towards a better optimum more slowly).  So
-``n_init`` runs cost about ``n_init + 1`` times the first run, which itself is cheap
-because it starts where VB ended.
+run took, shared among ``draws_per_init`` draws): it only has to show that it climbs
+above the best run so far, and a draw that does not is not worth the cost of a full
+run.  A restart that is ahead when its budget runs out is continued to convergence;
+the highest of the restarts that were behind gets one more budget of the first run's
+E steps (it may be climbing towards a better optimum more slowly) and is continued if
+that brings it ahead.  So ``n_init`` runs cost about ``n_init + 1`` times the first
+run, plus the full runs of restarts that got ahead; the first is cheap because it
+starts where VB ended.
 
 A winning run that stopped at ``max_iter`` without meeting the tolerance raises a
 :class:`~sklearn.exceptions.ConvergenceWarning`.
@@ -151,9 +153,10 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
     space : ParamSpace or None
         Enables the SQUAREM extrapolation of :func:`em_climb`.
     finish_screened : bool, default True
-        Run the highest of the screened-out restarts on to convergence as well (one
-        more run at most), so that a restart heading for a better optimum that it had
-        not yet reached within its budget is not lost.
+        Give the highest of the screened-out restarts another budget of the first
+        run's E steps (at least a screening budget) and run it on to convergence if it gets ahead of the best run
+        (one more run at most), so that a restart heading for a better optimum that it
+        had not yet reached within its screening budget is not lost.
     draws_per_init : int, default 1
         Every run after the first is replaced by this many seeded draws, each screened
         with a budget that much shorter: the screening costs the same, but more basins
@@ -168,11 +171,13 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
     """
     best = None
     screened = None  # the highest screened-out restart, still climbing
+    screen_budget = 0
     n_steps = 0
 
-    def finish(run):
-        more = em_climb(run.theta, evaluate, m_step, max(1, max_iter - run.n_iter), tol,
-                        space=space)
+    def finish(run, budget=None):
+        cap = max(1, max_iter - run.n_iter)
+        more = em_climb(run.theta, evaluate, m_step, cap if budget is None else min(budget, cap),
+                        tol, space=space)
         return PointEMRun(more.theta, more.objective, run.n_iter + more.n_iter, more.converged)
 
     def consider(run):
@@ -190,9 +195,10 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         if i == 0 or best is None:
             run = em_climb(theta, evaluate, m_step, max_iter, tol, space=space)
         else:
-            budget = (restart_iter if restart_iter is not None
-                      else max(20, best_first_iter) if draws_per_init == 1
-                      else max(5, -(-best_first_iter // draws_per_init)))
+            budget = screen_budget = (
+                restart_iter if restart_iter is not None
+                else max(20, best_first_iter) if draws_per_init == 1
+                else max(5, -(-best_first_iter // draws_per_init)))
             run = em_climb(theta, evaluate, m_step, min(budget, max_iter), tol, space=space)
             if not run.converged and np.isfinite(run.objective) and run.objective > best.objective:
                 run = finish(run)  # ahead of the best run: worth finishing
@@ -209,8 +215,13 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         # A restart still climbing when its budget ran out may end above the best run:
         # the MAP need not lie in VB's basin (see posterior_then_draws), and a draw far
         # from it climbs slowly at first.  The highest such restart is run to
-        # convergence: one more run at most, whatever n_init.
-        run = finish(screened)
+        # convergence if, within another budget of the first run's E steps (at least a
+        # screening budget), it gets ahead of the best run: one more run at most, whatever n_init.
+        run = finish(screened, max(best_first_iter, screen_budget))
+        if not run.converged and np.isfinite(run.objective) and run.objective > best.objective:
+            run = finish(run)
+        elif not run.converged:
+            run.converged = None
         n_steps += run.n_iter - screened.n_iter
         consider(run)
     if best is None:
