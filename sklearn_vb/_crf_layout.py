@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._kernels.crf import crf_log_partition_batch, crf_marginals, crf_moments, crf_viterbi
+from ._kernels.crf import (crf_expected_features, crf_log_partition_batch, crf_marginals,
+                           crf_moments, crf_viterbi)
 from ._mrf_inference import Moments
 
 __all__ = ["CRFLayout", "CRFData", "CRFEngine"]
@@ -172,7 +173,8 @@ class CRFEngine:
     def value_and_gradient(self, coef):
         """``sum_n ln Z(x_n)`` and ``sum_n E f`` (forward-backward, no covariance)."""
         log_z, node, pair = self.marginals(coef)
-        kappa = self.layout.expected_features(node, pair, self.data.gs, self.data.gt)
+        d = self.data
+        kappa = crf_expected_features(node, pair, d.gs, d.gt, d.starts, d.ends)
         return float(log_z.sum()), kappa
 
     def moments(self, coef, covariance=True):

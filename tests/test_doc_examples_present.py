@@ -27,10 +27,6 @@ NO_EXAMPLE_POSSIBLE = {}
 KNOWN_MISSING = {
     "sklearn_vb.mfa.max_identifiable_factors",
     "sklearn_vb.mfa.fa_free_parameters",
-    "sklearn_vb.LinearChainCRF",
-    "sklearn_vb.crf.crf_prior_precision",
-    "sklearn_vb.model_selection.CRFFeatureSearch",
-    "sklearn_vb.model_selection.crf_feature_sequence",
     "sklearn_vb.BoltzmannMachine",
     "sklearn_vb.boltzmann.boltzmann_edges",
 }

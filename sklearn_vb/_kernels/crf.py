@@ -242,3 +242,29 @@ def crf_moments(U, B, gs, gt, starts, ends, covariance):
                     for g in range(F):
                         cov[f, g] += w[s] * (V[s, f, g] + d[f] * d[g])
     return log_z, kappa, cov
+
+
+@njit(cache=True, nogil=True)
+def crf_expected_features(node, pair, gs, gt, starts, ends):
+    """``sum_n E f`` (canonical feature order) from the label marginals (n, L) and the
+    pair marginals (n, L, L) of :func:`crf_marginals`."""
+    n, L = node.shape
+    Gs = gs.shape[1]
+    Gt = gt.shape[1]
+    n_state = (L - 1) * Gs
+    kappa = np.zeros(n_state + (L - 1) * (L - 1) * Gt)
+    for q in range(starts.shape[0]):
+        for i in range(starts[q], ends[q]):
+            for k in range(1, L):
+                p = node[i, k]
+                o = (k - 1) * Gs
+                for a in range(Gs):
+                    kappa[o + a] += p * gs[i, a]
+            if i < ends[q] - 1:
+                for k in range(1, L):
+                    for m in range(1, L):
+                        p = pair[i, k, m]
+                        o = n_state + ((k - 1) * (L - 1) + m - 1) * Gt
+                        for a in range(Gt):
+                            kappa[o + a] += p * gt[i, a]
+    return kappa

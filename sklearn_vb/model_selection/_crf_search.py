@@ -30,7 +30,17 @@ def crf_feature_sequence(n_inputs, random_state=None):
     """``2 * n_inputs`` nested structures ``{"state_features": ..., "transition_features":
     ...}``: model ``k < n_inputs`` has the first ``k + 1`` state features of a random
     order, model ``n_inputs + j`` all state features and the first ``j + 1`` transition
-    features of a second random order."""
+    features of a second random order.
+
+    Examples
+    --------
+    >>> from sklearn_vb.model_selection import crf_feature_sequence
+    >>> seq = crf_feature_sequence(3, random_state=0)
+    >>> len(seq), seq[2]
+    (6, {'state_features': [0, 1, 2], 'transition_features': []})
+    >>> len(seq[-1]["transition_features"])
+    3
+    """
     rng = check_random_state(random_state)
     G = int(n_inputs)
     s_order = rng.permutation(G)
@@ -125,6 +135,19 @@ class CRFFeatureSearch(EdgeSetSearchBase):
     results_ (with ``structure`` = (state columns, transition columns) and ``n_edges`` = the
     number of included feature columns), ``path_`` (greedy), ``best_structure_``,
     ``best_params_``, ``best_score_``, ``best_estimator_``.
+
+    Examples
+    --------
+    Greedy search over two input columns (an answer feature and a continuation feature):
+
+    >>> from sklearn_vb import LinearChainCRF
+    >>> from sklearn_vb.datasets import make_faq_like_sequences
+    >>> from sklearn_vb.model_selection import CRFFeatureSearch
+    >>> X, y, lengths = make_faq_like_sequences(n_documents=3, n_lines=40, random_state=1)
+    >>> search = CRFFeatureSearch(LinearChainCRF("none", "none"), search="greedy")
+    >>> search = search.fit(X[:, [4, 8]], y, lengths=lengths)
+    >>> search.best_structure_                     # (state columns, transition columns)
+    ((0,), (1,))
     """
 
     _parameter_constraints: dict = {
