@@ -35,7 +35,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
 from ._dag_structure import parse_structure
@@ -94,22 +94,53 @@ class SBNPatterns:
 
 @dataclass
 class _Layout:
-    """Where node ``j``'s weights, parents and second moments live in flat arrays."""
+    """Where node ``j``'s free weights, their inputs and second moments live in flat
+    arrays.
 
-    par_idx: np.ndarray
-    par_ptr: np.ndarray
+    ``in_idx[w_ptr[j] + k]`` is the node feeding weight ``k`` of node ``j`` (-1: the
+    bias); a node whose bias is fixed has no bias weight and adds ``offset[j]`` to its
+    activation instead (``has_bias[j]`` False).
+    """
+
+    in_idx: np.ndarray
     w_ptr: np.ndarray
     m2_ptr: np.ndarray
+    offset: np.ndarray
+    has_bias: np.ndarray
+    spin: bool = False
 
     @classmethod
-    def from_structure(cls, structure):
+    def from_structure(cls, structure, fixed_bias=None, spin=False):
+        """``fixed_bias``: None or a dict node index -> known bias."""
+        fixed_bias = fixed_bias or {}
         parents = structure.parents
-        dims = np.array([1 + len(p) for p in parents], dtype=np.int64)
-        par_idx = np.array([p for ps in parents for p in ps], dtype=np.int64)
-        par_ptr = np.concatenate([[0], np.cumsum(dims - 1)]).astype(np.int64)
+        J = len(parents)
+        has_bias = np.array([j not in fixed_bias for j in range(J)])
+        offset = np.array([float(fixed_bias.get(j, 0.0)) for j in range(J)])
+        inputs = [([-1] if has_bias[j] else []) + list(parents[j]) for j in range(J)]
+        dims = np.array([len(i) for i in inputs], dtype=np.int64)
+        in_idx = np.array([i for ins in inputs for i in ins], dtype=np.int64)
         w_ptr = np.concatenate([[0], np.cumsum(dims)]).astype(np.int64)
         m2_ptr = np.concatenate([[0], np.cumsum(dims**2)]).astype(np.int64)
-        return cls(par_idx, par_ptr, w_ptr, m2_ptr)
+        return cls(in_idx, w_ptr, m2_ptr, offset, has_bias, bool(spin))
+
+    def full(self, j, free):
+        """Node ``j``'s ``[bias, parent weights...]`` from its free weights."""
+        free = np.asarray(free, dtype=float)
+        return free.copy() if self.has_bias[j] else np.concatenate([[self.offset[j]], free])
+
+    def full_cov(self, j, cov):
+        """Covariance of ``[bias, parent weights...]`` (a fixed bias has none)."""
+        if self.has_bias[j]:
+            return cov.copy()
+        out = np.zeros((cov.shape[0] + 1, cov.shape[0] + 1))
+        out[1:, 1:] = cov
+        return out
+
+    def free(self, j, full):
+        """The free weights of node ``j`` from ``[bias, parent weights...]``."""
+        full = np.asarray(full, dtype=float)
+        return full.copy() if self.has_bias[j] else full[1:].copy()
 
     @property
     def dims(self):
@@ -147,16 +178,23 @@ def expand_patterns(codes, structure, max_configurations=MAX_CONFIGURATIONS):
                        counts.astype(float), inverse.reshape(-1))
 
 
-def _gaussian_kl(mean, cov, v):
-    """KL(N(mean, cov) || N(0, v I))."""
+def _gaussian_kl(mean, cov, v, prior_mean=0.0):
+    """KL(N(mean, cov) || N(prior_mean, v I))."""
     d = mean.size
+    if d == 0:
+        return 0.0
     _, logdet = np.linalg.slogdet(cov)
-    return 0.5 * (np.trace(cov) / v + mean @ mean / v - d + d * np.log(v) - logdet)
+    diff = mean - prior_mean
+    return 0.5 * (np.trace(cov) / v + diff @ diff / v - d + d * np.log(v) - logdet)
 
 
-def _solve_node(prec_data, lin, v):
-    """Gaussian update of one node: precision ``prec_data + I/v``; returns (mean, cov)."""
+def _solve_node(prec_data, lin, v, prior_mean=0.0):
+    """Gaussian update of one node: precision ``prec_data + I/v``, linear term
+    ``lin + prior_mean / v``; returns (mean, cov)."""
     d = lin.size
+    if d == 0:
+        return np.zeros(0), np.zeros((0, 0))
+    lin = lin + np.asarray(prior_mean) / v
     P = prec_data.reshape(d, d) + np.eye(d) / v
     L = np.linalg.cholesky(P)
     Linv = np.linalg.inv(L)
@@ -164,7 +202,8 @@ def _solve_node(prec_data, lin, v):
     return cov @ lin, cov
 
 
-def map_weights(patterns, layout, prior_variance, w_init, max_iter=5000, tol=1e-10):
+def map_weights(patterns, layout, prior_variance, w_init, max_iter=5000, tol=1e-10,
+                prior_mean=0.0):
     """MAP weights by EM with the Jaakkola–Jordan bound at a point (an MM algorithm).
 
     With ``q(w)`` a point mass the bound is tight at ``xi = |w.u|``, so every iteration
@@ -180,11 +219,14 @@ def map_weights(patterns, layout, prior_variance, w_init, max_iter=5000, tol=1e-
     layout : object
         ``weight_layout_`` of a fitted network (where each node's weights sit).
     prior_variance : float
-        Variance of the ``N(0, v)`` prior of every weight.
+        Variance of the ``N(prior_mean, v)`` prior of every weight.
     w_init : ndarray
-        Starting flat weight vector (nodes in structure order, ``[bias, parents...]``).
+        Starting flat vector of the free weights (nodes in structure order, each
+        ``[bias, parents...]``, a fixed bias left out).
     max_iter, tol : int, float
         Iteration cap; stop when the objective changes by less than ``tol`` relatively.
+    prior_mean : float or ndarray, default=0.0
+        Prior mean of every free weight (``prior_mean_`` of a fitted network).
 
     Returns
     -------
@@ -218,25 +260,27 @@ def map_weights(patterns, layout, prior_variance, w_init, max_iter=5000, tol=1e-
     prec = np.empty(int(layout.m2_ptr[-1]))
     lin = np.empty(layout.size)
     v = float(prior_variance)
+    mu = np.broadcast_to(np.asarray(prior_mean, dtype=float), (layout.size,))
     const = -0.5 * layout.size * np.log(2 * np.pi * v)
 
     def objective(w):
         M2 = np.concatenate([np.outer(m, m).ravel() for m in layout.split(w)])
-        jj_row_terms(patterns.states, layout.par_idx, layout.par_ptr, w, layout.w_ptr, M2,
-                     layout.m2_ptr, xi, True, terms)
+        jj_row_terms(patterns.states, layout.in_idx, w, layout.w_ptr, M2, layout.m2_ptr,
+                     layout.offset, layout.spin, xi, True, terms)
         normalise_rows(terms, patterns.row_start, post, log_z, ent)
-        return float(patterns.weights @ log_z) - 0.5 * w @ w / v + const
+        return float(patterns.weights @ log_z) - 0.5 * (w - mu) @ (w - mu) / v + const
 
     obj = objective(w)
     trace = [obj]
     for _ in range(int(max_iter)):
-        jj_statistics(patterns.states, layout.par_idx, layout.par_ptr, layout.w_ptr,
-                      layout.m2_ptr, xi, patterns.weights[patterns.row_pattern] * post, prec, lin)
+        jj_statistics(patterns.states, layout.in_idx, layout.w_ptr, layout.m2_ptr,
+                      layout.offset, layout.spin, xi, patterns.weights[patterns.row_pattern] * post, prec, lin)
         parts = []
         for j, d in enumerate(layout.dims):
             a, b = layout.m2_ptr[j], layout.m2_ptr[j + 1]
             P = prec[a:b].reshape(d, d) + np.eye(d) / v
-            parts.append(np.linalg.solve(P, lin[layout.w_ptr[j]:layout.w_ptr[j + 1]]))
+            sl = slice(layout.w_ptr[j], layout.w_ptr[j + 1])
+            parts.append(np.linalg.solve(P, lin[sl] + mu[sl] / v) if d else np.zeros(0))
         w = np.concatenate(parts)
         new = objective(w)
         trace.append(new)
@@ -253,6 +297,7 @@ class _FitData:
     patterns: SBNPatterns
     layout: _Layout
     prior_variance: float
+    prior_mean: np.ndarray
     scratch: np.ndarray = field(init=False)
 
     def __post_init__(self):
@@ -272,7 +317,21 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
     hidden : None, name or iterable of names
         The hidden nodes (never observed; not columns of ``X``).
     prior_variance : float, default=100.0
-        Variance ``v`` of the independent ``N(0, v)`` priors of every bias and weight.
+        Variance ``v`` of the independent ``N(prior_mean, v)`` priors of every bias and
+        weight.
+    prior_mean : float or dict, default=0.0
+        Prior mean of every bias and weight (de Freitas et al. used ``N(3, 10 I)`` in
+        their bimodal experiment), or a dict node -> a number or the node's
+        ``[bias, parent weights...]`` means (nodes left out: 0).
+    fixed_bias : None, float or dict, default=None
+        Known biases, not learnt: a number for every node, or a dict node -> bias.  A
+        fixed bias is no parameter (it has no prior and no posterior); the other
+        nodes' biases are weights as usual.
+    parent_coding : {"binary", "spin"}, default="binary"
+        How a parent's value enters its children's activations: as 0/1, or as -1/+1
+        (``2x - 1``; the node values themselves stay 0/1).  With "spin", relabelling a
+        hidden parent flips the sign of its weights, which makes posteriors bimodal, as
+        in de Freitas et al.'s multimodal experiment.
     binarize : float or None, default=None
         As for ``BernoulliNB``: ``None`` requires ``X`` to hold 0/1 (NaN = missing);
         a number maps values above it to 1 and the others to 0.
@@ -290,16 +349,20 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
     weight_layout_ : object
         Where each node's weights and parents sit in flat weight vectors.
     coef_ : list of ndarray
-        Posterior mean of every node's weights ``[bias, parent weights...]``.
+        Posterior mean of every node's weights ``[bias, parent weights...]`` (a fixed
+        bias at its value).
     covariances_ : list of ndarray
-        Posterior covariance of every node's weights.
+        Posterior covariance of every node's ``[bias, parent weights...]`` (zero row and
+        column for a fixed bias).
+    prior_mean_ : ndarray
+        Prior mean of every free weight, flat (the order of ``weight_layout_``).
     lower_bound_ : float
         The Jaakkola–Jordan variational bound (nats, total); a lower bound on
         ``ln p(X)`` (see the module docstring).
     log_likelihood_ : float
         ``ln p(X | coef_)``, hidden nodes summed out.
     n_parameters_ : int
-        Number of biases and weights.
+        Number of free biases and weights.
 
     Notes
     -----
@@ -339,11 +402,15 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         "structure": "no_validation",
         "hidden": "no_validation",
         "prior_variance": [Interval(Real, 0.0, None, closed="neither")],
+        "prior_mean": "no_validation",
+        "fixed_bias": "no_validation",
+        "parent_coding": [StrOptions({"binary", "spin"})],
         "binarize": [None, Interval(Real, None, None, closed="neither")],
         "max_configurations": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, structure=None, hidden=None, *, prior_variance=100.0, binarize=None,
+    def __init__(self, structure=None, hidden=None, *, prior_variance=100.0, prior_mean=0.0,
+                 fixed_bias=None, parent_coding="binary", binarize=None,
                  max_iter=1000, tol=1e-4, n_init=3, init_params="random", random_state=None,
                  warm_start=False, verbose=0, verbose_interval=10, bound_check="raise",
                  max_configurations=MAX_CONFIGURATIONS):
@@ -353,6 +420,9 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         self.structure = structure
         self.hidden = hidden
         self.prior_variance = prior_variance
+        self.prior_mean = prior_mean
+        self.fixed_bias = fixed_bias
+        self.parent_coding = parent_coding
         self.binarize = binarize
         self.max_configurations = max_configurations
 
@@ -409,9 +479,61 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
             raise ValueError("every node of a sigmoid belief network is binary.")
         self._structure = structure
         self._columns = self._columns_for(names, Xv.shape[1], structure)
-        self._layout = _Layout.from_structure(structure)
+        self._layout = _Layout.from_structure(structure, self._fixed_biases(structure),
+                                              spin=self.parent_coding == "spin")
+        self._prior_mean_flat = self._prior_means(structure, self._layout)
         patterns = expand_patterns(self._codes(Xv), structure, self.max_configurations)
-        return _FitData(patterns, self._layout, float(self.prior_variance))
+        return _FitData(patterns, self._layout, float(self.prior_variance), self._prior_mean_flat)
+
+    def _node_dict(self, value, structure, name):
+        """A dict keyed by node names -> {node index: value}, unknown names refused."""
+        out = {}
+        for node, v in value.items():
+            try:
+                out[structure.index(node)] = v
+            except (KeyError, ValueError, IndexError):
+                raise ValueError(f"{name}: unknown node {node!r}; the nodes are "
+                                 f"{list(structure.names)}.") from None
+        return out
+
+    def _fixed_biases(self, structure):
+        fb = self.fixed_bias
+        if fb is None:
+            return {}
+        if isinstance(fb, dict):
+            fb = self._node_dict(fb, structure, "fixed_bias")
+        elif isinstance(fb, Real):
+            fb = {j: fb for j in range(structure.n_nodes)}
+        else:
+            raise ValueError(f"fixed_bias must be None, a number or a dict node -> number; "
+                             f"got {type(fb).__name__}.")
+        for j, v in fb.items():
+            if not isinstance(v, Real) or not np.isfinite(v):
+                raise ValueError(f"fixed_bias of node {structure.names[j]!r} must be a finite "
+                                 f"number; got {v!r}.")
+        return {j: float(v) for j, v in fb.items()}
+
+    def _prior_means(self, structure, layout):
+        pm = self.prior_mean
+        if isinstance(pm, Real):
+            if not np.isfinite(pm):
+                raise ValueError(f"prior_mean must be finite; got {pm!r}.")
+            return np.full(layout.size, float(pm))
+        if not isinstance(pm, dict):
+            raise ValueError("prior_mean must be a number or a dict node -> number or array "
+                             f"of [bias, parent weights...]; got {type(pm).__name__}.")
+        per_node = self._node_dict(pm, structure, "prior_mean")
+        out = np.zeros(layout.size)
+        for j, v in per_node.items():
+            d_full = 1 + len(structure.parents[j])
+            full = np.broadcast_to(np.asarray(v, dtype=float), (d_full,)) \
+                if np.ndim(v) == 0 else np.asarray(v, dtype=float)
+            if full.shape != (d_full,) or not np.all(np.isfinite(full)):
+                raise ValueError(f"prior_mean of node {structure.names[j]!r} must be a finite "
+                                 f"number or {d_full} numbers [bias, parent weights...]; got "
+                                 f"{v!r}.")
+            out[layout.w_ptr[j]:layout.w_ptr[j + 1]] = layout.free(j, full)
+        return out
 
     # ------------------------------------------------------------------ VBEM
     def _iteration_steps(self):
@@ -419,7 +541,7 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
 
     def _initialize(self, data, random_state):
         lay = data.layout
-        self._mean_ = random_state.standard_normal(lay.size)
+        self._mean_ = data.prior_mean + random_state.standard_normal(lay.size)
         self._covs_ = [np.eye(d) for d in lay.dims]
         R, J = data.patterns.states.shape
         self._xi_ = np.empty((R, J))
@@ -427,8 +549,9 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         self._post_ = np.empty(R)
         self._log_z_ = np.empty(data.patterns.n_patterns)
         self._entropy_ = np.empty(data.patterns.n_patterns)
-        self._kl_ = sum(_gaussian_kl(m, S, data.prior_variance)
-                        for m, S in zip(lay.split(self._mean_), self._covs_))
+        self._kl_ = sum(_gaussian_kl(m, S, data.prior_variance, mu)
+                        for m, S, mu in zip(lay.split(self._mean_), self._covs_,
+                                            lay.split(data.prior_mean)))
         self._step_xi(data, 0)
         self._step_vbe(data, 0)
 
@@ -440,23 +563,24 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         lay, pat = data.layout, data.patterns
         prec = np.empty(int(lay.m2_ptr[-1]))
         lin = np.empty(lay.size)
-        jj_statistics(pat.states, lay.par_idx, lay.par_ptr, lay.w_ptr, lay.m2_ptr, self._xi_,
-                      pat.weights[pat.row_pattern] * self._post_, prec, lin)
+        jj_statistics(pat.states, lay.in_idx, lay.w_ptr, lay.m2_ptr, lay.offset, lay.spin,
+                      self._xi_, pat.weights[pat.row_pattern] * self._post_, prec, lin)
         means, covs, kl = [], [], 0.0
         for j in range(len(lay.dims)):
-            m, S = _solve_node(prec[lay.m2_ptr[j]:lay.m2_ptr[j + 1]],
-                               lin[lay.w_ptr[j]:lay.w_ptr[j + 1]], data.prior_variance)
+            sl = slice(lay.w_ptr[j], lay.w_ptr[j + 1])
+            m, S = _solve_node(prec[lay.m2_ptr[j]:lay.m2_ptr[j + 1]], lin[sl],
+                               data.prior_variance, data.prior_mean[sl])
             means.append(m)
             covs.append(S)
-            kl += _gaussian_kl(m, S, data.prior_variance)
+            kl += _gaussian_kl(m, S, data.prior_variance, data.prior_mean[sl])
         self._mean_ = np.concatenate(means)
         self._covs_ = covs
         self._kl_ = kl
 
     def _row_terms(self, data, set_xi, out):
         lay, pat = data.layout, data.patterns
-        jj_row_terms(pat.states, lay.par_idx, lay.par_ptr, self._mean_, lay.w_ptr,
-                     self._second_moments(), lay.m2_ptr, self._xi_, set_xi, out)
+        jj_row_terms(pat.states, lay.in_idx, self._mean_, lay.w_ptr, self._second_moments(),
+                     lay.m2_ptr, lay.offset, lay.spin, self._xi_, set_xi, out)
 
     def _step_xi(self, data, iteration):
         self._row_terms(data, True, self._terms_)
@@ -475,8 +599,9 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         lay = data.layout
         self.structure_ = self._structure
         self.weight_layout_ = lay
-        self.coef_ = [m.copy() for m in lay.split(self._mean_)]
-        self.covariances_ = [S.copy() for S in self._covs_]
+        self.coef_ = [lay.full(j, m) for j, m in enumerate(lay.split(self._mean_))]
+        self.covariances_ = [lay.full_cov(j, S) for j, S in enumerate(self._covs_)]
+        self.prior_mean_ = self._prior_mean_flat.copy()
         self.n_parameters_ = int(lay.size)
         self.log_likelihood_ = self._log_likelihood(data.patterns)
 
@@ -492,14 +617,16 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
     def _pattern_log_likelihoods(self, patterns, W):
         lay = self._layout
         out = np.empty((W.shape[0], patterns.n_patterns))
-        pattern_log_likelihoods(patterns.states, patterns.row_start, lay.par_idx, lay.par_ptr,
-                                np.ascontiguousarray(W, dtype=float), lay.w_ptr, out)
+        pattern_log_likelihoods(patterns.states, patterns.row_start, lay.in_idx,
+                                np.ascontiguousarray(W, dtype=float), lay.w_ptr, lay.offset,
+                                lay.spin, out)
         return out
 
     def pattern_log_likelihoods(self, weights, patterns):
         """Exact ``ln p(x_p | w)`` of every pattern of ``patterns`` (as returned by
         :meth:`check_data`) for a batch of flat weight vectors ``weights`` (C, total
-        weights, nodes in ``structure_`` order, each ``[bias, parent weights...]``);
+        free weights, nodes in ``structure_`` order, each ``[bias, parent weights...]``
+        with a fixed bias left out);
         returns (C, n_patterns)."""
         self._check_is_fitted()
         return self._pattern_log_likelihoods(patterns, np.atleast_2d(weights))
@@ -539,8 +666,8 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         R = pat.states.shape[0]
         M2 = np.concatenate([np.outer(m, m).ravel() for m in lay.split(self._mean_)])
         terms, post = np.empty(R), np.empty(R)
-        jj_row_terms(pat.states, lay.par_idx, lay.par_ptr, self._mean_, lay.w_ptr, M2,
-                     lay.m2_ptr, np.empty((R, s.n_nodes)), True, terms)
+        jj_row_terms(pat.states, lay.in_idx, self._mean_, lay.w_ptr, M2, lay.m2_ptr,
+                     lay.offset, lay.spin, np.empty((R, s.n_nodes)), True, terms)
         normalise_rows(terms, pat.row_start, post, np.empty(pat.n_patterns), np.empty(pat.n_patterns))
         p1 = np.bincount(pat.row_pattern, weights=post * pat.states[:, j], minlength=pat.n_patterns)
         p1 = np.clip(p1, 0.0, 1.0)[pat.inverse]
@@ -562,7 +689,8 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
         rng = check_random_state(self.random_state)
-        states = sample_states(self.structure_, self.coef_, int(n_samples), rng)
+        states = sample_states(self.structure_, self.coef_, int(n_samples), rng,
+                               spin=self._layout.spin)
         s = self.structure_
         return states[:, list(s.observed)], states[:, list(s.hidden_nodes)]
 
@@ -587,11 +715,13 @@ def hidden_automorphisms(structure, max_hidden=8):
     return count
 
 
-def sample_states(structure, coefs, n_samples, rng):
-    """Ancestral sampling of all nodes with weights ``coefs`` (list per node)."""
+def sample_states(structure, coefs, n_samples, rng, spin=False):
+    """Ancestral sampling of all nodes with weights ``coefs`` (list per node of
+    ``[bias, parent weights...]``); ``spin``: parents enter as -1/+1."""
     states = np.zeros((n_samples, structure.n_nodes), dtype=np.int64)
     for j in structure.order:
         w = coefs[j]
-        a = w[0] + states[:, list(structure.parents[j])] @ w[1:]
+        u = states[:, list(structure.parents[j])]
+        a = w[0] + ((2 * u - 1) if spin else u) @ w[1:]
         states[:, j] = rng.random_sample(n_samples) < 1.0 / (1.0 + np.exp(-a))
     return states

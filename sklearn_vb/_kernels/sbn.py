@@ -2,16 +2,17 @@
 
 Every case is expanded into its enumeration rows: one row per joint configuration of
 the case's unobserved nodes, holding the 0/1 states of all nodes (``states``, shape
-(rows, J)).  Node ``j`` has the input vector ``u = [1, x_pa(j)]`` of length ``d_j``;
-its weights (bias first) sit at ``w[w_ptr[j]:w_ptr[j+1]]`` and its parents at
-``par_idx[par_ptr[j]:par_ptr[j+1]]``.  Second-moment matrices ``E[w w^T]`` are stored
+(rows, J)).  Node ``j`` has the input vector ``u`` of length ``d_j``: input ``k`` is the
+constant 1 when ``in_idx[w_ptr[j] + k] < 0`` (the bias) and the state of node
+``in_idx[w_ptr[j] + k]`` otherwise (0/1, or -1/+1 with ``spin``); its weights sit at ``w[w_ptr[j]:w_ptr[j+1]]``.  A
+fixed (known) bias is not a weight: it is ``offset[j]``, and the activation is
+``a = offset[j] + w.u``.  Second-moment matrices ``E[w w^T]`` are stored
 row-major at ``M2[m2_ptr[j]:m2_ptr[j+1]]``.
 
 The Jaakkola–Jordan bound (Jaakkola & Jordan 2000) for ``s = 2x - 1`` and
-``a = w.u``: ``ln sigma(s a) >= ln sigma(xi) + (s a - xi)/2 - lambda(xi)(a^2 - xi^2)``
+activation ``a``: ``ln sigma(s a) >= ln sigma(xi) + (s a - xi)/2 - lambda(xi)(a^2 - xi^2)``
 with ``lambda(xi) = tanh(xi/2)/(4 xi)``; its expectation under q(w) replaces ``a`` by
-``E[a]`` and ``a^2`` by ``u^T E[w w^T] u``, and the best ``xi`` is
-``sqrt(u^T E[w w^T] u)``.
+``E[a]`` and ``a^2`` by ``E[a^2]``, and the best ``xi`` is ``sqrt(E[a^2])``.
 """
 
 from __future__ import annotations
@@ -43,39 +44,53 @@ def jj_lambda(xi):
 
 
 @njit(cache=True)
-def jj_row_terms(states, par_idx, par_ptr, mean, w_ptr, M2, m2_ptr, xi, set_xi, terms):
+def _input(states, r, in_idx, k, spin):
+    """Input ``k`` of a row: 1 for the bias (``in_idx < 0``), else the parent's state,
+    0/1 or, with ``spin``, -1/+1."""
+    i = in_idx[k]
+    if i < 0:
+        return 1.0
+    if spin:
+        return 2.0 * states[r, i] - 1.0
+    return states[r, i]
+
+
+@njit(cache=True)
+def jj_row_terms(states, in_idx, mean, w_ptr, M2, m2_ptr, offset, spin, xi, set_xi, terms):
     """Expected Jaakkola–Jordan bound of ln p(row | w), summed over nodes, per row.
 
-    With ``set_xi`` the variational parameters are first set to their optimum
-    ``xi[r, j] = sqrt(u^T E[w w^T] u)``; otherwise the stored ones are used.
+    The activation of node ``j`` is ``a = offset[j] + w.u`` (``offset`` a fixed bias,
+    0 when the bias is a weight), so ``E[a^2] = u^T E[w w^T] u + 2 offset E[w.u]
+    + offset^2``.  With ``set_xi`` the variational parameters are first set to their
+    optimum ``xi[r, j] = sqrt(E[a^2])``; otherwise the stored ones are used.
     """
     R, J = states.shape
     for r in range(R):
         tot = 0.0
         for j in range(J):
-            p0 = par_ptr[j]
-            d = par_ptr[j + 1] - p0 + 1
             w0 = w_ptr[j]
+            d = w_ptr[j + 1] - w0
             b0 = m2_ptr[j]
-            a = mean[w0]
-            for k in range(1, d):
-                if states[r, par_idx[p0 + k - 1]] > 0.5:
-                    a += mean[w0 + k]
+            off = offset[j]
+            ew = 0.0
             quad = 0.0
             for k1 in range(d):
-                if k1 > 0 and states[r, par_idx[p0 + k1 - 1]] < 0.5:
+                u1 = _input(states, r, in_idx, w0 + k1, spin)
+                if u1 == 0.0:
                     continue
+                ew += u1 * mean[w0 + k1]
                 for k2 in range(d):
-                    if k2 > 0 and states[r, par_idx[p0 + k2 - 1]] < 0.5:
-                        continue
-                    quad += M2[b0 + k1 * d + k2]
+                    u2 = _input(states, r, in_idx, w0 + k2, spin)
+                    if u2 != 0.0:
+                        quad += u1 * u2 * M2[b0 + k1 * d + k2]
+            quad += 2.0 * off * ew + off * off
             if quad < 0.0:
                 quad = 0.0
             if set_xi:
                 xi[r, j] = math.sqrt(quad)
             x = xi[r, j]
             s = 2.0 * states[r, j] - 1.0
-            tot += log_sigmoid(x) + 0.5 * (s * a - x) - jj_lambda(x) * (quad - x * x)
+            tot += log_sigmoid(x) + 0.5 * (s * (off + ew) - x) - jj_lambda(x) * (quad - x * x)
         terms[r] = tot
 
 
@@ -106,10 +121,11 @@ def normalise_rows(terms, row_start, post, log_z, entropy):
 
 
 @njit(cache=True)
-def jj_statistics(states, par_idx, par_ptr, w_ptr, m2_ptr, xi, row_weight, prec, lin):
+def jj_statistics(states, in_idx, w_ptr, m2_ptr, offset, spin, xi, row_weight, prec, lin):
     """Data terms of the Gaussian q(w) update: for every node
-    ``prec_j = sum_r g_r 2 lambda(xi_rj) u u^T`` and ``lin_j = sum_r g_r (s_rj / 2) u``
-    with row weights ``g_r`` (case weight times q(row))."""
+    ``prec_j = sum_r g_r 2 lambda(xi_rj) u u^T`` and
+    ``lin_j = sum_r g_r (s_rj / 2 - 2 lambda(xi_rj) offset_j) u`` with row weights
+    ``g_r`` (case weight times q(row))."""
     prec[:] = 0.0
     lin[:] = 0.0
     R, J = states.shape
@@ -118,24 +134,24 @@ def jj_statistics(states, par_idx, par_ptr, w_ptr, m2_ptr, xi, row_weight, prec,
         if g == 0.0:
             continue
         for j in range(J):
-            p0 = par_ptr[j]
-            d = par_ptr[j + 1] - p0 + 1
             w0 = w_ptr[j]
+            d = w_ptr[j + 1] - w0
             b0 = m2_ptr[j]
             c = 2.0 * jj_lambda(xi[r, j]) * g
-            h = (states[r, j] - 0.5) * g
+            h = (states[r, j] - 0.5) * g - c * offset[j]
             for k1 in range(d):
-                if k1 > 0 and states[r, par_idx[p0 + k1 - 1]] < 0.5:
+                u1 = _input(states, r, in_idx, w0 + k1, spin)
+                if u1 == 0.0:
                     continue
-                lin[w0 + k1] += h
+                lin[w0 + k1] += h * u1
                 for k2 in range(d):
-                    if k2 > 0 and states[r, par_idx[p0 + k2 - 1]] < 0.5:
-                        continue
-                    prec[b0 + k1 * d + k2] += c
+                    u2 = _input(states, r, in_idx, w0 + k2, spin)
+                    if u2 != 0.0:
+                        prec[b0 + k1 * d + k2] += c * u1 * u2
 
 
 @njit(cache=True)
-def pattern_log_likelihoods(states, row_start, par_idx, par_ptr, W, w_ptr, out):
+def pattern_log_likelihoods(states, row_start, in_idx, W, w_ptr, offset, spin, out):
     """Exact ``ln p(x_p | w)`` of every case ``p`` (unobserved nodes summed out) for a
     batch of weight vectors ``W`` (C, total weights); ``out`` is (C, cases)."""
     C = W.shape[0]
@@ -146,13 +162,10 @@ def pattern_log_likelihoods(states, row_start, par_idx, par_ptr, W, w_ptr, out):
         for r in range(R):
             tot = 0.0
             for j in range(J):
-                p0 = par_ptr[j]
-                d = par_ptr[j + 1] - p0 + 1
                 w0 = w_ptr[j]
-                a = W[c, w0]
-                for k in range(1, d):
-                    if states[r, par_idx[p0 + k - 1]] > 0.5:
-                        a += W[c, w0 + k]
+                a = offset[j]
+                for k in range(w_ptr[j + 1] - w0):
+                    a += _input(states, r, in_idx, w0 + k, spin) * W[c, w0 + k]
                 s = 2.0 * states[r, j] - 1.0
                 tot += log_sigmoid(s * a)
             rowll[r] = tot

@@ -1,7 +1,8 @@
 """ScoringModel for a fitted :class:`~sklearn_vb.sbn.VBSigmoidBeliefNetwork`.
 
-theta = one real block per node, ``w[<node>]`` = ``[bias, parent weights...]``, each
-entry with the estimator's ``N(0, prior_variance)`` prior; exact ``ln p(X | theta)`` by
+theta = one real block per node with free weights, ``w[<node>]`` = ``[bias, parent
+weights...]`` (a fixed bias left out; a node with no free weight has no block), each
+entry with the estimator's ``N(prior_mean, prior_variance)`` prior; exact ``ln p(X | theta)`` by
 enumerating the unobserved nodes of every distinct pattern (the estimator's compiled
 kernel).  q(theta) is the fitted Gaussian per node.
 """
@@ -25,10 +26,13 @@ class SBNScoringModel(ScoringModelMixin):
         self.estimator = estimator
         s = estimator.structure_
         self.layout = estimator.weight_layout_
-        self.block_names = [f"w[{name}]" for name in s.names]
-        self.param_space = ParamSpace([ParamBlock(b, (int(d),), "real")
-                                       for b, d in zip(self.block_names, self.layout.dims)])
+        dims = self.layout.dims
+        self._nodes = [j for j in range(s.n_nodes) if dims[j] > 0]
+        self.block_names = [f"w[{s.names[j]}]" for j in self._nodes]
+        self.param_space = ParamSpace([ParamBlock(b, (int(dims[j]),), "real")
+                                       for b, j in zip(self.block_names, self._nodes)])
         self.prior_variance = float(estimator.prior_variance)
+        self.prior_mean = np.asarray(estimator.prior_mean_, dtype=float)
 
     def prepare_data(self, X, **fit_params):
         if fit_params:
@@ -46,17 +50,17 @@ class SBNScoringModel(ScoringModelMixin):
 
     def _unflat(self, W):
         W = np.atleast_2d(W)
-        return {b: W[:, a:c].copy() for b, a, c in
-                zip(self.block_names, self.layout.w_ptr[:-1], self.layout.w_ptr[1:])}
+        w_ptr = self.layout.w_ptr
+        return {b: W[:, w_ptr[j]:w_ptr[j + 1]].copy() for b, j in zip(self.block_names, self._nodes)}
 
     def log_prior(self, params):
-        W = self._flat(params)
+        Z = self._flat(params) - self.prior_mean
         v = self.prior_variance
-        return -0.5 * np.sum(W * W, axis=1) / v - 0.5 * W.shape[1] * np.log(2 * np.pi * v)
+        return -0.5 * np.sum(Z * Z, axis=1) / v - 0.5 * Z.shape[1] * np.log(2 * np.pi * v)
 
     def sample_prior(self, rng, size):
         rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
-        return self._unflat(rng.standard_normal((int(size), self.layout.size))
+        return self._unflat(self.prior_mean + rng.standard_normal((int(size), self.layout.size))
                             * np.sqrt(self.prior_variance))
 
     def log_likelihood_per_case(self, params, X):
@@ -67,10 +71,10 @@ class SBNScoringModel(ScoringModelMixin):
 
     def simulate(self, params_single, rng, n_cases=None, lengths=None):
         W = self._flat(params_single)[0]
-        coefs = self.layout.split(W)
+        coefs = [self.layout.full(j, w) for j, w in enumerate(self.layout.split(W))]
         s = self.estimator.structure_
         rs = np.random.RandomState(np.random.default_rng(rng).integers(2**31))
-        states = sample_states(s, coefs, int(n_cases or 1), rs)
+        states = sample_states(s, coefs, int(n_cases or 1), rs, spin=self.layout.spin)
         return states[:, list(s.observed)].astype(float), states[:, list(s.hidden_nodes)]
 
     def n_parameters(self):
@@ -90,16 +94,21 @@ class SBNScoringModel(ScoringModelMixin):
         if kind != "map":
             raise NotImplementedError(f"fit_point supports kind='map' only, got {kind!r}.")
         rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
-        starts = [np.concatenate(self.estimator.coef_)]
-        starts += [rng.standard_normal(self.layout.size) for _ in range(max(int(n_init), 1) - 1)]
+        lay = self.layout
+        starts = [np.concatenate([lay.free(j, c) for j, c in enumerate(self.estimator.coef_)])]
+        starts += [self.prior_mean + rng.standard_normal(lay.size)
+                   for _ in range(max(int(n_init), 1) - 1)]
         best = None
         for w0 in starts:
-            w, trace = map_weights(X, self.layout, self.prior_variance, w0, max_iter, tol_per_case)
+            w, trace = map_weights(X, lay, self.prior_variance, w0, max_iter, tol_per_case,
+                                   prior_mean=self.prior_mean)
             if best is None or trace[-1] > best[1]:
                 best = (w, trace[-1])
         return self._unflat(best[0])
 
     def variational_posterior(self, X=None):
-        est = self.estimator
-        return FactorizedPosterior([GaussianQ(b, m, S) for b, m, S in
-                                    zip(self.block_names, est.coef_, est.covariances_)])
+        est, lay = self.estimator, self.layout
+        return FactorizedPosterior([
+            GaussianQ(b, est.coef_[j][0 if lay.has_bias[j] else 1:],
+                      est.covariances_[j][int(not lay.has_bias[j]):, int(not lay.has_bias[j]):])
+            for b, j in zip(self.block_names, self._nodes)])
