@@ -9,7 +9,8 @@ from sklearn_vb import reproduce
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return reproduce.vmcmc(quick=True, parents=[1, 4], n=200, repeats=2, n_mcmc=[400],
-                           verbose=0, out=tmp_path_factory.mktemp("vmcmc"))
+                           bimodal_n_mcmc=1000, bimodal_repeats=1, verbose=0,
+                           out=tmp_path_factory.mktemp("vmcmc"))
 
 
 def test_relative_loglik_table(run):
@@ -29,3 +30,26 @@ def test_relative_loglik_table(run):
 def test_report(run):
     assert "relative" in run.report.lower() and "Table 1" in run.report
     assert "vmcmc_relative_400.png" in run.report
+
+
+def test_bimodal_modes_and_moments(run):
+    bi = run.summary["bimodal"]
+    ex = bi["exact"]
+    # the exact posterior has two modes, both with real mass, summing to one
+    assert len(ex["mode_mass"]) == 2 and min(ex["mode_mass"]) > 0.02
+    assert abs(sum(ex["mode_mass"]) - 1.0) < 1e-9 or ex["n_basins"] > 2
+    # the hidden parent's weight: the modes lie on either side of zero
+    (a, _), (b, _) = ex["mode_location"]
+    assert a * b < 0
+    # q sits in one mode and under-estimates the spread of w_h
+    assert bi["q_summary"]["variance"][0] < ex["variance"][0]
+    ind, reg = bi["samplers"]["independence"], bi["samplers"]["regeneration"]
+    # the independence sampler with q never leaves q's mode
+    assert min(ind["mode_mass"]["mean"]) < 0.01
+    assert ind["variance"]["mean"][0] < 0.5 * ex["variance"][0]
+    # refitting q at regeneration times corrects its under-estimated variance
+    assert reg["variance"]["mean"][0] > 2 * ind["variance"]["mean"][0]
+    for row in bi["samplers"].values():
+        assert abs(sum(row["mode_mass"]["mean"]) - 1.0) < 1e-9 or ex["n_basins"] > 2
+        assert np.all(np.isfinite(row["kurtosis"]["mean"]))
+    assert "vmcmc_bimodal.png" in run.report and "Fig. 16" in run.report
