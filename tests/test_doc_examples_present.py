@@ -115,3 +115,25 @@ def test_public_callable_has_runnable_example(qualname):
     assert ">>>" in section, f"{qualname}: the 'Examples' section holds no code"
     # a skipped example is one nobody runs: it can silently stop working
     assert "+SKIP" not in section, f"{qualname}: an example is marked '# doctest: +SKIP'"
+
+
+def test_examples_are_collected_as_doctests():
+    # tests/test_docstring_examples.py runs the doctests of each module that defines an
+    # object; an example that its collection misses (an object defined outside the
+    # package's modules, a docstring assigned at run time) would never run
+    import doctest
+
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    collected = {}
+    missing = []
+    for qualname, obj in sorted(PUBLIC.items()):
+        if qualname in NO_EXAMPLE_POSSIBLE or qualname in KNOWN_MISSING:
+            continue
+        module_name = obj.__module__
+        if module_name not in collected:
+            module = importlib.import_module(module_name)
+            collected[module_name] = {t.name for t in finder.find(module, module_name)
+                                      if t.examples}
+        if f"{module_name}.{obj.__qualname__}" not in collected[module_name]:
+            missing.append(qualname)
+    assert not missing, f"examples the doctest run does not collect: {missing}"
