@@ -35,6 +35,11 @@ class UnreliableEstimateWarning(UserWarning):
 class ScoreResult:
     """A log-evidence estimate ``ln p(X | m)`` in nats, total over the data set.
 
+    The kinds of guarantee in ``bound`` are those of Grosse, Ghahramani & Adams (2015),
+    §4: a deterministic lower bound (the VB bound, Beal 2003, §2.3), stochastic lower
+    bounds (importance sampling and AIS, §4.1), stochastic upper bounds (reverse AIS,
+    §4.2) and the bidirectional interval (§4.3).
+
     Attributes
     ----------
     method : str
