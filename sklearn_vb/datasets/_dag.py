@@ -105,19 +105,48 @@ def bipartite_structure(code, n_hidden=2, hidden_states=2, observed_states=5):
 
 
 def beal_true_structure():
-    """``(parents, cardinalities, hidden)`` of the true structure (code (1, 3, 3, 2))."""
+    """``(parents, cardinalities, hidden)`` of the true structure (code (1, 3, 3, 2)) of
+    Beal (2003), §6.5: two hidden binary nodes, four observed five-state children.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import beal_true_structure
+    >>> parents, cardinalities, hidden = beal_true_structure()
+    >>> parents["y2"], cardinalities["y2"], hidden
+    (['s1', 's2'], 5, ['s1', 's2'])
+    """
     return bipartite_structure(BEAL_TRUE_CODE)
 
 
 def beal_true_parameters():
     """The true CPTs of §6.5 (printed to 2 decimals in the thesis), each row
-    renormalised; list in node order s1, s2, y1, y2, y3, y4."""
+    renormalised; list in node order s1, s2, y1, y2, y3, y4.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.datasets import beal_true_parameters
+    >>> cpts = beal_true_parameters()
+    >>> [cpt.shape for cpt in cpts]          # (parent configurations, states)
+    [(1, 2), (1, 2), (2, 5), (4, 5), (4, 5), (2, 5)]
+    >>> all(bool(np.allclose(cpt.sum(axis=1), 1.0)) for cpt in cpts)
+    True
+    """
     tables = [np.array(t, dtype=float) for t in _TRUE_TABLES]
     return [t / t.sum(axis=1, keepdims=True) for t in tables]
 
 
 def random_beal_parameters(random_state=None, prior=1.0):
-    """CPTs for the true structure drawn from the Dirichlet(prior) prior."""
+    """CPTs for the true structure drawn from the Dirichlet(prior) prior (the parameter
+    draws of the structure-scoring experiments of Beal 2003, §6.5).
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import random_beal_parameters
+    >>> cpts = random_beal_parameters(random_state=0)
+    >>> [cpt.shape for cpt in cpts]
+    [(1, 2), (1, 2), (2, 5), (4, 5), (4, 5), (2, 5)]
+    """
     rng = check_random_state(random_state)
     shapes = [(1, 2), (1, 2), (2, 5), (4, 5), (4, 5), (2, 5)]
     return [rng.dirichlet(np.full(r, prior), size=q) for q, r in shapes]

@@ -99,6 +99,13 @@ def make_lds_input_experiment(n_samples=100, *, n_outputs=4, random_state=None):
     the states); the first two columns of D are U(-10, 10), the third is zero.
 
     Returns ``(X, U, states, params)``.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_lds_input_experiment
+    >>> X, U, states, params = make_lds_input_experiment(50, random_state=0)
+    >>> X.shape, U.shape, states.shape, sorted(params)
+    ((50, 4), (50, 3), (50, 2), ['A', 'B', 'C', 'D', 'R'])
     """
     rng = check_random_state(random_state)
     params = make_lds_params(2, n_outputs, 0, eigenvalues=[0.65, 0.7], random_state=rng)

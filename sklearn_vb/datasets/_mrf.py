@@ -36,7 +36,16 @@ def enumerate_undirected_graphs(n_nodes):
 
 def random_undirected_structures(n_structures=50, n_nodes=5, edge_prob=0.5, random_state=None):
     """Distinct non-empty random graphs, each possible edge present with ``edge_prob``
-    (empty graphs and duplicates are redrawn)."""
+    (empty graphs and duplicates are redrawn); the random structures of Parise & Welling
+    (2006), §4.
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import random_undirected_structures
+    >>> graphs = random_undirected_structures(3, n_nodes=3, random_state=0)
+    >>> len(graphs), all(len(g) > 0 for g in graphs), len(set(map(tuple, graphs)))
+    (3, True, 3)
+    """
     rng = np.random.default_rng(random_state)
     pairs = list(itertools.combinations(range(int(n_nodes)), 2))
     if n_structures > 2 ** len(pairs) - 1:
@@ -56,7 +65,18 @@ def make_boltzmann_machine(edges, n_nodes, d, eps=0.1, bias_range=(-1.0, 1.0), r
     """Parameters (0/1 coding; node biases, then weights in sorted edge order) of the
     synthetic Boltzmann machines of Parise and Welling (2006): every weight has a random
     sign and is uniform on ``[d, d + eps]`` (positive) or ``[-d, -d + eps]`` (negative),
-    biases uniform on ``bias_range``."""
+    biases uniform on ``bias_range`` (their §4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.datasets import make_boltzmann_machine
+    >>> coef = make_boltzmann_machine([(0, 1), (1, 2)], n_nodes=3, d=1.0, random_state=0)
+    >>> coef.shape                             # 3 biases, then 2 weights
+    (5,)
+    >>> bool(np.all((np.abs(coef[3:]) >= 0.9) & (np.abs(coef[3:]) <= 1.1)))
+    True
+    """
     rng = np.random.default_rng(random_state)
     E = parse_structure(edges, n_nodes).shape[0]
     theta = rng.uniform(bias_range[0], bias_range[1], size=n_nodes)
@@ -67,7 +87,20 @@ def make_boltzmann_machine(edges, n_nodes, d, eps=0.1, bias_range=(-1.0, 1.0), r
 
 
 def sample_mrf(coef, edges, n_nodes, n_samples, n_states=2, random_state=None):
-    """Exact samples ``(n_samples, n_nodes)`` of a pairwise MRF by enumeration."""
+    """Exact samples ``(n_samples, n_nodes)`` of a pairwise MRF by enumeration (the
+    "exact sampling by exhaustive enumeration" of Parise & Welling 2006, §4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.datasets import sample_mrf
+    >>> coef = np.array([0.0, 0.0, 3.0])       # two biases, one strong coupling
+    >>> X = sample_mrf(coef, [(0, 1)], n_nodes=2, n_samples=1000, random_state=0)
+    >>> X.shape
+    (1000, 2)
+    >>> bool(np.mean(X[:, 0] == X[:, 1]) > 0.6)    # the coupling makes them agree
+    True
+    """
     K = np.broadcast_to(np.asarray(n_states, dtype=np.int64), (n_nodes,))
     layout = MRFLayout(K, parse_structure(edges, n_nodes))
     coef = np.asarray(coef, dtype=float)
@@ -80,7 +113,16 @@ def nested_edge_sequence(true_edges, n_nodes, random_state=None):
     """A random nested sequence of graphs around a true one: a random order of the true
     edges followed by a random order of the absent edges; graph ``k`` holds the first
     ``k`` edges, so the sequence runs from the empty graph through the true graph (at
-    position ``|E*|``) to the complete graph."""
+    position ``|E*|``) to the complete graph: the nested sequences of Parise & Welling
+    (2006), §4 (their Figs. 1 and 2).
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import nested_edge_sequence
+    >>> sequence = nested_edge_sequence([(0, 1)], n_nodes=3, random_state=0)
+    >>> len(sequence), sequence[0], sequence[1], len(sequence[-1])
+    (4, [], [(0, 1)], 3)
+    """
     rng = np.random.default_rng(random_state)
     true = [tuple(e) for e in parse_structure(true_edges, n_nodes).tolist()]
     rest = [e for e in itertools.combinations(range(n_nodes), 2) if e not in set(true)]
