@@ -119,7 +119,7 @@ def report(summary, config, out_dir, plt):
          f"{config['fig5_ais_runs']} runs, started from the Laplace Gaussian) with the exact "
          "conditional likelihood.", "",
          save_figure(fig, out_dir, "mrf_fig5.png"), "",
-         f"Laplace-Exact tracks AIS: mean |Laplace − AIS| = {me['Laplace-Exact']:.3f} nats "
+         f"Laplace-Exact tracks AIS: mean absolute difference from AIS {me['Laplace-Exact']:.3f} nats "
          f"(max {mx['Laplace-Exact']:.3f}; AIS standard error {summary['mean_ais_stderr']:.3f} "
          f"on average; within 3 standard errors for "
          f"{100 * summary['laplace_within_3_stderr']:.0f}% of the models), against "
