@@ -8,7 +8,7 @@ from sklearn_vb import reproduce
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return reproduce.mrf(quick=True, fig5_only=True, verbose=0,
+    return reproduce.mrf(quick=True, fig5_only=True, fig5_every=16, verbose=0,
                          out=tmp_path_factory.mktemp("mrf_fig5"))
 
 
