@@ -34,7 +34,16 @@ __all__ = ["BoltzmannMachine", "boltzmann_edges"]
 def boltzmann_edges(n_visible, n_hidden, connectivity):
     """The edge array of a Boltzmann machine (visible nodes ``0..p-1``, hidden ``p..``):
     ``"restricted"`` every visible-hidden pair (RBM); ``"full"`` every pair; or an edge
-    list / symmetric adjacency over all ``p + H`` nodes."""
+    list / symmetric adjacency over all ``p + H`` nodes.
+
+    Examples
+    --------
+    >>> from sklearn_vb.boltzmann import boltzmann_edges
+    >>> boltzmann_edges(2, 1, "restricted").tolist()
+    [[0, 2], [1, 2]]
+    >>> len(boltzmann_edges(2, 1, "full"))
+    3
+    """
     p, H = int(n_visible), int(n_hidden)
     if isinstance(connectivity, str):
         if connectivity == "restricted":
@@ -93,6 +102,23 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
         at ``coef_``), ``loglik_``, ``n_iter_``, ``converged_``, ``start_objectives_`` (the
         best ``t`` of each start), ``n_samples_``, ``train_patterns_`` (U, p) and
         ``train_counts_`` (U,) (the distinct training rows and their weights).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb import BoltzmannMachine
+    >>> from sklearn_vb.scoring import score
+    >>> rng = np.random.default_rng(0)
+    >>> x0 = rng.integers(0, 2, 100)
+    >>> X = np.column_stack([x0, x0, rng.integers(0, 2, 100)]).astype(float)
+    >>> bm = BoltzmannMachine(n_hidden=1, random_state=0).fit(X)
+    >>> bm.coef_.shape  # 4 biases and 3 visible-hidden couplings
+    (7,)
+    >>> bool(np.isclose(np.exp(bm.score_samples(np.indices((2, 2, 2)).reshape(3, -1).T)).sum(), 1))
+    True
+    >>> lap = score(bm, X, "hidden_laplace").log_evidence
+    >>> bool(score(bm, X, "hidden_vb").log_evidence < lap)
+    True
     """
 
     _parameter_constraints: dict = {

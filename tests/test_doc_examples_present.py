@@ -29,8 +29,6 @@ KNOWN_MISSING = {
     "sklearn_vb.mfa.max_identifiable_factors",
     "sklearn_vb.mfa.fa_free_parameters",
     "sklearn_vb.datasets.make_faq_like_sequences",
-    "sklearn_vb.BoltzmannMachine",
-    "sklearn_vb.boltzmann.boltzmann_edges",
 }
 
 _EXAMPLES_HEADER = re.compile(r"^[ \t]*Examples[ \t]*\n[ \t]*-{8,}[ \t]*$", re.MULTILINE)
