@@ -162,12 +162,13 @@ def test_rejected_parents_are_not_proposed_again_within_a_pass():
     so no parent may be rejected twice; without the rule the list recomputed after
     an acceptance proposes a rejected parent again (on these data: parent 8; the
     trajectory is the one of plain VBEM with all loading columns kept and random split
-    directions)."""
+    directions, every birth followed by a full epoch)."""
     X, _ = make_mixed_dimension_clusters(random_state=2)
 
     def rejected(skip):
         m = _fit(X, random_state=2, max_tries=1, skip_rejected_parents=skip,
-                 prune_factors=False, acceleration=None, split_direction="random")
+                 prune_factors=False, acceleration=None, split_direction="random",
+                 birth_partial_iter=0)
         return [pid for (_, pid, ok, _, _) in m.search_history_["moves"] if not ok]
 
     r = rejected(True)
@@ -179,9 +180,11 @@ def test_rejected_parents_are_not_proposed_again_within_a_pass():
 def test_birth_epoch_stopping_rules_end_epochs_early(blobs_fit):
     """With huge relative tolerances a birth epoch ends at its first iteration above
     the target F (accept rule) or at its sixth below it (reject rule), unless a death
-    restarted its trace; F never decreases within an epoch."""
+    restarted its trace; F never decreases within an epoch.  (Every birth runs a full
+    epoch here: no partial updates of the children first.)"""
     X, _ = blobs_fit
-    m = _fit(X, random_state=0, max_tries=1, birth_accept_rtol=1e6, birth_reject_rtol=1e6)
+    m = _fit(X, random_state=0, max_tries=1, birth_accept_rtol=1e6, birth_reject_rtol=1e6,
+             birth_partial_iter=0)
     h = m.search_history_
     births = {e for (e, _, _, _, _) in h["moves"]}
     assert len(births) >= 3
@@ -192,7 +195,7 @@ def test_birth_epoch_stopping_rules_end_epochs_early(blobs_fit):
             continue
         assert 2 <= len(ev) <= 6
         assert np.all(np.diff(bound) >= -1e-9 * np.abs(bound[1:]))
-    default = _fit(X, random_state=0, max_tries=1)
+    default = _fit(X, random_state=0, max_tries=1, birth_partial_iter=0)
     assert default.n_iter_ > m.n_iter_
 
 
