@@ -40,7 +40,7 @@ from ._kernels._constants import LOG_2PI
 from ._kernels._linalg import spd_inverse_jittered
 
 __all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
-           "noise_update", "log_prior_density"]
+           "noise_residual", "noise_update", "log_prior_density"]
 
 
 def factor_posterior(lam, psi):
@@ -103,17 +103,21 @@ def point_loadings(W, C, psi, kind, lam_old=None, a_star=None, b_star=None, nu_s
     return mean
 
 
-def noise_update(D, C, W, lam, second, n_samples, floor):
-    """``Psi`` maximising the expected complete log-likelihood given the loadings:
-    ``second`` (S, p, K+1, K+1) is ``E[lambda~ lambda~^T]`` of each row (``lam lam^T``
-    at a point, plus the row covariance under VB)."""
-    resid = (
+def noise_residual(D, C, W, lam, second):
+    """``Σ_s Σ_i r_is E[(y_iq - λ̃^s_q x̃_i)²]`` per feature, shape (p,), summed over
+    the components of the statistics given."""
+    return (
         D.sum(axis=0)
         - 2.0 * np.einsum("sqk,sqk->q", lam, C)
         + np.einsum("sqkl,slk->q", second, W)
     )
-    psi = resid / n_samples
-    return np.maximum(psi, floor)
+
+
+def noise_update(D, C, W, lam, second, n_samples, floor):
+    """``Psi`` maximising the expected complete log-likelihood given the loadings:
+    ``second`` (S, p, K+1, K+1) is ``E[lambda~ lambda~^T]`` of each row (``lam lam^T``
+    at a point, plus the row covariance under VB)."""
+    return np.maximum(noise_residual(D, C, W, lam, second) / n_samples, floor)
 
 
 def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):

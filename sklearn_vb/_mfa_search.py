@@ -13,7 +13,12 @@ partial iteration updates, in this order,
   of F over q(s) under that constraint (the other components' responsibilities, and
   so all their terms of F, stay as they are),
 * q(π) (all counts: cheap and exact),
-* q(ν^s) for the children.
+* q(ν^s) for the children,
+* optionally the shared hyperparameters the estimator re-estimates: the noise Ψ (its
+  exact maximiser given every component's q(Λ̃) and statistics, those of the fixed
+  components computed once, :func:`noise_residuals`) and the ARD rate b*.  Without
+  them a split of a component that holds most of the data cannot pay: the parent's
+  Ψ has absorbed the spread the two children now explain.
 
 Each is an exact coordinate maximisation of F over a block of q, so F never decreases,
 and the cost of an iteration is about ``2 / S`` of a full one.  The functions here act
@@ -27,8 +32,9 @@ import numpy as np
 from scipy.special import digamma
 
 from ._kernels import mfa as _k
+from ._mfa_point import noise_residual
 
-__all__ = ["children_iteration"]
+__all__ = ["children_iteration", "noise_residuals"]
 
 
 def _with_columns(full, part, index, axis):
@@ -40,10 +46,27 @@ def _with_columns(full, part, index, axis):
     return out
 
 
-def children_iteration(st, Z, children):
+def noise_residuals(st, Z, components):
+    """``Σ_s Σ_i r_is E[(y_iq − Λ̃^s_q x̃_i)²]`` over ``components``, shape (p,): the
+    part of the Ψ update (``noise_update`` of :mod:`sklearn_vb._mfa_point`) that
+    these components contribute."""
+    c = np.asarray(components, dtype=int)
+    if c.size == 0:
+        return np.zeros(Z.shape[1])
+    Nk, W, C, D = _k.sufficient_statistics(Z, np.ascontiguousarray(st["resp"][:, c]),
+                                           np.ascontiguousarray(st["xbar"][:, c]),
+                                           st["sigma"][c])
+    lam, cov = st["lam_mean"][c], st["lam_cov"][c]
+    second = cov + lam[:, :, :, None] * lam[:, :, None, :]
+    return noise_residual(D, C, W, lam, second)
+
+
+def children_iteration(st, Z, children, fixed_residuals=None, psi_floor=None,
+                       ard_rate_min=None):
     """One partial VBEM iteration over the components ``children`` (indices) of the
-    state ``st``; the other components' posteriors and every hyperparameter are held
-    fixed."""
+    state ``st``; the other components' posteriors are held fixed.  With
+    ``fixed_residuals`` (:func:`noise_residuals` of the other components) Ψ is
+    re-estimated (floored at ``psi_floor``); with ``ard_rate_min`` not None, b*."""
     c = np.asarray(children)
     K = st["sigma"].shape[-1]
     psi = st["psi"]
@@ -76,3 +99,9 @@ def children_iteration(st, Z, children):
     st["alpha_hat"] = st["alpha_star"] / S + st["resp"].sum(axis=0)
     sq = mean[:, :, :K] ** 2 + np.diagonal(cov, axis1=-2, axis2=-1)[:, :, :K]
     st["b_tilde"] = _with_columns(st["b_tilde"], st["b_star"] + 0.5 * sq.sum(axis=1), c, 0)
+    if fixed_residuals is not None:
+        resid = fixed_residuals + noise_residuals(st, Z, c)
+        st["psi"] = np.maximum(resid / Z.shape[0], psi_floor)
+    if ard_rate_min is not None and st["b_tilde"].size:
+        e_nu = st["a_tilde"] / st["b_tilde"]
+        st["b_star"] = float(max(st["a_star"] / e_nu.mean(), ard_rate_min))

@@ -36,8 +36,8 @@ Choices made here:
   without an acceptance (``skip_rejected_parents``); and a component whose mass is
   below ``shrinking_death_threshold`` (5 points) and still falling dies at once
   rather than fading over tens of iterations.  Births first run partial updates
-  of the two children alone (``birth_partial_iter``), and most rejections are
-  decided there.  None touches the bound: every recorded F is the exact bound of
+  of the two children alone (``birth_partial_iter``; ``birth_partial_reject``
+  also rejects there).  None touches the bound: every recorded F is the exact bound of
   the stored state, non-decreasing within each VBEM run, and a rejected birth
   restores the saved state exactly.
 """
@@ -57,7 +57,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
-from ._mfa_search import children_iteration
+from ._mfa_search import children_iteration, noise_residuals
 from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
                          point_weights)
 from ._validation import validate_float_data
@@ -269,14 +269,21 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     birth_partial_iter : int, default=100
         Search only: after a split, up to this many partial VBEM iterations update
         the two children alone (their q(x|s), q(Λ̃), q(ν), and q(s) with the
-        responsibility they hold together fixed; q(π) too), each an exact coordinate
+        responsibility they hold together fixed; q(π), and Ψ and b* when they are
+        re-estimated, too), each an exact coordinate
         maximisation of F at about ``2/S`` of the cost of a full iteration (Beal 2003,
         Sections 4.3.2 and 4.6).  They stop as soon as F exceeds the bound before the
         split, when an iteration adds less than ``tol``, or when the gap is more than
-        ten times the geometric extrapolation of the remaining gain.  A birth still
-        below the bound before the split is then rejected without a full epoch; one
-        above it continues with the full birth epoch and is accepted or rejected on
-        the exact bound as before.  0 runs the full epoch after every split.
+        ten times the geometric extrapolation of the remaining gain.  The full birth
+        epoch follows, and the birth is accepted or rejected on the exact bound as
+        before; it starts with children that already fit their points.  0 skips the
+        partial updates.
+    birth_partial_reject : bool, default=False
+        Search only: reject a birth whose partial updates (``birth_partial_iter``)
+        end below the bound before the split, without a full epoch.  Most rejected
+        births are decided at about ``2/S`` of the cost of a full iteration each,
+        but a birth that needs the other components to move as well (many small
+        clusters in few dimensions) is lost, and the search can stop early.
     polish_iter : int, default=1000
         Search only: after the search stops, the final structure is iterated (with
         deaths, without births) until ``F`` changes by less than ``tol``, for at most
@@ -437,6 +444,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "birth_reject_rtol": [Interval(Real, 0.0, None, closed="left")],
         "skip_rejected_parents": ["boolean"],
         "birth_partial_iter": [Interval(Integral, 0, None, closed="left")],
+        "birth_partial_reject": ["boolean"],
         "shrinking_death_threshold": [Interval(Real, 0.0, None, closed="left")],
         "polish_iter": [Interval(Integral, 0, None, closed="left")],
         "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
@@ -472,6 +480,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         birth_reject_rtol=0.02,
         skip_rejected_parents=True,
         birth_partial_iter=100,
+        birth_partial_reject=False,
         shrinking_death_threshold=5.0,
         polish_iter=1000,
         ard_threshold=1e-3,
@@ -525,6 +534,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.birth_reject_rtol = birth_reject_rtol
         self.skip_rejected_parents = skip_rejected_parents
         self.birth_partial_iter = birth_partial_iter
+        self.birth_partial_reject = birth_partial_reject
         self.shrinking_death_threshold = shrinking_death_threshold
         self.polish_iter = polish_iter
         self.ard_threshold = ard_threshold
@@ -1205,8 +1215,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         :meth:`_birth_verdict`).  Returns the exact bound before and after each
         iteration; it never decreases."""
         trace = [self._lower_bound(data)]
+        hyper = self._hyper_set()
+        fixed = None
+        if "noise" in hyper:
+            others = np.setdiff1d(np.arange(self._vb_["resp"].shape[1]), children)
+            fixed = noise_residuals(self._vb_, data.Z, others)
+        b_min = self.ard_rate_min if "ard_rate" in hyper else None
         for _ in range(self.birth_partial_iter):
-            children_iteration(self._vb_, data.Z, children)
+            children_iteration(self._vb_, data.Z, children, fixed, data.psi_floor, b_min)
             value = self._lower_bound(data)
             self._check_decrease(trace[-1], value, self._total_iter, "partial birth")
             trace.append(value)
@@ -1397,7 +1413,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             if self.birth_partial_iter:
                 partial = self._settle_children(data, [int(where[0]), S_before], F_target)
                 self._n_partial_iter += len(partial) - 1
-                if partial[-1] <= F_target:
+                if self.birth_partial_reject and partial[-1] <= F_target:
                     # the children alone do not beat the parent: reject without a
                     # full epoch
                     new_trace = partial

@@ -96,7 +96,8 @@ def test_partial_rejections_compare_exact_bounds(clusters):
     split, and a rejection restores the state: the next target is the same F.  The
     partial phase makes most rejections: fewer full iterations in the birth epochs
     than without it."""
-    m = _fit(clusters, random_state=0, max_tries=2, bound_check="steps")
+    m = _fit(clusters, random_state=0, max_tries=2, bound_check="steps",
+             birth_partial_reject=True)
     moves = m.search_history_["moves"]
     assert len(moves) >= 3 and m.n_partial_iter_ > 0
     for i, (_, _, ok, before, after) in enumerate(moves):
@@ -114,8 +115,8 @@ def test_partial_rejections_compare_exact_bounds(clusters):
 
 
 def test_search_with_partial_births_is_deterministic(clusters):
-    a = _fit(clusters, random_state=3, max_tries=1)
-    b = _fit(clusters, random_state=3, max_tries=1)
+    a = _fit(clusters, random_state=3, max_tries=1, birth_partial_reject=True)
+    b = _fit(clusters, random_state=3, max_tries=1, birth_partial_reject=True)
     assert a.lower_bound_ == b.lower_bound_
     assert a.search_history_["moves"] == b.search_history_["moves"]
     assert a.n_partial_iter_ == b.n_partial_iter_
