@@ -157,3 +157,13 @@ def test_point_em_draws_per_init_screens_more_starts_at_the_same_budget():
     seen.clear()
     run = best_point_em(first_far_start_is_late, evaluate, m_step, draws_per_init=4, **kw)
     assert seen == list(range(9)) and abs(run.objective - 5.0) < 1e-6
+
+
+def test_only_the_hmm_screens_several_draws_per_restart():
+    from sklearn_vb import VBDiscreteDAG
+    from sklearn_vb.datasets import beal_true_structure, make_beal_dag
+
+    dag = VBDiscreteDAG(*beal_true_structure(), n_init=1, max_iter=20, random_state=0).fit(
+        make_beal_dag(40, random_state=1))
+    assert scoring_model_for(dag).point_draws_per_init == 1
+    assert scoring_model_for(_categorical()[0]).point_draws_per_init == 4

@@ -14,12 +14,6 @@ from ._point_em import best_point_em, posterior_then_draws
 
 __all__ = ["DirichletBlocksModel", "dirichlet_evidence"]
 
-#: seeded draws screened per restart of the point EM (each with a budget that much
-#: shorter; see best_point_em): under sparse Dirichlet priors the MAP often lies in
-#: another basin than VB's, which three draws rarely hit (K = 8 on 30k characters of
-#: text: 9 draws screened for 15 E steps each found it, 2 draws screened for 93 did not)
-_DRAWS_PER_INIT = 4
-
 
 def dirichlet_evidence(alpha, counts):
     """``sum over rows of ln B(alpha + N) - ln B(alpha)``: the log marginal likelihood of
@@ -42,6 +36,11 @@ class DirichletBlocksModel(ScoringModelMixin):
     q(theta), complete-data evidence, KL) and EM from prior draws.  Statistics are dicts
     ``name -> counts`` with the block's shape.
     """
+
+    #: seeded draws screened per restart of the point EM (each with a budget that much
+    #: shorter; see best_point_em).  One for these models in general; the HMM, whose MAP
+    #: under sparse priors often lies in another basin than VB's, overrides it.
+    point_draws_per_init = 1
 
     def _init_space(self):
         self.param_space = ParamSpace(
@@ -141,7 +140,7 @@ class DirichletBlocksModel(ScoringModelMixin):
         run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),
                             n_init=n_init, max_iter=max_iter, tol=tol_per_case * n,
                             owner=type(self).__name__, space=self.param_space,
-                            draws_per_init=_DRAWS_PER_INIT)
+                            draws_per_init=self.point_draws_per_init)
         self.last_point_run_ = run
         return run.theta
 

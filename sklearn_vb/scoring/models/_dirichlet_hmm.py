@@ -28,6 +28,11 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     emission rows (or the explicit hyperparameter arrays ``priors``).  X is the
     concatenation of sequences (``lengths=`` as in hmmlearn)."""
 
+    #: under sparse Dirichlet priors the MAP often lies in another basin than VB's, which
+    #: three draws rarely hit (K = 8 on 30k characters of text: 9 draws screened for 15
+    #: E steps each found it, 2 draws screened for 93 did not)
+    point_draws_per_init = 4
+
     def __init__(self, n_states=2, n_symbols=3, alpha=1.0, priors=None):
         self.K = int(n_states)
         self.V = int(n_symbols)
