@@ -113,7 +113,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
+__all__ = ["VBEMEstimator", "predicted_remaining_gain", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
            "ACCELERATION_CONSTRAINT", "Restart"]
 
 #: parameter constraint of ``acceleration`` for estimators that adopt extrapolation
@@ -216,6 +216,35 @@ def _copy_state_value(value):
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         return type(value)(_copy_state_value(v) for v in value)
     return value
+
+
+def predicted_remaining_gain(trace, window=5, block=1):
+    """Gain of the bound still to come, extrapolated from the last increments of
+    ``trace`` (the bound after every iteration).
+
+    The increments are summed over blocks of ``block`` iterations (useful when
+    extrapolations every few iterations make single increments jump up and down).
+    With ``d`` the last block increment and ``r`` the largest ratio of consecutive
+    block increments among the last ``window``, the geometric tail is
+    ``d r / (1 - r)``; infinite when fewer increments are known or they do not
+    shrink (a sublinear creep), and 0 once the last increment is within round-off of
+    the bound.
+    """
+    if len(trace) < 2:
+        return np.inf
+    if trace[-1] - trace[-2] <= bound_round_off(trace[-1]):
+        return 0.0
+    n = (window + 1) * block
+    if len(trace) < n + 1:
+        return np.inf
+    ends = np.asarray(trace[-(n + 1)::block], dtype=float)
+    d = np.diff(ends)
+    if np.any(d[:-1] <= 0.0):
+        return np.inf
+    r = float(np.max(d[1:] / d[:-1]))
+    if r >= 1.0:
+        return np.inf
+    return float(d[-1] * r / (1.0 - r))
 
 
 def _settled(trace, window=4):

@@ -38,8 +38,8 @@ LAYERS = [
       "datasets", "emissions"]),
     # the package's __init__ re-exports the estimators
     ("estimators", ["hmm", "_hmm_point", "mfa", "_mfa_search", "lds", "_lds_moves",
-                    "_lds_point", "dag", "_mfa_point", "_bernoulli_mixture", "sbn", "bdmc_models",
-                    "mrf", "boltzmann", "_boltzmann_inference", "crf", ""]),
+                    "_lds_point", "_lds_hyper", "dag", "_mfa_point", "_bernoulli_mixture", "sbn",
+                    "bdmc_models", "mrf", "boltzmann", "_boltzmann_inference", "crf", ""]),
     # scoring._progress: the progress reporter shared by the slow scorers
     ("scoring", ["scoring", "scoring._progress"]),
     # samplers built on the ScoringModels

@@ -132,8 +132,11 @@ def test_vbm_joint_form_equals_factorised_form():
 
 
 def test_hyperparameter_updates_are_stationary_points():
+    # the thesis's fixed-point updates: stationary for the bound at a fixed q(theta)
+    # (the exact joint updates are checked in test_lds_hyper.py)
     X, U, lengths = _data(4)
-    model = VBLinearDynamicalSystem(n_states=2, hyperparameter_schedule=(0, 0, 0))
+    model = VBLinearDynamicalSystem(n_states=2, hyperparameter_schedule=(0, 0, 0),
+                                    hyperparameter_update="fixed-point")
     data = _fresh(model, X, U, lengths)
     for it in range(1, 4):
         model._step_hyper(data, it)
