@@ -113,8 +113,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["VBEMEstimator", "predicted_remaining_gain", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
-           "ACCELERATION_CONSTRAINT", "Restart"]
+__all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
+           "ACCELERATION_CONSTRAINT", "Restart", "predicted_remaining_gain"]
 
 #: parameter constraint of ``acceleration`` for estimators that adopt extrapolation
 ACCELERATION_CONSTRAINT = [StrOptions({"squarem"}), None]

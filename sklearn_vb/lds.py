@@ -217,6 +217,17 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         reaches a higher bound it is kept, with a warning that names the bound lost
         by switching dimensions off.  Costs about two more fits, only when ARD
         switched something off.
+    hyperparameter_update : {"exact", "fixed-point"}, default="exact"
+        ``"exact"``: each ARD precision is set to the exact maximiser of the bound
+        with q(theta) optimised jointly (closed form for alpha and beta, a monotone
+        one-dimensional root for gamma and delta), the Gamma prior (a, b) of the
+        noise precisions to the joint optimum with q(rho) (with more than one
+        output), and, after the VBE step, the initial-state prior to its joint
+        optimum with q(x) from the smoother's messages (the smoother is rerun when
+        that gains more than ``tol``); see ``sklearn_vb._lds_hyper``.  A
+        switched-off input column then reaches its infinite precision at once
+        instead of creeping up by about T per iteration.  ``"fixed-point"``: the
+        thesis updates (Beal 2003, eqs. 5.133-5.138) at the current q(theta).
     method : {"vb", "map", "ml"}, default="vb"
         ``"vb"`` runs VBEM.  ``"ml"`` and ``"map"`` run EM for a point estimate of
         ``(A, B, C, D, rho)`` (the baselines of Beal 2003, section 5.5), from the same
@@ -240,7 +251,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is on the absolute
         change of the bound in nats; convergence is only declared after the
-        hyperparameter schedule has started every group.
+        hyperparameter schedule has started every group and (``method="vb"``)
+        when the gain still to come, predicted from the geometric decay of the last
+        increments (:func:`sklearn_vb.base.predicted_remaining_gain`), is below
+        ``tol``; otherwise ``converged_`` is False.
 
     Attributes
     ----------
@@ -778,8 +792,16 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         k = self.n_states_
         p = data.X.shape[1]
         if self.hyperparameter_update == "exact":
+            # with one output the joint optimum of (a, b) is always the shape cap (a
+            # prior fitted to a single precision collapses onto it), and the fits
+            # then crawl; the fixed-point update moves there only gradually
+            joint_noise = p > 1
             self._exact_hyper_update(data, done >= sched[0] and self.ard,
-                                     done >= sched[1] and self.ard, done >= sched[2])
+                                     done >= sched[1] and self.ard,
+                                     done >= sched[2] and joint_noise)
+            if done >= sched[2] and not joint_noise:
+                a, b = _gamma_hyper_update(q["rho"], q["log_rho"], self.noise_prior_shape_)
+                self.noise_prior_shape_, self.noise_prior_rate_ = a, b
             if done >= sched[2] and self.init_state_cov != "fixed":
                 self._update_init_state()
             # the updates are optima of the bound with q(theta) optimised jointly: with
@@ -824,7 +846,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             a, b = self.noise_prior_shape_, self.noise_prior_rate_
             free = np.full(lam.size, bool(outputs))
             new, a_new, b_new = update_output_hyperparameters(
-                W_w, R_CD, data.YY, lam, a, b, s["T"], free, noise, _HYPER_CAP, _EXACT_SHAPE_CAP)
+                W_w, R_CD, data.YY, lam, a, b, s["T"], free, noise, _HYPER_CAP,
+                _EXACT_SHAPE_CAP)
             T = s["T"]
             if (output_evidence(W_w, R_CD, data.YY, new, a_new, b_new, T)
                     >= output_evidence(W_w, R_CD, data.YY, lam, a, b, T)):
