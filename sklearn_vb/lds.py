@@ -59,6 +59,10 @@ _SIGMA0_FLOOR = 1e-6
 # beyond ~1e6 the bound's ln G(a) terms lose ~1e-7 nats to round-off, while the
 # bound lost against an infinite shape is only about p T / (4 a) nats
 _EXACT_SHAPE_CAP = 1e6
+# the exact ARD update sets a switched-off column's precision to this cap at once (its
+# optimum is infinite); 1e8 leaves the row covariances well conditioned and loses
+# only about (data information) / 1e8 nats per column against infinity
+_EXACT_PRECISION_CAP = 1e8
 
 
 def _spd_inv_logdet(M):
@@ -836,7 +840,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             R_AB = np.vstack([s["S_A"], s["M"]])
             lam = np.concatenate([self.alpha_, self.beta_c_])
             new = update_dynamics_precisions(W_z, R_AB, lam, np.ones(lam.size, bool),
-                                             _HYPER_CAP)
+                                             _EXACT_PRECISION_CAP)
             if dynamics_evidence(W_z, R_AB, new) >= dynamics_evidence(W_z, R_AB, lam):
                 self.alpha_, self.beta_c_ = new[:k], new[k:]
         if outputs or noise:
@@ -846,7 +850,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             a, b = self.noise_prior_shape_, self.noise_prior_rate_
             free = np.full(lam.size, bool(outputs))
             new, a_new, b_new = update_output_hyperparameters(
-                W_w, R_CD, data.YY, lam, a, b, s["T"], free, noise, _HYPER_CAP,
+                W_w, R_CD, data.YY, lam, a, b, s["T"], free, noise, _EXACT_PRECISION_CAP,
                 _EXACT_SHAPE_CAP)
             T = s["T"]
             if (output_evidence(W_w, R_CD, data.YY, new, a_new, b_new, T)
