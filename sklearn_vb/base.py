@@ -229,6 +229,16 @@ def predicted_remaining_gain(trace, window=5, block=1):
     ``d r / (1 - r)``; infinite when fewer increments are known or they do not
     shrink (a sublinear creep), and 0 once the last increment is within round-off of
     the bound.
+
+    Examples
+    --------
+    On a geometric sequence the prediction is the exact tail of the series:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.base import predicted_remaining_gain
+    >>> trace = list(np.cumsum(0.5 ** np.arange(12)))   # tends to 2
+    >>> float(predicted_remaining_gain(trace)), float(2.0 - trace[-1])
+    (0.00048828125, 0.00048828125)
     """
     if len(trace) < 2:
         return np.inf
