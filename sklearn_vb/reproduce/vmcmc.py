@@ -43,9 +43,9 @@ FULL = {"parents": [1, 5, 10, 20, 50], "n": 1000, "repeats": 10, "n_mcmc": [500,
         "prior_variance": 100.0, "rw_step": 0.1, "nu": 0.5,
         "bimodal_n": 50, "bimodal_prior_mean": 3.0, "bimodal_prior_variance": 10.0,
         "bimodal_n_mcmc": 5000, "bimodal_rw_step": 0.1, "bimodal_repeats": 10,
-        "bimodal_grid": [-10.0, 12.0, 221]}
+        "bimodal_grid": [-12.0, 20.0, 321]}
 QUICK = dict(FULL, parents=[1, 3, 6], n=300, repeats=3, n_mcmc=[500], bimodal_n_mcmc=1500,
-             bimodal_repeats=2, bimodal_grid=[-10.0, 12.0, 111])
+             bimodal_repeats=2, bimodal_grid=[-12.0, 20.0, 161])
 BIMODAL = ("bimodal", 0)
 
 
@@ -218,7 +218,8 @@ def _report_bimodal(bi, config, out_dir):
     levels = logp.max() - np.array([8.0, 4.0, 2.0, 0.5])
     for ax, (name, S) in zip(np.atleast_1d(axes), bi["samples"].items()):
         S = np.asarray(S)
-        ax.contour(axis, axis, logp.T, levels=np.sort(levels), colors="k", linewidths=0.8)
+        ax.contour(axis, axis, logp.T, levels=np.sort(levels), colors="k", linestyles="solid",
+                   linewidths=0.8)
         ax.contour(axis, axis, qlog.T, levels=[-4.0, -2.0, -0.5], colors="r", linestyles="--",
                    linewidths=0.8)
         ax.plot(S[:, 0], S[:, 1], ".", ms=1.5, alpha=0.4, color="tab:blue")
