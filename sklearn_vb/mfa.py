@@ -61,7 +61,8 @@ from ._mfa_search import children_iteration, noise_residuals
 from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
                          point_weights)
 from ._validation import validate_float_data
-from .base import ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off
+from .base import (ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off,
+                   predicted_remaining_gain)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
@@ -94,33 +95,6 @@ def _quantisation_variance(X):
     fill = float(np.median(delta[finite])) if np.any(finite) else 0.0
     delta = np.where(finite, delta, fill)
     return delta**2 / 12.0
-
-
-def predicted_remaining_gain(trace, window=5, block=1):
-    """Gain of ``F`` still to come, extrapolated from the last increments of ``trace``.
-
-    The increments are summed over blocks of ``block`` iterations (10 under SQUAREM,
-    whose extrapolations every few iterations make single increments jump up and
-    down).  With ``d`` the last block increment and ``r`` the largest
-    ratio of consecutive block increments among the last ``window``, the geometric
-    tail is ``d r / (1 - r)``; infinite when fewer increments are known or they do not
-    shrink, and 0 once the last increment is within round-off of the bound.
-    """
-    if len(trace) < 2:
-        return np.inf
-    if trace[-1] - trace[-2] <= bound_round_off(trace[-1]):
-        return 0.0
-    n = (window + 1) * block
-    if len(trace) < n + 1:
-        return np.inf
-    ends = np.asarray(trace[-(n + 1)::block], dtype=float)
-    d = np.diff(ends)
-    if np.any(d[:-1] <= 0.0):
-        return np.inf
-    r = float(np.max(d[1:] / d[:-1]))
-    if r >= 1.0:
-        return np.inf
-    return float(d[-1] * r / (1.0 - r))
 
 
 def _solve_log_newton(g, a_dg, x0, max_iter=100):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_vb.mfa import VBMixtureFactorAnalysers, predicted_remaining_gain
+from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
 
 def _problem(seed, n=120, p=6):
@@ -60,18 +60,3 @@ def test_extrapolation_reaches_the_plain_optimum_in_fewer_iterations():
     assert fast.converged_ and plain.converged_
     assert fast.lower_bound_ >= plain.lower_bound_ - 1e-6 * abs(plain.lower_bound_)
     assert fast.n_iter_ < plain.n_iter_
-
-
-def test_predicted_remaining_gain():
-    r = 0.9
-    trace = list(np.cumsum(0.5 * r ** np.arange(12)))
-    # geometric increments: the remaining gain of the tail is d r / (1 - r)
-    assert predicted_remaining_gain(trace) == pytest.approx(0.5 * r**11 * r / (1 - r))
-    assert predicted_remaining_gain(trace[:4]) == np.inf  # too few increments
-    growing = list(np.cumsum(0.1 * 1.1 ** np.arange(10)))
-    assert predicted_remaining_gain(growing) == np.inf
-    assert predicted_remaining_gain([-100.0] * 3) == 0.0
-    # blocks: an extrapolation every third iteration, the blocks still shrink by r^3
-    steps = np.repeat(0.5 * r ** np.arange(0, 36, 3), 3) * np.tile([0.2, 0.2, 2.6], 12)
-    gain = predicted_remaining_gain(list(np.cumsum(steps)), window=3, block=3)
-    assert gain == pytest.approx(1.5 * r**33 * r**3 / (1 - r**3))
