@@ -51,7 +51,7 @@ def quadrature_log_evidence(crf, X, y, lengths, n=241, width=9.0):
     (two parameters; trapezoid rule in the Laplace-whitened coordinates)."""
     model = scoring_model_for(crf)
     data = model.prepare_data(X, y=y, lengths=lengths)
-    mean, _, cov = model._laplace_at_map(data)
+    mean, cov, _ = model._laplace_gaussian(data)
     Lc = np.linalg.cholesky(cov)
     u = np.linspace(-width, width, n)
     U1, U2 = np.meshgrid(u, u, indexing="ij")

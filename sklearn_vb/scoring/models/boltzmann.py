@@ -22,10 +22,9 @@ import numpy as np
 
 from ..._boltzmann_inference import VisibleLikelihood, fit_visible_map
 from ..._mrf_inference import LOG_2PI, ExactEngine, log_prior, newton_map
-from .mrf import MRFPreconditionedRW
 from ..params import ParamBlock, ParamSpace
-from ..posteriors import FactorizedPosterior, GaussianQ
 from ..protocols import ScoringModelMixin
+from .mrf import GaussianWeightsMixin
 
 __all__ = ["BoltzmannScoringModel", "BoltzmannData", "HiddenEStep"]
 
@@ -52,8 +51,10 @@ class HiddenEStep:
     entropy: float  # sum_n H[p(h | x_n)]
 
 
-class BoltzmannScoringModel(ScoringModelMixin):
+class BoltzmannScoringModel(GaussianWeightsMixin, ScoringModelMixin):
     """The scoring view of a fitted BoltzmannMachine."""
+
+    model_label = "the Boltzmann machine"
 
     cs_is_bound = False
 
@@ -105,20 +106,8 @@ class BoltzmannScoringModel(ScoringModelMixin):
                                       f"max_exact_states={self.estimator.max_exact_states})")
         return self._exact
 
-    def n_cases(self, X):
-        return X.N
-
-    def n_parameters(self):
-        return self.layout.n_features
-
     def log_n_aliases(self):
         return self.estimator.log_n_aliases()
-
-    def log_prior(self, params):
-        return log_prior(np.atleast_2d(params["coef"]), self.precision)
-
-    def sample_prior(self, rng, size):
-        return {"coef": rng.standard_normal((size, self.layout.n_features)) / np.sqrt(self.precision)}
 
     def log_likelihood(self, params, X):
         return self.visible_likelihood(X, "exact").log_likelihood(params["coef"])
@@ -217,20 +206,4 @@ class BoltzmannScoringModel(ScoringModelMixin):
         A = ev.information + np.diag(self.precision)
         w, U = np.linalg.eigh(0.5 * (A + A.T))
         w = np.maximum(w, self.precision.min())  # a usable Gaussian even off a maximum
-        return res.coef, (U / w) @ U.T, ev
-
-    def variational_posterior(self, X=None):
-        """The Laplace Gaussian of the visible marginal likelihood (not a VB posterior)."""
-        if X is None:
-            raise NotImplementedError("the Boltzmann machine's Laplace q needs the data")
-        mean, cov, _ = self._laplace_gaussian(X)
-        return FactorizedPosterior([GaussianQ("coef", mean, 0.5 * (cov + cov.T))])
-
-    def annealing_kernel(self, X=None, scale=1.0):
-        if X is None:
-            raise NotImplementedError("the Boltzmann machine annealing kernel needs the data")
-        _, _, ev = self._laplace_gaussian(X)
-        return MRFPreconditionedRW(self, self.precision, ev.information / X.N, X.N, scale)
-
-    def kernel_prior_precision(self):
-        return {"coef": self.precision.copy()}
+        return res.coef, (U / w) @ U.T, ev.information / X.N

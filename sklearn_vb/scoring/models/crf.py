@@ -27,16 +27,17 @@ from ..._crf_layout import CRFData, CRFEngine
 from ..._mrf_inference import log_prior, newton_map
 from ...crf import crf_prior_precision
 from ..params import ParamBlock, ParamSpace
-from ..posteriors import FactorizedPosterior, GaussianQ
 from ..protocols import ScoringModelMixin
-from .mrf import MRFPreconditionedRW
+from .mrf import GaussianWeightsMixin
 
 __all__ = ["CRFScoringModel"]
 
 
-class CRFScoringModel(ScoringModelMixin):
+class CRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
     """The scoring view of a fitted LinearChainCRF (conditional evidence of its
     structure: which state and transition features it includes)."""
+
+    model_label = "the CRF"
 
     def __init__(self, estimator):
         self.estimator = estimator
@@ -73,23 +74,10 @@ class CRFScoringModel(ScoringModelMixin):
     def inference_tractable(self):
         return True
 
-    def n_cases(self, X):
-        return X.N
-
-    def n_parameters(self):
-        return self.layout.n_features
-
     def n_aliases(self):
         return 1
 
     # -- G0 -------------------------------------------------------------------------------
-    def log_prior(self, params):
-        return log_prior(np.atleast_2d(params["coef"]), self.precision)
-
-    def sample_prior(self, rng, size):
-        return {"coef": rng.standard_normal((size, self.layout.n_features))
-                / np.sqrt(self.precision)}
-
     def log_likelihood(self, params, X):
         coefs = np.atleast_2d(params["coef"])
         return coefs @ X.S - self.engine(X).log_partition(coefs)
@@ -150,26 +138,7 @@ class CRFScoringModel(ScoringModelMixin):
         return m.log_partition * X.N, m.kappa * X.N, m.cov * X.N
 
     # -- G5 / G6 -----------------------------------------------------------------------------
-    def _laplace_at_map(self, X):
+    def _laplace_gaussian(self, X):
         res = self.map_fit(X, "map")
         C = res.moments.cov
-        return res.coef, C, np.linalg.inv(X.N * C + np.diag(self.precision))
-
-    def variational_posterior(self, X=None):
-        """The Laplace Gaussian ``N(lambda_MAP, (sum_n C_n + P)^-1)`` (not a VB
-        posterior); needs the data."""
-        if X is None:
-            raise NotImplementedError("the CRF's Laplace q needs the data")
-        mean, _, cov = self._laplace_at_map(X)
-        return FactorizedPosterior([GaussianQ("coef", mean, 0.5 * (cov + cov.T))])
-
-    def annealing_kernel(self, X=None, scale=1.0):
-        """Random walk preconditioned by the tempered Laplace covariance
-        ``(b sum_n C_n + P)^-1`` at the MAP."""
-        if X is None:
-            raise NotImplementedError("the CRF annealing kernel needs the data")
-        _, C, _ = self._laplace_at_map(X)
-        return MRFPreconditionedRW(self, self.precision, C, X.N, scale)
-
-    def kernel_prior_precision(self):
-        return {"coef": self.precision.copy()}
+        return res.coef, np.linalg.inv(X.N * C + np.diag(self.precision)), C

@@ -25,7 +25,7 @@ from ..params import ParamBlock, ParamSpace
 from ..posteriors import FactorizedPosterior, GaussianQ
 from ..protocols import ScoringModelMixin
 
-__all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW"]
+__all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW", "GaussianWeightsMixin"]
 
 
 @dataclass
@@ -71,9 +71,55 @@ class MRFPreconditionedRW(_KernelBase):
         return target.merge(state, new, a), float(np.mean(a))
 
 
-class MRFScoringModel(ScoringModelMixin):
+class GaussianWeightsMixin:
+    """The parts shared by the log-linear models (pairwise MRF, linear-chain CRF,
+    Boltzmann machine): one real block ``"coef"`` of ``layout.n_features`` weights with
+    independent Gaussian priors of precisions ``precision``, data objects with a case
+    count ``N``, and the Laplace Gaussian at the MAP as the model's q and as the
+    preconditioner of its annealing kernel.
+
+    A model provides ``layout``, ``precision`` and ``_laplace_gaussian(X)``, which
+    returns the MAP, the Laplace covariance and the per-case information matrix."""
+
+    #: how the error messages name the model
+    model_label = "this model"
+
+    def n_cases(self, X):
+        return X.N
+
+    def n_parameters(self):
+        return self.layout.n_features
+
+    def log_prior(self, params):
+        return log_prior(np.atleast_2d(params["coef"]), self.precision)
+
+    def sample_prior(self, rng, size):
+        return {"coef": rng.standard_normal((size, self.layout.n_features)) / np.sqrt(self.precision)}
+
+    def variational_posterior(self, X=None):
+        """The Laplace Gaussian at the MAP (not a VB posterior); needs the data."""
+        if X is None:
+            raise NotImplementedError(f"the Laplace q of {self.model_label} needs the data")
+        mean, cov, _ = self._laplace_gaussian(X)
+        return FactorizedPosterior([GaussianQ("coef", mean, 0.5 * (cov + cov.T))])
+
+    def annealing_kernel(self, X=None, scale=1.0):
+        """Random walk preconditioned by the tempered Laplace covariance
+        ``(b N C + P)^-1`` at the MAP (:class:`MRFPreconditionedRW`)."""
+        if X is None:
+            raise NotImplementedError(f"the annealing kernel of {self.model_label} needs the data")
+        _, _, C = self._laplace_gaussian(X)
+        return MRFPreconditionedRW(self, self.precision, C, X.N, scale)
+
+    def kernel_prior_precision(self):
+        return {"coef": self.precision.copy()}
+
+
+class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
     """The scoring view of a fitted PairwiseMRF (any structure; exact likelihood when
     the joint states can be enumerated or the graph is a forest)."""
+
+    model_label = "the pairwise MRF"
 
     def __init__(self, estimator):
         self.estimator = estimator
@@ -121,21 +167,8 @@ class MRFScoringModel(ScoringModelMixin):
         d = self.prepare_data(X)
         return d.S, d.N
 
-    def n_cases(self, X):
-        return X.N
-
-    def n_parameters(self):
-        return self.layout.n_features
-
     def n_aliases(self):
         return 1
-
-    # -- G0 -----------------------------------------------------------------------------
-    def log_prior(self, params):
-        return log_prior(np.atleast_2d(params["coef"]), self.precision)
-
-    def sample_prior(self, rng, size):
-        return {"coef": rng.standard_normal((size, self.layout.n_features)) / np.sqrt(self.precision)}
 
     def _log_partition(self, coefs):
         coefs = np.atleast_2d(np.asarray(coefs, dtype=float))
@@ -252,24 +285,7 @@ class MRFScoringModel(ScoringModelMixin):
         return np.linalg.inv(eng.moments(coef).J.toarray())
 
     # -- G5 / G6 --------------------------------------------------------------------------
-    def _laplace_at_map(self, X):
+    def _laplace_gaussian(self, X):
         res = self.map_fit(X, "map", "exact")
         C = res.moments.cov
-        return res.coef, C, np.linalg.inv(X.N * C + np.diag(self.precision))
-
-    def variational_posterior(self, X=None):
-        """The Laplace Gaussian ``N(lambda_MAP, (N C + P)^-1)`` (not a VB posterior);
-        needs the data and an exact likelihood."""
-        if X is None:
-            raise NotImplementedError("the MRF's Laplace q needs the data")
-        mean, _, cov = self._laplace_at_map(X)
-        return FactorizedPosterior([GaussianQ("coef", mean, 0.5 * (cov + cov.T))])
-
-    def annealing_kernel(self, X=None, scale=1.0):
-        if X is None:
-            raise NotImplementedError("the MRF annealing kernel needs the data")
-        _, C, _ = self._laplace_at_map(X)
-        return MRFPreconditionedRW(self, self.precision, C, X.N, scale)
-
-    def kernel_prior_precision(self):
-        return {"coef": self.precision.copy()}
+        return res.coef, np.linalg.inv(X.N * C + np.diag(self.precision)), C
