@@ -31,7 +31,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._kernels.bp import bp_beliefs, bp_run, lr_propagation
 
 __all__ = ["BPConvergenceWarning", "ExactEngine", "BPEngine", "Moments", "newton_map",
-           "log_prior", "lr_logdet"]
+           "grouped_prior_precision", "log_prior", "lr_logdet"]
 
 LOG_2PI = float(np.log(2 * np.pi))
 #: above this many features the BP engine keeps J sparse and never forms C_LR
@@ -50,6 +50,30 @@ class Moments:
     cov: np.ndarray | None = None  # dense feature covariance (exact or LR)
     J: sp.spmatrix | None = None  # sparse inverse covariance (BP only)
     info: dict = field(default_factory=dict)
+
+
+def grouped_prior_precision(prior_variance, n_features, first_group, names):
+    """Per-feature prior precision of a log-linear model from a scalar, an array of
+    length ``n_features``, or a dict ``{names[0]: v, names[1]: v}`` giving one variance
+    to the features where ``first_group`` (a boolean mask) is True and one to the others
+    (a missing name means variance 1)."""
+    if isinstance(prior_variance, dict):
+        unknown = set(prior_variance) - set(names)
+        if unknown:
+            raise ValueError(f"prior_variance: unknown keys {sorted(unknown)}; use "
+                             f"{names[0]!r} and {names[1]!r}.")
+        var = np.where(first_group, float(prior_variance.get(names[0], 1.0)),
+                       float(prior_variance.get(names[1], 1.0)))
+    else:
+        var = np.asarray(prior_variance, dtype=float)
+        if var.ndim == 0:
+            var = np.full(n_features, float(var))
+        elif var.shape != (n_features,):
+            raise ValueError(f"prior_variance must be a number, a dict or an array of length "
+                             f"{n_features} (the number of features), got shape {var.shape}.")
+    if not np.all(np.isfinite(var)) or np.any(var <= 0):
+        raise ValueError("prior_variance must be positive and finite.")
+    return 1.0 / var
 
 
 def log_prior(coef, precision):

@@ -27,7 +27,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._crf_layout import CRFData, CRFEngine, CRFLayout
-from ._mrf_inference import log_prior, newton_map
+from ._mrf_inference import grouped_prior_precision, log_prior, newton_map
 from ._validation import check_sequences, check_sequences_routed, fitted_from_sequence_ids
 
 __all__ = ["LinearChainCRF", "crf_prior_precision"]
@@ -49,24 +49,8 @@ def crf_prior_precision(prior_variance, layout):
     >>> crf_prior_precision({"state": 4.0, "transition": 0.5}, crf.layout_).tolist()
     [0.25, 0.25, 2.0]
     """
-    F = layout.n_features
-    if isinstance(prior_variance, dict):
-        unknown = set(prior_variance) - {"state", "transition"}
-        if unknown:
-            raise ValueError(f"prior_variance: unknown keys {sorted(unknown)}; use 'state' "
-                             "and 'transition'.")
-        var = np.where(layout.is_state_feature(), float(prior_variance.get("state", 1.0)),
-                       float(prior_variance.get("transition", 1.0)))
-    else:
-        var = np.asarray(prior_variance, dtype=float)
-        if var.ndim == 0:
-            var = np.full(F, float(var))
-        elif var.shape != (F,):
-            raise ValueError(f"prior_variance must be a number, a dict or an array of length "
-                             f"{F} (the number of features), got shape {var.shape}.")
-    if not np.all(np.isfinite(var)) or np.any(var <= 0):
-        raise ValueError("prior_variance must be positive and finite.")
-    return 1.0 / var
+    return grouped_prior_precision(prior_variance, layout.n_features, layout.is_state_feature(),
+                                   ("state", "transition"))
 
 
 def _feature_columns(spec, n_inputs, name):

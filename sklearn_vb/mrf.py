@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._kernels.bp import gibbs_sweeps
-from ._mrf_inference import BPEngine, ExactEngine, log_prior, newton_map
+from ._mrf_inference import BPEngine, ExactEngine, grouped_prior_precision, log_prior, newton_map
 from ._mrf_layout import MRFLayout, parse_structure
 
 __all__ = ["PairwiseMRF", "prior_precision_vector"]
@@ -50,23 +50,8 @@ def prior_precision_vector(prior_variance, layout):
     >>> prior_precision_vector({"node": 4.0, "edge": 0.5}, mrf.layout_).tolist()
     [0.25, 0.25, 0.25, 2.0]
     """
-    F = layout.n_features
-    if isinstance(prior_variance, dict):
-        unknown = set(prior_variance) - {"node", "edge"}
-        if unknown:
-            raise ValueError(f"prior_variance: unknown keys {sorted(unknown)}; use 'node' and 'edge'.")
-        var = np.where(layout.is_node_feature(), float(prior_variance.get("node", 1.0)),
-                       float(prior_variance.get("edge", 1.0)))
-    else:
-        var = np.asarray(prior_variance, dtype=float)
-        if var.ndim == 0:
-            var = np.full(F, float(var))
-        elif var.shape != (F,):
-            raise ValueError(f"prior_variance must be a number, a dict or an array of length "
-                             f"{F} (the number of features), got shape {var.shape}.")
-    if not np.all(np.isfinite(var)) or np.any(var <= 0):
-        raise ValueError("prior_variance must be positive and finite.")
-    return 1.0 / var
+    return grouped_prior_precision(prior_variance, layout.n_features, layout.is_node_feature(),
+                                   ("node", "edge"))
 
 
 class PairwiseMRF(DensityMixin, BaseEstimator):
