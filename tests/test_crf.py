@@ -58,7 +58,7 @@ def random_problem(rng, L, lengths, G=3, s_cols=(0, 1, 2), t_cols=(0, 2), bias=F
 
 # ---------------------------------------------------------------- exact inference
 def test_second_order_pass_reference_chain():
-    """The reference chain of the spec (T = 5, two inputs): ln Z, E f and Cov f."""
+    """A reference chain (T = 5, two inputs): ln Z, E f and Cov f against hard-coded values."""
     g = np.array([[1, 0], [1, 1], [0, 1], [1, 0], [0, 0]], float)
     layout = CRFLayout(2, 2, [0, 1], [0, 1])
     m = CRFEngine(layout, CRFData.build(layout, g, None, [5])).moments(

@@ -11,7 +11,7 @@ from sklearn_vb._mrf_inference import BPEngine
 from sklearn_vb._mrf_layout import MRFLayout
 from sklearn_vb.scoring import score, scoring_model_for
 
-# two documents with one observation feature (the reference model of the MRF spec):
+# two documents with one observation feature (a reference model with hard-coded values):
 # g = (1, 0, 1, 1), t = (1, 0, 1, 1) and g = (0, 1, 1, 0, 1), t = (0, 1, 1, 0, 0)
 C1_X = np.array([1, 0, 1, 1, 0, 1, 1, 0, 1], float)[:, None]
 C1_Y = np.array([1, 0, 1, 1, 0, 1, 1, 0, 0])
