@@ -28,10 +28,10 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
-from ._kernels.bp import bp_beliefs, bp_run, lr_propagation
+from ._kernels.bp import bp_beliefs, bp_run, gibbs_sweeps, lr_propagation
 
 __all__ = ["BPConvergenceWarning", "ExactEngine", "BPEngine", "Moments", "newton_map",
-           "grouped_prior_precision", "log_prior", "lr_logdet"]
+           "grouped_prior_precision", "log_prior", "lr_logdet", "sample_states"]
 
 LOG_2PI = float(np.log(2 * np.pi))
 #: above this many features the BP engine keeps J sparse and never forms C_LR
@@ -74,6 +74,30 @@ def grouped_prior_precision(prior_variance, n_features, first_group, names):
     if not np.all(np.isfinite(var)) or np.any(var <= 0):
         raise ValueError("prior_variance must be positive and finite.")
     return 1.0 / var
+
+
+def sample_states(layout, coef, n_samples, rng, method="auto", max_exact_states=2**16,
+                  n_burnin=1000, thin=10):
+    """Joint state codes ``(n_samples, n_nodes)`` of the MRF with canonical parameters
+    ``coef``: exact by enumeration (``method="exact"``, or ``"auto"`` when there are at
+    most ``max_exact_states`` joint states), else by single-site Gibbs sampling
+    (``"gibbs"``, approximate: ``n_burnin`` sweeps, then one draw every ``thin`` sweeps).
+    ``rng`` is a ``RandomState``."""
+    small = layout.n_states_total <= max_exact_states
+    if method == "auto":
+        method = "exact" if small else "gibbs"
+    if method == "exact":
+        if not small:
+            raise ValueError("method='exact' needs at most max_exact_states joint states.")
+        gen = np.random.default_rng(rng.randint(2**31 - 1))
+        return ExactEngine(layout).sample(coef, n_samples, gen)
+    if method != "gibbs":
+        raise ValueError(f"method must be 'auto', 'exact' or 'gibbs', got {method!r}.")
+    node, edge = layout.potentials(coef)
+    x0 = np.array([rng.randint(k) for k in layout.n_states], dtype=np.int64)
+    return gibbs_sweeps(node, edge, layout.n_states, layout.nbr_ptr, layout.nbr_node,
+                        layout.nbr_edge, x0, int(n_samples), int(n_burnin), int(thin),
+                        int(rng.randint(2**31 - 1)))
 
 
 def log_prior(coef, precision):

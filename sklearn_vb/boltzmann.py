@@ -23,8 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._boltzmann_inference import VisibleLikelihood, fit_visible_map, hidden_states
-from ._kernels.bp import gibbs_sweeps
-from ._mrf_inference import BPEngine, ExactEngine
+from ._mrf_inference import BPEngine, ExactEngine, sample_states
 from ._mrf_layout import MRFLayout, parse_structure
 from .mrf import prior_precision_vector
 
@@ -279,24 +278,8 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
         rng = check_random_state(random_state if random_state is not None else self.random_state)
-        L = self._layout
-        small = L.n_states_total <= self.max_exact_states
-        if method == "auto":
-            method = "exact" if small else "gibbs"
-        if method == "exact":
-            if not small:
-                raise ValueError("method='exact' needs at most max_exact_states joint states.")
-            gen = np.random.default_rng(rng.randint(2**31 - 1))
-            full = ExactEngine(L).sample(self.coef_, n_samples, gen)
-        elif method == "gibbs":
-            node, edge = L.potentials(self.coef_)
-            x0 = rng.randint(2, size=L.n_nodes).astype(np.int64)
-            full = gibbs_sweeps(node, edge, L.n_states, L.nbr_ptr,
-                                L.nbr_node, L.nbr_edge, x0, int(n_samples), int(n_burnin),
-                                int(thin), int(rng.randint(2**31 - 1)))
-        else:
-            raise ValueError(f"method must be 'auto', 'exact' or 'gibbs', got {method!r}.")
-        full = np.asarray(full, dtype=float)
+        full = np.asarray(sample_states(self._layout, self.coef_, n_samples, rng, method,
+                                        self.max_exact_states, n_burnin, thin), dtype=float)
         v = full[:, :self.n_visible_]
         return (v, full[:, self.n_visible_:]) if return_hidden else v
 

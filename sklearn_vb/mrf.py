@@ -26,8 +26,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._kernels.bp import gibbs_sweeps
-from ._mrf_inference import BPEngine, ExactEngine, grouped_prior_precision, log_prior, newton_map
+from ._mrf_inference import (BPEngine, ExactEngine, grouped_prior_precision, log_prior,
+                             newton_map, sample_states)
 from ._mrf_layout import MRFLayout, parse_structure
 
 __all__ = ["PairwiseMRF", "prior_precision_vector"]
@@ -362,22 +362,8 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
         rng = check_random_state(random_state if random_state is not None else self.random_state)
-        L = self._layout
-        small = L.n_states_total <= self.max_exact_states
-        if method == "auto":
-            method = "exact" if small else "gibbs"
-        if method == "exact":
-            if not small:
-                raise ValueError("method='exact' needs at most max_exact_states joint states.")
-            eng = ExactEngine(L)
-            gen = np.random.default_rng(rng.randint(2**31 - 1))
-            return self._decode(eng.sample(self.coef_, n_samples, gen))
-        if method != "gibbs":
-            raise ValueError(f"method must be 'auto', 'exact' or 'gibbs', got {method!r}.")
-        x0 = np.array([rng.randint(k) for k in L.n_states], dtype=np.int64)
-        codes = gibbs_sweeps(self.node_coef_, self.edge_coef_, L.n_states, L.nbr_ptr, L.nbr_node,
-                             L.nbr_edge, x0, int(n_samples), int(n_burnin), int(thin),
-                             int(rng.randint(2**31 - 1)))
+        codes = sample_states(self._layout, self.coef_, n_samples, rng, method,
+                              self.max_exact_states, n_burnin, thin)
         return self._decode(codes)
 
     def ising_params(self):
