@@ -72,13 +72,33 @@ _HYPER_DEFAULT = ("noise", "ard_rate")
 
 def max_identifiable_factors(p):
     """Smallest ``k`` whose factor analyser has at least as many degrees of freedom as
-    a full covariance, ``ceil(p + (1 - sqrt(1 + 8p)) / 2)`` (thesis eq. 4.10)."""
+    a full covariance, ``ceil(p + (1 - sqrt(1 + 8p)) / 2)`` (Beal 2003, eq. 4.10): more
+    factors than this cannot be identified from the covariance they model.
+
+    Examples
+    --------
+    >>> from sklearn_vb.mfa import max_identifiable_factors
+    >>> max_identifiable_factors(10), max_identifiable_factors(64)
+    (6, 54)
+    """
     return int(np.ceil(p + (1.0 - np.sqrt(1.0 + 8.0 * p)) / 2.0))
 
 
 def fa_free_parameters(n_factors, n_features):
     """Free parameters of a mixture of factor analysers sharing ``Ψ`` (thesis eq. 4.89):
-    ``S - 1 + p + Σ_s [p + p k_s - k_s (k_s - 1) / 2]``."""
+    ``S - 1 + p + Σ_s [p + p k_s - k_s (k_s - 1) / 2]`` (mixing proportions, shared noise,
+    and per component a centre and loadings up to rotation); the ``d`` of BIC for the
+    maximum-likelihood baseline of Beal (2003), §4.6.2.
+
+    Examples
+    --------
+    Two analysers with 2 and 3 factors in 10 dimensions, and one 0-factor component (a
+    diagonal Gaussian) in 5:
+
+    >>> from sklearn_vb.mfa import fa_free_parameters
+    >>> fa_free_parameters([2, 3], 10), fa_free_parameters([0], 5)
+    (77, 10)
+    """
     k = np.asarray(n_factors, dtype=float)
     p = float(n_features)
     return int(round(len(k) - 1 + p + np.sum(p + p * k - k * (k - 1) / 2.0)))

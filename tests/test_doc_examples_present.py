@@ -22,14 +22,9 @@ import sklearn_vb
 #: needs a comment saying why an example is impossible, not merely missing.
 NO_EXAMPLE_POSSIBLE = {}
 
-#: Public callables whose example has not been written yet; each lives in a module owned
-#: by someone else at the time of writing.  These are expected failures (xfail); remove
-#: an entry when its example is added.
-KNOWN_MISSING = {
-    "sklearn_vb.mfa.max_identifiable_factors",
-    "sklearn_vb.mfa.fa_free_parameters",
-    "sklearn_vb.datasets.make_faq_like_sequences",
-}
+#: Public callables whose example is still to be written (expected failures, xfail);
+#: remove an entry when its example is added.  Empty: every public callable has one.
+KNOWN_MISSING: set = set()
 
 _EXAMPLES_HEADER = re.compile(r"^[ \t]*Examples[ \t]*\n[ \t]*-{8,}[ \t]*$", re.MULTILINE)
 _NEXT_SECTION = re.compile(r"^[ \t]*[A-Z][A-Za-z ]+[ \t]*\n[ \t]*-{3,}[ \t]*$", re.MULTILINE)
@@ -113,7 +108,7 @@ def test_public_callable_has_runnable_example(qualname):
     if qualname in NO_EXAMPLE_POSSIBLE:
         pytest.skip(NO_EXAMPLE_POSSIBLE[qualname])
     if qualname in KNOWN_MISSING:
-        pytest.xfail("example not written yet (module owned elsewhere)")
+        pytest.xfail("example not written yet")
     section = examples_section(PUBLIC[qualname].__doc__)
     assert section is not None, f"{qualname}: the docstring has no numpydoc 'Examples' section"
     assert ">>>" in section, f"{qualname}: the 'Examples' section holds no code"

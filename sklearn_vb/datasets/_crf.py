@@ -37,6 +37,13 @@ def make_faq_like_sequences(n_documents=2, n_lines=100, random_state=None):
     X : (n_documents * n_lines, 24) float array of 0/1
     y : (n_documents * n_lines,) int labels (1 = answer)
     lengths : (n_documents,) int array
+
+    Examples
+    --------
+    >>> from sklearn_vb.datasets import make_faq_like_sequences
+    >>> X, y, lengths = make_faq_like_sequences(n_documents=2, n_lines=100, random_state=0)
+    >>> X.shape, lengths.tolist(), sorted(set(y.tolist()))
+    ((200, 24), [100, 100], [0, 1])
     """
     rng = check_random_state(random_state)
     n_documents, n_lines = int(n_documents), int(n_lines)
