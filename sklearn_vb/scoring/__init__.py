@@ -4,9 +4,14 @@ Every scorer returns a :class:`ScoreResult` holding a log-evidence estimate
 ``ln p(X | m)`` in nats, total over the data set (higher is better; sklearn's ``bic`` has
 the opposite sign and a factor 2).
 
->>> from sklearn_vb.scoring import score, get_scorer
->>> res = score(estimator, X, method="ais", n_temperatures=1000, random_state=0)  # doctest: +SKIP
->>> res.log_evidence, res.stderr                                                  # doctest: +SKIP
+>>> import numpy as np
+>>> from sklearn_vb import VBHiddenMarkov
+>>> from sklearn_vb.scoring import score
+>>> X = np.array([0, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2, 2])
+>>> est = VBHiddenMarkov(2, n_symbols=3, random_state=0).fit(X)
+>>> res = score(est, X, method="ais", n_temperatures=1000, random_state=0)
+>>> bool(res.log_evidence > est.lower_bound_), bool(res.stderr < 1.0)   # VB is a lower bound
+(True, True)
 
 Methods: ``"vb"`` (the fitted bound), ``"map"`` (the log-likelihood at the EM point
 estimate, not an evidence approximation), ``"bic"``, ``"bicp"``, ``"laplace"``, ``"cs"``,
