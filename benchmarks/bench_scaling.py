@@ -211,7 +211,7 @@ def _latent_class_make(n_hidden_states):
           compare=False)
 def dag_n(quick):
     return _curve("n", [160, 1_280, 10_240, 81_920], quick,
-                  lambda n: _point(_beal_make(), _beal_data, n, n * 6, 2, 10, 40, quick))
+                  lambda n: _point(_beal_make(), _beal_data, n, n * 4, 2, 10, 40, quick))
 
 
 @workload("scaling-dag-hidden", per="call", repeats=1, warmup=False, stem="scaling",
