@@ -34,7 +34,7 @@ PEERS = [
     # the CPU build of this exact version is what the machine provides; an open range
     # would pull the registry's newest build with several GB of CUDA libraries
     ("torch", "torch==2.13.0", "needed by pomegranate (CPU build)"),
-    ("pomegranate", "pomegranate>=1.0", "HMMs and mixtures in PyTorch"),
+    ("pomegranate", "pomegranate>=1.0", "HMMs and mixtures in PyTorch; loopy BP on factor graphs"),
 ]
 
 #: our own dependencies, held at their installed versions while peers install

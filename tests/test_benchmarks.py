@@ -197,7 +197,8 @@ def test_quick_mode_skips_every_absent_comparison_library(tmp_path):
            "MPLBACKEND": "Agg"}
     out = tmp_path / "results"
     workloads = ["hmm-categorical-small", "hmm-gaussian-diag", "lds-single",
-                 "dag-latent-class-vs-pgmpy", "scaling-hmm-T", "machine-kalman-smoother-k4"]
+                 "dag-latent-class-vs-pgmpy", "scaling-hmm-T", "machine-kalman-smoother-k4",
+                 "mrf-bp-grid-30x30-vs-pomegranate"]
     done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--results-dir", str(out),
                            *workloads], cwd=root, env=env, capture_output=True, text=True,
                           timeout=900)
