@@ -8,12 +8,18 @@ run's seed and the draw.
 
 from __future__ import annotations
 
+import math
 import warnings
 from functools import lru_cache
 
 import numpy as np
+from sklearn.utils import check_random_state
 
-from ..dag import VBDiscreteDAG
+from .._dag_structure import log_dirichlet_integral, parameter_count
+from .._distributions import dirichlet_log_pdf
+from .._kernels.dag import pattern_log_normalisers
+from .._kernels.dag_fit import em_restarts, vbem_restarts
+from ..dag import VBDiscreteDAG, alias_count
 from ..datasets import (
     BEAL_TRUE_CODE,
     beal_true_parameters,
@@ -88,14 +94,67 @@ def _patterns(X):
     return U, counts.astype(float)
 
 
+def _fit_data(code, U, w):
+    """The estimator's own fit data of one structure (patterns, enumeration index, CPT
+    layout, prior) and the unfitted estimator that built them."""
+    est = VBDiscreteDAG(*bipartite_structure(code), method="ml", bound_check="off")
+    est._validate_params()
+    return est._check_fit_data(U, sample_weight=w), est
+
+
+def _starts(est, data, seed, n_init):
+    """The starting log tables of the ``n_init`` restarts of ``VBDiscreteDAG.fit`` with
+    ``random_state=seed`` (EM and VBEM start from the same prior draws)."""
+    random_state = check_random_state(seed)
+    rows = []
+    for _ in range(n_init):
+        est._initialize(data, random_state)  # method "ml": the start is ln theta
+        rows.append(est._log_theta_)
+    return np.ascontiguousarray(np.array(rows, dtype=float))
+
+
+def _em(data, starts, max_iter, tol):
+    pd, P = data.pdata, data.layout.size
+    counts, theta, entropy = np.empty(P), np.empty(P), np.empty(pd.n_patterns)
+    bound, n_iter, converged = em_restarts(starts, data.layout.row_ptr, pd.idx, pd.row_start,
+                                           pd.weights, int(max_iter), float(tol), counts, theta,
+                                           entropy)
+    return counts, theta, entropy, int(n_iter)
+
+
+def _vbem(data, starts, max_iter, tol):
+    pd = data.pdata
+    alpha = np.empty(data.layout.size)
+    bound, n_iter, converged = vbem_restarts(starts, data.prior, data.layout.row_ptr, pd.idx,
+                                             pd.row_start, pd.weights, int(max_iter), float(tol),
+                                             alpha)
+    return float(bound), int(n_iter), bool(converged), alpha
+
+
+@lru_cache(maxsize=512)
+def _structure_constants(code):
+    """``(d, ln S)`` of a structure: naive parameter count (eq. 6.24) and the log of the
+    number of aliases (§6.3.2); they do not depend on the data."""
+    structure, cards, hidden = bipartite_structure(code)
+    est = VBDiscreteDAG(structure, cards, hidden)
+    est._validate_params()
+    data = est._check_fit_data(np.zeros((1, len(code)), dtype=np.int64))
+    s = est._structure
+    return parameter_count(s), math.log(alias_count(s, data.prior, data.layout))
+
+
 def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras=False):
     """MAP, BIC, BICp, CS, CS† (from one EM fit) and VB (from one VBEM fit) of one
     structure, as in Beal §6.4: EM and VBEM each with ``n_init`` restarts from the same
     prior draws of the tables, stopped at ``max_iter`` iterations or when the objective
     gains less than ``tol_per_case * n``.
 
+    The fits are those of :class:`~sklearn_vb.VBDiscreteDAG` (``method="ml"`` and
+    ``"vb"`` with its SQUAREM acceleration, ``random_state=seed``), run as one compiled
+    call each on the distinct patterns of ``X`` (:mod:`sklearn_vb._kernels.dag_fit`).
     The EM estimate is the MAP estimate on the natural basis (eq. 6.23), which with the
-    uniform prior is the ML estimate.  Scores are raw; ``ln_S`` is the alias correction
+    uniform prior is the ML estimate: the same iterations and estimate, its objective
+    differing from ML's by a constant.  Scores are raw; ``ln_S`` is the alias correction
     (added to BIC, BICp, CS, CS† and VB for the corrected columns).
 
     ``extras=True`` adds the two fixes beyond the thesis: ``vb_uncapped`` (VBEM run on
@@ -105,31 +164,37 @@ def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras
     """
     n = X.shape[0]
     U, w = _patterns(X)
-    # with the uniform prior the MAP estimate on the natural basis (eq. 6.23) is the ML
-    # estimate and its EM objective differs from ML's by a constant: the same iterations
-    # and estimate, without evaluating the prior at every iteration
-    em = _fit(code, U, "ml", seed, n_init, max_iter, tol_per_case, w)
-    model = scoring_model_for(em)
-    theta = {b: np.asarray(t, dtype=float)[None] for b, t in zip(model.block_names, em.cpts_)}
-    loglik = float(em.log_likelihood_)
-    d = int(em.n_parameters_)
+    data, est = _fit_data(code, U, w)
+    tol = tol_per_case * float(np.sum(w))
+    starts = _starts(est, data, seed, n_init)
+    layout, pd = data.layout, data.pdata
+    counts, theta, entropy, em_iter = _em(data, starts, max_iter, tol)
+    with np.errstate(divide="ignore"):
+        log_theta = np.log(theta)
+    log_z = np.empty(pd.n_patterns)
+    pattern_log_normalisers(log_theta, pd.idx, pd.row_start, log_z)
+    loglik = float(np.dot(pd.weights, log_z))
+    d, ln_S = _structure_constants(tuple(int(c) for c in code))
     bic = loglik - 0.5 * d * np.log(n)
-    bicp = bic + float(model.log_prior(theta)[0])
-    cs = float(em.lower_bound_)  # the CS value at the EM estimate (exact E step there)
-    vb = _fit(code, U, "vb", seed, n_init, max_iter, tol_per_case, w)
+    log_prior = 0.0
+    for t, a in zip(layout.split(theta), layout.split(data.prior)):
+        log_prior += float(dirichlet_log_pdf(t, a).sum())
+    bicp = bic + log_prior
+    # Cheeseman-Stutz at the EM estimate (the last E step is exact there; Form B)
+    cs = log_dirichlet_integral(data.prior, counts, layout) + float(np.dot(pd.weights, entropy))
+    vb, vb_iter, vb_converged, alpha = _vbem(data, starts, max_iter, tol)
     out = {"map": loglik, "bic": bic, "bicp": bicp, "cs": cs,
            "cs_dagger": cs + 0.5 * n_connected_hidden(code) * np.log(n),
-           "vb": float(vb.lower_bound_), "ln_S": float(vb.log_alias_count_), "d": d,
-           "em_iter": int(em.n_iter_), "vb_iter": int(vb.n_iter_),
-           "vb_converged": bool(vb.converged_)}
+           "vb": vb, "ln_S": ln_S, "d": d, "em_iter": em_iter, "vb_iter": vb_iter,
+           "vb_converged": vb_converged}
     if extras:
-        if vb.converged_:
+        if vb_converged:
             out["vb_uncapped"] = out["vb"]
         else:
-            vb_long = _fit(code, U, "vb", seed, n_init, 100 * max_iter, tol_per_case, w)
-            out["vb_uncapped"] = float(vb_long.lower_bound_)
+            out["vb_uncapped"] = _vbem(data, starts, 100 * max_iter, tol)[0]
         start = {name: np.asarray(lam, float) + np.asarray(cnt, float) for name, lam, cnt
-                 in zip(em.structure_.names, em.prior_, em.expected_counts_)}
+                 in zip(data.layout.structure.names, layout.split(data.prior),
+                        layout.split(counts))}
         vb_cs = _fit(code, U, "vb", seed, 1, 100 * max_iter, tol_per_case, w,
                      init_params="posterior", init_posterior=start)
         out["vb_from_cs"] = float(vb_cs.lower_bound_)
