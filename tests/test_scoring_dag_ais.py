@@ -7,10 +7,13 @@ import pytest
 from scipy.stats import dirichlet
 
 from sklearn_vb import VBDiscreteDAG
+from scipy.special import logsumexp
+
 from sklearn_vb._kernels.scoring_dag import (
     _propose,
     dag_pattern_loglik,
     dag_prior_log_density,
+    shared_prefix,
 )
 from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_dag
 from sklearn_vb.scoring import score, scoring_model_for
@@ -50,6 +53,80 @@ def test_compiled_densities_match_the_model(beal_model):
     assert np.isfinite(got) and got == pytest.approx(ref, rel=1e-10)
 
 
+def test_pattern_loglik_with_shared_products_equals_the_plain_sum():
+    """Rows sharing entries with the previous pattern reuse its products, and patterns of
+    weight 1 or 2 enter one running product (rescaled when it gets small): the result is
+    the plain sum of w_u ln p(y_u | theta) to round-off, also with missing values (patterns
+    with other numbers of configurations), other weights, and tiny tables."""
+    rng = np.random.default_rng(5)
+    X = make_beal_dag(3000, random_state=2).astype(float)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    est = VBDiscreteDAG(*bipartite_structure(BEAL_TRUE_CODE), n_init=1, max_iter=5,
+                        random_state=0, bound_check="off").fit(X)
+    model = scoring_model_for(est)
+    data = model.prepare_data(X)
+    assert len(set(np.diff(data.row_start))) > 1  # several configuration grids
+    assert {1.0, 2.0} <= set(data.weights) and data.weights.max() > 2
+    share = shared_prefix(data.idx, data.row_start)
+    assert share.mean() > 3  # most rows reuse most of their product
+    th = model.sample_prior(rng, 3)
+    flat = model._flat(th)
+    flat[2, model.layout.offsets[3]:model.layout.offsets[4]] *= 1e-30  # tiny, unnormalised
+    for c in range(3):
+        with np.errstate(divide="ignore"):
+            log_theta = np.log(flat[c])
+        plain = 0.0
+        for u in range(data.n_patterns):
+            rows = log_theta[data.idx[data.row_start[u]:data.row_start[u + 1]]].sum(axis=1)
+            plain += data.weights[u] * logsumexp(rows)
+        got = dag_pattern_loglik(flat[c], data.idx, data.row_start, data.weights)
+        assert got == pytest.approx(plain, rel=1e-12), c
+
+
+def test_compiled_chains_keep_their_cached_densities_and_are_reproducible(beal_model):
+    """After many moves the cached ln p(X | theta) of every chain is that of its final
+    state, the weight is the sum of its increments, and the same seeds give the same
+    chains."""
+    from sklearn_vb._kernels.scoring_dag import dag_ais_chains, dag_ais_init
+
+    _, model, data, _ = beal_model
+    prior = model._flat_prior()
+    row_ptr = model.layout.row_ptr.astype(np.int64)
+    floor = np.minimum(prior, 1.0)
+    K = 300
+    betas = np.linspace(0.0, 1.0, K + 1) ** 4
+    out = []
+    for _ in range(2):
+        theta = np.ascontiguousarray(model._flat(model.sample_prior(np.random.default_rng(4), 3)))
+        ll, lp, lw = np.empty(3), np.empty(3), np.zeros(3)
+        acc, lr = np.zeros(K, np.int64), np.zeros(K)
+        dag_ais_init(theta, prior, row_ptr, data.idx, data.row_start, data.weights, ll, lp)
+        for k0, k1 in ((0, 120), (120, K)):  # two segments, reseeded
+            dag_ais_chains(theta, ll, lp, lw, betas, k0, k1, prior, row_ptr, data.idx,
+                           data.row_start, data.weights, 200.0, 10.0, 3.0, floor,
+                           np.array([11, 12, 13]) + k0, acc, lr)
+        out.append(lw.copy())
+        assert acc.sum() > 0.1 * 3 * K
+        for c in range(3):
+            assert ll[c] == pytest.approx(
+                dag_pattern_loglik(theta[c], data.idx, data.row_start, data.weights), rel=1e-12)
+        np.testing.assert_allclose(lr.sum(), lw.sum(), rtol=1e-12)
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_vectorised_log_ratio_estimates_equal_the_per_temperature_ones():
+    from sklearn_vb.scoring import log_mean_exp
+    from sklearn_vb.scoring._ais import _log_mean_exp_rows
+
+    rng = np.random.default_rng(1)
+    for C in (1, 5):
+        a = rng.normal(size=(300, C)) * 40
+        a[7] = -np.inf
+        np.testing.assert_array_equal(_log_mean_exp_rows(a), [log_mean_exp(x) for x in a])
+    with pytest.raises(ValueError, match="NaN"):
+        _log_mean_exp_rows(np.array([[0.0, np.nan]]))
+
+
 @pytest.mark.parametrize("floor", [0.0, 0.7])
 def test_proposal_log_ratio_matches_scipy(beal_model, floor):
     _, model, _, _ = beal_model
@@ -58,9 +135,12 @@ def test_proposal_log_ratio_matches_scipy(beal_model, floor):
     row_ptr = model.layout.row_ptr.astype(np.int64)
     g = np.full(theta.size, floor)
     prop = np.empty_like(theta)
+    log_prop = np.empty_like(theta)
     strength = 40.0
     np.random.seed(3)
-    got = _propose(theta, prop, row_ptr, strength, g, np.empty_like(theta))
+    got = _propose(theta, np.log(theta), prop, log_prop, row_ptr, strength, g,
+                   np.empty_like(theta))
+    np.testing.assert_allclose(log_prop, np.log(prop), rtol=1e-15, atol=0)
     want = 0.0
     for i in range(row_ptr.size - 1):
         a, b = row_ptr[i], row_ptr[i + 1]

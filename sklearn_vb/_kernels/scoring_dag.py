@@ -31,33 +31,98 @@ __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_ais_chai
 
 
 @njit(cache=True, nogil=True)
-def dag_pattern_loglik(theta, idx, row_start, weights):
-    """``sum_u w_u ln sum_r prod_j theta[idx[r, j]]`` (probability space, with a log-space
-    fallback for a pattern whose terms all underflow)."""
+def shared_prefix(idx, row_start):
+    """``share[r]``: how many leading entries configuration row ``r`` has in common with
+    the row of the same configuration in the previous pattern (0 when the two patterns
+    have different numbers of configurations).  Patterns are sorted, so consecutive ones
+    mostly differ only in their last observed nodes, and the product over the shared
+    entries need not be formed again."""
+    share = np.zeros(idx.shape[0], dtype=np.int64)
+    n_nodes = idx.shape[1]
+    for u in range(1, row_start.shape[0] - 1):
+        a = row_start[u]
+        b = row_start[u + 1]
+        prev = row_start[u - 1]
+        if b - a != a - prev:
+            continue
+        for h in range(b - a):
+            j = 0
+            while j < n_nodes and idx[a + h, j] == idx[prev + h, j]:
+                j += 1
+            share[a + h] = j
+    return share
+
+
+#: the running product of pattern likelihoods is rescaled by 2**500 when it leaves
+#: [1e-150, 1e150]
+_RESCALE = 2.0 ** 500
+_LOG_RESCALE = 500.0 * math.log(2.0)
+
+
+@njit(cache=True, nogil=True)
+def _loglik_shared(theta, idx, row_start, weights, share, prefix):
+    """:func:`dag_pattern_loglik`, reusing the products over the entries each row shares
+    with the previous pattern (``share``, see :func:`shared_prefix`; ``prefix`` is a
+    (max configurations, n_nodes) scratch array).  The products are formed in the same
+    order, so every pattern likelihood is bit-for-bit the one of the plain loop.  Patterns
+    of weight 1 or 2 enter a running product instead of one logarithm each."""
     n_patterns = row_start.shape[0] - 1
     n_nodes = idx.shape[1]
-    log_theta = np.empty(0)  # computed on the first pattern that needs it
     total = 0.0
+    prod = 1.0
+    n_rescaled = 0
+    log_theta = np.empty(0)
     for u in range(n_patterns):
+        a = row_start[u]
         s = 0.0
-        for r in range(row_start[u], row_start[u + 1]):
-            p = 1.0
-            for j in range(n_nodes):
+        for h in range(row_start[u + 1] - a):
+            r = a + h
+            j0 = share[r]
+            p = prefix[h, j0 - 1] if j0 > 0 else 1.0
+            for j in range(j0, n_nodes):
                 p *= theta[idx[r, j]]
+                prefix[h, j] = p
             s += p
-        if s > 0.0:
-            total += weights[u] * math.log(s)
+        w = weights[u]
+        if s > 1e-100 and w == 1.0:
+            prod *= s
+        elif s > 1e-50 and w == 2.0:
+            prod *= s * s
+        elif s > 0.0:
+            total += w * math.log(s)
         else:
             if log_theta.shape[0] == 0:
                 log_theta = np.empty(theta.shape[0])
                 for k in range(theta.shape[0]):
                     t = theta[k]
                     log_theta[k] = math.log(t) if t > 0.0 else -np.inf
-            lz = pattern_log_normaliser(log_theta, idx, row_start[u], row_start[u + 1])
+            lz = pattern_log_normaliser(log_theta, idx, a, row_start[u + 1])
             if lz == -np.inf:
                 return -np.inf
-            total += weights[u] * lz
-    return total
+            total += w * lz
+        if prod < 1e-150:
+            prod *= _RESCALE
+            n_rescaled += 1
+        elif prod > 1e150:  # only with tables that are not normalised
+            prod /= _RESCALE
+            n_rescaled -= 1
+    return total + math.log(prod) - n_rescaled * _LOG_RESCALE
+
+
+@njit(cache=True, nogil=True)
+def _prefix_scratch(idx, row_start):
+    max_conf = 1
+    for u in range(row_start.shape[0] - 1):
+        max_conf = max(max_conf, row_start[u + 1] - row_start[u])
+    return np.empty((max_conf, idx.shape[1]))
+
+
+@njit(cache=True, nogil=True)
+def dag_pattern_loglik(theta, idx, row_start, weights):
+    """``sum_u w_u ln sum_r prod_j theta[idx[r, j]]`` (probability space, with a log-space
+    fallback for a pattern whose terms all underflow)."""
+    return _loglik_shared(theta, idx, row_start, weights, shared_prefix(idx, row_start),
+                          _prefix_scratch(idx, row_start))
 
 
 @njit(cache=True, nogil=True)
@@ -105,8 +170,10 @@ def _log_gamma_variate(shape):
 
 
 @njit(cache=True, nogil=True)
-def _propose(theta, prop, row_ptr, strength, floor, scratch):
-    """Draw every row of ``prop`` from Dir(strength theta_row + floor_row); returns
+def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch):
+    """Draw every row of ``prop`` from Dir(strength theta_row + floor_row), with
+    ``log_prop = ln prop``; ``log_theta`` is ``ln theta`` (cached by the caller, it changes
+    only when a move is accepted).  Returns
     ln q(prop | theta) - ln q(theta | prop) (the forward minus the reverse density)."""
     tiny = 2.2250738585072014e-308
     out = 0.0
@@ -115,6 +182,7 @@ def _propose(theta, prop, row_ptr, strength, floor, scratch):
         b = row_ptr[i + 1]
         if b - a < 2:
             prop[a] = 1.0
+            log_prop[a] = 0.0
             continue
         small = False
         for k in range(a, b):
@@ -147,6 +215,7 @@ def _propose(theta, prop, row_ptr, strength, floor, scratch):
             s2 += v
         for k in range(a, b):
             prop[k] /= s2
+            log_prop[k] = math.log(prop[k])
         # ln Dir(prop | a theta + g) - ln Dir(theta | a prop + g)
         f0 = 0.0
         r0 = 0.0
@@ -155,8 +224,8 @@ def _propose(theta, prop, row_ptr, strength, floor, scratch):
             ar = strength * prop[k] + floor[k]
             f0 += af
             r0 += ar
-            out += (af - 1.0) * math.log(prop[k]) - math.lgamma(af)
-            out -= (ar - 1.0) * math.log(theta[k]) - math.lgamma(ar)
+            out += (af - 1.0) * log_prop[k] - math.lgamma(af)
+            out -= (ar - 1.0) * log_theta[k] - math.lgamma(ar)
         out += math.lgamma(f0) - math.lgamma(r0)
     return out
 
@@ -209,10 +278,16 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
                 log_ratio_sum):
     C, P = theta.shape
     prop = np.empty(P)
+    log_prop = np.empty(P)
+    log_th = np.empty(P)
     scratch = np.empty(P)
+    share = shared_prefix(idx, row_start)
+    prefix = _prefix_scratch(idx, row_start)
     for c in range(C):
         np.random.seed(seeds[c])
         th = theta[c]
+        for p in range(P):
+            log_th[p] = math.log(th[p])
         llc = ll[c]
         lpc = lp[c]
         lsc = ls[c]
@@ -220,10 +295,10 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
         for k in range(k0 + 1, k1 + 1):
             b = betas[k - 1]
             strength = alpha0 + kappa * n_cases * b
-            log_q_ratio = _propose(th, prop, row_ptr, strength, floor, scratch)
+            log_q_ratio = _propose(th, log_th, prop, log_prop, row_ptr, strength, floor, scratch)
             lp_new = _prior_kernel(prop, prior, row_ptr)
             ls_new = _prior_kernel(prop, start, row_ptr) if from_start else lp_new
-            ll_new = dag_pattern_loglik(prop, idx, row_start, weights)
+            ll_new = _loglik_shared(prop, idx, row_start, weights, share, prefix)
             if ll_new > -np.inf:
                 if from_start:
                     log_a = ((1.0 - b) * (ls_new - lsc) + b * (lp_new - lpc + ll_new - llc)
@@ -235,6 +310,7 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
                 if math.log(1.0 - np.random.random()) < log_a:
                     for p in range(P):
                         th[p] = prop[p]
+                        log_th[p] = log_prop[p]
                     llc = ll_new
                     lpc = lp_new
                     lsc = ls_new
