@@ -27,11 +27,13 @@ import scipy.sparse.linalg as spla
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from ._kernels.bp import bp_beliefs, bp_run, gibbs_sweeps, lr_propagation
 
 __all__ = ["BPConvergenceWarning", "ExactEngine", "BPEngine", "Moments", "newton_map",
-           "grouped_prior_precision", "log_prior", "lr_logdet", "sample_states"]
+           "grouped_prior_precision", "lbfgs_minimize", "log_prior", "lr_logdet",
+           "sample_states"]
 
 LOG_2PI = float(np.log(2 * np.pi))
 #: above this many features the BP engine keeps J sparse and never forms C_LR
@@ -311,6 +313,14 @@ class NewtonResult:
     objectives: list
 
 
+def lbfgs_minimize(fun, x0, **options):
+    """``scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)``
+    with BLAS on one thread: the small dense products of L-BFGS-B and of the objectives
+    here run several times slower when a threaded BLAS competes for loaded cores."""
+    with threadpool_limits(1, user_api="blas"):
+        return minimize(fun, x0, jac=True, method="L-BFGS-B", options=options)
+
+
 def newton_map(engine, S, N, precision, coef0, max_iter=100, tol=1e-10, verbose=0):
     """Maximise ``t = coef^T S - N ln Z(coef) + ln p(coef)`` from ``coef0``.
 
@@ -344,8 +354,7 @@ def newton_map(engine, S, N, precision, coef0, max_iter=100, tol=1e-10, verbose=
                 mm = engine.moments(c, covariance=False)
                 return (-t_of(c, mm.log_partition), -(S - N * mm.kappa - P * c))
 
-            res = minimize(neg, coef, jac=True, method="L-BFGS-B",
-                           options={"maxiter": 200, "gtol": 1e-9, "ftol": 1e-15})
+            res = lbfgs_minimize(neg, coef, maxiter=200, gtol=1e-9, ftol=1e-15)
             it += 1
             if -res.fun >= t:
                 coef = res.x

@@ -19,7 +19,6 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -27,7 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._crf_layout import CRFData, CRFEngine, CRFLayout
-from ._mrf_inference import grouped_prior_precision, log_prior, newton_map
+from ._mrf_inference import grouped_prior_precision, lbfgs_minimize, log_prior, newton_map
 from ._validation import check_sequences, check_sequences_routed, fitted_from_sequence_ids
 
 __all__ = ["LinearChainCRF", "crf_prior_precision"]
@@ -260,9 +259,8 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
             lz, kappa = engine.value_and_gradient(c)
             return (-(c @ data.S - lz + float(log_prior(c, P))), -(data.S - kappa - P * c))
 
-        res = minimize(neg, coef0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": self.max_iter, "gtol": self.tol * max(1.0, data.N),
-                                "ftol": 1e-15})
+        res = lbfgs_minimize(neg, coef0, maxiter=self.max_iter,
+                             gtol=self.tol * max(1.0, data.N), ftol=1e-15)
         if self.verbose:
             print(f"[LinearChainCRF] L-BFGS: {res.nit} iterations, objective {-res.fun:.6f}, "
                   f"{res.message}", flush=True)

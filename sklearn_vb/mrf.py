@@ -20,14 +20,13 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from ._mrf_inference import (BPEngine, ExactEngine, grouped_prior_precision, log_prior,
-                             newton_map, sample_states)
+from ._mrf_inference import (BPEngine, ExactEngine, grouped_prior_precision, lbfgs_minimize,
+                             log_prior, newton_map, sample_states)
 from ._mrf_layout import MRFLayout, parse_structure
 
 __all__ = ["PairwiseMRF", "prior_precision_vector"]
@@ -281,8 +280,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
                 return (-(c @ S - N * mm.log_partition + log_prior(c, P)),
                         -(S - N * mm.kappa - P * c))
 
-            r = minimize(neg, coef0, jac=True, method="L-BFGS-B",
-                         options={"maxiter": 50 * self.max_iter, "gtol": 1e-9, "ftol": 1e-15})
+            r = lbfgs_minimize(neg, coef0, maxiter=50 * self.max_iter, gtol=1e-9, ftol=1e-15)
             coef, t, n_iter, converged = r.x, -float(r.fun), int(r.nit), bool(r.success)
             m = engine.moments(coef)
         self._layout = layout

@@ -6,8 +6,8 @@ import pytest
 from scipy import stats
 
 from sklearn_vb import PairwiseMRF
-from sklearn_vb._mrf_inference import (BPConvergenceWarning, BPEngine, ExactEngine, log_prior,
-                                       lr_logdet, newton_map)
+from sklearn_vb._mrf_inference import (BPConvergenceWarning, BPEngine, ExactEngine,
+                                       lbfgs_minimize, log_prior, lr_logdet, newton_map)
 from sklearn_vb._mrf_layout import MRFLayout, parse_structure
 from sklearn_vb.datasets import sample_mrf
 
@@ -205,6 +205,35 @@ def test_map_and_bp_map_reference_values():
     np.testing.assert_array_equal(ex.sufficient_stats_, [38, 21, 28, 18, 23, 12])
     lb = PairwiseMRF([(0, 1), (1, 2), (0, 2)], solver="lbfgs").fit(X)
     np.testing.assert_allclose(lb.coef_, ex.coef_, atol=1e-5)
+
+
+def test_lbfgs_runs_with_one_blas_thread_and_matches_scipy():
+    """The L-BFGS fits of PairwiseMRF and LinearChainCRF go through ``lbfgs_minimize``:
+    the objective sees BLAS limited to one thread, the caller's limit is back afterwards,
+    and the optimum is scipy's."""
+    from scipy.optimize import minimize
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    seen = []
+    A = np.array([[3.0, 1.0], [1.0, 2.0]])
+    b = np.array([1.0, -1.0])
+
+    def fun(x):
+        seen.extend(blas_threads())
+        return 0.5 * x @ A @ x - b @ x, A @ x - b
+
+    with threadpool_limits(2, user_api="blas"):  # a caller with threaded BLAS
+        before = blas_threads()
+        res = lbfgs_minimize(fun, np.zeros(2), gtol=1e-12)
+        after = blas_threads()
+    assert seen and set(seen) == {1}
+    assert after == before
+    ref = minimize(fun, np.zeros(2), jac=True, method="L-BFGS-B", options={"gtol": 1e-12})
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-12)
+    np.testing.assert_allclose(res.x, np.linalg.solve(A, b), atol=1e-9)
 
 
 @pytest.mark.parametrize("engine_kind", ["exact", "bp"])
