@@ -36,6 +36,7 @@ SECTIONS = {
     "scoring_quick": "Scoring quick runs",
     "scaling": "Scaling: seconds per iteration and peak memory against problem size",
     "machine": "How close to the machine: our kernels against the same arithmetic and BLAS",
+    "mrf": "Pairwise MRFs: loopy BP against pomegranate, exact tree BP against pgmpy",
     "peers": "Comparison libraries installed for the last run",
 }
 
@@ -55,6 +56,8 @@ README_ROWS = [
      "(575 s in the thesis)", "dag", "dag-136-structures", ["sklearn_vb"], "seconds"),
     ("mixture of factor analysers with birth/death search, N=2000, p=10",
      "GaussianMixture BIC sweep", "mfa", "mfa-synthetic", ["sklearn-gmm-bic"], "mfa"),
+    ("loopy BP on a 30 × 30 Ising grid, time to convergence", "pomegranate FactorGraph",
+     "mrf", "mrf-bp-grid-30x30-vs-pomegranate", ["pomegranate"], "ratio"),
 ]
 
 
