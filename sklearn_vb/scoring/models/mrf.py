@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
-from ..._mrf_inference import BPEngine, ExactEngine, log_prior, newton_map
+from ..._mrf_inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
 from ...mrf import prior_precision_vector
 from ..mcmc_moves import _KernelBase
 from ..params import ParamBlock, ParamSpace
@@ -260,8 +259,7 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
                 grad -= np.einsum("kn,knf->f", pr * w, A)
             return -val, -grad
 
-        res = minimize(neg, self.pmm(X), jac=True, method="L-BFGS-B",
-                       options={"maxiter": 1000, "gtol": 1e-10, "ftol": 1e-15})
+        res = lbfgs_minimize(neg, self.pmm(X), maxiter=1000, gtol=1e-10, ftol=1e-15)
         return res.x
 
     # -- moments --------------------------------------------------------------------------
