@@ -5,6 +5,12 @@
   1e-6 per case, max 1000 iterations, structures spread over 2 processes.  The thesis
   took 575 s for this in MATLAB on a 1 GHz PIII (2003).  The cold numba compilation
   time (empty cache, separate process) is reported as a metric.
+* ``dag-draw-units``: every work unit of one draw of ``reproduce dag --draws`` (136
+  structures x 20 sizes n = 10 ... 10240 of one nested data stream; per unit EM and VBEM
+  with 3 restarts each, scored MAP, BIC, BICp, CS, CS† and VB), sequentially in one
+  process.  Metrics: CPU seconds of the draw, per size, and the wall time 106 draws
+  would take on 2 otherwise idle cores (the thesis's study).  Quick: 9 structures at
+  n = 10, 80, 480.  Written to ``results/dag.*`` (other rows kept).
 * ``dag-latent-class-vs-pgmpy``: ML EM on a latent-class model (one hidden node with 3
   states, 5 ternary children, N = 2000) against pgmpy's ExpectationMaximization,
   time per EM iteration.
@@ -89,6 +95,34 @@ def dag_136_structures(quick):
         rank = 1 + int(np.sum(bounds > bounds[codes.index(BEAL_TRUE_CODE)]))
         return {"n_iter": None, "structures": len(codes), "kept_run_iterations": iters,
                 "rank_of_true": rank, "cold_numba_compile_s": compile_s, "thesis_matlab_s": 575.0}
+
+    return {"sklearn_vb": ours}
+
+
+@workload("dag-draw-units", per="call", repeats=1, warmup=False, stem="dag")
+def dag_draw_units(quick):
+    import importlib
+    import time
+
+    from sklearn_vb.reproduce._dag_units import STRUCTURES, code_name
+
+    reproduce_dag = importlib.import_module("sklearn_vb.reproduce.dag")
+    config = dict(reproduce_dag.FULL, draws=1, seed=0)
+    sizes = [10, 80, 480] if quick else list(config["sizes"])
+    codes = STRUCTURES[::17] if quick else STRUCTURES
+
+    def ours():
+        per_size = {}
+        for n in sizes:
+            t = time.process_time()
+            for code in codes:  # the units of draw 0, with the seeds the study uses
+                reproduce_dag._run_unit((0, n, code_name(code), "fit"), config, 0)
+            per_size[str(n)] = round(time.process_time() - t, 3)
+        cpu = sum(per_size.values()) * len(STRUCTURES) / len(codes)
+        return {"n_iter": None, "units": len(sizes) * len(codes),
+                "cpu_seconds_per_draw": round(cpu, 2),
+                "projected_106_draws_wall_hours_2_idle_cores": round(106 * cpu / 2 / 3600, 3),
+                "cpu_seconds_by_size": per_size}
 
     return {"sklearn_vb": ours}
 

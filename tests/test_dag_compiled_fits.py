@@ -80,3 +80,13 @@ def test_compiled_vbem_respects_max_iter_and_keeps_the_best_restart():
                             random_state=3, bound_check="raise").fit(U, sample_weight=w)
     assert bound == pytest.approx(ref.lower_bound_, rel=1e-10)
     assert np.allclose(alpha, np.concatenate([p.ravel() for p in ref.posterior_]), rtol=1e-8)
+
+
+def test_patterns_are_numpys_distinct_rows_with_counts():
+    X = draw_data(0, 4, 3000, 3000)
+    for data in (X, X[:7], X.astype(float), np.array([[2, 0], [-1, 3], [2, 0]])):
+        U, w = _patterns(data)
+        U_ref, w_ref = np.unique(data, axis=0, return_counts=True)
+        np.testing.assert_array_equal(U, U_ref)
+        assert U.dtype == U_ref.dtype
+        np.testing.assert_array_equal(w, w_ref)
