@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._point_cache import shared_fit_point
 from ._registry import scoring_model_for
 from .protocols import has, require
 
@@ -156,12 +157,14 @@ class Scorer:
         raise NotImplementedError
 
     # helpers ------------------------------------------------------------------
-    def _fit_point(self, model, data, **kwargs):
-        """``model.fit_point(data, **kwargs)``; a ``ConvergenceWarning`` it raises (the
-        EM hit its iteration cap) is raised again naming this scorer."""
+    def _fit_point(self, model, data, estimator=None, **kwargs):
+        """``model.fit_point(data, **kwargs)``, shared with the other scorers of the same
+        fitted ``estimator`` (:func:`~sklearn_vb.scoring._point_cache.shared_fit_point`);
+        a ``ConvergenceWarning`` it raises (the EM hit its iteration cap) is raised again
+        naming this scorer."""
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            theta = model.fit_point(data, **kwargs)
+            theta = shared_fit_point(model, data, estimator, **kwargs)
         for w in caught:
             if issubclass(w.category, ConvergenceWarning):
                 warnings.warn(f"scorer {self.name!r}: {w.message}", ConvergenceWarning,

@@ -54,7 +54,7 @@ class CSScore(Scorer):
     def _point(self, estimator, model, data, opts, rng):
         if opts["point"] == "map":
             require(model, self.name, "fit_point")
-            return self._fit_point(model, data, kind="map", basis=opts["basis"], rng=rng,
+            return self._fit_point(model, data, estimator, kind="map", basis=opts["basis"], rng=rng,
                                    n_init=opts["n_init"])
         if opts["point"] == "posterior_mean":
             q = variational_posterior(estimator, model, data)

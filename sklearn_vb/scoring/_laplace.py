@@ -26,6 +26,7 @@ from scipy.optimize import minimize
 from .._kernels._constants import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
 from ._numerics import spawn_generators
+from ._point_cache import shared_fit_point
 from ._progress import Progress
 from ._result import ScoreResult
 from .protocols import has, require
@@ -335,7 +336,8 @@ class LaplaceScore(Scorer):
 
         report.message(f"d = {space.size} free parameters, gradient {target.kind!r}, "
                        f"estimated memory {need_mb:.0f} MB; MAP point (EM) ...")
-        theta0 = model.fit_point(data, kind="map", rng=rng, n_init=opts["n_init"])
+        theta0 = shared_fit_point(model, data, estimator, kind="map", rng=rng,
+                                  n_init=opts["n_init"])
         phi = space.to_unconstrained(theta0)[0]
         t0 = float(target.values(phi[None])[0])
         if not np.isfinite(t0):

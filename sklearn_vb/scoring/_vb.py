@@ -8,6 +8,7 @@ from sklearn.base import clone
 from ._base import Scorer, prepare_data, resolve_model
 from ._cs import cs_value
 from ._numerics import spawn_generators
+from ._point_cache import shared_fit_point
 from ._result import ScoreResult
 from .protocols import require
 
@@ -46,7 +47,7 @@ class VBScore(Scorer):
             require(model, self.name, "fit_point", "e_step", "log_complete_evidence", "vb_refine")
             data = prepare_data(model, X, fit_params)
             rng = spawn_generators(opts["random_state"], 1)[0]
-            theta = model.fit_point(data, kind="map", rng=rng)
+            theta = shared_fit_point(model, data, estimator, kind="map", rng=rng)
             cs, estep, _ = cs_value(model, theta, data)
             bounds = np.asarray(
                 model.vb_refine(data, estep, max_iter=opts["max_iter"], tol=opts["tol"]), dtype=float
