@@ -134,8 +134,12 @@ class DirichletBlocksModel(ScoringModelMixin):
                                          prior_draw)
 
         def evaluate(theta):
-            e = self.e_step(theta, X)
-            return self.point_objective(theta, e.loglik, kind, basis), e.stats
+            if has(self, "loglik_and_stats"):  # no entropy or expected log-likelihood
+                loglik, stats = self.loglik_and_stats(theta, X)
+            else:
+                e = self.e_step(theta, X)
+                loglik, stats = e.loglik, e.stats
+            return self.point_objective(theta, loglik, kind, basis), stats
 
         run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),
                             n_init=n_init, max_iter=max_iter, tol=tol_per_case * n,

@@ -109,14 +109,18 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
                                     for k in ("pi", "A", "B"))
         return np.where(first, log_pi[:, Z], log_A[:, prev, Z]) + log_B[:, Z, X["obs"]]
 
-    def e_step(self, params_single, X):
+    def loglik_and_stats(self, params_single, X):
+        """``(ln p(X | theta), expected counts)`` by one forward-backward pass: the part
+        of :meth:`e_step` the point EM needs."""
         with np.errstate(divide="ignore"):
             log_pi, log_A, log_B = (np.log(np.asarray(params_single[k][0], dtype=float))
                                     for k in ("pi", "A", "B"))
         log_norm, _, init, xi, emis_counts = forward_backward(
             log_pi, log_A, np.ascontiguousarray(log_B.T), X["obs"], X["starts"], X["ends"], True)
-        ll = log_norm.sum()
-        stats = {"pi": init, "A": xi, "B": emis_counts.T}
+        return float(log_norm.sum()), {"pi": init, "A": xi, "B": emis_counts.T}
+
+    def e_step(self, params_single, X):
+        ll, stats = self.loglik_and_stats(params_single, X)
         with np.errstate(divide="ignore"):
             ecl = sum(float(np.sum(np.where(stats[k] > 0, stats[k] * np.log(params_single[k][0]), 0.0)))
                       for k in ("pi", "A", "B"))
