@@ -113,6 +113,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._fingerprint import data_fingerprint
+
 __all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
            "ACCELERATION_CONSTRAINT", "Restart", "predicted_remaining_gain"]
 
@@ -542,6 +544,8 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         self.converged_ = bool(converged)
         self.fit_time_ = time.perf_counter() - t_start
         self._finalize(data)
+        # lower_bound_ is a bound on ln p(this data) only: the vb score checks it
+        self._fit_data_fingerprint = data_fingerprint(X, fit_params)
         if restarts is not None:
             self.restarts_ = restarts
         if not converged:

@@ -34,7 +34,7 @@ PACKAGE_DIR = Path(sklearn_vb.__file__).resolve().parent
 LAYERS = [
     ("numba kernels", ["_kernels", "_version"]),
     ("distributions, estimator template, validation, data sets, emission families",
-     ["_distributions", "base", "_validation", "_dag_structure", "_mrf_layout", "_mrf_inference", "_crf_layout",
+     ["_distributions", "base", "_fingerprint", "_validation", "_dag_structure", "_mrf_layout", "_mrf_inference", "_crf_layout",
       "datasets", "emissions"]),
     # the package's __init__ re-exports the estimators
     ("estimators", ["hmm", "_hmm_point", "mfa", "_mfa_search", "lds", "_lds_moves",

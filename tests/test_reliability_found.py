@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import sklearn
+from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
 from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem, VBMixtureFactorAnalysers
@@ -212,3 +213,71 @@ def test_non_finite_input_says_what_the_estimator_supports(make, supported):
     X[4, 1] = np.inf
     with pytest.raises(ValueError, match="X contains infinity"):
         make().fit(X)
+
+
+def _vb_cases():
+    from sklearn_vb import VBSigmoidBeliefNetwork
+    from sklearn_vb.bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
+
+    rng = np.random.default_rng(4)
+    G = rng.normal(size=(40, 3))
+    B = (rng.random((40, 3)) < 0.4).astype(float)
+    lengths = np.array([25, 15])
+    return {
+        "hmm": (VBHiddenMarkov(2, n_symbols=3, max_iter=10, random_state=0), _symbols(40),
+                {"lengths": lengths}),
+        "lds": (VBLinearDynamicalSystem(n_states=2, max_iter=5, random_state=0), G,
+                {"U": rng.normal(size=(40, 1)), "sequence_ids": np.repeat([3, 1], lengths)}),
+        "mfa": (VBMixtureFactorAnalysers(n_components=2, search=False, max_iter=10, random_state=0),
+                G, {}),
+        "dag": (VBDiscreteDAG(n_components=2, max_iter=10, random_state=0),
+                rng.integers(0, 3, size=(40, 3)), {}),
+        "sbn": (VBSigmoidBeliefNetwork(n_init=1, max_iter=5, random_state=0), B, {}),
+        "clustering": (BayesianClustering(n_components=2, random_state=0), G, {}),
+        "low-rank": (BayesianLowRank(n_components=2, random_state=0), G, {}),
+        "binary": (BayesianBinaryAttributes(n_components=2, random_state=0), G, {}),
+    }
+
+
+@pytest.mark.parametrize("name", ["hmm", "lds", "mfa", "dag", "sbn", "clustering", "low-rank",
+                                  "binary"])
+def test_vb_score_refuses_data_other_than_the_training_data(name):
+    est, X, kw = _vb_cases()[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, **kw)
+    # the training data, also as a copy, a list or with the fit parameters left out
+    assert score(est, X.copy(), "vb", **kw).log_evidence == est.lower_bound_
+    assert score(est, X.tolist(), "vb", **kw).log_evidence == est.lower_bound_
+    if "U" not in kw:
+        assert score(est, X, "vb").log_evidence == est.lower_bound_
+    # other valid data: one value changed, or fewer rows
+    other = X.copy()
+    if name == "sbn":
+        other[0, 0] = 1 - X[0, 0]
+    elif name in ("hmm", "dag"):
+        other[0, 0] = (X[0, 0] + 1) % 3
+    else:
+        other[0, 0] += 0.5
+    for data, fit_kw in ((other, kw), (X[:20], {k: v[:20] for k, v in kw.items()
+                                                if k != "lengths"})):
+        with pytest.raises(ValueError, match=r"(?s)X is not the data.*training data.*clone"):
+            score(est, data, "vb", **fit_kw)
+    if "lengths" in kw or "sequence_ids" in kw:
+        key = "lengths" if "lengths" in kw else "sequence_ids"
+        with pytest.raises(ValueError, match=f"{key} is not the {key} this"):
+            score(est, X, "vb", **{**kw, key: kw[key][::-1].copy()})
+    # refitting a copy on the other data is the way to its bound
+    refit = clone(est).fit(other, **kw)
+    assert score(refit, other, "vb", **kw).log_evidence == refit.lower_bound_
+
+
+def test_vb_score_refuses_an_estimator_without_a_training_fingerprint():
+    est, X, kw = _vb_cases()["mfa"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X)
+    del est._fit_data_fingerprint  # as fitted by a version that did not record one
+    with pytest.raises(ValueError, match="X is not the data"):
+        score(est, X, "vb")
+

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
+from .._fingerprint import fingerprint_mismatch
+from ..base import VBEMEstimator
 from ._base import Scorer, prepare_data, resolve_model
 from ._cs import cs_value
 from ._numerics import spawn_generators
@@ -13,6 +15,27 @@ from ._result import ScoreResult
 from .protocols import require
 
 __all__ = ["VBScore"]
+
+
+def _check_training_data(estimator, X, fit_params):
+    """``lower_bound_`` bounds ln p(X_train): refuse any other data.  Every estimator of
+    the package records its training data's fingerprint in ``fit`` (one without it was
+    fitted by an older version and is refused); other objects with a ``lower_bound_``
+    (hand-built models) are taken at their word."""
+    if not isinstance(estimator, VBEMEstimator):
+        return
+    differs = fingerprint_mismatch(getattr(estimator, "_fit_data_fingerprint", None), X,
+                                   fit_params)
+    if differs is None:
+        return
+    name = type(estimator).__name__
+    what = (f"X is not the data this {name} was fitted on" if differs == "X"
+            else f"{differs} is not the {differs} this {name} was fitted with")
+    raise ValueError(
+        f"{what}: the 'vb' score is its "
+        "lower_bound_, a bound on the log evidence of the training data only.  To bound "
+        "ln p(X) for other data, fit a copy on it: score(clone(estimator).fit(X), X, 'vb') "
+        "(with the same fit parameters).")
 
 
 class VBScore(Scorer):
@@ -29,6 +52,10 @@ class VBScore(Scorer):
         ``vb_refine``).  The first bound then equals the CS score and never decreases
         afterwards (Beal 2003, Corollary 2.5), which guarantees ``vb >= cs``.
     max_iter, tol : used with ``init="cs"``.
+
+    Without ``init``, X (and any fit parameters given) must be the data the estimator
+    was fitted on: ``lower_bound_`` bounds ln p of that data only, and other data raise
+    a ``ValueError``.
 
     Ranking by ``F`` assumes equal KL gaps across models; the gap usually grows with
     model size, so VB selection leans towards simpler models.
@@ -58,9 +85,9 @@ class VBScore(Scorer):
             if not hasattr(estimator, "lower_bound_"):
                 raise NotImplementedError("vb needs lower_bound_ (a fitted VB estimator)")
             if hasattr(estimator, "check_data"):
-                # the bound belongs to the training data; still refuse malformed X and
-                # fit parameters instead of returning it regardless
+                # refuse malformed X and fit parameters with the estimator's own message
                 estimator.check_data(X, **fit_params)
+            _check_training_data(estimator, X, fit_params)
             values = [float(estimator.lower_bound_)]
             n_init = int(opts["n_init"])
             if n_init < 1:
