@@ -68,10 +68,7 @@ METHODS = {
     "mrf": ["score", "score_samples"],
     "sbn": ["score", "predict_proba"],
 }
-# cs on the mixture of factor analysers is left out: for rows thousands of standard
-# deviations from the training data its self-check of the two CS formulas (agreement to
-# 1e-9 relative) fails from round-off in the quadratic terms, with a RuntimeError
-SCORES = {"mrf": ["bic"], "sbn": ["vb", "bic"], "mfa": ["vb", "bic"]}
+SCORES = {"mrf": ["bic"], "sbn": ["vb", "bic"]}
 SEQUENCE_MODELS = {"hmm", "ghmm", "phmm", "lds"}
 _FITTED = {}
 

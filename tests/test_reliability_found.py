@@ -281,3 +281,21 @@ def test_vb_score_refuses_an_estimator_without_a_training_fingerprint():
     with pytest.raises(ValueError, match="X is not the data"):
         score(est, X, "vb")
 
+
+def test_mfa_cs_far_from_the_training_data_is_accurate_or_refused():
+    """The CS formulas cancel uncentred sums of squares: rows 1e5 away still give a value
+    (both formulas agree within their round-off), rows 1e9 away are refused with a
+    ValueError naming the round-off, not a RuntimeError from the self-check."""
+    rng = np.random.default_rng(0)
+    G = rng.normal(size=(30, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = VBMixtureFactorAnalysers(search=False, max_iter=3, random_state=0).fit(G)
+        for far, ok in ((1e3, True), (1e5, True), (1e9, False), (1e30, False)):
+            X = G.copy()
+            X[:3] = [far, -far]
+            if ok:
+                assert np.isfinite(score(est, X, "cs", random_state=0).log_evidence)
+            else:
+                with pytest.raises(ValueError, match=r"(?s)X has rows too far.*round-off"):
+                    score(est, X, "cs", random_state=0)

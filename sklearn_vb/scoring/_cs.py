@@ -19,20 +19,39 @@ from ._numerics import spawn_generators
 from ._result import ScoreResult
 from .protocols import require
 
-__all__ = ["CSScore", "CSDaggerScore", "cs_value"]
+__all__ = ["CSScore", "CSDaggerScore", "cs_value", "CS_ACCURACY"]
+
+#: nats of round-off above which a CS value is refused (evidence differences that
+#: decide between models are rarely smaller than a tenth of a nat)
+CS_ACCURACY = 0.1
 
 
 def cs_value(model, theta, data, check=True):
     """CS at a normalised ``theta``: returns (value, estep, log_complete_evidence).
 
     Both formulas (complete-data evidence plus ``loglik - expected_complete_loglik``,
-    and plus the E-step entropy) are evaluated and must agree to 1e-9 relative.
+    and plus the E-step entropy) are evaluated and must agree to 1e-9 relative, plus
+    the round-off of the terms that cancel in them when the model reports their size
+    (``cs_roundoff_scale``: about ``eps`` times it is lost; 16 ``eps`` bounds the
+    observed disagreement with a margin).  When that round-off exceeds
+    ``CS_ACCURACY`` nats the value is refused with a ``ValueError`` rather than
+    returned inaccurate.
     """
     e = model.e_step(theta, data)
     log_cev = float(model.log_complete_evidence(e.stats))
     v1 = log_cev + e.loglik - e.expected_complete_loglik
     v2 = e.entropy + log_cev
-    if check and abs(v1 - v2) > 1e-9 * (1.0 + abs(v1)):
+    roundoff = 0.0
+    if hasattr(model, "cs_roundoff_scale"):
+        scale = model.cs_roundoff_scale(e.stats)
+        roundoff = 16.0 * np.finfo(float).eps * scale
+        if not roundoff <= CS_ACCURACY:
+            raise ValueError(
+                f"X has rows too far from the centre of the training data for the CS "
+                f"score in float64: its terms cancel from sums of squares of size {scale:.3g}, "
+                f"leaving a round-off of about {roundoff:.3g} nats (more than "
+                f"{CS_ACCURACY} nats).  Centre and scale X as the training data were.")
+    if check and abs(v1 - v2) > 1e-9 * (1.0 + abs(v1)) + roundoff:
         raise RuntimeError(f"the two CS formulas disagree: {v1!r} vs {v2!r}.")
     return float(v1), e, log_cev
 

@@ -581,6 +581,14 @@ class MFAScoringModel(ScoringModelMixin):
                - 0.5 * np.sum(D @ (1.0 / self.psi)))
         return float(e_x + e_y + stats["n"] * stats["log_jac"])
 
+    def cs_roundoff_scale(self, stats):
+        """Size of the largest terms that cancel in the CS formulas: ``1/2 sum_n
+        y_n^T Psi^-1 y_n`` (responsibility-weighted).  The expected complete
+        log-likelihood and the complete-data evidence are built from these uncentred
+        sums of squares; for rows far from every component they cancel to a small
+        residual, losing about ``eps`` times this size in absolute accuracy."""
+        return 0.5 * float(np.sum(stats["D"] @ (1.0 / self.psi)))
+
     def expected_complete_loglik(self, params_single, stats):
         """``E ln p(s, x, X | theta)`` under the posterior that produced ``stats``."""
         w, lam = self.split(params_single)
