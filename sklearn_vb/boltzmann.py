@@ -20,11 +20,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, DensityMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._boltzmann_inference import VisibleLikelihood, fit_visible_map, hidden_states
 from ._mrf_inference import BPEngine, ExactEngine, sample_states
 from ._mrf_layout import MRFLayout, parse_structure
+from ._validation import validate_float_data
 from .mrf import prior_precision_vector
 
 __all__ = ["BoltzmannMachine", "boltzmann_edges"]
@@ -201,7 +202,7 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         """MAP fit of the visible likelihood (one case per row of binary ``X``)."""
         self._validate_params()
-        X = validate_data(self, X, dtype=float, ensure_min_samples=1)
+        X = validate_float_data(self, X, reset=True, max_abs=None, ensure_min_samples=1)
         sw = _check_sample_weight(sample_weight, X)
         if np.any(sw < 0):
             raise ValueError("sample_weight must be non-negative.")
@@ -245,7 +246,7 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
     def check_data(self, X):
         """The ``(N, p)`` int codes of binary ``X`` (validated against the fit)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_float_data(self, X, reset=False, max_abs=None)
         return self._codes(X)
 
     # ------------------------------------------------------------------ densities

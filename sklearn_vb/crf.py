@@ -27,7 +27,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._crf_layout import CRFData, CRFEngine, CRFLayout
 from ._mrf_inference import grouped_prior_precision, lbfgs_minimize, log_prior, newton_map
-from ._validation import check_sequences, check_sequences_routed, fitted_from_sequence_ids
+from ._validation import (MISSING_IN_SEQUENCES, check_sequences, check_sequences_routed,
+                          fitted_from_sequence_ids, validate_float_data)
 
 __all__ = ["LinearChainCRF", "crf_prior_precision"]
 
@@ -184,7 +185,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         """The :class:`~sklearn_vb._crf_layout.CRFData` of ``X`` (and labels ``y``) for
         the fitted model (validated)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_float_data(self, X, reset=False, missing=MISSING_IN_SEQUENCES, max_abs=None)
         lens = check_sequences(X.shape[0], lengths, sequence_ids)
         codes = None
         if y is not None:
@@ -212,6 +213,9 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
             exclusive with ``lengths``.
         """
         self._validate_params()
+        # this package's messages for X first (non-numeric, 1-D, NaN), then X with y
+        validate_float_data(self, X, reset=True, missing=MISSING_IN_SEQUENCES, max_abs=None,
+                            ensure_min_samples=1)
         X, y = validate_data(self, X, y, dtype=float, ensure_min_samples=1)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)

@@ -23,11 +23,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._mrf_inference import (BPEngine, ExactEngine, grouped_prior_precision, lbfgs_minimize,
                              log_prior, newton_map, sample_states)
 from ._mrf_layout import MRFLayout, parse_structure
+from ._validation import validate_float_data
 
 __all__ = ["PairwiseMRF", "prior_precision_vector"]
 
@@ -242,7 +243,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         """Fit the parameters from the rows of ``X`` (one case per row)."""
         self._validate_params()
-        X = validate_data(self, X, dtype=float, ensure_min_samples=1)
+        X = validate_float_data(self, X, reset=True, max_abs=None, ensure_min_samples=1)
         sw = _check_sample_weight(sample_weight, X)
         if np.any(sw < 0):
             raise ValueError("sample_weight must be non-negative.")
@@ -307,7 +308,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
     def check_data(self, X):
         """The ``(N, p)`` int state codes of ``X`` for the fitted model (validated)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_float_data(self, X, reset=False, max_abs=None)
         return self._encode(X, fit=False)
 
     # ------------------------------------------------------------------ densities
@@ -315,7 +316,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         """``ln p(x | coef_)`` per row, with ``log_partition_`` (the Bethe approximation
         when ``inference_ == "bp"``)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_float_data(self, X, reset=False, max_abs=None)
         codes = self._encode(X, fit=False)
         return self._layout.energies(self.coef_, codes) - self.log_partition_
 
@@ -327,7 +328,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         """``ln p(x_i | x_-i, coef_)`` per row and node (the pseudo-likelihood terms;
         exact at any size)."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=float, reset=False)
+        X = validate_float_data(self, X, reset=False, max_abs=None)
         codes = self._encode(X, fit=False)
         L = self._layout
         out = np.empty(codes.shape)

@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem, VBMixtureFactorAnalysers
-from sklearn_vb.model_selection import DAGStructureSearch, SequenceKFold, StructureSearch
+from sklearn_vb import (BoltzmannMachine, LinearChainCRF, PairwiseMRF, VBDiscreteDAG, VBHiddenMarkov,
+                        VBLinearDynamicalSystem, VBMixtureFactorAnalysers, VBSigmoidBeliefNetwork)
+from sklearn_vb.bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
+from sklearn_vb.model_selection import (CRFFeatureSearch, DAGStructureSearch, MRFStructureSearch,
+                                        SequenceKFold, StructureSearch)
 from sklearn_vb.scoring import get_scorer, score
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -25,6 +28,9 @@ Y_LDS = RNG.normal(size=(40, 2))
 U_LDS = RNG.normal(size=(40, 1))
 DAG_X = RNG.integers(0, 2, size=(40, 2))
 CHAIN = {"h": [], "a": ["h"], "b": ["h"]}
+BIN = RNG.integers(0, 2, size=(30, 3))
+X_CRF = RNG.integers(0, 2, size=(20, 2))
+Y_CRF = RNG.integers(0, 2, size=20)
 
 
 def _quiet(fn):
@@ -53,6 +59,9 @@ def fitted(name):
                                           n_init=1, random_state=0).fit(DAG_X),
             "ldag": lambda: VBDiscreteDAG(max_iter=5, n_init=1, random_state=0).fit(
                 np.array([["a", "b"], ["b", "b"], ["a", "a"]] * 5)),
+            "crf": lambda: LinearChainCRF().fit(X_CRF, Y_CRF),
+            "mrf": lambda: PairwiseMRF().fit(BIN),
+            "sbn": lambda: VBSigmoidBeliefNetwork(n_init=1, max_iter=3, random_state=0).fit(BIN),
             "search": lambda: StructureSearch(
                 VBHiddenMarkov(n_symbols=3, max_iter=3), {"n_components": [1, 2]},
                 random_state=0).fit(SYM),
@@ -208,6 +217,97 @@ CASES = [
      "search", "random"),
     ("dag-search-structures", lambda: DAGStructureSearch(DAG(), search="exhaustive").fit(DAG_X), ValueError,
      "structures", "need|give|require"),
+    # ---------------------------------------------------------------- the other public models
+    ("crf-nan", lambda: LinearChainCRF().fit(_with(X_CRF, 2, 0, np.nan), Y_CRF), ValueError,
+     r"\bX\b", "NaN.*no missing-value support"),
+    ("crf-inf", lambda: LinearChainCRF().fit(_with(X_CRF, 2, 0, np.inf), Y_CRF), ValueError,
+     r"\bX\b", "infinity"),
+    ("crf-1d", lambda: LinearChainCRF().fit(X_CRF[:, 0], Y_CRF), ValueError, r"\bX\b", "2-D"),
+    ("crf-strings", lambda: LinearChainCRF().fit(np.array([["a", "b"]] * 20), Y_CRF), ValueError,
+     r"\bX\b", "numeric"),
+    ("crf-empty", lambda: LinearChainCRF().fit(np.zeros((0, 2)), []), ValueError, r"\bX\b", "0 sample"),
+    ("crf-lengths", lambda: LinearChainCRF().fit(X_CRF, Y_CRF, lengths=[3, 4]), ValueError,
+     "lengths", "sum to 7"),
+    ("crf-one-class", lambda: LinearChainCRF().fit(X_CRF, np.zeros(20)), ValueError, r"\by\b",
+     "two classes"),
+    ("crf-prior", lambda: LinearChainCRF(prior_variance=-1).fit(X_CRF, Y_CRF), ValueError,
+     "prior_variance", "positive"),
+    ("crf-feature", lambda: LinearChainCRF(state_features=[5]).fit(X_CRF, Y_CRF), ValueError,
+     "state_features", "column indices in 0..1"),
+    ("crf-unfitted", lambda: LinearChainCRF().predict(X_CRF), NotFittedError, "LinearChainCRF",
+     "not fitted"),
+    ("crf-width", lambda: fitted("crf").predict(np.hstack([X_CRF, X_CRF])), ValueError, "features",
+     "expecting 2"),
+    ("mrf-nan", lambda: PairwiseMRF().fit(_with(BIN, 2, 0, np.nan)), ValueError, r"\bX\b",
+     "NaN.*no missing-value support"),
+    ("mrf-state", lambda: PairwiseMRF().fit(BIN + 1), ValueError, r"\bX\b", r"integers in \[0, 2\)"),
+    ("mrf-negative", lambda: PairwiseMRF().fit(BIN - 1), ValueError, r"\bX\b", r"integers in \[0, 2\)"),
+    ("mrf-float", lambda: PairwiseMRF().fit(BIN + 0.5), ValueError, r"\bX\b", "integers"),
+    ("mrf-strings", lambda: PairwiseMRF().fit(np.array([["a", "b", "c"]] * 5)), ValueError,
+     r"\bX\b", "numeric"),
+    ("mrf-self-loop", lambda: PairwiseMRF(structure=[(0, 0)]).fit(BIN), ValueError, "structure",
+     "self-loop"),
+    ("mrf-unknown-node", lambda: PairwiseMRF(structure=[(0, 7)]).fit(BIN), ValueError, "structure",
+     "outside 0..2"),
+    ("mrf-prior", lambda: PairwiseMRF(prior_variance=0).fit(BIN), ValueError, "prior_variance",
+     "positive"),
+    ("mrf-unfitted", lambda: PairwiseMRF().score(BIN), NotFittedError, "PairwiseMRF", "not fitted"),
+    ("mrf-width", lambda: fitted("mrf").score(BIN[:, :2]), ValueError, "features", "expecting 3"),
+    ("bm-nan", lambda: BoltzmannMachine().fit(_with(BIN, 2, 0, np.nan)), ValueError, r"\bX\b",
+     "NaN.*no missing-value support"),
+    ("bm-not-binary", lambda: BoltzmannMachine().fit(BIN * 2), ValueError, r"\bX\b", "binary 0/1"),
+    ("bm-hidden", lambda: BoltzmannMachine(n_hidden=-1).fit(BIN), ValueError, "n_hidden", "range"),
+    ("bm-connectivity", lambda: BoltzmannMachine(connectivity="weird").fit(BIN), ValueError,
+     "connectivity", "weird"),
+    ("bm-prior", lambda: BoltzmannMachine(prior_variance=-2).fit(BIN), ValueError, "prior_variance",
+     "positive"),
+    ("bm-unfitted", lambda: BoltzmannMachine().transform(BIN), NotFittedError, "BoltzmannMachine",
+     "not fitted"),
+    ("sbn-not-binary", lambda: VBSigmoidBeliefNetwork().fit(BIN * 3), ValueError, r"\bX\b", "0/1"),
+    ("sbn-prior", lambda: VBSigmoidBeliefNetwork(prior_variance=0).fit(BIN), ValueError,
+     "prior_variance", "range"),
+    ("sbn-cycle", lambda: VBSigmoidBeliefNetwork(structure={0: [1], 1: [0], 2: []}).fit(BIN),
+     ValueError, "structure", "cycle"),
+    ("sbn-unfitted", lambda: VBSigmoidBeliefNetwork().predict_proba(BIN), NotFittedError,
+     "VBSigmoidBeliefNetwork", "not fitted"),
+    ("sbn-width", lambda: fitted("sbn").score(BIN[:, :2]), ValueError, "features", "expecting 3"),
+    ("clustering-nan", lambda: BayesianClustering(2).fit(_with(GAUSS, 2, 0, np.nan)), ValueError,
+     r"\bX\b", "NaN.*no missing-value support"),
+    ("clustering-size", lambda: BayesianClustering(0).fit(GAUSS), ValueError, "n_components", "range"),
+    ("clustering-strings", lambda: BayesianClustering(2).fit(np.array([["a", "b"]] * 5)), ValueError,
+     r"\bX\b", "numeric"),
+    ("clustering-huge", lambda: BayesianClustering(2).fit(GAUSS * 1e150), ValueError, r"\bX\b",
+     "overflow"),
+    ("low-rank-1d", lambda: BayesianLowRank(2).fit(GAUSS[:, 0]), ValueError, r"\bX\b", "2-D"),
+    ("low-rank-empty", lambda: BayesianLowRank(2).fit(np.zeros((0, 2))), ValueError, r"\bX\b",
+     "0 sample"),
+    ("binary-size", lambda: BayesianBinaryAttributes(2.5).fit(GAUSS), ValueError, "n_components",
+     "int"),
+    ("binary-unfitted", lambda: BayesianBinaryAttributes(2).score(GAUSS), NotFittedError,
+     "BayesianBinaryAttributes", "not fitted"),
+    ("crf-search-search", lambda: CRFFeatureSearch(LinearChainCRF("none", "none"),
+                                                   search="magic").fit(X_CRF, Y_CRF),
+     ValueError, "search", "magic"),
+    ("crf-search-scoring", lambda: CRFFeatureSearch(LinearChainCRF("none", "none"), search="greedy",
+                                                    scoring="magic").fit(X_CRF, Y_CRF),
+     ValueError, "scoring", "not a known score"),
+    ("crf-search-estimator", lambda: CRFFeatureSearch(PairwiseMRF()).fit(X_CRF, Y_CRF), ValueError,
+     "state_features", "PairwiseMRF"),
+    ("crf-search-nan", lambda: CRFFeatureSearch(LinearChainCRF("none", "none"), search="greedy")
+     .fit(_with(X_CRF, 2, 0, np.nan), Y_CRF), ValueError, r"\bX\b", "NaN"),
+    ("crf-search-unfitted", lambda: CRFFeatureSearch(LinearChainCRF()).predict(X_CRF),
+     NotFittedError, "CRFFeatureSearch", "not fitted"),
+    ("mrf-search-search", lambda: MRFStructureSearch(PairwiseMRF(), search="magic").fit(BIN),
+     ValueError, "search", "magic"),
+    ("mrf-search-structures", lambda: MRFStructureSearch(PairwiseMRF(), search="exhaustive",
+                                                         structures=[[(0, 9)]]).fit(BIN),
+     ValueError, "structure", "outside 0..2"),
+    ("mrf-search-estimator", lambda: MRFStructureSearch(LinearChainCRF()).fit(BIN), ValueError,
+     "structure", "LinearChainCRF"),
+    ("mrf-search-nan", lambda: MRFStructureSearch(PairwiseMRF(), search="greedy")
+     .fit(_with(BIN, 2, 0, np.nan)), ValueError, r"\bX\b", "NaN"),
+    ("mrf-search-unfitted", lambda: MRFStructureSearch(PairwiseMRF()).score(BIN), NotFittedError,
+     "MRFStructureSearch", "not fitted"),
     ("kfold-groups", lambda: list(SequenceKFold(2).split(SYM)), ValueError, "groups", "sequence_ids"),
     ("kfold-splits", lambda: list(SequenceKFold(3).split(SYM, groups=np.repeat([0, 1], 20))), ValueError,
      "n_splits", "larger than the number of sequences"),

@@ -15,9 +15,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_random_state, validate_data
+from sklearn.utils.validation import check_random_state
 
 from .._kernels.sampling import categorical_from_logits
+from .._validation import validate_float_data
 from ..base import VBEMEstimator
 
 __all__ = ["LOG_2PI", "collapsed_log_likelihood", "gaussian_columns_kl", "as_case_weights",
@@ -111,7 +112,7 @@ class FactorModelBase(VBEMEstimator):
     weight_name = "weights"
 
     def _check_Y(self, X, reset):
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_min_samples=1)
+        X = validate_float_data(self, X, reset=reset, ensure_min_samples=1)
         return X
 
     def _check_fit_data(self, X, **fit_params):
