@@ -96,6 +96,19 @@ def _gamma_hyper_update(mean_rho, mean_log_rho, a_start):
     return a, a / d_bar
 
 
+def _output_scale(X):
+    """The mean variance of the output columns (the mean square of the values for
+    constant outputs, 1 for all-zero outputs): the default rate of the noise-precision
+    prior.  Every other prior of the model is scale-free (the rows of C and D are
+    scaled by the noise precision, the states have unit innovation variance), so a
+    rate proportional to the outputs' squared scale makes ``X * c`` give the same fit
+    with C, D scaled by c and the noise precisions by 1 / c^2."""
+    scale = float(np.mean(X.var(axis=0)))
+    if not scale > 0:
+        scale = float(np.mean(X**2))
+    return scale if scale > 0 else 1.0
+
+
 @dataclass
 class _Sequences:
     """Validated sequences: the outputs, the full input matrix (user inputs then
@@ -152,8 +165,13 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         hyperparameters (a, b, mu0, Sigma0) are optimised.  None: never optimise.
     ard_init : float, default=1.0
         Initial (or fixed) value of every ARD precision.
-    noise_shape, noise_rate : float, default=1.0
-        Initial Gamma(a, b) prior of the output noise precisions (shape, rate).
+    noise_shape : float, default=1.0
+        Initial shape ``a`` of the Gamma(a, b) prior of the output noise precisions.
+    noise_rate : float or None, default=None
+        Initial rate ``b`` of that prior (units of squared outputs).  None: the mean
+        variance of the output columns, so that the default prior follows the data's
+        scale and outputs in other units (``X * c``) give the same fit, with the bound
+        shifted by the Jacobian ``-T p ln c``.  A float is used as given.
     init_state_cov : {"diag", "full", "spherical", "fixed"}, default="diag"
         Form of the optimised prior covariance of the auxiliary initial state.
     ard_threshold : float, default=10.0
@@ -311,7 +329,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         "ard_init": [Interval(Real, 0.0, None, closed="neither")],
         "method": [StrOptions({"vb", "map", "ml"})],
         "noise_shape": [Interval(Real, 0.0, None, closed="neither")],
-        "noise_rate": [Interval(Real, 0.0, None, closed="neither")],
+        "noise_rate": [Interval(Real, 0.0, None, closed="neither"), None],
         "init_state_cov": [StrOptions({"diag", "full", "spherical", "fixed"})],
         "ard_threshold": [Interval(Real, 0.0, None, closed="neither")],
         "init_params": [StrOptions({"pca", "scaled-pca", "random"})],
@@ -334,7 +352,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         hyperparameter_schedule=(10, 20, 30),
         ard_init=1.0,
         noise_shape=1.0,
-        noise_rate=1.0,
+        noise_rate=None,
         init_state_cov="diag",
         ard_threshold=10.0,
         prune_states=True,
@@ -492,7 +510,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.gamma_ = np.full(k, float(self.ard_init))
         self.delta_c_ = np.full(do, float(self.ard_init))
         self.noise_prior_shape_ = float(self.noise_shape)
-        self.noise_prior_rate_ = float(self.noise_rate)
+        self.noise_prior_rate_ = (_output_scale(X) if self.noise_rate is None
+                                  else float(self.noise_rate))
         self.init_state_mean_ = np.zeros(k)
         self.init_state_cov_ = np.eye(k)
         omega = random_state.standard_normal((N, k))

@@ -71,7 +71,7 @@ def test_objective_climbs_and_the_likelihood_matches_a_kalman_filter(method):
     assert np.all(prior_ab == 1.0) and np.all(prior_cd == 1.0)  # held at ard_init
     lp = norm(0, 1 / np.sqrt(prior_ab)).logpdf(AB).sum()
     lp += norm(0, 1 / np.sqrt(rho[:, None] * prior_cd[None])).logpdf(CD).sum()
-    lp += gamma(est.noise_shape, scale=1 / est.noise_rate).logpdf(rho).sum()
+    lp += gamma(est.noise_prior_shape_, scale=1 / est.noise_prior_rate_).logpdf(rho).sum()
     assert est.objective_ == pytest.approx(ll + lp + np.log(rho).sum(), abs=1e-7)
 
 

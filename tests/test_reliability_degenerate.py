@@ -134,3 +134,44 @@ def test_dag_missing_values_are_marginalised_exactly():
     # the VB bound with missing values stays below the exact evidence
     fitted = _fit(_dag(), X)
     assert fitted.lower_bound_ <= fitted.exact_log_evidence(X) + 1e-9
+
+
+def test_rescaled_outputs_give_the_same_lds_fit():
+    """Y * c: C, D scale by c and the noise precisions by 1 / c^2 under the default
+    priors, so every bound of the trace moves by the Jacobian -T p ln c and the same
+    states stay active.  Without the rotation step: its search amplifies round-off
+    (a relative change of 1e-13 in Y, or Y * 2, moves the bound by 1e-3 nats within
+    three iterations of its start), which would hide what is tested here."""
+    from sklearn_vb.datasets import make_lds, make_lds_params
+
+    params = make_lds_params(n_states=2, n_outputs=4, random_state=1)
+    Y, _ = make_lds(params, [150], random_state=1)
+    T, p = Y.shape
+    fits = {c: _fit(VBLinearDynamicalSystem(n_states=3, max_iter=60, rotations=False,
+                                            random_state=0), Y * c)
+            for c in (1e-6, 1.0, 1e6)}
+    base = fits[1.0]
+    assert base.noise_prior_rate_ != 1.0  # the optimised prior, not the start
+    for c, est in fits.items():
+        shifted = np.asarray(est.lower_bounds_) + T * p * np.log(c)
+        np.testing.assert_allclose(shifted, base.lower_bounds_, rtol=0, atol=1e-6)
+        assert est.n_states_ == base.n_states_
+        np.testing.assert_array_equal(est.active_states_, base.active_states_)
+        np.testing.assert_allclose(est.C_mean_, c * base.C_mean_, rtol=1e-6)
+        np.testing.assert_allclose(est.noise_precision_mean_ * c**2, base.noise_precision_mean_,
+                                   rtol=1e-6)
+    # an explicit rate is used as given (absolute): the rescaled fit then differs
+    explicit = [_fit(VBLinearDynamicalSystem(n_states=3, max_iter=60, rotations=False,
+                                             noise_rate=1.0, random_state=0), Y * c)
+                for c in (1e-6, 1.0)]
+    assert abs(explicit[0].lower_bound_ + T * p * np.log(1e-6) - explicit[1].lower_bound_) > 1e-3
+
+
+def test_default_lds_noise_rate_is_the_mean_output_variance():
+    Y = RNG.normal(size=(50, 3)) * [1.0, 2.0, 3.0]
+    est = VBLinearDynamicalSystem(n_states=1, max_iter=1, hyperparameter_schedule=None,
+                                  random_state=0)
+    _fit(est, Y)
+    assert est.noise_prior_rate_ == pytest.approx(np.mean(Y.var(axis=0)), rel=1e-12)
+    _fit(est, np.full((20, 2), 3.0))  # constant outputs: the values' mean square
+    assert est.noise_prior_rate_ == pytest.approx(9.0)
