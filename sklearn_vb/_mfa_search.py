@@ -32,6 +32,7 @@ import numpy as np
 from scipy.special import digamma
 
 from ._kernels import mfa as _k
+from ._mfa_hyper import update_ard_rate
 from ._mfa_point import noise_residual
 
 __all__ = ["children_iteration", "noise_residuals"]
@@ -62,11 +63,12 @@ def noise_residuals(st, Z, components):
 
 
 def children_iteration(st, Z, children, fixed_residuals=None, psi_floor=None,
-                       ard_rate_min=None):
+                       ard_rate_min=None, ard_rate_update="fixed-point"):
     """One partial VBEM iteration over the components ``children`` (indices) of the
     state ``st``; the other components' posteriors are held fixed.  With
     ``fixed_residuals`` (:func:`noise_residuals` of the other components) Ψ is
-    re-estimated (floored at ``psi_floor``); with ``ard_rate_min`` not None, b*."""
+    re-estimated (floored at ``psi_floor``); with ``ard_rate_min`` not None, b*
+    (:func:`~sklearn_vb._mfa_hyper.update_ard_rate`)."""
     c = np.asarray(children)
     K = st["sigma"].shape[-1]
     psi = st["psi"]
@@ -102,6 +104,5 @@ def children_iteration(st, Z, children, fixed_residuals=None, psi_floor=None,
     if fixed_residuals is not None:
         resid = fixed_residuals + noise_residuals(st, Z, c)
         st["psi"] = np.maximum(resid / Z.shape[0], psi_floor)
-    if ard_rate_min is not None and st["b_tilde"].size:
-        e_nu = st["a_tilde"] / st["b_tilde"]
-        st["b_star"] = float(max(st["a_star"] / e_nu.mean(), ard_rate_min))
+    if ard_rate_min is not None:
+        update_ard_rate(st, ard_rate_min, ard_rate_update)

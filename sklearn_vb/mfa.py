@@ -57,6 +57,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
+from ._mfa_hyper import update_ard_rate
+from ._mfa_rotate import optimise_rotations, rotate_components
 from ._mfa_search import children_iteration, noise_residuals
 from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
                          point_weights)
@@ -306,6 +308,23 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         remains the exact constrained maximiser of ``F``.  Without a limit ``b*``
         becomes very small once columns are pruned (which is what lets ARD prune
         them decisively); a positive limit keeps the prior informative.
+    ard_rate_update : {"exact", "fixed-point"}, default="exact"
+        How ``"ard_rate"`` re-estimates ``b*``.  ``"exact"`` sets ``b*`` and every
+        ``q(ν)`` jointly to their maximiser of F given ``q(Λ̃)`` (a one-dimensional
+        root, :mod:`sklearn_vb._mfa_hyper`); ``"fixed-point"`` is the thesis update
+        ``b* = a* / mean E[ν]`` with ``q(ν)`` held fixed, which crawls for hundreds
+        of iterations when most columns are switched off in some components.  Both
+        are exact coordinate maximisations, so F never decreases.
+    rotations : bool, default=True
+        After the updates of every VBEM iteration, change the basis of each
+        component's factors, ``x -> R^{-1} x`` and ``Λ^s -> Λ^s R``, by the ``R`` that
+        maximises F with q(ν) re-optimised (Luttinen & Ilin 2010;
+        :mod:`sklearn_vb._mfa_rotate`): the model of the data is unchanged, but VBEM
+        alone moves along these directions in hundreds of tiny steps.  A move is kept
+        only when the bound recomputed afterwards is not below the bound before it.
+    rotation_interval : int, default=4
+        With ``rotations``, the move is made in every ``rotation_interval``-th
+        iteration (each costs a few small optimisations per component).
     acceleration : {"squarem"} or None, default="squarem"
         Extrapolate the VBEM fixed point every third iteration (SQUAREM, Varadhan &
         Roland 2008; see :mod:`sklearn_vb.base`) in the coordinates of q(θ): the mean
@@ -445,6 +464,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "prune_factors": ["boolean"],
         "prune_threshold": [Interval(Real, 0.0, None, closed="left")],
         "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
+        "ard_rate_update": [StrOptions({"exact", "fixed-point"})],
+        "rotations": ["boolean"],
+        "rotation_interval": [Interval(Integral, 1, None, closed="left")],
         "acceleration": ACCELERATION_CONSTRAINT,
         "score_method": [StrOptions({"plugin", "bound"})],
         "init_params": [StrOptions({"kmeans", "random"})],
@@ -481,6 +503,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         prune_factors=True,
         prune_threshold=1e-6,
         ard_rate_min=0.0,
+        ard_rate_update="exact",
+        rotations=True,
+        rotation_interval=4,
         acceleration="squarem",
         score_method="plugin",
         max_iter=2000,
@@ -535,6 +560,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.prune_factors = prune_factors
         self.prune_threshold = prune_threshold
         self.ard_rate_min = ard_rate_min
+        self.ard_rate_update = ard_rate_update
+        self.rotations = rotations
+        self.rotation_interval = rotation_interval
         self.acceleration = acceleration
         self.score_method = score_method
 
@@ -848,12 +876,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st["nu_star"] = np.minimum(1.0 / spread, 1e8 / data.var)
 
     def _update_ard_rate(self, data):
-        """b* = a* / mean E[ν]: the exact maximiser of F over b* with a* fixed."""
-        st = self._vb_
-        if st["b_tilde"].size == 0:
-            return
-        e_nu = st["a_tilde"] / st["b_tilde"]
-        st["b_star"] = float(max(st["a_star"] / e_nu.mean(), self.ard_rate_min))
+        """b* with a* fixed: the joint maximiser of F over (b*, q(ν)) given q(Λ̃)
+        (``ard_rate_update="exact"``), or b* = a* / mean E[ν], the maximiser with
+        q(ν) held fixed."""
+        update_ard_rate(self._vb_, self.ard_rate_min, self.ard_rate_update)
 
     def _update_ard_prior(self, data):
         """Joint maximisation of F over (a*, b*) subject to b* >= ard_rate_min.
@@ -909,6 +935,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         steps = ["factors", "loadings", "responsibilities", "weights", "ard"]
         hyper = self._hyper_set()
         steps += [h for h in _HYPER_NAMES if h in hyper]
+        if self.rotations:
+            steps.append("rotate")
         if self.prune_factors:
             steps.append("prune")
         return tuple(steps)
@@ -945,6 +973,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _step_alpha_prior(self, data, iteration):
         self._update_alpha_prior(data)
+
+    def _step_rotate(self, data, iteration):
+        if iteration % self.rotation_interval == 0:
+            self._rotate_factors(data)
 
     def _step_prune(self, data, iteration):
         # a birth epoch must not be credited with the gain of removing columns its
@@ -1120,6 +1152,33 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             return 0.0
         return after - before
 
+    def _rotate_factors(self, data):
+        """The rotation move of every component (see ``rotations``); kept only when F
+        does not decrease.  Returns the change of F (0.0 when nothing moved)."""
+        st = self._vb_
+        K = st["sigma"].shape[-1]
+        if K == 0:
+            return 0.0
+        Nk, W, C, D = self._stats(data)
+        lam = st["lam_mean"][:, :, :K]
+        B = np.einsum("sqk,sql->skl", lam, lam) + st["lam_cov"][:, :, :K, :K].sum(axis=1)
+        Rs, gains = optimise_rotations(W[:, :K, :K], B, Nk, data.n_features, st["a_tilde"],
+                                       st["b_star"])
+        if not np.any(gains > 0.0):
+            return 0.0
+        before = self._lower_bound(data)
+        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
+                                     "logdet_sigma", "xbar")}
+        rotate_components(st, Rs)
+        h = 0.5 * (st["lam_mean"][:, :, :K] ** 2
+                   + np.diagonal(st["lam_cov"], axis1=-2, axis2=-1)[:, :, :K]).sum(axis=1)
+        st["b_tilde"] = st["b_star"] + h
+        after = self._lower_bound(data)
+        if not after >= before:
+            st.update(saved)
+            return 0.0
+        return after - before
+
     def _keep_components(self, keep):
         st = self._vb_
         for key in ("resp", "lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
@@ -1216,7 +1275,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             fixed = noise_residuals(self._vb_, data.Z, others)
         b_min = self.ard_rate_min if "ard_rate" in hyper else None
         for _ in range(self.birth_partial_iter):
-            children_iteration(self._vb_, data.Z, children, fixed, data.psi_floor, b_min)
+            children_iteration(self._vb_, data.Z, children, fixed, data.psi_floor, b_min,
+                               self.ard_rate_update)
             value = self._lower_bound(data)
             self._check_decrease(trace[-1], value, self._total_iter, "partial birth")
             trace.append(value)
