@@ -308,13 +308,16 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         remains the exact constrained maximiser of ``F``.  Without a limit ``b*``
         becomes very small once columns are pruned (which is what lets ARD prune
         them decisively); a positive limit keeps the prior informative.
-    ard_rate_update : {"exact", "fixed-point"}, default="exact"
-        How ``"ard_rate"`` re-estimates ``b*``.  ``"exact"`` sets ``b*`` and every
-        ``q(ν)`` jointly to their maximiser of F given ``q(Λ̃)`` (a one-dimensional
-        root, :mod:`sklearn_vb._mfa_hyper`); ``"fixed-point"`` is the thesis update
-        ``b* = a* / mean E[ν]`` with ``q(ν)`` held fixed, which crawls for hundreds
-        of iterations when most columns are switched off in some components.  Both
-        are exact coordinate maximisations, so F never decreases.
+    ard_rate_update : {"fixed-point", "exact"}, default="fixed-point"
+        How ``"ard_rate"`` re-estimates ``b*``.  ``"fixed-point"`` is the thesis
+        update ``b* = a* / mean E[ν]`` with ``q(ν)`` held fixed; ``"exact"`` sets
+        ``b*`` and every ``q(ν)`` jointly to their maximiser of F given ``q(Λ̃)`` (a
+        one-dimensional root, :mod:`sklearn_vb._mfa_hyper`).  Both are exact
+        coordinate maximisations, so F never decreases.  ``"exact"`` is not the
+        default: from the start, where most of the ``p - 1`` columns carry almost
+        nothing, it drops ``b*`` at once, every column is shrunk hard, and ARD
+        switches off factors the data need (on three clusters of intrinsic
+        dimensions 1, 2 and 3 it ends with two factors in each, 1 400 nats lower).
     rotations : bool, default=True
         After the updates of every VBEM iteration, change the basis of each
         component's factors, ``x -> R^{-1} x`` and ``Λ^s -> Λ^s R``, by the ``R`` that
@@ -503,7 +506,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         prune_factors=True,
         prune_threshold=1e-6,
         ard_rate_min=0.0,
-        ard_rate_update="exact",
+        ard_rate_update="fixed-point",
         rotations=True,
         rotation_interval=4,
         acceleration="squarem",

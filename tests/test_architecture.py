@@ -37,7 +37,7 @@ LAYERS = [
      ["_distributions", "base", "_fingerprint", "_validation", "_dag_structure", "_mrf_layout", "_mrf_inference", "_crf_layout",
       "datasets", "emissions"]),
     # the package's __init__ re-exports the estimators
-    ("estimators", ["hmm", "_hmm_point", "mfa", "_mfa_search", "_mfa_hyper", "lds", "_lds_moves",
+    ("estimators", ["hmm", "_hmm_point", "mfa", "_mfa_search", "_mfa_hyper", "_mfa_rotate", "lds", "_lds_moves",
                     "_lds_point", "_lds_hyper", "dag", "_mfa_point", "_bernoulli_mixture", "sbn",
                     "bdmc_models", "mrf", "boltzmann", "_boltzmann_inference", "crf", ""]),
     # scoring._progress: the progress reporter shared by the slow scorers

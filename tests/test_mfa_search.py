@@ -168,7 +168,7 @@ def test_rejected_parents_are_not_proposed_again_within_a_pass():
     def rejected(skip):
         m = _fit(X, random_state=2, max_tries=1, skip_rejected_parents=skip,
                  prune_factors=False, acceleration=None, split_direction="random",
-                 birth_partial_iter=0)
+                 birth_partial_iter=0, rotations=False)
         return [pid for (_, pid, ok, _, _) in m.search_history_["moves"] if not ok]
 
     r = rejected(True)
