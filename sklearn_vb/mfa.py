@@ -325,6 +325,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         :mod:`sklearn_vb._mfa_rotate`): the model of the data is unchanged, but VBEM
         alone moves along these directions in hundreds of tiny steps.  A move is kept
         only when the bound recomputed afterwards is not below the bound before it.
+        With ``search=True`` the moves are made in the final polish only, so that
+        the birth/death search itself is unchanged.
     rotation_interval : int, default=4
         With ``rotations``, the move is made in every ``rotation_interval``-th
         iteration (each costs a few small optimisations per component).
@@ -780,7 +782,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st.pop("point_stats", None)  # holds statistics of the training data
         for name in ("_search_rng", "_total_iter", "_deaths_allowed", "_in_birth_epoch",
                      "_stop_trace", "_strict_stop", "_principal_split_tried",
-                     "_n_partial_iter"):
+                     "_n_partial_iter", "_searching"):
             self.__dict__.pop(name, None)
 
     # ================================================================ updates
@@ -978,7 +980,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._update_alpha_prior(data)
 
     def _step_rotate(self, data, iteration):
-        if iteration % self.rotation_interval == 0:
+        if iteration % self.rotation_interval == 0 and not getattr(self, "_searching", False):
             self._rotate_factors(data)
 
     def _step_prune(self, data, iteration):
@@ -1417,6 +1419,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return None
 
     def _run_search(self, data):
+        self._searching = True
+        try:
+            return self._run_search_epochs(data)
+        finally:
+            self._searching = False
+
+    def _run_search_epochs(self, data):
         self._deaths_allowed = True
         self._total_iter = 0
         self._n_partial_iter = 0
@@ -1504,6 +1513,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if self.polish_iter > 0 and self._total_iter < self.max_iter:
             epoch += 1
             self._strict_stop = True
+            self._searching = False  # rotation moves from here on
             try:
                 tail, polished = self._run_epoch(
                     data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter
@@ -1578,7 +1588,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st.pop("prev_mass", None)  # search bookkeeping
         for name in ("_search_rng", "_total_iter", "_deaths_allowed", "_in_birth_epoch",
                      "_stop_trace", "_strict_stop", "_principal_split_tried",
-                     "_n_partial_iter"):
+                     "_n_partial_iter", "_searching"):
             self.__dict__.pop(name, None)
 
     # ================================================================ inference
