@@ -6,7 +6,8 @@ short piece of it, so the row reports the fit alone: wall and CPU seconds per it
 (CPU time is robust to a loaded machine), the peak resident memory above the child's
 size before the fit (``extra_peak_mb``), that memory per T·K (HMM) or T·k² (LDS) unit
 (``bytes_per_unit``: equal rows show O(T·K) memory), and whether every bound of the
-trace is finite (a row with a non-finite bound is an error).
+trace is finite (a row with a non-finite bound is an error).  The harness's time column
+is wall seconds per iteration.
 
 * ``limits-hmm``: categorical HMM, K = 20 states, 30 symbols, T = 10^5 and 10^6 frames;
 * ``limits-lds``: LDS with k = 4 states and p = 10 outputs, T = 10^4 and 10^5 steps.
