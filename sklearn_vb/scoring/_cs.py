@@ -64,7 +64,8 @@ class CSScore(Scorer):
     "posterior_mean" = mean of the fitted q(theta)), ``basis``, ``n_init``.  With
     ``random_state=None`` the estimator's ``random_state`` seeds the restarts (and the
     dimension estimates of CS-dagger), so a seeded estimator gets the same value on
-    every call.
+    every call.  The MAP point's EM is shared with the other scorers of the same fitted
+    estimator, data and seed (see :class:`~sklearn_vb.scoring._bic.BICScore`).
     """
 
     name = "cs"
