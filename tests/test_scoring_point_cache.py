@@ -15,6 +15,7 @@ from sklearn_vb.datasets._hmm import make_hmm_sequences
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._point_cache import clear_point_cache, shared_fit_point
 from sklearn_vb.scoring.models._dirichlet import DirichletBlocksModel
+from sklearn_vb.scoring.models._dirichlet_hmm import DirichletCategoricalHMM
 
 
 def _data(seed=0):
@@ -113,6 +114,9 @@ class _Est:
     def __init__(self):
         self.coef_ = np.arange(3.0)
 
+    def get_params(self, deep=True):
+        return {"random_state": self.random_state}
+
 
 def test_a_remembered_em_replays_its_warnings_and_generator_state():
     clear_point_cache()
@@ -133,3 +137,13 @@ def test_a_remembered_em_replays_its_warnings_and_generator_state():
         shared_fit_point(model, data, est, rng=np.random.default_rng(7), n_init=5)
     assert model.calls == 2
     clear_point_cache()
+
+
+def test_a_scoring_model_scored_directly_is_not_remembered(em_calls):
+    # its configuration (priors, sizes) is not in fitted attributes a fingerprint sees
+    X, L = _data()
+    model = DirichletCategoricalHMM(2, 4)
+    a = score(model, X, "bic", lengths=L, random_state=0).log_evidence
+    model.prior_alpha["B"] = np.full((2, 4), 5.0)
+    b = score(model, X, "bic", lengths=L, random_state=0).log_evidence
+    assert len(em_calls) == 2 and a != b

@@ -10,8 +10,9 @@ parameters), the same data, the same ``fit_point`` arguments and a generator in 
 same state returns the remembered point, replays the warnings the EM raised and leaves
 the generator in the state the EM would have left it in, so every score is exactly
 what it would be without the cache.  Nothing is remembered for an unseeded call
-(``rng`` not a :class:`numpy.random.Generator`) or for data or estimators that cannot
-be fingerprinted; a refitted estimator gets a new fingerprint.  The memory is a few
+(``rng`` not a :class:`numpy.random.Generator`), for data or estimators that cannot
+be fingerprinted, or for a scoring model scored directly (not through a scikit-learn
+estimator); a refitted estimator gets a new fingerprint.  The memory is a few
 points per estimator, dropped with the estimator.
 """
 
@@ -108,7 +109,11 @@ def shared_fit_point(model, data, estimator=None, **kwargs):
     """``model.fit_point(data, **kwargs)``, remembered per fitted ``estimator`` (see the
     module docstring); warnings raised by the EM are raised again on every call."""
     rng = kwargs.get("rng")
-    h = None if estimator is None else _key(model, data, rng, kwargs)
+    # only a model built from a fitted estimator: a scoring model passed directly keeps
+    # its configuration in attributes no fingerprint here would see
+    if estimator is None or estimator is model or not hasattr(estimator, "get_params"):
+        return model.fit_point(data, **kwargs)
+    h = _key(model, data, rng, kwargs)
     if h is not None:
         try:
             _estimator_fingerprint(h, estimator)
