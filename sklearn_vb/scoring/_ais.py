@@ -583,7 +583,9 @@ class AISScore(_AISBase):
     structure (``make_beal_dag``), n = 2560: 14 s, 5 fits (K = 2877 chosen); n = 10240:
     8 s, 3 fits (K = 1695); categorical VBHiddenMarkov, 4 states, 3000 characters of
     English text: 770 s, 117 fits (K = 3674; the Dirichlet rows are moved one at a
-    time in Python, 9 likelihood evaluations per chain and temperature).
+    time in Python, 9 likelihood evaluations per chain and temperature); 8 states,
+    30 000 characters, and full-covariance Gaussian VBHiddenMarkov, 5 states, 20 000
+    frames: over 300 s (more than 139 and 250 fits; ``benchmarks/bench_score_cost.py``).
 
     ``anneal`` ("theta", the default: the latents summed out inside the likelihood;
     "joint": anneal parameters and latents together with tempered Gibbs moves, for
