@@ -79,6 +79,23 @@ def fitted(name):
     return _FITTED[name]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def compiled_once():
+    """Every entry point called once on valid data before the examples run, so that the
+    first numba compilation (tens of seconds on a cold cache) is not timed against the
+    per-example deadline, which is there to catch hangs."""
+    for name in MAKERS:
+        est = fitted(name)
+        calls = [lambda m=m: getattr(est, m)(TRAIN[name]) for m in METHODS.get(name, [])]
+        calls += [lambda m=m: score(est, TRAIN[name], m)
+                  for m in SCORES.get(name, ["vb", "bic", "cs"])]
+        for call in calls:
+            try:
+                _quiet(call)
+            except (*ACCEPTED, NotImplementedError):
+                pass
+
+
 elements = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64),
     st.floats(-4, 4).map(round),
