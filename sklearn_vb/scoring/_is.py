@@ -142,8 +142,9 @@ class ISScore(Scorer):
     text: 3.7 fits; full-covariance Gaussian VBHiddenMarkov, 3 states, 3000 frames: 11
     fits.  At larger sizes (``benchmarks/bench_score_cost.py``): categorical
     VBHiddenMarkov, 8 states, 30 000 characters: 62 to 118 s, 43 to 55 fits in two runs
-    (effective sample size 1.9, flagged unreliable); full-covariance Gaussian, 5 states, 20 000 frames: over
-    300 s (250 to 760 fits: that fit takes 9 iterations, 0.4 to 1.2 s).
+    (effective sample size 1.9, flagged unreliable); full-covariance Gaussian, 5
+    states, 20 000 frames: over 300 s (250 to 760 fits: that fit takes 9 iterations,
+    0.4 to 1.2 s).
     """
 
     name = "is"
