@@ -255,7 +255,8 @@ def _report_boltzmann(summary, config, out_dir, plt):
           f"At N = {max(config['sizes'])}, per d: the BP-LR error, the error of the Bethe "
           "log partition function times N at the BP point, and the difference between the "
           "linear-response and the exact covariance term T6 at the same point.", "",
-          markdown_table(["d", "|BP-LR − AIS|", "N |ln Z_B − ln Z|", "|T6_LR − T6_exact|"], rows,
+          markdown_table(["d", "abs(BP-LR − AIS)", "N abs(ln Z_B − ln Z)", "abs(T6_LR − T6_exact)"],
+                         rows,
                          digits=3), "",
           "The error sits in T1 + T2 (the Bethe free energy times N), not in T6: dropping T6 "
           "(BP-LR-noC) does not repair it, while the exact-gradient variants, which use the "
