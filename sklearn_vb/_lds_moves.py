@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["RotationObjective", "optimise_rotation", "rotate_hidden_posterior"]
+__all__ = ["RotationObjective", "TranslationObjective", "optimise_rotation",
+           "optimise_translation", "rotate_hidden_posterior", "translate_hidden_posterior"]
 
 
 def _ard_term(e, n, fixed, cap):
@@ -297,3 +298,125 @@ def rotate_hidden_posterior(q_x, R, lengths):
         "entropy": q_x["entropy"] + (np.asarray(lengths) + 1.0) * logdet,
         "ln_z": q_x["ln_z"],
     }
+
+
+# ---------------------------------------------------------------- translations
+class TranslationObjective:
+    """The bound of the translated posterior as a function of the shift c.
+
+    With a constant input (the intercept) driving both the states and the outputs,
+    the shift of the hidden state ``x -> x + c`` leaves the model of the outputs
+    unchanged when the intercept columns absorb it: ``b <- b + (I - A) c`` (column
+    of B) and ``d <- d - C c`` (column of D), ``mu0 <- mu0 + c``.  Every innovation
+    ``x_t - A x_{t-1} - B u_t`` and every output residual is then the same random
+    variable as before, the maps of the rows of ``[A B]`` and ``[C D]`` are shears
+    (unit Jacobian) and q(x) only moves, so the push-forward of the posterior has
+    the same entropies and expected log-likelihood.  What changes are the priors
+    of the two intercept columns, through
+
+    * ``e_B(c) = sum_j <(b_j + c_j - a_j'c)^2>
+      = |m_b + (I - M_A) c|^2 + k (s_bb - 2 s_Ab'c + c' S_AA c)``
+      (``m_b`` the mean of the column, ``S`` the shared row covariance of [A B]),
+    * ``e_D(c) = sum_s <rho_s (d_s - c_s'c)^2>
+      = sum_s rhobar_s (m_ds - m_Cs'c)^2 + p (s_dd - 2 s_Cd'c + c' S_CC c)``,
+
+    each entering as ``1/2 n ln a - 1/2 a e`` with its precision ``a`` at the
+    optimum ``n / e`` or fixed, and, when the initial-state prior is fixed, the
+    term ``<ln N(x_0 + c | mu0, Sigma0)>`` (an optimised mean moves with the
+    states).  VBEM moves the level of the states against the intercepts only by
+    small coupled steps, for hundreds of iterations when both intercepts carry
+    weight; this closed form (``O(k^2 (k + p))`` per evaluation) lets the move
+    take the whole step at once.
+
+    Parameters
+    ----------
+    q_theta : dict
+        The estimator's q(A, B) and q(C, D, rho) (``M_AB, Sigma_AB, M_CD, Sigma_CD,
+        rho``).
+    state_col, output_col : int
+        Positions of the intercept among the columns of B and of D.
+    omega0 : array (n, k)
+        Posterior means of the initial states.
+    beta, delta : float or None
+        Fixed precisions of the two intercept columns, or None where optimised.
+    mu0, Sigma0 : arrays or None
+        The fixed initial-state prior, or None when the estimator optimises it.
+    cap : float
+        Upper limit of an optimised precision.
+    """
+
+    def __init__(self, q_theta, state_col, output_col, omega0, *, beta, delta, mu0,
+                 Sigma0, cap):
+        k = q_theta["k"]
+        self.k = k
+        self.p = q_theta["M_CD"].shape[0]
+        ib, i_d = k + state_col, k + output_col
+        M_AB, S_AB = q_theta["M_AB"], q_theta["Sigma_AB"]
+        self.m_b = M_AB[:, ib]
+        self.K_b = np.eye(k) - M_AB[:, :k]
+        self.s_bb, self.s_Ab, self.S_AA = S_AB[ib, ib], S_AB[:k, ib], S_AB[:k, :k]
+        M_CD, S_CD = q_theta["M_CD"], q_theta["Sigma_CD"]
+        self.rho = q_theta["rho"]
+        self.m_d = M_CD[:, i_d]
+        self.M_C = M_CD[:, :k]
+        self.s_dd, self.s_Cd, self.S_CC = S_CD[i_d, i_d], S_CD[:k, i_d], S_CD[:k, :k]
+        self.beta, self.delta, self.cap = beta, delta, cap
+        self.fixed_init_state = mu0 is not None
+        if self.fixed_init_state:
+            self.Sigma0_inv = np.linalg.inv(Sigma0)
+            self.n_seq = omega0.shape[0]
+            self.x0_dev = (omega0 - mu0).sum(axis=0)
+
+    def second_moments(self, c):
+        """``(e_B(c), e_D(c))`` and their gradients in c."""
+        r_b = self.m_b + self.K_b @ c
+        e_b = r_b @ r_b + self.k * (self.s_bb - 2.0 * self.s_Ab @ c + c @ self.S_AA @ c)
+        g_b = 2.0 * self.K_b.T @ r_b + 2.0 * self.k * (self.S_AA @ c - self.s_Ab)
+        r_d = self.m_d - self.M_C @ c
+        e_d = (self.rho * r_d) @ r_d + self.p * (self.s_dd - 2.0 * self.s_Cd @ c
+                                                 + c @ self.S_CC @ c)
+        g_d = -2.0 * self.M_C.T @ (self.rho * r_d) + 2.0 * self.p * (self.S_CC @ c
+                                                                      - self.s_Cd)
+        return e_b, g_b, e_d, g_d
+
+    def hyperparameters(self, c):
+        """The precisions of the two intercept columns after the shift."""
+        e_b, _, e_d, _ = self.second_moments(c)
+        _, _, beta = _ard_term(np.array([e_b]), self.k, self.beta, self.cap)
+        _, _, delta = _ard_term(np.array([e_d]), self.p, self.delta, self.cap)
+        return float(np.ravel(beta)[0]), float(np.ravel(delta)[0])
+
+    def value_and_grad(self, c):
+        """The c-dependent part of the bound and its gradient."""
+        e_b, g_b, e_d, g_d = self.second_moments(c)
+        f_b, w_b, _ = _ard_term(np.array([e_b]), self.k, self.beta, self.cap)
+        f_d, w_d, _ = _ard_term(np.array([e_d]), self.p, self.delta, self.cap)
+        value = f_b + f_d
+        grad = float(np.ravel(w_b)[0]) * g_b + float(np.ravel(w_d)[0]) * g_d
+        if self.fixed_init_state:
+            # -1/2 sum_i <(x_i0 + c - mu0)' S0^-1 (x_i0 + c - mu0)>, c-dependent part
+            Sc = self.Sigma0_inv @ c
+            value -= 0.5 * self.n_seq * c @ Sc + self.x0_dev @ Sc
+            grad = grad - self.n_seq * Sc - self.Sigma0_inv @ self.x0_dev
+        return float(value), grad
+
+
+def optimise_translation(objective, max_iter=50):
+    """Maximise the objective over the shift c by L-BFGS from 0.
+
+    Returns ``(c, gain)`` (``gain <= 0``: no improvement, c is zero)."""
+    zero = np.zeros(objective.k)
+    start, _ = objective.value_and_grad(zero)
+    c, value = _lbfgs_maximise(objective.value_and_grad, zero, max_iter)
+    if not np.isfinite(value) or value <= start:
+        return zero, 0.0
+    return c, value - start
+
+
+def translate_hidden_posterior(q_x, c):
+    """The posterior of ``x + c`` given that of ``x``: the means move, covariances
+    and entropies are unchanged."""
+    moved = dict(q_x)
+    moved["omega"] = np.ascontiguousarray(q_x["omega"] + c)
+    moved["omega0"] = np.ascontiguousarray(q_x["omega0"] + c)
+    return moved

@@ -38,7 +38,14 @@ from ._lds_hyper import (
     update_dynamics_precisions,
     update_output_hyperparameters,
 )
-from ._lds_moves import RotationObjective, optimise_rotation, rotate_hidden_posterior
+from ._lds_moves import (
+    RotationObjective,
+    TranslationObjective,
+    optimise_rotation,
+    optimise_translation,
+    rotate_hidden_posterior,
+    translate_hidden_posterior,
+)
 from ._lds_point import log_prior_density, point_m_step
 from ._validation import (
     MISSING_IN_SEQUENCES,
@@ -50,7 +57,7 @@ from ._validation import (
 )
 from .base import VBEMEstimator, bound_round_off, predicted_remaining_gain
 
-__all__ = ["VBLinearDynamicalSystem"]
+__all__ = ["VBLinearDynamicalSystem", "SWITCHED_OFF_PRECISION"]
 
 _HYPER_CAP = 1e12
 _SHAPE_CAP = 1e8
@@ -63,6 +70,9 @@ _EXACT_SHAPE_CAP = 1e6
 # optimum is infinite); 1e8 leaves the row covariances well conditioned and loses
 # only about (data information) / 1e8 nats per column against infinity
 _EXACT_PRECISION_CAP = 1e8
+#: an ARD precision at or above this value marks a switched-off column (the exact
+#: update's cap; the fixed-point updates pass it on the way to theirs)
+SWITCHED_OFF_PRECISION = _EXACT_PRECISION_CAP
 
 
 def _spd_inv_logdet(M):
@@ -232,6 +242,14 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         VBEM alone creeps along these directions (the scale and orientation of the
         states), often for thousands of iterations; the move is accepted only when
         it raises the bound.
+    translations : bool, default=True
+        With ``fit_intercept=True``, follow every rotation move with a translation
+        move (``sklearn_vb._lds_moves.TranslationObjective``): the shift of the
+        hidden state ``x -> x + c`` that the intercept columns of B and D absorb
+        exactly (``b -> b + (I - A) c``, ``d -> d - C c``), with c maximising the
+        bound through the priors of those two columns.  VBEM trades the level of
+        the states against the two intercepts only by small coupled steps, for
+        hundreds of iterations; the move is accepted only when it raises the bound.
     ard_check : bool, default=True
         With ``ard=True``, when the fit ends with fewer effective states than
         ``n_states``, also fit from the same start with the ARD precisions first
@@ -337,6 +355,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         "prune_interval": [Interval(Integral, 1, None, closed="left")],
         "prune_iter": [Interval(Integral, 1, None, closed="left")],
         "rotations": ["boolean"],
+        "translations": ["boolean"],
         "ard_check": ["boolean"],
         "hyperparameter_update": [StrOptions({"exact", "fixed-point"})],
     }
@@ -359,6 +378,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         prune_interval=50,
         prune_iter=20,
         rotations=True,
+        translations=True,
         ard_check=True,
         hyperparameter_update="exact",
         max_iter=500,
@@ -401,6 +421,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.prune_interval = prune_interval
         self.prune_iter = prune_iter
         self.rotations = rotations
+        self.translations = translations
         self.ard_check = ard_check
         self.hyperparameter_update = hyperparameter_update
 
@@ -700,7 +721,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _iteration_steps(self):
         if self.method != "vb":
             return ("m", "e")
-        steps = ("rotate", "hyper", "vbm", "vbe")
+        steps = ("rotate", "translate", "hyper", "vbm", "vbe")
         if self.prune_states and self.ard:
             return steps + ("prune",)
         return steps
@@ -955,6 +976,104 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             for name, value in saved.items():
                 setattr(self, name, value)
 
+    def _translation_objective(self, data, iteration):
+        """The bound of the translated posterior as a function of the shift c (see
+        ``sklearn_vb._lds_moves.TranslationObjective``), with the intercept
+        precisions and the initial-state prior at their optimum where the schedule
+        optimises them at this iteration."""
+        ab, cd, rest = self._hyper_groups_started(iteration)
+        state_col, output_col = data.Us.shape[1] - 1, data.Uo.shape[1] - 1
+        fixed_x0 = not rest or self.init_state_cov == "fixed"
+        return TranslationObjective(
+            self._q_theta, state_col, output_col, self._q_x["omega0"],
+            beta=None if ab else self.beta_c_[state_col],
+            delta=None if cd else self.delta_c_[output_col],
+            mu0=self.init_state_mean_ if fixed_x0 else None,
+            Sigma0=self.init_state_cov_ if fixed_x0 else None, cap=_HYPER_CAP)
+
+    def _translate(self, data, iteration, c, objective):
+        """Shift the posterior by c: q(x) exactly, the intercept precisions and the
+        initial-state prior to their optimum for the shifted posterior (where
+        optimised), then q(theta) to its optimum for them."""
+        self._q_x = translate_hidden_posterior(self._q_x, c)
+        self._stats = self._hidden_stats(data, self._q_x)
+        beta, delta = objective.hyperparameters(c)
+        self.beta_c_ = self.beta_c_.copy()
+        self.beta_c_[-1] = beta
+        self.delta_c_ = self.delta_c_.copy()
+        self.delta_c_[-1] = delta
+        if not objective.fixed_init_state:
+            self._update_init_state()
+        self._vbm(data, self._stats)
+
+    def _level_shifts(self):
+        """Candidate shifts c of the hidden state for the level move: the one that
+        lets ``C c`` take over the output intercept (rho-weighted least squares) and
+        the one that moves the state intercept into the outputs
+        (``(I - A) c = -b``)."""
+        q, k = self._q_theta, self.n_states_
+        A, b = q["M_AB"][:, :k], q["M_AB"][:, -1]
+        C, d = q["M_CD"][:, :k], q["M_CD"][:, -1]
+        w = np.sqrt(q["rho"])
+        shifts = [np.linalg.lstsq(C * w[:, None], d * w, rcond=None)[0]]
+        try:
+            shifts.append(np.linalg.solve(np.eye(k) - A, -b))
+        except np.linalg.LinAlgError:
+            pass
+        return [c for c in shifts if np.all(np.isfinite(c)) and np.any(c != 0.0)]
+
+    def _shift_and_reoptimise(self, data, iteration, c):
+        """Shift q(x) by c, then set the hyperparameters that the schedule optimises
+        (but the noise prior) to their joint optimum with q(theta), and q(theta) to
+        its optimum: the bound of q(x) shifted, with everything else re-optimised."""
+        self._q_x = translate_hidden_posterior(self._q_x, c)
+        self._stats = self._hidden_stats(data, self._q_x)
+        ab, cd, rest = self._hyper_groups_started(iteration)
+        if rest and self.init_state_cov != "fixed":
+            self._update_init_state()
+        self._exact_hyper_update(data, ab, cd, False)
+        self._vbm(data, self._stats)
+
+    def _step_translate(self, data, iteration):
+        """Translation moves, each accepted only if the bound recomputed after it
+        exceeds the bound before it (a rejected move restores the state exactly):
+        the level move (with ``hyperparameter_update="exact"``) tries the shifts of
+        :meth:`_level_shifts` with the hyperparameters and q(theta) re-optimised,
+        which can switch an intercept column off and the other on at once; then the
+        push-forward move shifts by the c that maximises the bound of the shifted
+        posterior (``TranslationObjective``)."""
+        if not (self.translations and self.fit_intercept) or self._q_theta is None or \
+                getattr(self, "_warm_data_changed", False) or \
+                iteration < self._rotation_start:
+            return
+        names = ("_q_x", "_stats", "_q_theta", "alpha_", "beta_c_", "gamma_", "delta_c_",
+                 "init_state_mean_", "init_state_cov_")
+        if self.hyperparameter_update == "exact":
+            before = self._explicit_bound(data)
+            saved = {name: getattr(self, name) for name in names}
+            best, best_state = before + bound_round_off(before), None
+            for c in self._level_shifts():
+                self._shift_and_reoptimise(data, iteration, c)
+                value = self._explicit_bound(data)
+                if value > best:
+                    best, best_state = value, {name: getattr(self, name) for name in names}
+                for name, val in saved.items():
+                    setattr(self, name, val)
+            if best_state is not None:
+                for name, val in best_state.items():
+                    setattr(self, name, val)
+        objective = self._translation_objective(data, iteration)
+        c, gain = optimise_translation(objective)
+        if gain <= 0.0:
+            return
+        before = self._explicit_bound(data)
+        saved = {name: getattr(self, name) for name in names}
+        self._translate(data, iteration, c, objective)
+        after = self._explicit_bound(data)
+        if not after > before + bound_round_off(before):
+            for name, value in saved.items():
+                setattr(self, name, value)
+
     # ================================================================ pruning
     def _state_strength(self):
         """How much each state dimension j carries: the expected sums over time of
@@ -1040,16 +1159,24 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             self._remove_state(data, int(j))
             self._vbm(data, self._stats)
             self._vbe(data)
-            for _ in range(self.prune_iter - 1):
+            new = self._explicit_bound(data)
+            done = 1
+            for done in range(2, self.prune_iter + 1):
                 self._step_hyper(data, iteration)
                 self._vbm(data, self._stats)
                 self._vbe(data)
-            new = self._explicit_bound(data)
+                last, new = new, self._explicit_bound(data)
+                # give up once even the current gain kept up to the end of the
+                # budget cannot reach the target (gains that shrink, as they do
+                # in VBEM, fall further short)
+                if new + (self.prune_iter - done) * max(new - last, 0.0) \
+                        <= target + bound_round_off(value):
+                    break
             accepted = new > target + bound_round_off(value)
             if self.verbose >= 2:
                 print(f"  iteration {iteration}: remove state {saved['kept_states_'][j]} "
                       f"of {saved['n_states_']}: bound {value:.6f} -> {new:.6f} after "
-                      f"{self.prune_iter} iterations, needs {target:.6f}: "
+                      f"{done} of {self.prune_iter} iterations, needs {target:.6f}: "
                       f"{'accepted' if accepted else 'rejected'}")
             if accepted:
                 break
