@@ -955,6 +955,16 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             self._update_init_state()
         self._vbm(data, self._stats)
 
+    def _attempt(self, move, data):
+        """Run a proposed move and return the bound after it; -inf when the moved
+        posterior is numerically degenerate (a matrix that should be positive
+        definite is not), so that the caller rejects and restores it."""
+        try:
+            move()
+            return self._explicit_bound(data)
+        except (np.linalg.LinAlgError, FloatingPointError):
+            return -np.inf
+
     def _step_rotate(self, data, iteration):
         """Rotation move (Luttinen 2013): maximise the bound over a change of basis
         of the hidden state, accepted only if the bound recomputed after the move
@@ -970,8 +980,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         saved = {name: getattr(self, name) for name in (
             "_q_x", "_stats", "_q_theta", "alpha_", "beta_c_", "gamma_",
             "init_state_mean_", "init_state_cov_")}
-        self._rotate(data, iteration, R, objective)
-        after = self._explicit_bound(data)
+        after = self._attempt(lambda: self._rotate(data, iteration, R, objective), data)
         if not after > before + bound_round_off(before):
             for name, value in saved.items():
                 setattr(self, name, value)
@@ -1020,7 +1029,17 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             shifts.append(np.linalg.solve(np.eye(k) - A, -b))
         except np.linalg.LinAlgError:
             pass
-        return [c for c in shifts if np.all(np.isfinite(c)) and np.any(c != 0.0)]
+        return [c for c in shifts if self._shift_allowed(c)]
+
+    def _shift_allowed(self, c):
+        """Whether a shift is finite, nonzero and within ten times the scale of the
+        states: a shift far beyond it (I - A near singular, C near rank-deficient)
+        makes the statistics large enough for the bound to lose its accuracy to
+        cancellation, so it is not tried."""
+        s = self._stats
+        limit = 10.0 * np.sqrt(max(np.trace(s["W_C"]) / s["T"], 1.0))
+        return bool(np.all(np.isfinite(c)) and np.any(c != 0.0)
+                    and np.linalg.norm(c) <= limit)
 
     def _shift_and_reoptimise(self, data, iteration, c):
         """Shift q(x) by c, then set the hyperparameters that the schedule optimises
@@ -1053,8 +1072,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             saved = {name: getattr(self, name) for name in names}
             best, best_state = before + bound_round_off(before), None
             for c in self._level_shifts():
-                self._shift_and_reoptimise(data, iteration, c)
-                value = self._explicit_bound(data)
+                value = self._attempt(
+                    lambda c=c: self._shift_and_reoptimise(data, iteration, c), data)
                 if value > best:
                     best, best_state = value, {name: getattr(self, name) for name in names}
                 for name, val in saved.items():
@@ -1064,12 +1083,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                     setattr(self, name, val)
         objective = self._translation_objective(data, iteration)
         c, gain = optimise_translation(objective)
-        if gain <= 0.0:
+        if gain <= 0.0 or not self._shift_allowed(c):
             return
         before = self._explicit_bound(data)
         saved = {name: getattr(self, name) for name in names}
-        self._translate(data, iteration, c, objective)
-        after = self._explicit_bound(data)
+        after = self._attempt(lambda: self._translate(data, iteration, c, objective), data)
         if not after > before + bound_round_off(before):
             for name, value in saved.items():
                 setattr(self, name, value)
