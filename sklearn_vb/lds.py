@@ -212,9 +212,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         the thesis; in the spirit of the birth/death moves of the mixture of factor
         analysers): the weakest dimension is removed (its row and column of A, row
         of B, column of C, ARD precisions and initial-state entries), the smaller
-        model is re-converged for ``prune_iter`` iterations, and the move is kept
-        only if the bound then exceeds the bound before the move (extrapolated over
-        those iterations at the current gain per iteration); otherwise the state
+        model is re-converged for up to ``prune_iter`` iterations, and the move is
+        kept only if the bound then exceeds the bound before the move (extrapolated
+        over those iterations at the current gain per iteration); otherwise, or as
+        soon as the re-convergence cannot reach that at its current gain, the state
         before the move is restored.  ARD alone leaves spare dimensions that carry
         input effects (a state alive in C and dead in A whose B row replaces a
         column of D, or dead in C and alive in A feeding a lagged input through B)
@@ -1136,7 +1137,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         bound then exceeds ``F + prune_iter * dF``, the bound before the move
         extrapolated at the current per-iteration gain ``dF`` of the unpruned run
         (so a move is not credited with the climb the unpruned run would have made
-        anyway).  A rejected move restores the saved state exactly.  The bound after
+        anyway).  The re-convergence stops early, rejecting the move, once even its
+        latest per-iteration gain kept up for the rest of the ``prune_iter``
+        iterations cannot reach that target (with shrinking gains, as in VBEM, the
+        full run would fall short too).  A rejected move restores the saved state exactly.  The bound after
         this step is therefore never below the bound before it, and the recorded
         history holds only accepted states.
 
