@@ -87,11 +87,12 @@ def test_pruning_recovers_three_states_with_inputs_and_intercept(seed):
     for k in (6, 3):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            # without rotation moves, which speed up the 3-state fit more than the
-            # 6-state one that spends iterations on the removals, and without the
-            # comparison fits of ard_check (tested on their own)
+            # without rotation and translation moves, which speed up the 3-state fit
+            # more than the 6-state one that spends iterations on the removals, and
+            # without the comparison fits of ard_check (tested on their own)
             fits[k] = VBLinearDynamicalSystem(n_states=k, max_iter=300, rotations=False,
-                                              ard_check=False, random_state=seed).fit(X, U=U)
+                                              translations=False, ard_check=False,
+                                              random_state=seed).fit(X, U=U)
     model = fits[6]
     assert model.n_states_ == 3 and model.n_effective_states_ == 3
     assert model.kept_states_.shape == (3,)
