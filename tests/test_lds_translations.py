@@ -183,10 +183,10 @@ def test_slow_intercept_mode_converges_to_the_long_run_optimum():
     U = np.random.default_rng(5).standard_normal((50, 1))
     X, _ = make_lds(params, [50], U, random_state=5)
     optimum = -243.2415
-    fit = VBLinearDynamicalSystem(1, random_state=0).fit(X, U=U)
+    fit = VBLinearDynamicalSystem(1, random_state=0, noise_rate=1.0).fit(X, U=U)
     assert fit.converged_
     assert fit.lower_bound_ == pytest.approx(optimum, abs=1e-6 * abs(optimum) + 1e-4)
-    without = VBLinearDynamicalSystem(1, random_state=0, translations=False,
+    without = VBLinearDynamicalSystem(1, random_state=0, translations=False, noise_rate=1.0,
                                       max_iter=150).fit(X, U=U)
     assert without.lower_bound_ < optimum - 5.0
 
