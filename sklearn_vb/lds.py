@@ -57,7 +57,7 @@ from ._validation import (
 )
 from .base import VBEMEstimator, bound_round_off, predicted_remaining_gain
 
-__all__ = ["VBLinearDynamicalSystem", "SWITCHED_OFF_PRECISION"]
+__all__ = ["VBLinearDynamicalSystem"]
 
 _HYPER_CAP = 1e12
 _SHAPE_CAP = 1e8
@@ -70,9 +70,6 @@ _EXACT_SHAPE_CAP = 1e6
 # optimum is infinite); 1e8 leaves the row covariances well conditioned and loses
 # only about (data information) / 1e8 nats per column against infinity
 _EXACT_PRECISION_CAP = 1e8
-#: an ARD precision at or above this value marks a switched-off column (the exact
-#: update's cap; the fixed-point updates pass it on the way to theirs)
-SWITCHED_OFF_PRECISION = _EXACT_PRECISION_CAP
 
 
 def _spd_inv_logdet(M):

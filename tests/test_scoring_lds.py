@@ -15,7 +15,6 @@ import pytest
 from scipy import stats as st
 
 from sklearn_vb import VBLinearDynamicalSystem
-from sklearn_vb.lds import SWITCHED_OFF_PRECISION
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import fd_gradient
 from sklearn_vb.scoring.models.lds import LDSPosterior, LDSScoringModel
@@ -91,14 +90,10 @@ def test_registry_and_structure(with_inputs):
     est, Y, U, lengths = with_inputs
     m = scoring_model_for(est)
     assert isinstance(m, LDSScoringModel)
-    # input columns that ARD switched off are absent from the scoring model
-    ds = int(np.sum(est.beta_ < SWITCHED_OFF_PRECISION))
-    do = int(np.sum(est.delta_ < SWITCHED_OFF_PRECISION))
-    assert ds >= 1 and do >= 1
     assert m.param_space.names == ["A", "B", "C", "D", "rho"]
-    assert m.param_space["B"].shape == (2, ds) and m.param_space["D"].shape == (2, do)
-    # k^2 + k ds + p k + p do + p - k(k-1)/2 = 4 + 2 ds + 4 + 2 do + 2 - 1
-    assert m.n_parameters() == 9 + 2 * ds + 2 * do
+    assert m.param_space["B"].shape == (2, 2) and m.param_space["D"].shape == (2, 2)
+    # k^2 + k ds + p k + p do + p - k(k-1)/2 = 4 + 4 + 4 + 4 + 2 - 1
+    assert m.n_parameters() == 17
     assert m.n_aliases() == 8
     X = m.prepare_data(Y, U=U, lengths=lengths)
     assert m.n_cases(X) == 40

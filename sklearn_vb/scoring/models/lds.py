@@ -7,9 +7,7 @@ Model::
 
 theta = blocks ``"A"`` (k, k), ``"B"`` (k, ds), ``"C"`` (p, k), ``"D"`` (p, do) (real;
 B and D only when the model has state / output inputs, the intercept included) and
-``"rho"`` (p,) (positive).  An input column whose ARD precision the estimator set to
-its cap (``SWITCHED_OFF_PRECISION``, the value of an infinite optimum) is absent from
-B or D, as a structurally absent column is.  The state noise is fixed to the identity.  Every
+``"rho"`` (p,) (positive).  The state noise is fixed to the identity.  Every
 hyperparameter is frozen at its fitted value: the ARD precisions ``alpha``,
 ``beta`` (columns of [A B]), ``gamma``, ``delta`` (columns of [C D]), the Gamma(a, b)
 prior of rho, and the initial-state prior ``(mu0, Sigma0)`` (a point hyperparameter of
@@ -61,7 +59,6 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from ..._distributions import _rng
-from ...lds import SWITCHED_OFF_PRECISION
 from ..._lds_point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
 from ..._kernels._constants import LOG_2PI
 from ..._kernels.kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother
@@ -250,18 +247,8 @@ class LDSScoringModel(ScoringModelMixin):
         self.estimator = est
         self.k = k = int(est.n_states_)
         self.p = p = int(est.n_features_in_)
-        # input columns that ARD switched off (precision at the cap the estimator
-        # sets for an infinite optimum) are absent: counted neither in the dimension
-        # nor in the prior, where a coefficient at zero under precision 1e8 would
-        # add 1/2 ln(1e8 / 2 pi) nats to ln p(theta)
-        state_cols = np.asarray(est.state_inputs_, dtype=np.int64)
-        out_cols = np.asarray(est.output_inputs_, dtype=np.int64)
-        self._keep_s = np.flatnonzero(np.asarray(est.beta_, float)[state_cols]
-                                      < SWITCHED_OFF_PRECISION)
-        self._keep_o = np.flatnonzero(np.asarray(est.delta_, float)[out_cols]
-                                      < SWITCHED_OFF_PRECISION)
-        self.state_cols = state_cols[self._keep_s]
-        self.out_cols = out_cols[self._keep_o]
+        self.state_cols = np.asarray(est.state_inputs_, dtype=np.int64)
+        self.out_cols = np.asarray(est.output_inputs_, dtype=np.int64)
         self.ds = ds = self.state_cols.size
         self.do = do = self.out_cols.size
         self.n_components = k
@@ -292,8 +279,8 @@ class LDSScoringModel(ScoringModelMixin):
         returns a dict with the outputs, the state / output inputs (intercept included),
         the sequence offsets and the data statistics."""
         seq = self.estimator.check_data(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
-        Us = np.ascontiguousarray(seq.Us[:, self._keep_s])
-        Uo = np.ascontiguousarray(seq.Uo[:, self._keep_o])
+        Us = np.ascontiguousarray(seq.Us)
+        Uo = np.ascontiguousarray(seq.Uo)
         Y = np.ascontiguousarray(seq.X, dtype=float)
         self._n_last = Y.shape[0]
         return {
@@ -465,13 +452,8 @@ class LDSScoringModel(ScoringModelMixin):
             est = self.estimator
             M_AB = np.hstack([est.A_mean_, np.asarray(est.B_mean_)[:, self.state_cols]])
             M_CD = np.hstack([est.C_mean_, np.asarray(est.D_mean_)[:, self.out_cols]])
-            # the marginal of q over the coordinates that are present
-            ab = np.concatenate([np.arange(self.k), self.k + self._keep_s])
-            cd = np.concatenate([np.arange(self.k), self.k + self._keep_o])
-            self._q = LDSPosterior(self.k, self.ds, self.do, M_AB,
-                                   est.Sigma_AB_[np.ix_(ab, ab)], M_CD,
-                                   est.Sigma_CD_[np.ix_(cd, cd)], est.rho_shape_,
-                                   est.rho_rate_)
+            self._q = LDSPosterior(self.k, self.ds, self.do, M_AB, est.Sigma_AB_, M_CD,
+                                   est.Sigma_CD_, est.rho_shape_, est.rho_rate_)
         return self._q
 
     def alias_posterior(self, q=None, max_components=400):
