@@ -73,12 +73,13 @@ MAX_ABS_VALUE = 1e100
 
 
 def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORTED,
-                        max_abs=MAX_ABS_VALUE, **kwargs):
+                        max_abs=MAX_ABS_VALUE, allow_nan=False, **kwargs):
     """scikit-learn's ``validate_data`` to float64, with this package's messages.
 
     Non-finite values are reported by :func:`check_all_finite` (saying what the
     estimator supports instead of scikit-learn's generic advice), non-numeric values
-    name ``X``.  ``kwargs`` go to ``validate_data``.
+    name ``X``.  With ``allow_nan`` NaN passes (for estimators that marginalise missing
+    values) and only infinity is refused.  ``kwargs`` go to ``validate_data``.
     """
     from sklearn.utils.validation import validate_data
 
@@ -96,9 +97,10 @@ def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORT
         if not text.startswith("X "):
             raise ValueError(f"X: {text}") from None
         raise
-    check_all_finite(out, "X", owner=type(estimator).__name__, missing=missing)
+    check_all_finite(np.where(np.isnan(out), 0.0, out) if allow_nan else out, "X",
+                     owner=type(estimator).__name__, missing=missing)
     if max_abs is not None and out.size:
-        largest = float(np.max(np.abs(out)))
+        largest = float(np.nanmax(np.abs(out))) if allow_nan else float(np.max(np.abs(out)))
         if largest > max_abs:
             raise ValueError(
                 f"X holds values as large as {largest:.3g} in magnitude; squares and "

@@ -216,6 +216,10 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         # this package's messages for X first (non-numeric, 1-D, NaN), then X with y
         validate_float_data(self, X, reset=True, missing=MISSING_IN_SEQUENCES, max_abs=None,
                             ensure_min_samples=1)
+        n_y = len(y) if hasattr(y, "__len__") else None
+        if n_y is not None and n_y != len(X):
+            raise ValueError(f"y has {n_y} labels but X has {len(X)} rows; give one label "
+                             "per row of X.")
         X, y = validate_data(self, X, y, dtype=float, ensure_min_samples=1)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)

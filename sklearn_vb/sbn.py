@@ -36,7 +36,6 @@ import numpy as np
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
 from ._dag_structure import parse_structure
 from ._kernels.sbn import (
@@ -45,6 +44,7 @@ from ._kernels.sbn import (
     normalise_rows,
     pattern_log_likelihoods,
 )
+from ._validation import validate_float_data
 from .base import VBEMEstimator
 
 __all__ = ["VBSigmoidBeliefNetwork", "SBNPatterns", "map_weights"]
@@ -469,7 +469,7 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
         return codes
 
     def _check_fit_data(self, X):
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=True)
+        Xv = validate_float_data(self, X, reset=True, allow_nan=True, max_abs=None)
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(v) for v in names]
         obs_names = names if names is not None else [f"x{i}" for i in range(Xv.shape[1])]
@@ -608,7 +608,7 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
     # ------------------------------------------------------------------ prediction
     def _check_new_data(self, X, blank=None):
         self._check_is_fitted()
-        Xv = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False)
+        Xv = validate_float_data(self, X, reset=False, allow_nan=True, max_abs=None)
         codes = self._codes(Xv)
         if blank is not None:
             codes[:, blank] = -1
