@@ -1,32 +1,14 @@
 """The exact maximiser of the MFA bound over the ARD rate b* (``ard_rate_update``)."""
 
-import warnings
-
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
-from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_vb._mfa_hyper import (ard_rate_maximiser, ard_rate_objective,
                                    loading_half_second_moments, update_ard_rate)
-from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
-
-def _problem(seed, n=120, p=7, k=2):
-    rng = np.random.default_rng(seed)
-    parts = []
-    for c in range(2):
-        A = rng.normal(size=(p, k)) * (1.0 + c)
-        parts.append(rng.normal(size=(n, k)) @ A.T + 0.3 * rng.normal(size=(n, p)) + 5 * c)
-    return np.vstack(parts)
-
-
-def _fit(X, **kw):
-    params = dict(search=False, n_components=2, n_factors=4, random_state=0, max_iter=30)
-    params.update(kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return VBMixtureFactorAnalysers(**params).fit(X)
+from tests._mfa_problems import short_fit as _fit
+from tests._mfa_problems import two_cluster_data as _problem
 
 
 @pytest.mark.parametrize("seed", range(5))

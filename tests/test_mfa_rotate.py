@@ -1,31 +1,13 @@
 """Rotation moves of the MFA factor basis (``rotations``, :mod:`sklearn_vb._mfa_rotate`)."""
 
-import warnings
-
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_vb._mfa_hyper import loading_half_second_moments
 from sklearn_vb._mfa_rotate import optimise_rotations, rotate_components, rotation_objective
-from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
-
-def _problem(seed, n=120, p=7, k=2):
-    rng = np.random.default_rng(seed)
-    parts = []
-    for c in range(2):
-        A = rng.normal(size=(p, k)) * (1.0 + c)
-        parts.append(rng.normal(size=(n, k)) @ A.T + 0.3 * rng.normal(size=(n, p)) + 5 * c)
-    return np.vstack(parts)
-
-
-def _fit(X, **kw):
-    params = dict(search=False, n_components=2, n_factors=4, random_state=0, max_iter=30)
-    params.update(kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return VBMixtureFactorAnalysers(**params).fit(X)
+from tests._mfa_problems import short_fit as _fit
+from tests._mfa_problems import two_cluster_data as _problem
 
 
 def _state(seed, n_iter=6):
