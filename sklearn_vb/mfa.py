@@ -57,7 +57,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
-from ._mfa_hyper import update_ard_rate
+from ._mfa_hyper import loading_half_second_moments, update_ard_rate
 from ._mfa_rotate import optimise_rotations, rotate_components
 from ._mfa_search import children_iteration, noise_residuals
 from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
@@ -1175,9 +1175,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
                                      "logdet_sigma", "xbar")}
         rotate_components(st, Rs)
-        h = 0.5 * (st["lam_mean"][:, :, :K] ** 2
-                   + np.diagonal(st["lam_cov"], axis1=-2, axis2=-1)[:, :, :K]).sum(axis=1)
-        st["b_tilde"] = st["b_star"] + h
+        st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
         after = self._lower_bound(data)
         if not after >= before:
             st.update(saved)
