@@ -47,12 +47,12 @@ from ._dag_structure import (
     prepare_patterns,
 )
 from ._kernels.dag import (
-    dirichlet_update,
     enumerate_posterior,
     masked_dot,
     normalise_rows,
     pattern_log_normalisers,
 )
+from ._kernels.dag_fit import DECREASED, NOT_FINITE, em_run, vbem_run
 from ._distributions import dirichlet_expected_log
 from ._validation import lookup_categories, validate_categorical_data
 from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
@@ -488,6 +488,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return _FitData(pdata, layout, self._prior, n, start)
 
     # ------------------------------------------------------------------ VBEM / EM
+    # One restart is one compiled call (sklearn_vb._kernels.dag_fit): the M / VBM and
+    # E / VBE steps, SQUAREM and the stopping rule run there; the base class keeps the
+    # restarts, warm starts, the kept run and the convergence warning.
     def _iteration_steps(self):
         return ("vbm", "vbe") if self.method == "vb" else ("m", "e")
 
@@ -526,68 +529,83 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self._log_z_ = log_z
         self._entropy_ = entropy
 
-    def _step_vbm(self, data, iteration):
-        alpha = np.empty(data.layout.size)
-        elog = np.empty(data.layout.size)
-        self._kl_ = dirichlet_update(data.prior, self._counts_, data.layout.row_ptr, alpha, elog)
-        self._alpha_ = alpha
-        self._elog_ = elog
-
-    def _step_vbe(self, data, iteration):
-        self._infer(data, self._elog_)
-
-    # ------------------------------------------------------------------ acceleration
-    def _accelerated(self):
-        return self.method == "vb" and super()._accelerated()
-
-    def _pack_hyperparameters(self):
-        """q(theta) as the logarithms of all Dirichlet parameters alpha."""
-        return np.log(self._alpha_)
-
-    def _unpack_hyperparameters(self, vector, data):
-        alpha = np.exp(vector)
-        if not np.all(np.isfinite(alpha) & (alpha > 0)):
-            return False
-        elog = np.empty(alpha.shape[0])
-        # the VBM kernel with counts alpha - lambda: E[ln theta] and the KL of alpha
-        prior = data.prior
-        self._kl_ = dirichlet_update(prior, alpha - prior, data.layout.row_ptr, np.empty_like(alpha), elog)
-        self._alpha_ = alpha
-        self._elog_ = elog
-        return True
-
-    def _step_m(self, data, iteration):
-        N = self._counts_
-        if self.method == "ml":
-            values = N
-        elif self._basis == "softmax":
-            values = data.prior + N
+    def _run_vbem(self, data):
+        """One restart from the stored E-step state, as one compiled call."""
+        pd, layout = data.pdata, data.layout
+        counts = self._counts_.copy()
+        log_z = np.empty(pd.n_patterns)
+        entropy = np.empty(pd.n_patterns)
+        trace = np.empty(self.max_iter)
+        check_steps = self.bound_check == "steps"
+        self._run_extrapolations = None
+        if self.method == "vb":
+            accelerate = self.acceleration == "squarem"
+            alpha = np.empty(layout.size)
+            elog = np.empty(layout.size)
+            n_iter, converged, kl, accepted, rejected, status, step, before, after = vbem_run(
+                counts, data.prior, layout.row_ptr, pd.idx, pd.row_start, pd.weights,
+                self.max_iter, float(self.tol), accelerate, check_steps, alpha, elog,
+                data.post, log_z, entropy, trace)
+            self._alpha_, self._elog_, self._kl_ = alpha, elog, kl
+            if accelerate:
+                self._run_extrapolations = {"accepted": accepted, "rejected": rejected}
         else:
-            values = data.prior - 1.0 + N
-        theta = np.empty(data.layout.size)
-        normalise_rows(values, data.layout.row_ptr, theta)
-        self._theta_ = theta
-        with np.errstate(divide="ignore"):
-            self._log_theta_ = np.log(theta)
+            offset = self._em_offset(data)
+            theta = np.empty(layout.size)
+            log_theta = np.empty(layout.size)
+            n_iter, converged, status, step, before, after = em_run(
+                counts, offset, self._log_prior_constant(data), layout.row_ptr, pd.idx,
+                pd.row_start, pd.weights, self.max_iter, float(self.tol), check_steps, theta,
+                log_theta, data.post, log_z, entropy, trace)
+            self._theta_, self._log_theta_ = theta, log_theta
+        self._counts_, self._log_z_, self._entropy_ = counts, log_z, entropy
+        self._check_run(trace[:n_iter], status, step, before, after)
+        return [float(v) for v in trace[:n_iter]], bool(converged)
 
-    def _step_e(self, data, iteration):
-        self._infer(data, self._log_theta_)
+    def _check_run(self, trace, status, step, before, after):
+        """Raise, warn and print as the base class's loop does after every iteration."""
+        iteration = trace.shape[0] + 1  # where a failed run stopped
+        if status == DECREASED:
+            self._check_decrease(before, after, iteration, self._iteration_steps()[step],
+                                 raise_error=True)
+        if status == NOT_FINITE:
+            raise FloatingPointError(
+                f"{type(self).__name__}: the lower bound is {after} at iteration "
+                f"{iteration}; the data or the priors are degenerate.")
+        if self.bound_check != "steps":
+            label = "+".join(self._iteration_steps())
+            for i in range(1, trace.shape[0]):
+                self._check_decrease(float(trace[i - 1]), float(trace[i]), i + 1, label)
+        if self.verbose >= 2:
+            for i in range(self.verbose_interval, trace.shape[0] + 1, self.verbose_interval):
+                print(f"  iteration {i}: bound {trace[i - 1]:.6f}")
 
-    def _log_prior_basis(self, data, log_theta):
-        """ln prior density of theta in the chosen basis (0 for ML)."""
+    def _em_offset(self, data):
+        """What the M step adds to the expected counts before normalising (the mode of
+        the Dirichlet posterior in the chosen basis), also the power of theta in the
+        prior density of the MAP objective."""
+        if self.method == "ml":
+            return np.zeros(data.layout.size)
+        if self._basis == "softmax":
+            return data.prior
+        return data.prior - 1.0
+
+    def _log_prior_constant(self, data):
+        """ln of the normaliser of the Dirichlet prior densities (0 for ML)."""
         if self.method == "ml":
             return 0.0
         lam = data.prior
         rp = data.layout.row_ptr[:-1]
-        const = float(np.sum(gammaln(np.add.reduceat(lam, rp))) - np.sum(gammaln(lam)))
-        power = lam if self._basis == "softmax" else lam - 1.0
-        return const + masked_dot(power, log_theta)
+        return float(np.sum(gammaln(np.add.reduceat(lam, rp))) - np.sum(gammaln(lam)))
 
     def _lower_bound(self, data):
+        """The bound of the stored state (the EM objective for ``method="map"|"ml"``);
+        the compiled run records the same value after every iteration."""
         if self.method == "vb":
             return self._bound_form_c(data)
         ent = float(np.dot(data.pdata.weights, self._entropy_))
-        return masked_dot(self._counts_, self._log_theta_) + ent + self._log_prior_basis(data, self._log_theta_)
+        return masked_dot(self._counts_, self._log_theta_) + ent + (
+            self._log_prior_constant(data) + masked_dot(self._em_offset(data), self._log_theta_))
 
     # three forms of F: the general one (C) and what it reduces to right after a VBE
     # step (A) and right after a VBM step (B); tests check they agree where each is valid

@@ -146,6 +146,17 @@ def _manual_data(m, X):
     return data
 
 
+def _vbm(m, data):
+    """A VBM step on the stored state by the kernel the compiled fit runs."""
+    alpha, elog = np.empty(data.layout.size), np.empty(data.layout.size)
+    m._kl_ = dirichlet_update(data.prior, m._counts_, data.layout.row_ptr, alpha, elog)
+    m._alpha_, m._elog_ = alpha, elog
+
+
+def _vbe(m, data):
+    m._infer(data, m._elog_)
+
+
 def test_three_forms_of_the_bound_agree_and_increase():
     rng = np.random.default_rng(5)
     X = rng.integers(0, 3, size=(30, 2))
@@ -153,15 +164,64 @@ def test_three_forms_of_the_bound_agree_and_increase():
     data = _manual_data(m, X)
     previous = -np.inf
     for _ in range(25):
-        m._step_vbm(data, 0)
+        _vbm(m, data)
         b, c = m._bound_form_b(data), m._bound_form_c(data)
         assert c == pytest.approx(b, abs=1e-10)
         assert c >= previous - 1e-10
-        m._step_vbe(data, 0)
+        _vbe(m, data)
         a, c2 = m._bound_form_a(data), m._bound_form_c(data)
         assert c2 == pytest.approx(a, abs=1e-10)
         assert c2 >= c - 1e-10
         previous = c2
+
+
+@pytest.mark.parametrize("acceleration", [None, "squarem"])
+def test_compiled_run_is_vbem_step_by_step(acceleration):
+    """The fit's bound after every iteration is that of VBM + VBE steps run one at a time
+    from the same start (plain), or at least that (extrapolated); the stored state is the
+    last iteration's, whose three forms of the bound agree."""
+    rng = np.random.default_rng(6)
+    X = rng.integers(0, 3, size=(50, 2))
+    fit = make(TOY2, n_init=1, max_iter=60, tol=0.0, random_state=3,
+               acceleration=acceleration).fit(X)
+    m = make(TOY2, random_state=3)
+    data = _manual_data(m, X)
+    m._initialize(data, np.random.RandomState(3))
+    steps = []
+    for _ in range(60):
+        _vbm(m, data)
+        _vbe(m, data)
+        steps.append(m._bound_form_c(data))
+    if acceleration is None:
+        np.testing.assert_allclose(fit.lower_bounds_, steps, rtol=1e-13)
+    else:
+        assert np.all(fit.lower_bounds_ >= np.array(steps) - 1e-9)
+        assert fit.extrapolations_["accepted"] > 0
+    data = fit._check_fit_data(X)
+    for form in (fit._bound_form_a, fit._bound_form_c, fit._lower_bound):
+        assert form(data) == pytest.approx(fit.lower_bound_, rel=1e-13)
+
+
+@pytest.mark.parametrize("method", ["map", "ml"])
+def test_compiled_em_stores_the_last_iteration(method):
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 3, size=(50, 2))
+    fit = make(TOY2, method=method, n_init=2, max_iter=40, tol=0.0).fit(X)
+    assert fit.n_iter_ == 40 and not fit.converged_
+    data = fit._check_fit_data(X)
+    assert fit._lower_bound(data) == pytest.approx(fit.objectives_[-1], rel=1e-13)
+    assert fit.lower_bound_ == pytest.approx(fit._bound_form_b(data), rel=1e-13)
+
+
+def test_verbose_prints_the_bound_every_interval(capsys):
+    rng = np.random.default_rng(8)
+    X = rng.integers(0, 3, size=(40, 2))
+    fit = make(TOY2, n_init=2, max_iter=30, tol=0.0, verbose=2, verbose_interval=10).fit(X)
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith("  iteration")]
+    assert len(lines) == 6 and lines[2].startswith("  iteration 30:")
+    assert f"{fit.lower_bounds_[9]:.6f}" in out
+    assert out.count("restart") == 2
 
 
 def test_bound_never_decreases_with_step_checks():
