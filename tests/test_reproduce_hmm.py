@@ -9,7 +9,8 @@ from sklearn_vb import reproduce
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return reproduce.hmm(quick=True, out=tmp_path_factory.mktemp("hmm"), verbose=0)
+    return reproduce.hmm(quick=True, out=tmp_path_factory.mktemp("hmm"), verbose=0,
+                         sections="structure")
 
 
 def test_ml_uses_every_state_and_vb_keeps_about_seven(run):

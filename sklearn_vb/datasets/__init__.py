@@ -14,3 +14,7 @@ from ._mrf import (  # noqa: F401
     random_undirected_structures, sample_mrf,
 )
 from ._crf import FAQ_FEATURE_NAMES, make_faq_like_sequences  # noqa: F401
+from ._text import (  # noqa: F401
+    ALICE_SOURCE, ENGLISH_ALPHABET, alice_pip_command, encode_sentences, english_sentences,
+    fetch_alice_text, text_data_home,
+)

@@ -1,4 +1,12 @@
-"""``reproduce hmm``: Beal (2003) §3.5.1, discovering the structure of an HMM.
+"""``reproduce hmm``: Beal (2003) §3.5.1, discovering the structure of an HMM, and
+§3.5.2, telling forwards from backwards English sentences (:mod:`._hmm_english`).
+
+``sections`` chooses the parts: ``"structure"`` (§3.5.1), ``"english"`` (§3.5.2), both
+separated by a comma, or ``"auto"`` (default): both when the text of *Alice's Adventures
+in Wonderland* is found (see :func:`~sklearn_vb.datasets.fetch_alice_text`), else
+§3.5.1 alone with a note in the report.
+
+§3.5.1:
 
 Training data: 21 sequences over {a, b, c} of at most 39 symbols, seven each from
 ``(abc)*``, ``(acb)*`` and ``(a*b*)*`` (:func:`~sklearn_vb.datasets.make_structure_discovery_sequences`,
@@ -29,13 +37,18 @@ from sklearn.exceptions import ConvergenceWarning
 from ..datasets import make_structure_discovery_sequences
 from ..hmm import VBHiddenMarkov
 from ._experiment import Experiment, Option, register
+from ._hmm_english import (ENGLISH_FULL, ENGLISH_QUICK, english_available, english_report,
+                           english_units, run_english_unit, summarize_english)
 from ._report import compute_time_line, markdown_table, pyplot, save_figure
 
 __all__ = ["hmm"]
 
-FULL = {"n_states": 12, "n_starts": 10, "prior_strength": 4.0, "init_strength": 10.0,
-        "ml_max_iter": 5000, "vb_max_iter": 3000, "tol": 1e-6, "n_restarts": 10}
-QUICK = dict(FULL, n_starts=2, ml_max_iter=1000, vb_max_iter=1000, n_restarts=2)
+FULL = {"sections": "auto", "n_states": 12, "n_starts": 10, "prior_strength": 4.0,
+        "init_strength": 10.0, "ml_max_iter": 5000, "vb_max_iter": 3000, "tol": 1e-6,
+        "n_restarts": 10, **ENGLISH_FULL}
+QUICK = dict(FULL, n_starts=2, ml_max_iter=1000, vb_max_iter=1000, n_restarts=2,
+             **{k: v for k, v in ENGLISH_QUICK.items() if ENGLISH_FULL[k] != v})
+SECTIONS = ("structure", "english")
 
 SYMBOLS = "abc"
 
@@ -50,8 +63,27 @@ def _priors(config):
     return {"startprob_prior": f / K, "transmat_prior": f / K, "emissionprob_prior": f / 3}
 
 
+def _sections(config):
+    """The parts to run (``sections`` resolved; "auto" checks for the text)."""
+    value = config["sections"]
+    if value == "auto":
+        return ["structure", "english"] if english_available(config) else ["structure"]
+    parts = [p.strip() for p in str(value).split(",") if p.strip()]
+    bad = [p for p in parts if p not in SECTIONS]
+    if bad or not parts:
+        raise ValueError(f"sections must be 'auto' or a comma-separated list of {SECTIONS}; "
+                         f"got {value!r}.")
+    return parts
+
+
 def _units(config):
-    return [("start", s) for s in range(int(config["n_starts"]))]
+    parts = _sections(config)
+    units = []
+    if "structure" in parts:
+        units += [("start", s) for s in range(int(config["n_starts"]))]
+    if "english" in parts:
+        units += english_units(config)
+    return units
 
 
 def _lists(d):
@@ -59,6 +91,8 @@ def _lists(d):
 
 
 def _run_unit(key, config, seed):
+    if key[0] == "english":
+        return run_english_unit(key, config, seed)
     K = int(config["n_states"])
     X, lengths = _data(config)
     rng = np.random.RandomState(seed)
@@ -105,6 +139,16 @@ def _run_unit(key, config, seed):
 
 
 def _summarize(results, config):
+    english = {k: v for k, v in results.items() if k[0] == "english"}
+    structure = {k: v for k, v in results.items() if k[0] == "start"}
+    summary = _summarize_structure(structure, config) if structure else {}
+    summary["sections"] = _sections(config)
+    if english:
+        summary["english"] = summarize_english(english, config)
+    return summary
+
+
+def _summarize_structure(results, config):
     keys = sorted(results)
     rows = []
     for key in keys:
@@ -190,6 +234,20 @@ def _figures(run_result, out_dir):
 
 
 def _report(summary, config, out_dir):
+    text = _report_structure(summary, config, out_dir) if "per_start" in summary else \
+        "# Beal (2003) §3.5: experiments with VB hidden Markov models\n"
+    if "english" in summary:
+        text += english_report(summary["english"], config, out_dir)
+    elif config["sections"] == "auto":
+        text += ("\n## §3.5.2: forwards and backwards English\n\nNot run: the text of "
+                 "*Alice's Adventures in Wonderland* was not found (see "
+                 "`sklearn_vb.datasets.fetch_alice_text`).\n")
+    if "per_start" not in summary:
+        text += compute_time_line(summary)
+    return text
+
+
+def _report_structure(summary, config, out_dir):
     med = summary["median"]
     counts = summary["states_kept_counts"]
     K = int(config["n_states"])
@@ -260,8 +318,17 @@ deterministic sequences the ML-seeded start of the thesis finds the better optim
 hmm = register(Experiment(
     name="hmm",
     description="Beal (2003) §3.5.1: ML uses all 12 HMM states, VB from the ML point keeps "
-                "the 7 the data need (Figs 3.2, 3.3)",
+                "the 7 the data need (Figs 3.2, 3.3); §3.5.2: ML, MAP and VB telling "
+                "forwards from backwards English (Fig 3.4)",
     quick=QUICK, full=FULL, units=_units, run_unit=_run_unit,
     summarize=_summarize, report=_report,
-    options=(Option("n_starts", int, "number of random starts (ML then VB)"),
-             Option("n_restarts", int, "restarts of the package's default VB start"))))
+    options=(Option("sections", str, "'auto' (default), 'structure' (§3.5.1), 'english' "
+                                      "(§3.5.2) or 'structure,english'"),
+             Option("n_starts", int, "number of random starts (ML then VB)"),
+             Option("n_restarts", int, "restarts of the package's default VB start"),
+             Option("english_text", str, "alice.txt or wordcloud-*.tar.gz (default: the "
+                                         "data directory of fetch_alice_text)"),
+             Option("english_restarts", int, "restarts per (n, k) of §3.5.2 (thesis 10)"),
+             Option("english_grid", str, "'slices' (Fig 3.4's three slices) or 'grid' "
+                                         "(every n, k, u0)")),
+    resume_ignores=("sections", "n_starts", "english_restarts", "english_text")))
