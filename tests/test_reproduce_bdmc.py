@@ -38,3 +38,43 @@ def test_report_and_cross_table(run):
         assert all(np.isfinite(v) for v in cross[d].values())
     assert "Table 1" in run.report and "BDMC" in run.report
     assert "bdmc_clustering.png" in run.report
+
+
+@pytest.fixture(scope="module")
+def package_run(tmp_path_factory):
+    return reproduce.bdmc(
+        quick=True, package_models=1,
+        package={"models": ["hmm_categorical", "hmm_gaussian", "mfa", "lds", "dag"],
+                 "sizes": [20], "truth_K_grid": [300], "truth_chains": 4,
+                 "ais_options": {"n_temperatures": 100, "n_chains": 4}},
+        verbose=0, out=tmp_path_factory.mktemp("bdmc_package"))
+
+
+def test_package_models_sandwich_and_vb_below_the_truth(package_run):
+    cases = package_run.summary["cases"]
+    assert {c["model"] for c in cases} == {"hmm_categorical", "hmm_gaussian", "mfa", "lds",
+                                           "dag"}
+    for c in cases:
+        t = c["truth"]
+        se = np.hypot(t["stderr_lower"], t["stderr_upper"])
+        assert np.isfinite([t["lower"], t["upper"], se]).all()
+        # forward AIS is a stochastic lower, reverse AIS an upper bound on the same number
+        assert t["lower"] <= t["upper"] + 1.0 + 3 * se, c["model"]
+        g = c["gaps"]
+        # only the mixture of factor analysers re-derives its hyperparameters in a refit
+        assert c["same_model"] == (c["model"] != "mfa")
+        if g["vb"]["same_model"]:
+            # VB is a lower bound on ln p(Y) of the model the truth is computed for
+            assert g["vb"]["gap"] <= 3 * se / 2, c["model"]
+        assert g["vb_alias"]["gap"] == pytest.approx(g["vb"]["gap"] + c["log_aliases"])
+        for key, v in g.items():
+            # a score is finite unless the model does not offer it (the reason is kept)
+            assert np.isfinite(v["gap"]) or key in c["errors"], (c["model"], key)
+        for key in ("vb", "bic", "cs", "is", "ais"):
+            assert np.isfinite(g[key]["gap"]), (c["model"], key)
+
+
+def test_package_report(package_run):
+    rep = package_run.report
+    assert "bdmc_package.png" in rep and "VB − truth" in rep
+    assert (package_run.out / "bdmc_package.png").exists()

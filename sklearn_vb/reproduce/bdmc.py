@@ -12,6 +12,9 @@ against bidirectional Monte Carlo ground truth.
 * Table 1: AIS estimates of every model fitted to the data of every model (the paper
   integrated the hyperparameters out there; here they stay fixed at the simulation
   values, so only the model class differs).
+* ``package_models=1``: instead, the package's own models (categorical and Gaussian
+  HMM, MFA, LDS, discrete DAG) on data simulated from them, BDMC ground truth and the
+  gap to it of every score the package offers (:mod:`._bdmc_package`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 
 from ..bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
 from ..scoring import score
+from ._bdmc_package import PACKAGE_MODELS, SCORES, run_case
 from ._experiment import Experiment, Option, register
 from ._report import markdown_table, pyplot, save_figure
 
@@ -64,13 +68,24 @@ FULL = {
                 "cms": [10, 100, 1000], "hme": [10, 100, 1000], "lw": [10, 100, 1000, 10000],
                 "vb": [1, 10], "bic": [0]},
     "cross_K": 10000,
+    # package_models=1: the package's models at these sizes (cases or time steps); the
+    # truth is the first K of the grid whose forward and reverse AIS agree within 1 nat
+    "package_models": 0,
+    # (sizes per model: where forward and reverse AIS meet within 10000 temperatures)
+    "package": {"models": list(PACKAGE_MODELS),
+                "sizes": {"hmm_categorical": [100, 400], "hmm_gaussian": [100, 400],
+                          "mfa": [50, 100], "lds": [40, 80], "dag": [100, 400]},
+                "truth_K_grid": [1000, 3000, 10000], "truth_chains": 8, "ais_options": {}},
 }
 QUICK = dict(FULL, n_samples=20, n_features=8,
              n_components={"clustering": 3, "low_rank": 2, "binary": 3},
              truth_K=2000, truth_chains=2, trials=3, cross_K=300,
              budgets={"ais": [30, 300], "rais": [300], "smc": [1, 16], "shme": [16],
                       "nested_sampling": [5], "cms": [30], "hme": [100], "lw": [100],
-                      "vb": [1, 5], "bic": [0]})
+                      "vb": [1, 5], "bic": [0]},
+             package={"models": list(PACKAGE_MODELS), "sizes": [30],
+                      "truth_K_grid": [300, 1000], "truth_chains": 4,
+                      "ais_options": {"n_temperatures": 200, "n_chains": 8}})
 
 
 def _data(config, name):
@@ -87,6 +102,9 @@ def _fit(config, name, Y, n_init=1, seed=0):
 
 
 def _units(config):
+    if config["package_models"]:
+        return [("package", m, "", int(n), 0) for m in config["package"]["models"]
+                for n in _package_sizes(config, m)]
     units = [("truth", m, "", 0, 0) for m in config["models"]]
     for m in config["models"]:
         for meth, budgets in config["budgets"].items():
@@ -98,6 +116,10 @@ def _units(config):
 
 def _run_unit(key, config, seed):
     kind, model, method, budget, trial = key
+    if kind == "package":
+        pk = config["package"]
+        return run_case(model, budget, config["seed"], pk["truth_K_grid"], pk["truth_chains"],
+                        score_seed=seed % 2**31, ais_options=pk["ais_options"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "truth":
@@ -141,6 +163,8 @@ def _run_unit(key, config, seed):
 
 
 def _summarize(results, config):
+    if config["package_models"]:
+        return _summarize_package(results, config)
     out = {"truth": {}, "methods": {}, "to_10_nats": {}, "cross": {}}
     for m in config["models"]:
         tr = results[("truth", m, "", 0, 0)]
@@ -181,6 +205,8 @@ _PAPER = {
 
 
 def _report(summary, config, out_dir):
+    if config["package_models"]:
+        return _report_package(summary, config, out_dir)
     plt = pyplot()
     L = ["# Grosse, Ghahramani & Adams (2015): evidence estimators against BDMC ground truth",
          "", f"Seed {config['seed']}{' (quick mode)' if config['quick'] else ''}; "
@@ -226,6 +252,86 @@ def _report(summary, config, out_dir):
     return "\n".join(L)
 
 
+def _package_sizes(config, model):
+    sizes = config["package"]["sizes"]
+    return sizes[model] if isinstance(sizes, dict) else sizes
+
+
+def _summarize_package(results, config):
+    """Per model and size: the BDMC bracket, and every score minus the truth."""
+    cases = []
+    for m in config["package"]["models"]:
+        for n in _package_sizes(config, m):
+            r = results[("package", m, "", int(n), 0)]
+            truth = r["truth"]["value"]
+            gaps = {k: {"gap": v["value"] - truth, "seconds": v["seconds"],
+                        "same_model": v["same_model"]}
+                    for k, v in r["scores"].items() if isinstance(v, dict)}
+            cases.append({"model": m, "n": int(n), "same_model": r["same_model"],
+                          "truth": r["truth"], "gaps": gaps,
+                          "stderr": {k[:-7]: v for k, v in r["scores"].items()
+                                     if k.endswith("_stderr")},
+                          "errors": {k[:-6]: v for k, v in r["scores"].items()
+                                     if k.endswith("_error")},
+                          "log_aliases": r["log_aliases"]})
+    return {"cases": cases}
+
+
+def _report_package(summary, config, out_dir):
+    plt = pyplot()
+    pk = config["package"]
+    names = [s[3] for s in SCORES]
+    L = ["# BDMC ground truth on the package's own models: how far is each score from the "
+         "truth?", "",
+         f"Seed {config['seed']}{' (quick mode)' if config['quick'] else ''}; models "
+         f"{', '.join(pk['models'])} at sizes {pk['sizes']} (cases, or time steps of one "
+         f"sequence), one simulated data set each; ground truth: forward AIS from the prior and reverse AIS from the "
+         f"simulating parameters (theta-only, the latents summed out exactly), "
+         f"{pk['truth_chains']} chains each, the first K of {pk['truth_K_grid']} at which "
+         f"they agree within 1 nat.  Scores at their defaults"
+         + (f" (AIS with {pk['ais_options']})" if pk["ais_options"] else "") + ".", ""]
+    rows = [[c["model"], c["n"], c["truth"]["K"], c["truth"]["lower"], c["truth"]["upper"],
+             c["truth"]["gap"],
+             0.5 * np.hypot(c["truth"]["stderr_lower"], c["truth"]["stderr_upper"]),
+             "yes" if abs(c["truth"]["gap"]) < 1 else "no", c["truth"]["seconds"]]
+            for c in summary["cases"]]
+    L += ["## Ground truth (BDMC)", "", markdown_table(
+        ["model", "size", "K", "forward AIS", "reverse AIS", "reverse − forward",
+         "s.e. of the mean", "within 1 nat", "seconds"], rows, digits=2), ""]
+    rows = []
+    for c in summary["cases"]:
+        cells = []
+        for key, _, _, _ in SCORES:
+            g = c["gaps"][key]
+            mark = "" if g["same_model"] else "*"
+            cells.append("–" if not np.isfinite(g["gap"]) else
+                         f"{g['gap']:.1f}{mark} ({g['seconds']:.2g} s)")
+        rows.append([c["model"], c["n"], f"{c['truth']['value']:.1f}"] + cells)
+    L += ["## Every score minus the truth (nats), seconds in brackets", "",
+          markdown_table(["model", "size", "truth"] + names, rows), "",
+          "VB's time is the fit's.  `*`: computed with the refit, whose hyperparameters "
+          "were re-derived from the simulated data (a slightly different prior than the "
+          "truth's).", ""]
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    markers = "osD^v<>"
+    for i, c in enumerate(summary["cases"]):
+        y = np.arange(len(SCORES)) + (i - len(summary["cases"]) / 2) * 0.05
+        x = [c["gaps"][k]["gap"] for k, _, _, _ in SCORES]
+        ax.plot(x, y, markers[pk["models"].index(c["model"]) % len(markers)], ms=4,
+                label=f"{c['model']} {c['n']}", alpha=0.8)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yticks(np.arange(len(SCORES)))
+    ax.set_yticklabels(names)
+    ax.set_xlabel("score − BDMC truth (nats)")
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    L += [save_figure(fig, out_dir, "bdmc_package.png"), ""]
+    heads = [f"{c['model']} ({c['n']}): {c['gaps']['vb']['gap']:.1f}" for c in summary["cases"]]
+    L += ["Headline, VB − truth (nats): " + "; ".join(heads) + ".", ""]
+    return "\n".join(L)
+
+
 bdmc = register(Experiment(
     name="bdmc",
     description="Grosse et al. 2015: evidence estimators against BDMC ground truth on the "
@@ -233,5 +339,7 @@ bdmc = register(Experiment(
     quick=QUICK, full=FULL, units=_units, run_unit=_run_unit, summarize=_summarize,
     report=_report,
     options=(Option("trials", int, "independent runs per estimator and budget"),
-             Option("truth_K", int, "temperatures of the ground-truth AIS runs")),
+             Option("truth_K", int, "temperatures of the ground-truth AIS runs"),
+             Option("package_models", int,
+                    "1: the package's own models (HMM, MFA, LDS, DAG) instead of the paper's")),
     resume_ignores=("trials",)))
