@@ -44,8 +44,9 @@ def test_report_and_cross_table(run):
 def package_run(tmp_path_factory):
     return reproduce.bdmc(
         quick=True, package_models=1,
+        package_sizes=[20],
         package={"models": ["hmm_categorical", "hmm_gaussian", "mfa", "lds", "dag"],
-                 "sizes": [20], "truth_K_grid": [300], "truth_chains": 4,
+                 "truth_K_grid": [300], "truth_chains": 4,
                  "ais_options": {"n_temperatures": 100, "n_chains": 4}},
         verbose=0, out=tmp_path_factory.mktemp("bdmc_package"))
 

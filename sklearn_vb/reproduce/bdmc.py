@@ -68,14 +68,16 @@ FULL = {
                 "cms": [10, 100, 1000], "hme": [10, 100, 1000], "lw": [10, 100, 1000, 10000],
                 "vb": [1, 10], "bic": [0]},
     "cross_K": 10000,
-    # package_models=1: the package's models at these sizes (cases or time steps); the
-    # truth is the first K of the grid whose forward and reverse AIS agree within 1 nat
+    # package_models=1: the package's models at these sizes (cases or time steps), sizes
+    # at which forward and reverse AIS met within 10000 temperatures in pilot runs; the
+    # truth is the first K of the grid at which they agree within 1 nat.  The sizes
+    # change which units exist, not their results: a run with fewer sizes resumes and
+    # reports from the journal of a longer one
     "package_models": 0,
-    # (sizes per model: where forward and reverse AIS meet within 10000 temperatures)
-    "package": {"models": list(PACKAGE_MODELS),
-                "sizes": {"hmm_categorical": [100, 400], "hmm_gaussian": [100, 400],
-                          "mfa": [50, 100], "lds": [40, 80], "dag": [100, 400]},
-                "truth_K_grid": [1000, 3000, 10000], "truth_chains": 8, "ais_options": {}},
+    "package_sizes": {"hmm_categorical": [100, 400], "hmm_gaussian": [100, 400],
+                      "mfa": [50, 100], "lds": [40, 80], "dag": [100, 400]},
+    "package": {"models": list(PACKAGE_MODELS), "truth_K_grid": [1000, 3000, 10000],
+                "truth_chains": 8, "ais_options": {}},
 }
 QUICK = dict(FULL, n_samples=20, n_features=8,
              n_components={"clustering": 3, "low_rank": 2, "binary": 3},
@@ -83,7 +85,8 @@ QUICK = dict(FULL, n_samples=20, n_features=8,
              budgets={"ais": [30, 300], "rais": [300], "smc": [1, 16], "shme": [16],
                       "nested_sampling": [5], "cms": [30], "hme": [100], "lw": [100],
                       "vb": [1, 5], "bic": [0]},
-             package={"models": list(PACKAGE_MODELS), "sizes": [30],
+             package_sizes=[30],
+             package={"models": list(PACKAGE_MODELS),
                       "truth_K_grid": [300, 1000], "truth_chains": 4,
                       "ais_options": {"n_temperatures": 200, "n_chains": 8}})
 
@@ -103,8 +106,11 @@ def _fit(config, name, Y, n_init=1, seed=0):
 
 def _units(config):
     if config["package_models"]:
-        return [("package", m, "", int(n), 0) for m in config["package"]["models"]
-                for n in _package_sizes(config, m)]
+        # the smaller size of every model first
+        models = config["package"]["models"]
+        n_sizes = max(len(_package_sizes(config, m)) for m in models)
+        return [("package", m, "", int(_package_sizes(config, m)[i]), 0)
+                for i in range(n_sizes) for m in models if i < len(_package_sizes(config, m))]
     units = [("truth", m, "", 0, 0) for m in config["models"]]
     for m in config["models"]:
         for meth, budgets in config["budgets"].items():
@@ -253,7 +259,7 @@ def _report(summary, config, out_dir):
 
 
 def _package_sizes(config, model):
-    sizes = config["package"]["sizes"]
+    sizes = config["package_sizes"]
     return sizes[model] if isinstance(sizes, dict) else sizes
 
 
@@ -284,7 +290,7 @@ def _report_package(summary, config, out_dir):
     L = ["# BDMC ground truth on the package's own models: how far is each score from the "
          "truth?", "",
          f"Seed {config['seed']}{' (quick mode)' if config['quick'] else ''}; models "
-         f"{', '.join(pk['models'])} at sizes {pk['sizes']} (cases, or time steps of one "
+         f"{', '.join(pk['models'])} at sizes {config['package_sizes']} (cases, or time steps of one "
          f"sequence), one simulated data set each; ground truth: forward AIS from the prior and reverse AIS from the "
          f"simulating parameters (theta-only, the latents summed out exactly), "
          f"{pk['truth_chains']} chains each, the first K of {pk['truth_K_grid']} at which "
@@ -342,4 +348,4 @@ bdmc = register(Experiment(
              Option("truth_K", int, "temperatures of the ground-truth AIS runs"),
              Option("package_models", int,
                     "1: the package's own models (HMM, MFA, LDS, DAG) instead of the paper's")),
-    resume_ignores=("trials",)))
+    resume_ignores=("trials", "package_sizes")))
