@@ -47,3 +47,43 @@ def test_options_are_checked():
         score(est, X, "smc", order=[0, 0, 1])
     with pytest.raises(ValueError, match="exact_posterior_samples"):
         score(est, X, "shme")
+
+
+class _EveryCaseOnly:
+    """A ScoringModel without ``log_likelihood_of_cases``: the sequential scorers then
+    evaluate every case at each step."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        if name == "log_likelihood_of_cases":
+            raise AttributeError(name)
+        return getattr(self._model, name)
+
+
+@pytest.mark.parametrize("make", [inst.clustering, inst.binary])
+def test_per_case_likelihood_entry_point(make):
+    from sklearn_vb.bdmc_models import BayesianLowRank
+    from sklearn_vb.scoring import scoring_model_for
+    from sklearn_vb.scoring._smc import case_log_likelihood
+
+    est, X, exact, truth = make()
+    low_rank = BayesianLowRank(2, random_state=0).fit(X)
+    for fitted in (est, low_rank):
+        m = scoring_model_for(fitted)
+        data = m.prepare_data(X)
+        params = m.sample_prior(np.random.default_rng(0), 3)
+        full = m.log_likelihood_per_case(params, data)
+        cases = np.array([3, 0, 3])
+        np.testing.assert_allclose(m.log_likelihood_of_cases(params, data, cases),
+                                   full[:, cases], rtol=1e-12)
+        np.testing.assert_allclose(case_log_likelihood(_EveryCaseOnly(m), params, data, cases),
+                                   full[:, cases], rtol=1e-12)
+    # SMC and SHME give the same numbers with and without the entry point
+    m = scoring_model_for(est)
+    ex = {} if truth is None else {"exact_posterior_samples": truth[0]}
+    for method, opts in (("smc", {}), ("shme", ex)):
+        a = score(m, X, method, n_particles=8, n_runs=2, random_state=3, **opts)
+        b = score(_EveryCaseOnly(m), X, method, n_particles=8, n_runs=2, random_state=3, **opts)
+        assert a.log_evidence == pytest.approx(b.log_evidence, rel=1e-10)

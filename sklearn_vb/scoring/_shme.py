@@ -17,7 +17,7 @@ import numpy as np
 from ._ais import _exact_samples
 from ._numerics import effective_sample_size, log_mean_exp, spawn_generators
 from ._result import ScoreResult
-from ._smc import SequentialScorer, _resample, case_order, pool_runs
+from ._smc import SequentialScorer, _resample, case_log_likelihood, case_order, pool_runs
 from .params import take
 
 __all__ = ["SHMEScore", "run_shme"]
@@ -37,8 +37,7 @@ def run_shme(model, X, mover, exact, order, seed, ess_threshold=0.5):
     for step, t in enumerate(order[::-1]):
         if step > 0:  # the first state is already an exact draw given every case
             params, _ = mover(params, w, rng, rngs)
-        per = np.asarray(model.log_likelihood_per_case(params, X), dtype=float)
-        log_u = log_u - per[:, t]
+        log_u = log_u - case_log_likelihood(model, params, X, t)[:, 0]
         w[t] = 0.0
         if step < n - 1 and effective_sample_size(log_u) < ess_threshold * C:
             log_inv += log_mean_exp(log_u)

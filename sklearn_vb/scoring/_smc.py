@@ -12,6 +12,11 @@ mean weight is banked; then every particle makes ``n_steps`` moves that leave
 ``log_evidence`` is a stochastic lower bound; with one particle this is AIS along the
 data path (§3.4.1).
 
+Each step needs the likelihood of the entering case only: models that can evaluate a
+subset of cases offer ``log_likelihood_of_cases(params, X, cases)`` ((C, len(cases)),
+used by :func:`case_log_likelihood`), so adding a case costs one case, not n; the others
+fall back to the columns of ``log_likelihood_per_case``.
+
 Moves (``move=``): ``"gibbs"`` (data augmentation, for models with exact conditionals
 ``sample_latents`` / ``sample_params``: draw the latents of the included cases given
 theta, then theta given them; the latents of the other cases are irrelevant), or
@@ -32,7 +37,18 @@ from .mcmc_moves import ChainState, Target, make_kernel
 from .params import take
 from .protocols import has, require
 
-__all__ = ["SMCScore", "PosteriorMove", "CaseWeightedTarget", "case_order", "pool_runs"]
+__all__ = ["SMCScore", "PosteriorMove", "CaseWeightedTarget", "case_order", "pool_runs",
+           "case_log_likelihood"]
+
+
+def case_log_likelihood(model, params, X, cases):
+    """``ln p(y_i | theta)`` of the cases ``cases`` only: (C, len(cases)).  The model's
+    ``log_likelihood_of_cases`` when it has one (the cost of those cases alone), else
+    the columns of ``log_likelihood_per_case`` (every case evaluated)."""
+    cases = np.atleast_1d(np.asarray(cases, dtype=np.int64))
+    if has(model, "log_likelihood_of_cases"):
+        return np.asarray(model.log_likelihood_of_cases(params, X, cases), dtype=float)
+    return np.asarray(model.log_likelihood_per_case(params, X), dtype=float)[:, cases]
 
 
 class CaseWeightedTarget(Target):
@@ -46,8 +62,9 @@ class CaseWeightedTarget(Target):
 
     def state(self, params):
         lp = np.asarray(self.model.log_prior(params), dtype=float)
-        per = np.asarray(self.model.log_likelihood_per_case(params, self.X), dtype=float)
-        ll = np.sum(np.where(self.case_weights > 0, per * self.case_weights, 0.0), axis=1)
+        included = np.flatnonzero(self.case_weights > 0)
+        per = case_log_likelihood(self.model, params, self.X, included)
+        ll = per @ self.case_weights[included]
         return ChainState(params, lp, ll, None)
 
 
@@ -113,8 +130,7 @@ def run_smc(model, X, mover, n_particles, order, seed, ess_threshold=0.5):
     log_w = np.zeros(n_particles)
     log_z, n_resampled, accs = 0.0, 0, []
     for step, t in enumerate(order):
-        per = np.asarray(model.log_likelihood_per_case(params, X), dtype=float)
-        log_w = log_w + per[:, t]
+        log_w = log_w + case_log_likelihood(model, params, X, t)[:, 0]
         w[t] = 1.0
         if step == len(order) - 1:
             break

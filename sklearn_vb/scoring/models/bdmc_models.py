@@ -82,6 +82,11 @@ class _FactorScoringModel(ScoringModelMixin):
     def log_likelihood(self, params, X):
         return self.log_likelihood_per_case(params, X).sum(axis=1)
 
+    def log_likelihood_of_cases(self, params, X, cases):
+        """``ln p(y_i | W)`` of the rows ``cases`` only, (C, len(cases)): the cases are
+        independent given W, so this is the per-case likelihood of those rows."""
+        return self.log_likelihood_per_case(params, X[np.asarray(cases, dtype=np.int64)])
+
     def kernel_prior_precision(self):
         return {self.name: 1.0 / self.weight_var}
 
