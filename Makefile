@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench doc doc-check clean
+.PHONY: demo test bench doc doc-check clean data
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,12 @@ $(STAMP): $(PY) pyproject.toml
 demo: $(STAMP)
 	$(PY) -m sklearn_vb demo
 
-test: $(STAMP)
+# The English text of Beal (2003) §3.5.2 (Alice, from the wordcloud source archive on PyPI,
+# fetched once with pip into ~/.cache/sklearn_vb); its tests skip, saying why, if it cannot be.
+data: $(STAMP)
+	-$(PY) -c "from sklearn_vb.datasets import fetch_alice_text; fetch_alice_text(download=True)" >/dev/null
+
+test: $(STAMP) data
 	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)
 
 # make bench: every comparison library that installs here (each tried separately,
