@@ -28,8 +28,13 @@ Adaptation (``adapt=``):
   point seen, and the new state is drawn from ``nu`` by rejection.  Adapting only at
   regeneration times keeps the chain valid (Gilks, Roberts & Sahu 1998).
 
-All kernels keep ``p(theta | X)`` invariant; chains are vectorised (one likelihood call
-per block per iteration for all chains) and every chain draws from its own generator.
+All kernels keep ``p(theta | X)`` invariant and every chain draws from its own
+generator.  A model whose ScoringModel provides ``compiled_chain_arrays(X)`` (the
+sigmoid belief network) runs whole chains in compiled code (``engine="compiled"``:
+proposals, incremental block log-likelihoods and accept/reject steps, the random
+numbers drawn in the same order as the Python kernels, so a seed gives the same chain
+up to rounding); other models run the Python kernels, vectorised over chains (one
+likelihood call per block per iteration for all chains).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from .scoring._base import prepare_data, resolve_model, variational_posterior
 from .scoring._numerics import as_seed_sequence
 from .scoring._progress import Progress
 from .scoring.params import concat_params
+from .scoring.posteriors import GaussianQ
 from .scoring.mcmc_moves import (
     BlockRandomWalkMH,
     IndependenceMH,
@@ -54,6 +60,8 @@ __all__ = ["VariationalMCMC", "UnconstrainedGaussianQ", "effective_sample_size"]
 
 KERNELS = ("mixture", "independence", "block", "random_walk")
 ADAPT = ("none", "burn_in", "regeneration")
+ENGINES = ("auto", "compiled", "python")
+_KIND_CODES = {"mixture": 0, "independence": 1, "block": 2, "random_walk": 3}
 
 
 def _gauss_logpdf(x, mean, L_inv, logdet):
@@ -249,6 +257,11 @@ class VariationalMCMC:
     regeneration_refit : bool, default=True
         With ``adapt="regeneration"``: refit q at each regeneration (False keeps q and
         only records the tours, a check of the splitting).
+    engine : {"auto", "compiled", "python"}, default="auto"
+        ``"compiled"`` runs the chains in compiled code (needs a ScoringModel with
+        ``compiled_chain_arrays``, a Gaussian q, and ``adapt`` other than
+        ``"regeneration"``); ``"python"`` the Python kernels; ``"auto"`` the compiled
+        engine when it applies.
     random_state : int, Generator or None
     verbose : int, default=0
 
@@ -299,7 +312,7 @@ class VariationalMCMC:
 
     def __init__(self, estimator, kernel="mixture", adapt="none", *, nu=0.5, n_samples=2000,
                  burn_in=None, n_chains=4, rw_scale=0.5, rw_step=None, posterior=None,
-                 regeneration_refit=True, random_state=None, verbose=0):
+                 regeneration_refit=True, engine="auto", random_state=None, verbose=0):
         self.estimator = estimator
         self.kernel = kernel
         self.adapt = adapt
@@ -311,6 +324,7 @@ class VariationalMCMC:
         self.rw_step = rw_step
         self.posterior = posterior
         self.regeneration_refit = regeneration_refit
+        self.engine = engine
         self.random_state = random_state
         self.verbose = verbose
 
@@ -320,6 +334,8 @@ class VariationalMCMC:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}.")
         if self.adapt not in ADAPT:
             raise ValueError(f"adapt must be one of {ADAPT}, got {self.adapt!r}.")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}.")
         if self.adapt == "regeneration" and self.kernel != "independence":
             raise ValueError("adapt='regeneration' needs kernel='independence' (Fig. 10 splits "
                              "the independence sampler).")
@@ -380,13 +396,96 @@ class VariationalMCMC:
         model, data, q, space, free = self._setup(X, fit_params)
         self._calls = 0
         counting = _CountingModel(model, self)
+        compiled = self._compiled_arrays(model, data, q, space)
+        self.engine_ = "python" if compiled is None else "compiled"
         if self.adapt == "regeneration":
             self._run_regeneration(counting, data, q, space, free)
+        elif compiled is not None:
+            self._run_compiled(compiled, q, space, free)
         else:
             self._run_kernels(counting, data, q, space, free)
         self.n_likelihood_evaluations_ = int(self._calls)
         self.ess_ = effective_sample_size(self.samples_phi_)
         return self
+
+    def _compiled_arrays(self, model, data, q, space):
+        """The compiled engine's arrays, or None when it does not apply (``engine="auto"``)
+        or raises when it was asked for and does not apply."""
+        if self.engine == "python":
+            return None
+        hook = getattr(model, "compiled_chain_arrays", None)
+        why = None
+        if self.adapt == "regeneration":
+            why = "adapt='regeneration' runs in Python"
+        elif not callable(hook):
+            why = f"{type(model).__name__} has no compiled_chain_arrays"
+        elif any(b.constraint != "real" for b in space.blocks if b.dim > 0):
+            why = "every parameter block must be real"
+        elif _gaussian_arrays(q, space) is None:
+            why = "q must be Gaussian in every block"
+        if why is not None:
+            if self.engine == "compiled":
+                raise ValueError(f"engine='compiled' does not apply: {why}.")
+            return None
+        return hook(data)
+
+    def _run_compiled(self, arrays, q, space, free):
+        from ._kernels.mcmc_sbn import sbn_vmcmc_chain
+
+        rngs = self.rngs_
+        C, D, B = len(rngs), space.size, len(free)
+        burn = self.n_samples // 10 if self.burn_in is None else int(self.burn_in)
+        n_iter = burn + int(self.n_samples)
+        if self.rw_step is not None:
+            rw_sd = np.full(D, float(self.rw_step))
+        else:
+            rw_sd = self.rw_scale * np.asarray(q.unconstrained_sd(space), dtype=float)
+        # chains start from draws of q, as in the Python engine
+        W = np.stack([space.to_unconstrained(q.sample(g, 1))[0] for g in rngs])
+        out_w = np.empty((C, n_iter, D))
+        out_lt = np.empty((C, n_iter))
+        accepts = np.zeros((C, 3, B), dtype=np.int64)
+        counts = np.zeros((C, 4), dtype=np.int64)
+        ends = {n_iter}
+        if self.adapt == "burn_in" and burn > 0:
+            ends |= {max(burn // 2, 1), burn}
+        if self.verbose:
+            ends |= set(range(500, n_iter, 500))
+        ends = sorted(e for e in ends if 0 < e <= n_iter)
+        progress = Progress(self.verbose, "vmcmc", n_iter)
+        a = arrays
+        start = 0
+        for end in ends:
+            qa = _gaussian_arrays(q, space)
+            for c, g in enumerate(rngs):
+                sbn_vmcmc_chain(g, W[c], end - start, _KIND_CODES[self.kernel], float(self.nu),
+                                a["block_ptr"], a["block_node"], a["states"], a["row_start"],
+                                a["pattern_weight"], a["in_idx"], a["w_ptr"], a["offset"],
+                                a["spin"], a["prior_mean"], float(a["prior_var"]), *qa,
+                                rw_sd, out_w[c, start:end], out_lt[c, start:end],
+                                accepts[c], counts[c])
+            if self.adapt == "burn_in" and end in (max(burn // 2, 1), burn) and end <= burn:
+                # the Python engine's pool: the second half of the burn-in so far,
+                # iteration-major
+                pool = out_w[:, end // 2:end].transpose(1, 0, 2).reshape(-1, D)
+                new_q = UnconstrainedGaussianQ.fit(space, pool, previous=None)
+                if new_q is not None:
+                    q = new_q
+            start = end
+            progress(end)
+        self.proposal_ = q
+        self.tours_ = None
+        self._store(space, out_w[:, burn:], out_lt[:, burn:])
+        acc, counts = accepts.sum(axis=0), counts.sum(axis=0)
+        kinds = {"mixture": ("block", "random_walk")}.get(self.kernel, (self.kernel,))
+        row = {"block": (0, B), "random_walk": (1, B), "independence": (2, 1)}
+        acc = {k: acc[row[k][0], :row[k][1]].astype(float) for k in kinds}
+        tried = {k: int(counts[row[k][0]]) for k in kinds}
+        self.acceptance_ = {k: float(acc[k].sum() / max(tried[k] * acc[k].size, 1)) for k in kinds}
+        self.block_acceptance_ = {k: dict(zip(self._names_for(free, k), acc[k] / max(tried[k], 1)))
+                                  for k in kinds}
+        self.kernel_counts_ = tried
+        self._calls += int(counts[3]) + C
 
     def _names_for(self, free, kind):
         return ["all"] if kind == "independence" else list(free)
@@ -558,6 +657,39 @@ class VariationalMCMC:
         resid = S - est * N[:, None]
         se = np.sqrt(np.sum(resid**2, axis=0) / T) / (N.mean() * np.sqrt(T))
         return est, se
+
+
+def _gaussian_arrays(q, space):
+    """q as the compiled engine's arrays ``(mean, whole-vector Cholesky factor, its log
+    determinant, block-diagonal Cholesky factors of the block marginals, their log
+    determinants)``, or None when a block of q is not Gaussian in the unconstrained
+    basis."""
+    D = space.size
+    if isinstance(q, UnconstrainedGaussianQ):
+        chol, logdet = q.L, q.logdet
+        mean = q.mean_
+    else:
+        chol, logdet, mean = np.zeros((D, D)), 0.0, np.empty(D)
+    chol_blocks = np.zeros((D, D))
+    logdets = []
+    for qb in getattr(q, "blocks", ()):
+        if isinstance(qb, _PhiBlockQ):
+            L, ld, m = qb.L, qb.logdet, qb.mean_
+        elif type(qb) is GaussianQ and space[qb.name].constraint == "real":
+            L, ld, m = qb._L, qb._logdet, qb.mean_
+        else:
+            return None
+        sl = space.slices[qb.name]
+        chol_blocks[sl, sl] = L
+        logdets.append(float(ld))
+        if not isinstance(q, UnconstrainedGaussianQ):
+            chol[sl, sl] = L
+            mean[sl] = np.ravel(m)
+            logdet += float(ld)
+    if len(logdets) != sum(1 for b in space.blocks if b.dim > 0):
+        return None
+    return (np.ascontiguousarray(mean, dtype=float), np.ascontiguousarray(chol),
+            float(logdet), chol_blocks, np.asarray(logdets))
 
 
 class _CountingModel:

@@ -69,6 +69,23 @@ class SBNScoringModel(ScoringModelMixin):
     def log_likelihood(self, params, X):
         return self.estimator.pattern_log_likelihoods(self._flat(params), X) @ X.weights
 
+    def compiled_chain_arrays(self, X):
+        """The arrays :func:`sklearn_vb._kernels.mcmc_sbn.sbn_vmcmc_chain` needs to run
+        variational-MCMC chains on ``X`` (as prepared by :meth:`prepare_data`) without
+        leaving compiled code: the enumeration rows, the weight layout, the prior, and
+        for every parameter block (in ``param_space`` order) its node and flat slice."""
+        lay = self.layout
+        nodes = np.asarray(self._nodes, dtype=np.int64)
+        return {"states": X.states, "row_start": X.row_start,
+                "pattern_weight": np.ascontiguousarray(X.weights, dtype=float),
+                "in_idx": lay.in_idx, "w_ptr": lay.w_ptr, "offset": lay.offset,
+                "spin": bool(lay.spin),
+                "prior_mean": np.ascontiguousarray(
+                    np.broadcast_to(self.prior_mean, (lay.size,)), dtype=float),
+                "prior_var": self.prior_variance,
+                "block_ptr": np.append(lay.w_ptr[nodes], lay.size).astype(np.int64),
+                "block_node": nodes}
+
     def simulate(self, params_single, rng, n_cases=None, lengths=None):
         W = self._flat(params_single)[0]
         coefs = [self.layout.full(j, w) for j, w in enumerate(self.layout.split(W))]
