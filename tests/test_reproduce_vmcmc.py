@@ -30,6 +30,7 @@ def test_relative_loglik_table(run):
 def test_report(run):
     assert "relative" in run.report.lower() and "Table 1" in run.report
     assert "vmcmc_relative_400.png" in run.report
+    assert "Beside the paper" in run.report and "Acceptance rates" in run.report
 
 
 def test_bimodal_modes_and_moments(run):
