@@ -42,7 +42,7 @@ METHODS = ("vb", "block", "random_walk", "mixture")
 _NAMES = {"vb": "VB", "block": "block variational MH", "random_walk": "random walk",
           "mixture": "mixture"}
 
-FULL = {"parents": [1, 2, 5, 10, 20, 50], "n": 1000, "repeats": 10, "n_mcmc": [500, 5000],
+FULL = {"parents": [1, 2, 5, 10, 20, 30, 40, 50], "n": 1000, "repeats": 10, "n_mcmc": [500, 5000],
         "prior_variance": 100.0, "rw_step": 0.1, "nu": 0.5,
         "bimodal_n": 50, "bimodal_prior_mean": 3.0, "bimodal_prior_variance": 10.0,
         "bimodal_n_mcmc": 5000, "bimodal_rw_step": 0.1, "bimodal_repeats": 10,
@@ -147,7 +147,8 @@ def _summarize_bimodal(res):
 
 def _report(summary, config, out_dir):
     parts = ["# Variational MCMC on logistic belief networks (de Freitas et al. 2001)", "",
-             f"One child with p parents, n = {config['n']} cases, prior N(0, "
+             f"One child with p parents (p in {list(config['parents'])}; the paper: every p "
+             f"from 1 to 50), n = {config['n']} cases, prior N(0, "
              f"{config['prior_variance']:g} I), random-walk variance {config['rw_step']**2:g}, "
              f"{config['repeats']} data sets per p.  Relative log-likelihood: ln p(y | posterior "
              "mean estimate) minus the random walk's (positive = better than the random walk).",
@@ -318,4 +319,4 @@ vmcmc = register(Experiment(
     options=(Option("repeats", int, "data sets per number of parents"),
              Option("bimodal_repeats", int, "chains per sampler in the bimodal experiment "
                     "(0: skip it)")),
-    resume_ignores=("repeats",)))
+    resume_ignores=("repeats", "parents")))
