@@ -31,26 +31,40 @@ __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_ais_chai
 
 
 @njit(cache=True, nogil=True)
-def shared_prefix(idx, row_start):
-    """``share[r]``: how many leading entries configuration row ``r`` has in common with
-    the row of the same configuration in the previous pattern (0 when the two patterns
-    have different numbers of configurations).  Patterns are sorted, so consecutive ones
-    mostly differ only in their last observed nodes, and the product over the shared
-    entries need not be formed again."""
-    share = np.zeros(idx.shape[0], dtype=np.int64)
-    n_nodes = idx.shape[1]
-    for u in range(1, row_start.shape[0] - 1):
-        a = row_start[u]
-        b = row_start[u + 1]
-        prev = row_start[u - 1]
-        if b - a != a - prev:
-            continue
-        for h in range(b - a):
-            j = 0
-            while j < n_nodes and idx[a + h, j] == idx[prev + h, j]:
-                j += 1
-            share[a + h] = j
-    return share
+def product_trie(idx):
+    """The products ``prod_{j <= l} theta[idx[r, j]]`` of every configuration row ``r`` and
+    level ``l`` as a trie: rows with the same first ``l + 1`` entries share one node.
+
+    Returns ``(parent, entry, n_roots, leaf)``: node ``m`` holds ``theta[entry[m]]`` times
+    the value of node ``parent[m]`` (nodes ``0 .. n_roots-1`` are the first level, with
+    parent -1; every parent comes before its children), and ``leaf[r]`` is the node of
+    row ``r``'s whole product.  Patterns are sorted and mostly differ only in their last
+    observed nodes, and the hidden configurations repeat across patterns, so the trie has
+    far fewer nodes than ``idx`` has entries."""
+    R, J = idx.shape
+    parent = np.empty(R * J, dtype=np.int64)
+    entry = np.empty(R * J, dtype=np.int64)
+    node = np.full(R, -1, dtype=np.int64)  # row -> its node at the current level
+    keys = np.empty(R, dtype=np.int64)
+    width = np.int64(idx.max() + 1) if R > 0 else np.int64(1)
+    n_nodes = 0
+    n_roots = 0
+    for j in range(J):
+        for r in range(R):
+            keys[r] = (node[r] + 1) * width + idx[r, j]
+        order = np.argsort(keys, kind="mergesort")
+        last = np.int64(-1)
+        for t in range(R):
+            r = order[t]
+            if t == 0 or keys[r] != last:
+                last = keys[r]
+                parent[n_nodes] = node[r]
+                entry[n_nodes] = idx[r, j]
+                n_nodes += 1
+            node[r] = n_nodes - 1
+        if j == 0:
+            n_roots = n_nodes
+    return parent[:n_nodes].copy(), entry[:n_nodes].copy(), n_roots, node
 
 
 #: the running product of pattern likelihoods is rescaled by 2**500 when it leaves
@@ -60,29 +74,27 @@ _LOG_RESCALE = 500.0 * math.log(2.0)
 
 
 @njit(cache=True, nogil=True)
-def _loglik_shared(theta, idx, row_start, weights, share, prefix):
-    """:func:`dag_pattern_loglik`, reusing the products over the entries each row shares
-    with the previous pattern (``share``, see :func:`shared_prefix`; ``prefix`` is a
-    (max configurations, n_nodes) scratch array).  The products are formed in the same
-    order, so every pattern likelihood is bit-for-bit the one of the plain loop.  Patterns
-    of weight 1 or 2 enter a running product instead of one logarithm each."""
+def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, leaf, values):
+    """:func:`dag_pattern_loglik` through the product trie of :func:`product_trie`
+    (``values`` is scratch, one entry per node).  Every row's product is formed by the
+    same multiplications in the same order as the plain loop (entry by entry, in node
+    order), so every pattern likelihood is bit-for-bit the plain one.  Patterns of weight
+    1 or 2 enter a running product instead of one logarithm each."""
+    for m in range(n_roots):
+        values[m] = theta[entry[m]]
+    for m in range(n_roots, parent.shape[0]):
+        values[m] = values[parent[m]] * theta[entry[m]]
     n_patterns = row_start.shape[0] - 1
-    n_nodes = idx.shape[1]
     total = 0.0
     prod = 1.0
     n_rescaled = 0
     log_theta = np.empty(0)
     for u in range(n_patterns):
         a = row_start[u]
+        b = row_start[u + 1]
         s = 0.0
-        for h in range(row_start[u + 1] - a):
-            r = a + h
-            j0 = share[r]
-            p = prefix[h, j0 - 1] if j0 > 0 else 1.0
-            for j in range(j0, n_nodes):
-                p *= theta[idx[r, j]]
-                prefix[h, j] = p
-            s += p
+        for r in range(a, b):
+            s += values[leaf[r]]
         w = weights[u]
         if s > 1e-100 and w == 1.0:
             prod *= s
@@ -96,7 +108,7 @@ def _loglik_shared(theta, idx, row_start, weights, share, prefix):
                 for k in range(theta.shape[0]):
                     t = theta[k]
                     log_theta[k] = math.log(t) if t > 0.0 else -np.inf
-            lz = pattern_log_normaliser(log_theta, idx, a, row_start[u + 1])
+            lz = pattern_log_normaliser(log_theta, idx, a, b)
             if lz == -np.inf:
                 return -np.inf
             total += w * lz
@@ -110,19 +122,12 @@ def _loglik_shared(theta, idx, row_start, weights, share, prefix):
 
 
 @njit(cache=True, nogil=True)
-def _prefix_scratch(idx, row_start):
-    max_conf = 1
-    for u in range(row_start.shape[0] - 1):
-        max_conf = max(max_conf, row_start[u + 1] - row_start[u])
-    return np.empty((max_conf, idx.shape[1]))
-
-
-@njit(cache=True, nogil=True)
 def dag_pattern_loglik(theta, idx, row_start, weights):
     """``sum_u w_u ln sum_r prod_j theta[idx[r, j]]`` (probability space, with a log-space
     fallback for a pattern whose terms all underflow)."""
-    return _loglik_shared(theta, idx, row_start, weights, shared_prefix(idx, row_start),
-                          _prefix_scratch(idx, row_start))
+    parent, entry, n_roots, leaf = product_trie(idx)
+    return _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, leaf,
+                        np.empty(parent.shape[0]))
 
 
 @njit(cache=True, nogil=True)
@@ -281,8 +286,8 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
     log_prop = np.empty(P)
     log_th = np.empty(P)
     scratch = np.empty(P)
-    share = shared_prefix(idx, row_start)
-    prefix = _prefix_scratch(idx, row_start)
+    parent, entry, n_roots, leaf = product_trie(idx)
+    values = np.empty(parent.shape[0])
     for c in range(C):
         np.random.seed(seeds[c])
         th = theta[c]
@@ -298,7 +303,8 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
             log_q_ratio = _propose(th, log_th, prop, log_prop, row_ptr, strength, floor, scratch)
             lp_new = _prior_kernel(prop, prior, row_ptr)
             ls_new = _prior_kernel(prop, start, row_ptr) if from_start else lp_new
-            ll_new = _loglik_shared(prop, idx, row_start, weights, share, prefix)
+            ll_new = _loglik_trie(prop, idx, row_start, weights, parent, entry, n_roots, leaf,
+                                  values)
             if ll_new > -np.inf:
                 if from_start:
                     log_a = ((1.0 - b) * (ls_new - lsc) + b * (lp_new - lpc + ll_new - llc)
