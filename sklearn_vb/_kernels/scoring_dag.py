@@ -164,6 +164,21 @@ def _prior_kernel(theta, prior, row_ptr):
 
 
 @njit(cache=True, nogil=True)
+def _prior_kernel_log(log_theta, prior, row_ptr):
+    """:func:`_prior_kernel` from ``ln theta`` (the same sum, without the logarithms)."""
+    out = 0.0
+    for i in range(row_ptr.shape[0] - 1):
+        a = row_ptr[i]
+        b = row_ptr[i + 1]
+        if b - a < 2:
+            continue
+        for k in range(a, b):
+            if prior[k] != 1.0:
+                out += (prior[k] - 1.0) * log_theta[k]
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _log_gamma_variate(shape):
     """ln G with G ~ Gamma(shape, 1), accurate for tiny shapes
     (G = G' U^{1/shape}, G' ~ Gamma(shape + 1))."""
@@ -175,12 +190,22 @@ def _log_gamma_variate(shape):
 
 
 @njit(cache=True, nogil=True)
-def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch):
+def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch, lg_current,
+             lg_proposed, lg_current_rows, lg_proposed_rows, lg_strength):
     """Draw every row of ``prop`` from Dir(strength theta_row + floor_row), with
     ``log_prop = ln prop``; ``log_theta`` is ``ln theta`` (cached by the caller, it changes
     only when a move is accepted).  Returns
-    ln q(prop | theta) - ln q(theta | prop) (the forward minus the reverse density)."""
+    ln q(prop | theta) - ln q(theta | prop) (the forward minus the reverse density).
+
+    The log-gamma terms of the forward density depend only on theta and the strength, and
+    are the reverse terms of the move that proposed theta: ``lg_current`` (per entry) and
+    ``lg_current_rows`` (per row) hold them for theta, valid for the strength
+    ``lg_strength[0]`` (NaN: not yet known), and ``lg_proposed`` / ``lg_proposed_rows``
+    receive those of ``prop``, which the caller copies over when it accepts.  While the
+    strength stays the same (a path from q, or Beal's fixed strength) only the reverse
+    terms are computed."""
     tiny = 2.2250738585072014e-308
+    cached = lg_strength[0] == strength
     out = 0.0
     for i in range(row_ptr.shape[0] - 1):
         a = row_ptr[i]
@@ -229,9 +254,24 @@ def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch
             ar = strength * prop[k] + floor[k]
             f0 += af
             r0 += ar
-            out += (af - 1.0) * log_prop[k] - math.lgamma(af)
-            out -= (ar - 1.0) * log_theta[k] - math.lgamma(ar)
-        out += math.lgamma(f0) - math.lgamma(r0)
+            if cached:
+                lg_af = lg_current[k]
+            else:
+                lg_af = math.lgamma(af)
+                lg_current[k] = lg_af
+            lg_ar = math.lgamma(ar)
+            lg_proposed[k] = lg_ar
+            out += (af - 1.0) * log_prop[k] - lg_af
+            out -= (ar - 1.0) * log_theta[k] - lg_ar
+        if cached:
+            lg_f0 = lg_current_rows[i]
+        else:
+            lg_f0 = math.lgamma(f0)
+            lg_current_rows[i] = lg_f0
+        lg_r0 = math.lgamma(r0)
+        lg_proposed_rows[i] = lg_r0
+        out += lg_f0 - lg_r0
+    lg_strength[0] = strength
     return out
 
 
@@ -288,8 +328,15 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
     scratch = np.empty(P)
     parent, entry, n_roots, leaf = product_trie(idx)
     values = np.empty(parent.shape[0])
+    n_rows = row_ptr.shape[0] - 1
+    lg_current = np.empty(P)
+    lg_proposed = np.empty(P)
+    lg_current_rows = np.empty(n_rows)
+    lg_proposed_rows = np.empty(n_rows)
+    lg_strength = np.empty(1)
     for c in range(C):
         np.random.seed(seeds[c])
+        lg_strength[0] = np.nan
         th = theta[c]
         for p in range(P):
             log_th[p] = math.log(th[p])
@@ -300,9 +347,11 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
         for k in range(k0 + 1, k1 + 1):
             b = betas[k - 1]
             strength = alpha0 + kappa * n_cases * b
-            log_q_ratio = _propose(th, log_th, prop, log_prop, row_ptr, strength, floor, scratch)
-            lp_new = _prior_kernel(prop, prior, row_ptr)
-            ls_new = _prior_kernel(prop, start, row_ptr) if from_start else lp_new
+            log_q_ratio = _propose(th, log_th, prop, log_prop, row_ptr, strength, floor, scratch,
+                                   lg_current, lg_proposed, lg_current_rows, lg_proposed_rows,
+                                   lg_strength)
+            lp_new = _prior_kernel_log(log_prop, prior, row_ptr)
+            ls_new = _prior_kernel_log(log_prop, start, row_ptr) if from_start else lp_new
             ll_new = _loglik_trie(prop, idx, row_start, weights, parent, entry, n_roots, leaf,
                                   values)
             if ll_new > -np.inf:
@@ -317,6 +366,9 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
                     for p in range(P):
                         th[p] = prop[p]
                         log_th[p] = log_prop[p]
+                    # the proposal's reverse log-gamma terms are the new forward ones
+                    lg_current, lg_proposed = lg_proposed, lg_current
+                    lg_current_rows, lg_proposed_rows = lg_proposed_rows, lg_current_rows
                     llc = ll_new
                     lpc = lp_new
                     lsc = ls_new
