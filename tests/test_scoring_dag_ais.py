@@ -4,6 +4,7 @@ evidence, reproducibility, and the benchmark's quick mode."""
 
 import numpy as np
 import pytest
+from numba import njit
 from scipy.stats import dirichlet
 
 from sklearn_vb import VBDiscreteDAG
@@ -13,7 +14,7 @@ from sklearn_vb._kernels.scoring_dag import (
     _propose,
     dag_pattern_loglik,
     dag_prior_log_density,
-    shared_prefix,
+    product_trie,
 )
 from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_dag
 from sklearn_vb.scoring import score, scoring_model_for
@@ -54,7 +55,7 @@ def test_compiled_densities_match_the_model(beal_model):
 
 
 def test_pattern_loglik_with_shared_products_equals_the_plain_sum():
-    """Rows sharing entries with the previous pattern reuse its products, and patterns of
+    """Rows sharing their first entries share one product (a trie), and patterns of
     weight 1 or 2 enter one running product (rescaled when it gets small): the result is
     the plain sum of w_u ln p(y_u | theta) to round-off, also with missing values (patterns
     with other numbers of configurations), other weights, and tiny tables."""
@@ -67,8 +68,18 @@ def test_pattern_loglik_with_shared_products_equals_the_plain_sum():
     data = model.prepare_data(X)
     assert len(set(np.diff(data.row_start))) > 1  # several configuration grids
     assert {1.0, 2.0} <= set(data.weights) and data.weights.max() > 2
-    share = shared_prefix(data.idx, data.row_start)
-    assert share.mean() > 3  # most rows reuse most of their product
+    parent, entry, n_roots, leaf = product_trie(data.idx)
+    assert parent.size < data.idx.size / 3  # most rows reuse most of their product
+    # every node is the product of its row's first entries, formed in node order
+    th0 = model._flat(model.sample_prior(rng, 1))[0]
+    values = np.empty(parent.size)
+    for m in range(parent.size):
+        values[m] = th0[entry[m]] * (values[parent[m]] if parent[m] >= 0 else 1.0)
+    for r in range(data.idx.shape[0]):
+        p = 1.0
+        for j in data.idx[r]:
+            p *= th0[j]
+        assert values[leaf[r]] == p
     th = model.sample_prior(rng, 3)
     flat = model._flat(th)
     flat[2, model.layout.offsets[3]:model.layout.offsets[4]] *= 1e-30  # tiny, unnormalised
@@ -127,6 +138,49 @@ def test_vectorised_log_ratio_estimates_equal_the_per_temperature_ones():
         _log_mean_exp_rows(np.array([[0.0, np.nan]]))
 
 
+@njit
+def _seed_compiled(seed):
+    np.random.seed(seed)  # numba's generator (np.random.seed in Python seeds numpy's)
+
+
+def _gamma_cache(theta, row_ptr):
+    """Fresh log-gamma arrays of ``_propose`` (nothing known yet)."""
+    n_rows = row_ptr.size - 1
+    return [np.empty_like(theta), np.empty_like(theta), np.empty(n_rows), np.empty(n_rows),
+            np.full(1, np.nan)]
+
+
+def test_proposal_reuses_its_log_gamma_terms_exactly(beal_model):
+    """At a fixed strength the forward terms come from the cache (for a theta that stayed,
+    and for an accepted proposal, from its reverse terms): the ratio is bit for bit the one
+    computed afresh; a changed strength recomputes them."""
+    _, model, _, _ = beal_model
+    theta = model._flat(model.sample_prior(np.random.default_rng(4), 1))[0]
+    row_ptr = model.layout.row_ptr.astype(np.int64)
+    g = np.full(theta.size, 0.5)
+
+    def propose(th, log_th, cache, seed, strength=60.0):
+        prop, log_prop = np.empty_like(th), np.empty_like(th)
+        _seed_compiled(seed)
+        ratio = _propose(th, log_th, prop, log_prop, row_ptr, strength, g, np.empty_like(th),
+                         *cache)
+        return ratio, prop, log_prop
+
+    cache = _gamma_cache(theta, row_ptr)
+    log_theta = np.log(theta)
+    propose(theta, log_theta, cache, 1)
+    for seed in (2, 3):  # theta stays (a rejection): cached forward terms
+        assert propose(theta, log_theta, cache, seed)[0] == propose(
+            theta, log_theta, _gamma_cache(theta, row_ptr), seed)[0]
+    _, theta2, log_theta2 = propose(theta, log_theta, cache, 4)
+    cache[0], cache[1] = cache[1], cache[0]  # accepted, as the chains swap them
+    cache[2], cache[3] = cache[3], cache[2]
+    fresh = propose(theta2, log_theta2, _gamma_cache(theta, row_ptr), 5)[0]
+    assert propose(theta2, log_theta2, cache, 5)[0] == fresh
+    assert propose(theta2, log_theta2, cache, 6, strength=61.0)[0] == propose(
+        theta2, log_theta2, _gamma_cache(theta, row_ptr), 6, strength=61.0)[0]
+
+
 @pytest.mark.parametrize("floor", [0.0, 0.7])
 def test_proposal_log_ratio_matches_scipy(beal_model, floor):
     _, model, _, _ = beal_model
@@ -139,7 +193,7 @@ def test_proposal_log_ratio_matches_scipy(beal_model, floor):
     strength = 40.0
     np.random.seed(3)
     got = _propose(theta, np.log(theta), prop, log_prop, row_ptr, strength, g,
-                   np.empty_like(theta))
+                   np.empty_like(theta), *_gamma_cache(theta, row_ptr))
     np.testing.assert_allclose(log_prop, np.log(prop), rtol=1e-15, atol=0)
     want = 0.0
     for i in range(row_ptr.size - 1):
