@@ -68,9 +68,9 @@ def test_pattern_loglik_with_shared_products_equals_the_plain_sum():
     data = model.prepare_data(X)
     assert len(set(np.diff(data.row_start))) > 1  # several configuration grids
     assert {1.0, 2.0} <= set(data.weights) and data.weights.max() > 2
-    parent, entry, n_roots, leaf = product_trie(data.idx)
-    assert parent.size < data.idx.size / 3  # most rows reuse most of their product
-    # every node is the product of its row's first entries, formed in node order
+    parent, entry, n_roots, row_parent = product_trie(data.idx)
+    assert parent.size < data.idx.size / 6  # most rows reuse most of their product
+    # every row's product is its trie node's times its last entry, formed in node order
     th0 = model._flat(model.sample_prior(rng, 1))[0]
     values = np.empty(parent.size)
     for m in range(parent.size):
@@ -79,7 +79,7 @@ def test_pattern_loglik_with_shared_products_equals_the_plain_sum():
         p = 1.0
         for j in data.idx[r]:
             p *= th0[j]
-        assert values[leaf[r]] == p
+        assert values[row_parent[r]] * th0[data.idx[r, -1]] == p
     th = model.sample_prior(rng, 3)
     flat = model._flat(th)
     flat[2, model.layout.offsets[3]:model.layout.offsets[4]] *= 1e-30  # tiny, unnormalised

@@ -32,15 +32,17 @@ __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_ais_chai
 
 @njit(cache=True, nogil=True)
 def product_trie(idx):
-    """The products ``prod_{j <= l} theta[idx[r, j]]`` of every configuration row ``r`` and
-    level ``l`` as a trie: rows with the same first ``l + 1`` entries share one node.
+    """The products ``prod_{j <= l} theta[idx[r, j]]`` of every configuration row ``r`` up
+    to the last level ``l = J - 2`` as a trie: rows with the same first ``l + 1`` entries
+    share one node.
 
-    Returns ``(parent, entry, n_roots, leaf)``: node ``m`` holds ``theta[entry[m]]`` times
-    the value of node ``parent[m]`` (nodes ``0 .. n_roots-1`` are the first level, with
-    parent -1; every parent comes before its children), and ``leaf[r]`` is the node of
-    row ``r``'s whole product.  Patterns are sorted and mostly differ only in their last
-    observed nodes, and the hidden configurations repeat across patterns, so the trie has
-    far fewer nodes than ``idx`` has entries."""
+    Returns ``(parent, entry, n_roots, row_parent)``: node ``m`` holds ``theta[entry[m]]``
+    times the value of node ``parent[m]`` (nodes ``0 .. n_roots-1`` are the first level,
+    with parent -1; every parent comes before its children), and row ``r``'s whole
+    product is the value of node ``row_parent[r]`` times ``theta[idx[r, J-1]]`` (-1 for a
+    single node: the product is that entry).  Patterns are sorted and mostly differ only
+    in their last observed nodes, and the hidden configurations repeat across patterns,
+    so the trie has far fewer nodes than ``idx`` has entries."""
     R, J = idx.shape
     parent = np.empty(R * J, dtype=np.int64)
     entry = np.empty(R * J, dtype=np.int64)
@@ -49,7 +51,7 @@ def product_trie(idx):
     width = np.int64(idx.max() + 1) if R > 0 else np.int64(1)
     n_nodes = 0
     n_roots = 0
-    for j in range(J):
+    for j in range(J - 1):
         for r in range(R):
             keys[r] = (node[r] + 1) * width + idx[r, j]
         order = np.argsort(keys, kind="mergesort")
@@ -74,7 +76,7 @@ _LOG_RESCALE = 500.0 * math.log(2.0)
 
 
 @njit(cache=True, nogil=True)
-def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, leaf, values):
+def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_parent, values):
     """:func:`dag_pattern_loglik` through the product trie of :func:`product_trie`
     (``values`` is scratch, one entry per node).  Every row's product is formed by the
     same multiplications in the same order as the plain loop (entry by entry, in node
@@ -85,6 +87,7 @@ def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, leaf, v
     for m in range(n_roots, parent.shape[0]):
         values[m] = values[parent[m]] * theta[entry[m]]
     n_patterns = row_start.shape[0] - 1
+    last = idx.shape[1] - 1
     total = 0.0
     prod = 1.0
     n_rescaled = 0
@@ -94,7 +97,11 @@ def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, leaf, v
         b = row_start[u + 1]
         s = 0.0
         for r in range(a, b):
-            s += values[leaf[r]]
+            m = row_parent[r]
+            if m >= 0:
+                s += values[m] * theta[idx[r, last]]
+            else:
+                s += theta[idx[r, last]]
         w = weights[u]
         if s > 1e-100 and w == 1.0:
             prod *= s
@@ -125,8 +132,8 @@ def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, leaf, v
 def dag_pattern_loglik(theta, idx, row_start, weights):
     """``sum_u w_u ln sum_r prod_j theta[idx[r, j]]`` (probability space, with a log-space
     fallback for a pattern whose terms all underflow)."""
-    parent, entry, n_roots, leaf = product_trie(idx)
-    return _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, leaf,
+    parent, entry, n_roots, row_parent = product_trie(idx)
+    return _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_parent,
                         np.empty(parent.shape[0]))
 
 
@@ -326,7 +333,7 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
     log_prop = np.empty(P)
     log_th = np.empty(P)
     scratch = np.empty(P)
-    parent, entry, n_roots, leaf = product_trie(idx)
+    parent, entry, n_roots, row_parent = product_trie(idx)
     values = np.empty(parent.shape[0])
     n_rows = row_ptr.shape[0] - 1
     lg_current = np.empty(P)
@@ -352,8 +359,8 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
                                    lg_strength)
             lp_new = _prior_kernel_log(log_prop, prior, row_ptr)
             ls_new = _prior_kernel_log(log_prop, start, row_ptr) if from_start else lp_new
-            ll_new = _loglik_trie(prop, idx, row_start, weights, parent, entry, n_roots, leaf,
-                                  values)
+            ll_new = _loglik_trie(prop, idx, row_start, weights, parent, entry, n_roots,
+                                  row_parent, values)
             if ll_new > -np.inf:
                 if from_start:
                     log_a = ((1.0 - b) * (ls_new - lsc) + b * (lp_new - lpc + ll_new - llc)
