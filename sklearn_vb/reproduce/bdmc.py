@@ -124,8 +124,12 @@ def _run_unit(key, config, seed):
     kind, model, method, budget, trial = key
     if kind == "package":
         pk = config["package"]
-        return run_case(model, budget, config["seed"], pk["truth_K_grid"], pk["truth_chains"],
-                        score_seed=seed % 2**31, ais_options=pk["ais_options"])
+        try:
+            return run_case(model, budget, config["seed"], pk["truth_K_grid"],
+                            pk["truth_chains"], score_seed=seed % 2**31,
+                            ais_options=pk["ais_options"])
+        except Exception as exc:  # noqa: BLE001 - a failed case is reported, the study goes on
+            return {"model": model, "n": int(budget), "error": f"{type(exc).__name__}: {exc}"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "truth":
@@ -265,10 +269,13 @@ def _package_sizes(config, model):
 
 def _summarize_package(results, config):
     """Per model and size: the BDMC bracket, and every score minus the truth."""
-    cases = []
+    cases, failed = [], []
     for m in config["package"]["models"]:
         for n in _package_sizes(config, m):
             r = results[("package", m, "", int(n), 0)]
+            if "error" in r:
+                failed.append(r)
+                continue
             truth = r["truth"]["value"]
             gaps = {k: {"gap": v["value"] - truth, "seconds": v["seconds"],
                         "same_model": v["same_model"]}
@@ -280,7 +287,7 @@ def _summarize_package(results, config):
                           "errors": {k[:-6]: v for k, v in r["scores"].items()
                                      if k.endswith("_error")},
                           "log_aliases": r["log_aliases"]})
-    return {"cases": cases}
+    return {"cases": cases, "failed": failed}
 
 
 def _report_package(summary, config, out_dir):
@@ -335,6 +342,9 @@ def _report_package(summary, config, out_dir):
     L += [save_figure(fig, out_dir, "bdmc_package.png"), ""]
     heads = [f"{c['model']} ({c['n']}): {c['gaps']['vb']['gap']:.1f}" for c in summary["cases"]]
     L += ["Headline, VB − truth (nats): " + "; ".join(heads) + ".", ""]
+    if summary["failed"]:
+        L += ["Cases that failed: " + "; ".join(f"{r['model']} ({r['n']}): {r['error']}"
+                                               for r in summary["failed"]), ""]
     return "\n".join(L)
 
 
