@@ -68,7 +68,7 @@ def test_pattern_loglik_with_shared_products_equals_the_plain_sum():
     data = model.prepare_data(X)
     assert len(set(np.diff(data.row_start))) > 1  # several configuration grids
     assert {1.0, 2.0} <= set(data.weights) and data.weights.max() > 2
-    parent, entry, n_roots, row_parent = product_trie(data.idx)
+    parent, entry, n_roots, row_parent, row_entry = product_trie(data.idx)
     assert parent.size < data.idx.size / 6  # most rows reuse most of their product
     # every row's product is its trie node's times its last entry, formed in node order
     th0 = model._flat(model.sample_prior(rng, 1))[0]
@@ -79,7 +79,8 @@ def test_pattern_loglik_with_shared_products_equals_the_plain_sum():
         p = 1.0
         for j in data.idx[r]:
             p *= th0[j]
-        assert values[row_parent[r]] * th0[data.idx[r, -1]] == p
+        assert row_entry[r] == data.idx[r, -1]
+        assert values[row_parent[r]] * th0[row_entry[r]] == p
     th = model.sample_prior(rng, 3)
     flat = model._flat(th)
     flat[2, model.layout.offsets[3]:model.layout.offsets[4]] *= 1e-30  # tiny, unnormalised
@@ -283,3 +284,11 @@ def test_hysteresis_gap_shrinks_with_the_schedule(beal_model):
     h = r.diagnostics["hysteresis"]
     exact = bb.log_evidence(bb.prepare_data(Xb))
     assert abs(h["gap"]) < 0.15 and abs(h["backward_estimate"] - exact) < 0.2
+
+
+def test_pattern_loglik_of_a_single_node():
+    """One node: every row's product is its one entry (the trie has no inner level)."""
+    idx = np.array([[0], [1], [2], [1]])
+    theta = np.array([0.2, 0.3, 0.5])
+    got = dag_pattern_loglik(theta, idx, np.array([0, 1, 2, 4]), np.array([1.0, 2.0, 3.0]))
+    assert got == pytest.approx(np.log(0.2) + 2 * np.log(0.3) + 3 * np.log(0.8), rel=1e-15)

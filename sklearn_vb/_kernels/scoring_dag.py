@@ -36,13 +36,14 @@ def product_trie(idx):
     to the last level ``l = J - 2`` as a trie: rows with the same first ``l + 1`` entries
     share one node.
 
-    Returns ``(parent, entry, n_roots, row_parent)``: node ``m`` holds ``theta[entry[m]]``
-    times the value of node ``parent[m]`` (nodes ``0 .. n_roots-1`` are the first level,
-    with parent -1; every parent comes before its children), and row ``r``'s whole
-    product is the value of node ``row_parent[r]`` times ``theta[idx[r, J-1]]`` (-1 for a
-    single node: the product is that entry).  Patterns are sorted and mostly differ only
-    in their last observed nodes, and the hidden configurations repeat across patterns,
-    so the trie has far fewer nodes than ``idx`` has entries."""
+    Returns ``(parent, entry, n_roots, row_parent, row_entry)``: node ``m`` holds
+    ``theta[entry[m]]`` times the value of node ``parent[m]`` (nodes ``0 .. n_roots-1`` are
+    the first level, with parent -1; every parent comes before its children), and row
+    ``r``'s whole product is the value of node ``row_parent[r]`` times
+    ``theta[row_entry[r]]`` (``row_entry[r] = idx[r, J-1]``; with a single node,
+    ``row_parent`` is the extra node ``len(parent)`` of value 1).  Patterns are sorted
+    and mostly differ only in their last observed nodes, and the hidden configurations
+    repeat across patterns, so the trie has far fewer nodes than ``idx`` has entries."""
     R, J = idx.shape
     parent = np.empty(R * J, dtype=np.int64)
     entry = np.empty(R * J, dtype=np.int64)
@@ -66,7 +67,12 @@ def product_trie(idx):
             node[r] = n_nodes - 1
         if j == 0:
             n_roots = n_nodes
-    return parent[:n_nodes].copy(), entry[:n_nodes].copy(), n_roots, node
+    row_entry = np.empty(R, dtype=np.int64)
+    for r in range(R):
+        if node[r] < 0:
+            node[r] = n_nodes
+        row_entry[r] = idx[r, J - 1]
+    return parent[:n_nodes].copy(), entry[:n_nodes].copy(), n_roots, node, row_entry
 
 
 #: the running product of pattern likelihoods is rescaled by 2**500 when it leaves
@@ -76,9 +82,10 @@ _LOG_RESCALE = 500.0 * math.log(2.0)
 
 
 @njit(cache=True, nogil=True)
-def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_parent, values):
+def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_parent, row_entry,
+                 values):
     """:func:`dag_pattern_loglik` through the product trie of :func:`product_trie`
-    (``values`` is scratch, one entry per node).  Every row's product is formed by the
+    (``values`` is scratch, one entry per node and one more).  Every row's product is formed by the
     same multiplications in the same order as the plain loop (entry by entry, in node
     order), so every pattern likelihood is bit-for-bit the plain one.  Patterns of weight
     1 or 2 enter a running product instead of one logarithm each."""
@@ -86,8 +93,8 @@ def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_par
         values[m] = theta[entry[m]]
     for m in range(n_roots, parent.shape[0]):
         values[m] = values[parent[m]] * theta[entry[m]]
+    values[parent.shape[0]] = 1.0  # 1 * theta is theta exactly
     n_patterns = row_start.shape[0] - 1
-    last = idx.shape[1] - 1
     total = 0.0
     prod = 1.0
     n_rescaled = 0
@@ -97,11 +104,7 @@ def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_par
         b = row_start[u + 1]
         s = 0.0
         for r in range(a, b):
-            m = row_parent[r]
-            if m >= 0:
-                s += values[m] * theta[idx[r, last]]
-            else:
-                s += theta[idx[r, last]]
+            s += values[row_parent[r]] * theta[row_entry[r]]
         w = weights[u]
         if s > 1e-100 and w == 1.0:
             prod *= s
@@ -132,9 +135,9 @@ def _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_par
 def dag_pattern_loglik(theta, idx, row_start, weights):
     """``sum_u w_u ln sum_r prod_j theta[idx[r, j]]`` (probability space, with a log-space
     fallback for a pattern whose terms all underflow)."""
-    parent, entry, n_roots, row_parent = product_trie(idx)
+    parent, entry, n_roots, row_parent, row_entry = product_trie(idx)
     return _loglik_trie(theta, idx, row_start, weights, parent, entry, n_roots, row_parent,
-                        np.empty(parent.shape[0]))
+                        row_entry, np.empty(parent.shape[0] + 1))
 
 
 @njit(cache=True, nogil=True)
@@ -223,14 +226,15 @@ def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch
             continue
         small = False
         for k in range(a, b):
-            if strength * theta[k] + floor[k] < 1.0:
+            shape = strength * theta[k] + floor[k]
+            scratch[k] = shape
+            if shape < 1.0:
                 small = True
-                break
         s = 0.0
         if small:  # log-space Gamma variates (tiny shapes underflow otherwise)
             peak = -np.inf
             for k in range(a, b):
-                lg = _log_gamma_variate(strength * theta[k] + floor[k])
+                lg = _log_gamma_variate(scratch[k])
                 scratch[k] = lg
                 if lg > peak:
                     peak = lg
@@ -240,7 +244,7 @@ def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch
                 s += e
         else:
             for k in range(a, b):
-                e = np.random.standard_gamma(strength * theta[k] + floor[k])
+                e = np.random.standard_gamma(scratch[k])
                 scratch[k] = e
                 s += e
         s2 = 0.0
@@ -250,15 +254,17 @@ def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch
                 v = tiny
             prop[k] = v
             s2 += v
-        for k in range(a, b):
-            prop[k] /= s2
-            log_prop[k] = math.log(prop[k])
-        # ln Dir(prop | a theta + g) - ln Dir(theta | a prop + g)
+        # ln Dir(prop | a theta + g) - ln Dir(theta | a prop + g), in the loop that
+        # normalises prop (each sum accumulates in the same order as in separate loops)
         f0 = 0.0
         r0 = 0.0
         for k in range(a, b):
+            pk = prop[k] / s2
+            prop[k] = pk
+            lpk = math.log(pk)
+            log_prop[k] = lpk
             af = strength * theta[k] + floor[k]
-            ar = strength * prop[k] + floor[k]
+            ar = strength * pk + floor[k]
             f0 += af
             r0 += ar
             if cached:
@@ -268,7 +274,7 @@ def _propose(theta, log_theta, prop, log_prop, row_ptr, strength, floor, scratch
                 lg_current[k] = lg_af
             lg_ar = math.lgamma(ar)
             lg_proposed[k] = lg_ar
-            out += (af - 1.0) * log_prop[k] - lg_af
+            out += (af - 1.0) * lpk - lg_af
             out -= (ar - 1.0) * log_theta[k] - lg_ar
         if cached:
             lg_f0 = lg_current_rows[i]
@@ -333,8 +339,8 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
     log_prop = np.empty(P)
     log_th = np.empty(P)
     scratch = np.empty(P)
-    parent, entry, n_roots, row_parent = product_trie(idx)
-    values = np.empty(parent.shape[0])
+    parent, entry, n_roots, row_parent, row_entry = product_trie(idx)
+    values = np.empty(parent.shape[0] + 1)
     n_rows = row_ptr.shape[0] - 1
     lg_current = np.empty(P)
     lg_proposed = np.empty(P)
@@ -360,7 +366,7 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
             lp_new = _prior_kernel_log(log_prop, prior, row_ptr)
             ls_new = _prior_kernel_log(log_prop, start, row_ptr) if from_start else lp_new
             ll_new = _loglik_trie(prop, idx, row_start, weights, parent, entry, n_roots,
-                                  row_parent, values)
+                                  row_parent, row_entry, values)
             if ll_new > -np.inf:
                 if from_start:
                     log_a = ((1.0 - b) * (ls_new - lsc) + b * (lp_new - lpc + ll_new - llc)
