@@ -61,6 +61,9 @@ def test_package_models_sandwich_and_vb_below_the_truth(package_run):
         assert np.isfinite([t["lower"], t["upper"], se]).all()
         # forward AIS is a stochastic lower, reverse AIS an upper bound on the same number
         assert t["lower"] <= t["upper"] + 1.0 + 3 * se, c["model"]
+        # the grid stops at the first K whose gap is under a nat in size
+        assert [h["K"] for h in t["history"]] == [300][:len(t["history"])]
+        assert t["converged"] == (abs(t["gap"]) < 1.0)
         g = c["gaps"]
         # only the mixture of factor analysers re-derives its hyperparameters in a refit
         assert c["same_model"] == (c["model"] != "mfa")
