@@ -150,11 +150,14 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check, keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is in nats on the
         total bound (the thesis used ``1e-6 * n_samples``).  With ``warm_start=True``
-        a refit continues from the fitted state and ``init_params`` is not used.
+        a refit continues from the fitted state and ``init_params`` is not used.  Each
+        restart runs as one compiled call (:mod:`sklearn_vb._kernels.dag_fit`): the
+        bound checks and the messages of ``verbose=2`` follow when the restart ends.
     acceleration : {"squarem"} or None, default="squarem"
         ``method="vb"`` only: extrapolate the VBEM fixed point in log Dirichlet counts
-        (SQUAREM, Varadhan & Roland 2008; see :mod:`sklearn_vb.base`), keeping an
-        extrapolation only when it does not lower the bound.  None runs plain VBEM.
+        (SQUAREM, Varadhan & Roland 2008, as :class:`sklearn_vb.base.SquaremSteps`),
+        keeping an extrapolation only when it does not lower the bound.  None runs plain
+        VBEM.
     allow_float_categories : bool, default=False
         Observed nodes with learned categories refuse non-integral numbers (continuous
         data would make every distinct value a category).  True accepts them, each
