@@ -104,8 +104,10 @@ def run_emcee(est, X, n_steps, seed=0):
     return out
 
 
-def main(quick=False, out=None):
+def main(quick=False, out=None, emcee_steps=None):
     sizes = {"n_samples": 500 if quick else 2000, "emcee_steps": 500 if quick else 2000}
+    if emcee_steps is not None:
+        sizes["emcee_steps"] = int(emcee_steps)
     results = {"quick": quick, **sizes, "workloads": {}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -147,5 +149,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=None, help="path prefix of the result files")
+    parser.add_argument("--emcee-steps", type=int, default=None,
+                        help="emcee steps instead of the mode's (an ESS rate needs fewer)")
     args = parser.parse_args()
-    main(args.quick, args.out)
+    main(args.quick, args.out, args.emcee_steps)
