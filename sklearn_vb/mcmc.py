@@ -461,7 +461,8 @@ class VariationalMCMC:
                 sbn_vmcmc_chain(g, W[c], end - start, _KIND_CODES[self.kernel], float(self.nu),
                                 a["block_ptr"], a["block_node"], a["states"], a["row_start"],
                                 a["pattern_weight"], a["in_idx"], a["w_ptr"], a["offset"],
-                                a["spin"], a["prior_mean"], float(a["prior_var"]), *qa,
+                                a["spin"], a["rep_ptr"], a["rep_rows"], a["row_rep"],
+                                a["prior_mean"], float(a["prior_var"]), *qa,
                                 rw_sd, out_w[c, start:end], out_lt[c, start:end],
                                 accepts[c], counts[c])
             if self.adapt == "burn_in" and end in (max(burn // 2, 1), burn) and end <= burn:

@@ -8,7 +8,8 @@ same chain up to rounding).
 
 Data layout as in :mod:`._kernels.sbn`: enumeration rows ``states`` (R, J) grouped into
 patterns by ``row_start``, ``pattern_weight`` cases per pattern, node ``j``'s weights at
-``w[w_ptr[j]:w_ptr[j+1]]``.  Block ``b`` of the sampler holds the weights of node
+``w[w_ptr[j]:w_ptr[j+1]]``; ``rep_ptr``, ``rep_rows`` and ``row_rep`` list the distinct
+configurations of each node and its inputs (:func:`node_configurations`).  Block ``b`` of the sampler holds the weights of node
 ``block_node[b]``, so a block move changes one column of the per-row, per-node terms
 ``ln sigma(s a)``: the log-likelihood of a block proposal costs O(R d_j) plus the
 re-normalisation over the unobserved configurations, not a full evaluation.
@@ -31,22 +32,49 @@ from numba import njit
 
 from .sbn import _input, log_sigmoid
 
-__all__ = ["sbn_vmcmc_chain"]
+__all__ = ["sbn_vmcmc_chain", "node_configurations"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+def node_configurations(states, in_idx, w_ptr):
+    """For every node ``j``, the distinct configurations of (node ``j``, its inputs) among
+    the rows of ``states``: ``rep_rows[rep_ptr[j]:rep_ptr[j+1]]`` holds one row of each
+    and ``row_rep[j, r]`` the configuration of row ``r`` (J, R)."""
+    R, J = states.shape
+    reps, ptr = [], [0]
+    row_rep = np.empty((J, R), dtype=np.int64)
+    for j in range(J):
+        cols = [j] + [int(i) for i in in_idx[w_ptr[j]:w_ptr[j + 1]] if i >= 0]
+        _, first, inverse = np.unique(states[:, cols], axis=0, return_index=True,
+                                      return_inverse=True)
+        reps.append(first.astype(np.int64))
+        ptr.append(ptr[-1] + first.size)
+        row_rep[j] = inverse.ravel()
+    return np.asarray(ptr, dtype=np.int64), np.concatenate(reps), row_rep
+
+
 @njit(cache=True)
-def _node_terms(states, in_idx, w, w_ptr, offset, spin, j, out):
-    """``ln sigma(s a)`` of node ``j`` in every row for the weights ``w``."""
+def _node_terms(states, in_idx, w, w_ptr, offset, spin, j, rep_ptr, rep_rows, row_rep, out):
+    """``ln sigma(s a)`` of node ``j`` in every row for the weights ``w``.
+
+    Rows that agree on node ``j`` and its inputs share the term: it is computed once per
+    distinct configuration (the rows ``rep_rows[rep_ptr[j]:rep_ptr[j+1]]``) and copied
+    to row ``r`` from configuration ``row_rep[j, r]`` (a parentless node has two)."""
     R = states.shape[0]
     w0 = w_ptr[j]
     d = w_ptr[j + 1] - w0
-    for r in range(R):
+    u0 = rep_ptr[j]
+    U = rep_ptr[j + 1] - u0
+    vals = np.empty(U)
+    for i in range(U):
+        r = rep_rows[u0 + i]
         a = offset[j]
         for k in range(d):
             a += _input(states, r, in_idx, w0 + k, spin) * w[w0 + k]
-        out[r] = log_sigmoid((2.0 * states[r, j] - 1.0) * a)
+        vals[i] = log_sigmoid((2.0 * states[r, j] - 1.0) * a)
+    for r in range(R):
+        out[r] = vals[row_rep[j, r]]
 
 
 @njit(cache=True)
@@ -110,14 +138,15 @@ def _gauss_draw(gen, mean, chol, a, b, out):
 
 
 @njit(cache=True)
-def _full_state(w, states, row_start, pattern_weight, in_idx, w_ptr, offset, spin, terms, rowll):
+def _full_state(w, states, row_start, pattern_weight, in_idx, w_ptr, offset, spin, rep_ptr,
+                rep_rows, row_rep, terms, rowll):
     """Fill ``terms`` (R, J) and ``rowll`` (R,) for ``w``; returns ``ln p(X | w)``."""
     R, J = states.shape
     col = np.empty(R)
     for r in range(R):
         rowll[r] = 0.0
     for j in range(J):
-        _node_terms(states, in_idx, w, w_ptr, offset, spin, j, col)
+        _node_terms(states, in_idx, w, w_ptr, offset, spin, j, rep_ptr, rep_rows, row_rep, col)
         for r in range(R):
             terms[r, j] = col[r]
             rowll[r] += col[r]
@@ -126,7 +155,8 @@ def _full_state(w, states, row_start, pattern_weight, in_idx, w_ptr, offset, spi
 
 @njit(cache=True)
 def sbn_vmcmc_chain(gen, w, n_iter, kind, nu, block_ptr, block_node, states, row_start,
-                    pattern_weight, in_idx, w_ptr, offset, spin, prior_mean, prior_var,
+                    pattern_weight, in_idx, w_ptr, offset, spin, rep_ptr, rep_rows, row_rep,
+                    prior_mean, prior_var,
                     q_mean, q_chol, q_logdet, q_chol_blocks, q_logdet_blocks, rw_sd,
                     out_w, out_log_target, accepts, counts):
     """Run one chain from ``w`` (D,), updated in place; iteration ``t``'s state goes to
@@ -149,7 +179,8 @@ def sbn_vmcmc_chain(gen, w, n_iter, kind, nu, block_ptr, block_node, states, row
     new_terms = np.empty((R, J))
     eps = np.empty(D)
     logu = np.empty(B)
-    ll = _full_state(w, states, row_start, pattern_weight, in_idx, w_ptr, offset, spin, terms, rowll)
+    ll = _full_state(w, states, row_start, pattern_weight, in_idx, w_ptr, offset, spin, rep_ptr,
+                     rep_rows, row_rep, terms, rowll)
     lp = _log_prior(w, prior_mean, prior_var)
     if math.isnan(ll):
         ll = -np.inf
@@ -161,7 +192,7 @@ def sbn_vmcmc_chain(gen, w, n_iter, kind, nu, block_ptr, block_node, states, row
         if sweep == 1:
             _gauss_draw(gen, q_mean, q_chol, 0, D, prop)
             new_ll = _full_state(prop, states, row_start, pattern_weight, in_idx, w_ptr, offset,
-                                 spin, new_terms, new_rowll)
+                                 spin, rep_ptr, rep_rows, row_rep, new_terms, new_rowll)
             if math.isnan(new_ll):
                 new_ll = -np.inf
             new_lp = _log_prior(prop, prior_mean, prior_var)
@@ -199,7 +230,8 @@ def sbn_vmcmc_chain(gen, w, n_iter, kind, nu, block_ptr, block_node, states, row
                         prop[i] = w[i] + rw_sd[i] * eps[i]
                 else:
                     _gauss_draw(gen, q_mean, q_chol_blocks, a0, a1, prop)
-                _node_terms(states, in_idx, prop, w_ptr, offset, spin, j, col)
+                _node_terms(states, in_idx, prop, w_ptr, offset, spin, j, rep_ptr, rep_rows,
+                            row_rep, col)
                 for r in range(R):
                     new_rowll[r] = rowll[r] - terms[r, j] + col[r]
                 new_ll = _pattern_total(new_rowll, row_start, pattern_weight)

@@ -74,9 +74,12 @@ class SBNScoringModel(ScoringModelMixin):
         variational-MCMC chains on ``X`` (as prepared by :meth:`prepare_data`) without
         leaving compiled code: the enumeration rows, the weight layout, the prior, and
         for every parameter block (in ``param_space`` order) its node and flat slice."""
+        from ..._kernels.mcmc_sbn import node_configurations
+
         lay = self.layout
         nodes = np.asarray(self._nodes, dtype=np.int64)
-        return {"states": X.states, "row_start": X.row_start,
+        rep_ptr, rep_rows, row_rep = node_configurations(X.states, lay.in_idx, lay.w_ptr)
+        return {"states": X.states, "rep_ptr": rep_ptr, "rep_rows": rep_rows, "row_rep": row_rep, "row_start": X.row_start,
                 "pattern_weight": np.ascontiguousarray(X.weights, dtype=float),
                 "in_idx": lay.in_idx, "w_ptr": lay.w_ptr, "offset": lay.offset,
                 "spin": bool(lay.spin),
