@@ -50,6 +50,8 @@ FULL = {"parents": [1, 2, 5, 10, 20, 30, 40, 50], "n": 1000, "repeats": 10, "n_m
 QUICK = dict(FULL, parents=[1, 3, 6], n=300, repeats=3, n_mcmc=[500], bimodal_n_mcmc=1500,
              bimodal_repeats=2, bimodal_grid=[-12.0, 20.0, 161])
 BIMODAL = ("bimodal", 0)
+#: relative log-likelihoods closer than this (nats) are ties in the report's verdicts
+TIE = 0.005
 
 
 def _data(p, n, seed):
@@ -198,7 +200,10 @@ def _beside_the_paper(summary):
     """The paper's findings, each with what this run found (computed from the tables)."""
     out = ["## Beside the paper (computed from the tables above)", ""]
     for n_mcmc, table in summary["relative_loglik"].items():
-        ps = list(table)
+        # numbers of parents where every estimate fits the data equally well are ties,
+        # left out of the comparisons
+        ties = [p for p in table if np.ptp([table[p][m]["mean"] for m in METHODS]) < TIE]
+        ps = [p for p in table if p not in ties]
         better_rw = [p for p in ps if table[p]["mixture"]["mean"] > 0]
         sig_rw = [p for p in ps if _significantly(table[p], "mixture")]
         better_block = [p for p in ps if table[p]["mixture"]["mean"] > table[p]["block"]["mean"]]
@@ -210,7 +215,9 @@ def _beside_the_paper(summary):
                 + ("agrees" if agree else "differs") + f".  Mixture above the random walk for "
                 f"p in {better_rw} of {ps} (by more than two standard errors for {sig_rw}); "
                 f"above block variational MH for {better_block}; above VB for {better_vb}.  "
-                f"VB's posterior mean is the best of the four for {vb_best}."]
+                f"VB's posterior mean is the best of the four for {vb_best}."
+                + (f"  For p in {ties} all four are within {TIE:g} nats of one another "
+                   "(left out)." if ties else "")]
     acc = summary.get("acceptance", {})
     if acc:
         n_mcmc = max(acc)
