@@ -40,3 +40,16 @@ def test_report_and_figures_are_written(run):
     assert "§5.4.1" in run.report
     for name in ("lds_fig5_4_hinton.png", "lds_compare_k.png", "lds.md"):
         assert (run.out / name).exists()
+
+
+def test_input_driven_ard_keeps_two_states_and_drops_the_noise_input_of_d(run):
+    # Beal (2003) §5.4.2 on one data set: k = 2 states of the k = 4 fitted, D's third
+    # (noise) column switched off by orders of magnitude while the first two stay
+    inputs = run.summary["inputs"]
+    (fit,) = inputs["fits"]
+    assert fit["n_effective"] == 2
+    delta = np.asarray(fit["delta"])
+    assert delta[2] > 1e4 * delta[:2].max()
+    assert inputs["findings"][0]["D3_off_D12_kept"]
+    assert (run.out / "lds_fig5_8_precisions.png").exists()
+    assert "§5.4.2" in run.report

@@ -15,6 +15,10 @@ the state dimension grows.
   per step are measured on an independent test sequence.  The thesis ran this comparison
   on unpublished gene-expression data (34 sequences x 10 steps x 88 outputs, output
   feedback); this stand-in has the thesis's simulated system instead.
+* §5.4.2: the input-driven experiment (k = 2, p = 4, three inputs, B = 0, D's third
+  column zero) fitted with k = 4 on ``input_datasets`` independent data sets; counts how
+  often ARD keeps two states, switches off B and D's third column
+  (:mod:`sklearn_vb.reproduce._lds_inputs`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from sklearn.exceptions import ConvergenceWarning
 from ..datasets import make_lds, make_lds_params
 from ..lds import VBLinearDynamicalSystem
 from ._experiment import Experiment, Option, register
+from ._lds_inputs import (INPUT_KEYS, input_units, inputs_report, run_input_unit,
+                          summarize_inputs)
 from ._report import compute_time_line, markdown_table, pyplot, save_figure
 
 __all__ = ["lds"]
@@ -35,9 +41,10 @@ EIGENVALUES = [0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
 FULL = {"k_true": 6, "n_outputs": 10, "k_fit": 10,
         "lengths": [10, 20, 30, 50, 100, 150, 200, 250, 300], "max_iter": 500,
         "compare_k": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "train_length": 100,
-        "test_length": 300, "compare_max_iter": 500}
+        "test_length": 300, "compare_max_iter": 500,
+        "input_datasets": 10, "input_max_iter": 800, **INPUT_KEYS}
 QUICK = dict(FULL, lengths=[20, 200], max_iter=80, compare_k=[2, 6, 10],
-             compare_max_iter=80)
+             compare_max_iter=80, input_datasets=1, input_max_iter=300)
 
 
 def _system(config):
@@ -52,11 +59,14 @@ def _system(config):
 
 def _units(config):
     return ([("dimension", int(T), "vb") for T in config["lengths"]]
-            + [("compare", int(k), m) for k in config["compare_k"] for m in ("vb", "map", "ml")])
+            + [("compare", int(k), m) for k in config["compare_k"] for m in ("vb", "map", "ml")]
+            + input_units(config))
 
 
 def _run_unit(key, config, seed):
     kind, size, method = key
+    if kind == "inputs":
+        return run_input_unit(key, config, seed)
     Y, Y_test = _system(config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -94,6 +104,7 @@ def _summarize(results, config):
             m: [compare[m][k]["test_log_likelihood_per_step"] for k in ks] for m in compare},
         # rise of the test error from its smallest value to the largest k
         "mse_rise_at_largest_k": {m: float(v[-1] - min(v)) for m, v in mse.items()},
+        "inputs": summarize_inputs(results, config),
     }
 
 
@@ -180,14 +191,17 @@ flat as the state dimension grows, while that of the ML and MAP point estimates 
 {rise['vb']:.3f} for VB, {rise['map']:.3f} for MAP and {rise['ml']:.3f} for ML.  The data are
 a simulated stand-in (the thesis's system of §5.4.1, no inputs), not the thesis's
 gene-expression data and not its output-feedback model.
-""" + compute_time_line(summary)
+""" + inputs_report(summary["inputs"], config, out_dir) + compute_time_line(summary)
 
 
 lds = register(Experiment(
     name="lds",
     description="Beal (2003) §5.4.1: state dimension recovered by ARD against T (Fig 5.4); "
-                "VB against ML/MAP test error as k grows",
+                "VB against ML/MAP test error as k grows; §5.4.2: ARD on states and "
+                "inputs of an input-driven LDS (Fig 5.8)",
     quick=QUICK, full=FULL, units=_units, run_unit=_run_unit, summarize=_summarize,
     report=_report,
     options=(Option("max_iter", int, "VBEM iterations of the dimension study"),
-             Option("compare_max_iter", int, "iteration cap of the comparison fits"))))
+             Option("compare_max_iter", int, "iteration cap of the comparison fits"),
+             Option("input_datasets", int, "data sets of the input-driven study (§5.4.2)"),
+             Option("input_max_iter", int, "VBEM iterations of the input-driven study"))))
