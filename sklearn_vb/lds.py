@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.linalg import solve_triangular
 from scipy.special import digamma, polygamma
 from sklearn.base import TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -78,6 +79,45 @@ def _spd_inv_logdet(M):
         return np.zeros((0, 0)), 0.0
     # the numba routine avoids LAPACK thread start-up costs on these tiny matrices
     return spd_inverse(np.ascontiguousarray(M, dtype=np.float64))
+
+
+def _covariance_root(S):
+    """``(L', L^-1)`` with ``L L' = S`` for a covariance S (symmetric, positive
+    semi-definite): ``L = V diag(sqrt(w))`` from its eigendecomposition, with the
+    inverse taken on the positive eigenvalues only (a cross-covariance with a
+    null direction of S vanishes in that direction)."""
+    w, V = np.linalg.eigh(0.5 * (S + S.T))
+    root = np.sqrt(np.maximum(w, 0.0))
+    inv = np.divide(1.0, root, out=np.zeros_like(root), where=root > 0.0)
+    return root[:, None] * V.T, inv[:, None] * V.T
+
+
+def _ridge_regression(designs, targets, prior):
+    """Posterior of Gaussian regression rows: ``Sigma = (Z'Z + diag(prior))^-1``,
+    ``M = (Sigma Z'Y)'`` and ``ln|Sigma^-1|``, for Z and Y the row blocks of
+    ``designs`` and ``targets`` stacked.
+
+    Solved from a QR factorisation of the augmented design ``[Z Y; diag(sqrt(prior))
+    0]`` rather than from the normal equations: with explosive or strongly
+    persistent dynamics the hidden states are nearly collinear and ``Z'Z`` can have
+    a condition number near ``1e13``, for which the normal equations lose almost all
+    digits of the coefficients along its small directions (and VBM steps then lower
+    the bound by many nats); the QR form loses only about the square root of it
+    (Golub and Van Loan 2013, Section 5.3).
+    """
+    d = prior.shape[0]
+    aug = np.vstack([np.hstack([np.vstack(designs), np.vstack(targets)]),
+                     np.hstack([np.diag(np.sqrt(prior)),
+                                np.zeros((d, targets[0].shape[1]))])])
+    r = np.linalg.qr(aug, mode="r")
+    r11, r12 = r[:d, :d], r[:d, d:]
+    diag = np.abs(np.diag(r11))
+    if not np.all(diag > 0.0) or not np.all(np.isfinite(r)):
+        raise np.linalg.LinAlgError("the posterior precision of a regression row is singular")
+    r11_inv = solve_triangular(r11, np.eye(d))
+    coef = r11_inv @ r12  # (d, n_targets)
+    Sigma = r11_inv @ r11_inv.T
+    return coef.T, 0.5 * (Sigma + Sigma.T), float(2.0 * np.sum(np.log(diag)))
 
 
 def _gamma_hyper_update(mean_rho, mean_log_rho, a_start):
@@ -609,6 +649,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             "M": Us.T @ omega,
             "W_C": ups_sum + omega.T @ omega,
             "ups_sum": ups_sum,
+            # the pieces of W_A and S_A that the VBM step's least-squares form needs
+            "prev": prev,
+            "ups_prev_sum": ups_prev_sum,
+            "cross_sum": cross.sum(axis=0),
             "S_C": omega.T @ X,
             "G_C": omega.T @ Uo,
             "T": X.shape[0],
@@ -621,21 +665,23 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         p = data.X.shape[1]
         ds = data.Us.shape[1]
         do = data.Uo.shape[1]
-        # q(A, B): rows [a_j; b_j] ~ N(Sigma_AB r_j, Sigma_AB)
+        # q(A, B): rows [a_j; b_j] ~ N(Sigma_AB r_j, Sigma_AB) with
+        # Sigma_AB = (W_z + diag(prior))^-1, r_j the j-th column of [S_A; M]: the
+        # expected regression of x_t on z_t = [x_{t-1}; u_t], solved as least squares
+        ups_root, ups_root_inv = _covariance_root(stats["ups_prev_sum"])
         prior_ab = np.concatenate([self.alpha_, self.beta_c_])
-        W_z = np.block([[stats["W_A"], stats["G_A"]], [stats["G_A"].T, data.UUs]])
-        Lam_AB = W_z + np.diag(prior_ab)
-        Sigma_AB, logdet_Sigma_AB_inv = _spd_inv_logdet(Lam_AB)
-        R_AB = np.vstack([stats["S_A"], stats["M"]])
-        M_AB = R_AB.T @ Sigma_AB
+        M_AB, Sigma_AB, logdet_Sigma_AB_inv = _ridge_regression(
+            [np.hstack([stats["prev"], data.Us]),
+             np.hstack([ups_root, np.zeros((k, ds))])],
+            [self._q_x["omega"], ups_root_inv @ stats["cross_sum"]], prior_ab)
         E_AB = M_AB.T @ M_AB + k * Sigma_AB
-        # q(C, D, rho)
+        # q(C, D, rho): the expected regression of y_t on w_t = [x_t; u_t]
         prior_cd = np.concatenate([self.gamma_, self.delta_c_])
-        W_w = np.block([[stats["W_C"], stats["G_C"]], [stats["G_C"].T, data.UUo]])
-        Lam_CD = W_w + np.diag(prior_cd)
-        Sigma_CD, logdet_Sigma_CD_inv = _spd_inv_logdet(Lam_CD)
-        R_CD = np.vstack([stats["S_C"], data.UY])
-        M_CD = R_CD.T @ Sigma_CD  # p x (k + do)
+        ups_root, _ = _covariance_root(stats["ups_sum"])
+        M_CD, Sigma_CD, logdet_Sigma_CD_inv = _ridge_regression(
+            [np.hstack([self._q_x["omega"], data.Uo]),
+             np.hstack([ups_root, np.zeros((k, do))])],
+            [data.X, np.zeros((k, p))], prior_cd)  # M_CD: p x (k + do)
         # g_s = Ydd_ss - r_s' Sigma r_s, written as a sum of non-negative terms
         C_bar, D_bar = M_CD[:, :k], M_CD[:, k:]
         resid = data.X - self._q_x["omega"] @ C_bar.T - data.Uo @ D_bar.T
@@ -1292,20 +1338,28 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         x0_term = -0.5 * n_seq * (k * LOG_2PI + ld_Sigma0) - 0.5 * (
             np.sum(Sigma0_inv * qx["ups0"].sum(axis=0)) + np.sum((dev @ Sigma0_inv) * dev)
         )
-        # statistics of the current q(x) (not those q(theta) was computed from)
+        # statistics of the current q(x) (not those q(theta) was computed from).  The
+        # expected squared innovations and output residuals are summed as squared
+        # residuals of the means plus covariance terms, not as differences of second
+        # moments: with explosive dynamics the states grow to many orders of magnitude
+        # above the noise, and the differences lose whole nats to cancellation
         W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data.UUs]])
-        R_AB = np.vstack([s["S_A"], s["M"]])
         W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data.UUo]])
-        R_CD = np.vstack([s["S_C"], data.UY])
+        M_A, M_B = q["M_AB"][:, :k], q["M_AB"][:, k:]
+        innovation = qx["omega"] - s["prev"] @ M_A.T - data.Us @ M_B.T
+        A_cross = M_A @ s["cross_sum"]
+        innovation_cov = (s["ups_sum"] - A_cross - A_cross.T
+                          + M_A @ s["ups_prev_sum"] @ M_A.T)
         e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
-            np.trace(s["W_C"])
-            - 2.0 * np.sum(q["M_AB"] * R_AB.T)
-            + np.sum(q["E_AB"] * W_z)
+            np.sum(innovation * innovation) + np.trace(innovation_cov)
+            + k * np.sum(q["Sigma_AB"] * W_z)
         )
+        M_C, M_D = q["M_CD"][:, :k], q["M_CD"][:, k:]
+        residual = data.X - qx["omega"] @ M_C.T - data.Uo @ M_D.T
+        residual_sq = (np.einsum("ts,ts->s", residual, residual)
+                       + np.einsum("sj,jl,sl->s", M_C, s["ups_sum"], M_C))
         e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(q["log_rho"]) - 0.5 * (
-            np.sum(q["rho"] * data.YY)
-            - 2.0 * np.sum(q["rho"][:, None] * q["M_CD"] * R_CD.T)
-            + np.sum(q["E_CD"] * W_w)
+            np.sum(q["rho"] * residual_sq) + p * np.sum(q["Sigma_CD"] * W_w)
         )
         kl = sum(self._kl_terms().values())
         return float(x0_term + np.sum(qx["entropy"]) + e_dyn + e_obs - kl)

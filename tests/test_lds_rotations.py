@@ -171,3 +171,53 @@ def test_fit_with_rotations_checks_every_step_and_gains():
 def test_rotations_option_is_validated():
     with pytest.raises(ValueError, match="rotations"):
         VBLinearDynamicalSystem(rotations="yes").fit(np.zeros((10, 2)))
+
+
+def _explosive_fit(seed, max_iter):
+    """Hyperparameters held fixed, moves at their defaults, 40 steps of explosive
+    dynamics (outputs near 1e8): the states grow nearly collinear, ``<x x'>`` has a
+    condition number near 1e12."""
+    params = make_lds_params(2, 3, 0, eigenvalues=[1.07, 1.59], noise_std=2.0,
+                             random_state=seed)
+    X, _ = make_lds(params, [40], random_state=seed)
+    model = VBLinearDynamicalSystem(
+        2, fit_intercept=False, ard=False, ard_init=1.0, hyperparameter_schedule=None,
+        noise_rate=1.0, prune_states=False, init_state_cov="fixed", max_iter=max_iter,
+        bound_check="steps", random_state=0)
+    return model, X
+
+
+def test_explosive_dynamics_with_fixed_hyperparameters_never_lower_the_bound():
+    """Every step of the fit is checked (``bound_check="steps"``); with q(theta)
+    solved from the normal equations the VBM step lowered the bound by nats once the
+    rotations had grown the states to the scale of the outputs."""
+    model, X = _explosive_fit(0, 40)
+    model.fit(X)
+    bounds = model.lower_bounds_
+    assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[1:]))
+    assert np.abs(model._q_x["omega"]).max() > 1e6  # the regime the check is about
+
+
+def test_ridge_regression_matches_an_svd_solution_on_collinear_designs():
+    """The VBM solve against SVD least squares of the same augmented system, on
+    two nearly collinear columns of scale 1e7 (condition of Z'Z about 1e13)."""
+    from sklearn_vb.lds import _ridge_regression
+
+    rng = np.random.default_rng(0)
+    growth = 1.6 ** np.arange(40)
+    Z = np.column_stack([growth, growth * (1 + 1e-6 * rng.standard_normal(40))])
+    Z[:, 1] += rng.standard_normal(40)
+    coef = np.array([[84.4, 1.97], [-17.1, -0.4]])
+    Y = Z @ coef.T + rng.standard_normal((40, 2))
+    prior = np.array([1.0, 1.0])
+    M, Sigma, logdet_inv = _ridge_regression([Z], [Y], prior)
+    aug = np.vstack([Z, np.diag(np.sqrt(prior))])
+    exact = np.linalg.lstsq(aug, np.vstack([Y, np.zeros((2, 2))]), rcond=None)[0].T
+    np.testing.assert_allclose(M, exact, rtol=1e-6)
+    _, sv, Vt = np.linalg.svd(aug, full_matrices=False)
+    np.testing.assert_allclose(Sigma, (Vt.T / sv**2) @ Vt, rtol=1e-6, atol=0)
+    assert logdet_inv == pytest.approx(2.0 * np.sum(np.log(sv)), rel=1e-12)
+    Lam = Z.T @ Z + np.diag(prior)
+    # and the normal equations are far off: the failure mode the QR form avoids
+    naive = np.linalg.solve(Lam, Z.T @ Y).T
+    assert np.max(np.abs(naive - exact)) > 100 * np.max(np.abs(M - exact))
