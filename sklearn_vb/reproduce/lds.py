@@ -155,7 +155,7 @@ def _report(summary, config, out_dir):
          for i, k in enumerate(ks)], digits=3)
     rec = [summary["recovered_dimension"][T] for T in lengths]
     rise = summary["mse_rise_at_largest_k"]
-    return f"""# Beal (2003) §5.4.1 and a §5.5-style comparison: VB linear dynamical systems
+    return f"""# Beal (2003) §5.4.1, §5.4.2 and a §5.5-style comparison: VB linear dynamical systems
 
 ## §5.4.1: recovering the state dimension
 
