@@ -30,7 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .sbn import _input, log_sigmoid
+from .sbn import _input, log_sum_exp_range, log_sigmoid
 
 __all__ = ["sbn_vmcmc_chain", "node_configurations"]
 
@@ -84,17 +84,10 @@ def _pattern_total(rowll, row_start, pattern_weight):
     total = 0.0
     for p in range(P):
         a, b = row_start[p], row_start[p + 1]
-        if b - a == 1:
+        if b - a == 1:  # a fully observed case: no sum to form
             total += pattern_weight[p] * rowll[a]
-            continue
-        mx = -np.inf
-        for r in range(a, b):
-            if rowll[r] > mx:
-                mx = rowll[r]
-        s = 0.0
-        for r in range(a, b):
-            s += math.exp(rowll[r] - mx)
-        total += pattern_weight[p] * (mx + math.log(s))
+        else:
+            total += pattern_weight[p] * log_sum_exp_range(rowll, a, b)
     return total
 
 

@@ -95,20 +95,27 @@ def jj_row_terms(states, in_idx, mean, w_ptr, M2, m2_ptr, offset, spin, xi, set_
 
 
 @njit(cache=True)
+def log_sum_exp_range(values, a, b):
+    """``ln sum_{a <= r < b} exp(values_r)``, shifted by the largest term: the rows of one
+    case (its completions of the unobserved nodes)."""
+    mx = -np.inf
+    for r in range(a, b):
+        if values[r] > mx:
+            mx = values[r]
+    tot = 0.0
+    for r in range(a, b):
+        tot += math.exp(values[r] - mx)
+    return mx + math.log(tot)
+
+
+@njit(cache=True)
 def normalise_rows(terms, row_start, post, log_z, entropy):
     """Per case: ``post = softmax(terms)`` over its rows, ``log_z`` = log-sum-exp and
     the entropy of ``post``."""
     P = row_start.shape[0] - 1
     for p in range(P):
         a, b = row_start[p], row_start[p + 1]
-        mx = -np.inf
-        for r in range(a, b):
-            if terms[r] > mx:
-                mx = terms[r]
-        tot = 0.0
-        for r in range(a, b):
-            tot += math.exp(terms[r] - mx)
-        lz = mx + math.log(tot)
+        lz = log_sum_exp_range(terms, a, b)
         log_z[p] = lz
         h = 0.0
         for r in range(a, b):
@@ -170,12 +177,4 @@ def pattern_log_likelihoods(states, row_start, in_idx, W, w_ptr, offset, spin, o
                 tot += log_sigmoid(s * a)
             rowll[r] = tot
         for p in range(P):
-            a, b = row_start[p], row_start[p + 1]
-            mx = -np.inf
-            for r in range(a, b):
-                if rowll[r] > mx:
-                    mx = rowll[r]
-            tot = 0.0
-            for r in range(a, b):
-                tot += math.exp(rowll[r] - mx)
-            out[c, p] = mx + math.log(tot)
+            out[c, p] = log_sum_exp_range(rowll, row_start[p], row_start[p + 1])
