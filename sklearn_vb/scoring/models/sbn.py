@@ -79,7 +79,8 @@ class SBNScoringModel(ScoringModelMixin):
         lay = self.layout
         nodes = np.asarray(self._nodes, dtype=np.int64)
         rep_ptr, rep_rows, row_rep = node_configurations(X.states, lay.in_idx, lay.w_ptr)
-        return {"states": X.states, "rep_ptr": rep_ptr, "rep_rows": rep_rows, "row_rep": row_rep, "row_start": X.row_start,
+        return {"states": X.states, "rep_ptr": rep_ptr, "rep_rows": rep_rows,
+                "row_rep": row_rep, "row_start": X.row_start,
                 "pattern_weight": np.ascontiguousarray(X.weights, dtype=float),
                 "in_idx": lay.in_idx, "w_ptr": lay.w_ptr, "offset": lay.offset,
                 "spin": bool(lay.spin),
