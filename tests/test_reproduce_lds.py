@@ -9,7 +9,8 @@ from sklearn_vb import reproduce
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return reproduce.lds(quick=True, out=tmp_path_factory.mktemp("lds"), verbose=0)
+    return reproduce.lds(quick=True, sections="dimension,compare,inputs",
+                         out=tmp_path_factory.mktemp("lds"), verbose=0)
 
 
 def test_ard_recovers_the_true_dimension_once_the_sequence_is_long(run):

@@ -19,6 +19,15 @@ the state dimension grows.
   column zero) fitted with k = 4 on ``input_datasets`` independent data sets; counts how
   often ARD keeps two states, switches off B and D's third column
   (:mod:`sklearn_vb.reproduce._lds_inputs`).
+* §5.5: the gene-expression experiment on a simulated stand-in of the same shape (34
+  sequences x 10 steps x 88 outputs, output feedback u_t = [y_{t-1}; 1]): VB, MAP and ML
+  for a grid of state dimensions, held-out reconstruction and prediction errors, the
+  states VB keeps and the recovery of the sparse feedback matrix D
+  (:mod:`sklearn_vb.reproduce._lds_gene`).
+
+``sections`` chooses the parts: a comma-separated list of ``"dimension"`` (§5.4.1),
+``"compare"`` (the comparison on the §5.4.1 system), ``"inputs"`` (§5.4.2) and ``"gene"``
+(§5.5), or ``"all"`` (default).
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from sklearn.exceptions import ConvergenceWarning
 from ..datasets import make_lds, make_lds_params
 from ..lds import VBLinearDynamicalSystem
 from ._experiment import Experiment, Option, register
+from ._lds_gene import (GENE_FULL, GENE_QUICK, gene_report, gene_units, run_gene_unit,
+                        summarize_gene)
 from ._lds_inputs import (INPUT_KEYS, input_units, inputs_report, run_input_unit,
                           summarize_inputs)
 from ._report import compute_time_line, markdown_table, pyplot, save_figure
@@ -38,13 +49,27 @@ from ._report import compute_time_line, markdown_table, pyplot, save_figure
 __all__ = ["lds"]
 
 EIGENVALUES = [0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
-FULL = {"k_true": 6, "n_outputs": 10, "k_fit": 10,
+SECTIONS = ("dimension", "compare", "inputs", "gene")
+FULL = {"sections": "all", "k_true": 6, "n_outputs": 10, "k_fit": 10,
         "lengths": [10, 20, 30, 50, 100, 150, 200, 250, 300], "max_iter": 500,
         "compare_k": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "train_length": 100,
         "test_length": 300, "compare_max_iter": 500,
-        "input_datasets": 10, "input_max_iter": 800, **INPUT_KEYS}
+        "input_datasets": 10, "input_max_iter": 800, **INPUT_KEYS, **GENE_FULL}
 QUICK = dict(FULL, lengths=[20, 200], max_iter=80, compare_k=[2, 6, 10],
-             compare_max_iter=80, input_datasets=1, input_max_iter=300)
+             compare_max_iter=80, input_datasets=1, input_max_iter=300, **GENE_QUICK)
+
+
+def _sections(config):
+    """The parts to run (``sections`` resolved)."""
+    value = str(config["sections"])
+    if value == "all":
+        return list(SECTIONS)
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    bad = [p for p in parts if p not in SECTIONS]
+    if bad or not parts:
+        raise ValueError(f"sections must be 'all' or a comma-separated list of {SECTIONS}; "
+                         f"got {value!r}.")
+    return parts
 
 
 def _system(config):
@@ -58,15 +83,26 @@ def _system(config):
 
 
 def _units(config):
-    return ([("dimension", int(T), "vb") for T in config["lengths"]]
-            + [("compare", int(k), m) for k in config["compare_k"] for m in ("vb", "map", "ml")]
-            + input_units(config))
+    parts = _sections(config)
+    units = []
+    if "dimension" in parts:
+        units += [("dimension", int(T), "vb") for T in config["lengths"]]
+    if "compare" in parts:
+        units += [("compare", int(k), m) for k in config["compare_k"]
+                  for m in ("vb", "map", "ml")]
+    if "inputs" in parts:
+        units += input_units(config)
+    if "gene" in parts:
+        units += gene_units(config)
+    return units
 
 
 def _run_unit(key, config, seed):
-    kind, size, method = key
-    if kind == "inputs":
+    if key[0] == "inputs":
         return run_input_unit(key, config, seed)
+    if key[0] == "gene":
+        return run_gene_unit(key, config, seed)
+    kind, size, method = key
     Y, Y_test = _system(config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -91,21 +127,28 @@ def _run_unit(key, config, seed):
 
 
 def _summarize(results, config):
-    dims = {T: results[("dimension", T, "vb")] for T in config["lengths"]}
-    compare = {m: {k: results[("compare", k, m)] for k in config["compare_k"]}
-               for m in ("vb", "map", "ml")}
-    ks = list(config["compare_k"])
-    mse = {m: [compare[m][k]["test_mse"] for k in ks] for m in compare}
-    return {
-        "recovered_dimension": {int(T): r["n_effective"] for T, r in dims.items()},
-        "dimension_fits": {int(T): r for T, r in dims.items()},
-        "test_mse": mse,
-        "test_log_likelihood_per_step": {
-            m: [compare[m][k]["test_log_likelihood_per_step"] for k in ks] for m in compare},
+    parts = _sections(config)
+    summary = {"sections": parts}
+    if "dimension" in parts:
+        dims = {T: results[("dimension", T, "vb")] for T in config["lengths"]}
+        summary["recovered_dimension"] = {int(T): r["n_effective"] for T, r in dims.items()}
+        summary["dimension_fits"] = {int(T): r for T, r in dims.items()}
+    if "compare" in parts:
+        compare = {m: {k: results[("compare", k, m)] for k in config["compare_k"]}
+                   for m in ("vb", "map", "ml")}
+        ks = list(config["compare_k"])
+        mse = {m: [compare[m][k]["test_mse"] for k in ks] for m in compare}
+        summary["test_mse"] = mse
+        summary["test_log_likelihood_per_step"] = {
+            m: [compare[m][k]["test_log_likelihood_per_step"] for k in ks] for m in compare}
         # rise of the test error from its smallest value to the largest k
-        "mse_rise_at_largest_k": {m: float(v[-1] - min(v)) for m, v in mse.items()},
-        "inputs": summarize_inputs(results, config),
-    }
+        summary["mse_rise_at_largest_k"] = {m: float(v[-1] - min(v)) for m, v in mse.items()}
+    if "inputs" in parts:
+        summary["inputs"] = summarize_inputs(results, config)
+    if "gene" in parts:
+        summary["gene"] = summarize_gene(
+            {k: v for k, v in results.items() if k[0] == "gene"}, config)
+    return summary
 
 
 def _hinton(ax, M, title):
@@ -125,6 +168,20 @@ def _hinton(ax, M, title):
 
 
 def _report(summary, config, out_dir):
+    parts = summary["sections"]
+    text = ("# Beal (2003) §5.4.1, §5.4.2 and §5.5: VB linear dynamical systems\n")
+    if "dimension" in parts:
+        text += _dimension_report(summary, config, out_dir)
+    if "compare" in parts:
+        text += _compare_report(summary, config, out_dir)
+    if "inputs" in parts:
+        text += inputs_report(summary["inputs"], config, out_dir)
+    if "gene" in parts:
+        text += gene_report(summary["gene"], config, out_dir)
+    return text + compute_time_line(summary)
+
+
+def _dimension_report(summary, config, out_dir):
     plt = pyplot()
     lengths = sorted(summary["dimension_fits"], key=int)
     fig, axes = plt.subplots(2, len(lengths), figsize=(1.6 * len(lengths), 4.2), squeeze=False)
@@ -134,29 +191,11 @@ def _report(summary, config, out_dir):
         _hinton(axes[1, j], fit["C"], f"C, T = {T}")
     fig.tight_layout()
     fig_dim = save_figure(fig, out_dir, "lds_fig5_4_hinton.png")
-    ks = list(config["compare_k"])
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for m, style in (("vb", "o-"), ("map", "s--"), ("ml", "^:")):
-        axes[0].plot(ks, summary["test_mse"][m], style, label=m.upper())
-        axes[1].plot(ks, summary["test_log_likelihood_per_step"][m], style, label=m.upper())
-    axes[0].set_xlabel("state dimension k")
-    axes[0].set_ylabel("test one-step squared error")
-    axes[1].set_xlabel("state dimension k")
-    axes[1].set_ylabel("test log-likelihood per step")
-    axes[0].legend()
-    fig.tight_layout()
-    fig_cmp = save_figure(fig, out_dir, "lds_compare_k.png")
     dim_table = markdown_table(
         ["T"] + [str(T) for T in lengths],
         [["recovered k"] + [summary["recovered_dimension"][T] for T in lengths]], digits=0)
-    cmp_table = markdown_table(
-        ["k"] + [m.upper() + " MSE" for m in ("vb", "map", "ml")],
-        [[k] + [summary["test_mse"][m][i] for m in ("vb", "map", "ml")]
-         for i, k in enumerate(ks)], digits=3)
     rec = [summary["recovered_dimension"][T] for T in lengths]
-    rise = summary["mse_rise_at_largest_k"]
-    return f"""# Beal (2003) §5.4.1, §5.4.2 and a §5.5-style comparison: VB linear dynamical systems
-
+    return f"""
 ## §5.4.1: recovering the state dimension
 
 True system: k = {config['k_true']} states, p = {config['n_outputs']} outputs, eigenvalues of
@@ -175,8 +214,30 @@ as the underlying LDS model which generated the sequences" (k = 6).  Here: {rec[
 
 Hinton diagrams of the posterior-mean A and C (states ordered by the ARD precision γ of
 C's columns; white positive, black negative).
+"""
 
-## VB against the ML and MAP point estimates as k grows
+
+def _compare_report(summary, config, out_dir):
+    plt = pyplot()
+    ks = list(config["compare_k"])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for m, style in (("vb", "o-"), ("map", "s--"), ("ml", "^:")):
+        axes[0].plot(ks, summary["test_mse"][m], style, label=m.upper())
+        axes[1].plot(ks, summary["test_log_likelihood_per_step"][m], style, label=m.upper())
+    axes[0].set_xlabel("state dimension k")
+    axes[0].set_ylabel("test one-step squared error")
+    axes[1].set_xlabel("state dimension k")
+    axes[1].set_ylabel("test log-likelihood per step")
+    axes[0].legend()
+    fig.tight_layout()
+    fig_cmp = save_figure(fig, out_dir, "lds_compare_k.png")
+    cmp_table = markdown_table(
+        ["k"] + [m.upper() + " MSE" for m in ("vb", "map", "ml")],
+        [[k] + [summary["test_mse"][m][i] for m in ("vb", "map", "ml")]
+         for i, k in enumerate(ks)], digits=3)
+    rise = summary["mse_rise_at_largest_k"]
+    return f"""
+## VB against the ML and MAP point estimates as k grows (the §5.4.1 system)
 
 Trained on the first {config['train_length']} steps, tested on an independent sequence of
 {config['test_length']} steps (one-step-ahead prediction):
@@ -189,19 +250,25 @@ The thesis (§5.5, on gene-expression data): the test reconstruction error of VB
 flat as the state dimension grows, while that of the ML and MAP point estimates rises
 (overfitting).  Here the rise of the test error from its minimum to k = {ks[-1]} is
 {rise['vb']:.3f} for VB, {rise['map']:.3f} for MAP and {rise['ml']:.3f} for ML.  The data are
-a simulated stand-in (the thesis's system of §5.4.1, no inputs), not the thesis's
-gene-expression data and not its output-feedback model.
-""" + inputs_report(summary["inputs"], config, out_dir) + compute_time_line(summary)
+the thesis's simulated system of §5.4.1 (no inputs); the section on the gene-expression
+stand-in with output feedback follows below.
+"""
 
 
 lds = register(Experiment(
     name="lds",
     description="Beal (2003) §5.4.1: state dimension recovered by ARD against T (Fig 5.4); "
                 "VB against ML/MAP test error as k grows; §5.4.2: ARD on states and "
-                "inputs of an input-driven LDS (Fig 5.8)",
+                "inputs of an input-driven LDS (Fig 5.8); §5.5: VB against MAP/ML with "
+                "output feedback on a gene-expression-shaped stand-in (Figs 5.11, 5.12)",
     quick=QUICK, full=FULL, units=_units, run_unit=_run_unit, summarize=_summarize,
     report=_report,
-    options=(Option("max_iter", int, "VBEM iterations of the dimension study"),
+    options=(Option("sections", str, "'all' (default) or a comma-separated list of "
+                                      "dimension, compare, inputs, gene"),
+             Option("max_iter", int, "VBEM iterations of the dimension study"),
              Option("compare_max_iter", int, "iteration cap of the comparison fits"),
              Option("input_datasets", int, "data sets of the input-driven study (§5.4.2)"),
-             Option("input_max_iter", int, "VBEM iterations of the input-driven study"))))
+             Option("input_max_iter", int, "VBEM iterations of the input-driven study"),
+             Option("gene_splits", int, "data sets (30 / 4 splits) of the §5.5 study"),
+             Option("gene_max_iter", int, "EM iterations of every §5.5 fit (thesis 300)")),
+    resume_ignores=("sections", "gene_splits")))
