@@ -25,17 +25,17 @@ only through products of independent factors), and F changes only through
 Hence, up to a constant,
 ``f(R) = (p − N_s) ln|det R| − ½ tr(R^{-1} W_xx R^{-T}) − ã Σ_j ln(b* + ½ r_jᵀ B r_j)``
 with gradient ``(p − N_s) R^{-T} + R^{-T} R^{-1} W_xx R^{-T} − ã B R diag(1/(b* + h))``.
-The components are independent; each is maximised by L-BFGS from ``R = I`` at a
-cost of ``O(K^3)`` per evaluation, independent of N.  The estimator keeps a move
-only when the bound it recomputes from scratch afterwards is not below the bound
-before it.
+The components are independent; each is maximised by L-BFGS from ``R = I`` (a numba
+kernel, :func:`sklearn_vb._kernels.mfa.optimise_rotations`) at a cost of ``O(K^3)``
+per evaluation, independent of N.  The estimator keeps a move only when the bound it
+recomputes from scratch afterwards is not below the bound before it.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._lds_moves import _lbfgs_maximise
+from ._kernels import mfa as _k
 
 __all__ = ["rotation_objective", "optimise_rotations", "rotate_components"]
 
@@ -43,22 +43,17 @@ __all__ = ["rotation_objective", "optimise_rotations", "rotate_components"]
 def rotation_objective(R, W_xx, B, n_s, p, a_tilde, b_star):
     """``Σ_s f_s(R_s)`` (module docstring) over a batch of components, ``R`` (S, K, K),
     and its gradient (S, K, K); ``-inf`` when some ``R_s`` is singular."""
-    sign, logdet = np.linalg.slogdet(R)
-    if np.any(sign == 0) or not np.all(np.isfinite(logdet)):
-        return -np.inf, np.zeros_like(R)
-    Rinv = np.linalg.inv(R)
-    RinvT = np.swapaxes(Rinv, -1, -2)
-    inner = Rinv @ W_xx @ RinvT
-    BR = B @ R
-    h = 0.5 * np.sum(R * BR, axis=-2)
-    denom = b_star + h
-    if np.any(denom <= 0.0):
-        return -np.inf, np.zeros_like(R)
-    coef = (p - n_s)[:, None, None]
-    value = (np.sum((p - n_s) * logdet) - 0.5 * np.trace(inner, axis1=-2, axis2=-1).sum()
-             - a_tilde * np.sum(np.log(denom)))
-    grad = coef * RinvT + RinvT @ inner - a_tilde * BR / denom[:, None, :]
-    return float(value), grad
+    R = np.asarray(R, dtype=float)
+    grad = np.zeros_like(R)
+    total = 0.0
+    for s in range(R.shape[0]):
+        value = _k.rotation_value_grad(np.ascontiguousarray(R[s]), np.ascontiguousarray(W_xx[s]),
+                                       np.ascontiguousarray(B[s]), float(p - n_s[s]),
+                                       float(a_tilde), float(b_star), grad[s])
+        if not np.isfinite(value):
+            return -np.inf, np.zeros_like(R)
+        total += value
+    return float(total), grad
 
 
 def optimise_rotations(W_xx, B, n_s, p, a_tilde, b_star, max_iter=30):
@@ -67,27 +62,18 @@ def optimise_rotations(W_xx, B, n_s, p, a_tilde, b_star, max_iter=30):
 
     ``W_xx`` (S, K, K), ``B`` (S, K, K), ``n_s`` (S,).  The objective is a sum of
     independent terms, one per component, each maximised by its own L-BFGS run from
-    the identity (a component that gains nothing keeps the identity)."""
+    the identity (a compiled loop: the objective costs ``O(K^3)`` and is evaluated
+    some forty times per component); a component that gains nothing keeps the
+    identity."""
     S, K, _ = W_xx.shape
     Rs = np.broadcast_to(np.eye(K), (S, K, K)).copy()
     gains = np.zeros(S)
-    if K == 0:
+    if K == 0 or S == 0:
         return Rs, gains
-    n_s = np.asarray(n_s, dtype=float)
-    eye = np.eye(K).ravel()
-    for s in range(S):
-        one = slice(s, s + 1)
-
-        def fun(r, one=one):
-            value, grad = rotation_objective(r.reshape(1, K, K), W_xx[one], B[one], n_s[one],
-                                             p, a_tilde, b_star)
-            return value, grad.ravel()
-
-        start, _ = fun(eye)
-        r, value = _lbfgs_maximise(fun, eye, max_iter)
-        if np.isfinite(value) and value > start:
-            Rs[s] = r.reshape(K, K)
-            gains[s] = value - start
+    _k.optimise_rotations(np.ascontiguousarray(W_xx, dtype=float),
+                          np.ascontiguousarray(B, dtype=float),
+                          np.asarray(n_s, dtype=float), float(p), float(a_tilde),
+                          float(b_star), int(max_iter), Rs, gains)
     return Rs, gains
 
 

@@ -32,6 +32,8 @@ __all__ = [
     "loading_posterior",
     "bound_terms",
     "fa_log_density",
+    "rotation_value_grad",
+    "optimise_rotations",
 ]
 
 
@@ -261,3 +263,138 @@ def fa_log_density(Y, means, loadings, psi):
     maha -= np.einsum("nsk,nsk->ns", _per_component(proj, inner_inv), proj)
     logdet = np.sum(np.log(psi)) + logdet_inner
     return -0.5 * (p * LOG_2PI + logdet[None, :] + maha)
+
+
+# ---------------------------------------------------------------- rotation moves
+@njit(cache=True, nogil=True)
+def rotation_value_grad(R, W_xx, B, coef, a_tilde, b_star, grad):
+    """The change of F under the change of basis ``R`` (K, K) of one component's
+    factors (:mod:`sklearn_vb._mfa_rotate`), with ``coef = p − N_s``::
+
+        f(R) = coef ln|det R| − ½ tr(R^{-1} W_xx R^{-T}) − ã Σ_j ln(b* + ½ r_jᵀ B r_j)
+
+    Returns ``f(R)`` and writes its gradient
+    ``coef R^{-T} + R^{-T} R^{-1} W_xx R^{-T} − ã B R diag(1/(b* + h))`` into ``grad``;
+    ``-inf`` (``grad`` untouched) when ``R`` is singular or outside the domain."""
+    K = R.shape[0]
+    sign, logdet = np.linalg.slogdet(R)
+    if sign == 0.0 or not np.isfinite(logdet):
+        return -np.inf
+    Rinv = np.linalg.inv(R)
+    RinvT = np.ascontiguousarray(Rinv.T)
+    inner = Rinv @ W_xx @ RinvT
+    BR = B @ R
+    value = coef * logdet
+    for j in range(K):
+        h = 0.0
+        for i in range(K):
+            h += R[i, j] * BR[i, j]
+        denom = b_star + 0.5 * h
+        if not denom > 0.0:
+            return -np.inf
+        value -= 0.5 * inner[j, j] + a_tilde * np.log(denom)
+        for i in range(K):
+            BR[i, j] /= denom
+    g = RinvT @ inner
+    for i in range(K):
+        for j in range(K):
+            grad[i, j] = coef * RinvT[i, j] + g[i, j] - a_tilde * BR[i, j]
+    return value
+
+
+@njit(cache=True, nogil=True)
+def _rotation_lbfgs(W_xx, B, coef, a_tilde, b_star, max_iter, R):
+    """Maximise :func:`rotation_value_grad` by L-BFGS from ``R`` (overwritten with the
+    last accepted point): memory 8, two-loop recursion, backtracking Armijo line search
+    (constant 1e-4, at most 30 halvings), stop when a step gains less than 1e-12 of the
+    value.  Every accepted step raises the value.  Returns the values at the start
+    and at the end."""
+    K = R.shape[0]
+    n = K * K
+    memory = 8
+    x = R.ravel().copy()
+    grad = np.empty((K, K))
+    value = rotation_value_grad(R, W_xx, B, coef, a_tilde, b_star, grad)
+    start = value
+    g = grad.ravel().copy()
+    s_hist = np.empty((memory, n))
+    y_hist = np.empty((memory, n))
+    n_hist = 0
+    alpha = np.empty(memory)
+    rho = np.empty(memory)
+    x_new = np.empty(n)
+    g_new = np.empty((K, K))
+    if not np.isfinite(value):
+        return start, value
+    for _ in range(max_iter):
+        q = g.copy()
+        for m in range(n_hist - 1, -1, -1):
+            rho[m] = 1.0 / np.dot(y_hist[m], s_hist[m])
+            alpha[m] = rho[m] * np.dot(s_hist[m], q)
+            q -= alpha[m] * y_hist[m]
+        gnorm = np.sqrt(np.dot(g, g))
+        if n_hist > 0:
+            last = n_hist - 1
+            q *= np.dot(s_hist[last], y_hist[last]) / np.dot(y_hist[last], y_hist[last])
+        else:
+            q /= max(gnorm, 1.0)
+        for m in range(n_hist):
+            q += (alpha[m] - rho[m] * np.dot(y_hist[m], q)) * s_hist[m]
+        slope = np.dot(g, q)
+        if not slope > 0.0:
+            q = g / max(gnorm, 1.0)
+            slope = gnorm
+            n_hist = 0
+        step = 1.0
+        accepted = False
+        v_new = -np.inf
+        for _ in range(30):
+            for i in range(n):
+                x_new[i] = x[i] + step * q[i]
+            v_new = rotation_value_grad(x_new.reshape(K, K), W_xx, B, coef, a_tilde, b_star,
+                                        g_new)
+            if np.isfinite(v_new) and v_new >= value + 1e-4 * step * slope:
+                accepted = True
+                break
+            step *= 0.5
+        if not accepted:
+            break
+        gn = g_new.ravel()
+        s_vec = x_new - x
+        y_vec = g - gn  # curvature of the negative
+        gain = v_new - value
+        x[:] = x_new
+        g[:] = gn
+        value = v_new
+        sy = np.dot(s_vec, y_vec)
+        if sy > 1e-12 * np.sqrt(np.dot(s_vec, s_vec) * np.dot(y_vec, y_vec)):
+            if n_hist == memory:
+                for m in range(memory - 1):
+                    s_hist[m] = s_hist[m + 1]
+                    y_hist[m] = y_hist[m + 1]
+                n_hist -= 1
+            s_hist[n_hist] = s_vec
+            y_hist[n_hist] = y_vec
+            n_hist += 1
+        if gain <= 1e-12 * max(abs(value), 1.0):
+            break
+    R[:, :] = x.reshape(K, K)
+    return start, value
+
+
+@njit(cache=True, nogil=True)
+def optimise_rotations(W_xx, B, n_s, p, a_tilde, b_star, max_iter, Rs, gains):
+    """The maximising change of basis of every component from the identity, into
+    ``Rs`` (S, K, K), and its gain of F into ``gains`` (S,); a component that gains
+    nothing keeps the identity and gain 0."""
+    S, K, _ = W_xx.shape
+    for s in range(S):
+        R = np.eye(K)
+        start, value = _rotation_lbfgs(np.ascontiguousarray(W_xx[s]), np.ascontiguousarray(B[s]),
+                                       p - n_s[s], a_tilde, b_star, max_iter, R)
+        if np.isfinite(value) and value > start:
+            Rs[s] = R
+            gains[s] = value - start
+        else:
+            Rs[s] = np.eye(K)
+            gains[s] = 0.0
