@@ -14,12 +14,16 @@ import numpy as np
 from scipy.special import expit, logsumexp
 from sklearn.utils._param_validation import Interval
 
+from .._kernels.bdmc import (
+    binary_log_conditional,
+    binary_log_likelihood,
+    binary_sample_attributes,
+)
 from ._common import (
     LOG_2PI,
     FactorModelBase,
     as_case_weights,
     collapsed_log_likelihood,
-    draw_categorical,
     gaussian_columns_kl,
 )
 
@@ -44,39 +48,45 @@ def _log_probs(attribute_prob, K):
     return np.log(p), np.log1p(-p)
 
 
-def config_logits(features, Y, log_p, log_1mp, noise_var, beta=1.0):
-    """Unnormalised ``ln p(z_i = c) + beta_i ln p(y_i | z_i = c, A)`` over every
-    configuration c: (C, n, 2^K), with the configurations of :func:`all_configurations`."""
-    K, D = features.shape[1:]
-    cfg = all_configurations(K)
-    b = as_case_weights(beta, Y.shape[0])
-    means = cfg[None] @ features  # (C, 2^K, D)
-    sq = (np.sum(Y * Y, axis=1)[None, :, None] - 2.0 * Y[None] @ means.transpose(0, 2, 1)
-          + np.sum(means * means, axis=2)[:, None, :])
-    ll = -0.5 * np.maximum(sq, 0.0) / noise_var - 0.5 * D * (LOG_2PI + np.log(noise_var))
-    prior = cfg @ log_p + (1.0 - cfg) @ log_1mp
-    return prior[None, None, :] + b[None, :, None] * ll
+def _attribute_args(features, Y, log_p, log_1mp):
+    return (np.ascontiguousarray(features, dtype=float), np.ascontiguousarray(Y, dtype=float),
+            np.ascontiguousarray(log_p, dtype=float), np.ascontiguousarray(log_1mp, dtype=float))
+
+
+def _check_enumerable(K):
+    if K > MAX_ENUMERATED_ATTRIBUTES:
+        raise ValueError(f"exact enumeration of 2^{K} attribute vectors is refused "
+                         f"(at most {MAX_ENUMERATED_ATTRIBUTES} attributes).")
 
 
 def binary_log_likelihood_per_case(features, Y, log_p, log_1mp, noise_var):
-    """Exact ``ln p(y_i | A)`` (attributes summed out by enumeration): (C, n)."""
-    return logsumexp(config_logits(features, Y, log_p, log_1mp, noise_var), axis=2)
+    """Exact ``ln p(y_i | A)`` (the 2^K attribute vectors of each case summed out by
+    enumeration): (C, n)."""
+    _check_enumerable(np.shape(features)[1])
+    return binary_log_likelihood(*_attribute_args(features, Y, log_p, log_1mp), float(noise_var))
 
 
 def sample_attributes(features, Y, rng, log_p, log_1mp, noise_var, beta=1.0):
-    """Exact draw of Z (C, n, K) from ``p(Z) p(Y | Z, A)^beta`` and its log-probability (C,)."""
-    K = features.shape[1]
-    idx, logp = draw_categorical(config_logits(features, Y, log_p, log_1mp, noise_var, beta), rng)
-    return all_configurations(K)[idx], logp.sum(axis=1)
+    """Exact draw of Z (C, n, K) from ``p(Z) p(Y | Z, A)^beta`` (each case's attribute
+    vector drawn jointly, one uniform per case) and its log-probability (C,)."""
+    K = np.shape(features)[1]
+    _check_enumerable(K)
+    args = _attribute_args(features, Y, log_p, log_1mp)
+    C, n = args[0].shape[0], args[1].shape[0]
+    b = as_case_weights(beta, n)
+    u = rng.random(C * n).reshape(C, n)
+    idx, logp = binary_sample_attributes(*args, float(noise_var), b, u)
+    return ((idx[..., None] >> np.arange(K)) & 1).astype(float), logp.sum(axis=1)
 
 
 def log_attribute_conditional(features, Z, Y, log_p, log_1mp, noise_var, beta=1.0):
     """``ln p_beta(Z | A, Y)`` of attributes Z (C, n, K): (C,)."""
-    K = features.shape[1]
-    lg = config_logits(features, Y, log_p, log_1mp, noise_var, beta)
-    lg = lg - logsumexp(lg, axis=2, keepdims=True)
+    K = np.shape(features)[1]
+    _check_enumerable(K)
     idx = (np.asarray(Z) @ (2 ** np.arange(K))).astype(np.int64)
-    return np.take_along_axis(lg, idx[..., None], axis=2)[..., 0].sum(axis=1)
+    A, Y, log_p, log_1mp = _attribute_args(features, Y, log_p, log_1mp)
+    return binary_log_conditional(A, idx, Y, log_p, log_1mp, float(noise_var),
+                                  as_case_weights(beta, Y.shape[0]))
 
 
 def binary_attributes_log_evidence(Y, n_components, feature_sd=1.0, noise_sd=1.0,

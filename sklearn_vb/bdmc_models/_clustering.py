@@ -13,17 +13,21 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval
 
+from .._kernels.bdmc import (
+    clustering_log_conditional,
+    clustering_log_likelihood,
+    clustering_sample_labels,
+)
 from ._common import (
     LOG_2PI,
     FactorModelBase,
     as_case_weights,
     collapsed_log_likelihood,
-    draw_categorical,
     gaussian_columns_kl,
 )
 
 __all__ = ["BayesianClustering", "clustering_log_evidence", "clustering_log_likelihood_per_case",
-           "clustering_label_logits"]
+           "sample_labels", "log_label_conditional"]
 
 
 def _log_weights(weights, K):
@@ -41,15 +45,11 @@ def _component_loglik(means, Y, noise_var):
     return -0.5 * np.maximum(sq, 0.0) / noise_var - 0.5 * D * (LOG_2PI + np.log(noise_var))
 
 
-def clustering_label_logits(means, Y, log_weights, noise_var, beta=1.0):
-    """Unnormalised ``ln p(z_i = k | mu) + beta_i ln p(y_i | z_i = k, mu)``: (C, n, K)."""
-    b = as_case_weights(beta, Y.shape[0])
-    return log_weights + b[None, :, None] * _component_loglik(means, Y, noise_var)
-
-
 def clustering_log_likelihood_per_case(means, Y, log_weights, noise_var):
     """Exact ``ln p(y_i | mu)`` (labels summed out): (C, n)."""
-    return logsumexp(clustering_label_logits(means, Y, log_weights, noise_var), axis=2)
+    return clustering_log_likelihood(np.ascontiguousarray(means, dtype=float),
+                                     np.ascontiguousarray(Y, dtype=float), log_weights,
+                                     float(noise_var))
 
 
 def clustering_log_evidence(Y, n_components, mean_sd=1.0, noise_sd=1.0, weights=None,
@@ -226,13 +226,18 @@ class BayesianClustering(FactorModelBase):
 
 def sample_labels(means, Y, rng, log_weights, noise_var, beta=1.0):
     """Exact draw of the labels (C, n) from ``p(z | mu) p(Y | z, mu)^beta`` and the log
-    of its probability (C,)."""
-    z, logp = draw_categorical(clustering_label_logits(means, Y, log_weights, noise_var, beta), rng)
+    of its probability (C,); one uniform per case, drawn chain by chain."""
+    means = np.ascontiguousarray(means, dtype=float)
+    b = as_case_weights(beta, Y.shape[0])
+    u = rng.random(means.shape[0] * Y.shape[0]).reshape(means.shape[0], Y.shape[0])
+    z, logp = clustering_sample_labels(means, np.ascontiguousarray(Y, dtype=float),
+                                       log_weights, float(noise_var), b, u)
     return z, logp.sum(axis=1)
 
 
 def log_label_conditional(means, labels, Y, log_weights, noise_var, beta=1.0):
     """``ln p_beta(z | mu, Y)`` of labels (C, n): (C,)."""
-    lg = clustering_label_logits(means, Y, log_weights, noise_var, beta)
-    lg = lg - logsumexp(lg, axis=2, keepdims=True)
-    return np.take_along_axis(lg, np.asarray(labels)[..., None], axis=2)[..., 0].sum(axis=1)
+    return clustering_log_conditional(np.ascontiguousarray(means, dtype=float),
+                                      np.ascontiguousarray(labels, dtype=np.int64),
+                                      np.ascontiguousarray(Y, dtype=float), log_weights,
+                                      float(noise_var), as_case_weights(beta, Y.shape[0]))

@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_random_state
 
+from .._kernels.bdmc import weights_log_conditional, weights_sample
 from .._kernels.sampling import categorical_from_logits
 from .._validation import validate_float_data
 from ..base import VBEMEstimator
@@ -54,40 +55,28 @@ def as_case_weights(beta, n):
     """The tempering exponent of each case as an (n,) array (a scalar applies to all):
     ``beta_i = 1`` keeps case i, ``0`` drops it (the data path of sequential Monte
     Carlo), values in between temper it (the annealing path)."""
-    b = np.broadcast_to(np.asarray(beta, dtype=float), (n,))
+    b = np.ascontiguousarray(np.broadcast_to(np.asarray(beta, dtype=float), (n,)))
     if np.any(b < 0) or np.any(b > 1):
         raise ValueError("beta must lie in [0, 1].")
     return b
 
 
-def _weights_posterior(Z, Y, beta, weight_var, noise_var):
-    """Mean (C, K, D) and Cholesky factor of the precision (C, K, K) of ``W`` given
-    ``Z`` (C, n, K) with case weights ``beta`` (n,): precision
-    ``I / weight_var + Z^T diag(beta) Z / noise_var`` shared by the columns."""
-    Zb = Z * beta[None, :, None]
-    K = Z.shape[2]
-    P = np.eye(K) / weight_var + Zb.transpose(0, 2, 1) @ Z / noise_var
-    L = np.linalg.cholesky(P)
-    rhs = Zb.transpose(0, 2, 1) @ Y / noise_var  # (C, K, D)
-    mean = np.linalg.solve(P, rhs)
-    return mean, L
-
-
 def sample_weights_given_latents(Z, Y, rng, beta, weight_var, noise_var):
-    """Exact draw of ``W`` (C, K, D) from ``p(W) p(Y | Z, W)^beta`` (per-case beta)."""
-    mean, L = _weights_posterior(Z, Y, beta, weight_var, noise_var)
-    eps = rng.standard_normal(mean.shape)
-    # W = mean + L^{-T} eps has covariance (L L^T)^{-1} = P^{-1}
-    return mean + np.linalg.solve(L.transpose(0, 2, 1), eps)
+    """Exact draw of ``W`` (C, K, D) from ``p(W) p(Y | Z, W)^beta`` (per-case beta): the
+    precision ``I / weight_var + Z^T diag(beta) Z / noise_var`` is shared by the columns
+    (compiled, one chain at a time)."""
+    Z = np.ascontiguousarray(Z, dtype=float)
+    eps = rng.standard_normal((Z.shape[0], Z.shape[2], Y.shape[1]))
+    return weights_sample(Z, np.ascontiguousarray(Y, dtype=float), beta, float(weight_var),
+                          float(noise_var), eps)
 
 
 def log_weights_conditional(W, Z, Y, beta, weight_var, noise_var):
     """``ln`` of the density of :func:`sample_weights_given_latents` at ``W``; (C,)."""
-    mean, L = _weights_posterior(Z, Y, beta, weight_var, noise_var)
-    r = L.transpose(0, 2, 1) @ (W - mean)  # L^T (W - mean) ~ N(0, I)
-    K, D = mean.shape[1:]
-    logdet_P = 2.0 * np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1)
-    return -0.5 * np.sum(r * r, axis=(1, 2)) + 0.5 * D * logdet_P - 0.5 * K * D * LOG_2PI
+    return weights_log_conditional(np.ascontiguousarray(W, dtype=float),
+                                   np.ascontiguousarray(Z, dtype=float),
+                                   np.ascontiguousarray(Y, dtype=float), beta,
+                                   float(weight_var), float(noise_var))
 
 
 def draw_categorical(logits, rng):

@@ -13,6 +13,11 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from .._kernels.bdmc import (
+    low_rank_log_conditional,
+    low_rank_log_likelihood,
+    low_rank_sample_latents,
+)
 from ._common import LOG_2PI, FactorModelBase, as_case_weights, gaussian_columns_kl
 
 __all__ = ["BayesianLowRank", "low_rank_log_likelihood_per_case"]
@@ -22,51 +27,27 @@ def low_rank_log_likelihood_per_case(V, Y, latent_var, noise_var):
     """Exact ``ln p(y_i | V)`` with ``u_i`` integrated out: ``y_i ~ N(0, latent_var V^T V
     + noise_var I)``, by the matrix determinant lemma and Woodbury's identity in the
     K-dimensional space.  ``V`` (C, K, D); returns (C, n)."""
-    C, K, D = V.shape
-    G = V @ V.transpose(0, 2, 1) + (noise_var / latent_var) * np.eye(K)  # (C, K, K)
-    L = np.linalg.cholesky(G)
-    b = V @ Y.T  # (C, K, n)
-    s = np.linalg.solve(L, b)
-    quad = (np.sum(Y * Y, axis=1)[None, :] - np.sum(s * s, axis=1)) / noise_var
-    # det(noise I_D + latent V^T V) = noise^(D-K) latent^K det(G)
-    logdet = ((D - K) * np.log(noise_var) + K * np.log(latent_var)
-              + 2.0 * np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)), axis=1))
-    return -0.5 * quad - 0.5 * logdet[:, None] - 0.5 * D * LOG_2PI
-
-
-def _latent_posterior(V, Y, beta, latent_var, noise_var):
-    """Mean (C, n, K) and Cholesky factors of the precisions (C, n, K, K) of each
-    ``u_i`` given V with case weights ``beta`` (n,)."""
-    K = V.shape[1]
-    VVt = V @ V.transpose(0, 2, 1)
-    P = np.eye(K) / latent_var + beta[None, :, None, None] * VVt[:, None] / noise_var
-    L = np.linalg.cholesky(P)
-    rhs = beta[None, :, None] * (Y[None] @ V.transpose(0, 2, 1)) / noise_var  # (C, n, K)
-    mean = np.linalg.solve(P, rhs[..., None])[..., 0]
-    return mean, L
+    return low_rank_log_likelihood(np.ascontiguousarray(V, dtype=float),
+                                   np.ascontiguousarray(Y, dtype=float), float(latent_var),
+                                   float(noise_var))
 
 
 def sample_latent_rows(V, Y, rng, latent_var, noise_var, beta=1.0):
-    """Exact draw of U (C, n, K) from ``p(U) p(Y | U, V)^beta`` and its log-density (C,)."""
+    """Exact draw of U (C, n, K) from ``p(U) p(Y | U, V)^beta`` and its log-density (C,):
+    each row Gaussian with precision ``I / latent_var + beta_i V V^T / noise_var``."""
+    V = np.ascontiguousarray(V, dtype=float)
     b = as_case_weights(beta, Y.shape[0])
-    mean, L = _latent_posterior(V, Y, b, latent_var, noise_var)
-    eps = rng.standard_normal(mean.shape)
-    U = mean + np.linalg.solve(np.swapaxes(L, -1, -2), eps[..., None])[..., 0]
-    return U, _gauss_logpdf(eps, L)
-
-
-def _gauss_logpdf(std, L):
-    K = L.shape[-1]
-    logdet_P = 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
-    return np.sum(-0.5 * np.sum(std * std, axis=-1) + 0.5 * logdet_P - 0.5 * K * LOG_2PI, axis=1)
+    eps = rng.standard_normal((V.shape[0], Y.shape[0], V.shape[1]))
+    return low_rank_sample_latents(V, np.ascontiguousarray(Y, dtype=float), float(latent_var),
+                                   float(noise_var), b, eps)
 
 
 def log_latent_rows_conditional(V, U, Y, latent_var, noise_var, beta=1.0):
     """``ln p_beta(U | V, Y)``: (C,)."""
-    b = as_case_weights(beta, Y.shape[0])
-    mean, L = _latent_posterior(V, Y, b, latent_var, noise_var)
-    std = (np.swapaxes(L, -1, -2) @ (U - mean)[..., None])[..., 0]
-    return _gauss_logpdf(std, L)
+    return low_rank_log_conditional(np.ascontiguousarray(V, dtype=float),
+                                    np.ascontiguousarray(U, dtype=float),
+                                    np.ascontiguousarray(Y, dtype=float), float(latent_var),
+                                    float(noise_var), as_case_weights(beta, Y.shape[0]))
 
 
 class BayesianLowRank(FactorModelBase):

@@ -15,6 +15,7 @@ from math import lgamma
 
 import numpy as np
 
+from ..._kernels.bdmc import complete_log_likelihood
 from ...bdmc_models._binary import (
     binary_log_likelihood_per_case,
     log_attribute_conditional,
@@ -109,10 +110,9 @@ class _FactorScoringModel(ScoringModelMixin):
 
     def log_complete_likelihood_per_case(self, params, Z, X):
         """``ln p(y_i | z_i, W)``: (C, n)."""
-        W = np.asarray(params[self.name], dtype=float)
-        r = X[None] - self._design_batch(Z) @ W
-        return -0.5 * np.sum(r * r, axis=2) / self.noise_var - 0.5 * self.D * (
-            LOG_2PI + np.log(self.noise_var))
+        return complete_log_likelihood(np.ascontiguousarray(self._design_batch(Z)),
+                                       np.ascontiguousarray(params[self.name], dtype=float),
+                                       np.ascontiguousarray(X, dtype=float), self.noise_var)
 
     def sample_params(self, Z, X, rng, beta=1.0):
         """Exact draw of W from ``p(W) p(X | Z, W)^beta``."""
