@@ -85,8 +85,14 @@ def test_vb_finds_the_support_of_d_and_keeps_valid_states(run):
         assert g["auc_abs"]["vb"][i] > g["auc_abs"]["ml"][i]
         assert 0 < g["vb_true_positives"][i] <= min(g["vb_n_selected"][i],
                                                     g["n_true_interactions"])
+        n_false = g["vb_n_selected"][i] - g["vb_true_positives"][i]
+        assert 0 <= g["vb_false_in_regulator_columns"][i] <= n_false
         for kept in g["vb_states_kept"][k]:
             assert 1 <= kept <= k
+    for key, r in run.results.items():
+        if key[2] == "vb":  # one ARD precision of A per kept state
+            assert len(r["alpha"]) == r["states_kept"]
+            assert np.all(np.asarray(r["alpha"]) > 0)
     # the shown matrices are the first data set's k = 2 fits
     shown = g["shown"]
     assert np.asarray(shown["vb"]["D"]).shape == (88, 88)
