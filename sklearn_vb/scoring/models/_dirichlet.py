@@ -41,6 +41,8 @@ class DirichletBlocksModel(ScoringModelMixin):
     #: shorter; see best_point_em).  One for these models in general; the HMM, whose MAP
     #: under sparse priors often lies in another basin than VB's, overrides it.
     point_draws_per_init = 1
+    #: ``min_screen_iter`` of best_point_em: None keeps its fixed screening floors
+    point_min_screen_iter = None
 
     def _init_space(self):
         self.param_space = ParamSpace(
@@ -144,7 +146,8 @@ class DirichletBlocksModel(ScoringModelMixin):
         run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),
                             n_init=n_init, max_iter=max_iter, tol=tol_per_case * n,
                             owner=type(self).__name__, space=self.param_space,
-                            draws_per_init=self.point_draws_per_init)
+                            draws_per_init=self.point_draws_per_init,
+                            min_screen_iter=self.point_min_screen_iter)
         self.last_point_run_ = run
         return run.theta
 

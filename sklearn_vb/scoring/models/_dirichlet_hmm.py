@@ -32,6 +32,10 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     #: three draws rarely hit (K = 8 on 30k characters of text: 9 draws screened for 15
     #: E steps each found it, 2 draws screened for 93 did not)
     point_draws_per_init = 4
+    #: restarts screened for as many E steps as the first run took (at least this many
+    #: per draw): when EM from VB's point converges in a few steps, fixed floors made
+    #: the restarts cost several fits (see hmm_family)
+    point_min_screen_iter = 5
 
     def __init__(self, n_states=2, n_symbols=3, alpha=1.0, priors=None):
         self.K = int(n_states)

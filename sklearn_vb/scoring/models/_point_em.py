@@ -130,7 +130,7 @@ def posterior_then_draws(first, far):
 
 def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
                   restart_iter=None, polish=None, space=None, finish_screened=True,
-                  draws_per_init=1):
+                  draws_per_init=1, min_screen_iter=None):
     """The best of ``n_init`` EM runs.
 
     Parameters
@@ -162,6 +162,13 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         with a budget that much shorter: the screening costs the same, but more basins
         are tried (a short run already tells a draw heading for a better optimum from
         the rest, and the best of them is finished).
+    min_screen_iter : int or None, default None
+        With ``restart_iter`` None: every run after the first gets a screening budget of
+        as many E steps as the first run took, at least ``min_screen_iter``, shared
+        among as many draws (at most ``draws_per_init``) as give each draw at least
+        ``min_screen_iter`` E steps.  The restarts then cost what the first run cost
+        when EM from the fitted posterior converges in a few steps, instead of a fixed
+        floor.  None: the floors above (20 E steps per run, 5 per draw).
 
     Returns
     -------
@@ -189,14 +196,19 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         return run
 
     draws_per_init = max(1, int(draws_per_init))
-    n_runs = 1 + (max(1, int(n_init)) - 1) * draws_per_init
-    for i in range(n_runs):
+    n_restarts = max(1, int(n_init)) - 1
+    n_runs = 1 + n_restarts * draws_per_init
+    per_draw = None  # the screening budget of a draw when set from min_screen_iter
+    i = -1
+    while i + 1 < n_runs:
+        i += 1
         theta = starts(i)
         if i == 0 or best is None:
             run = em_climb(theta, evaluate, m_step, max_iter, tol, space=space)
         else:
             budget = screen_budget = (
                 restart_iter if restart_iter is not None
+                else per_draw if per_draw is not None
                 else max(20, best_first_iter) if draws_per_init == 1
                 else max(5, -(-best_first_iter // draws_per_init)))
             run = em_climb(theta, evaluate, m_step, min(budget, max_iter), tol, space=space)
@@ -211,6 +223,11 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         run = consider(run)
         if i == 0:
             best_first_iter = run.n_iter
+            if min_screen_iter is not None and restart_iter is None:
+                per_run = max(int(min_screen_iter), best_first_iter)
+                draws = min(draws_per_init, max(1, per_run // int(min_screen_iter)))
+                per_draw = -(-per_run // draws)
+                n_runs = 1 + n_restarts * draws
     if screened is not None and finish_screened and best is not None and screened is not best:
         # A restart still climbing when its budget ran out may end above the best run:
         # the MAP need not lie in VB's basin (see posterior_then_draws), and a draw far

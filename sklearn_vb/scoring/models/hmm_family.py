@@ -55,6 +55,13 @@ __all__ = ["FamilyHMMScoringModel", "FamilyHMMPosterior"]
 #: text: 9 draws screened for 15 E steps each found it, 2 draws screened for 93 did not)
 _DRAWS_PER_INIT = 4
 
+#: least E steps of a screened draw; a restart is screened for as many E steps as the
+#: first run took (at least this many), shared among at most _DRAWS_PER_INIT draws.
+#: EM from VB's point typically converges in a few E steps when VB's optimum is sharp
+#: (5-state Gaussian HMM on 20 000 frames: 4), and a fixed floor of 20 E steps per
+#: restart then made the restarts cost ten times the first run, several fits
+_MIN_SCREEN_ITER = 5
+
 #: parameter sets per block of emission tables in :meth:`FamilyHMMScoringModel.log_complete_joint_per_case`
 _TABLE_CHUNK = 32
 
@@ -452,7 +459,7 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),
                             n_init=n_init, max_iter=max_iter, tol=tol_per_case * max(1, T),
                             owner=type(self).__name__, space=self.param_space,
-                            draws_per_init=_DRAWS_PER_INIT)
+                            draws_per_init=_DRAWS_PER_INIT, min_screen_iter=_MIN_SCREEN_ITER)
         self.last_point_run_ = run
         return run.theta
 
