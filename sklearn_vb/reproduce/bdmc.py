@@ -111,12 +111,14 @@ def _units(config):
         n_sizes = max(len(_package_sizes(config, m)) for m in models)
         return [("package", m, "", int(_package_sizes(config, m)[i]), 0)
                 for i in range(n_sizes) for m in models if i < len(_package_sizes(config, m))]
+    # the longest units first (truth, then Table 1, then each method's estimates from
+    # the largest budget down), so that parallel workers finish together; a unit's
+    # result depends on its key only, never on this order
     units = [("truth", m, "", 0, 0) for m in config["models"]]
-    for m in config["models"]:
-        for meth, budgets in config["budgets"].items():
-            units += [("estimate", m, meth, int(b), t) for b in budgets
-                      for t in range(int(config["trials"]))]
     units += [("cross", d, f, 0, 0) for d in config["models"] for f in config["models"]]
+    for meth, budgets in config["budgets"].items():
+        units += [("estimate", m, meth, int(b), t) for b in sorted(budgets, reverse=True)
+                  for m in config["models"] for t in range(int(config["trials"]))]
     return units
 
 
@@ -360,4 +362,6 @@ bdmc = register(Experiment(
              Option("truth_K", int, "temperatures of the ground-truth AIS runs"),
              Option("package_models", int,
                     "1: the package's own models (HMM, MFA, LDS, DAG) instead of the paper's")),
-    resume_ignores=("trials", "package_sizes")))
+    # units are keyed by model, method, budget and trial: a journal written with other
+    # trials or budgets resumes (the units both runs share are not recomputed)
+    resume_ignores=("trials", "budgets", "package_sizes")))
