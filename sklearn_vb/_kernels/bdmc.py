@@ -134,17 +134,11 @@ def _lowest_bits(K):
 
 
 @njit(cache=True)
-def _binary_logits(A, Y, log_p, log_1mp, noise_var, beta, low, parent, out):
-    """``ln p(z_i = c) + beta_i ln N(y_i; c A, noise_var I)`` for every case i and
-    configuration c into ``out`` (n, 2^K)."""
-    n, D = Y.shape
-    K = A.shape[0]
+def _binary_tables(A, log_p, log_1mp, low, parent, prior, norms):
+    """Per configuration c: ``ln p(c)`` and ``|c A|^2`` into ``prior``, ``norms`` (2^K,),
+    each from the configuration without its lowest set bit."""
+    K, D = A.shape
     M = 1 << K
-    const = -0.5 * D * (LOG_2PI + math.log(noise_var))
-    # per configuration: ln prior, |c A|^2 and the inner products (c A) . a_k
-    prior = np.empty(M)
-    norms = np.empty(M)
-    cross = np.empty((M, K))
     G = np.empty((K, K))
     for k in range(K):
         for j in range(K):
@@ -152,53 +146,147 @@ def _binary_logits(A, Y, log_p, log_1mp, noise_var, beta, low, parent, out):
             for d in range(D):
                 s += A[k, d] * A[j, d]
             G[k, j] = s
+    cross = np.empty((M, K))  # (c A) . a_j
     base = 0.0
     for k in range(K):
         base += log_1mp[k]
+        cross[0, k] = 0.0
     prior[0] = base
     norms[0] = 0.0
-    for j in range(K):
-        cross[0, j] = 0.0
     for idx in range(1, M):
         k, p = low[idx], parent[idx]
         prior[idx] = prior[p] + log_p[k] - log_1mp[k]
         norms[idx] = norms[p] + 2.0 * cross[p, k] + G[k, k]
         for j in range(K):
             cross[idx, j] = cross[p, j] + G[k, j]
+
+
+@njit(cache=True)
+def _binary_case_logits(A, y, prior, norms, noise_var, b, low, parent, proj, dots, out):
+    """``ln p(c) + b ln N(y; c A, noise_var I)`` of every configuration c into ``out``."""
+    K, D = A.shape
+    M = 1 << K
+    const = -0.5 * D * (LOG_2PI + math.log(noise_var))
+    yy = 0.0
+    for d in range(D):
+        yy += y[d] * y[d]
+    for k in range(K):
+        s = 0.0
+        for d in range(D):
+            s += y[d] * A[k, d]
+        proj[k] = s
+    dots[0] = 0.0
+    out[0] = prior[0] + b * (-0.5 * max(yy, 0.0) / noise_var + const)
+    for idx in range(1, M):
+        dots[idx] = dots[parent[idx]] + proj[low[idx]]
+        sq = max(yy - 2.0 * dots[idx] + norms[idx], 0.0)
+        out[idx] = prior[idx] + b * (-0.5 * sq / noise_var + const)
+
+
+@njit(cache=True)
+def _binary_logits(A, Y, log_p, log_1mp, noise_var, beta, low, parent, out):
+    """``ln p(z_i = c) + beta_i ln p(y_i | z_i = c, A)`` for every case i and
+    configuration c into ``out`` (n, 2^K)."""
+    n = Y.shape[0]
+    K = A.shape[0]
+    M = 1 << K
+    prior = np.empty(M)
+    norms = np.empty(M)
+    _binary_tables(A, log_p, log_1mp, low, parent, prior, norms)
     proj = np.empty(K)
     dots = np.empty(M)
     for i in range(n):
-        yy = 0.0
-        for d in range(D):
-            yy += Y[i, d] * Y[i, d]
-        for k in range(K):
-            s = 0.0
-            for d in range(D):
-                s += Y[i, d] * A[k, d]
-            proj[k] = s
-        dots[0] = 0.0
-        b = beta[i]
-        sq = max(yy, 0.0)
-        out[i, 0] = prior[0] + b * (-0.5 * sq / noise_var + const)
-        for idx in range(1, M):
-            dots[idx] = dots[parent[idx]] + proj[low[idx]]
-            sq = max(yy - 2.0 * dots[idx] + norms[idx], 0.0)
-            out[i, idx] = prior[idx] + b * (-0.5 * sq / noise_var + const)
+        _binary_case_logits(A, Y[i], prior, norms, noise_var, beta[i], low, parent, proj, dots,
+                            out[i])
+
+
+@njit(cache=True)
+def _half_exps(proj, first, count, noise_var, out):
+    """``exp(s . proj[first:first+count] / noise_var - max)`` over the 2^count bit
+    vectors s (bit j = entry first + j) into ``out``; returns the max."""
+    out[0] = 0.0
+    for h in range(1, 1 << count):
+        k = 0
+        while not (h >> k) & 1:
+            k += 1
+        out[h] = out[h & (h - 1)] + proj[first + k] / noise_var
+    mx = -np.inf
+    for h in range(1 << count):
+        if out[h] > mx:
+            mx = out[h]
+    for h in range(1 << count):
+        out[h] = math.exp(out[h] - mx)
+    return mx
 
 
 @njit(cache=True)
 def binary_log_likelihood(A, Y, log_p, log_1mp, noise_var):
-    """Exact ``ln p(y_i | A)`` (attributes summed out by enumeration): (C, n)."""
+    """Exact ``ln p(y_i | A)`` (attributes summed out by enumeration): (C, n).
+
+    ``ln p(c) + ln N(y; c A, s I)`` splits into ``g_c = ln p(c) - |c A|^2 / 2s`` (one
+    table per chain), ``y . (c A) / s`` and a term of the case alone; the middle one is a
+    sum over the set bits of c, whose exponential factorises over the low and the high
+    half of the bits.  So a case costs 2^(K/2 + 1) exponentials and 2^K products instead
+    of 2^K exponentials; a case whose sum of products underflows (far from every
+    configuration relative to the noise) is summed directly from its logits."""
     C, K = A.shape[:2]
-    n = Y.shape[0]
+    n, D = Y.shape
+    M = 1 << K
+    k_lo = K // 2
+    k_hi = K - k_lo
     low, parent = _lowest_bits(K)
-    ones = np.ones(n)
-    buf = np.empty((n, 1 << K))
+    prior = np.empty(M)
+    norms = np.empty(M)
+    eg = np.empty(M)
+    e_lo = np.empty(1 << k_lo)
+    e_hi = np.empty(1 << k_hi)
+    proj = np.empty(K)
+    dots = np.empty(M)
+    row = np.empty(M)
+    const = -0.5 * D * (LOG_2PI + math.log(noise_var))
     out = np.empty((C, n))
     for c in range(C):
-        _binary_logits(A[c], Y, log_p, log_1mp, noise_var, ones, low, parent, buf)
+        Ac = A[c]
+        _binary_tables(Ac, log_p, log_1mp, low, parent, prior, norms)
+        g_max = -np.inf
+        for idx in range(M):
+            eg[idx] = prior[idx] - 0.5 * norms[idx] / noise_var
+            if eg[idx] > g_max:
+                g_max = eg[idx]
+        for idx in range(M):
+            eg[idx] = math.exp(eg[idx] - g_max)
         for i in range(n):
-            out[c, i] = _row_log_sum_exp(buf, i)
+            yy = 0.0
+            for d in range(D):
+                yy += Y[i, d] * Y[i, d]
+            for k in range(K):
+                s = 0.0
+                for d in range(D):
+                    s += Y[i, d] * Ac[k, d]
+                proj[k] = s
+            m_lo = _half_exps(proj, 0, k_lo, noise_var, e_lo)
+            m_hi = _half_exps(proj, k_lo, k_hi, noise_var, e_hi)
+            total = 0.0
+            for h in range(1 << k_hi):
+                part = 0.0
+                offset = h << k_lo
+                for j in range(1 << k_lo):
+                    part += eg[offset + j] * e_lo[j]
+                total += e_hi[h] * part
+            if total > 1e-250 and total < np.inf:
+                out[c, i] = (math.log(total) + g_max + m_lo + m_hi + const
+                             - 0.5 * yy / noise_var)
+            else:
+                _binary_case_logits(Ac, Y[i], prior, norms, noise_var, 1.0, low, parent, proj,
+                                    dots, row)
+                mx = -np.inf
+                for idx in range(M):
+                    if row[idx] > mx:
+                        mx = row[idx]
+                tot = 0.0
+                for idx in range(M):
+                    tot += math.exp(row[idx] - mx)
+                out[c, i] = mx + math.log(tot)
     return out
 
 

@@ -16,6 +16,7 @@ def categorical_from_logits(logits, uniforms, out):
     Rows whose logits are all -inf are an error of the caller (they return column K-1)."""
     R, K = logits.shape
     logp = np.empty(R)
+    e = np.empty(K)  # the exponentials of a row, computed once for both passes
     for r in range(R):
         m = -np.inf
         for k in range(K):
@@ -23,12 +24,13 @@ def categorical_from_logits(logits, uniforms, out):
                 m = logits[r, k]
         total = 0.0
         for k in range(K):
-            total += np.exp(logits[r, k] - m)
+            e[k] = np.exp(logits[r, k] - m)
+            total += e[k]
         target = uniforms[r] * total
         acc = 0.0
         chosen = K - 1
         for k in range(K):
-            acc += np.exp(logits[r, k] - m)
+            acc += e[k]
             if acc > target:
                 chosen = k
                 break
