@@ -293,16 +293,61 @@ def binary_log_likelihood(A, Y, log_p, log_1mp, noise_var):
 @njit(cache=True)
 def binary_sample_attributes(A, Y, log_p, log_1mp, noise_var, beta, uniforms):
     """Configuration indices (C, n) from ``p(Z) p(Y | Z, A)^beta``, one uniform per case;
-    returns (indices, log-probabilities (C, n))."""
+    returns (indices, log-probabilities (C, n)).
+
+    Cases with ``beta_i = 0`` (not yet added, or deleted, in the sequential estimators)
+    draw from the prior, whose cumulative distribution is shared: it is built once per
+    call, with the same sums as :func:`categorical_from_logits`, and searched by
+    bisection, so those draws are the ones the case-by-case inversion gives."""
     C, K = A.shape[:2]
     n = Y.shape[0]
+    M = 1 << K
     low, parent = _lowest_bits(K)
-    buf = np.empty((n, 1 << K))
+    on = np.flatnonzero(beta != 0.0)
+    off = np.flatnonzero(beta == 0.0)
+    beta_on = beta[on].copy()
+    Y_on = np.ascontiguousarray(Y[on])
+    buf = np.empty((on.shape[0], M))
     idx = np.empty((C, n), dtype=np.int64)
     logp = np.empty((C, n))
+    u_on = np.empty(on.shape[0])
+    got = np.empty(on.shape[0], dtype=np.int64)
+    cum = np.empty(M)
+    prior = np.empty(M)
+    norms = np.empty(M)
+    m0, total0 = 0.0, 1.0
+    if off.shape[0] > 0:
+        # ln p(c): the logits of a case with beta = 0 (the sums of _binary_tables)
+        _binary_tables(A[0], log_p, log_1mp, low, parent, prior, norms)
+        m0 = -np.inf
+        for j in range(M):
+            if prior[j] > m0:
+                m0 = prior[j]
+        total0 = 0.0
+        for j in range(M):
+            total0 += np.exp(prior[j] - m0)
+            cum[j] = total0
     for c in range(C):
-        _binary_logits(A[c], Y, log_p, log_1mp, noise_var, beta, low, parent, buf)
-        logp[c] = categorical_from_logits(buf, uniforms[c], idx[c])
+        if on.shape[0] > 0:
+            _binary_logits(A[c], Y_on, log_p, log_1mp, noise_var, beta_on, low, parent, buf)
+            for r in range(on.shape[0]):
+                u_on[r] = uniforms[c, on[r]]
+            lp = categorical_from_logits(buf, u_on, got)
+            for r in range(on.shape[0]):
+                idx[c, on[r]] = got[r]
+                logp[c, on[r]] = lp[r]
+        for r in range(off.shape[0]):
+            i = off[r]
+            target = uniforms[c, i] * total0
+            lo_, hi_ = 0, M - 1  # the first j with cum[j] > target (M - 1 if none)
+            while lo_ < hi_:
+                mid = (lo_ + hi_) // 2
+                if cum[mid] > target:
+                    hi_ = mid
+                else:
+                    lo_ = mid + 1
+            idx[c, i] = lo_
+            logp[c, i] = prior[lo_] - m0 - np.log(total0)
     return idx, logp
 
 
