@@ -68,8 +68,11 @@ def point_e_step(Z, weights, lam, psi):
     m = np.max(ell, axis=1, keepdims=True)
     lse = m[:, 0] + np.log(np.sum(np.exp(ell - m), axis=1))
     resp = np.exp(ell - lse[:, None])
-    xbar = np.einsum("skl,sql,q,nsq->nsk", sigma, lam[:, :, :K], 1.0 / psi,
-                     Z[:, None, :] - lam[None, :, :, K])
+    # x̄_is = Σ_s Λ_s^T Ψ^-1 (y_i - μ_s): the VB kernel at a point (no row covariances),
+    # whose projections are matrix products; only M's column m_xμ = Λ^T Ψ^-1 μ is read
+    M = np.zeros((lam.shape[0], K + 1, K + 1))
+    M[:, :K, K] = np.einsum("sqk,sq->sk", lam[:, :, :K], lam[:, :, K] / psi)
+    xbar = _k.factor_means(Z, lam, psi, sigma, M)
     Nk, W, C, D = _k.sufficient_statistics(Z, resp, xbar, sigma)
     return {"loglik": float(np.sum(lse)), "resp": resp, "sigma": sigma,
             "logdet_sigma": logdet_sigma, "xbar": xbar, "Nk": Nk, "W": W, "C": C, "D": D}

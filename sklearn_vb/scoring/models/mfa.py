@@ -565,7 +565,10 @@ class MFAScoringModel(ScoringModelMixin):
         resp, Nk, logdet_sigma = e["resp"], e["Nk"], e["logdet_sigma"]
         stats = {"Nk": Nk, "W": e["W"], "C": e["C"], "D": e["D"], "n": int(Z.shape[0]),
                  "log_jac": float(X["log_jac"]), "resp": resp}
-        loglik = float(self.log_likelihood(params_single, X)[0])
+        # the E step's own log-sum-exp over the components is ln p(Z | theta)
+        loglik = e["loglik"] + Z.shape[0] * float(X["log_jac"])
+        if np.isnan(loglik):
+            loglik = -np.inf
         ecl = float(self.expected_complete_loglik(params_single, stats))
         entropy = float(-np.sum(xlogy(resp, resp))
                         + np.sum(Nk * 0.5 * (K * (1.0 + LOG_2PI) + logdet_sigma)))
