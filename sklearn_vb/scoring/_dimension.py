@@ -10,6 +10,9 @@ from .protocols import has
 
 __all__ = ["effective_dimension"]
 
+#: largest ``J J^T`` (bytes) built for the exact rank; larger problems perturb instead
+GRAM_MAX_BYTES = 512 * 2**20
+
 
 def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4, rtol=1e-6):
     """Estimate the dimension ``d`` (``kind="incomplete"``) or ``d'`` (``"complete"``).
@@ -26,12 +29,23 @@ def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4
     ``kind="complete"`` needs ``model.random_completion(X, rng)`` and
     ``model.log_complete_joint_per_case(params, Z, X)`` (ln p(s_i, y_i | theta) per case);
     ``"incomplete"`` needs ``model.log_likelihood_per_case``.
+
+    A model with ``per_case_gradient_gram(theta, X, completion=None)`` (the ``(n, n)``
+    inner products of its exact per-case gradients in the unconstrained basis) gets the
+    rank of those gradients directly when ``n <= D`` (and ``J J^T`` fits in
+    :data:`GRAM_MAX_BYTES`): the same rank in the limit ``eps -> 0``, without the
+    ``2 D`` likelihood evaluations, which for a large model (D in the tens of thousands)
+    cost hundreds of fits.  The rank of ``n`` per-case gradients cannot exceed ``n``.
     """
     if kind not in ("incomplete", "complete"):
         raise ValueError(f"kind must be 'incomplete' or 'complete', got {kind!r}.")
     space = model.param_space
     phi0 = space.to_unconstrained(take(theta, 0) if _batched(theta) else theta)[0]
     D = phi0.size
+    n = int(model.n_cases(X)) if has(model, "n_cases") else None
+    if (has(model, "per_case_gradient_gram") and n is not None and n <= D
+            and 8.0 * n * n <= GRAM_MAX_BYTES):
+        return _gram_rank(model, X, theta, rng, kind, rtol)
     # the rank of R perturbations is at most R: fewer than D would cap the estimate
     R = max(int(R), D)
     U = rng.standard_normal((R, D))
@@ -53,6 +67,26 @@ def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4
     if s.size == 0 or s[0] == 0:
         return 0
     return int(np.sum(s > rtol * s[0]))
+
+
+def _gram_rank(model, X, theta, rng, kind, rtol):
+    """The rank of the exact per-case gradients ``J`` (n, D) from the model's ``J J^T``:
+    the limit ``eps -> 0`` of the perturbation estimate when ``n <= D``, where that
+    estimate needs ``2 D`` likelihood evaluations.  A singular value ``s`` counts when
+    ``s > rtol s_max``, i.e. an eigenvalue of ``J J^T`` above ``rtol^2`` of the largest
+    (and above its round-off, about ``n eps``)."""
+    single = take(theta, 0) if _batched(theta) else theta
+    completion = None
+    if kind == "complete":
+        if not has(model, "random_completion"):
+            raise NotImplementedError("effective_dimension needs random_completion")
+        completion = model.random_completion(X, rng)
+    G = np.asarray(model.per_case_gradient_gram(single, X, completion=completion), dtype=float)
+    lam = np.linalg.eigvalsh(0.5 * (G + G.T))
+    if lam.size == 0 or lam[-1] <= 0:
+        return 0
+    tol = max(rtol * rtol, 100.0 * G.shape[0] * np.finfo(float).eps) * lam[-1]
+    return int(np.sum(lam > tol))
 
 
 def _batched(theta):
