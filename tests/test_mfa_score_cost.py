@@ -97,3 +97,30 @@ def test_a_seeded_estimator_gets_the_same_score_twice(fitted, method):
         a = score(est, X, method).log_evidence
         b = score(est, X, method).log_evidence
     assert a == b and np.isfinite(a)
+
+
+@pytest.mark.parametrize("kind", ["map", "ml"])
+def test_point_em_from_the_fitted_mode_never_lowers_the_objective(fitted, kind):
+    """Every point the EM continues from (plain EM steps and accepted SQUAREM jumps) has
+    an objective at least that of the one before, and the kept point is at least as good
+    as the fitted posterior's mode it started from."""
+    from sklearn_vb.scoring.models._point_em import em_climb
+
+    _, model, _, data = fitted
+    start = model.variational_posterior().mean()
+
+    def evaluate(theta):
+        e = model.e_step(theta, data)
+        return model._objective(theta, e.loglik, kind, "softmax"), e.stats
+
+    trace = []
+    em_climb(start, evaluate, lambda st, th: model.point_from_stats(st, th, kind, "softmax"),
+             200, 0.0, space=model.param_space, trace=trace)
+    steps = np.diff(trace)
+    assert len(trace) > 5
+    assert np.all(steps >= -1e-9 * (1.0 + np.abs(np.asarray(trace[1:]))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        best = model.fit_point(data, kind=kind, rng=np.random.default_rng(0))
+    assert evaluate(best)[0] >= evaluate(start)[0] - 1e-9
+    assert evaluate(best)[0] >= trace[-1] - 1e-6 * abs(trace[-1])

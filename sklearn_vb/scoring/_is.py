@@ -26,6 +26,7 @@ from ._numerics import (
     log_mean_exp,
     normalised_weights,
 )
+from ._progress import Progress
 from ._registry import scoring_model_for
 from ._reliability import known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
@@ -40,8 +41,11 @@ IS_MIN_ESS = 10.0
 IS_MIN_ESS_FRACTION = 0.01
 
 
-def importance_log_weights(model, data, g, M, rng, batch=2000):
-    """``M`` draws from ``g`` and their log-weights (batched likelihood calls)."""
+def importance_log_weights(model, data, g, M, rng, batch=2000, verbose=0, label="is"):
+    """``M`` draws from ``g`` and their log-weights (batched likelihood calls); with
+    ``verbose`` a progress line (labelled ``label``) after batches once it runs for more
+    than a few seconds."""
+    progress = Progress(verbose, label, int(M))
     out = []
     left = int(M)
     while left > 0:
@@ -51,6 +55,7 @@ def importance_log_weights(model, data, g, M, rng, batch=2000):
             a = model.log_prior(th) + model.log_likelihood(th, data) - g.log_pdf(th)
         out.append(np.where(np.isnan(a), -np.inf, a))
         left -= m
+        progress(int(M) - left)
     return np.concatenate(out)
 
 
@@ -166,8 +171,10 @@ class ISScore(Scorer):
         seeds = as_seed_sequence(opts["random_state"]).spawn(R)
         n_jobs = opts["n_jobs"]
         runs = Parallel(n_jobs=n_jobs if R > 1 else None)(
-            delayed(importance_log_weights)(model, data, g, M, np.random.default_rng(s), opts["batch"])
-            for s in seeds
+            delayed(importance_log_weights)(
+                model, data, g, M, np.random.default_rng(s), opts["batch"], opts["verbose"],
+                f"is run {r + 1}/{R}")
+            for r, s in enumerate(seeds)
         )
         a = np.concatenate(runs)
         est = log_mean_exp(a)
