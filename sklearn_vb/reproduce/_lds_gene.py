@@ -366,8 +366,8 @@ def gene_report(s, config, out_dir):
         "with more structure left unexplained than this stand-in, may behave "
         "differently).  The causal prediction, which cannot use y_t, "
         + (f"shows a rise for MAP ({rise['fresh_pred']['map']:.2f} from its minimum to "
-           f"k = {ks[-1]}) while VB stays within {max(vb_pred) - min(vb_pred):.2f} for "
-           f"k ≥ {ks[1] if len(ks) > 1 else ks[0]}." if map_pred_rises else
+           f"k = {ks[-1]}), while VB's changes by {vb_pred[-1] - vb_pred[0]:+.2f} from "
+           f"k = {ks[1] if len(ks) > 1 else ks[0]} to {ks[-1]}." if map_pred_rises else
            f"shows no clear rise either (MAP {rise['fresh_pred']['map']:.2f}, VB "
            f"{rise['fresh_pred']['vb']:.2f}).")
         + (f"  ML is the worst at every k on every test measure: with "
@@ -435,7 +435,9 @@ E[y_t | y_1..y_(t−1)].  Noise floor (9 Σ σ²): {s['noise_floor']:.2f}.
 
 {fig_err}
 
-Squared error per sequence against the state dimension (grey: the noise floor).
+Squared error per sequence against the state dimension (grey: the noise floor 9 Σ σ²,
+the output noise alone; the prediction cannot reach it, as it does not know the state
+innovation of step t).
 
 States kept by VB (ARD) against the state dimension fitted, and the largest ARD
 precision α of A's columns among them (a large α: a state used by C but hardly by the
