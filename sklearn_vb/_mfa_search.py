@@ -62,6 +62,28 @@ def noise_residuals(st, Z, components):
     return noise_residual(D, C, W, lam, second)
 
 
+def _cached_statistics(st, Z):
+    """The statistics ``(N_s, W_s, C_s, D_s)`` of every component cached in ``st`` by the
+    estimator (``stats_cache``, keyed by the identity of q(s) and q(x|s)), or None when
+    they are not those of the stored state."""
+    cache = st.get("stats_cache")
+    if (cache is not None and cache[0] is st["resp"] and cache[1] is st["xbar"]
+            and cache[2] is st["sigma"] and cache[3] is Z):
+        return cache[4]
+    return None
+
+
+def _splice_statistics(st, Z, c, old_stats, stats_c):
+    """Cache the statistics of the updated state: those of the components ``c`` are
+    ``stats_c``, the others' are unchanged from ``old_stats`` (nothing is cached when
+    ``old_stats`` is None)."""
+    if old_stats is None:
+        st.pop("stats_cache", None)
+        return
+    stats = tuple(_with_columns(full, part, c, 0) for full, part in zip(old_stats, stats_c))
+    st["stats_cache"] = (st["resp"], st["xbar"], st["sigma"], Z, stats)
+
+
 def children_iteration(st, Z, children, fixed_residuals=None, psi_floor=None,
                        ard_rate_min=None, ard_rate_update="fixed-point"):
     """One partial VBEM iteration over the components ``children`` (indices) of the
@@ -72,6 +94,7 @@ def children_iteration(st, Z, children, fixed_residuals=None, psi_floor=None,
     c = np.asarray(children)
     K = st["sigma"].shape[-1]
     psi = st["psi"]
+    old_stats = _cached_statistics(st, Z)
     # q(x | s) of the children
     M = _k.expected_loading_quadratic(st["lam_mean"][c], st["lam_cov"][c], psi)
     sigma, logdet = _k.factor_posterior(M)
@@ -101,8 +124,13 @@ def children_iteration(st, Z, children, fixed_residuals=None, psi_floor=None,
     st["alpha_hat"] = st["alpha_star"] / S + st["resp"].sum(axis=0)
     sq = mean[:, :, :K] ** 2 + np.diagonal(cov, axis1=-2, axis2=-1)[:, :, :K]
     st["b_tilde"] = _with_columns(st["b_tilde"], st["b_star"] + 0.5 * sq.sum(axis=1), c, 0)
+    # the children's statistics under their new q(s); the others' are unchanged
+    stats_c = _k.sufficient_statistics(Z, np.ascontiguousarray(r), xbar, sigma)
+    _splice_statistics(st, Z, c, old_stats, stats_c)
     if fixed_residuals is not None:
-        resid = fixed_residuals + noise_residuals(st, Z, c)
+        Nk, W, C, D = stats_c
+        resid = fixed_residuals + noise_residual(D, C, W, mean, cov + mean[:, :, :, None]
+                                                 * mean[:, :, None, :])
         st["psi"] = np.maximum(resid / Z.shape[0], psi_floor)
     if ard_rate_min is not None:
         update_ard_rate(st, ard_rate_min, ard_rate_update)

@@ -120,3 +120,25 @@ def test_search_with_partial_births_is_deterministic(clusters):
     assert a.lower_bound_ == b.lower_bound_
     assert a.search_history_["moves"] == b.search_history_["moves"]
     assert a.n_partial_iter_ == b.n_partial_iter_
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_children_iteration_caches_the_statistics_of_the_new_state(seed):
+    """The statistics a partial iteration leaves in the cache (the others' kept, the
+    children's recomputed) equal those computed afresh from the updated q(s), q(x|s),
+    and the bound read from the cache equals the bound computed without it."""
+    from sklearn_vb._kernels.mfa import sufficient_statistics
+
+    m, data, children = _split(seed)
+    st = m._vb_
+    m._lower_bound(data)  # fills the cache of the state after the split
+    for _ in range(3):
+        children_iteration(st, data.Z, children, np.zeros(data.n_features), data.psi_floor)
+        cache = st["stats_cache"]
+        assert cache[0] is st["resp"] and cache[1] is st["xbar"] and cache[2] is st["sigma"]
+        fresh = sufficient_statistics(data.Z, st["resp"], st["xbar"], st["sigma"])
+        for got, want in zip(cache[4], fresh):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+        cached_bound = m._lower_bound(data)
+        st.pop("stats_cache")
+        assert m._lower_bound(data) == pytest.approx(cached_bound, rel=1e-12)
