@@ -39,9 +39,11 @@ __all__ = [
 
 def expected_loading_quadratic(lam_mean, lam_cov, psi):
     """M^s = E[Λ̃^{sT} Ψ^{-1} Λ̃^s] including the row covariances, shape (S, K+1, K+1)."""
+    S, p, K1 = lam_mean.shape
     ipsi = 1.0 / psi
-    M = np.einsum("sqk,q,sql->skl", lam_mean, ipsi, lam_mean)
-    M += np.einsum("q,sqkl->skl", ipsi, lam_cov)
+    # batched matrix products (einsum would loop over the p rows in C)
+    M = np.matmul(np.swapaxes(lam_mean * ipsi[:, None], 1, 2), lam_mean)
+    M += np.matmul(ipsi, np.ascontiguousarray(lam_cov).reshape(S, p, K1 * K1)).reshape(S, K1, K1)
     return 0.5 * (M + np.swapaxes(M, -1, -2))
 
 
