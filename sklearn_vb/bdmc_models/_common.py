@@ -18,12 +18,11 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_random_state
 
 from .._kernels.bdmc import weights_log_conditional, weights_sample
-from .._kernels.sampling import categorical_from_logits
 from .._validation import validate_float_data
 from ..base import VBEMEstimator
 
 __all__ = ["LOG_2PI", "collapsed_log_likelihood", "gaussian_columns_kl", "as_case_weights",
-           "sample_weights_given_latents", "log_weights_conditional", "draw_categorical",
+           "sample_weights_given_latents", "log_weights_conditional",
            "FactorModelBase"]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -77,15 +76,6 @@ def log_weights_conditional(W, Z, Y, beta, weight_var, noise_var):
                                    np.ascontiguousarray(Z, dtype=float),
                                    np.ascontiguousarray(Y, dtype=float), beta,
                                    float(weight_var), float(noise_var))
-
-
-def draw_categorical(logits, rng):
-    """One draw per row of ``logits`` (..., K) and its log-probability (compiled loop)."""
-    shape = logits.shape[:-1]
-    flat = np.ascontiguousarray(logits.reshape(-1, logits.shape[-1]), dtype=float)
-    out = np.empty(flat.shape[0], dtype=np.int64)
-    logp = categorical_from_logits(flat, rng.random(flat.shape[0]), out)
-    return out.reshape(shape), logp.reshape(shape)
 
 
 class FactorModelBase(VBEMEstimator):
