@@ -24,6 +24,7 @@ from ._numerics import as_seed_sequence
 from ._result import ScoreResult
 from ._smc import pool_runs
 from .mcmc_moves import estimate_prior_precision
+from .params import take
 from .protocols import require
 
 __all__ = ["NestedSamplingScore"]
@@ -56,7 +57,13 @@ class NestedSamplingScore(Scorer):
         sd = np.concatenate([np.broadcast_to(1.0 / np.sqrt(np.asarray(prec[b.name], dtype=float)),
                                              (b.dim,)) for b in space.blocks if b.dim > 0])
 
+        all_real = all(b.constraint == "real" for b in space.blocks)
+
         def log_prior_phi(phi):
+            if all_real:  # the identity map: no copies, no Jacobian
+                params = {b.name: phi[:, space.slices[b.name]].reshape((phi.shape[0],) + b.shape)
+                          for b in space.blocks}
+                return params, np.asarray(model.log_prior(params), dtype=float)
             params, logdet = space.from_unconstrained(phi)
             return params, np.asarray(model.log_prior(params), dtype=float) + logdet
 
@@ -86,8 +93,16 @@ class NestedSamplingScore(Scorer):
             for _ in range(n_steps):
                 prop = cur + (scale[:, None] * sd) * rng.standard_normal(cur.shape)
                 p_params, p_lp = log_prior_phi(prop)
-                p_ll = np.asarray(model.log_likelihood(p_params, data), dtype=float)
-                ok = (np.log(rng.random(R)) < p_lp - cur_lp) & (p_ll > l_star)
+                # the likelihood only where the prior's Metropolis test passes (it draws
+                # no random numbers, so the chain is the same as evaluating it everywhere)
+                ok = np.log(rng.random(R)) < p_lp - cur_lp
+                p_ll = np.full(R, -np.inf)
+                if ok.all():
+                    p_ll = np.asarray(model.log_likelihood(p_params, data), dtype=float)
+                elif ok.any():
+                    rows_ok = np.flatnonzero(ok)
+                    p_ll[rows_ok] = model.log_likelihood(take(p_params, rows_ok), data)
+                ok &= p_ll > l_star
                 cur = np.where(ok[:, None], prop, cur)
                 cur_lp = np.where(ok, p_lp, cur_lp)
                 cur_ll = np.where(ok, p_ll, cur_ll)
