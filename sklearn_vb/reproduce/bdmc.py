@@ -69,8 +69,8 @@ FULL = {
                 "vb": [1, 10], "bic": [0]},
     "cross_K": 10000,
     # cost on one core (measured per unit, CPU seconds): ground truth about 170 (binary
-    # attributes 140), Table 1 about 60, the estimates about 1700 (binary attributes
-    # 1100, of which nested sampling 300 and AIS and reverse AIS 430): about 32 minutes
+    # attributes 140), Table 1 about 60, the estimates about 1500 (binary attributes
+    # 1000, of which AIS and reverse AIS 430, nested sampling 230): about 30 minutes
     # package_models=1: the package's models at these sizes (cases or time steps), sizes
     # at which forward and reverse AIS met within 10000 temperatures in pilot runs; the
     # truth is the first K of the grid at which they agree within 1 nat.  The sizes
