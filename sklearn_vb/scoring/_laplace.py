@@ -37,6 +37,9 @@ __all__ = ["LaplaceScore", "fd_gradient", "fd_hessian", "laplace_memory_estimate
 #: the machine's available memory when that is smaller)
 DEFAULT_MAX_MEMORY_MB = 1024.0
 _MB = 2.0**20
+#: default relative steps of the Hessian's differences (see LaplaceScore, ``rel_step``)
+_FORWARD_REL_STEP = 1e-6
+_CENTRAL_REL_STEP = 1e-4
 _F8 = 8.0
 
 
@@ -151,6 +154,7 @@ class _Target:
         self.space = model.param_space
         self.n_values = 0  # points at which t alone was evaluated
         self.n_gradients = 0  # exact gradient evaluations (one E step each)
+        self._last = None  # (phi, t, gradient) of the last gradient evaluation
         if gradient == "auto":
             gradient = ("exact" if has(model, "log_joint_gradient")
                         or has(model, "objective_and_gradient") else "fd")
@@ -166,7 +170,17 @@ class _Target:
         return _in_batches(lambda P: _t(self.model, self.data, P), phis, self.batch)
 
     def value_and_gradient(self, phi):
-        """``(t(phi), grad t(phi))``: exact, or central differences of ``t``."""
+        """``(t(phi), grad t(phi))``: exact, or central differences of ``t``.  The last
+        point's result is remembered (the Hessian's forward differences and the Newton
+        step that follows both need the gradient at the same point)."""
+        last = self._last
+        if last is not None and np.array_equal(last[0], phi):
+            return last[1], last[2].copy()
+        t, g = self._value_and_gradient(phi)
+        self._last = (np.array(phi, dtype=float), t, g)
+        return t, g.copy()
+
+    def _value_and_gradient(self, phi):
         if self.kind == "fd":
             t = float(self.values(phi[None])[0])
             return t, fd_gradient(self.values, phi, batch=self.batch)
@@ -238,11 +252,20 @@ class LaplaceScore(Scorer):
         (memory ``sum_b d_b^2`` instead of ``d^2``; with ``gradient="fd"`` also far fewer
         evaluations), an approximation for very large models.  ``"fd"`` is accepted as
         an alias of ``"full"``.
-    differences : {"central", "forward"}, default "central"
-        Differences of exact gradients for the Hessian: ``2 d`` (central) or ``d + 1``
-        (forward, less accurate) gradient evaluations.
-    rel_step : float, default 1e-4
-        Relative step of the differences (``rel_step * max(1, |phi_i|)``).
+    differences : {"forward", "central"}, default "forward"
+        Differences of exact gradients for the Hessian: ``d + 1`` (forward, the
+        gradient at the point reused by the Newton step) or ``2 d`` (central) gradient
+        evaluations.  Forward differences of exact gradients with a small step have a
+        truncation error linear in the step and a round-off of about ``eps |g| / h``;
+        at ``rel_step=1e-6`` both are far below the error of evaluating the Hessian at
+        the climb's end instead of the mode (5-state Gaussian HMM on 20 000 frames,
+        d = 124: forward 1e-6 and central 1e-4 differences agree to 2e-5 nats;
+        8-state categorical HMM on 30k characters, d = 367: to 1.3e-3 nats, where the
+        default Newton tolerance leaves 7e-3).
+    rel_step : float or None, default None
+        Relative step of the differences (``rel_step * max(1, |phi_i|)``); None:
+        1e-6 for forward differences of exact gradients, 1e-4 for central differences
+        and for the second differences of ``t`` without exact gradients.
     climb_iter : int or None, default None
         At most this many L-BFGS iterations (one gradient each) from the model's MAP
         point before the Newton steps; ``None``: ``min(500, 2 d)``, at most the cost of
@@ -264,8 +287,8 @@ class LaplaceScore(Scorer):
     Cost (``d`` free parameters, ``C_g`` one gradient = one exact E step, about one VB
     iteration; ``C_l`` one likelihood evaluation): the model's ``fit_point``, a
     quasi-Newton climb (L-BFGS, typically a few to a few dozen gradients from the MAP
-    point), then per Newton step and for the final Hessian ``2 d`` gradients
-    (``d + 1`` forward): about ``2 d (1 + n_newton) C_g`` in all, memory ``O(d^2)``
+    point), then per Newton step and for the final Hessian ``d + 1`` gradients
+    (``2 d`` central): about ``d (1 + n_newton) C_g`` in all, memory ``O(d^2)``
     (``O(sum_b d_b^2)`` block-diagonal).  Without exact gradients each gradient costs
     ``2 d C_l`` and each Hessian ``2 d^2 C_l``, evaluated in batches bounded by the
     memory cap.  ``verbose >= 1`` prints progress lines for stages that last more than a
@@ -273,8 +296,8 @@ class LaplaceScore(Scorer):
     """
 
     name = "laplace"
-    options = {"n_init": 3, "rel_step": 1e-4, "newton_steps": 5, "newton_tol": 1e-5,
-               "hessian": "full", "gradient": "auto", "differences": "central",
+    options = {"n_init": 3, "rel_step": None, "newton_steps": 5, "newton_tol": 1e-5,
+               "hessian": "full", "gradient": "auto", "differences": "forward",
                "max_memory_mb": None, "climb_iter": None}
 
     def _check_options(self, opts):
@@ -284,6 +307,10 @@ class LaplaceScore(Scorer):
         if opts["gradient"] not in ("auto", "exact", "fd"):
             raise ValueError(f"gradient must be 'auto', 'exact' or 'fd', got "
                              f"{opts['gradient']!r}.")
+        if opts["rel_step"] is not None and not (np.isscalar(opts["rel_step"])
+                                                 and float(opts["rel_step"]) > 0):
+            raise ValueError(f"rel_step must be a positive number or None, got "
+                             f"{opts['rel_step']!r}.")
         if opts["differences"] not in ("central", "forward"):
             raise ValueError(f"differences must be 'central' or 'forward', got "
                              f"{opts['differences']!r}.")
@@ -361,8 +388,13 @@ class LaplaceScore(Scorer):
         else:
             slices = [slice(0, space.size)]
 
+        rel_step = opts["rel_step"]
+        if rel_step is None:
+            forward = target.kind != "fd" and opts["differences"] == "forward"
+            rel_step = _FORWARD_REL_STEP if forward else _CENTRAL_REL_STEP
+
         def hessian(p):
-            return target.hessian_blocks(p, slices, opts["rel_step"], opts["differences"],
+            return target.hessian_blocks(p, slices, rel_step, opts["differences"],
                                          opts["verbose"])
 
         blocks = hessian(phi)

@@ -175,6 +175,9 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         blocks += [ParamBlock(*spec) for spec in self.family.param_blocks(self.emission_prior, K)]
         self.param_space = ParamSpace(blocks)
         self._seq_fraction = 1.0
+        self._emission_names = [b.name for b in self.param_space.blocks
+                                if b.name not in ("startprob", "transmat")]
+        self._table_memo = None  # (frames, emission blocks, table) of _emission_table
         self._prior = self._posterior(self.startprob_prior, self.transmat_prior,
                                       self.emission_prior)
 
@@ -375,20 +378,45 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         # Fisher's identity: the gradient of ln p(X | theta) is the gradient of the
         # expected complete-data log-likelihood with the forward-backward statistics
         # at theta held fixed
-        e = self.e_step(params_single, X)
+        lp, la = log_start_transitions(params_single, self.K, 1)
+        loglik, stats = self._fb(lp[0], la[0], self._emission_table(params_single, X), X)
         grads = {}
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.K > 1:
-                grads["startprob"] = ((self.startprob_prior - 1.0 + e.stats["start"])[None]
+                grads["startprob"] = ((self.startprob_prior - 1.0 + stats["start"])[None]
                                       / np.asarray(params_single["startprob"], dtype=float))
-                grads["transmat"] = ((self.transmat_prior - 1.0 + e.stats["trans"])[None]
+                grads["transmat"] = ((self.transmat_prior - 1.0 + stats["trans"])[None]
                                      / np.asarray(params_single["transmat"], dtype=float))
-            g_lik = self.family.complete_log_likelihood_gradient(params_single, e.stats,
+            g_lik = self.family.complete_log_likelihood_gradient(params_single, stats,
                                                                  self.emission_prior)
             g_prior = self._prior.emission.log_pdf_gradient(params_single)
         for name in g_lik:
             grads[name] = g_lik[name] + g_prior[name]
-        return float(self.log_prior(params_single)[0]) + e.loglik, grads
+        return float(self.log_prior(params_single)[0]) + loglik, grads
+
+    def _emission_table(self, params_single, X):
+        """The (n_frames, K) log emission table at one parameter set, reusing the columns
+        of the states whose emission blocks equal those of the previous call on the same
+        data: the Laplace Hessian's differences move one coordinate, hence one state's
+        column (or none, for a transition coordinate), at a time.  Every entry depends
+        on its own state's blocks only and is computed by the same arithmetic either way,
+        so the table does not depend on what was remembered."""
+        names = self._emission_names
+        blocks = {n: np.asarray(params_single[n], dtype=float) for n in names}
+        memo = self._table_memo
+        changed = range(self.K)
+        if memo is not None and memo[0] is X["X"]:
+            changed = [k for k in range(self.K)
+                       if any(not np.array_equal(blocks[n][:, k], memo[1][n][:, k]) for n in names)]
+        if len(changed) == self.K:
+            table = self.family.log_likelihood_tables(blocks, X["X"])[0]
+        else:
+            table = memo[2].copy()
+            for k in changed:
+                table[:, k] = self.family.log_likelihood_tables(
+                    {n: blocks[n][:, k:k + 1] for n in names}, X["X"])[0][:, 0]
+        self._table_memo = (X["X"], {n: b.copy() for n, b in blocks.items()}, table)
+        return table
 
     def log_complete_evidence(self, stats):
         """ln of the integral of prior x exp(E ln p(z, X | theta)) at the statistics (closed
