@@ -68,6 +68,9 @@ from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 from ._point_em import best_point_em
 
+#: parameter sets per chunk of :meth:`LDSScoringModel.log_complete_joint_per_case`
+_COMPLETE_CHUNK = 16
+
 __all__ = [
     "LDSScoringModel",
     "LDSPosterior",
@@ -427,6 +430,53 @@ class LDSScoringModel(ScoringModelMixin):
             np.ascontiguousarray(du), 1.0 / np.sqrt(th["rho"]), np.ascontiguousarray(x0), w, v,
             starts.astype(np.int64), ends.astype(np.int64))
         return Y, states
+
+    # ------------------------------------------------------------------------ G1
+    def random_completion(self, X, rng):
+        """A generic completion of the hidden states for the complete-data dimension of
+        CS-dagger (Beal 2003, Algorithm 6.2): standard normal ``x_t`` for every step and
+        ``x_0`` for every sequence.  The states are continuous, so there is no uniform
+        completion; what the algorithm needs is a completion at which the per-case
+        complete-data terms have their generic rank, which a draw from any density
+        gives almost surely.  Returns ``{"x": (N, k), "x0": (n_seq, k)}``."""
+        rng = _rng(rng)
+        return {"x": rng.standard_normal((self.n_cases(X), self.k)),
+                "x0": rng.standard_normal((X["starts"].size, self.k))}
+
+    def log_complete_joint_per_case(self, params, Z, X):
+        """(C, N) ``ln p(x_t | x_{t-1}, theta) + ln p(y_t | x_t, theta)`` along the
+        completion ``Z`` (:meth:`random_completion`), plus the frozen prior
+        ``ln N(x_0 | mu0, Sigma0)`` at the first step of each sequence, so that a row
+        sums to ``ln p(x_{0:N}, Y | theta)``.  Evaluated for
+        :data:`_COMPLETE_CHUNK` parameter sets at a time (memory O(chunk N (k + p)))."""
+        x = np.asarray(Z["x"], dtype=float)
+        x0 = np.asarray(Z["x0"], dtype=float)
+        starts = X["starts"]
+        prev = np.empty_like(x)
+        prev[1:] = x[:-1]
+        prev[starts] = x0
+        A = np.asarray(params["A"], dtype=float)
+        n_theta = A.shape[0]
+        Cm = np.asarray(params["C"], dtype=float)
+        rho = np.asarray(params["rho"], dtype=float)
+        B, D = self._BD(params, n_theta)
+        k, p = self.k, self.p
+        d0 = x0 - self.mu0
+        x0_term = -0.5 * (k * LOG_2PI + self._ld_Sigma0
+                          + np.einsum("si,ij,sj->s", d0, self._Sigma0_inv, d0))
+        out = np.empty((n_theta, x.shape[0]))
+        for lo in range(0, n_theta, _COMPLETE_CHUNK):
+            c = slice(lo, min(n_theta, lo + _COMPLETE_CHUNK))
+            r = (x[None] - np.einsum("cij,tj->cti", A[c], prev)
+                 - np.einsum("cij,tj->cti", B[c], X["Us"]))
+            e = (X["Y"][None] - np.einsum("csj,tj->cts", Cm[c], x)
+                 - np.einsum("csj,tj->cts", D[c], X["Uo"]))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                half_logdet = 0.5 * np.sum(np.log(rho[c]), axis=1)
+            out[c] = (-0.5 * (k + p) * LOG_2PI - 0.5 * np.sum(r * r, axis=2)
+                      + half_logdet[:, None] - 0.5 * np.einsum("cs,cts->ct", rho[c], e * e))
+        out[:, starts] += x0_term
+        return out
 
     # ------------------------------------------------------------------------ G4
     def n_parameters(self):
