@@ -384,6 +384,8 @@ def _anneals_well_from_q(model, opts):
     temperatures land 30 and 610 nats below the VB bound; from q, 23 and 25 nats above it.
     The random-walk kernels of the Gaussian, LDS and MFA models are tuned along the prior
     path, and annealing from q with them lands lower, so those start from the prior."""
+    if opts.get("anneal", "theta") == "joint":  # the joint path starts at the prior
+        return False
     if not (isinstance(opts["kernel"], str) and opts["kernel"] in ("auto", "compiled",
                                                                      "dirichlet", "blocks")):
         return False

@@ -7,14 +7,16 @@ distinct data pattern (the estimator's own compressed patterns and enumeration k
 
 from __future__ import annotations
 
-from math import exp
+from math import exp, prod
 
 import numpy as np
 from scipy.special import gammaln
 
 from ..._dag_structure import CPTLayout, exact_log_evidence
+from ..._distributions import dirichlet_sample
 from ..._kernels.dag import enumerate_posterior, pattern_log_normalisers
-from ..._kernels.scoring_dag import dag_ais_chains, dag_ais_chains_from_start, dag_ais_init
+from ..._kernels.scoring_dag import (dag_ais_chains, dag_ais_chains_from_start, dag_ais_init,
+                                     dag_sample_hidden)
 from ..protocols import EStep
 from ._dirichlet import DirichletBlocksModel
 
@@ -221,6 +223,108 @@ class DAGScoringModel(DirichletBlocksModel):
         one flat vector in the order of ``run_ais_compiled``'s ``start_alpha``."""
         return np.ascontiguousarray(np.concatenate(
             [np.asarray(q[b].alpha, dtype=float).ravel() for b in self.block_names]))
+
+    # -- joint (theta, z) annealing (sklearn_vb.scoring._joint_anneal) -------------------
+    # The latents of case i are its hidden configuration z_i, stored as its offset in the
+    # C-order grid over the hidden nodes (the order of its pattern's enumeration rows), so
+    # Z is (C, n) ints.  Only the observed nodes' CPT factors form p(x | z, theta), the
+    # tempered factor; the hidden nodes' factors are p(z | theta).  That split makes
+    # p(z | theta) free of the data only when no hidden node has an observed parent, and
+    # the rows line up with the grid only without missing values: both are checked.
+
+    def _joint_grid(self):
+        """(hidden nodes, observed nodes, (H, n_hidden) flat CPT entries of the hidden
+        nodes in every configuration of the grid)."""
+        s = self.estimator.structure_
+        hidden = np.array(s.hidden_nodes, dtype=np.int64)
+        observed = np.array(s.observed, dtype=np.int64)
+        lay = self.layout
+        grid = (np.indices([int(lay.r[h]) for h in hidden]).reshape(hidden.size, -1).T
+                if hidden.size else np.zeros((1, 0), np.int64))
+        states = np.zeros((grid.shape[0], s.n_nodes), dtype=np.int64)
+        states[:, hidden] = grid
+        entries = states @ lay.coef[:, hidden] + lay.offsets[hidden]
+        return hidden, observed, entries
+
+    def _joint_cases(self, X):
+        """Cases grouped by pattern, ``(case_order, case_ptr)``, after checking that the
+        data suit the joint latents (complete cases, integer pattern counts)."""
+        if np.any(X.patterns < 0):
+            raise ValueError("anneal='joint' on a VBDiscreteDAG needs complete data (no missing "
+                             "values); use the default anneal='theta', which sums them out.")
+        U = X.n_patterns
+        per_case = np.bincount(X.inverse, minlength=U)
+        if not np.array_equal(per_case, X.weights):
+            raise ValueError("anneal='joint' on a VBDiscreteDAG needs one case per data row "
+                             "(unweighted patterns).")
+        order = np.argsort(X.inverse, kind="stable").astype(np.int64)
+        ptr = np.concatenate([[0], np.cumsum(per_case)]).astype(np.int64)
+        return order, ptr
+
+    def _flat_logs(self, params):
+        with np.errstate(divide="ignore"):
+            return np.ascontiguousarray(np.log(self._flat(params)))
+
+    def _case_rows(self, Z, X):
+        return X.row_start[X.inverse][None, :] + np.asarray(Z, dtype=np.int64)
+
+    def sample_latents_prior(self, params, n, rng):
+        """Every case's hidden configuration from ``p(z | theta)``: (C, n)."""
+        s = self.estimator.structure_
+        if any(not s.hidden[p] for h in s.hidden_nodes for p in s.parents[h]):
+            raise ValueError("anneal='joint' on a VBDiscreteDAG needs hidden nodes whose "
+                             "parents are all hidden (then p(z | theta) does not involve the data).")
+        _, _, entries = self._joint_grid()
+        logs = self._flat_logs(params)
+        C, H = logs.shape[0], entries.shape[0]
+        lp = logs[:, entries].sum(axis=2)
+        p = np.exp(lp - lp.max(axis=1, keepdims=True))
+        cdf = np.cumsum(p, axis=1)
+        cdf /= cdf[:, -1:]
+        # one search over all chains at once: chain c's CDF shifted into [2c, 2c + 1]
+        shift = 2.0 * np.arange(C)[:, None]
+        u = rng.random((C, int(n))) + shift
+        pos = np.searchsorted((cdf + shift).ravel(), u.ravel(), side="right").reshape(C, int(n))
+        return np.minimum(pos - H * np.arange(C)[:, None], H - 1).astype(np.int64)
+
+    def sample_latents(self, params, X, rng, beta=1.0):
+        """Every case's hidden configuration drawn exactly from
+        ``p(z | theta) p(x | z, theta)^beta`` by enumerating the configurations: (C, n)."""
+        order, ptr = self._joint_cases(X)
+        hidden, observed, _ = self._joint_grid()
+        logs = self._flat_logs(params)
+        C, n = logs.shape[0], X.inverse.size
+        out = np.empty((C, n), dtype=np.int64)
+        dag_sample_hidden(logs, X.idx, hidden, observed, X.row_start, order, ptr, float(beta),
+                          rng.random((C, n)), out)
+        return out
+
+    def log_complete_likelihood_per_case(self, params, Z, X):
+        """``ln p(x_i | z_i, theta)``, the observed nodes' factors: (C, n)."""
+        _, observed, _ = self._joint_grid()
+        logs = self._flat_logs(params)
+        C = logs.shape[0]
+        ent = X.idx[self._case_rows(Z, X)][:, :, observed]
+        return np.take_along_axis(logs, ent.reshape(C, -1), axis=1).reshape(ent.shape).sum(axis=2)
+
+    def sample_params(self, Z, X, rng, beta=1.0):
+        """Every CPT row from its conjugate Dirichlet given the completed data, drawn from
+        ``p(theta) p(z | theta) p(x | z, theta)^beta``: the hidden nodes' counts enter
+        whole, the observed nodes' counts times ``beta``."""
+        hidden, observed, _ = self._joint_grid()
+        ent = X.idx[self._case_rows(Z, X)]  # (C, n, J)
+        C, P = ent.shape[0], self.layout.size
+        weight = np.ones(ent.shape[2])
+        weight[observed] = float(beta)
+        flat = (ent + P * np.arange(C)[:, None, None]).ravel()
+        counts = np.bincount(flat, weights=np.broadcast_to(weight, ent.shape).ravel(),
+                             minlength=C * P).reshape(C, P)
+        out = {}
+        for j, b in enumerate(self.block_names):
+            a = self.prior_alpha[b]
+            block = counts[:, self.layout.offsets[j]:self.layout.offsets[j + 1]]
+            out[b] = dirichlet_sample(a[None] + block.reshape((C,) + a.shape), rng)
+        return out
 
     def variational_posterior(self, X=None):
         post = getattr(self.estimator, "posterior_", None)
