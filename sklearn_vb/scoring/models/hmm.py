@@ -10,11 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from ._dirichlet_hmm import DirichletCategoricalHMM
+from ._joint_hmm import JointCategoricalHMMMixin
 
 __all__ = ["HMMScoringModel", "scoring_model_from_estimator"]
 
 
-class HMMScoringModel(DirichletCategoricalHMM):
+class HMMScoringModel(JointCategoricalHMMMixin, DirichletCategoricalHMM):
     """The scoring view of a fitted categorical VBHiddenMarkov."""
 
     def __init__(self, estimator):
@@ -34,6 +35,8 @@ class HMMScoringModel(DirichletCategoricalHMM):
         d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
         obs = np.asarray(d.X, dtype=np.int64).ravel()
         self._seq_fraction = len(d.starts) / obs.size
+        # the sequences the prior draw of joint annealing's state paths needs
+        self._sequence_bounds = (np.asarray(d.starts, np.int64), np.asarray(d.ends, np.int64))
         return {"obs": obs, "starts": np.asarray(d.starts, dtype=np.int64),
                 "ends": np.asarray(d.ends, dtype=np.int64)}
 

@@ -1,0 +1,77 @@
+"""Joint (theta, z) annealing on the categorical HMM: the latent-level methods of
+:mod:`sklearn_vb.scoring._joint_anneal`.
+
+Latents are the state of every frame, ``Z`` (C, T).  Only the emission factors form the
+tempered ``p(X | z, theta)``; ``p(z | theta)`` is the Markov chain of initial and
+transition rows.  The states are drawn by tempered forward filtering, backward sampling
+(compiled, all chains at once), the rows from their conjugate Dirichlets with the
+emission counts times ``beta``.  The prior draw of the states needs the sequence
+boundaries, which :meth:`prepare_data` of the host class records in ``_sequence_bounds``
+(starts, ends).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._distributions import dirichlet_sample
+from ..._kernels.joint_hmm import hmm_sample_states_tempered
+
+__all__ = ["JointCategoricalHMMMixin"]
+
+
+def _logs(params, key):
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(params[key], dtype=float))
+
+
+class JointCategoricalHMMMixin:
+    """Latent-level methods for a categorical HMM scoring model with ``K`` states,
+    ``V`` symbols, Dirichlet ``prior_alpha`` blocks ``pi``, ``A``, ``B`` and data dicts
+    ``{"obs", "starts", "ends"}``."""
+
+    def sample_latents_prior(self, params, n, rng):
+        """State paths from ``p(z | theta)`` for the sequences of the last prepared data."""
+        bounds = getattr(self, "_sequence_bounds", None)
+        if bounds is None or int(bounds[1].max()) != int(n):
+            raise ValueError("sample_latents_prior needs the sequences of the data prepared "
+                             "last (prepare_data) and n equal to their number of frames.")
+        data = {"obs": np.zeros(int(n), dtype=np.int64), "starts": bounds[0], "ends": bounds[1]}
+        return self.sample_latents(params, data, rng, 0.0)
+
+    def sample_latents(self, params, X, rng, beta=1.0):
+        """Every chain's state path drawn exactly from
+        ``p(z | theta) prod_t p(x_t | z_t, theta)^beta``: (C, T)."""
+        pi = np.ascontiguousarray(params["pi"], dtype=float)
+        C, T = pi.shape[0], X["obs"].size
+        out = np.empty((C, T), dtype=np.int64)
+        hmm_sample_states_tempered(pi, np.ascontiguousarray(params["A"], dtype=float),
+                                   np.ascontiguousarray(_logs(params, "B")), X["obs"],
+                                   X["starts"], X["ends"], float(beta), rng.random((C, T)), out)
+        return out
+
+    def log_complete_likelihood_per_case(self, params, Z, X):
+        """``ln p(x_t | z_t, theta)``, the emission factors: (C, T)."""
+        log_B = _logs(params, "B")
+        C = log_B.shape[0]
+        return log_B[np.arange(C)[:, None], np.asarray(Z, dtype=np.int64), X["obs"][None, :]]
+
+    def sample_params(self, Z, X, rng, beta=1.0):
+        """Initial, transition and emission rows from their conjugate Dirichlets given the
+        state paths, drawn from ``p(theta) p(z | theta) p(X | z, theta)^beta``."""
+        Z = np.asarray(Z, dtype=np.int64)
+        C, T = Z.shape
+        K, V = self.K, self.V
+        first = np.zeros(T, dtype=bool)
+        first[X["starts"]] = True
+        chain = np.arange(C)[:, None]
+        n_pi = np.bincount((chain * K + Z[:, first]).ravel(), minlength=C * K).reshape(C, K)
+        inner = ~first[1:]  # transitions inside a sequence
+        pair = (chain * K + Z[:, :-1][:, inner]) * K + Z[:, 1:][:, inner]
+        n_A = np.bincount(pair.ravel(), minlength=C * K * K).reshape(C, K, K)
+        emit = (chain * K + Z) * V + X["obs"][None, :]
+        n_B = float(beta) * np.bincount(emit.ravel(), minlength=C * K * V).reshape(C, K, V)
+        a = self.prior_alpha
+        return {"pi": dirichlet_sample(a["pi"][None] + n_pi, rng),
+                "A": dirichlet_sample(a["A"][None] + n_A, rng),
+                "B": dirichlet_sample(a["B"][None] + n_B, rng)}

@@ -1,0 +1,113 @@
+"""Joint (theta, z) annealing on the categorical HMM: tempered forward-filtering
+backward-sampling and the conjugate row draws against enumeration and closed forms, and
+joint AIS / reverse AIS against the evidence enumerated over every state path."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from sklearn_vb import VBHiddenMarkov
+from sklearn_vb.scoring import score, scoring_model_for
+from sklearn_vb.scoring.models._dirichlet import dirichlet_evidence
+
+X = np.array([0, 2, 2, 1, 0, 0, 1]).reshape(-1, 1)
+LENGTHS = [4, 3]
+PATHS = np.array(list(itertools.product(range(2), repeat=7)))
+
+
+@pytest.fixture(scope="module")
+def hmm():
+    est = VBHiddenMarkov(n_components=2, n_symbols=3, n_init=2, random_state=0).fit(X, lengths=LENGTHS)
+    model = scoring_model_for(est)
+    return est, model, model.prepare_data(X, lengths=LENGTHS)
+
+
+def _path_terms(th, obs):
+    """(ln p(z | theta), ln p(x | z, theta)) of every path of the two sequences, from the
+    definitions."""
+    pi, A, B = th["pi"], th["A"], th["B"]
+    lz, lx = np.zeros(len(PATHS)), np.zeros(len(PATHS))
+    for m, z in enumerate(PATHS):
+        for t in range(7):
+            first = t in (0, 4)
+            lz[m] += np.log(pi[z[t]] if first else A[z[t - 1], z[t]])
+            lx[m] += np.log(B[z[t], obs[t]])
+    return lz, lx
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+def test_sampled_state_paths_follow_the_tempered_conditional(hmm, beta):
+    _, model, data = hmm
+    single = model.sample_prior(np.random.default_rng(2), 1)
+    C = 20000
+    th = {k: np.repeat(v, C, axis=0) for k, v in single.items()}
+    Z = model.sample_latents(th, data, np.random.default_rng(3), beta)
+    lz, lx = _path_terms({k: v[0] for k, v in single.items()}, data["obs"])
+    p = np.exp(lz + beta * lx - logsumexp(lz + beta * lx))
+    code = Z @ (2 ** np.arange(6, -1, -1))
+    freq = np.bincount(code, minlength=len(PATHS)) / C
+    assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / C) + 1e-12)
+    if beta == 0.0:
+        Zp = model.sample_latents_prior(th, 7, np.random.default_rng(4))
+        freq = np.bincount(Zp @ (2 ** np.arange(6, -1, -1)), minlength=len(PATHS)) / C
+        assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / C) + 1e-12)
+
+
+def test_complete_likelihood_and_conjugate_draws(hmm):
+    _, model, data = hmm
+    th = model.sample_prior(np.random.default_rng(5), 2)
+    Z = PATHS[[5, 77]]
+    lc = model.log_complete_likelihood_per_case(th, Z, data)
+    for c in range(2):
+        single = {k: v[c] for k, v in th.items()}
+        _, lx = _path_terms(single, data["obs"])
+        assert lc[c].sum() == pytest.approx(lx[[5, 77][c]], rel=1e-12)
+    beta, C = 0.3, 20000
+    z = PATHS[77]
+    draws = model.sample_params(np.tile(z, (C, 1)), data, np.random.default_rng(6), beta)
+    counts = {k: np.zeros_like(a) for k, a in model.prior_alpha.items()}
+    for t in range(7):
+        if t in (0, 4):
+            counts["pi"][z[t]] += 1
+        else:
+            counts["A"][z[t - 1], z[t]] += 1
+        counts["B"][z[t], data["obs"][t]] += beta
+    for k, a in model.prior_alpha.items():
+        post = a + counts[k]
+        mean = post / post.sum(axis=-1, keepdims=True)
+        sd = np.sqrt(mean * (1 - mean) / (post.sum(axis=-1, keepdims=True) + 1) / C)
+        assert np.all(np.abs(draws[k].mean(axis=0) - mean) < 5 * sd), k
+
+
+def _exact_posterior_draws(model, data, size, rng):
+    """p(theta | X) exactly: a path weighted by its Dirichlet integrals, then the rows."""
+    log_w = np.array([
+        sum(float(dirichlet_evidence(model.prior_alpha[k], v))
+            for k, v in _counts(z, data["obs"], model).items()) for z in PATHS])
+    assert logsumexp(log_w) == pytest.approx(model.log_evidence(data), rel=1e-10)
+    pick = rng.choice(len(PATHS), size=size, p=np.exp(log_w - logsumexp(log_w)))
+    return model.sample_params(PATHS[pick], data, rng, 1.0)
+
+
+def _counts(z, obs, model):
+    c = {k: np.zeros_like(a) for k, a in model.prior_alpha.items()}
+    for t in range(7):
+        if t in (0, 4):
+            c["pi"][z[t]] += 1
+        else:
+            c["A"][z[t - 1], z[t]] += 1
+        c["B"][z[t], obs[t]] += 1
+    return c
+
+
+def test_joint_ais_and_reverse_ais_bracket_the_enumerated_evidence(hmm):
+    est, model, data = hmm
+    exact = model.log_evidence(data)
+    kw = dict(anneal="joint", n_temperatures=300, n_chains=64, random_state=0, lengths=LENGTHS)
+    lo = score(est, X, "ais", **kw)
+    assert abs(lo.log_evidence - exact) < max(0.05, 4 * lo.stderr)
+    ex = _exact_posterior_draws(model, data, 64, np.random.default_rng(1))
+    hi = score(est, X, "rais", exact_posterior_samples=ex, **kw)
+    assert abs(hi.log_evidence - exact) < max(0.05, 4 * hi.stderr)
