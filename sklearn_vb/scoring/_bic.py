@@ -41,8 +41,10 @@ class BICScore(Scorer):
 
     Cost: the EM is most of it, about three fits of a categorical HMM with K = 8 on
     30k characters of text (the MAP lies in another basin than VB's, which restarts
-    from prior draws find); 1.5 to 5 fits of a 5-state Gaussian HMM on 20 000 frames,
-    whose fit takes only 9 iterations (``benchmarks/results/score_cost.md``).  The EM's result is
+    from prior draws find); about two fits of a 5-state Gaussian HMM on 20 000 frames,
+    whose fit takes only 9 iterations: EM from VB's point converges in 4 E steps there,
+    and each restart is screened for as long as that first run took (at least 5 E
+    steps).  The EM's result is
     shared with the other scorers of the same fitted estimator, data and seed (BICp,
     MAP, CS, CS-dagger, Laplace: :mod:`~sklearn_vb.scoring._point_cache`), so ranking
     one model by several of them pays for it once.
