@@ -59,20 +59,31 @@ def point_e_step(Z, weights, lam, psi):
     Returns a dict with ``loglik`` (``ln p(Z | theta)``, a float), ``resp`` (N, S),
     ``sigma`` (S, K, K), ``logdet_sigma`` (S,), ``xbar`` (N, S, K) and the statistics
     ``Nk``, ``W``, ``C``, ``D``.
+
+    One projection ``P_is = Lambda_s^T Psi^-1 (y_i - mu_s)`` (a matrix product over every
+    component) gives both the factor means ``xbar_is = Sigma_s P_is`` and, by the matrix
+    inversion and determinant lemmas, the component densities:
+    ``(y - mu)^T (Lambda Lambda^T + Psi)^-1 (y - mu) = (y - mu)^T Psi^-1 (y - mu) -
+    P^T Sigma P`` and ``ln|Lambda Lambda^T + Psi| = sum_q ln psi_q - ln|Sigma|``.
     """
+    N, p = Z.shape
+    S = lam.shape[0]
     K = lam.shape[-1] - 1
     sigma, logdet_sigma = factor_posterior(lam, psi)
+    ipsi = 1.0 / psi
+    L, mu = lam[:, :, :K], lam[:, :, K]
+    Zp = Z * ipsi
+    proj = (Zp @ np.transpose(L, (1, 0, 2)).reshape(p, S * K)).reshape(N, S, K)
+    proj -= np.einsum("sqk,sq->sk", L, mu * ipsi)[None]
+    xbar = np.transpose(np.matmul(np.transpose(proj, (1, 0, 2)), sigma), (1, 0, 2))
+    maha = (np.einsum("nq,nq->n", Zp, Z)[:, None] - 2.0 * (Zp @ mu.T)
+            + np.sum(mu * mu * ipsi, axis=1)[None] - np.einsum("nsk,nsk->ns", proj, xbar))
     with np.errstate(divide="ignore"):
         lw = np.log(weights)
-    ell = _k.fa_log_density(Z, lam[:, :, K], lam[:, :, :K], psi) + lw[None]
+    ell = lw[None] - 0.5 * (p * LOG_2PI + np.sum(np.log(psi)) - logdet_sigma[None] + maha)
     m = np.max(ell, axis=1, keepdims=True)
     lse = m[:, 0] + np.log(np.sum(np.exp(ell - m), axis=1))
     resp = np.exp(ell - lse[:, None])
-    # x̄_is = Σ_s Λ_s^T Ψ^-1 (y_i - μ_s): the VB kernel at a point (no row covariances),
-    # whose projections are matrix products; only M's column m_xμ = Λ^T Ψ^-1 μ is read
-    M = np.zeros((lam.shape[0], K + 1, K + 1))
-    M[:, :K, K] = np.einsum("sqk,sq->sk", lam[:, :, :K], lam[:, :, K] / psi)
-    xbar = _k.factor_means(Z, lam, psi, sigma, M)
     Nk, W, C, D = _k.sufficient_statistics(Z, resp, xbar, sigma)
     return {"loglik": float(np.sum(lse)), "resp": resp, "sigma": sigma,
             "logdet_sigma": logdet_sigma, "xbar": xbar, "Nk": Nk, "W": W, "C": C, "D": D}

@@ -124,3 +124,22 @@ def test_point_em_from_the_fitted_mode_never_lowers_the_objective(fitted, kind):
         best = model.fit_point(data, kind=kind, rng=np.random.default_rng(0))
     assert evaluate(best)[0] >= evaluate(start)[0] - 1e-9
     assert evaluate(best)[0] >= trace[-1] - 1e-6 * abs(trace[-1])
+
+
+def test_point_e_step_log_likelihood_matches_scipy():
+    from scipy import stats
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(5)
+    N, S, p, K = 25, 3, 5, 2
+    Z = rng.standard_normal((N, p)) * 2.0
+    lam = rng.standard_normal((S, p, K + 1))
+    psi = rng.uniform(0.3, 2.0, p)
+    w = rng.dirichlet(np.ones(S))
+    comps = [np.log(w[s]) + stats.multivariate_normal(
+        lam[s, :, K], lam[s, :, :K] @ lam[s, :, :K].T + np.diag(psi)).logpdf(Z)
+        for s in range(S)]
+    e = point_e_step(Z, w, lam, psi)
+    assert e["loglik"] == pytest.approx(float(np.sum(logsumexp(comps, axis=0))), rel=1e-12)
+    np.testing.assert_allclose(e["resp"], np.exp(np.array(comps) - logsumexp(comps, axis=0)).T,
+                               rtol=1e-10, atol=1e-14)

@@ -655,6 +655,16 @@ class MFAScoringModel(ScoringModelMixin):
         _, lam = self.split(params_single)
         return factor_posterior(lam[0], self.psi)
 
+    def _point_loglik_and_stats(self, params_single, X):
+        """``ln p(X | theta)`` (user units) and the E step's statistics, without the
+        expected complete log-likelihood and entropy that only CS needs (the EM and
+        the gradient run this)."""
+        Z = X["Z"]
+        w, lam = self.split(params_single)
+        e = point_e_step(Z, w[0], lam[0], self.psi)
+        loglik = e["loglik"] + Z.shape[0] * float(X["log_jac"])
+        return (-np.inf if np.isnan(loglik) else loglik), e
+
     def e_step(self, params_single, X):
         """Exact posterior over ``(s_i, x_i)`` at a normalised ``theta``: loglik,
         expected statistics, ``E ln p(s, x, X | theta)`` and the entropy (computed
@@ -823,14 +833,14 @@ class MFAScoringModel(ScoringModelMixin):
         leaves the Jacobian out; ``kind="ml"``: ``l(theta)``."""
         space = self.param_space
         theta, logdet = space.from_unconstrained(np.atleast_2d(phi))
-        e = self.e_step(theta, X)
-        obj = self._objective(theta, e.loglik, kind, basis)
+        loglik, e = self._point_loglik_and_stats(theta, X)
+        obj = self._objective(theta, loglik, kind, basis)
         if kind == "map" and basis == "softmax":
-            obj = e.loglik + float(self.log_prior(theta)[0] + logdet[0])
+            obj = loglik + float(self.log_prior(theta)[0] + logdet[0])
         w, lam = self.split(theta)
         w, lam1 = w[0], lam[0]
         K, p = self.K, self.p
-        W, C, Nk = e.stats["W"], e.stats["C"], e.stats["Nk"]
+        W, C, Nk = e["W"], e["C"], e["Nk"]
         g_lam = (C - np.einsum("sql,skl->sqk", lam1, W)) / self.psi[None, :, None]
         if kind == "map":
             if K:
@@ -871,15 +881,15 @@ class MFAScoringModel(ScoringModelMixin):
             return q.mean() if i == 0 else q.sample(rng, 1)
 
         def evaluate(theta):
-            e = self.e_step(theta, X)
-            return self._objective(theta, e.loglik, kind, basis), e.stats
+            loglik, e = self._point_loglik_and_stats(theta, X)
+            return self._objective(theta, loglik, kind, basis), e
 
         def finish(run):
             if not polish:
                 return run
-            theta, obj = self._polish(run.theta, run.objective, X, kind, basis)
-            # a quasi-Newton climb that improved the objective finished the run
-            return PointEMRun(theta, obj, run.n_iter, bool(run.converged or obj > run.objective))
+            theta, obj, done = self._polish(run.theta, run.objective, X, kind, basis)
+            # converged: the EM met its tolerance or the quasi-Newton climb met its own
+            return PointEMRun(theta, obj, run.n_iter, bool(run.converged or done))
 
         run = best_point_em(start, evaluate,
                             lambda stats, theta: self.point_from_stats(stats, theta, kind, basis),
@@ -890,8 +900,8 @@ class MFAScoringModel(ScoringModelMixin):
 
     def _polish(self, theta, obj, X, kind, basis):
         if self.S > 1 and np.any(self._weight_counts(
-                self.e_step(theta, X).stats["Nk"], kind, basis) <= 0):
-            return theta, obj  # the weights' optimum is on the boundary: EM only
+                self._point_loglik_and_stats(theta, X)[1]["Nk"], kind, basis) <= 0):
+            return theta, obj, False  # the weights' optimum is on the boundary: EM only
         space = self.param_space
         phi0 = space.to_unconstrained(theta)[0]
 
@@ -907,7 +917,8 @@ class MFAScoringModel(ScoringModelMixin):
         res = minimize(fun, phi0, jac=True, method="L-BFGS-B",
                        options={"maxiter": 2000, "gtol": 1e-9, "ftol": 1e-15})
         if not np.isfinite(res.fun) or res.fun > f0:
-            return theta, obj
+            return theta, obj, False
         th = space.from_unconstrained(res.x[None])[0]
-        return th, self._objective(th, float(self.log_likelihood(th, X)[0]), kind, basis)
+        return (th, self._objective(th, float(self.log_likelihood(th, X)[0]), kind, basis),
+                bool(res.success))
 
