@@ -143,3 +143,19 @@ def test_point_e_step_log_likelihood_matches_scipy():
     assert e["loglik"] == pytest.approx(float(np.sum(logsumexp(comps, axis=0))), rel=1e-12)
     np.testing.assert_allclose(e["resp"], np.exp(np.array(comps) - logsumexp(comps, axis=0)).T,
                                rtol=1e-10, atol=1e-14)
+
+
+def test_point_scores_report_progress_and_keep_their_value(fitted, capsys):
+    from sklearn_vb.scoring._point_cache import clear_point_cache
+
+    est, _, X, _ = fitted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clear_point_cache()
+        quiet = score(est, X, "bic").log_evidence
+        capsys.readouterr()
+        clear_point_cache()
+        loud = score(est, X, "bic", verbose=2).log_evidence
+    out = capsys.readouterr().out
+    assert "[map point of MFAScoringModel]" in out and "3/3" in out
+    assert loud == quiet

@@ -74,7 +74,7 @@ class BICScore(Scorer):
         log_alias = self._log_alias(model, opts)
         data = prepare_data(model, X, fit_params)
         rng = spawn_generators(opts["random_state"], 1)[0]
-        theta = self._fit_point(model, data, estimator, kind=opts["estimate"], rng=rng, n_init=opts["n_init"])
+        theta = self._fit_point(model, data, estimator, kind=opts["estimate"], rng=rng, n_init=opts["n_init"], verbose=opts["verbose"])
         loglik = float(model.log_likelihood(theta, data)[0])
         d = model_dimension(model, data, theta, opts["dimension"], rng, R=opts["R"], scorer=self.name)
         n = int(model.n_cases(data))

@@ -75,7 +75,7 @@ class CSScore(Scorer):
         if opts["point"] == "map":
             require(model, self.name, "fit_point")
             return self._fit_point(model, data, estimator, kind="map", basis=opts["basis"], rng=rng,
-                                   n_init=opts["n_init"])
+                                   n_init=opts["n_init"], verbose=opts["verbose"])
         if opts["point"] == "posterior_mean":
             q = variational_posterior(estimator, model, data)
             if q is None:

@@ -38,7 +38,7 @@ class MAPScore(Scorer):
         data = prepare_data(model, X, fit_params)
         rng = spawn_generators(opts["random_state"], 1)[0]
         theta = self._fit_point(model, data, estimator, kind=opts["estimate"], basis=opts["basis"], rng=rng,
-                                n_init=opts["n_init"])
+                                n_init=opts["n_init"], verbose=opts["verbose"])
         loglik = float(model.log_likelihood(theta, data)[0])
         return ScoreResult(self.name, loglik, "approx", log_alias_correction=log_alias,
                            diagnostics={"loglik": loglik, "theta": theta})

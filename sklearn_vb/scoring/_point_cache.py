@@ -19,6 +19,7 @@ points per estimator, dropped with the estimator.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import inspect
 import warnings
@@ -105,14 +106,31 @@ def _key(model, data, rng, kwargs):
     return h
 
 
-def shared_fit_point(model, data, estimator=None, **kwargs):
+def _accepts(func, name):
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def shared_fit_point(model, data, estimator=None, verbose=0, **kwargs):
     """``model.fit_point(data, **kwargs)``, remembered per fitted ``estimator`` (see the
-    module docstring); warnings raised by the EM are raised again on every call."""
+    module docstring); warnings raised by the EM are raised again on every call.
+    ``verbose`` (progress lines) reaches only a ``fit_point`` that takes it and is not
+    part of what is remembered."""
+    fit = model.fit_point
+    if verbose and _accepts(fit, "verbose"):
+        fit = functools.partial(fit, verbose=verbose)
+    return _shared(model, fit, data, estimator, kwargs)
+
+
+def _shared(model, fit, data, estimator, kwargs):
     rng = kwargs.get("rng")
     # only a model built from a fitted estimator: a scoring model passed directly keeps
     # its configuration in attributes no fingerprint here would see
     if estimator is None or estimator is model or not hasattr(estimator, "get_params"):
-        return model.fit_point(data, **kwargs)
+        return fit(data, **kwargs)
     h = _key(model, data, rng, kwargs)
     if h is not None:
         try:
@@ -121,12 +139,12 @@ def shared_fit_point(model, data, estimator=None, **kwargs):
         except TypeError:  # not weak-referenceable or not hashable
             h = None
     if h is None:
-        return model.fit_point(data, **kwargs)
+        return fit(data, **kwargs)
     key = h.hexdigest()
     if key not in store:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            theta = model.fit_point(data, **kwargs)
+            theta = fit(data, **kwargs)
         while len(store) >= _PER_ESTIMATOR:
             store.pop(next(iter(store)))
         store[key] = (copy.deepcopy(theta), copy.deepcopy(rng.bit_generator.state),

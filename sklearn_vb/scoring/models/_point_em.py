@@ -130,7 +130,7 @@ def posterior_then_draws(first, far):
 
 def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
                   restart_iter=None, polish=None, space=None, finish_screened=True,
-                  draws_per_init=1, min_screen_iter=None):
+                  draws_per_init=1, min_screen_iter=None, progress=None):
     """The best of ``n_init`` EM runs.
 
     Parameters
@@ -169,6 +169,9 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         ``min_screen_iter`` E steps.  The restarts then cost what the first run cost
         when EM from the fitted posterior converges in a few steps, instead of a fixed
         floor.  None: the floors above (20 E steps per run, 5 per draw).
+    progress : callable or None
+        ``progress(done, total, text)`` after every run (progress lines of a long point
+        estimate).
 
     Returns
     -------
@@ -223,6 +226,9 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         run = consider(run)
         if i == 0:
             best_first_iter = run.n_iter
+        if progress is not None:
+            progress(i + 1, n_runs, f"{n_steps} E steps, best objective "
+                     f"{best.objective if best is not None else float('nan'):.10g}")
             if min_screen_iter is not None and restart_iter is None:
                 per_run = max(int(min_screen_iter), best_first_iter)
                 draws = min(draws_per_init, max(1, per_run // int(min_screen_iter)))

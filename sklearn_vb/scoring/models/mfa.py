@@ -92,6 +92,7 @@ from ..._kernels._constants import LOG_2PI
 from ...mfa import fa_free_parameters
 from ..mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
                           posterior_data_precision)
+from .._progress import Progress
 from ..params import ParamBlock, ParamSpace
 from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
@@ -858,7 +859,7 @@ class MFAScoringModel(ScoringModelMixin):
         return float(obj), g
 
     def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=200,
-                  tol_per_case=1e-10, polish=True):
+                  tol_per_case=1e-10, polish=True, verbose=0):
         """Generalised EM for the MAP (``kind="map"``; the weights' mode in the
         unconstrained basis with ``basis="softmax"``, counts ``alpha*/S + N_s``, or in
         ``pi`` itself with ``"natural"``) or the ML point (``kind="ml"``; Psi stays frozen,
@@ -868,7 +869,20 @@ class MFAScoringModel(ScoringModelMixin):
         runs EM until the objective changes by less than ``tol_per_case * n`` or for
         ``max_iter`` iterations, then (``polish=True``) L-BFGS with the exact gradient of
         :meth:`objective_and_gradient` in the unconstrained basis finishes the climb
-        (kept only if it improves the objective)."""
+        (kept only if it improves the objective); ``verbose`` prints a progress line after
+        runs once the estimate has taken more than a few seconds.  A run counts as converged when the EM
+        met its tolerance or the quasi-Newton finish met its own test; otherwise the
+        scorers raise a ``ConvergenceWarning`` and score the last iterate (for CS, still a
+        lower bound: Beal 2003, Theorem 2.3, holds at any point).
+
+        Cost: one E step (the exact factor posteriors and responsibilities, matrix
+        products over all components) per EM iteration or gradient; on the 1797 digits
+        (S = 15, K = 22, D = 22094) about 0.05 s, so the at most ``n_init * max_iter``
+        screened EM steps plus the quasi-Newton finish (at most 2000 gradients) cost
+        about one to two fits of the estimator.  There the MAP lies thousands of nats of
+        objective above VB's point (the Student-t column prior keeps shrinking weakly
+        supported columns, a slow climb for EM and L-BFGS alike), so the finish stops at
+        its cap before converging."""
         if kind not in ("map", "ml"):
             raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
         if basis not in ("softmax", "natural"):
@@ -891,10 +905,17 @@ class MFAScoringModel(ScoringModelMixin):
             # converged: the EM met its tolerance or the quasi-Newton climb met its own
             return PointEMRun(theta, obj, run.n_iter, bool(run.converged or done))
 
+        reporter = Progress(verbose, f"{kind} point of {type(self).__name__}", 1)
+
+        def progress(done, total, text):
+            reporter.total = total
+            reporter(done, text)
+
         run = best_point_em(start, evaluate,
                             lambda stats, theta: self.point_from_stats(stats, theta, kind, basis),
                             n_init=n_init, max_iter=max_iter, tol=tol_per_case * n,
-                            owner=type(self).__name__, polish=finish, space=self.param_space)
+                            owner=type(self).__name__, polish=finish, space=self.param_space,
+                            progress=progress)
         self.last_point_run_ = run
         return run.theta
 
