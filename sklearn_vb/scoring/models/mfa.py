@@ -877,12 +877,12 @@ class MFAScoringModel(ScoringModelMixin):
 
         Cost: one E step (the exact factor posteriors and responsibilities, matrix
         products over all components) per EM iteration or gradient; on the 1797 digits
-        (S = 15, K = 22, D = 22094) about 0.05 s, so the at most ``n_init * max_iter``
-        screened EM steps plus the quasi-Newton finish (at most 2000 gradients) cost
-        about one to two fits of the estimator.  There the MAP lies thousands of nats of
+        (S = 15, K = 22, D = 22094) about 0.03 s, and the whole point estimate (the
+        screened EM runs and the quasi-Newton finish, at most 2000 gradients) about half
+        a fit of the estimator (70 CPU s).  There the MAP lies thousands of nats of
         objective above VB's point (the Student-t column prior keeps shrinking weakly
-        supported columns, a slow climb for EM and L-BFGS alike), so the finish stops at
-        its cap before converging."""
+        supported columns, a slow climb for EM and L-BFGS alike) and neither meets its
+        test: the scores warn."""
         if kind not in ("map", "ml"):
             raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
         if basis not in ("softmax", "natural"):
