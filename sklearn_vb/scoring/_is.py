@@ -149,7 +149,11 @@ class ISScore(Scorer):
     VBHiddenMarkov, 8 states, 30 000 characters: 62 to 118 s, 43 to 55 fits in two runs
     (effective sample size 1.9, flagged unreliable); full-covariance Gaussian, 5
     states, 20 000 frames: over 300 s (250 to 760 fits: that fit takes 9 iterations,
-    0.4 to 1.2 s).
+    0.4 to 1.2 s).  Mixture of 15 factor analysers on the 1797 digits (D = 22 094): about
+    0.009 s per draw for the likelihood (matrix products over all analysers), 210 CPU s
+    for the default 20 000 draws, 1.4 fits (measured on one run of 2000 draws; effective
+    sample size 1, flagged: in that dimension a proposal built from q is far too narrow).
+    ``verbose=1`` prints progress lines per run.
     """
 
     name = "is"
