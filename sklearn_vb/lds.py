@@ -104,8 +104,8 @@ def _ridge_regression(designs, targets, prior):
 
     Well-conditioned problems (the usual case) use the normal equations, whose cost
     does not grow with the number of targets beyond one product ``Z'Y``.  Otherwise the
-    rows are solved from a QR factorisation of the augmented design ``[Z Y;
-    diag(sqrt(prior)) 0]``: with explosive or strongly persistent dynamics the hidden
+    rows are solved from a QR factorisation ``QR`` of the augmented design ``[Z;
+    diag(sqrt(prior))]`` as ``R^-1 Q' [Y; 0]``: with explosive or strongly persistent dynamics the hidden
     states are nearly collinear and ``Z'Z`` can have a condition number near ``1e13``,
     for which the normal equations lose almost all digits of the coefficients along
     its small directions (and VBM steps then lower the bound by many nats); the QR
@@ -119,16 +119,15 @@ def _ridge_regression(designs, targets, prior):
     if eig[0] > 0.0 and eig[-1] < _NORMAL_EQUATIONS_MAX_CONDITION * eig[0]:
         Sigma, logdet = _spd_inv_logdet(precision)
         return (Sigma @ (Z.T @ Y)).T, Sigma, float(logdet)
-    aug = np.vstack([np.hstack([Z, Y]),
-                     np.hstack([np.diag(np.sqrt(prior)),
-                                np.zeros((d, targets[0].shape[1]))])])
-    r = np.linalg.qr(aug, mode="r")
-    r11, r12 = r[:d, :d], r[:d, d:]
+    # QR of the design alone: the coefficient block of the augmented factorisation is
+    # Q' [Y; 0], one product as in the normal equations, instead of a factorisation
+    # whose cost grows with the square of the number of targets
+    q_factor, r11 = np.linalg.qr(np.vstack([Z, np.diag(np.sqrt(prior))]), mode="reduced")
     diag = np.abs(np.diag(r11))
-    if not np.all(diag > 0.0) or not np.all(np.isfinite(r)):
+    if not np.all(diag > 0.0) or not np.all(np.isfinite(r11)):
         raise np.linalg.LinAlgError("the posterior precision of a regression row is singular")
     r11_inv = solve_triangular(r11, np.eye(d))
-    coef = r11_inv @ r12  # (d, n_targets)
+    coef = r11_inv @ (q_factor[: Z.shape[0]].T @ Y)  # (d, n_targets)
     Sigma = r11_inv @ r11_inv.T
     return coef.T, 0.5 * (Sigma + Sigma.T), float(2.0 * np.sum(np.log(diag)))
 
@@ -1277,6 +1276,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _watch_trace(self, iteration, trace, restarted):
         """``stop`` callback of :meth:`_iterate`: keeps the trace for :meth:`_can_stop`."""
         self._stop_trace = trace
+        floor = getattr(self, "_abandon_below", None)
+        if (floor is not None and not restarted and self._can_stop_schedule(iteration)
+                and trace[-1] + predicted_remaining_gain(trace) < floor):
+            return False  # stop, not converged
         return None
 
     def _can_stop(self, iteration):
@@ -1284,12 +1287,16 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         the gain still to come predicted from the geometric decay of the last
         increments (``base.predicted_remaining_gain``) below ``tol``: a bound creeping
         up by small but barely shrinking increments has not converged."""
-        sched = self.hyperparameter_schedule
         if self.method != "vb":
             return True
-        if sched is not None and iteration - 1 <= max(sched):
+        if not self._can_stop_schedule(iteration):
             return False
         return predicted_remaining_gain(getattr(self, "_stop_trace", [])) < self.tol
+
+    def _can_stop_schedule(self, iteration):
+        """Whether the schedule has started every hyperparameter group by ``iteration``."""
+        sched = self.hyperparameter_schedule
+        return sched is None or iteration - 1 > max(sched)
 
     # ================================================================ bound
     def _kl_terms(self):
@@ -1339,7 +1346,27 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _explicit_bound(self, data):
         """F for the stored (q(x), q(theta), hyperparameters), any q(x): the expected
         complete-data log-likelihood plus the entropy of q(x) minus the KL terms of
-        q(theta) (thesis Section 5.3.7 gives the form right after a VBE step)."""
+        q(theta) (thesis Section 5.3.7 gives the form right after a VBE step).
+
+        The moves evaluate F before and after themselves, and an iteration ends with
+        it: the value of an unchanged state is reused.  The state is identified by
+        the q(x), q(theta) and statistics objects (never changed in place; the memo
+        holds them, so their identities cannot be reused) and the hyperparameters'
+        values."""
+        key = (data, self._q_x, self._q_theta, self._stats)
+        values = (self.alpha_, self.beta_c_, self.gamma_, self.delta_c_,
+                  self.init_state_mean_, self.init_state_cov_,
+                  self.noise_prior_shape_, self.noise_prior_rate_)
+        memo = getattr(self, "_bound_memo", None)
+        if memo is not None and all(a is b for a, b in zip(memo[0], key)) and all(
+                np.array_equal(a, b) for a, b in zip(memo[1], values)):
+            return memo[2]
+        value = self._evaluate_bound(data)
+        self._bound_memo = (key, tuple(np.copy(v) for v in values), value)
+        return value
+
+    def _evaluate_bound(self, data):
+        """F of the stored state (see :meth:`_explicit_bound`)."""
         q, s, qx = self._q_theta, self._stats, self._q_x
         k = q["k"]
         p = data.X.shape[1]
@@ -1415,6 +1442,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         if (self.ard and self.ard_check and not continuing and self.method == "vb"
                 and self.n_effective_states_ < self._k_max):
             self._check_switched_off(X, U, lengths, sequence_ids)
+        self.__dict__.pop("_bound_memo", None)  # holds the training data
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
 
@@ -1426,21 +1454,33 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         its first iterations, before the dynamics are learned, can lose tens of nats
         (a noisy oscillation fitted with one state instead of two)."""
         params = self.get_params(deep=False)
+        # the first stage only has to learn the dynamics before ARD starts: it gets
+        # the iterations the checked fit needed (its bound, with the precisions held,
+        # is not comparable with the checked fit's, so it cannot stop on that)
         alt = type(self)(**{**params, "ard": False, "ard_check": False, "n_init": 1,
-                            "verbose": 0, "warm_start": False})
+                            "verbose": 0, "warm_start": False,
+                            "max_iter": min(self.max_iter, max(int(self.n_iter_), 1))})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
             first_iter, first_time = alt.n_iter_, alt.fit_time_
-            alt.set_params(ard=True, warm_start=True)
+            alt.set_params(ard=True, warm_start=True, max_iter=self.max_iter)
+            # the second stage is abandoned once its bound plus the gain still to come,
+            # predicted as the convergence test predicts it, stays below the checked
+            # fit's bound: it could then not be kept
+            alt._abandon_below = self.lower_bound_ + max(
+                self.tol, bound_round_off(self.lower_bound_))
             alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+            del alt._abandon_below
         # the kept fit's iterations and time are those of both of its stages
         alt.n_iter_ += first_iter
         alt.fit_time_ += first_time
         if self.verbose:
             print(f"[{type(self).__name__}] ARD check: bound {self.lower_bound_:.6f} with "
                   f"{self.n_effective_states_} of {self._k_max} states; precisions first "
-                  f"held fixed: {alt.lower_bound_:.6f} with {alt.n_effective_states_}")
+                  f"held fixed: {alt.lower_bound_:.6f} with {alt.n_effective_states_} "
+                  f"({first_iter} + {alt.n_iter_ - first_iter} iterations"
+                  f"{'' if alt.converged_ else ', stopped early'})")
         loss = alt.lower_bound_ - self.lower_bound_
         if loss <= max(self.tol, bound_round_off(self.lower_bound_)):
             return
