@@ -24,20 +24,33 @@ def hmm():
     return est, model, model.prepare_data(X, lengths=LENGTHS)
 
 
+def _assert_frequencies(codes, p, C):
+    """Observed path frequencies against ``p``: cells expected at least 10 times each and
+    the pooled rest, within 5 standard deviations (rare cells are Poisson, not normal)."""
+    freq = np.bincount(codes, minlength=p.size) / C
+    big = C * p >= 10
+    f = np.append(freq[big], freq[~big].sum())
+    q = np.append(p[big], p[~big].sum())
+    assert np.all(np.abs(f - q) <= 5 * np.sqrt(q * (1 - q) / C) + 1e-12), (f, q)
+
+
 def _path_terms(th, obs):
     """(ln p(z | theta), ln p(x | z, theta)) of every path of the two sequences, from the
     definitions."""
     pi, A, B = th["pi"], th["A"], th["B"]
-    lz, lx = np.zeros(len(PATHS)), np.zeros(len(PATHS))
+    lz, lx = np.zeros(len(PATHS)), np.zeros((len(PATHS), 7))
     for m, z in enumerate(PATHS):
         for t in range(7):
             first = t in (0, 4)
             lz[m] += np.log(pi[z[t]] if first else A[z[t - 1], z[t]])
-            lx[m] += np.log(B[z[t], obs[t]])
-    return lz, lx
+            lx[m, t] = np.log(B[z[t], obs[t]])
+    return lz, lx  # lx: per frame
 
 
-@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+MIXED = np.array([1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 0.2])  # one exponent per frame
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0, MIXED])
 def test_sampled_state_paths_follow_the_tempered_conditional(hmm, beta):
     _, model, data = hmm
     single = model.sample_prior(np.random.default_rng(2), 1)
@@ -45,17 +58,16 @@ def test_sampled_state_paths_follow_the_tempered_conditional(hmm, beta):
     th = {k: np.repeat(v, C, axis=0) for k, v in single.items()}
     Z = model.sample_latents(th, data, np.random.default_rng(3), beta)
     lz, lx = _path_terms({k: v[0] for k, v in single.items()}, data["obs"])
-    p = np.exp(lz + beta * lx - logsumexp(lz + beta * lx))
-    code = Z @ (2 ** np.arange(6, -1, -1))
-    freq = np.bincount(code, minlength=len(PATHS)) / C
-    assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / C) + 1e-12)
-    if beta == 0.0:
+    lt = lz + lx @ np.broadcast_to(beta, (7,))
+    p = np.exp(lt - logsumexp(lt))
+    _assert_frequencies(Z @ (2 ** np.arange(6, -1, -1)), p, C)
+    if np.isscalar(beta) and beta == 0.0:
         Zp = model.sample_latents_prior(th, 7, np.random.default_rng(4))
-        freq = np.bincount(Zp @ (2 ** np.arange(6, -1, -1)), minlength=len(PATHS)) / C
-        assert np.all(np.abs(freq - p) < 5 * np.sqrt(p * (1 - p) / C) + 1e-12)
+        _assert_frequencies(Zp @ (2 ** np.arange(6, -1, -1)), p, C)
 
 
-def test_complete_likelihood_and_conjugate_draws(hmm):
+@pytest.mark.parametrize("beta", [0.3, MIXED])
+def test_complete_likelihood_and_conjugate_draws(hmm, beta):
     _, model, data = hmm
     th = model.sample_prior(np.random.default_rng(5), 2)
     Z = PATHS[[5, 77]]
@@ -63,8 +75,9 @@ def test_complete_likelihood_and_conjugate_draws(hmm):
     for c in range(2):
         single = {k: v[c] for k, v in th.items()}
         _, lx = _path_terms(single, data["obs"])
-        assert lc[c].sum() == pytest.approx(lx[[5, 77][c]], rel=1e-12)
-    beta, C = 0.3, 20000
+        np.testing.assert_allclose(lc[c], lx[[5, 77][c]], rtol=1e-12)
+    C = 20000
+    betas = np.broadcast_to(beta, (7,))
     z = PATHS[77]
     draws = model.sample_params(np.tile(z, (C, 1)), data, np.random.default_rng(6), beta)
     counts = {k: np.zeros_like(a) for k, a in model.prior_alpha.items()}
@@ -73,7 +86,7 @@ def test_complete_likelihood_and_conjugate_draws(hmm):
             counts["pi"][z[t]] += 1
         else:
             counts["A"][z[t - 1], z[t]] += 1
-        counts["B"][z[t], data["obs"][t]] += beta
+        counts["B"][z[t], data["obs"][t]] += betas[t]
     for k, a in model.prior_alpha.items():
         post = a + counts[k]
         mean = post / post.sum(axis=-1, keepdims=True)
@@ -111,3 +124,9 @@ def test_joint_ais_and_reverse_ais_bracket_the_enumerated_evidence(hmm):
     ex = _exact_posterior_draws(model, data, 64, np.random.default_rng(1))
     hi = score(est, X, "rais", exact_posterior_samples=ex, **kw)
     assert abs(hi.log_evidence - exact) < max(0.05, 4 * hi.stderr)
+
+
+def test_smc_gibbs_moves_use_the_per_frame_conditionals(hmm):
+    est, model, data = hmm
+    r = score(est, X, "smc", random_state=0, lengths=LENGTHS)
+    assert abs(r.log_evidence - model.log_evidence(data)) < max(0.1, 4 * r.stderr)

@@ -18,11 +18,12 @@ __all__ = ["hmm_sample_states_tempered"]
 
 
 @njit(cache=True, nogil=True)
-def hmm_sample_states_tempered(pi, A, log_B, obs, starts, ends, beta, uniforms, out):
+def hmm_sample_states_tempered(pi, A, log_B, obs, starts, ends, betas, uniforms, out):
     """``out[c, t]``: one exact draw of the state path of every sequence for every chain.
 
     ``pi`` (C, K), ``A`` (C, K, K) and ``log_B`` (C, K, V) are each chain's parameters;
-    ``uniforms`` (C, T) drive the inverse-CDF draws (one per frame).
+    ``betas`` (T,) is the exponent of every frame's emission; ``uniforms`` (C, T) drive
+    the inverse-CDF draws (one per frame).
     """
     C, K = pi.shape
     width = 0
@@ -37,7 +38,7 @@ def hmm_sample_states_tempered(pi, A, log_B, obs, starts, ends, beta, uniforms, 
                 i = t - a
                 top = -np.inf
                 for k in range(K):  # emission^beta in log space, rescaled by its max
-                    w[k] = beta * log_B[c, k, obs[t]] if beta > 0.0 else 0.0
+                    w[k] = betas[t] * log_B[c, k, obs[t]] if betas[t] > 0.0 else 0.0
                     top = max(top, w[k])
                 tot = 0.0
                 for k in range(K):

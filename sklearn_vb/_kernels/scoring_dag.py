@@ -400,48 +400,61 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
 
 @njit(cache=True, nogil=True)
 def dag_sample_hidden(log_theta, idx, hidden_cols, observed_cols, row_start, case_order,
-                      case_ptr, beta, uniforms, out):
-    """Draw every case's hidden configuration from ``p(z | theta) p(x | z, theta)^beta``
-    for every chain (the tempered conditional of joint annealing).
+                      case_ptr, betas, uniforms, out):
+    """Draw every case's hidden configuration from ``p(z | theta) p(x | z, theta)^beta_i``
+    for every chain (the tempered conditional of joint annealing; ``betas`` (n,) holds
+    each case's exponent).
 
     ``log_theta`` (C, P) holds each chain's flat log-CPTs; pattern ``u`` owns the
     configuration rows ``row_start[u] .. row_start[u+1]-1`` of ``idx`` and the cases
-    ``case_order[case_ptr[u] .. case_ptr[u+1]-1]``.  The potential of a row is the sum of
-    its hidden columns' log-entries plus ``beta`` times its observed columns'; case ``i``
-    of chain ``c`` takes the row where the cumulative normalised potential first exceeds
-    ``uniforms[c, i]`` (inverse-CDF), stored as its offset within the pattern's rows.
+    ``case_order[case_ptr[u] .. case_ptr[u+1]-1]`` (sorted by exponent within a pattern,
+    so the conditional is rebuilt only when the exponent changes).  The potential of a
+    row is the sum of its hidden columns' log-entries plus ``beta_i`` times its observed
+    columns'; case ``i`` of chain ``c`` takes the row where the cumulative normalised
+    potential first exceeds ``uniforms[c, i]`` (inverse-CDF), stored as its offset within
+    the pattern's rows.
     """
     C = log_theta.shape[0]
     U = row_start.shape[0] - 1
-    width = 0
+    width = 1
     for u in range(U):
         width = max(width, row_start[u + 1] - row_start[u])
-    cdf = np.empty(max(width, 1))
+    hid = np.empty(width)
+    obs = np.empty(width)
+    cdf = np.empty(width)
     for c in range(C):
         lt = log_theta[c]
         for u in range(U):
             a = row_start[u]
             H = row_start[u + 1] - a
-            top = -np.inf
             for h in range(H):
                 r = a + h
-                pot = 0.0
+                ph = 0.0
                 for j in hidden_cols:
-                    pot += lt[idx[r, j]]
-                if beta > 0.0:  # beta = 0: the observed factors drop out (no 0 * -inf)
-                    obs = 0.0
-                    for j in observed_cols:
-                        obs += lt[idx[r, j]]
-                    pot += beta * obs
-                cdf[h] = pot
-                if pot > top:
-                    top = pot
+                    ph += lt[idx[r, j]]
+                po = 0.0
+                for j in observed_cols:
+                    po += lt[idx[r, j]]
+                hid[h] = ph
+                obs[h] = po
+            last = -1.0  # exponents are >= 0: forces the first build
             acc = 0.0
-            for h in range(H):
-                acc += math.exp(cdf[h] - top)
-                cdf[h] = acc
             for k in range(case_ptr[u], case_ptr[u + 1]):
                 i = case_order[k]
+                beta = betas[i]
+                if beta != last:
+                    top = -np.inf
+                    for h in range(H):
+                        # beta = 0: the observed factors drop out (no 0 * -inf)
+                        pot = hid[h] + beta * obs[h] if beta > 0.0 else hid[h]
+                        cdf[h] = pot
+                        if pot > top:
+                            top = pot
+                    acc = 0.0
+                    for h in range(H):
+                        acc += math.exp(cdf[h] - top)
+                        cdf[h] = acc
+                    last = beta
                 t = uniforms[c, i] * acc
                 lo, hi = 0, H - 1
                 while lo < hi:  # first h with cdf[h] > t

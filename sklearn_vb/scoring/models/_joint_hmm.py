@@ -25,6 +25,14 @@ def _logs(params, key):
         return np.log(np.asarray(params[key], dtype=float))
 
 
+def _frame_betas(beta, T):
+    """The tempering exponent of every frame (``beta`` a number or one per frame)."""
+    b = np.ascontiguousarray(np.broadcast_to(np.asarray(beta, dtype=float), (T,)))
+    if np.any(~(b >= 0)):
+        raise ValueError("beta must be >= 0.")
+    return b
+
+
 class JointCategoricalHMMMixin:
     """Latent-level methods for a categorical HMM scoring model with ``K`` states,
     ``V`` symbols, Dirichlet ``prior_alpha`` blocks ``pi``, ``A``, ``B`` and data dicts
@@ -41,13 +49,15 @@ class JointCategoricalHMMMixin:
 
     def sample_latents(self, params, X, rng, beta=1.0):
         """Every chain's state path drawn exactly from
-        ``p(z | theta) prod_t p(x_t | z_t, theta)^beta``: (C, T)."""
+        ``p(z | theta) prod_t p(x_t | z_t, theta)^beta_t``: (C, T); ``beta`` is a number
+        or one exponent per frame."""
         pi = np.ascontiguousarray(params["pi"], dtype=float)
         C, T = pi.shape[0], X["obs"].size
         out = np.empty((C, T), dtype=np.int64)
         hmm_sample_states_tempered(pi, np.ascontiguousarray(params["A"], dtype=float),
                                    np.ascontiguousarray(_logs(params, "B")), X["obs"],
-                                   X["starts"], X["ends"], float(beta), rng.random((C, T)), out)
+                                   X["starts"], X["ends"], _frame_betas(beta, T),
+                                   rng.random((C, T)), out)
         return out
 
     def log_complete_likelihood_per_case(self, params, Z, X):
@@ -58,7 +68,8 @@ class JointCategoricalHMMMixin:
 
     def sample_params(self, Z, X, rng, beta=1.0):
         """Initial, transition and emission rows from their conjugate Dirichlets given the
-        state paths, drawn from ``p(theta) p(z | theta) p(X | z, theta)^beta``."""
+        state paths, drawn from ``p(theta) p(z | theta) p(X | z, theta)^beta`` (``beta`` a
+        number or one exponent per frame)."""
         Z = np.asarray(Z, dtype=np.int64)
         C, T = Z.shape
         K, V = self.K, self.V
@@ -70,7 +81,8 @@ class JointCategoricalHMMMixin:
         pair = (chain * K + Z[:, :-1][:, inner]) * K + Z[:, 1:][:, inner]
         n_A = np.bincount(pair.ravel(), minlength=C * K * K).reshape(C, K, K)
         emit = (chain * K + Z) * V + X["obs"][None, :]
-        n_B = float(beta) * np.bincount(emit.ravel(), minlength=C * K * V).reshape(C, K, V)
+        frame_w = np.broadcast_to(_frame_betas(beta, T), (C, T)).ravel()
+        n_B = np.bincount(emit.ravel(), weights=frame_w, minlength=C * K * V).reshape(C, K, V)
         a = self.prior_alpha
         return {"pi": dirichlet_sample(a["pi"][None] + n_pi, rng),
                 "A": dirichlet_sample(a["A"][None] + n_A, rng),

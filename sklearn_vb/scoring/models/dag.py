@@ -246,20 +246,29 @@ class DAGScoringModel(DirichletBlocksModel):
         entries = states @ lay.coef[:, hidden] + lay.offsets[hidden]
         return hidden, observed, entries
 
-    def _joint_cases(self, X):
-        """Cases grouped by pattern, ``(case_order, case_ptr)``, after checking that the
-        data suit the joint latents (complete cases, integer pattern counts)."""
+    def _joint_cases(self, X, betas):
+        """Cases grouped by pattern and sorted by exponent within one,
+        ``(case_order, case_ptr)``, after checking that the data suit the joint latents
+        (complete cases, one case per data row)."""
         if np.any(X.patterns < 0):
             raise ValueError("anneal='joint' on a VBDiscreteDAG needs complete data (no missing "
                              "values); use the default anneal='theta', which sums them out.")
-        U = X.n_patterns
-        per_case = np.bincount(X.inverse, minlength=U)
+        per_case = np.bincount(X.inverse, minlength=X.n_patterns)
         if not np.array_equal(per_case, X.weights):
             raise ValueError("anneal='joint' on a VBDiscreteDAG needs one case per data row "
                              "(unweighted patterns).")
-        order = np.argsort(X.inverse, kind="stable").astype(np.int64)
+        order = np.lexsort((betas, X.inverse)).astype(np.int64)
         ptr = np.concatenate([[0], np.cumsum(per_case)]).astype(np.int64)
         return order, ptr
+
+    @staticmethod
+    def _case_betas(beta, X):
+        """The tempering exponent of every case (``beta`` a number or one per case)."""
+        n = X.inverse.size
+        b = np.ascontiguousarray(np.broadcast_to(np.asarray(beta, dtype=float), (n,)))
+        if np.any(~(b >= 0)):
+            raise ValueError("beta must be >= 0.")
+        return b
 
     def _flat_logs(self, params):
         with np.errstate(divide="ignore"):
@@ -289,13 +298,16 @@ class DAGScoringModel(DirichletBlocksModel):
 
     def sample_latents(self, params, X, rng, beta=1.0):
         """Every case's hidden configuration drawn exactly from
-        ``p(z | theta) p(x | z, theta)^beta`` by enumerating the configurations: (C, n)."""
-        order, ptr = self._joint_cases(X)
+        ``p(z | theta) p(x | z, theta)^beta`` by enumerating the configurations: (C, n).
+        ``beta`` is a number or one exponent per case (e.g. 0 for the cases a sequential
+        sampler has not reached)."""
+        betas = self._case_betas(beta, X)
+        order, ptr = self._joint_cases(X, betas)
         hidden, observed, _ = self._joint_grid()
         logs = self._flat_logs(params)
         C, n = logs.shape[0], X.inverse.size
         out = np.empty((C, n), dtype=np.int64)
-        dag_sample_hidden(logs, X.idx, hidden, observed, X.row_start, order, ptr, float(beta),
+        dag_sample_hidden(logs, X.idx, hidden, observed, X.row_start, order, ptr, betas,
                           rng.random((C, n)), out)
         return out
 
@@ -310,12 +322,12 @@ class DAGScoringModel(DirichletBlocksModel):
     def sample_params(self, Z, X, rng, beta=1.0):
         """Every CPT row from its conjugate Dirichlet given the completed data, drawn from
         ``p(theta) p(z | theta) p(x | z, theta)^beta``: the hidden nodes' counts enter
-        whole, the observed nodes' counts times ``beta``."""
-        hidden, observed, _ = self._joint_grid()
+        whole, the observed nodes' counts times ``beta`` (a number or one per case)."""
+        _, observed, _ = self._joint_grid()
         ent = X.idx[self._case_rows(Z, X)]  # (C, n, J)
         C, P = ent.shape[0], self.layout.size
-        weight = np.ones(ent.shape[2])
-        weight[observed] = float(beta)
+        weight = np.ones(ent.shape[1:])
+        weight[:, observed] = self._case_betas(beta, X)[:, None]
         flat = (ent + P * np.arange(C)[:, None, None]).ravel()
         counts = np.bincount(flat, weights=np.broadcast_to(weight, ent.shape).ravel(),
                              minlength=C * P).reshape(C, P)
