@@ -165,6 +165,12 @@ def test_joint_annealing_refuses_what_it_cannot_represent():
     est = VBDiscreteDAG(n_components=2, cardinalities=3, n_init=1, random_state=0).fit(Xm)
     with pytest.raises(ValueError, match="complete data"):
         score(est, Xm, "ais", anneal="joint", n_temperatures=10, n_chains=2)
+    # the conditionals themselves treat a missing value as a latent: SMC's Gibbs moves
+    model = scoring_model_for(est)
+    exact = model.log_evidence(model.prepare_data(Xm))
+    r = score(est, Xm, "smc", random_state=0)
+    assert r.diagnostics["move"] == "gibbs"
+    assert abs(r.log_evidence - exact) < max(0.1, 4 * r.stderr)
     # a hidden node with an observed parent: p(z | theta) would depend on the data
     est = VBDiscreteDAG({"a": [], "h": ["a"], "b": ["h"]}, cardinalities={"a": 2, "h": 2, "b": 2},
                         hidden=["h"], n_init=1, random_state=0).fit(np.array([[0, 1], [1, 0], [1, 1]]))

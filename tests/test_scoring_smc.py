@@ -24,7 +24,7 @@ def test_smc_and_shme_sandwich_the_exact_evidence(make):
 
 def test_smc_on_a_dag_with_kernel_moves():
     est, X, exact, _ = inst.latent_class_dag()
-    r = score(est, X, "smc", n_particles=64, n_steps=2, random_state=0)
+    r = score(est, X, "smc", n_particles=64, n_steps=2, move="kernel", random_state=0)
     assert r.diagnostics["move"] == "kernel"
     assert abs(r.log_evidence - exact) < TOL + 3 * r.stderr
 

@@ -399,18 +399,19 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
 
 
 @njit(cache=True, nogil=True)
-def dag_sample_hidden(log_theta, idx, hidden_cols, observed_cols, row_start, case_order,
-                      case_ptr, betas, uniforms, out):
+def dag_sample_hidden(log_theta, idx, tempered, row_start, case_order, case_ptr, betas,
+                      uniforms, out):
     """Draw every case's hidden configuration from ``p(z | theta) p(x | z, theta)^beta_i``
     for every chain (the tempered conditional of joint annealing; ``betas`` (n,) holds
     each case's exponent).
 
     ``log_theta`` (C, P) holds each chain's flat log-CPTs; pattern ``u`` owns the
-    configuration rows ``row_start[u] .. row_start[u+1]-1`` of ``idx`` and the cases
+    configuration rows ``row_start[u] .. row_start[u+1]-1`` of ``idx`` (one per setting of
+    its unobserved nodes: hidden nodes and missing values) and the cases
     ``case_order[case_ptr[u] .. case_ptr[u+1]-1]`` (sorted by exponent within a pattern,
     so the conditional is rebuilt only when the exponent changes).  The potential of a
-    row is the sum of its hidden columns' log-entries plus ``beta_i`` times its observed
-    columns'; case ``i`` of chain ``c`` takes the row where the cumulative normalised
+    row is the sum of its untempered columns' log-entries plus ``beta_i`` times its
+    ``tempered[u]`` columns' (the observed values present in the pattern); case ``i`` of chain ``c`` takes the row where the cumulative normalised
     potential first exceeds ``uniforms[c, i]`` (inverse-CDF), stored as its offset within
     the pattern's rows.
     """
@@ -430,11 +431,12 @@ def dag_sample_hidden(log_theta, idx, hidden_cols, observed_cols, row_start, cas
             for h in range(H):
                 r = a + h
                 ph = 0.0
-                for j in hidden_cols:
-                    ph += lt[idx[r, j]]
                 po = 0.0
-                for j in observed_cols:
-                    po += lt[idx[r, j]]
+                for j in range(idx.shape[1]):
+                    if tempered[u, j]:
+                        po += lt[idx[r, j]]
+                    else:
+                        ph += lt[idx[r, j]]
                 hid[h] = ph
                 obs[h] = po
             last = -1.0  # exponents are >= 0: forces the first build

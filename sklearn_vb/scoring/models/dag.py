@@ -41,7 +41,10 @@ class DAGScoringModel(DirichletBlocksModel):
     def prepare_data(self, X, **fit_params):
         if fit_params:
             raise ValueError(f"VBDiscreteDAG scoring accepts no fit parameters, got {sorted(fit_params)}.")
-        return self.estimator.check_data(X)
+        data = self.estimator.check_data(X)
+        # joint annealing's prior draw of the latents exists only for complete data
+        self._has_missing = bool(np.any(data.patterns < 0))
+        return data
 
     def n_cases(self, X):
         return int(round(float(np.sum(X.weights))))
@@ -225,12 +228,12 @@ class DAGScoringModel(DirichletBlocksModel):
             [np.asarray(q[b].alpha, dtype=float).ravel() for b in self.block_names]))
 
     # -- joint (theta, z) annealing (sklearn_vb.scoring._joint_anneal) -------------------
-    # The latents of case i are its hidden configuration z_i, stored as its offset in the
-    # C-order grid over the hidden nodes (the order of its pattern's enumeration rows), so
-    # Z is (C, n) ints.  Only the observed nodes' CPT factors form p(x | z, theta), the
-    # tempered factor; the hidden nodes' factors are p(z | theta).  That split makes
-    # p(z | theta) free of the data only when no hidden node has an observed parent, and
-    # the rows line up with the grid only without missing values: both are checked.
+    # The latents of case i are its unobserved values (hidden nodes, and missing values),
+    # stored as the offset of their setting among its pattern's enumeration rows (for a
+    # complete case: the C-order grid over the hidden nodes), so Z is (C, n) ints.  Only
+    # the factors of the observed values present form p(x | z, theta), the tempered
+    # factor; the others are p(z | theta).  A prior draw of z without the data exists
+    # only for complete data whose hidden nodes have hidden parents only (checked).
 
     def _joint_grid(self):
         """(hidden nodes, observed nodes, (H, n_hidden) flat CPT entries of the hidden
@@ -248,11 +251,7 @@ class DAGScoringModel(DirichletBlocksModel):
 
     def _joint_cases(self, X, betas):
         """Cases grouped by pattern and sorted by exponent within one,
-        ``(case_order, case_ptr)``, after checking that the data suit the joint latents
-        (complete cases, one case per data row)."""
-        if np.any(X.patterns < 0):
-            raise ValueError("anneal='joint' on a VBDiscreteDAG needs complete data (no missing "
-                             "values); use the default anneal='theta', which sums them out.")
+        ``(case_order, case_ptr)``, after checking that there is one case per data row."""
         per_case = np.bincount(X.inverse, minlength=X.n_patterns)
         if not np.array_equal(per_case, X.weights):
             raise ValueError("anneal='joint' on a VBDiscreteDAG needs one case per data row "
@@ -260,6 +259,13 @@ class DAGScoringModel(DirichletBlocksModel):
         order = np.lexsort((betas, X.inverse)).astype(np.int64)
         ptr = np.concatenate([[0], np.cumsum(per_case)]).astype(np.int64)
         return order, ptr
+
+    def _tempered(self, X):
+        """(U, J) whether node j's factor is an observed value present in pattern u."""
+        s = self.estimator.structure_
+        out = np.zeros((X.n_patterns, s.n_nodes), dtype=np.bool_)
+        out[:, np.array(s.observed, dtype=np.int64)] = X.patterns >= 0
+        return out
 
     @staticmethod
     def _case_betas(beta, X):
@@ -283,6 +289,9 @@ class DAGScoringModel(DirichletBlocksModel):
         if any(not s.hidden[p] for h in s.hidden_nodes for p in s.parents[h]):
             raise ValueError("anneal='joint' on a VBDiscreteDAG needs hidden nodes whose "
                              "parents are all hidden (then p(z | theta) does not involve the data).")
+        if getattr(self, "_has_missing", False):
+            raise ValueError("anneal='joint' on a VBDiscreteDAG needs complete data (no missing "
+                             "values); use the default anneal='theta', which sums them out.")
         _, _, entries = self._joint_grid()
         logs = self._flat_logs(params)
         C, H = logs.shape[0], entries.shape[0]
@@ -303,31 +312,29 @@ class DAGScoringModel(DirichletBlocksModel):
         sampler has not reached)."""
         betas = self._case_betas(beta, X)
         order, ptr = self._joint_cases(X, betas)
-        hidden, observed, _ = self._joint_grid()
         logs = self._flat_logs(params)
         C, n = logs.shape[0], X.inverse.size
         out = np.empty((C, n), dtype=np.int64)
-        dag_sample_hidden(logs, X.idx, hidden, observed, X.row_start, order, ptr, betas,
+        dag_sample_hidden(logs, X.idx, self._tempered(X), X.row_start, order, ptr, betas,
                           rng.random((C, n)), out)
         return out
 
     def log_complete_likelihood_per_case(self, params, Z, X):
-        """``ln p(x_i | z_i, theta)``, the observed nodes' factors: (C, n)."""
-        _, observed, _ = self._joint_grid()
+        """``ln p(x_i | z_i, theta)``, the factors of the observed values present: (C, n)."""
         logs = self._flat_logs(params)
         C = logs.shape[0]
-        ent = X.idx[self._case_rows(Z, X)][:, :, observed]
-        return np.take_along_axis(logs, ent.reshape(C, -1), axis=1).reshape(ent.shape).sum(axis=2)
+        ent = X.idx[self._case_rows(Z, X)]
+        terms = np.take_along_axis(logs, ent.reshape(C, -1), axis=1).reshape(ent.shape)
+        return np.where(self._tempered(X)[X.inverse], terms, 0.0).sum(axis=2)
 
     def sample_params(self, Z, X, rng, beta=1.0):
         """Every CPT row from its conjugate Dirichlet given the completed data, drawn from
         ``p(theta) p(z | theta) p(x | z, theta)^beta``: the hidden nodes' counts enter
-        whole, the observed nodes' counts times ``beta`` (a number or one per case)."""
-        _, observed, _ = self._joint_grid()
+        whole, the counts of the observed values present times ``beta`` (a number or one
+        per case)."""
         ent = X.idx[self._case_rows(Z, X)]  # (C, n, J)
         C, P = ent.shape[0], self.layout.size
-        weight = np.ones(ent.shape[1:])
-        weight[:, observed] = self._case_betas(beta, X)[:, None]
+        weight = np.where(self._tempered(X)[X.inverse], self._case_betas(beta, X)[:, None], 1.0)
         flat = (ent + P * np.arange(C)[:, None, None]).ravel()
         counts = np.bincount(flat, weights=np.broadcast_to(weight, ent.shape).ravel(),
                              minlength=C * P).reshape(C, P)
