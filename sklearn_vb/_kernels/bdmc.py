@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._linalg import chol_into
+from ._linalg import chol_into, mmT
 from .sampling import categorical_from_logits
 
 __all__ = ["clustering_log_likelihood", "clustering_sample_labels", "clustering_log_conditional",
@@ -435,19 +435,8 @@ def _latent_row_posterior(VVt, Vy, b, latent_var, noise_var, P, L, mean):
 
 @njit(cache=True)
 def _low_rank_prepare(Vc, Y, VVt, Vy):
-    K, D = Vc.shape
-    n = Y.shape[0]
-    for k in range(K):
-        for j in range(K):
-            t = 0.0
-            for d in range(D):
-                t += Vc[k, d] * Vc[j, d]
-            VVt[k, j] = t
-        for i in range(n):
-            t = 0.0
-            for d in range(D):
-                t += Vc[k, d] * Y[i, d]
-            Vy[i, k] = t
+    mmT(Vc, Vc, VVt)  # V V^T (K, K)
+    mmT(Y, Vc, Vy)  # Y V^T (n, K)
 
 
 @njit(cache=True)
