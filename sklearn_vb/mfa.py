@@ -234,7 +234,18 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         dies; the principal direction separates the points the component explains
         worst.
     split_hardness : float in [0.5, 1], default=1.0
-        How the parent's responsibilities are divided between the two children.
+        How the parent's responsibilities are divided between the two children
+        (``split="responsibility"`` only).
+    split : {"responsibility", "spatial"}, default="responsibility"
+        Search only: the birth operator (Beal 2003, Section 4.3.2).
+        ``"responsibility"`` divides the parent's points between the two children
+        by the sign of ``(y - μ)ᵀ d`` (eqs. 4.73-4.76).  ``"spatial"`` (the operator
+        of the synthetic experiments of Section 4.5) copies the parent into both
+        children, moves their centres to ``μ ± d``, halves the parent's Dirichlet
+        count between them and runs a VBE step (q(x|s), then q(s) of every point)
+        so that the responsibilities follow the new positions; ``d`` is drawn as
+        for the responsibility split (``split_direction``).  Acceptance is the
+        same for both: the birth is kept only if F rises.
     agitation_tol : float, default=exp(-6)
         An epoch of the search also ends when no component's responsibilities
         change by more than this fraction (eq. 4.72).  0 disables the rule, so that
@@ -456,6 +467,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "max_tries": [Interval(Integral, 1, None, closed="left")],
         "split_direction": [StrOptions({"principal-first", "random"})],
         "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
+        "split": [StrOptions({"responsibility", "spatial"})],
         "agitation_tol": [Interval(Real, 0.0, None, closed="left")],
         "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
         "birth_accept_rtol": [Interval(Real, 0.0, None, closed="left")],
@@ -495,6 +507,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         max_tries=3,
         split_direction="principal-first",
         split_hardness=1.0,
+        split="responsibility",
         agitation_tol=float(np.exp(-6.0)),
         max_iter_epoch=200,
         birth_accept_rtol=0.01,
@@ -552,6 +565,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.max_tries = max_tries
         self.split_direction = split_direction
         self.split_hardness = split_hardness
+        self.split = split
         self.agitation_tol = agitation_tol
         self.max_iter_epoch = max_iter_epoch
         self.birth_accept_rtol = birth_accept_rtol
@@ -1216,7 +1230,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return True
 
     def _birth(self, data, parent):
-        """Responsibility split of component index ``parent`` (eqs. 4.73-4.76)."""
+        """Split of component index ``parent`` into two children, at ``parent`` and at
+        the new last index: the responsibility split (eqs. 4.73-4.76) or the spatial
+        split (``split``)."""
         st = self._vb_
         rng = self._search_rng
         K = st["sigma"].shape[-1]
@@ -1235,11 +1251,16 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(
                 data.n_features
             )
-        rho = ((Z - centre) @ d >= 0).astype(float)
-        h = self.split_hardness
         r_par = st["resp"][:, parent]
-        r_a = r_par * (h * rho + (1 - h) * (1 - rho))
-        r_b = r_par * ((1 - h) * rho + h * (1 - rho))
+        if self.split == "spatial":
+            # both children are copies of the parent; the VBE step below replaces
+            # these responsibilities
+            r_a = r_b = 0.5 * r_par
+        else:
+            rho = ((Z - centre) @ d >= 0).astype(float)
+            h = self.split_hardness
+            r_a = r_par * (h * rho + (1 - h) * (1 - rho))
+            r_b = r_par * ((1 - h) * rho + h * (1 - rho))
         S = st["resp"].shape[1]
         order = np.r_[np.arange(S), parent]
         for key in ("lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
@@ -1256,6 +1277,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st["next_id"] += 2
         st["lam_mean"][parent, :, K] = centre + d
         st["lam_mean"][S, :, K] = centre - d
+        if self.split == "spatial":
+            # VBE step (eqs. 4.51-4.55, then q(s) of every point): the children
+            # take the points near their new centres
+            self._update_factors(data)
+            self._update_responsibilities(data)
+            return
         if self.birth_partial_iter:
             return  # the partial updates of the children follow
         for _ in range(2):
