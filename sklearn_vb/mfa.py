@@ -243,9 +243,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         of the synthetic experiments of Section 4.5) copies the parent into both
         children, moves their centres to ``μ ± d``, halves the parent's Dirichlet
         count between them and runs a VBE step (q(x|s), then q(s) of every point)
-        so that the responsibilities follow the new positions; ``d`` is drawn as
-        for the responsibility split (``split_direction``).  Acceptance is the
-        same for both: the birth is kept only if F rises.
+        so that the responsibilities follow the new positions; ``d`` is drawn
+        from ``N(0, ΛΛᵀ + Ψ)`` of the parent (eq. 4.73) for every proposal
+        (``split_direction`` applies to the responsibility split only).
+        Acceptance is the same for both: the birth is kept only if F rises.
     agitation_tol : float, default=exp(-6)
         An epoch of the search also ends when no component's responsibilities
         change by more than this fraction (eq. 4.72).  0 disables the rule, so that
@@ -1242,8 +1243,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         norms = np.sum(lam_x**2, axis=0)
         tried = self.__dict__.setdefault("_principal_split_tried", set())
         parent_id = int(st["ids"][parent])
-        if (self.split_direction == "principal-first" and K and norms.max() > 0
-                and parent_id not in tried):
+        # the spatial split moves the children by d itself: the parent's strongest
+        # loading column is no displacement when ARD has shrunk every column
+        if (self.split_direction == "principal-first" and self.split != "spatial" and K
+                and norms.max() > 0 and parent_id not in tried):
             # the parent's strongest factor: the direction of its largest variance
             tried.add(parent_id)
             d = lam_x[:, int(np.argmax(norms))].copy()
