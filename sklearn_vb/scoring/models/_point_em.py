@@ -226,14 +226,14 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         run = consider(run)
         if i == 0:
             best_first_iter = run.n_iter
-        if progress is not None:
-            progress(i + 1, n_runs, f"{n_steps} E steps, best objective "
-                     f"{best.objective if best is not None else float('nan'):.10g}")
             if min_screen_iter is not None and restart_iter is None:
                 per_run = max(int(min_screen_iter), best_first_iter)
                 draws = min(draws_per_init, max(1, per_run // int(min_screen_iter)))
                 per_draw = -(-per_run // draws)
                 n_runs = 1 + n_restarts * draws
+        if progress is not None:
+            progress(i + 1, n_runs, f"{n_steps} E steps, best objective "
+                     f"{best.objective if best is not None else float('nan'):.10g}")
     if screened is not None and finish_screened and best is not None and screened is not best:
         # A restart still climbing when its budget ran out may end above the best run:
         # the MAP need not lie in VB's basin (see posterior_then_draws), and a draw far
