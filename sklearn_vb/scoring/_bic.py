@@ -46,10 +46,9 @@ class BICScore(Scorer):
     and each restart is screened for as long as that first run took (at least 5 E
     steps); 0.45 fits (70 CPU s) of a mixture of 15 factor analysers on the 1797 digits
     (D = 22 094), where the EM stops at its cap with a ``ConvergenceWarning``.  The
-    EM's result is
-    shared with the other scorers of the same fitted estimator, data and seed (BICp,
-    MAP, CS, CS-dagger, Laplace: :mod:`~sklearn_vb.scoring._point_cache`), so ranking
-    one model by several of them pays for it once.
+    EM's result is shared with the other scorers of the same fitted estimator, data and
+    seed (BICp, MAP, CS, CS-dagger, Laplace: :mod:`~sklearn_vb.scoring._point_cache`), so
+    ranking one model by several of them pays for it once.
     """
 
     name = "bic"
