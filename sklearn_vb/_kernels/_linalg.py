@@ -20,6 +20,8 @@ files) so that they are recompiled.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -179,3 +181,17 @@ def dot(x, y):
     for a in range(x.shape[0]):
         s += x[a] * y[a]
     return s
+
+
+@njit(cache=True)
+def log_sum_exp_range(values, a, b):
+    """``ln sum_{a <= r < b} exp(values_r)``, shifted by the largest term (e.g. the
+    rows of one case: its completions of the unobserved nodes)."""
+    mx = -np.inf
+    for r in range(a, b):
+        if values[r] > mx:
+            mx = values[r]
+    tot = 0.0
+    for r in range(a, b):
+        tot += math.exp(values[r] - mx)
+    return mx + math.log(tot)

@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._linalg import chol_into, mmT
+from ._linalg import chol_into, log_sum_exp_range, mmT
 from .sampling import categorical_from_logits
 
 __all__ = ["clustering_log_likelihood", "clustering_sample_labels", "clustering_log_conditional",
@@ -38,22 +38,9 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=True)
-def _row_log_sum_exp(buf, i):
-    L = buf.shape[1]
-    mx = -np.inf
-    for j in range(L):
-        if buf[i, j] > mx:
-            mx = buf[i, j]
-    tot = 0.0
-    for j in range(L):
-        tot += math.exp(buf[i, j] - mx)
-    return mx + math.log(tot)
-
-
-@njit(cache=True)
 def _row_log_prob(buf, i, j):
     """``ln`` of the normalised probability of column j of row i of the logits."""
-    return buf[i, j] - _row_log_sum_exp(buf, i)
+    return buf[i, j] - log_sum_exp_range(buf[i], 0, buf.shape[1])
 
 
 # ---------------------------------------------------------------------- clustering
@@ -83,7 +70,7 @@ def clustering_log_likelihood(means, Y, log_weights, noise_var):
     for c in range(C):
         _clustering_logits(means[c], Y, log_weights, noise_var, ones, buf)
         for i in range(n):
-            out[c, i] = _row_log_sum_exp(buf, i)
+            out[c, i] = log_sum_exp_range(buf[i], 0, buf.shape[1])
     return out
 
 
@@ -137,15 +124,10 @@ def _lowest_bits(K):
 def _binary_tables(A, log_p, log_1mp, low, parent, prior, norms):
     """Per configuration c: ``ln p(c)`` and ``|c A|^2`` into ``prior``, ``norms`` (2^K,),
     each from the configuration without its lowest set bit."""
-    K, D = A.shape
+    K = A.shape[0]
     M = 1 << K
     G = np.empty((K, K))
-    for k in range(K):
-        for j in range(K):
-            s = 0.0
-            for d in range(D):
-                s += A[k, d] * A[j, d]
-            G[k, j] = s
+    mmT(A, A, G)  # A A^T
     cross = np.empty((M, K))  # (c A) . a_j
     base = 0.0
     for k in range(K):
@@ -279,14 +261,7 @@ def binary_log_likelihood(A, Y, log_p, log_1mp, noise_var):
             else:
                 _binary_case_logits(Ac, Y[i], prior, norms, noise_var, 1.0, low, parent, proj,
                                     dots, row)
-                mx = -np.inf
-                for idx in range(M):
-                    if row[idx] > mx:
-                        mx = row[idx]
-                tot = 0.0
-                for idx in range(M):
-                    tot += math.exp(row[idx] - mx)
-                out[c, i] = mx + math.log(tot)
+                out[c, i] = log_sum_exp_range(row, 0, M)
     return out
 
 

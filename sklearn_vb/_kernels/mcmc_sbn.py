@@ -30,7 +30,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .sbn import _input, log_sum_exp_range, log_sigmoid
+from ._linalg import log_sum_exp_range
+from .sbn import _input, log_sigmoid
 
 __all__ = ["sbn_vmcmc_chain", "node_configurations"]
 

@@ -22,6 +22,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ._linalg import log_sum_exp_range
+
 __all__ = ["jj_lambda", "log_sigmoid", "jj_row_terms", "normalise_rows", "jj_statistics",
            "pattern_log_likelihoods"]
 
@@ -92,20 +94,6 @@ def jj_row_terms(states, in_idx, mean, w_ptr, M2, m2_ptr, offset, spin, xi, set_
             s = 2.0 * states[r, j] - 1.0
             tot += log_sigmoid(x) + 0.5 * (s * (off + ew) - x) - jj_lambda(x) * (quad - x * x)
         terms[r] = tot
-
-
-@njit(cache=True)
-def log_sum_exp_range(values, a, b):
-    """``ln sum_{a <= r < b} exp(values_r)``, shifted by the largest term: the rows of one
-    case (its completions of the unobserved nodes)."""
-    mx = -np.inf
-    for r in range(a, b):
-        if values[r] > mx:
-            mx = values[r]
-    tot = 0.0
-    for r in range(a, b):
-        tot += math.exp(values[r] - mx)
-    return mx + math.log(tot)
 
 
 @njit(cache=True)
