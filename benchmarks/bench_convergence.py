@@ -132,6 +132,20 @@ def _hmmlearn_run(model, X, lengths, bound_offset=0.0):
             "trace": {"bounds": history, "seconds": [s - start for s in stamps]}}
 
 
+def _record_common_target(ours, theirs, target, i_ours, i_theirs, ours_s, reproduced):
+    """Both libraries' iterations and seconds to the common bound ``target`` and their
+    ratio (``theirs.trace["seconds"]``: the peer's own per-iteration clock)."""
+    theirs_s = theirs.trace["seconds"][i_theirs]
+    theirs.metrics.update({"target_bound": target, "iters_to_target": i_theirs + 1,
+                           "time_to_target_s": theirs_s})
+    ours.metrics[f"time_to_target_vs_{theirs.label}_s"] = ours_s
+    ours.metrics[f"iters_to_target_vs_{theirs.label}"] = i_ours + 1
+    if not reproduced:
+        ours.message = "the stopped re-run did not reproduce the bound history"
+    if theirs_s > 0:
+        theirs.ratios["time to common target ours/theirs"] = ours_s / theirs_s
+
+
 def _our_time_to(state, index, cache):
     """Wall time of our fit from the same seed stopped after ``index + 1`` iterations
     (the same bound history: fits are deterministic given ``random_state``)."""
@@ -162,15 +176,7 @@ def _hmm_summary(state):
             i_ours = first_index_at_least(ours.trace["bounds"], target)
             i_theirs = first_index_at_least(m.trace["bounds"], target)
             ours_s, reproduced = _our_time_to(state, i_ours, cache)
-            theirs_s = m.trace["seconds"][i_theirs]
-            m.metrics.update({"target_bound": target, "iters_to_target": i_theirs + 1,
-                              "time_to_target_s": theirs_s})
-            ours.metrics[f"time_to_target_vs_{m.label}_s"] = ours_s
-            ours.metrics[f"iters_to_target_vs_{m.label}"] = i_ours + 1
-            if not reproduced:
-                ours.message = "the stopped re-run did not reproduce the bound history"
-            if theirs_s > 0:
-                m.ratios["time to common target ours/theirs"] = ours_s / theirs_s
+            _record_common_target(ours, m, target, i_ours, i_theirs, ours_s, reproduced)
 
     return summarize
 
@@ -418,15 +424,7 @@ def _lds_time_to_target(X, k, mine, others):
         ours_s = time.perf_counter() - start
         reproduced = bool(np.isclose(short.lower_bounds_[-1], mine.trace["bounds"][i_ours],
                                      rtol=1e-9, atol=0.0))
-        theirs_s = m.trace["seconds"][i_theirs]
-        m.metrics.update({"target_bound": target, "iters_to_target": i_theirs + 1,
-                          "time_to_target_s": theirs_s})
-        mine.metrics[f"time_to_target_vs_{m.label}_s"] = ours_s
-        mine.metrics[f"iters_to_target_vs_{m.label}"] = i_ours + 1
-        if not reproduced:
-            mine.message = "the stopped re-run did not reproduce the bound history"
-        if theirs_s > 0:
-            m.ratios["time to common target ours/theirs"] = ours_s / theirs_s
+        _record_common_target(mine, m, target, i_ours, i_theirs, ours_s, reproduced)
 
 
 def _lds_workload(p, T, k_true, k, quick_sizes, long_iter=20000):
