@@ -9,7 +9,7 @@ from sklearn_vb import reproduce
 from sklearn_vb.datasets import make_embedded_clusters, make_grid_clusters, make_spaced_clusters
 from sklearn_vb.mfa import fa_free_parameters
 from sklearn_vb.reproduce._mfa_digits import cluster_accuracy
-from sklearn_vb.reproduce._mfa_synthetic import cluster_dimensions
+from sklearn_vb.reproduce._mfa_synthetic import VARIANTS, cluster_dimensions, clusters_unit
 
 
 @pytest.fixture(scope="module")
@@ -47,17 +47,56 @@ def test_helpers_against_hand_counts():
 
 
 def test_search_finds_the_components_of_well_separated_clusters(run):
-    # 18 clusters, 20 points each, from one analyser.  The search on main stops in a
-    # local optimum of the shared-noise model here (7 analysers, several clusters
-    # each): the check pins what it finds so that a change shows up
-    r = run.summary["clusters"][20][0]
-    assert 2 <= r["n_components"] <= 18 and r["births_accepted"] >= r["n_components"] - 1
-    assert r["ari"] > 0.3
-    assert len(r["means"]) == r["n_components"] and np.all(np.diff(r["trace"]["bound"]) > -1e3)
+    # 6 of the 18 clusters, 20 points each, from one analyser, with the thesis's spatial
+    # split and with the package default (responsibility split) on the same data
+    assert set(run.summary["clusters"]) == {"spatial", "default"}
+    assert set(run.summary["components_found"]) == {"spatial", "default"}
+    for variant, by in run.summary["clusters"].items():
+        r = by[20][0]
+        found = run.summary["components_found"][variant][20]
+        assert all(isinstance(c, int) and c >= 1 for c in found)
+        # well separated: each split of the search finds about the 6 clusters
+        assert 4 <= r["n_components"] <= 10 and r["ari"] > 0.6
+        assert r["births_accepted"] >= r["n_components"] - 1 and r["converged"]
+        assert len(r["means"]) == r["n_components"]
+        assert np.all(np.diff(r["trace"]["bound"]) > -1e3)
     assert 1 <= run.summary["is_clusters"][4.0]["search_components"] <= 8
-    emb = run.summary["embedded"][16][0]
-    assert emb["n_components"] >= 1 and len(emb["per_cluster"]) == 6
-    assert np.sum(emb["counts"]) == 6 * 16
+    for variant in ("spatial", "default"):
+        emb = run.summary["embedded"][variant][16][0]
+        assert emb["n_components"] >= 1 and len(emb["per_cluster"]) == 6 and emb["converged"]
+        assert np.sum(emb["counts"]) == 6 * 16
+
+
+def test_spatial_split_is_used_by_the_variant():
+    # the unit builds the estimator with the variant's settings: the spatial split
+    # places the children at mu +- d, so its search differs from the default's
+    config = reproduce.get_experiment("mfa").config(quick=True)
+    config["seed"] = 0
+    a = clusters_unit(("clusters", 10, 0, "spatial"), config, 1)
+    b = clusters_unit(("clusters", 10, 0, "default"), config, 1)
+    assert a["trace"]["bound"] != b["trace"]["bound"]
+    assert VARIANTS["spatial"][0] == {"split": "spatial"}
+    assert "b*" in VARIANTS["spatial_fixed_b"][1]
+
+
+def test_sections_and_variants_choose_the_units():
+    from sklearn_vb.reproduce.mfa import _units
+
+    exp = reproduce.get_experiment("mfa")
+    config = exp.config(quick=False, sections="clusters")
+    keys = _units(config)
+    assert {k[0] for k in keys} == {"clusters"}
+    assert len(keys) == 4 * 3 * 2  # variants x sizes x repetitions
+    config = exp.config(quick=False, sections="spiral,embedded", synthetic_variants="spatial")
+    keys = _units(config)
+    assert {(k[0], k[-1]) for k in keys} == {("spiral", "spatial"), ("embedded", "spatial")}
+    with pytest.raises(ValueError, match="sections"):
+        _units(exp.config(quick=False, sections="clusters,nonsense"))
+    with pytest.raises(ValueError, match="cluster_variants"):
+        _units(exp.config(quick=False, cluster_variants="default,nope"))
+    # the sections and variants settings are ignored when resuming a journal
+    for name in ("sections", "cluster_variants", "synthetic_variants"):
+        assert name in exp.resume_ignores
 
 
 def test_bic_ml_baseline_and_vb_classify_digits(run):
@@ -92,6 +131,12 @@ def test_importance_sampling_is_finite_with_diagnostics(run):
 def test_report_and_figures_are_written(run):
     for text in ("§4.5.1", "Table 4.1", "Table 4.2", "Table 4.3", "Fig 4.13"):
         assert text in run.report
+    # §4.5.1 states both configurations' results beside the thesis's claim
+    section = run.report.split("## §4.5.1")[1].split("## §4.5.2")[0]
+    assert "| spatial split |" in section and "| package default |" in section
+    assert "little difficulty finding the correct number" in section
+    for variant in ("spatial", "default"):
+        assert VARIANTS[variant][1] in section
     for name in ("mfa.md", "mfa_fig4_3_clusters.png", "mfa_table4_2_digits.png",
                  "mfa_fig4_14_is.png", "mfa_fig4_13_gaps.png"):
         assert (run.out / name).exists()

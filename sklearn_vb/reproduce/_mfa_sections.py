@@ -1,0 +1,36 @@
+"""Which parts of ``reproduce mfa`` run: the ``sections`` setting and the configurations
+(``cluster_variants``, ``synthetic_variants``) of the synthetic experiments."""
+
+from __future__ import annotations
+
+from ._mfa_synthetic import VARIANTS
+
+__all__ = ["SECTIONS", "sections", "variants"]
+
+#: §4.5.1, §4.5.2, §4.5.3, §4.6 and §4.7
+SECTIONS = ("clusters", "embedded", "spiral", "digits", "is")
+
+
+def sections(config):
+    """The parts to run (``sections`` resolved)."""
+    value = str(config.get("sections", "all"))
+    if value == "all":
+        return list(SECTIONS)
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    bad = [p for p in parts if p not in SECTIONS]
+    if bad or not parts:
+        raise ValueError(f"sections must be 'all' or a comma-separated list of {SECTIONS}; "
+                         f"got {value!r}.")
+    return parts
+
+
+def variants(config, name):
+    """The configurations of a synthetic experiment (``cluster_variants`` or
+    ``synthetic_variants``), checked against :data:`._mfa_synthetic.VARIANTS`."""
+    value = config[name]
+    value = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+    bad = [v for v in value if v not in VARIANTS]
+    if bad or not value:
+        raise ValueError(f"{name} must be a comma-separated list of {tuple(VARIANTS)}; "
+                         f"got {config[name]!r}.")
+    return value
