@@ -91,3 +91,23 @@ def test_sections_follow_the_text(tmp_path):
         exp.units(dict(config, sections="english"))
     with pytest.raises(ValueError, match="sections must be"):
         exp.units(dict(config, sections="english,chapter6"))
+
+
+def test_whole_grid_section(tmp_path):
+    """Grid mode fits every (n, k, u0) and reports VB − MAP at each from the medians."""
+    try:
+        fetch_alice_text()
+    except FileNotFoundError:
+        pytest.skip("the text is not in the data directory")
+    run = reproduce.hmm(quick=True, out=tmp_path, verbose=0, sections="english",
+                        english_grid="grid", english_restarts=1)
+    config = run.config
+    medians = {(m["method"], m["u0"], m["n"], m["k"]): m for m in run.summary["english"]["medians"]}
+    assert "### The whole grid" in run.report
+    for u0 in config["english_u0"]:
+        for n in config["english_n"]:
+            gaps = [medians[("vb", u0, n, k)]["logp_forwards"]
+                    - medians[("map", u0, n, k)]["logp_forwards"] for k in config["english_k"]]
+            assert np.all(np.isfinite(gaps))
+            assert f"| {n} | " + " | ".join(f"{g:+.3f}" for g in gaps) + " |" in run.report
+    assert f"of {len(config['english_n']) * len(config['english_k'])} at u0 = " in run.report

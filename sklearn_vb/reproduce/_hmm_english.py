@@ -400,6 +400,43 @@ def _findings(summary):
     return rows
 
 
+def _grid_section(summary, config):
+    """The whole n × k × u0 grid: VB − MAP test log-probability per (n, k) for each u0 and
+    how often VB's discrimination is at least ML's and MAP's (grid mode only)."""
+    from ._report import markdown_table
+
+    rows = {(r["method"], r["u0"], r["n"], r["k"]): r for r in summary["medians"]}
+    ns, ks = [int(n) for n in config["english_n"]], [int(k) for k in config["english_k"]]
+    parts, wins, ahead = [], [], []
+    for u0 in (float(u) for u in config["english_u0"]):
+        table = []
+        for n in ns:
+            gaps = [rows[("vb", u0, n, k)]["logp_forwards"]
+                    - rows[("map", u0, n, k)]["logp_forwards"] for k in ks]
+            ahead += [(g, n, k, u0) for g, k in zip(gaps, ks) if g > SAME]
+            table.append([n] + [f"{g:+.3f}" for g in gaps])
+        parts.append(f"u0 = {u0:g}:\n\n" + markdown_table(["n \\ k"] + ks, table))
+        won = sum(rows[("vb", u0, n, k)]["discrimination"]
+                  >= max(rows[("map", u0, n, k)]["discrimination"],
+                         rows[("ml", None, n, k)]["discrimination"]) for n in ns for k in ks)
+        wins.append(f"{won} of {len(ns) * len(ks)} at u0 = {u0:g}")
+    ahead.sort(reverse=True)
+    where = ", ".join(f"(n, k, u0) = ({n}, {k}, {u:g}): {g:+.3f}" for g, n, k, u in ahead)
+    tables = "\n\n".join(parts)
+    return f"""
+### The whole grid
+
+VB − MAP test log-probability per symbol (medians over restarts; positive: VB ahead)
+at every (n, k), one table per u0:
+
+{tables}
+
+VB ahead of MAP by more than {SAME:g} nats/symbol at {len(ahead)} of
+{len(ns) * len(ks) * len(config["english_u0"])} grid points: {where or "none"}.  VB's median
+discrimination rate is at least ML's and MAP's at {"; ".join(wins)}.
+"""
+
+
 def english_report(summary, config, out_dir):
     """The §3.5.2 section of the report (markdown) and Fig 3.4 in ``out_dir``."""
     from ._report import markdown_table
@@ -468,4 +505,6 @@ Forwards test sentences that VB (n = {n0}, k = {k0}, u0 = {u00:g}) most often ca
 backwards (the thesis: "the shorter, and more reversible sentences ... 'alas ', 'pat ',
 'oh ', and 'oh dear '"): {', '.join(repr(s) for s in summary['vb_often_wrong']) or 'none'}.
 """
+    if config["english_grid"] == "grid":
+        text += _grid_section(summary, config)
     return text
