@@ -27,7 +27,8 @@ from numba import njit
 from .dag import pattern_log_normaliser
 
 __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_ais_chains_from_start",
-           "dag_prior_log_density", "dag_sample_hidden"]
+           "dag_ais_chains_from_mixture", "dag_mixture_log_density", "dag_prior_log_density",
+           "dag_sample_hidden"]
 
 
 @njit(cache=True, nogil=True)
@@ -390,6 +391,104 @@ def _ais_chains(theta, ll, lp, ls, log_w, betas, k0, k1, prior, start, norm_diff
                 inc = (betas[k] - b) * (lpc - lsc + norm_diff + llc)
             else:
                 inc = (betas[k] - b) * llc
+            lw += inc
+            log_ratio_sum[k - 1] += inc
+        ll[c] = llc
+        lp[c] = lpc
+        ls[c] = lsc
+        log_w[c] = lw
+
+
+@njit(cache=True, nogil=True)
+def _mixture_log_density_log(log_theta, starts, log_norms, row_ptr):
+    """``ln sum_m exp(log_norms[m] + sum (starts[m, k] - 1) ln theta_k)`` over rows of
+    length >= 2: the normalised log density of a mixture of products of Dirichlets when
+    ``log_norms[m]`` holds component m's log normaliser plus its log mixing weight."""
+    M = starts.shape[0]
+    top = -np.inf
+    terms = np.empty(M)
+    for m in range(M):
+        t = log_norms[m] + _prior_kernel_log(log_theta, starts[m], row_ptr)
+        terms[m] = t
+        if t > top:
+            top = t
+    if top == -np.inf:
+        return top
+    acc = 0.0
+    for m in range(M):
+        acc += math.exp(terms[m] - top)
+    return top + math.log(acc)
+
+
+@njit(cache=True, nogil=True)
+def dag_mixture_log_density(theta, starts, log_norms, row_ptr, out):
+    """``out[c]``: the mixture log density (see ``_mixture_log_density_log``) at every
+    chain's ``theta[c]``."""
+    P = theta.shape[1]
+    log_th = np.empty(P)
+    for c in range(theta.shape[0]):
+        for p in range(P):
+            log_th[p] = math.log(theta[c, p])
+        out[c] = _mixture_log_density_log(log_th, starts, log_norms, row_ptr)
+
+
+@njit(cache=True, nogil=True)
+def dag_ais_chains_from_mixture(theta, ll, lp, ls, log_w, betas, k0, k1, prior, prior_norm,
+                                starts, log_norms, row_ptr, idx, row_start, weights, strength,
+                                floor, seeds, accepted, log_ratio_sum):
+    """As :func:`dag_ais_chains_from_start` on the geometric path from a mixture of
+    products of Dirichlets ``s`` (rows of ``starts``, log normalisers plus log mixing
+    weights ``log_norms``; e.g. the variational posterior and its relabelled copies) to
+    the posterior: ``ln f_b = (1 - b) ln s + b [ln p + ln p(X | theta)]``.  ``ls`` caches
+    the normalised ``ln s`` of every chain, ``lp`` the unnormalised log prior, whose
+    log normaliser is ``prior_norm``; the proposal strength is fixed (every target is
+    about as concentrated as the posterior)."""
+    C, P = theta.shape
+    prop = np.empty(P)
+    log_prop = np.empty(P)
+    log_th = np.empty(P)
+    scratch = np.empty(P)
+    parent, entry, n_roots, row_parent, row_entry = product_trie(idx)
+    values = np.empty(parent.shape[0] + 1)
+    n_rows = row_ptr.shape[0] - 1
+    lg_current = np.empty(P)
+    lg_proposed = np.empty(P)
+    lg_current_rows = np.empty(n_rows)
+    lg_proposed_rows = np.empty(n_rows)
+    lg_strength = np.empty(1)
+    for c in range(C):
+        np.random.seed(seeds[c])
+        lg_strength[0] = np.nan
+        th = theta[c]
+        for p in range(P):
+            log_th[p] = math.log(th[p])
+        llc = ll[c]
+        lpc = lp[c]
+        lsc = ls[c]
+        lw = log_w[c]
+        for k in range(k0 + 1, k1 + 1):
+            b = betas[k - 1]
+            log_q_ratio = _propose(th, log_th, prop, log_prop, row_ptr, strength, floor, scratch,
+                                   lg_current, lg_proposed, lg_current_rows, lg_proposed_rows,
+                                   lg_strength)
+            lp_new = _prior_kernel_log(log_prop, prior, row_ptr)
+            ls_new = _mixture_log_density_log(log_prop, starts, log_norms, row_ptr)
+            ll_new = _loglik_trie(prop, idx, row_start, weights, parent, entry, n_roots,
+                                  row_parent, row_entry, values)
+            if ll_new > -np.inf:
+                log_a = ((1.0 - b) * (ls_new - lsc) + b * (lp_new - lpc + ll_new - llc)
+                         - log_q_ratio)
+                if math.log(1.0 - np.random.random()) < log_a:
+                    for p in range(P):
+                        th[p] = prop[p]
+                        log_th[p] = log_prop[p]
+                    lg_current, lg_proposed = lg_proposed, lg_current
+                    lg_current_rows, lg_proposed_rows = lg_proposed_rows, lg_current_rows
+                    llc = ll_new
+                    lpc = lp_new
+                    lsc = ls_new
+                    accepted[k - 1] += 1
+            inc = (betas[k] - b) * (lpc + prior_norm - lsc + llc)
             lw += inc
             log_ratio_sum[k - 1] += inc
         ll[c] = llc

@@ -137,19 +137,22 @@ def run_ais(model, X, betas, kernel, n_chains, n_steps=1, random_state=None, n_j
 
 
 def run_ais_compiled(model, X, betas, n_chains, random_state=None, n_jobs=None, strength=None,
-                     floor="prior", verbose=0, start_alpha=None):
+                     floor="prior", verbose=0, start_alpha=None, start_mixture=None):
     """Forward AIS through the model's compiled kernel (``model.run_ais_compiled``),
     chains split over ``n_jobs`` threads (the kernels release the GIL).  Same return
-    keys as :func:`run_ais` (``log_ratios`` is the (K, 1) mean increment)."""
+    keys as :func:`run_ais` (``log_ratios`` is the (K, 1) mean increment).
+    ``start_mixture`` (a mixture start, see the model's ``run_ais_compiled``) runs in
+    one group so that its stratification over components covers all chains."""
     seeds = _seeds(random_state, n_chains)
-    groups = _chain_groups(n_chains, n_jobs)
+    groups = _chain_groups(n_chains, 1 if start_mixture is not None else n_jobs)
     K = len(betas) - 1
     progress = progress_for(verbose, "ais", K)
+    extra = {} if start_mixture is None else {"start_mixture": start_mixture}
 
     def one(gi, g):
         cb = (lambda k, K_, lw: progress(k, _running_estimate(lw))) if gi == 0 else None
         return model.run_ais_compiled(X, betas, [seeds[i] for i in g], strength=strength,
-                                      floor=floor, progress=cb, start_alpha=start_alpha)
+                                      floor=floor, progress=cb, start_alpha=start_alpha, **extra)
 
     if len(groups) > 1:
         res = Parallel(n_jobs=len(groups), prefer="threads")(
@@ -193,7 +196,7 @@ def run_reverse_ais(model, X, betas, kernel, exact_samples, n_chains, n_steps=1,
 
 def run_reverse_ais_compiled(model, X, betas, exact_samples, n_chains, random_state=None,
                              n_jobs=None, strength=None, floor="prior", verbose=0,
-                             start_alpha=None):
+                             start_alpha=None, start_mixture=None):
     """Reverse AIS through the model's compiled kernel (``model.run_ais_compiled``).
 
     The compiled kernel is one Metropolis–Hastings move of all parameters at once (for
@@ -213,12 +216,13 @@ def run_reverse_ais_compiled(model, X, betas, exact_samples, n_chains, random_st
     rev = np.ascontiguousarray(np.asarray(betas, dtype=float)[::-1])
     K = rev.size - 1
     progress = progress_for(verbose, "rais", K)
+    extra = {} if start_mixture is None else {"start_mixture": start_mixture}
 
     def one(gi, g):
         cb = (lambda k, K_, lw: progress(k, _running_estimate(-lw))) if gi == 0 else None
         return model.run_ais_compiled(X, rev, [seeds[i] for i in g], strength=strength,
                                       floor=floor, start_params=take(exact_samples, idx[g]),
-                                      progress=cb, start_alpha=start_alpha)
+                                      progress=cb, start_alpha=start_alpha, **extra)
 
     if len(groups) > 1:
         res = Parallel(n_jobs=len(groups), prefer="threads")(
@@ -373,6 +377,7 @@ _AIS_OPTIONS = {
     "n_runs": 4,
     "lower_bound": "vb",
     "anneal": "theta",
+    "start_components": None,
 }
 
 
@@ -399,8 +404,10 @@ class _AISBase(Scorer):
         data = prepare_data(model, X, fit_params)
         q = None
         start = opts["start"]
-        if start not in ("auto", "prior", "q"):
-            raise ValueError(f"start must be 'auto', 'prior' or 'q', got {start!r}.")
+        if start not in ("auto", "prior", "q", "q_aliases"):
+            raise ValueError(f"start must be 'auto', 'prior', 'q' or 'q_aliases', got {start!r}.")
+        if start == "q_aliases":
+            return self._setup_aliases(estimator, model, data, opts)
         if start in ("auto", "q"):
             q = variational_posterior(estimator, model, data, opts["posterior"])
             if q is None and start == "q":
@@ -426,6 +433,40 @@ class _AISBase(Scorer):
         if n_chains < 1:
             raise ValueError(f"n_chains must be >= 1, got {n_chains}.")
         return model, data, betas, kernel, q
+
+    def _setup_aliases(self, estimator, model, data, opts):
+        """``start="q_aliases"``: the path from the alias-symmetrised mixture of q (and of
+        ``start_components``) with the compiled kernel (see :class:`AISScore`)."""
+        if not has(model, "alias_mixture"):
+            raise NotImplementedError(f"start='q_aliases' needs a model with alias_mixture "
+                                      f"(e.g. VBDiscreteDAG), not {type(model).__name__}.")
+        if not (isinstance(opts["kernel"], str) and opts["kernel"] in ("auto", "compiled")) \
+                or int(opts["n_steps"]) != 1:
+            raise ValueError("start='q_aliases' runs the compiled kernel: kernel='auto' or "
+                             "'compiled' and n_steps=1.")
+        if opts["hysteresis"]:
+            raise ValueError("hysteresis=True is not available with start='q_aliases'.")
+        q = variational_posterior(estimator, model, data, opts["posterior"])
+        if q is None:
+            raise NotImplementedError(f"{self.name} needs variational_posterior_ for "
+                                      "start='q_aliases'")
+        rows = [model.flat_concentrations(q)]
+        for comp in opts["start_components"] or ():
+            rows.append(model.flat_concentrations(comp) if not isinstance(comp, np.ndarray)
+                        else np.asarray(comp, dtype=float))
+        opts["start_mixture"] = model.alias_mixture(np.array(rows))
+        n_temperatures = opts["n_temperatures"]
+        if isinstance(n_temperatures, str) and n_temperatures != "auto":
+            raise ValueError(f"n_temperatures must be a positive int or 'auto', "
+                             f"got {n_temperatures!r}.")
+        if isinstance(n_temperatures, str) and not isinstance(opts["schedule"], str):
+            n_temperatures = len(opts["schedule"]) - 1
+        betas = (None if isinstance(n_temperatures, str)
+                 else make_schedule(opts["schedule"], n_temperatures, opts["delta"],
+                                    opts["e_tau"], opts["beta_min"]))
+        if int(opts["n_chains"]) < 1:
+            raise ValueError(f"n_chains must be >= 1, got {opts['n_chains']}.")
+        return model, data, betas, "compiled", q
 
     def _kernel(self, model, opts, data=None):
         if check_joint(model, opts, self.name):  # anneal="joint": tempered Gibbs on (theta, z)
@@ -453,7 +494,8 @@ class _AISBase(Scorer):
             return run_reverse_ais_compiled(model, data, betas, exact, int(opts["n_chains"]),
                                             random_state, opts["n_jobs"],
                                             opts["dirichlet_strength"], opts["dirichlet_floor"],
-                                            opts["verbose"], opts.get("start_alpha"))
+                                            opts["verbose"], opts.get("start_alpha"),
+                                            opts.get("start_mixture"))
         return run_reverse_ais(model, data, betas, kernel, exact, int(opts["n_chains"]),
                                opts["n_steps"], random_state, opts["n_jobs"], opts["start"], q,
                                opts["verbose"])
@@ -465,7 +507,8 @@ class _AISBase(Scorer):
         if isinstance(kernel, str) and kernel == "compiled":
             return run_ais_compiled(model, data, betas, int(opts["n_chains"]), random_state,
                                     opts["n_jobs"], opts["dirichlet_strength"],
-                                    opts["dirichlet_floor"], verbose, opts.get("start_alpha"))
+                                    opts["dirichlet_floor"], verbose, opts.get("start_alpha"),
+                                    opts.get("start_mixture"))
         return run_ais(model, data, betas, kernel, int(opts["n_chains"]), opts["n_steps"],
                        random_state, opts["n_jobs"], opts["start"], q, verbose)
 
@@ -564,6 +607,14 @@ class AISScore(_AISBase):
     states has, so with well separated copies the estimate lands near ``ln Z - ln S``
     (still unbiased for Z, hence a stochastic lower bound; the missing mass would come
     from rare huge weights); ``alias_correction=True`` reports ``ln S`` alongside.
+    "q_aliases" (models with ``alias_mixture``, e.g. VBDiscreteDAG; compiled kernel): the
+    path from the equal-weight mixture of q and of its S relabelled copies, plus those of
+    every posterior in ``start_components`` (a list of posteriors or flat concentration
+    vectors, e.g. other VB optima; default None), duplicates removed.  The mixture
+    density is exact (a log-mean-exp of the component densities), so the estimate is
+    unbiased for Z itself, with no alias correction needed, and chains are stratified
+    over the components (chain c starts from component c mod M), which removes the
+    noise of how many chains land in each mode.
 
     Error bars: chains are combined by log-mean-exp; they are split into ``n_runs`` (4)
     independent runs and ``stderr`` is the larger of the spread of the run estimates,

@@ -7,6 +7,7 @@ distinct data pattern (the estimator's own compressed patterns and enumeration k
 
 from __future__ import annotations
 
+import itertools
 from math import exp, prod
 
 import numpy as np
@@ -15,8 +16,9 @@ from scipy.special import gammaln
 from ..._dag_structure import CPTLayout, exact_log_evidence
 from ..._distributions import dirichlet_sample
 from ..._kernels.dag import enumerate_posterior, pattern_log_normalisers
-from ..._kernels.scoring_dag import (dag_ais_chains, dag_ais_chains_from_start, dag_ais_init,
-                                     dag_sample_hidden)
+from ..._kernels.scoring_dag import (dag_ais_chains, dag_ais_chains_from_mixture,
+                                     dag_ais_chains_from_start, dag_ais_init,
+                                     dag_mixture_log_density, dag_sample_hidden)
 from ..protocols import EStep
 from ._dirichlet import DirichletBlocksModel
 
@@ -130,7 +132,7 @@ class DAGScoringModel(DirichletBlocksModel):
         return float(out)
 
     def run_ais_compiled(self, X, betas, seeds, strength=None, floor="prior", start_params=None,
-                         progress=None, segment=1024, start_alpha=None):
+                         progress=None, segment=1024, start_alpha=None, start_mixture=None):
         """Forward AIS chains in compiled code (one chain per entry of ``seeds``).
 
         Every chain starts at an exact prior draw and makes, per temperature, one
@@ -152,10 +154,23 @@ class DAGScoringModel(DirichletBlocksModel):
         prior draw and its moves depend only on ``seeds[c]``.  Temperatures are processed
         in segments of ``segment`` steps; ``progress(k, K, log_w)`` is called after each.
 
+        ``start_mixture`` ((M, P) flat concentrations, e.g. from :meth:`alias_mixture`)
+        replaces the start by the equal-weight mixture of the M products of Dirichlets,
+        whose log density (a log-mean-exp of the M component densities) is exact; chain
+        ``c`` starts at a draw of component ``c mod M`` (stratified: the mean weight is the
+        mixture's expectation when M divides C; otherwise each chain's log-weight carries
+        ``ln(C / (M C_m))``, C_m the chains of its component, so that the mean weight is the
+        stratified estimate).  The proposal strength is held at ``alpha0 + kappa n``.
+
         Returns dict with ``log_weights`` (C,), ``acceptance`` (K,) (fraction of chains
         that accepted the move targeting ``betas[k-1]``), ``final_params`` and
         ``log_ratios`` (K,) (mean weight increment per temperature).
         """
+        if start_mixture is not None:
+            if start_alpha is not None:
+                raise ValueError("give start_alpha or start_mixture, not both.")
+            return self._run_ais_mixture(X, betas, seeds, strength, floor, start_params,
+                                         progress, segment, start_mixture)
         betas = np.ascontiguousarray(betas, dtype=float)
         a0, kappa = self.compiled_ais_strength if strength is None else strength
         if not (a0 >= 0 and kappa >= 0 and a0 + kappa > 0):
@@ -220,6 +235,156 @@ class DAGScoringModel(DirichletBlocksModel):
                 progress(bounds[s + 1], K, log_w)
         return {"log_weights": log_w, "acceptance": acc / C,
                 "final_params": self.param_space.unflatten(theta), "log_ratios": lr / C}
+
+    def _proposal_setup(self, strength, floor):
+        a0, kappa = self.compiled_ais_strength if strength is None else strength
+        if not (a0 >= 0 and kappa >= 0 and a0 + kappa > 0):
+            raise ValueError(f"strength must be (alpha0, kappa) >= 0, not both 0; got {(a0, kappa)}.")
+        prior = self._flat_prior()
+        if isinstance(floor, str):
+            if floor != "prior":
+                raise ValueError(f"floor must be 'prior' or a number, got {floor!r}.")
+            g = np.minimum(prior, 1.0)
+        else:
+            g = np.broadcast_to(np.asarray(floor, dtype=float), prior.shape).copy()
+            if np.any(g < 0) or not np.all(np.isfinite(g)):
+                raise ValueError("floor must be finite and non-negative.")
+        return float(a0), float(kappa), prior, np.ascontiguousarray(g)
+
+    def _mixture_terms(self, starts):
+        """(M, P) concentrations -> (starts, log normaliser + ln(1/M) per component)."""
+        starts = np.ascontiguousarray(np.atleast_2d(np.asarray(starts, dtype=float)))
+        prior = self._flat_prior()
+        if starts.ndim != 2 or starts.shape[1] != prior.size or not np.all(starts > 0):
+            raise ValueError(f"start_mixture must be (M, {prior.size}) positive concentrations.")
+        M = starts.shape[0]
+        log_norms = np.array([self._log_normaliser(a) for a in starts]) - np.log(M)
+        return starts, np.ascontiguousarray(log_norms)
+
+    def mixture_log_density(self, params, start_mixture):
+        """ln s(theta) of every parameter set in ``params`` under the equal-weight
+        mixture of products of Dirichlets ``start_mixture`` (M, P)."""
+        starts, log_norms = self._mixture_terms(start_mixture)
+        theta = np.ascontiguousarray(self._flat(params), dtype=float)
+        out = np.empty(theta.shape[0])
+        dag_mixture_log_density(theta, starts, log_norms,
+                                np.ascontiguousarray(self.layout.row_ptr, dtype=np.int64), out)
+        return out
+
+    def _sample_flat_dirichlet(self, alpha, rng):
+        """One draw of the product of Dirichlets with flat concentrations ``alpha``."""
+        g = rng.standard_gamma(alpha)
+        rows = np.add.reduceat(g, self.layout.row_ptr[:-1])
+        theta = g / np.repeat(rows, np.diff(self.layout.row_ptr))
+        return np.maximum(theta, np.finfo(float).tiny)
+
+    def _run_ais_mixture(self, X, betas, seeds, strength, floor, start_params, progress,
+                         segment, start_mixture):
+        betas = np.ascontiguousarray(betas, dtype=float)
+        a0, kappa, prior, g = self._proposal_setup(strength, floor)
+        starts, log_norms = self._mixture_terms(start_mixture)
+        M = starts.shape[0]
+        seqs = [sd if isinstance(sd, np.random.SeedSequence) else np.random.SeedSequence(int(sd))
+                for sd in seeds]
+        C = len(seqs)
+        K = betas.size - 1
+        segment = max(1, int(segment))
+        bounds = list(range(0, K, segment)) + [K]
+        n_seg = len(bounds) - 1
+        kids = [ss.spawn(1 + n_seg) for ss in seqs]
+        n = float(self.n_cases(X))
+        component = np.arange(C) % M
+        if start_params is None:
+            theta = np.stack([self._sample_flat_dirichlet(starts[m], np.random.default_rng(kid[0]))
+                              for m, kid in zip(component, kids)])
+        else:
+            theta = self._flat(start_params)
+        theta = np.ascontiguousarray(theta, dtype=float).copy()
+        row_ptr = np.ascontiguousarray(self.layout.row_ptr, dtype=np.int64)
+        ll, lp, ls = np.empty(C), np.empty(C), np.empty(C)
+        dag_ais_init(theta, prior, row_ptr, X.idx, X.row_start, X.weights, ll, lp)
+        dag_mixture_log_density(theta, starts, log_norms, row_ptr, ls)
+        # stratified estimate: component m's chains stand for 1/M of the start mass
+        per = np.bincount(component, minlength=M)
+        log_w = (np.log(C / (M * per[component])) if start_params is None
+                 else np.zeros(C))
+        acc = np.zeros(K, dtype=np.int64)
+        lr = np.zeros(K)
+        prior_norm = self._log_normaliser(prior)
+        for s in range(n_seg):
+            seg_seeds = np.array([int(kid[1 + s].generate_state(1)[0]) for kid in kids], dtype=np.int64)
+            dag_ais_chains_from_mixture(theta, ll, lp, ls, log_w, betas, bounds[s], bounds[s + 1],
+                                        prior, prior_norm, starts, log_norms, row_ptr, X.idx,
+                                        X.row_start, X.weights, a0 + kappa * n, g, seg_seeds,
+                                        acc, lr)
+            if progress is not None:
+                progress(bounds[s + 1], K, log_w)
+        return {"log_weights": log_w, "acceptance": acc / C,
+                "final_params": self.param_space.unflatten(theta), "log_ratios": lr / C}
+
+    def alias_permutations(self):
+        """The relabellings of the hidden nodes that leave the model unchanged, as flat
+        index maps ``g`` (G, P): ``theta'[g[k]] = theta[k]``.  The group is that of the
+        alias count (Beal 2003, §6.3.2): the state permutations of every hidden node with
+        children, composed with the permutations of those nodes that preserve their
+        cardinalities, prior tables and the edge set; G = S.  The first map is the
+        identity."""
+        s = self.estimator.structure_
+        lay = self.layout
+        prior = self._flat_prior()
+        priors = lay.split(prior)
+        connected = [h for h in s.hidden_nodes if s.children(h)]
+        edges = {(p, c) for c in range(s.n_nodes) for p in s.parents[c]}
+        node_maps = []
+        for perm in itertools.permutations(connected):
+            sigma = dict(zip(connected, perm))
+            if all(lay.r[a] == lay.r[b] and priors[a].shape == priors[b].shape
+                   and np.array_equal(priors[a], priors[b]) for a, b in sigma.items()) \
+                    and {(sigma.get(p, p), sigma.get(c, c)) for p, c in edges} == edges:
+                node_maps.append(sigma)
+        label_perms = itertools.product(*[list(itertools.permutations(range(int(lay.r[h]))))
+                                          for h in connected])
+        label_perms = list(label_perms)
+        # every entry's full state vector (its node's parents and itself, others 0)
+        J = s.n_nodes
+        entry_states = np.zeros((lay.size, J), dtype=np.int64)
+        for j in range(J):
+            fam = list(s.parents[j]) + [j]
+            grid = np.indices([int(lay.r[p]) for p in fam]).reshape(len(fam), -1).T
+            flat = lay.offsets[j] + grid @ lay.coef[fam, j]
+            entry_states[flat[:, None], np.array(fam)[None, :]] = grid
+        maps = []
+        for sigma in node_maps:
+            node_of = np.array([sigma.get(j, j) for j in range(J)], dtype=np.int64)
+            for labels in label_perms:
+                new_states = np.zeros_like(entry_states)
+                for j in range(J):
+                    col = entry_states[:, j]
+                    if j in connected:
+                        col = np.asarray(labels[connected.index(j)], dtype=np.int64)[col]
+                    new_states[:, node_of[j]] = col
+                new_node = node_of[lay.entry_node]
+                g = lay.offsets[new_node] + np.einsum("ej,je->e", new_states, lay.coef[:, new_node])
+                maps.append(g.astype(np.int64))
+        maps = np.array(maps, dtype=np.int64)
+        ident = np.arange(lay.size)
+        first = int(np.flatnonzero((maps == ident).all(axis=1))[0])
+        return np.concatenate([maps[first:first + 1], np.delete(maps, first, axis=0)])
+
+    def alias_mixture(self, concentrations, tol=1e-6):
+        """Flat concentrations (M, P) of the alias-symmetrised start: every alias copy of
+        every given product of Dirichlets (flat concentrations, one per row, e.g. the
+        variational posteriors of several VB restarts), copies that coincide (within
+        ``tol`` relative) kept once."""
+        conc = np.atleast_2d(np.asarray(concentrations, dtype=float))
+        out = []
+        for a in conc:
+            for g in self.alias_permutations():
+                b = np.empty_like(a)
+                b[g] = a
+                if not any(np.allclose(b, c, rtol=tol, atol=0.0) for c in out):
+                    out.append(b)
+        return np.ascontiguousarray(np.array(out))
 
     def flat_concentrations(self, q):
         """The concentrations of a product-of-Dirichlets q over this model's CPT rows as
