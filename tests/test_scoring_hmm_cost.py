@@ -135,3 +135,50 @@ def test_gaussian_hmm_scores_are_seeded(gaussian_hmm):
         a = score(est, X, method, lengths=lengths).log_evidence
         b = score(est, X, method, lengths=lengths).log_evidence
         assert a == b
+
+
+def _three_basins():
+    """Start 0 sits at the local optimum 0 (EM halves x below 5).  From 60 a fast
+    contraction reaches the optimum 3 at x = 100; from 10 a slow one climbs towards the
+    optimum 2 at x = 20, still below 0 after its screening budget."""
+    calls = []
+
+    def objective(x):
+        if x < 5:
+            return -x * x
+        return 2.0 - 0.1 * (x - 20.0) ** 2 if x < 50 else 3.0 - 0.1 * (x - 100.0) ** 2
+
+    def evaluate(theta):
+        calls.append(float(theta["x"][0]))
+        return objective(float(theta["x"][0])), float(theta["x"][0])
+
+    def m_step(x, _):
+        if x < 5:
+            return {"x": np.array([0.5 * x])}
+        target, rate = (20.0, 0.01) if x < 50 else (100.0, 0.9)
+        return {"x": np.array([x + rate * (target - x)])}
+
+    def starts(i):
+        return {"x": np.array([(0.0, 60.0, 10.0)[i]])}
+
+    return starts, evaluate, m_step, calls
+
+
+def test_no_screened_restart_is_finished_once_a_restart_beat_the_first_run():
+    """The best screened-out restart gets another budget only while the first run is
+    still the best: here restart 1 gets ahead within its budget, restart 2 (screened
+    out, heading for a lower optimum) is not run on."""
+    starts, evaluate, m_step, calls = _three_basins()
+    run = best_point_em(starts, evaluate, m_step, n_init=3, max_iter=5000, tol=1e-10,
+                        owner="toy", restart_iter=20)
+    assert run.converged and abs(run.objective - 3.0) < 1e-8
+    from_ten = [x for x in calls if 5 <= x < 50]
+    assert len(from_ten) == 20  # its screening budget, no second budget
+    # with restart 1 in the slow basin too, the first run stays best and the highest
+    # screened-out restart is given its second budget
+    starts2 = lambda i: {"x": np.array([(0.0, 10.0, 11.0)[i]])}  # noqa: E731
+    calls.clear()
+    run = best_point_em(starts2, evaluate, m_step, n_init=3, max_iter=5000, tol=1e-10,
+                        owner="toy", restart_iter=20)
+    assert run.objective == 0.0
+    assert len([x for x in calls if 5 <= x < 50]) == 3 * 20

@@ -153,10 +153,13 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
     space : ParamSpace or None
         Enables the SQUAREM extrapolation of :func:`em_climb`.
     finish_screened : bool, default True
-        Give the highest of the screened-out restarts another budget of the first
-        run's E steps (at least a screening budget) and run it on to convergence if it gets ahead of the best run
-        (one more run at most), so that a restart heading for a better optimum that it
-        had not yet reached within its screening budget is not lost.
+        While the first run is still the best, give the highest of the screened-out
+        restarts another budget of the first run's E steps (at least a screening
+        budget) and run it on to convergence if it gets ahead of the best run (one more
+        run at most), so that a restart heading for a better optimum that it had not
+        yet reached within its screening budget is not lost.  Once a restart has got
+        ahead of the first run within its screening budget, the screening has shown
+        that it reaches a better basin and no screened-out restart is finished.
     draws_per_init : int, default 1
         Every run after the first is replaced by this many seeded draws, each screened
         with a budget that much shorter: the screening costs the same, but more basins
@@ -180,6 +183,7 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         hit ``max_iter``.
     """
     best = None
+    first_run = None  # the run from starts(0), VB's basin
     screened = None  # the highest screened-out restart, still climbing
     screen_budget = 0
     n_steps = 0
@@ -225,6 +229,7 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         n_steps += run.n_iter
         run = consider(run)
         if i == 0:
+            first_run = run
             best_first_iter = run.n_iter
             if min_screen_iter is not None and restart_iter is None:
                 per_run = max(int(min_screen_iter), best_first_iter)
@@ -234,12 +239,16 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         if progress is not None:
             progress(i + 1, n_runs, f"{n_steps} E steps, best objective "
                      f"{best.objective if best is not None else float('nan'):.10g}")
-    if screened is not None and finish_screened and best is not None and screened is not best:
+    if (screened is not None and finish_screened and best is not None and screened is not best
+            and best is first_run):
         # A restart still climbing when its budget ran out may end above the best run:
         # the MAP need not lie in VB's basin (see posterior_then_draws), and a draw far
-        # from it climbs slowly at first.  The highest such restart is run to
-        # convergence if, within another budget of the first run's E steps (at least a
-        # screening budget), it gets ahead of the best run: one more run at most, whatever n_init.
+        # from it climbs slowly at first.  While no restart has got ahead of the first
+        # run (VB's basin), the highest such restart is run to convergence if, within
+        # another budget of the first run's E steps (at least a screening budget), it
+        # gets ahead of the best run: one more run at most, whatever n_init.  A restart
+        # that got ahead within its screening budget has already found a better basin:
+        # the extra budget (as much as the first run again) is then not spent.
         run = finish(screened, max(best_first_iter, screen_budget))
         if not run.converged and np.isfinite(run.objective) and run.objective > best.objective:
             run = finish(run)
