@@ -140,3 +140,34 @@ def test_report_and_figures_are_written(run):
     for name in ("mfa.md", "mfa_fig4_3_clusters.png", "mfa_table4_2_digits.png",
                  "mfa_fig4_14_is.png", "mfa_fig4_13_gaps.png"):
         assert (run.out / name).exists()
+
+
+def test_clusters_report_states_every_configuration_beside_the_thesis():
+    # hand-made units: two configurations on the same two data sets of 50 points per
+    # cluster; a fit whose analysers kept no factor is marked, each result is put
+    # beside the thesis's 18 in words
+    from sklearn_vb.reproduce._mfa_report import _section_clusters, summarize
+
+    def unit(S, factors, bound):
+        return {"n_components": S, "n_factors": [factors] * S, "lower_bound": bound,
+                "ari": 1.0, "means": [[0.0, 0.0]] * S,
+                "covariances": [[[1.0, 0.0], [0.0, 1.0]]] * S,
+                "trace": {"bound": [bound - 1, bound], "event": ["iter", "accept"]}}
+
+    results = {("clusters", 50, 0, "spatial"): unit(18, 1, -3900.0),
+               ("clusters", 50, 1, "spatial"): unit(18, 1, -3800.0),
+               ("clusters", 50, 0, "default_fixed_b"): unit(18, 1, -3950.0),
+               ("clusters", 50, 1, "default_fixed_b"): unit(33, 0, -4200.0)}
+    config = reproduce.get_experiment("mfa").config(quick=False, sections="clusters")
+    config["seed"] = 0
+    summary = summarize(results, config)
+    assert summary["components_found"] == {"spatial": {50: [18, 18]},
+                                           "default_fixed_b": {50: [18, 33]}}
+    text = _section_clusters(summary, config, None)
+    assert "| spatial split | 18, 18 |" in text
+    assert "| package default, b* = 1 | 18, 33° |" in text
+    assert "| spatial split | -3900, -3800 |" in text
+    assert f"{VARIANTS['spatial'][1]}: 18 and 18 (agrees)" in text
+    assert f"{VARIANTS['default_fixed_b'][1]}: 18 and 33 (differs)" in text
+    assert "little difficulty finding the correct number" in text
+    assert "switched off" in text  # the mechanism, shown when a b* = 1 run is present
