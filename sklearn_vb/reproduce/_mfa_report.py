@@ -393,6 +393,11 @@ components" ({truth}, with 50 points per cluster; it reports no other size).  He
 
 def _section_embedded(summary, config):
     max_iter = config["max_iter"]
+    fixed_b = ("""  Here the
+re-estimated ARD rate is what lets ARD switch columns off: with b* kept at 1 the prior on
+a column (E ν = 1 in standardised units) is too weak to empty the columns an analyser does
+not need, their loadings keep values above the activity threshold, and the dimensions come
+out too high.""" if any(v.endswith("_fixed_b") for v in summary["embedded"]) else "")
     rows = []
     for v, by in summary["embedded"].items():
         for n, rs in sorted(by.items()):
@@ -444,11 +449,7 @@ cluster has an analyser of its own):
 {agree_rows}
 
 With ≥ 64 points per cluster, six separate analysers with exactly (7, 4, 3, 2, 2, 1), and
-with each within one factor of its cluster's dimension: {'; '.join(big)}.  Here the
-re-estimated ARD rate is what lets ARD switch columns off: with b* kept at 1 the prior on
-a column (E ν = 1 in standardised units) is too weak to empty the columns an analyser does
-not need, their loadings keep small values above the activity threshold, and the
-dimensions come out too high.
+with each within one factor of its cluster's dimension: {'; '.join(big)}.{fixed_b}
 """
 
 
