@@ -203,3 +203,38 @@ def test_forward_below_and_reverse_above_from_exact_draws():
         gaps.append(hi.log_evidence - lo.log_evidence)
     assert abs(gaps[1]) < 0.15, gaps
     assert abs(lo.log_evidence - exact) < 0.1 and abs(hi.log_evidence - exact) < 0.1
+
+
+RANK_CODES = ["1332", "3333", "0001", "0000", "1122", "0303"]
+
+
+@pytest.fixture(scope="module")
+def rank_run(tmp_path_factory):
+    from sklearn_vb import reproduce
+
+    return reproduce.ais(quick=True, schedule_K=[16], schedule_starts=1, exact_sizes=[5],
+                         exact_codes=RANK_CODES[:2], exact_K=32, rank_sizes=[60],
+                         rank_codes=RANK_CODES, rank_K=60, rank_chains=4, rank_repeats=2,
+                         rank_restarts=3, rank_margin=15.0, verbose=0,
+                         out=tmp_path_factory.mktemp("ais_rank"))
+
+
+def test_rank_study_quick_mode(rank_run):
+    p = rank_run.summary["rank"][60]
+    assert len(p["ranks"]) == 2
+    assert all(isinstance(r, int) and 1 <= r <= len(RANK_CODES) for r in p["ranks"])
+    assert p["agree"] == (p["ranks"][0] == p["ranks"][1])
+    rows = {k: v for k, v in rank_run.results.items() if k[0] == "rank"}
+    assert len(rows) == 2 * len(RANK_CODES)
+    best = max(v["vb_corrected"] for v in rows.values())
+    for key, v in rows.items():
+        # the screen keeps exactly the structures within the margin of the best bound
+        assert v["screened"] == (v["vb_corrected"] >= best - 15.0)
+        if v["screened"]:
+            assert np.isfinite(v["ais"]) and np.all(np.isfinite(v["log_weights"]))
+            assert len(v["log_weights"]) == 4 and v["n_components"] >= 1
+    assert "1332" in p["screened"] and p["n_screened"] == len(p["screened"])
+    # independent seeds give different estimates of the same structure
+    a = [rank_run.results[k]["ais"] for k in sorted(rows) if k[2] == "1332"]
+    assert a[0] != a[1]
+    assert "precise AIS, screened ranking study" in rank_run.report

@@ -9,6 +9,9 @@ and an exact-evidence check the thesis could not make.
 * Precision (beyond the thesis): AIS^(G) with the proposal strength growing with n·β,
   repeated with ``precision_repeats`` independent seeds on all structures at
   ``precision_sizes``: does the rank of the truth agree across the repeats?
+* Ranking study (beyond the thesis, :mod:`._ais_rank`): a precise AIS (from the
+  alias-symmetrised mixture of the VB optima) on the structures that a VB screen keeps,
+  ``rank_repeats`` seeds at ``rank_sizes``.
 
 Tables 6.3 and 6.4 and Figs. 6.11–6.12 (AIS over all structures and sizes) come with the
 single instance of ``reproduce dag``, whose AIS^(5) runs they describe.
@@ -35,6 +38,7 @@ from ._dag_units import (
     parse_code,
     rank_of_truth,
 )
+from ._ais_rank import rank_units, report_rank, run_rank_unit, summarize_rank
 from ._experiment import Experiment, Option, register
 from ._report import markdown_table, pyplot, save_figure
 
@@ -50,9 +54,17 @@ FULL = {
     "precision_sizes": [1280, 2560], "precision_K": 4096, "precision_runs": 5,
     "precision_repeats": 5, "precision_strength": [10.0, 3.0], "precision_codes": None,
     "n_init": 3, "alpha": 3000.0, "e_tau": 0.2,
+    "rank_sizes": [], "rank_K": 4000, "rank_chains": 32, "rank_repeats": 5,
+    "rank_restarts": 10, "rank_window": 10.0, "rank_margin": 15.0, "rank_codes": None,
+    "rank_journal": None,
 }
 QUICK = dict(FULL, schedule_K=[16, 64, 256, 1024], schedule_starts=3, exact_sizes=[6],
              exact_K=1024, precision_sizes=[], precision_K=256)
+
+
+def _int_list(text):
+    """``"1280,2560"`` -> ``[1280, 2560]`` (a command-line list of sizes)."""
+    return [int(v) for v in str(text).split(",") if v.strip()]
 
 
 def _units(config):
@@ -63,7 +75,7 @@ def _units(config):
     units += [("exact", int(n), c, 0) for n in config["exact_sizes"] for c in codes]
     units += [("precision", int(n), c, r) for n in config["precision_sizes"]
               for c in _precision_codes(config) for r in range(int(config["precision_repeats"]))]
-    return units
+    return units + rank_units(config)
 
 
 def _precision_codes(config):
@@ -93,6 +105,8 @@ def _one_schedule_run(X, K, start, config):
 
 
 def _run_unit(key, config, seed):
+    if key[0] == "rank":
+        return run_rank_unit(key, config, seed)
     kind, n, code, rep = key
     X = draw_data(config["seed"], SINGLE, n, max(n, 480))
     c = parse_code(code)
@@ -164,6 +178,7 @@ def _summarize(results, config):
                         "spread_median": float(np.median(reps.std(axis=0))),
                         "best": [pcodes[int(i)] for i in reps.argmax(axis=1)]}
     s["precision"] = prec
+    s["rank"] = summarize_rank(results, config)
     return s
 
 
@@ -228,6 +243,7 @@ def _report(summary, config, out_dir):
                  p["spread_true"], p["spread_median"]] for n, p in summary["precision"].items()]
         L += [markdown_table(["n", "rank of truth per repeat", "agree", "sd of truth's estimate",
                               "median sd over structures"], rows, digits=2), ""]
+    L += report_rank(summary.get("rank", {}), config, markdown_table)
     t = summary["timing"]
     L += [f"Timing: {t['units']} units, {t['unit_seconds_total']:.0f} s of unit time, "
           f"{t['wall_seconds']:.0f} s wall with n_jobs = {t['n_jobs']}.", ""]
@@ -242,7 +258,18 @@ ais = register(Experiment(
     report=_report,
     options=(Option("schedule_starts", int, "number of prior starting points in Fig 6.10"),
              Option("exact_K", int, "AIS temperatures in the exact check"),
-             Option("precision_K", int, "AIS temperatures in the precision study")),
+             Option("precision_K", int, "AIS temperatures in the precision study"),
+             Option("rank_sizes", _int_list, "sizes of the screened ranking study with the "
+                    "precise AIS, e.g. 1280,2560 (default: none)"),
+             Option("rank_K", int, "temperatures of the precise AIS"),
+             Option("rank_chains", int, "chains per precise AIS estimate"),
+             Option("rank_repeats", int, "independent seeds of the ranking study"),
+             Option("rank_margin", float, "screen: nats below the best corrected VB bound"),
+             Option("rank_journal", str, "a reproduce-dag journal whose AIS^(5) values "
+                    "cross-check the screened-out structures")),
     # these only add or remove units; every unit's result depends on the other settings
     resume_ignores=("precision_sizes", "precision_repeats", "precision_codes", "exact_sizes",
-                    "exact_codes", "schedule_K", "schedule_starts")))
+                    "exact_codes", "schedule_K", "schedule_starts",
+                    # the ranking units carry their settings in their keys
+                    "rank_sizes", "rank_K", "rank_chains", "rank_repeats", "rank_restarts",
+                    "rank_window", "rank_margin", "rank_codes", "rank_journal")))
