@@ -265,8 +265,8 @@ ais = register(Experiment(
              Option("rank_chains", int, "chains per precise AIS estimate"),
              Option("rank_repeats", int, "independent seeds of the ranking study"),
              Option("rank_margin", float, "screen: nats below the best corrected VB bound"),
-             Option("rank_journal", str, "a reproduce-dag journal whose AIS^(5) values "
-                    "cross-check the screened-out structures")),
+             Option("rank_journal", str, "a reproduce-dag journal (cache/dag-full-seed0.jsonl) "
+                    "whose AIS^(5) values also screen structures")),
     # these only add or remove units; every unit's result depends on the other settings
     resume_ignores=("precision_sizes", "precision_repeats", "precision_codes", "exact_sizes",
                     "exact_codes", "schedule_K", "schedule_starts",
