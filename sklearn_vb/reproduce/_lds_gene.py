@@ -51,7 +51,7 @@ from sklearn.metrics import roc_auc_score
 from ..lds import VBLinearDynamicalSystem
 from ._report import markdown_table, pyplot, save_figure
 
-GENE_FULL = {"gene_k": [1, 2, 4, 6, 8, 12], "gene_splits": 3, "gene_max_iter": 300,
+GENE_FULL = {"gene_k": [1, 2, 4, 6, 8, 10, 12, 16, 32, 64], "gene_splits": 3, "gene_max_iter": 300,
              "gene_sequences": 34, "gene_length": 10, "gene_outputs": 88, "gene_k_true": 2,
              "gene_regulators": 12, "gene_targets": 5, "gene_test_sequences": 4,
              "gene_fresh_sequences": 100, "gene_show_k": 2}
