@@ -64,11 +64,23 @@ def _spd_inverse(M, inv, L, Linv, strict):
     return True, chol_inverse_into(L, inv, Linv)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _same(X, Y):
+    """Whether two arrays of the same shape are bitwise equal (no NaN handling: a NaN
+    compares unequal, which only ever turns the steady-state shortcut off)."""
+    Xf = X.ravel()
+    Yf = Y.ravel()
+    for a in range(Xf.shape[0]):
+        if Xf[a] != Yf[a]:
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
 def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                    penalised, h_ab, c_ab, h_cd, c_cd, S_A, S_C, rho_log_gap,
                    strict, keep, smooth, log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
-                   ld_filt, sstar, cvec, ld_sstar):
+                   ld_filt, sstar, cvec, ld_sstar, same):
     """Forward pass over all sequences; writes ``log_terms[t]`` (see the module
     docstring) and, with ``keep``, the predicted and filtered beliefs of every step.
 
@@ -76,8 +88,18 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
     ignored otherwise).  ``strict``: a covariance that is not positive definite raises;
     otherwise every row of its sequence gets ``log_terms = -inf``, as does a sequence
     whose log density stops being finite.  ``smooth`` (with ``keep``): also store the
-    RTS conditionals ``sstar``, ``cvec``, ``ld_sstar`` of every step.  Without ``keep``
-    the belief arrays are not touched (they may be empty).
+    RTS conditionals ``sstar``, ``cvec``, ``ld_sstar`` of every step, and in
+    ``same[t]`` whether the covariances of step t are those of step t - 1.  Without
+    ``keep`` the belief arrays are not touched (they may be empty).
+
+    Steady state: the covariance recursion does not depend on the observations (the
+    penalties' quadratic parts ``S_A``, ``S_C`` are constant), so once the posterior
+    precision of an observed step is bitwise equal to that of the step before, the
+    recursion has reached a fixed point in floating point and every following
+    observed step would recompute exactly the same covariances, inverses and
+    log-determinants.  They are then reused until a missing observation or the end of
+    the sequence, which leaves every output bitwise unchanged and removes the
+    ``O(k^3)`` factorisations from the steps in between.
     """
     N, p = y_res.shape
     k = A.shape[0]
@@ -101,6 +123,7 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
     Lam1 = np.empty((k, k))
     St = np.empty((k, k))
     Lam = np.empty((k, k))
+    Lam_prev = np.empty((k, k))
     Pinv = np.empty((k, k))
     Pt = np.empty((k, k))
     T1 = np.empty((k, k))
@@ -128,17 +151,30 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                     log_terms[t] = -np.inf
                 continue
         ok = True
+        # the covariance quantities of the last step, reused in the steady state
+        ld_Lam1 = 0.0
+        ld_P = 0.0
+        ld_prior_prec = 0.0
+        ld_Lam = 0.0
+        have_prev = False  # Lam_prev holds the precision of the previous observed step
+        steady = False
         for t in range(starts[i], ends[i]):
+            if not observed[t]:
+                steady = False
+                have_prev = False
+            if smooth:
+                same[t] = steady
             if penalised:
                 # 1. transition penalty on x_{t-1}: belief N(mut, St).  Steps 1 and 3 are
                 # the same Gaussian-times-penalty update written twice: as a shared helper
                 # (inlined or not) it cost 10-20% of this kernel's time at k <= 3.
-                for a in range(k):
-                    for b in range(k):
-                        Lam1[a, b] = Sig_inv[a, b] + S_A[a, b]
-                ok, ld_Lam1 = _spd_inverse(Lam1, St, Lw, Liw, strict)
-                if not ok:
-                    break
+                if not steady:
+                    for a in range(k):
+                        for b in range(k):
+                            Lam1[a, b] = Sig_inv[a, b] + S_A[a, b]
+                    ok, ld_Lam1 = _spd_inverse(Lam1, St, Lw, Liw, strict)
+                    if not ok:
+                        break
                 _mv(S_A, mu, g)
                 for a in range(k):
                     g[a] += h_ab[t, a]
@@ -149,13 +185,17 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                 l_ab = (-0.5 * (ld_Lam1 + ld_Sig) - 0.5 * _dot(mu, v2) - _dot(mu, h_ab[t])
                         + 0.5 * _dot(g, v1) - c_ab[t])
                 if smooth:
-                    for a in range(k):
-                        for b in range(k):
-                            T1[a, b] = Lam1[a, b] + AtA[a, b]
-                    ok, ld_inv = _spd_inverse(T1, sstar[t], Lw, Liw, strict)
-                    if not ok:
-                        break
-                    ld_sstar[t] = -ld_inv
+                    if steady:
+                        sstar[t] = sstar[t - 1]
+                        ld_sstar[t] = ld_sstar[t - 1]
+                    else:
+                        for a in range(k):
+                            for b in range(k):
+                                T1[a, b] = Lam1[a, b] + AtA[a, b]
+                        ok, ld_inv = _spd_inverse(T1, sstar[t], Lw, Liw, strict)
+                        if not ok:
+                            break
+                        ld_sstar[t] = -ld_inv
                     _mv(Lam1, mut, v1)
                     _mv(At, bu[t], v2)
                     for a in range(k):
@@ -167,36 +207,41 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                 l_ab = 0.0
                 for a in range(k):
                     mut[a] = mu[a]
-                    for b in range(k):
-                        St[a, b] = Sig[a, b]
+                if not steady:
+                    for a in range(k):
+                        for b in range(k):
+                            St[a, b] = Sig[a, b]
             # 2. predict with the mean dynamics: m = A mut + bu, P = A St A' + I
             _mv(A, mut, m)
             for a in range(k):
                 m[a] += bu[t, a]
-            _mm(A, St, T1)
-            _mmT(T1, A, P)
-            for a in range(k):
-                P[a, a] += 1.0
-            for a in range(k):
-                for b in range(a):
-                    val = 0.5 * (P[a, b] + P[b, a])
-                    P[a, b] = val
-                    P[b, a] = val
+            if not steady:
+                _mm(A, St, T1)
+                _mmT(T1, A, P)
+                for a in range(k):
+                    P[a, a] += 1.0
+                for a in range(k):
+                    for b in range(a):
+                        val = 0.5 * (P[a, b] + P[b, a])
+                        P[a, b] = val
+                        P[b, a] = val
             if keep:
                 pred_mean[t] = m
                 pred_cov[t] = P
-            ok, ld_P = _spd_inverse(P, Pinv, Lw, Liw, strict)
-            if not ok:
-                break
+            if not steady:
+                ok, ld_P = _spd_inverse(P, Pinv, Lw, Liw, strict)
+                if not ok:
+                    break
             if observed[t]:
                 if penalised:
                     # 3. observation penalty on x_t: prior N(mt, T1^{-1}), T1 = Pinv + S_C
-                    for a in range(k):
-                        for b in range(k):
-                            T1[a, b] = Pinv[a, b] + S_C[a, b]
-                    ok, ld_prior_prec = _spd_inverse(T1, Pt, Lw, Liw, strict)
-                    if not ok:
-                        break
+                    if not steady:
+                        for a in range(k):
+                            for b in range(k):
+                                T1[a, b] = Pinv[a, b] + S_C[a, b]
+                        ok, ld_prior_prec = _spd_inverse(T1, Pt, Lw, Liw, strict)
+                        if not ok:
+                            break
                     _mv(S_C, m, g)
                     for a in range(k):
                         g[a] += h_cd[t, a]
@@ -211,15 +256,23 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                     ld_prior_prec = -ld_P
                     for a in range(k):
                         mt[a] = m[a]
-                        for b in range(k):
-                            T1[a, b] = Pinv[a, b]
+                    if not steady:
+                        for a in range(k):
+                            for b in range(k):
+                                T1[a, b] = Pinv[a, b]
                 # 4. information-form update with the mean observation model
-                for a in range(k):
-                    for b in range(k):
-                        Lam[a, b] = T1[a, b] + CRC[a, b]
-                ok, ld_Lam = _spd_inverse(Lam, Sig, Lw, Liw, strict)
-                if not ok:
-                    break
+                if not steady:
+                    for a in range(k):
+                        for b in range(k):
+                            Lam[a, b] = T1[a, b] + CRC[a, b]
+                    ok, ld_Lam = _spd_inverse(Lam, Sig, Lw, Liw, strict)
+                    if not ok:
+                        break
+                    # a bitwise repeat of the last precision: the recursion is at its
+                    # fixed point, the next observed step would repeat this one
+                    steady = have_prev and _same(Lam, Lam_prev)
+                    Lam_prev[:, :] = Lam
+                    have_prev = True
                 _mv(C, mt, e)
                 quad = 0.0
                 for s in range(p):
@@ -309,10 +362,11 @@ def vb_kalman_smoother(
     cvec = np.zeros((N, k)) if smooth else np.zeros((0, k))
     ld_sstar = np.zeros(N)
     ld_filt = np.zeros(N)
+    same = np.zeros(N if smooth else 0, dtype=np.bool_)
     _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                    True, h_ab, c_ab, h_cd, c_cd, S_A, S_C, rho_log_gap,
                    True, True, smooth, log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
-                   ld_filt, sstar, cvec, ld_sstar)
+                   ld_filt, sstar, cvec, ld_sstar, same)
     if not smooth:
         return (log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
                 omega, ups, cross, omega0, ups0, entropy)
@@ -327,24 +381,35 @@ def vb_kalman_smoother(
         omega[last] = filt_mean[last]
         ups[last] = filt_cov[last]
         ent = h_const + 0.5 * ld_filt[last]
+        # steady state (see _kalman_filter): when step t + 1 had the forward
+        # covariances of step t (same[t + 1]) and mapped Ups_{t+1} to a bitwise equal
+        # Ups_t, step t maps Ups_t to the same matrix again: its covariances are copied
+        steady = False
         for t in range(last, starts[i] - 1, -1):
-            # conditional q(x_{t-1} | x_t): precision Sigma*^{-1}, mean c + J x_t
-            _mm(sstar[t], At, T1)  # J
-            _mv(T1, omega[t], v1)
-            _mm(T1, ups[t], cross[t])  # J Ups_t = Cov(x_{t-1}, x_t)
-            _mmT(cross[t], T1, T2)
             if t > starts[i]:
                 tgt_mean = omega[t - 1]
                 tgt_cov = ups[t - 1]
             else:
                 tgt_mean = omega0[i]
                 tgt_cov = ups0[i]
+            if steady and same[t + 1]:
+                # J (in T1) and Cov(x_{t-1}, x_t) are those of step t + 1
+                cross[t] = cross[t + 1]
+                tgt_cov[:, :] = ups[t]
+            else:
+                # conditional q(x_{t-1} | x_t): precision Sigma*^{-1}, mean c + J x_t
+                _mm(sstar[t], At, T1)  # J
+                _mm(T1, ups[t], cross[t])  # J Ups_t = Cov(x_{t-1}, x_t)
+                _mmT(cross[t], T1, T2)
+                for a in range(k):
+                    for b in range(a + 1):
+                        val = sstar[t, a, b] + 0.5 * (T2[a, b] + T2[b, a])
+                        tgt_cov[a, b] = val
+                        tgt_cov[b, a] = val
+                steady = _same(tgt_cov, ups[t])
+            _mv(T1, omega[t], v1)
             for a in range(k):
                 tgt_mean[a] = cvec[t, a] + v1[a]
-                for b in range(a + 1):
-                    val = sstar[t, a, b] + 0.5 * (T2[a, b] + T2[b, a])
-                    tgt_cov[a, b] = val
-                    tgt_cov[b, a] = val
             ent += h_const + 0.5 * ld_sstar[t]
         entropy[i] = ent
 
@@ -380,6 +445,7 @@ def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigm
     no_penalty_terms = np.empty(0)
     no_penalty = np.empty((k, k))
     no_beliefs = np.empty((0, k, k))
+    no_flags = np.empty(0, dtype=np.bool_)
     for c in range(n_theta):
         ok_theta = True
         for s in range(p):
@@ -408,7 +474,7 @@ def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigm
                        no_penalty_terms, no_penalty, no_penalty, 0.0,
                        False, False, False, out[c], no_penalty_rows, no_beliefs,
                        no_penalty_rows, no_beliefs, no_penalty_terms, no_beliefs,
-                       no_penalty_rows, no_penalty_terms)
+                       no_penalty_rows, no_penalty_terms, no_flags)
     return out
 
 

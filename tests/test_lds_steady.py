@@ -1,0 +1,133 @@
+"""The steady-state shortcut of the Kalman kernels: on sequences long enough for the
+covariance recursion to reach its fixed point, the filter and smoother still equal
+exact oracles, and the shortcut is actually taken."""
+
+import numpy as np
+import pytest
+
+from sklearn_vb._kernels import kalman
+from sklearn_vb.lds import VBLinearDynamicalSystem
+
+from tests.test_lds_kernel import LOG_2PI, _problem, kalman_reference, point_posterior
+
+
+def _log_joint(q, x, Y, Us, Uo, mu0, Sigma0, observed):
+    """<ln p(x_{0:T}, y_{1:T} | theta)>_q(theta) of one sequence (vectorised over time;
+    rows with ``observed`` False contribute no output term)."""
+    k, p = q["k"], Y.shape[1]
+    MAB, MCD, rho = q["M_AB"], q["M_CD"], q["rho"]
+    E_AB = MAB.T @ MAB + k * q["Sigma_AB"]
+    E_CD = (MCD.T * rho) @ MCD + p * q["Sigma_CD"]
+    A, B = MAB[:, :k], MAB[:, k:]
+    C, D = MCD[:, :k], MCD[:, k:]
+    xp, xt = x[:-1], x[1:]
+    d0 = x[0] - mu0
+    val = -0.5 * (k * LOG_2PI + np.linalg.slogdet(Sigma0)[1] + d0 @ np.linalg.solve(Sigma0, d0))
+    val += np.sum(-0.5 * k * LOG_2PI - 0.5 * (
+        np.sum(xt * xt, 1) - 2 * np.sum(xt * (xp @ A.T), 1) - 2 * np.sum(xt * (Us @ B.T), 1)
+        + np.sum(xp * (xp @ E_AB[:k, :k]), 1) + 2 * np.sum(xp * (Us @ E_AB[k:, :k]), 1)
+        + np.sum(Us * (Us @ E_AB[k:, k:]), 1)))
+    obs = (-0.5 * p * LOG_2PI + 0.5 * np.sum(q["log_rho"]) - 0.5 * (
+        np.sum(Y * Y * rho, 1) - 2 * np.sum((Y * rho) @ C * xt, 1)
+        - 2 * np.sum((Y * rho) @ D * Uo, 1) + np.sum(xt * (xt @ E_CD[:k, :k]), 1)
+        + 2 * np.sum(xt * (Uo @ E_CD[k:, :k]), 1) + np.sum(Uo * (Uo @ E_CD[k:, k:]), 1)))
+    return val + np.sum(obs[observed])
+
+
+def _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed):
+    """Mean, covariance and ln Z' of the Gaussian q(x_{0:T}) from the (quadratic) log
+    joint, its block-tridiagonal precision read off by evaluations."""
+    k, T = q["k"], Y.shape[0]
+    n = (T + 1) * k
+    f = lambda v: _log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0, observed)
+    c0 = f(np.zeros(n))
+    E = np.eye(n)
+    fp = np.array([f(E[i]) for i in range(n)])
+    fm = np.array([f(-E[i]) for i in range(n)])
+    h = 0.5 * (fp - fm)
+    diag = -(fp + fm - 2 * c0)
+    J = np.diag(diag)
+    for i in range(n):
+        for j in range(i + 1, min(n, (i // k + 2) * k)):
+            fij = f(E[i] + E[j])
+            J[i, j] = J[j, i] = -(fij - c0 - h[i] - h[j] + 0.5 * (diag[i] + diag[j]))
+    cov = np.linalg.inv(J)
+    mean = cov @ h
+    ln_z = c0 + 0.5 * h @ mean - 0.5 * np.linalg.slogdet(J)[1] + 0.5 * n * LOG_2PI
+    v = np.random.default_rng(1).standard_normal(n)
+    assert np.isclose(f(v), c0 + h @ v - 0.5 * v @ J @ v, rtol=1e-9, atol=1e-8)
+    return mean.reshape(T + 1, k), cov, ln_z
+
+
+def _kernel(q, Y, Us, Uo, mu0, Sigma0, observed, point=False):
+    starts, ends = np.array([0]), np.array([Y.shape[0]])
+    return VBLinearDynamicalSystem._run_filter(q, Y, Us, Uo, starts, ends, mu0, Sigma0,
+                                               smooth=True, point=point, observed=observed)
+
+
+def _steady_flags(q, Y, Us, Uo, mu0, Sigma0, observed):
+    """``same[t]`` of the forward pass: step t reused the covariances of step t - 1."""
+    k, N = q["k"], Y.shape[0]
+    A, B = q["M_AB"][:, :k], q["M_AB"][:, k:]
+    C, D = q["M_CD"][:, :k], q["M_CD"][:, k:]
+    K_AB, K_CD = k * q["Sigma_AB"], Y.shape[1] * q["Sigma_CD"]
+    rows, kk = np.zeros((N, k)), np.zeros((N, k, k))
+    same = np.zeros(N, dtype=bool)
+    kalman._kalman_filter(
+        np.ascontiguousarray(Y - Uo @ D.T), np.ascontiguousarray(Us @ B.T), observed,
+        np.array([0]), np.array([N]), np.ascontiguousarray(A), np.ascontiguousarray(C),
+        q["rho"], mu0, Sigma0, True, np.ascontiguousarray(Us @ K_AB[:k, k:].T),
+        0.5 * np.einsum("tc,cd,td->t", Us, K_AB[k:, k:], Us),
+        np.ascontiguousarray(Uo @ K_CD[:k, k:].T),
+        0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo),
+        np.ascontiguousarray(K_AB[:k, :k]), np.ascontiguousarray(K_CD[:k, :k]), -0.1,
+        True, True, True, np.zeros(N), rows.copy(), kk.copy(), rows.copy(), kk.copy(),
+        np.zeros(N), kk.copy(), rows.copy(), np.zeros(N), same)
+    return same
+
+
+@pytest.mark.parametrize("seed, dims, gaps", [(0, (2, 3, 1, 1, 90), ()),
+                                              (1, (3, 2, 2, 0, 80), (30, 31, 55)),
+                                              (2, (1, 4, 0, 1, 100), (70,))])
+def test_long_vb_smoother_matches_dense_posterior(seed, dims, gaps):
+    k, p, ds, do, T = dims
+    q, Y, Us, Uo, mu0, Sigma0 = _problem(seed, k, p, ds, do, T)
+    observed = np.ones(T, dtype=bool)
+    observed[list(gaps)] = False
+    same = _steady_flags(q, Y, Us, Uo, mu0, Sigma0, observed)
+    # the shortcut is taken, and never across a missing observation
+    assert same.sum() > T // 3
+    assert not np.any(same[list(gaps)])
+    mean, cov, ln_z = _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed)
+    res = _kernel(q, Y, Us, Uo, mu0, Sigma0, observed)
+    block = lambda i, j: cov[i * k:(i + 1) * k, j * k:(j + 1) * k]
+    np.testing.assert_allclose(res["omega0"][0], mean[0], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res["omega"], mean[1:], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res["ups0"][0], block(0, 0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res["ups"], [block(t, t) for t in range(1, T + 1)],
+                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res["cross"], [block(t - 1, t) for t in range(1, T + 1)],
+                               rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res["ln_z"][0], ln_z, rtol=1e-9)
+    H = 0.5 * np.linalg.slogdet(2 * np.pi * np.e * cov)[1]
+    np.testing.assert_allclose(res["entropy"][0], H, rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_long_point_smoother_matches_textbook_kalman(seed):
+    k, p, ds, do, T = 2, 3, 2, 1, 300
+    q, Y, Us, Uo, mu0, Sigma0 = _problem(seed, k, p, ds, do, T)
+    A, B = q["M_AB"][:, :k], q["M_AB"][:, k:]
+    C, D = q["M_CD"][:, :k], q["M_CD"][:, k:]
+    ms, Ps, cross, ll = kalman_reference(A, B, C, D, np.diag(1.0 / q["rho"]), mu0, Sigma0,
+                                         Y, Us, Uo)
+    res = _kernel(point_posterior(q), Y, Us, Uo, mu0, Sigma0, np.ones(T, dtype=bool))
+    np.testing.assert_allclose(res["omega"], ms[1:], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res["ups"], Ps[1:], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res["cross"], cross, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res["ln_z"][0], ll, rtol=1e-10)
+    # the batched likelihood kernel (the scoring layer's) agrees
+    out = np.zeros((1, T))
+    kalman.lds_log_likelihood_terms(A[None], B[None], C[None], D[None], q["rho"][None], Y,
+                                    Us, Uo, np.array([0]), np.array([T]), mu0, Sigma0, out)
+    np.testing.assert_allclose(out.sum(), ll, rtol=1e-10)
