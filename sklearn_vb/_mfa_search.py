@@ -21,7 +21,11 @@ partial iteration updates, in this order,
   Ψ has absorbed the spread the two children now explain.
 
 Each is an exact coordinate maximisation of F over a block of q, so F never decreases,
-and the cost of an iteration is about ``2 / S`` of a full one.  The functions here act
+and the cost of an iteration is about ``2 / S`` of a full one.  So is the bound after
+it (:class:`PartialBound`): the other components' terms of F are constant, except
+their expected log-likelihood, which depends on Ψ only through ``Σ_q R_q / ψ_q`` with
+their residuals ``R`` fixed, and their ARD terms, which depend on ``b*`` and ``q(ν)``
+through a few numbers per column.  The functions here act
 on the estimator's state dictionary and replace arrays rather than edit them in place
 (the estimator caches statistics by array identity).
 """
@@ -31,11 +35,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
+from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
+from ._kernels._constants import LOG_2PI
 from ._mfa_hyper import update_ard_rate
 from ._mfa_point import noise_residual
 
-__all__ = ["children_iteration", "noise_residuals"]
+__all__ = ["children_iteration", "noise_residuals", "PartialBound"]
 
 
 def _with_columns(full, part, index, axis):
@@ -54,9 +60,7 @@ def noise_residuals(st, Z, components):
     c = np.asarray(components, dtype=int)
     if c.size == 0:
         return np.zeros(Z.shape[1])
-    Nk, W, C, D = _k.sufficient_statistics(Z, np.ascontiguousarray(st["resp"][:, c]),
-                                           np.ascontiguousarray(st["xbar"][:, c]),
-                                           st["sigma"][c])
+    Nk, W, C, D = _component_statistics(st, Z, c)
     lam, cov = st["lam_mean"][c], st["lam_cov"][c]
     second = cov + lam[:, :, :, None] * lam[:, :, None, :]
     return noise_residual(D, C, W, lam, second)
@@ -71,6 +75,98 @@ def _cached_statistics(st, Z):
             and cache[2] is st["sigma"] and cache[3] is Z):
         return cache[4]
     return None
+
+
+def _component_statistics(st, Z, c):
+    """The statistics of the components ``c``: from the cache when it holds those of
+    the stored state, computed otherwise."""
+    cached = _cached_statistics(st, Z)
+    if cached is not None:
+        return tuple(x[c] for x in cached)
+    return _k.sufficient_statistics(Z, np.ascontiguousarray(st["resp"][:, c]),
+                                    np.ascontiguousarray(st["xbar"][:, c]), st["sigma"][c])
+
+
+class PartialBound:
+    """The bound F of the state ``st`` while only the components ``children`` change
+    (:func:`children_iteration`), at a cost that does not grow with the others.
+
+    Built from the state before the partial iterations; :meth:`__call__` then returns
+    F of the current state (``log_jacobian`` included), equal to the complete bound
+    up to round-off as long as the other components' q(Λ̃), q(x|s) and q(s) stay as
+    they were.  Their terms of F are split into what the partial updates leave alone
+    (entropies, the factors' terms, the centres' prior terms) and what moves with the
+    shared quantities: the likelihood ``-½ N_o (p ln 2π + Σ_q ln ψ_q) - ½ Σ_q R_q / ψ_q``
+    (``R`` their summed noise residuals, :func:`noise_residuals`), the ARD terms
+    ``½ Σ_j (p E[ln ν_j] - E[ν_j] Σ_q E[Λ_qj²])`` and ``-KL(q(ν) || p(ν))``, and
+    ``N_s E[ln π_s]``.
+    """
+
+    def __init__(self, st, Z, children, log_jacobian=0.0):
+        S = st["resp"].shape[1]
+        self.children = np.asarray(children, dtype=int)
+        self.others = np.setdiff1d(np.arange(S), self.children)
+        self.Z = Z
+        self.log_jacobian = float(log_jacobian)
+        o = self.others
+        p = Z.shape[1]
+        K = st["sigma"].shape[-1]
+        self.residuals = noise_residuals(st, Z, o)
+        if o.size == 0:
+            self.n_others = 0.0
+            self.fixed = 0.0
+            self.lam_sq = np.zeros((0, K))
+            self.n_o = np.zeros(0)
+            return
+        Nk, W, C, D = _component_statistics(st, Z, o)
+        self.n_o = Nk
+        self.n_others = float(Nk.sum())
+        terms = _k.bound_terms(
+            Z, np.ascontiguousarray(st["resp"][:, o]), np.ascontiguousarray(st["xbar"][:, o]),
+            st["sigma"][o], st["logdet_sigma"][o], st["lam_mean"][o], st["lam_cov"][o],
+            st["lam_logdet"][o], st["alpha_hat"][o], st["a_tilde"], st["b_tilde"][o], st["psi"],
+            st["mu_star"], st["nu_star"], stats=(Nk, W, C, D),
+            expected_log_pi=np.zeros(o.size))
+        lam_sq = st["lam_mean"][o][:, :, :K] ** 2 + np.diagonal(
+            st["lam_cov"][o], axis1=-2, axis2=-1)[:, :, :K]
+        self.lam_sq = lam_sq.sum(axis=1)  # (S_o, K)
+        ard = self._ard_part(st, o, p)
+        # what stays: the loading terms without their ARD part, the entropy of q(s)
+        # (``assign`` was computed with E[ln π] = 0) and the factors' terms
+        self.fixed = float(np.sum(terms["loading"]) - ard + np.sum(terms["assign"])
+                           + np.sum(terms["factor"]))
+
+    def _ard_part(self, st, o, p):
+        """``½ Σ_sj (p E[ln ν_sj] - E[ν_sj] Σ_q E[Λ_qj²])`` over the components ``o``."""
+        b = st["b_tilde"][o]
+        if b.size == 0:
+            return 0.0
+        e_nu = st["a_tilde"] / b
+        elog_nu = digamma(st["a_tilde"]) - np.log(b)
+        return float(0.5 * np.sum(p * elog_nu - e_nu * self.lam_sq))
+
+    def __call__(self, st):
+        c, o = self.children, self.others
+        Z = self.Z
+        p = Z.shape[1]
+        S, K = st["b_tilde"].shape
+        alpha_hat = st["alpha_hat"]
+        elog_pi = digamma(alpha_hat) - digamma(alpha_hat.sum())
+        stats = _component_statistics(st, Z, c)
+        terms = _k.bound_terms(
+            Z, np.ascontiguousarray(st["resp"][:, c]), np.ascontiguousarray(st["xbar"][:, c]),
+            st["sigma"][c], st["logdet_sigma"][c], st["lam_mean"][c], st["lam_cov"][c],
+            st["lam_logdet"][c], alpha_hat[c], st["a_tilde"], st["b_tilde"][c], st["psi"],
+            st["mu_star"], st["nu_star"], stats=stats, expected_log_pi=elog_pi[c])
+        psi = st["psi"]
+        lik_o = (-0.5 * self.n_others * (p * LOG_2PI + np.sum(np.log(psi)))
+                 - 0.5 * float(self.residuals @ (1.0 / psi)))
+        others = self.fixed + self._ard_part(st, o, p) + float(self.n_o @ elog_pi[o]) + lik_o
+        f_pi = -float(dirichlet_kl(alpha_hat, np.full(S, st["alpha_star"] / S)))
+        f_nu = (-float(np.sum(gamma_kl(st["a_tilde"], st["b_tilde"], st["a_star"],
+                                       st["b_star"]))) if K else 0.0)
+        children = sum(float(np.sum(terms[k])) for k in ("loading", "assign", "factor", "lik"))
+        return f_pi + f_nu + children + others + self.log_jacobian
 
 
 def _splice_statistics(st, Z, c, old_stats, stats_c):

@@ -59,7 +59,7 @@ from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
 from ._mfa_hyper import loading_half_second_moments, update_ard_rate
 from ._mfa_rotate import optimise_rotations, rotate_components
-from ._mfa_search import children_iteration, noise_residuals
+from ._mfa_search import PartialBound, children_iteration
 from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
                          point_weights)
 from ._validation import validate_float_data
@@ -1300,17 +1300,16 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         geometric extrapolation of the remaining gain (the rule of
         :meth:`_birth_verdict`).  Returns the exact bound before and after each
         iteration; it never decreases."""
-        trace = [self._lower_bound(data)]
+        trace = [self._lower_bound(data)]  # also caches every component's statistics
         hyper = self._hyper_set()
-        fixed = None
-        if "noise" in hyper:
-            others = np.setdiff1d(np.arange(self._vb_["resp"].shape[1]), children)
-            fixed = noise_residuals(self._vb_, data.Z, others)
+        # F of the partial states at the cost of the children's terms
+        bound = PartialBound(self._vb_, data.Z, children, data.log_jacobian)
+        fixed = bound.residuals if "noise" in hyper else None
         b_min = self.ard_rate_min if "ard_rate" in hyper else None
         for _ in range(self.birth_partial_iter):
             children_iteration(self._vb_, data.Z, children, fixed, data.psi_floor, b_min,
                                self.ard_rate_update)
-            value = self._lower_bound(data)
+            value = bound(self._vb_)
             self._check_decrease(trace[-1], value, self._total_iter, "partial birth")
             trace.append(value)
             if value > target or value - trace[-2] < self.tol:

@@ -197,11 +197,13 @@ def _loading_posterior_rows(W, C, psi, expected_nu, nu_star, mu_star, mean, cov,
 
 def bound_terms(
     Y, resp, xbar, sigma, logdet_sigma, lam_mean, lam_cov, lam_logdet,
-    alpha_hat, a_tilde, b_tilde, psi, mu_star, nu_star, stats=None,
+    alpha_hat, a_tilde, b_tilde, psi, mu_star, nu_star, stats=None, expected_log_pi=None,
 ):
     """The named terms of the lower bound F that involve the loadings, the factors or
     the data, valid for any q: a dict of per-component arrays (S,) ``loading``,
-    ``assign``, ``factor`` and ``lik``.
+    ``assign``, ``factor`` and ``lik``.  ``expected_log_pi`` (S,) replaces
+    ``E[ln π_s]`` from ``alpha_hat`` (for a subset of the components, whose counts do
+    not sum to the Dirichlet's total).
 
     F is their total plus ``-KL(q(pi) || p(pi))`` and ``-KL(q(nu) || p(nu))``, which the
     estimator takes from the conjugate families.
@@ -212,8 +214,10 @@ def bound_terms(
     if stats is None:
         stats = sufficient_statistics(Y, resp, xbar, sigma)
     Nk, W, C, D = stats
-    a0 = alpha_hat.sum()
-    elog_pi = digamma(alpha_hat) - digamma(a0)
+    if expected_log_pi is None:
+        elog_pi = digamma(alpha_hat) - digamma(alpha_hat.sum())
+    else:
+        elog_pi = expected_log_pi
     # F_Lambda
     e_nu = a_tilde / b_tilde
     elog_nu = digamma(a_tilde) - np.log(b_tilde)
