@@ -220,9 +220,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         whole mixture).  A removal is a structure change like any death: the
         search history records a ``"death"`` event and F is monotone between
         structure changes.  0 disables the rule.
-    max_tries : int, default=3
+    max_tries : int, default=1
         Search only: stop after this many consecutive passes through all components
-        without an accepted birth.
+        without an accepted birth (every accepted birth starts a new pass over the
+        components of the new state; the default stops at the first pass in which
+        every proposal is rejected).
     split_direction : {"principal-first", "random"}, default="principal-first"
         Search only: the direction ``d`` along which a parent's points are divided
         between its two children (by the sign of ``(y - μ)ᵀ d``; the children's
@@ -252,6 +254,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         change by more than this fraction (eq. 4.72).  0 disables the rule, so that
         epochs end on ``tol`` only: slower, but an epoch then cannot stop while F
         still creeps up, which can otherwise let a marginal birth through.
+    epoch_rtol : float, default=1e-6
+        Search only: an epoch before the final polish (the first, and each birth's)
+        also ends once an iteration raises ``F`` by less than this fraction of
+        ``|F|``; the structure decisions need F near its optimum, not at it, and the
+        polish converges the final structure.  0 disables the rule.
     max_iter_epoch : int, default=200
         Search only: maximum VBEM iterations of one epoch.
     birth_accept_rtol : float, default=0.01
@@ -294,9 +301,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         clusters in few dimensions) is lost, and the search can stop early.
     polish_iter : int, default=1000
         Search only: after the search stops, the final structure is iterated (with
-        deaths, without births) until ``F`` changes by less than ``tol``, for at most
-        this many iterations; ARD keeps pruning factors long after the
-        responsibilities have settled.
+        deaths, without births, with ``rotations`` and ``compress_factors``) until
+        it converges by the ``tol`` rule below, for at most this many iterations;
+        ARD keeps pruning factors long after the responsibilities have settled.
     ard_threshold : float, default=1e-3
         A loading column ``j`` of component ``s`` is counted as an active factor when
         ``||E Λ^s_{·j}||² / Σ_q ψ_q > ard_threshold`` (fitting units): its expected
@@ -315,6 +322,16 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     prune_threshold : float, default=1e-6
         A column counts as switched off when ``||E Λ^s_{·j}||² / Σ_q ψ_q`` (fitting
         units) is below this.
+    compress_factors : bool, default=True
+        With ``prune_factors``, outside the birth/death search (the final polish, and
+        fits with ``search=False``): a loading column switched off in one component
+        only (below ``prune_threshold``) is decoupled from that component's other
+        columns, its loading and factor means set to zero, and the change is kept
+        only when the bound computed afresh is at least the bound before it.  VBEM
+        keeps a decoupled column decoupled, and the loading update then factorises
+        only the coupled columns of each component, so the cost of an iteration
+        follows each component's own number of factors.  The search itself does not
+        decouple: a child may need a column its parent had switched off.
     ard_rate_min : float, default=0.0
         Lower limit on the optimised ARD rate ``b*`` (fitting units); the update
         remains the exact constrained maximiser of ``F``.  Without a limit ``b*``
@@ -470,6 +487,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
         "split": [StrOptions({"responsibility", "spatial"})],
         "agitation_tol": [Interval(Real, 0.0, None, closed="left")],
+        "epoch_rtol": [Interval(Real, 0.0, None, closed="left")],
         "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
         "birth_accept_rtol": [Interval(Real, 0.0, None, closed="left")],
         "birth_reject_rtol": [Interval(Real, 0.0, None, closed="left")],
@@ -481,6 +499,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
         "prune_factors": ["boolean"],
         "prune_threshold": [Interval(Real, 0.0, None, closed="left")],
+        "compress_factors": ["boolean"],
         "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
         "ard_rate_update": [StrOptions({"exact", "fixed-point"})],
         "rotations": ["boolean"],
@@ -505,11 +524,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         standardize=True,
         psi_min="auto",
         death_threshold=1.0,
-        max_tries=3,
+        max_tries=1,
         split_direction="principal-first",
         split_hardness=1.0,
         split="responsibility",
         agitation_tol=float(np.exp(-6.0)),
+        epoch_rtol=1e-6,
         max_iter_epoch=200,
         birth_accept_rtol=0.01,
         birth_reject_rtol=0.02,
@@ -521,6 +541,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         ard_threshold=1e-3,
         prune_factors=True,
         prune_threshold=1e-6,
+        compress_factors=True,
         ard_rate_min=0.0,
         ard_rate_update="fixed-point",
         rotations=True,
@@ -568,6 +589,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.split_hardness = split_hardness
         self.split = split
         self.agitation_tol = agitation_tol
+        self.epoch_rtol = epoch_rtol
         self.max_iter_epoch = max_iter_epoch
         self.birth_accept_rtol = birth_accept_rtol
         self.birth_reject_rtol = birth_reject_rtol
@@ -579,6 +601,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.ard_threshold = ard_threshold
         self.prune_factors = prune_factors
         self.prune_threshold = prune_threshold
+        self.compress_factors = compress_factors
         self.ard_rate_min = ard_rate_min
         self.ard_rate_update = ard_rate_update
         self.rotations = rotations
@@ -831,7 +854,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Nk, W, C, D = self._stats(data)
         e_nu = st["a_tilde"] / st["b_tilde"]
         st["lam_mean"], st["lam_cov"], st["lam_logdet"] = _k.loading_posterior(
-            W, C, st["psi"], e_nu, st["nu_star"], st["mu_star"]
+            W, C, st["psi"], e_nu, st["nu_star"], st["mu_star"], st.get("active")
         )
 
     def _log_weights(self, Y):
@@ -1002,6 +1025,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         # a birth epoch must not be credited with the gain of removing columns its
         # parent state could lose as well: the search prunes before each proposal
         if not getattr(self, "_in_birth_epoch", False):
+            if self.compress_factors and not getattr(self, "_searching", False):
+                # (not in the search: a child must be able to use a column its
+                # parent had switched off)
+                self._decouple_dead_factors(data)
             self._prune_dead_factors(data)
 
     # ---------------------------------------------------------------- acceleration
@@ -1047,9 +1074,17 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         chol[..., diag] = np.exp(log_diag)
         L = np.zeros((S, p, K1, K1))
         L[..., rows, cols] = chol
+        mean = mean.reshape(S, p, K1)
+        if "active" in st:
+            # an extrapolation from iterates before a decoupling: keep the decoupled
+            # columns decoupled (the factor of a block diagonal Γ is block diagonal)
+            dead1 = np.concatenate([~st["active"], np.zeros((S, 1), dtype=bool)], axis=1)
+            cross = (dead1[:, :, None] | dead1[:, None, :]) & ~np.eye(K1, dtype=bool)
+            L = np.where(cross[:, None], 0.0, L)
+            mean = np.where(dead1[:, None, :], 0.0, mean)
         # the floor on Ψ is a constraint of its update: a point below it is moved onto it
         psi = np.maximum(np.exp(log_psi), data.psi_floor)
-        st["lam_mean"] = mean.reshape(S, p, K1)
+        st["lam_mean"] = mean
         st["lam_cov"] = L @ np.swapaxes(L, -1, -2)
         st["lam_logdet"] = 2.0 * np.sum(log_diag, axis=-1)
         st["b_tilde"] = np.exp(log_b).reshape(S, K1 - 1)
@@ -1131,6 +1166,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         sig = np.take_along_axis(st["sigma"], order[:, :, None], axis=1)
         st["sigma"] = np.take_along_axis(sig, order[:, None, :], axis=2)
         st["xbar"] = np.take_along_axis(st["xbar"], order[None, :, :], axis=2)
+        if "active" in st:
+            st["active"] = np.take_along_axis(st["active"], order, axis=1)
 
     def _drop_trailing_factors(self, K_new):
         """Keep the first ``K_new`` loading columns of every component: q(Λ̃) and
@@ -1145,6 +1182,62 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st["sigma"] = st["sigma"][:, :K_new, :K_new].copy()
         st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
         st["xbar"] = np.ascontiguousarray(st["xbar"][:, :, :K_new])
+        if "active" in st:
+            st["active"] = st["active"][:, :K_new].copy()
+
+    def _decouple_dead_factors(self, data):
+        """Decouple the loading columns ARD has switched off in a single component (see
+        ``compress_factors``); kept only when F does not decrease.  Returns the
+        change of F (0.0 when nothing changed).
+
+        A column of component ``s`` whose ``||E Λ^s_{·j}||² / Σ_q ψ_q`` is below
+        ``prune_threshold`` becomes decoupled: its loading means and factor means
+        are set to zero and its covariances with every other column (in q(Λ̃) and
+        q(x|s)) removed.  VBEM keeps such a column decoupled (zero is the fixed
+        point the column was converging to), so from then on the loading update
+        solves only the coupled columns of each row (``active``)."""
+        st = self._vb_
+        S, K = st["b_tilde"].shape
+        if K == 0:
+            return 0.0
+        active = st.get("active")
+        if active is None:
+            active = np.ones((S, K), dtype=bool)
+        new_active = active & (self._column_norms() >= self.prune_threshold)
+        if np.array_equal(new_active, active):
+            return 0.0
+        before = self._lower_bound(data)
+        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "sigma",
+                                     "logdet_sigma", "xbar")}
+        saved_active = st.get("active")
+        st["active"] = new_active
+        self._impose_decoupling(st)
+        st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
+        st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
+        after = self._lower_bound(data)
+        if not after >= before:
+            st.update(saved)
+            if saved_active is None:
+                st.pop("active", None)
+            else:
+                st["active"] = saved_active
+            return 0.0
+        return after - before
+
+    @staticmethod
+    def _impose_decoupling(st, factors=True):
+        """Zero the means of the decoupled columns (``st["active"]`` False) and their
+        covariances with every other column, in q(Λ̃) and (``factors``) q(x|s)."""
+        S, K = st["active"].shape
+        dead = ~st["active"]
+        dead1 = np.concatenate([dead, np.zeros((S, 1), dtype=bool)], axis=1)
+        # pairs of distinct columns at least one of which is decoupled
+        cross = (dead1[:, :, None] | dead1[:, None, :]) & ~np.eye(K + 1, dtype=bool)
+        st["lam_mean"] = np.where(dead1[:, None, :], 0.0, st["lam_mean"])
+        st["lam_cov"] = np.where(cross[:, None], 0.0, st["lam_cov"])
+        if factors:
+            st["sigma"] = np.where(cross[:, :K, :K], 0.0, st["sigma"])
+            st["xbar"] = np.where(dead[None], 0.0, st["xbar"])
 
     def _prune_dead_factors(self, data):
         """Remove the loading columns switched off in every component (see
@@ -1199,6 +1292,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _keep_components(self, keep):
         st = self._vb_
+        if "active" in st:
+            st["active"] = st["active"][keep]
         for key in ("resp", "lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
                     "sigma", "logdet_sigma", "ids"):
             st[key] = st[key][keep] if key != "resp" else st[key][:, keep]
@@ -1266,6 +1361,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             r_b = r_par * ((1 - h) * rho + h * (1 - rho))
         S = st["resp"].shape[1]
         order = np.r_[np.arange(S), parent]
+        if "active" in st:
+            st["active"] = st["active"][order]
         for key in ("lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
                     "sigma", "logdet_sigma", "ids"):
             st[key] = st[key][order].copy()
@@ -1366,7 +1463,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return f", {self._vb_['resp'].shape[1]} components"
 
     def _run_epoch(self, data, history, epoch, event, agitation_tol=None, max_iter=None,
-                   target=None):
+                   target=None, relative=True):
         """VBEM with deaths until F or the agitation (eq. 4.72) converges.
 
         The iterations are numbered on from the search's total ``_total_iter`` and
@@ -1375,8 +1472,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         of the epoch, and ``"iter"`` otherwise.  Besides the ``tol`` test of
         :meth:`_iterate`, the epoch ends when no component's responsibilities
         changed by more than ``agitation_tol`` (a fraction of its mass) in the last
-        iteration, and a birth epoch (``target``: F before the split) by the rules of
-        :meth:`_birth_verdict`.
+        iteration, a birth epoch (``target``: F before the split) by the rules of
+        :meth:`_birth_verdict`, and (``relative``) any epoch once an iteration raises F
+        by less than ``epoch_rtol`` times ``|F|``.
         """
         agitation_tol = self.agitation_tol if agitation_tol is None else agitation_tol
         n_iter = self.max_iter_epoch if max_iter is None else max_iter
@@ -1405,7 +1503,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             if len(trace) > 1 and agitation < agitation_tol:
                 return True
             if target is not None:
-                return self._birth_verdict(trace, target)
+                verdict = self._birth_verdict(trace, target)
+                if verdict is not None:
+                    return verdict
+            if (relative and len(trace) > 1
+                    and trace[-1] - trace[-2] < self.epoch_rtol * abs(trace[-1])):
+                return True
             return None
 
         return self._iterate(data, iterations, record_and_stop)
@@ -1543,7 +1646,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             self._searching = False  # rotation moves from here on
             try:
                 tail, polished = self._run_epoch(
-                    data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter
+                    data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter,
+                    relative=False,
                 )
             finally:
                 self._strict_stop = False
