@@ -220,11 +220,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         whole mixture).  A removal is a structure change like any death: the
         search history records a ``"death"`` event and F is monotone between
         structure changes.  0 disables the rule.
-    max_tries : int, default=1
+    max_tries : int or "auto", default="auto"
         Search only: stop after this many consecutive passes through all components
-        without an accepted birth (every accepted birth starts a new pass over the
-        components of the new state; the default stops at the first pass in which
-        every proposal is rejected).
+        without an accepted birth.  ``"auto"``: 1 with ``split="responsibility"``
+        (the search stops at the first pass in which every proposal is rejected),
+        3 with ``split="spatial"``, whose proposals are random draws of which a
+        parent may need several.
     split_direction : {"principal-first", "random"}, default="principal-first"
         Search only: the direction ``d`` along which a parent's points are divided
         between its two children (by the sign of ``(y - μ)ᵀ d``; the children's
@@ -482,7 +483,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "standardize": ["boolean"],
         "psi_min": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"auto"})],
         "death_threshold": [Interval(Real, 0.0, None, closed="left")],
-        "max_tries": [Interval(Integral, 1, None, closed="left")],
+        "max_tries": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "split_direction": [StrOptions({"principal-first", "random"})],
         "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
         "split": [StrOptions({"responsibility", "spatial"})],
@@ -524,7 +525,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         standardize=True,
         psi_min="auto",
         death_threshold=1.0,
-        max_tries=1,
+        max_tries="auto",
         split_direction="principal-first",
         split_hardness=1.0,
         split="responsibility",
@@ -1548,6 +1549,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                     return False
         return None
 
+    def _max_tries(self):
+        if self.max_tries == "auto":
+            return 3 if self.split == "spatial" else 1
+        return self.max_tries
+
     def _run_search(self, data):
         self._searching = True
         try:
@@ -1581,7 +1587,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                 if order:
                     tries += 1
                     rejected.clear()
-                    if tries >= self.max_tries:
+                    if tries >= self._max_tries():
                         converged = True
                         break
                 scores = self._component_scores(data)
