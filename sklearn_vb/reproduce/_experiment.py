@@ -7,7 +7,8 @@ from typing import Any, Callable
 
 from ._runner import run_experiment
 
-__all__ = ["Experiment", "Option", "EXPERIMENTS", "register", "get_experiment", "run"]
+__all__ = ["Experiment", "Option", "EXPERIMENTS", "register", "get_experiment", "run",
+           "selected_sections"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,19 @@ class Experiment:
 
 #: experiment name -> Experiment
 EXPERIMENTS: dict = {}
+
+
+def selected_sections(value, known, every="all"):
+    """The sections named by a ``sections`` setting: ``every`` (all of ``known``) or a
+    comma-separated list of members of ``known``; anything else raises naming both."""
+    if str(value) == every:
+        return list(known)
+    parts = [p.strip() for p in str(value).split(",") if p.strip()]
+    bad = [p for p in parts if p not in known]
+    if bad or not parts:
+        raise ValueError(f"sections must be {every!r} or a comma-separated list of "
+                         f"{tuple(known)}; got {value!r}.")
+    return parts
 
 
 def register(experiment):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from ._experiment import selected_sections
 from ._mfa_synthetic import VARIANTS
 
 __all__ = ["SECTIONS", "sections", "variants"]
@@ -13,15 +14,7 @@ SECTIONS = ("clusters", "embedded", "spiral", "digits", "is")
 
 def sections(config):
     """The parts to run (``sections`` resolved)."""
-    value = str(config.get("sections", "all"))
-    if value == "all":
-        return list(SECTIONS)
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    bad = [p for p in parts if p not in SECTIONS]
-    if bad or not parts:
-        raise ValueError(f"sections must be 'all' or a comma-separated list of {SECTIONS}; "
-                         f"got {value!r}.")
-    return parts
+    return selected_sections(config.get("sections", "all"), SECTIONS)
 
 
 def variants(config, name):

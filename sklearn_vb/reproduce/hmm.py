@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..datasets import make_structure_discovery_sequences
 from ..hmm import VBHiddenMarkov
-from ._experiment import Experiment, Option, register
+from ._experiment import Experiment, Option, register, selected_sections
 from ._hmm_english import (ENGLISH_FULL, ENGLISH_QUICK, english_available, english_report,
                            english_units, run_english_unit, summarize_english)
 from ._report import compute_time_line, markdown_table, pyplot, save_figure
@@ -68,12 +68,7 @@ def _sections(config):
     value = config["sections"]
     if value == "auto":
         return ["structure", "english"] if english_available(config) else ["structure"]
-    parts = [p.strip() for p in str(value).split(",") if p.strip()]
-    bad = [p for p in parts if p not in SECTIONS]
-    if bad or not parts:
-        raise ValueError(f"sections must be 'auto' or a comma-separated list of {SECTIONS}; "
-                         f"got {value!r}.")
-    return parts
+    return selected_sections(value, SECTIONS, every="auto")
 
 
 def _units(config):

@@ -39,7 +39,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..datasets import make_lds, make_lds_params
 from ..lds import VBLinearDynamicalSystem
-from ._experiment import Experiment, Option, register
+from ._experiment import Experiment, Option, register, selected_sections
 from ._lds_gene import (GENE_FULL, GENE_QUICK, gene_report, gene_units, run_gene_unit,
                         summarize_gene)
 from ._lds_inputs import (INPUT_KEYS, input_units, inputs_report, run_input_unit,
@@ -61,15 +61,7 @@ QUICK = dict(FULL, lengths=[20, 200], max_iter=80, compare_k=[2, 6, 10],
 
 def _sections(config):
     """The parts to run (``sections`` resolved)."""
-    value = str(config["sections"])
-    if value == "all":
-        return list(SECTIONS)
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    bad = [p for p in parts if p not in SECTIONS]
-    if bad or not parts:
-        raise ValueError(f"sections must be 'all' or a comma-separated list of {SECTIONS}; "
-                         f"got {value!r}.")
-    return parts
+    return selected_sections(config["sections"], SECTIONS)
 
 
 def _system(config):

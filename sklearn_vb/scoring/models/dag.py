@@ -172,18 +172,7 @@ class DAGScoringModel(DirichletBlocksModel):
             return self._run_ais_mixture(X, betas, seeds, strength, floor, start_params,
                                          progress, segment, start_mixture)
         betas = np.ascontiguousarray(betas, dtype=float)
-        a0, kappa = self.compiled_ais_strength if strength is None else strength
-        if not (a0 >= 0 and kappa >= 0 and a0 + kappa > 0):
-            raise ValueError(f"strength must be (alpha0, kappa) >= 0, not both 0; got {(a0, kappa)}.")
-        prior = self._flat_prior()
-        if isinstance(floor, str):
-            if floor != "prior":
-                raise ValueError(f"floor must be 'prior' or a number, got {floor!r}.")
-            g = np.minimum(prior, 1.0)
-        else:
-            g = np.broadcast_to(np.asarray(floor, dtype=float), prior.shape).copy()
-            if np.any(g < 0) or not np.all(np.isfinite(g)):
-                raise ValueError("floor must be finite and non-negative.")
+        a0, kappa, prior, g = self._proposal_setup(strength, floor)
         seqs = [sd if isinstance(sd, np.random.SeedSequence) else np.random.SeedSequence(int(sd))
                 for sd in seeds]
         C = len(seqs)
@@ -219,7 +208,6 @@ class DAGScoringModel(DirichletBlocksModel):
             norm_diff = self._log_normaliser(prior) - self._log_normaliser(start_alpha)
         acc = np.zeros(K, dtype=np.int64)
         lr = np.zeros(K)
-        g = np.ascontiguousarray(g)
         for s in range(n_seg):
             seg_seeds = np.array([int(kid[1 + s].generate_state(1)[0]) for kid in kids], dtype=np.int64)
             if start_alpha is None:
