@@ -173,14 +173,7 @@ class DAGScoringModel(DirichletBlocksModel):
                                          progress, segment, start_mixture)
         betas = np.ascontiguousarray(betas, dtype=float)
         a0, kappa, prior, g = self._proposal_setup(strength, floor)
-        seqs = [sd if isinstance(sd, np.random.SeedSequence) else np.random.SeedSequence(int(sd))
-                for sd in seeds]
-        C = len(seqs)
-        K = betas.size - 1
-        segment = max(1, int(segment))
-        bounds = list(range(0, K, segment)) + [K]
-        n_seg = len(bounds) - 1
-        kids = [ss.spawn(1 + n_seg) for ss in seqs]
+        C, K, bounds, n_seg, kids = self._chain_segments(seeds, betas, segment)
         n = float(self.n_cases(X))
         if start_alpha is not None:
             start_alpha = np.ascontiguousarray(start_alpha, dtype=float)
@@ -223,6 +216,20 @@ class DAGScoringModel(DirichletBlocksModel):
                 progress(bounds[s + 1], K, log_w)
         return {"log_weights": log_w, "acceptance": acc / C,
                 "final_params": self.param_space.unflatten(theta), "log_ratios": lr / C}
+
+    @staticmethod
+    def _chain_segments(seeds, betas, segment):
+        """``(C, K, bounds, n_seg, kids)``: the chains, temperatures, the schedule cut into
+        segments of ``segment`` temperatures (the kernel runs one segment per call, so that
+        progress can be reported between them), and per chain ``1 + n_seg`` child seeds
+        (the start draw, then one stream per segment)."""
+        seqs = [sd if isinstance(sd, np.random.SeedSequence) else np.random.SeedSequence(int(sd))
+                for sd in seeds]
+        K = betas.size - 1
+        segment = max(1, int(segment))
+        bounds = list(range(0, K, segment)) + [K]
+        n_seg = len(bounds) - 1
+        return len(seqs), K, bounds, n_seg, [ss.spawn(1 + n_seg) for ss in seqs]
 
     def _proposal_setup(self, strength, floor):
         a0, kappa = self.compiled_ais_strength if strength is None else strength
@@ -272,14 +279,7 @@ class DAGScoringModel(DirichletBlocksModel):
         a0, kappa, prior, g = self._proposal_setup(strength, floor)
         starts, log_norms = self._mixture_terms(start_mixture)
         M = starts.shape[0]
-        seqs = [sd if isinstance(sd, np.random.SeedSequence) else np.random.SeedSequence(int(sd))
-                for sd in seeds]
-        C = len(seqs)
-        K = betas.size - 1
-        segment = max(1, int(segment))
-        bounds = list(range(0, K, segment)) + [K]
-        n_seg = len(bounds) - 1
-        kids = [ss.spawn(1 + n_seg) for ss in seqs]
+        C, K, bounds, n_seg, kids = self._chain_segments(seeds, betas, segment)
         n = float(self.n_cases(X))
         component = np.arange(C) % M
         if start_params is None:
