@@ -150,6 +150,17 @@ class _FitData:
         self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
 
 
+def _decoupling_masks(active):
+    """``(dead1, cross)`` for the decoupled loading columns (``active`` False, shape
+    (S, K)): ``dead1`` (S, K+1) marks them, the centre column never; ``cross`` (S, K+1,
+    K+1) the pairs of distinct columns at least one of which is decoupled, whose
+    covariances are zero."""
+    S, K = active.shape
+    dead1 = np.concatenate([~active, np.zeros((S, 1), dtype=bool)], axis=1)
+    cross = (dead1[:, :, None] | dead1[:, None, :]) & ~np.eye(K + 1, dtype=bool)
+    return dead1, cross
+
+
 class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBEMEstimator):
     """Variational Bayesian mixture of factor analysers with ARD and birth/death search.
 
@@ -1079,8 +1090,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if "active" in st:
             # an extrapolation from iterates before a decoupling: keep the decoupled
             # columns decoupled (the factor of a block diagonal Γ is block diagonal)
-            dead1 = np.concatenate([~st["active"], np.zeros((S, 1), dtype=bool)], axis=1)
-            cross = (dead1[:, :, None] | dead1[:, None, :]) & ~np.eye(K1, dtype=bool)
+            dead1, cross = _decoupling_masks(st["active"])
             L = np.where(cross[:, None], 0.0, L)
             mean = np.where(dead1[:, None, :], 0.0, mean)
         # the floor on Ψ is a constraint of its update: a point below it is moved onto it
@@ -1226,19 +1236,15 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return after - before
 
     @staticmethod
-    def _impose_decoupling(st, factors=True):
+    def _impose_decoupling(st):
         """Zero the means of the decoupled columns (``st["active"]`` False) and their
-        covariances with every other column, in q(Λ̃) and (``factors``) q(x|s)."""
-        S, K = st["active"].shape
-        dead = ~st["active"]
-        dead1 = np.concatenate([dead, np.zeros((S, 1), dtype=bool)], axis=1)
-        # pairs of distinct columns at least one of which is decoupled
-        cross = (dead1[:, :, None] | dead1[:, None, :]) & ~np.eye(K + 1, dtype=bool)
+        covariances with every other column, in q(Λ̃) and q(x|s)."""
+        K = st["active"].shape[1]
+        dead1, cross = _decoupling_masks(st["active"])
         st["lam_mean"] = np.where(dead1[:, None, :], 0.0, st["lam_mean"])
         st["lam_cov"] = np.where(cross[:, None], 0.0, st["lam_cov"])
-        if factors:
-            st["sigma"] = np.where(cross[:, :K, :K], 0.0, st["sigma"])
-            st["xbar"] = np.where(dead[None], 0.0, st["xbar"])
+        st["sigma"] = np.where(cross[:, :K, :K], 0.0, st["sigma"])
+        st["xbar"] = np.where(~st["active"][None], 0.0, st["xbar"])
 
     def _prune_dead_factors(self, data):
         """Remove the loading columns switched off in every component (see
