@@ -66,14 +66,12 @@ def expected_log_joint(q, x, Y, Us, Uo, mu0, Sigma0):
     return val
 
 
-def brute_force(q, Y, Us, Uo, mu0, Sigma0):
-    """Dense Gaussian over the stacked x_{0:T}: precision, mean, covariance, ln Z'."""
-    k = q["k"]
-    T = Y.shape[0]
-    n = (T + 1) * k
-    f = lambda v: expected_log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0)
+def gaussian_from_quadratic(f, n, band=None):
+    """Mean, covariance and ln ∫ exp f of a Gaussian whose log density ``f`` (up to the
+    constant) is an exact quadratic in R^n, recovered from evaluations: ``f(e_i)``,
+    ``f(-e_i)`` and ``f(e_i + e_j)`` for ``j - i < band`` (all pairs without ``band``;
+    with it the precision is taken to vanish outside the band)."""
     c0 = f(np.zeros(n))
-    # the log joint is quadratic: recover J and h exactly from evaluations
     E = np.eye(n)
     fp = np.array([f(E[i]) for i in range(n)])
     fm = np.array([f(-E[i]) for i in range(n)])
@@ -81,7 +79,7 @@ def brute_force(q, Y, Us, Uo, mu0, Sigma0):
     diag = -(fp + fm - 2 * c0)
     J = np.diag(diag)
     for i in range(n):
-        for j in range(i + 1, n):
+        for j in range(i + 1, n if band is None else min(n, band(i))):
             fij = f(E[i] + E[j])
             # f(ei+ej) = c0 + hi + hj - (Jii + Jjj)/2 - Jij
             J[i, j] = J[j, i] = -(fij - c0 - h[i] - h[j] + 0.5 * (diag[i] + diag[j]))
@@ -91,6 +89,15 @@ def brute_force(q, Y, Us, Uo, mu0, Sigma0):
     # guard the oracle: the quadratic reproduces f at a random point
     v = np.random.default_rng(1).standard_normal(n)
     assert np.isclose(f(v), c0 + h @ v - 0.5 * v @ J @ v, rtol=1e-9, atol=1e-8)
+    return mean, cov, ln_z
+
+
+def brute_force(q, Y, Us, Uo, mu0, Sigma0):
+    """Dense Gaussian over the stacked x_{0:T}: mean, covariance, ln Z'."""
+    k = q["k"]
+    T = Y.shape[0]
+    f = lambda v: expected_log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0)
+    mean, cov, ln_z = gaussian_from_quadratic(f, (T + 1) * k)
     return mean.reshape(T + 1, k), cov, ln_z
 
 

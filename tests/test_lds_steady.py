@@ -8,7 +8,8 @@ import pytest
 from sklearn_vb._kernels import kalman
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
-from tests.test_lds_kernel import LOG_2PI, _problem, kalman_reference, point_posterior
+from tests.test_lds_kernel import (LOG_2PI, _problem, gaussian_from_quadratic,
+                                   kalman_reference, point_posterior)
 
 
 def _log_joint(q, x, Y, Us, Uo, mu0, Sigma0, observed):
@@ -38,24 +39,8 @@ def _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed):
     """Mean, covariance and ln Z' of the Gaussian q(x_{0:T}) from the (quadratic) log
     joint, its block-tridiagonal precision read off by evaluations."""
     k, T = q["k"], Y.shape[0]
-    n = (T + 1) * k
     f = lambda v: _log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0, observed)
-    c0 = f(np.zeros(n))
-    E = np.eye(n)
-    fp = np.array([f(E[i]) for i in range(n)])
-    fm = np.array([f(-E[i]) for i in range(n)])
-    h = 0.5 * (fp - fm)
-    diag = -(fp + fm - 2 * c0)
-    J = np.diag(diag)
-    for i in range(n):
-        for j in range(i + 1, min(n, (i // k + 2) * k)):
-            fij = f(E[i] + E[j])
-            J[i, j] = J[j, i] = -(fij - c0 - h[i] - h[j] + 0.5 * (diag[i] + diag[j]))
-    cov = np.linalg.inv(J)
-    mean = cov @ h
-    ln_z = c0 + 0.5 * h @ mean - 0.5 * np.linalg.slogdet(J)[1] + 0.5 * n * LOG_2PI
-    v = np.random.default_rng(1).standard_normal(n)
-    assert np.isclose(f(v), c0 + h @ v - 0.5 * v @ J @ v, rtol=1e-9, atol=1e-8)
+    mean, cov, ln_z = gaussian_from_quadratic(f, (T + 1) * k, band=lambda i: (i // k + 2) * k)
     return mean.reshape(T + 1, k), cov, ln_z
 
 
