@@ -149,12 +149,31 @@ def test_convergence_workloads_quick_subset():
     else:
         assert peer.status == "skipped"
 
+    _assert_long_run(hmm["measurements"][0])
+
     lds = _run_subset("convergence-lds-p10-T300", {"sklearn_vb", "pykalman EM (fixed budget)"})
     ours = lds["measurements"][0]
     assert ours.status == "ok"
-    assert ours.metrics["optimum_bound"] >= ours.metrics["bound"] - 1e-6 * abs(ours.metrics["bound"])
-    assert "relative_gap_to_optimum" in ours.metrics
+    _assert_long_run(ours)
     assert lds["measurements"][1].status in ("ok", "skipped")
+
+    dag = _run_subset("convergence-dag-beal", {"sklearn_vb"})
+    _assert_long_run(dag["measurements"][0])
+    mfa = _run_subset("convergence-mfa-digits", {"sklearn_vb"})
+    ours = mfa["measurements"][0]
+    _assert_long_run(ours)
+    # the trace holds the continuation's bounds only
+    assert ours.metrics["long_run_iters"] == len(ours.trace["long_run_bounds"])
+
+
+def _assert_long_run(ours):
+    """The reference-run metrics of a convergence row: the long run is not below the default fit."""
+    assert ours.status == "ok", ours.message
+    assert {"optimum_bound", "relative_gap_to_optimum", "long_run_iters", "long_run_converged",
+            "long_run_iters_within_1e-6", "long_run_s"} <= set(ours.metrics)
+    assert ours.metrics["relative_gap_to_optimum"] >= -1e-9
+    assert ours.metrics["long_run_iters_within_1e-6"] is not None
+    assert ours.trace["long_run_bounds"][-1] == ours.metrics["optimum_bound"]
 
 
 def test_score_cost_workload_quick_subset():
