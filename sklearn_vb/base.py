@@ -551,11 +551,15 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         if not converged:
             warnings.warn(
                 f"{type(self).__name__}: the best of {n_init} restart(s) did not converge "
-                f"within max_iter={self.max_iter} iterations (tol={self.tol} nats). "
-                "Increase max_iter or tol, or check the data.",
+                f"within {self._iteration_limit_text()} (tol={self.tol} nats). "
+                "Increase it or tol, or check the data.",
                 ConvergenceWarning,
             )
         return self
+
+    def _iteration_limit_text(self):
+        """The iteration limit a fit that did not converge ran into, for its warning."""
+        return f"max_iter={self.max_iter} iterations"
 
     def _restart_record(self, data, bounds, converged):
         """The :class:`Restart` of the run just ended: its state after ``_finalize`` (the

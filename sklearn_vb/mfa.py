@@ -1734,6 +1734,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                      "_n_partial_iter", "_searching"):
             self.__dict__.pop(name, None)
 
+    def _iteration_limit_text(self):
+        history = getattr(self, "search_history_", None)
+        if history is not None and self.n_iter_ < self.max_iter:
+            # the search stopped short of max_iter: its final polish ran out
+            return f"polish_iter={self.polish_iter} iterations of the final polish"
+        return super()._iteration_limit_text()
+
     # ================================================================ inference
     def _fitting_units(self, X):
         self._check_is_fitted()

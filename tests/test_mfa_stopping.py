@@ -95,8 +95,13 @@ def test_polish_converges_by_the_remaining_gain(search):
 
 def test_polish_cut_short_is_not_converged():
     X = _problem(0)
-    m = _fit(X, random_state=0, polish_iter=2, tol=1e-9)
+    # the warning names the limit the fit ran into: the polish's, not max_iter
+    with pytest.warns(ConvergenceWarning, match="polish_iter=2 iterations of the final polish"):
+        m = VBMixtureFactorAnalysers(random_state=0, polish_iter=2, tol=1e-9).fit(X)
     assert not m.converged_
+    assert m.n_iter_ < m.max_iter
+    with pytest.warns(ConvergenceWarning, match="max_iter=5 iterations"):
+        VBMixtureFactorAnalysers(random_state=0, max_iter=5).fit(X)
 
 
 def test_search_is_reproducible():
