@@ -29,6 +29,21 @@ The components are independent; each is maximised by L-BFGS from ``R = I`` (a nu
 kernel, :func:`sklearn_vb._kernels.mfa.optimise_rotations`) at a cost of ``O(K^3)``
 per evaluation, independent of N.  The estimator keeps a move only when the bound it
 recomputes from scratch afterwards is not below the bound before it.
+
+The centre adds a second direction VBEM crawls along: a shift of the factors,
+``x -> x − t`` with ``μ^s -> μ^s + Λ^s t`` (``T`` the identity with ``t`` in the
+centre column), leaves the model of the data unchanged too, and F changes only through
+
+* the factors' prior: ``-½ Σ_i r_is ||x̄_is − t||²`` (the covariances unchanged);
+* the centre's prior: ``-½ Σ_q ν*_q E[(μ_q + λ_qᵀ t − μ*_q)²]`` under q(Λ̃^s).
+
+Both are quadratic in ``t``, so the best shift solves
+``(N_s I + Σ_q ν*_q E[λ_q λ_qᵀ]) t = Σ_i r_is x̄_is − Σ_q ν*_q E[λ_q (μ_q − μ*_q)]``
+(:func:`optimal_translations`).  The ARD terms do not change (the loading columns
+are untouched) and neither do the entropies (``det T = 1``).  When the noise of some
+features is tiny the factors' mean drifts away from zero and VBEM brings it back at
+a fraction of a nat per hundred iterations (569 tumours of scikit-learn's breast
+cancer data: 2.3 nats in one move, after a thousand iterations had not got there).
 """
 
 from __future__ import annotations
@@ -37,7 +52,8 @@ import numpy as np
 
 from ._kernels import mfa as _k
 
-__all__ = ["rotation_objective", "optimise_rotations", "rotate_components"]
+__all__ = ["rotation_objective", "optimise_rotations", "rotate_components",
+           "optimal_translations", "translate_components"]
 
 
 def rotation_objective(R, W_xx, B, n_s, p, a_tilde, b_star):
@@ -96,3 +112,34 @@ def rotate_components(st, Rs):
     st["logdet_sigma"] = st["logdet_sigma"] - 2.0 * logdet
     xbar = np.transpose(st["xbar"], (1, 0, 2)) @ np.swapaxes(Rinv, -1, -2)
     st["xbar"] = np.ascontiguousarray(np.transpose(xbar, (1, 0, 2)))
+
+
+def optimal_translations(resp, xbar, lam_mean, lam_cov, nu_star, mu_star, active=None):
+    """The shift ``t`` (S, K) of every component's factors that maximises F (module
+    docstring); zero in the decoupled columns (``active`` False), which the shift
+    must leave decoupled."""
+    S, p, K1 = lam_mean.shape
+    K = K1 - 1
+    Nk = resp.sum(axis=0)
+    lam, mu = lam_mean[:, :, :K], lam_mean[:, :, K]
+    second = lam[:, :, :, None] * lam[:, :, None, :] + lam_cov[:, :, :K, :K]
+    A = Nk[:, None, None] * np.eye(K) + np.einsum("q,sqkl->skl", nu_star, second)
+    cross = lam * (mu - mu_star)[:, :, None] + lam_cov[:, :, :K, K]
+    rhs = np.einsum("ns,nsk->sk", resp, xbar) - np.einsum("q,sqk->sk", nu_star, cross)
+    t = np.linalg.solve(A, rhs[:, :, None])[:, :, 0]
+    if active is not None:
+        t = np.where(active, t, 0.0)
+    return t
+
+
+def translate_components(st, t):
+    """Apply the shifts ``t`` (S, K) to q(x | s) and q(Λ̃^s) of the state dictionary
+    ``st`` (new arrays; Σ_s, ln|Γ| and q(ν) do not change)."""
+    S, p, K1 = st["lam_mean"].shape
+    K = K1 - 1
+    T = np.broadcast_to(np.eye(K1), (S, K1, K1)).copy()
+    T[:, :K, K] = t
+    st["lam_mean"] = st["lam_mean"] @ T
+    cov = np.swapaxes(T, -1, -2)[:, None] @ st["lam_cov"] @ T[:, None]
+    st["lam_cov"] = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+    st["xbar"] = np.ascontiguousarray(st["xbar"] - t[None])

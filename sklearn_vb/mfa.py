@@ -58,7 +58,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
 from ._mfa_hyper import loading_half_second_moments, update_ard_rate
-from ._mfa_rotate import optimise_rotations, rotate_components
+from ._mfa_rotate import (optimal_translations, optimise_rotations, rotate_components,
+                          translate_components)
 from ._mfa_search import PartialBound, children_iteration
 from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
                          point_weights)
@@ -1032,6 +1033,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _step_rotate(self, data, iteration):
         if iteration % self.rotation_interval == 0 and not getattr(self, "_searching", False):
             self._rotate_factors(data)
+            self._translate_factors(data)
 
     def _step_prune(self, data, iteration):
         # a birth epoch must not be credited with the gain of removing columns its
@@ -1291,6 +1293,25 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                                      "logdet_sigma", "xbar")}
         rotate_components(st, Rs)
         st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
+        after = self._lower_bound(data)
+        if not after >= before:
+            st.update(saved)
+            return 0.0
+        return after - before
+
+    def _translate_factors(self, data):
+        """The shift move of every component's factors (see ``rotations``); kept only
+        when F does not decrease.  Returns the change of F (0.0 when nothing moved)."""
+        st = self._vb_
+        if st["sigma"].shape[-1] == 0:
+            return 0.0
+        t = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
+                                 st["nu_star"], st["mu_star"], st.get("active"))
+        if not np.any(t):
+            return 0.0
+        before = self._lower_bound(data)
+        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "xbar")}
+        translate_components(st, t)
         after = self._lower_bound(data)
         if not after >= before:
             st.update(saved)
