@@ -361,16 +361,18 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         switches off factors the data need (on three clusters of intrinsic
         dimensions 1, 2 and 3 it ends with two factors in each, 1 400 nats lower).
     rotations : bool, default=True
-        After the updates of every VBEM iteration, change the basis of each
-        component's factors, ``x -> R^{-1} x`` and ``Λ^s -> Λ^s R``, by the ``R`` that
-        maximises F with q(ν) re-optimised (Luttinen & Ilin 2010;
-        :mod:`sklearn_vb._mfa_rotate`): the model of the data is unchanged, but VBEM
-        alone moves along these directions in hundreds of tiny steps.  A move is kept
-        only when the bound recomputed afterwards is not below the bound before it.
-        With ``search=True`` the moves are made in the final polish only, so that
-        the birth/death search itself is unchanged.
+        After the updates of a VBEM iteration (see ``rotation_interval``), change the
+        basis of each component's factors, ``x -> R^{-1} x`` and ``Λ^s -> Λ^s R``, by
+        the ``R`` that maximises F with q(ν) re-optimised (Luttinen & Ilin 2010;
+        :mod:`sklearn_vb._mfa_rotate`), then shift them, ``x -> x - t`` and
+        ``μ^s -> μ^s + Λ^s t``, by the ``t`` that maximises F (closed form): the model
+        of the data is unchanged, but VBEM alone moves along these directions in
+        hundreds or thousands of tiny steps.  Each move is kept only when the bound
+        recomputed afterwards is not below the bound before it.  With ``search=True``
+        the moves are made in every epoch of the search, so that births are judged
+        on better converged states.
     rotation_interval : int, default=4
-        With ``rotations``, the move is made in every ``rotation_interval``-th
+        With ``rotations``, the moves are made in every ``rotation_interval``-th
         iteration (each costs a few small optimisations per component).
     acceleration : {"squarem"} or None, default="squarem"
         Extrapolate the VBEM fixed point every third iteration (SQUAREM, Varadhan &
@@ -1031,7 +1033,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._update_alpha_prior(data)
 
     def _step_rotate(self, data, iteration):
-        if iteration % self.rotation_interval == 0 and not getattr(self, "_searching", False):
+        if iteration % self.rotation_interval == 0:
             self._rotate_factors(data)
             self._translate_factors(data)
 
@@ -1676,7 +1678,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if self.polish_iter > 0 and self._total_iter < self.max_iter:
             epoch += 1
             self._strict_stop = True
-            self._searching = False  # rotation moves from here on
+            self._searching = False  # decoupling of switched-off columns from here on
             try:
                 tail, polished = self._run_epoch(
                     data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter,
