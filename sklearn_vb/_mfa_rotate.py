@@ -116,8 +116,9 @@ def rotate_components(st, Rs):
 
 def optimal_translations(resp, xbar, lam_mean, lam_cov, nu_star, mu_star, active=None):
     """The shift ``t`` (S, K) of every component's factors that maximises F (module
-    docstring); zero in the decoupled columns (``active`` False), which the shift
-    must leave decoupled."""
+    docstring), zero in the decoupled columns (``active`` False), which the shift
+    must leave decoupled, and its gain of F per component (S,), ``½ tᵀ A t`` for the
+    quadratic's matrix ``A``."""
     S, p, K1 = lam_mean.shape
     K = K1 - 1
     Nk = resp.sum(axis=0)
@@ -126,10 +127,14 @@ def optimal_translations(resp, xbar, lam_mean, lam_cov, nu_star, mu_star, active
     A = Nk[:, None, None] * np.eye(K) + np.einsum("q,sqkl->skl", nu_star, second)
     cross = lam * (mu - mu_star)[:, :, None] + lam_cov[:, :, :K, K]
     rhs = np.einsum("ns,nsk->sk", resp, xbar) - np.einsum("q,sqk->sk", nu_star, cross)
+    if active is not None:
+        # A has no entries between a decoupled column and the others, and the
+        # decoupled entries of rhs are zero: t is zero there up to round-off
+        rhs = np.where(active, rhs, 0.0)
     t = np.linalg.solve(A, rhs[:, :, None])[:, :, 0]
     if active is not None:
         t = np.where(active, t, 0.0)
-    return t
+    return t, 0.5 * np.einsum("sk,sk->s", t, rhs)
 
 
 def translate_components(st, t):

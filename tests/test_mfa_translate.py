@@ -19,7 +19,7 @@ def _state(seed):
 
 def _shift(st):
     return optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
-                                st["nu_star"], st["mu_star"], st.get("active"))
+                                st["nu_star"], st["mu_star"], st.get("active"))[0]
 
 
 def _bound_after(m, data, t):
@@ -51,13 +51,16 @@ def test_shift_changes_only_the_two_prior_terms_quadratically(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_optimal_shift_is_the_maximiser(seed):
-    """The closed-form shift raises F, no perturbation of it does better, and a second
-    shift from the shifted state is zero."""
+    """The closed-form shift raises F by the predicted gain, no perturbation of it does
+    better, and a second shift from the shifted state is zero."""
     m, data = _state(seed)
-    t = _shift(m._vb_)
+    st = m._vb_
+    t, gains = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
+                                    st["nu_star"], st["mu_star"])
     F0 = m._lower_bound(data)
     F_opt = _bound_after(m, data, t)[0]
-    assert F_opt >= F0
+    assert np.all(gains >= 0.0) and gains.sum() > 1e-6
+    assert F_opt - F0 == pytest.approx(gains.sum(), rel=1e-6)
     rng = np.random.default_rng(100 + seed)
     for scale in (1e-3, 1e-1, 1.0):
         assert _bound_after(m, data, t + scale * rng.normal(size=t.shape))[0] <= F_opt

@@ -54,12 +54,17 @@ def test_degenerate_gaussian_data(name, kind):
 
 @pytest.mark.parametrize("name", ["hmm-full", "hmm-diag", "mfa"])
 def test_rescaled_data_give_the_same_fit(name):
-    """X * c: the bound moves by the Jacobian -n D ln c, the fitted structure does not."""
+    """X * c: the bound moves by the Jacobian -n D ln c, the fitted structure does not.
+
+    The bounds are compared iteration by iteration: a ``tol`` test that holds within
+    round-off may end one fit a few iterations before another."""
     n, D = CLUSTERS.shape
     fits = {c: _fit(GAUSSIAN[name](), CLUSTERS * c) for c in (1e-6, 1.0, 1e6)}
     base = fits[1.0]
     for c, est in fits.items():
-        assert est.lower_bound_ + n * D * np.log(c) == pytest.approx(base.lower_bound_, abs=1e-6)
+        k = min(len(est.lower_bounds_), len(base.lower_bounds_))
+        np.testing.assert_allclose(est.lower_bounds_[:k] + n * D * np.log(c),
+                                   base.lower_bounds_[:k], rtol=0.0, atol=1e-6)
         np.testing.assert_array_equal(est.predict(CLUSTERS * c), base.predict(CLUSTERS))
 
 
