@@ -58,5 +58,8 @@ def test_extrapolation_reaches_the_plain_optimum_in_fewer_iterations():
     fast = _fit(X, n_factors=4, tol=1e-4, max_iter=3000)
     plain = _fit(X, n_factors=4, tol=1e-4, max_iter=3000, acceleration=None)
     assert fast.converged_ and plain.converged_
-    assert fast.lower_bound_ >= plain.lower_bound_ - 1e-6 * abs(plain.lower_bound_)
-    assert fast.n_iter_ < plain.n_iter_
+    target = plain.lower_bound_ - 1e-6 * abs(plain.lower_bound_)
+    assert fast.lower_bound_ >= target
+    # iterations to the plain run's optimum (not n_iter_, which includes the
+    # iterations the stopping rule needs to see that the gains have ended)
+    assert np.argmax(fast.lower_bounds_ >= target) < np.argmax(plain.lower_bounds_ >= target)
