@@ -40,30 +40,28 @@ def point_posterior(q):
     return q
 
 
-def expected_log_joint(q, x, Y, Us, Uo, mu0, Sigma0):
+def expected_log_joint(q, x, Y, Us, Uo, mu0, Sigma0, observed=None):
     """<ln p(x_{0:T}, y_{1:T} | theta)>_q(theta) for one sequence, from the expected
-    natural parameters <A'A>, <A'B>, ... (not from the mean + penalty split)."""
+    natural parameters <A'A>, <A'B>, ... (not from the mean + penalty split), vectorised
+    over time; rows with ``observed`` False contribute no output term."""
     k, p = q["k"], Y.shape[1]
     MAB, MCD, rho = q["M_AB"], q["M_CD"], q["rho"]
     E_AB = MAB.T @ MAB + k * q["Sigma_AB"]
     E_CD = (MCD.T * rho) @ MCD + p * q["Sigma_CD"]
     A, B = MAB[:, :k], MAB[:, k:]
     C, D = MCD[:, :k], MCD[:, k:]
-    AtA, AtB, BtB = E_AB[:k, :k], E_AB[:k, k:], E_AB[k:, k:]
-    CRC, CRD, DRD = E_CD[:k, :k], E_CD[:k, k:], E_CD[k:, k:]
+    xp, xt = x[:-1], x[1:]
     d0 = x[0] - mu0
     val = -0.5 * (k * LOG_2PI + np.linalg.slogdet(Sigma0)[1] + d0 @ np.linalg.solve(Sigma0, d0))
-    for t in range(1, x.shape[0]):
-        xp, xt, us, uo, y = x[t - 1], x[t], Us[t - 1], Uo[t - 1], Y[t - 1]
-        val += -0.5 * k * LOG_2PI - 0.5 * (
-            xt @ xt - 2 * xt @ A @ xp - 2 * xt @ B @ us + xp @ AtA @ xp
-            + 2 * xp @ AtB @ us + us @ BtB @ us
-        )
-        val += -0.5 * p * LOG_2PI + 0.5 * np.sum(q["log_rho"]) - 0.5 * (
-            y @ (rho * y) - 2 * y @ (rho[:, None] * C) @ xt - 2 * y @ (rho[:, None] * D) @ uo
-            + xt @ CRC @ xt + 2 * xt @ CRD @ uo + uo @ DRD @ uo
-        )
-    return val
+    val += np.sum(-0.5 * k * LOG_2PI - 0.5 * (
+        np.sum(xt * xt, 1) - 2 * np.sum(xt * (xp @ A.T), 1) - 2 * np.sum(xt * (Us @ B.T), 1)
+        + np.sum(xp * (xp @ E_AB[:k, :k]), 1) + 2 * np.sum(xp * (Us @ E_AB[k:, :k]), 1)
+        + np.sum(Us * (Us @ E_AB[k:, k:]), 1)))
+    obs = (-0.5 * p * LOG_2PI + 0.5 * np.sum(q["log_rho"]) - 0.5 * (
+        np.sum(Y * Y * rho, 1) - 2 * np.sum((Y * rho) @ C * xt, 1)
+        - 2 * np.sum((Y * rho) @ D * Uo, 1) + np.sum(xt * (xt @ E_CD[:k, :k]), 1)
+        + 2 * np.sum(xt * (Uo @ E_CD[k:, :k]), 1) + np.sum(Uo * (Uo @ E_CD[k:, k:]), 1)))
+    return val + np.sum(obs if observed is None else obs[observed])
 
 
 def gaussian_from_quadratic(f, n, band=None):

@@ -8,38 +8,15 @@ import pytest
 from sklearn_vb._kernels import kalman
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
-from tests.test_lds_kernel import (LOG_2PI, _problem, gaussian_from_quadratic,
+from tests.test_lds_kernel import (_problem, expected_log_joint, gaussian_from_quadratic,
                                    kalman_reference, point_posterior)
-
-
-def _log_joint(q, x, Y, Us, Uo, mu0, Sigma0, observed):
-    """<ln p(x_{0:T}, y_{1:T} | theta)>_q(theta) of one sequence (vectorised over time;
-    rows with ``observed`` False contribute no output term)."""
-    k, p = q["k"], Y.shape[1]
-    MAB, MCD, rho = q["M_AB"], q["M_CD"], q["rho"]
-    E_AB = MAB.T @ MAB + k * q["Sigma_AB"]
-    E_CD = (MCD.T * rho) @ MCD + p * q["Sigma_CD"]
-    A, B = MAB[:, :k], MAB[:, k:]
-    C, D = MCD[:, :k], MCD[:, k:]
-    xp, xt = x[:-1], x[1:]
-    d0 = x[0] - mu0
-    val = -0.5 * (k * LOG_2PI + np.linalg.slogdet(Sigma0)[1] + d0 @ np.linalg.solve(Sigma0, d0))
-    val += np.sum(-0.5 * k * LOG_2PI - 0.5 * (
-        np.sum(xt * xt, 1) - 2 * np.sum(xt * (xp @ A.T), 1) - 2 * np.sum(xt * (Us @ B.T), 1)
-        + np.sum(xp * (xp @ E_AB[:k, :k]), 1) + 2 * np.sum(xp * (Us @ E_AB[k:, :k]), 1)
-        + np.sum(Us * (Us @ E_AB[k:, k:]), 1)))
-    obs = (-0.5 * p * LOG_2PI + 0.5 * np.sum(q["log_rho"]) - 0.5 * (
-        np.sum(Y * Y * rho, 1) - 2 * np.sum((Y * rho) @ C * xt, 1)
-        - 2 * np.sum((Y * rho) @ D * Uo, 1) + np.sum(xt * (xt @ E_CD[:k, :k]), 1)
-        + 2 * np.sum(xt * (Uo @ E_CD[k:, :k]), 1) + np.sum(Uo * (Uo @ E_CD[k:, k:]), 1)))
-    return val + np.sum(obs[observed])
 
 
 def _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed):
     """Mean, covariance and ln Z' of the Gaussian q(x_{0:T}) from the (quadratic) log
     joint, its block-tridiagonal precision read off by evaluations."""
     k, T = q["k"], Y.shape[0]
-    f = lambda v: _log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0, observed)
+    f = lambda v: expected_log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0, observed)
     mean, cov, ln_z = gaussian_from_quadratic(f, (T + 1) * k, band=lambda i: (i // k + 2) * k)
     return mean.reshape(T + 1, k), cov, ln_z
 
