@@ -124,15 +124,16 @@ def optimal_translations(resp, xbar, lam_mean, lam_cov, nu_star, mu_star, active
     K = K1 - 1
     Nk = resp.sum(axis=0)
     lam, mu = lam_mean[:, :, :K], lam_mean[:, :, K]
-    weighted = lam * nu_star[:, None]
-    A = (Nk[:, None, None] * np.eye(K) + np.swapaxes(weighted, 1, 2) @ lam
-         + np.einsum("q,sqkl->skl", nu_star, lam_cov[:, :, :K, :K]))
+    second = lam[:, :, :, None] * lam[:, :, None, :] + lam_cov[:, :, :K, :K]
+    A = Nk[:, None, None] * np.eye(K) + np.einsum("q,sqkl->skl", nu_star, second)
     cross = lam * (mu - mu_star)[:, :, None] + lam_cov[:, :, :K, K]
     rhs = np.einsum("ns,nsk->sk", resp, xbar) - np.einsum("q,sqk->sk", nu_star, cross)
+    if active is not None:
+        # A has no entries between a decoupled column and the others, and the
+        # decoupled entries of rhs are zero: t is zero there up to round-off
+        rhs = np.where(active, rhs, 0.0)
     t = np.linalg.solve(A, rhs[:, :, None])[:, :, 0]
     if active is not None:
-        # A has no entries between a decoupled column and the others and rhs is zero
-        # there, so t is zero there already; the mask removes round-off
         t = np.where(active, t, 0.0)
     return t, 0.5 * np.einsum("sk,sk->s", t, rhs)
 

@@ -1034,8 +1034,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _step_rotate(self, data, iteration):
         if iteration % self.rotation_interval == 0:
-            bound = self._rotate_factors(data, self._lower_bound(data))
-            self._translate_factors(data, bound)
+            self._rotate_factors(data)
+            self._translate_factors(data)
 
     def _step_prune(self, data, iteration):
         # a birth epoch must not be credited with the gain of removing columns its
@@ -1276,55 +1276,50 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             return 0.0
         return after - before
 
-    def _rotate_factors(self, data, bound):
-        """The rotation move of every component (see ``rotations``) from a state of
-        bound ``bound``; returns the bound of the state kept."""
+    def _rotate_factors(self, data):
+        """The rotation move of every component (see ``rotations``); kept only when F
+        does not decrease.  Returns the change of F (0.0 when nothing moved)."""
         st = self._vb_
         K = st["sigma"].shape[-1]
         if K == 0:
-            return bound
+            return 0.0
         Nk, W, C, D = self._stats(data)
         lam = st["lam_mean"][:, :, :K]
         B = np.einsum("sqk,sql->skl", lam, lam) + st["lam_cov"][:, :, :K, :K].sum(axis=1)
         Rs, gains = optimise_rotations(W[:, :K, :K], B, Nk, data.n_features, st["a_tilde"],
                                        st["b_star"])
+        if not np.any(gains > 0.0):
+            return 0.0
+        before = self._lower_bound(data)
+        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
+                                     "logdet_sigma", "xbar")}
+        rotate_components(st, Rs)
+        st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
+        after = self._lower_bound(data)
+        if not after >= before:
+            st.update(saved)
+            return 0.0
+        return after - before
 
-        def rotate():
-            rotate_components(st, Rs)
-            st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
-
-        return self._parameter_expansion_move(data, bound, gains.sum(), rotate,
-                                              ("lam_mean", "lam_cov", "lam_logdet", "b_tilde",
-                                               "sigma", "logdet_sigma", "xbar"))
-
-    def _translate_factors(self, data, bound):
-        """The shift move of every component's factors (see ``rotations``) from a state
-        of bound ``bound``; returns the bound of the state kept."""
+    def _translate_factors(self, data):
+        """The shift move of every component's factors (see ``rotations``); kept only
+        when F does not decrease.  Returns the change of F (0.0 when nothing moved)."""
         st = self._vb_
         if st["sigma"].shape[-1] == 0:
-            return bound
+            return 0.0
         t, gains = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
                                         st["nu_star"], st["mu_star"], st.get("active"))
-        return self._parameter_expansion_move(data, bound, gains.sum(),
-                                              lambda: translate_components(st, t),
-                                              ("lam_mean", "lam_cov", "xbar"))
-
-    def _parameter_expansion_move(self, data, bound, predicted_gain, move, names):
-        """Make ``move`` (it replaces the state entries ``names``) when its predicted gain
-        of F exceeds round-off, and keep it only when the bound recomputed afterwards is
-        not below ``bound``, the bound before it.  Returns the bound of the state kept.
-        A move worth no more than round-off would make the fit depend on it (fits of
-        rescaled data would take different moves)."""
-        if not predicted_gain > bound_round_off(bound):
-            return bound
-        st = self._vb_
-        saved = {k: st[k] for k in names}
-        move()
+        before = self._lower_bound(data)
+        if not gains.sum() > bound_round_off(before):
+            # a shift worth no more than round-off would make the fit depend on it
+            return 0.0
+        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "xbar")}
+        translate_components(st, t)
         after = self._lower_bound(data)
-        if not after >= bound:
+        if not after >= before:
             st.update(saved)
-            return bound
-        return after
+            return 0.0
+        return after - before
 
     def _keep_components(self, keep):
         st = self._vb_

@@ -76,12 +76,7 @@ def test_decoupled_columns_stay_decoupled():
     st["active"] = active
     m._impose_decoupling(st)
     t = _shift(st)
-    # the unconstrained optimum is already zero in the decoupled columns (the mask
-    # only removes round-off) and equal elsewhere
-    free = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
-                                st["nu_star"], st["mu_star"])[0]
-    np.testing.assert_allclose(free, t, rtol=0.0, atol=1e-12 * max(1.0, np.abs(t).max()))
-    assert np.abs(t).max() > 1e-6
+    assert t[0, -1] == 0.0 and t[1, 0] == 0.0
     translate_components(st, t)
     K = active.shape[1]
     dead = ~active
@@ -100,18 +95,17 @@ def _nearly_collinear(seed=0, n=100):
 
 def test_shifts_reach_the_optimum_in_far_fewer_iterations(monkeypatch):
     """With the shift moves a fixed two-component fit comes within 1e-6 (relative) of
-    the optimum in under 100 iterations (55 when this was written); without them
-    (rotations alone) it needs more than 300 (359)."""
+    the optimum in under 100 iterations; without them (rotations alone) it needs more
+    than 400 (527 when this was written)."""
     X = _nearly_collinear()
     kw = dict(search=False, n_components=2, n_factors=4, random_state=0, max_iter=3000,
               tol=1e-7)
     shifted = VBMixtureFactorAnalysers(**kw).fit(X)
     assert shifted.converged_
-    monkeypatch.setattr(VBMixtureFactorAnalysers, "_translate_factors",
-                        lambda self, data, bound: bound)
+    monkeypatch.setattr(VBMixtureFactorAnalysers, "_translate_factors", lambda self, data: 0.0)
     rotated = VBMixtureFactorAnalysers(**kw).fit(X)
     best = max(shifted.lower_bound_, rotated.lower_bound_)
     target = best - 1e-6 * abs(best)
     assert shifted.lower_bound_ >= target
     assert int(np.argmax(shifted.lower_bounds_ >= target)) < 100
-    assert not np.any(rotated.lower_bounds_[:300] >= target)
+    assert not np.any(rotated.lower_bounds_[:400] >= target)
