@@ -95,8 +95,12 @@ def _nearly_collinear(seed=0, n=100):
 
 def test_shifts_reach_the_optimum_in_far_fewer_iterations(monkeypatch):
     """With the shift moves a fixed two-component fit comes within 1e-6 (relative) of
-    the optimum in under 100 iterations; without them (rotations alone) it needs more
-    than 400 (527 when this was written)."""
+    the optimum several times sooner than with rotations alone.
+
+    The iteration at which a fixed-point run crosses a threshold depends on the last
+    bits of every BLAS and numba operation, so it differs between CPUs; what is
+    asserted is a ratio of crossing points with a wide margin (the two runs cross
+    roughly an order of magnitude apart), not where either one crosses."""
     X = _nearly_collinear()
     kw = dict(search=False, n_components=2, n_factors=4, random_state=0, max_iter=3000,
               tol=1e-7)
@@ -107,5 +111,9 @@ def test_shifts_reach_the_optimum_in_far_fewer_iterations(monkeypatch):
     best = max(shifted.lower_bound_, rotated.lower_bound_)
     target = best - 1e-6 * abs(best)
     assert shifted.lower_bound_ >= target
-    assert int(np.argmax(shifted.lower_bounds_ >= target)) < 100
-    assert not np.any(rotated.lower_bounds_[:400] >= target)
+
+    def first_crossing(history):
+        reached = np.flatnonzero(history >= target)
+        return int(reached[0]) if reached.size else len(history) + kw["max_iter"]
+
+    assert 3 * first_crossing(shifted.lower_bounds_) < first_crossing(rotated.lower_bounds_)
