@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench doc doc-check clean data
+.PHONY: demo test test-portable bench doc doc-check clean data
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,16 @@ data: $(STAMP)
 
 test: $(STAMP) data
 	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)
+
+# The numerically sensitive tests (marker "numerics": fits, scores, searches, the
+# reproductions' quick modes) again on a second floating-point code path: numba code
+# generated for a generic x86-64 CPU (no AVX) into a fresh cache, and one BLAS thread
+# instead of one per core.  OPENBLAS_CORETYPE is left as the machine sets it.  Two
+# pytest workers share the machine's cores.
+test-portable: $(STAMP) data
+	cache=$$(mktemp -d) && trap 'rm -rf "$$cache"' EXIT && \
+	NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR="$$cache" OPENBLAS_NUM_THREADS=1 MPLBACKEND=Agg \
+	$(PY) -m pytest -q -m numerics -n 2 -p no:cacheprovider $(PYTEST_ARGS)
 
 # make bench: every comparison library that installs here (each tried separately,
 # the outcome in benchmarks/results/peers.json), all workloads, the figures and the

@@ -30,3 +30,32 @@ settings.register_profile(
 
 if "CI" in os.environ:
     settings.load_profile("ci")
+
+
+# Modules whose tests check the API, the documentation or input validation rather than
+# a computed number.  Every other test module is numerically sensitive (it fits,
+# scores, searches or runs a reproduction's quick mode) and is marked ``numerics``;
+# ``make test-portable`` runs those again on a second floating-point code path.
+_NOT_NUMERICS = (
+    "test_architecture",
+    "test_bad_input",
+    "test_benchmarks",
+    "test_datasets_text",
+    "test_doc_",
+    "test_docstring_examples",
+    "test_gallery_coverage",
+    "test_hypothesis_bad_input",
+    "test_model_selection_plotting",
+    "test_plotting",
+    "test_readme_and_demo",
+    "test_validation",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    for item in items:
+        module = item.path.stem
+        if not module.startswith(_NOT_NUMERICS) and not module.endswith("_sklearn"):
+            item.add_marker(pytest.mark.numerics)
