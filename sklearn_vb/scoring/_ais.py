@@ -37,7 +37,7 @@ from ._joint_anneal import check_joint, run_joint_ais, run_joint_reverse_ais
 from ._progress import progress_for
 from ._reliability import LOWER_BOUND_Z, known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
-from .mcmc_moves import Target, make_kernel
+from .mcmc_moves import DirichletMH, Target, make_kernel
 from .params import concat_params, take
 from .protocols import has, require
 from .schedules import make_schedule
@@ -338,6 +338,41 @@ def _summarise(log_w, n_runs, what):
     return est, se, diag
 
 
+def frozen_proposal_reason(model, kernel, floor):
+    """Why the chains of a Dirichlet proposal with a zero floor cannot mix, or None.
+
+    Beal's ``Dir(alpha theta)`` proposal (``dirichlet_floor=0``) moves an entry near 0 to
+    values smaller still, so under a prior with concentrations below 1 (whose draws have
+    entries of 1e-30 and less) each chain stays on the face of the simplex it started
+    on.  The chains' log-weights then scatter little within a run while the estimate
+    depends on which faces the few chains started on: the spread of the chains, the only
+    error bar there is, understates the error many times over (and no number of
+    temperatures fixes it).  Decided from the options and the prior alone, so it flags
+    the run on every machine alike."""
+    if kernel == "joint" or floor is None or isinstance(floor, str):
+        return None
+    if not (kernel == "compiled" or _has_dirichlet_moves(kernel)):
+        return None
+    priors = getattr(model, "prior_alpha", None)
+    if not isinstance(priors, dict):
+        return None
+    for name, prior in priors.items():
+        g = floor.get(name, 1.0) if isinstance(floor, dict) else floor
+        g = np.asarray(g, dtype=float)
+        prior = np.asarray(prior, dtype=float)
+        if np.any((np.broadcast_to(g, prior.shape) <= 0) & (prior < 1)):
+            return ("dirichlet_floor=0 under a prior with concentrations below 1: entries near "
+                    "0 stay near 0, the chains do not mix and their spread understates the "
+                    "error (use dirichlet_floor='prior')")
+    return None
+
+
+def _has_dirichlet_moves(kernel):
+    if isinstance(kernel, DirichletMH):
+        return True
+    return any(_has_dirichlet_moves(k) for k in getattr(kernel, "kernels", ()))
+
+
 def _min_ess(C):
     """Pooled ESS below which AIS weights are carried by one or two chains."""
     return max(2.0, AIS_MIN_ESS_FRACTION * C)
@@ -545,6 +580,9 @@ class _AISBase(Scorer):
         lower = known_lower_bound(estimator, opts["lower_bound"])
         reasons = reliability_reasons(diag["ess"], _min_ess(lw.size), diag["run_estimates"],
                                       diag["run_stderr"], est, se, lower)
+        frozen = frozen_proposal_reason(model, kernel, opts["dirichlet_floor"])
+        if frozen:
+            reasons.append(frozen)
         diag.update({
             "reliable": not reasons,
             "stderr_reliable": not reasons,
@@ -735,6 +773,9 @@ class ReverseAISScore(_AISBase):
         lower = known_lower_bound(estimator, opts["lower_bound"])
         reasons = reliability_reasons(diag["ess"], _min_ess(lu.size), diag["run_estimates"],
                                       diag["run_stderr"], est, se, lower)
+        frozen = frozen_proposal_reason(model, kernel, opts["dirichlet_floor"])
+        if frozen:
+            reasons.append(frozen)
         diag.update({"reliable": not reasons, "stderr_reliable": not reasons,
                      "unreliable_reasons": reasons,
                      "acceptance_by_quarter": _by_quarter(r["acceptance"]),

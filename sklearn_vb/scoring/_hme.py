@@ -15,6 +15,7 @@ import numpy as np
 from ._ais import _exact_samples
 from ._base import Scorer, prepare_data, resolve_model
 from ._numerics import as_seed_sequence, spawn_generators
+from ._reliability import warn_unreliable
 from ._result import ScoreResult
 from ._smc import PosteriorMove, pool_runs
 from .params import take
@@ -31,7 +32,10 @@ class HMEScore(Scorer):
     Options: ``n_samples`` draws per chain (each after ``n_steps`` posterior moves),
     ``n_chains`` (each starts at exact draw c mod M and is one run), ``move`` ("auto",
     "gibbs", "kernel"), ``rw_scale``, ``exact_posterior_samples``.  Chains are pooled by
-    the harmonic mean of all likelihoods.
+    the harmonic mean of all likelihoods.  Every result is flagged
+    (``diagnostics["stderr_reliable"]`` False) with an
+    :class:`~sklearn_vb.scoring.UnreliableEstimateWarning`: its standard error, a spread
+    of the chains, does not describe its error.
     """
 
     name = "hme"
@@ -60,8 +64,14 @@ class HMEScore(Scorer):
         per_chain = [pool_runs(log_lik[:, c], inverse=True)[0] for c in range(C)]
         est = pool_runs(log_lik.ravel(), inverse=True)[0]
         _, se = pool_runs(per_chain, inverse=True)
+        reasons = ["the harmonic mean of likelihoods has infinite or huge variance: the "
+                   "spread of the chains says nothing about its (large, upward) error"]
+        warn_unreliable(self.name, reasons, "Use method='ais', 'smc' or 'bdmc'; the harmonic "
+                        "mean estimator is a negative control.")
         return ScoreResult(self.name, est, "stochastic_upper",
                            log_alias_correction=self._log_alias(model, opts), stderr=se,
                            diagnostics={"run_estimates": per_chain, "move": mover.kind,
                                         "exact_samples": source,
-                                        "mean_log_likelihood": float(log_lik.mean())})
+                                        "mean_log_likelihood": float(log_lik.mean()),
+                                        "stderr_reliable": False, "reliable": False,
+                                        "unreliable_reasons": reasons})

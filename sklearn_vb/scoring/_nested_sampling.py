@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import Scorer, prepare_data, resolve_model
-from ._numerics import as_seed_sequence
+from ._numerics import as_seed_sequence, interval_stderr
 from ._result import ScoreResult
 from ._smc import pool_runs
 from .mcmc_moves import estimate_prior_precision
@@ -39,6 +39,12 @@ class NestedSamplingScore(Scorer):
     in Grosse et al.), ``stop_tol`` (nats), ``max_iter`` per run.  Cost: ``n_runs
     n_steps`` likelihood evaluations per iteration and about ``K (H + stop_tol)``
     iterations, H the information (KL from prior to posterior) in nats.
+
+    Error bars: ``stderr`` is the larger of the volume-shrinkage error ``sqrt(H / K)`` of
+    one run (Skilling 2006) over ``sqrt(R)`` (``diagnostics["stderr_volume"]``, H
+    estimated from each run) and the spread of the R run estimates widened for its
+    ``R - 1`` degrees of freedom (``["stderr_between_runs"]``), so that ``+- 2 stderr``
+    covers like a normal ``+- 2 sigma`` interval even with the default four runs.
     """
 
     name = "nested_sampling"
@@ -73,6 +79,7 @@ class NestedSamplingScore(Scorer):
         _, lp = log_prior_phi(phi.reshape(R * K, -1))
         lp = lp.reshape(R, K)
         log_z = np.full(R, -np.inf)
+        mean_ll = np.zeros(R)  # posterior-weighted mean of ln L so far, for the information H
         log_x = np.zeros(R)
         shell = np.log1p(-np.exp(-1.0 / K))  # ln(1 - e^{-1/K}): shell = X_{t-1} (1 - e^{-1/K})
         active = np.ones(R, dtype=bool)
@@ -82,7 +89,10 @@ class NestedSamplingScore(Scorer):
         for it in range(int(opts["max_iter"])):
             worst = np.argmin(ll, axis=1)
             l_star = ll[rows, worst]
-            log_z = np.where(active, np.logaddexp(log_z, log_x + shell + l_star), log_z)
+            term = log_x + shell + l_star
+            new_z = np.where(active, np.logaddexp(log_z, term), log_z)
+            mean_ll = np.where(active, _running_mean(mean_ll, log_z, new_z, l_star, term), mean_ll)
+            log_z = new_z
             log_x = np.where(active, log_x - 1.0 / K, log_x)
             n_iter += active
             # replace the worst by a copy of another live particle, then move it
@@ -122,10 +132,34 @@ class NestedSamplingScore(Scorer):
         # the live particles share the remaining volume equally
         fill = log_x + np.log(np.mean(np.exp(ll - ll.max(axis=1, keepdims=True)), axis=1)) + ll.max(axis=1)
         runs = np.logaddexp(log_z, fill)
+        for j in range(K):  # the live particles, each with an equal share of the volume
+            term = log_x - np.log(K) + ll[:, j]
+            new_z = np.logaddexp(log_z, term)
+            mean_ll = _running_mean(mean_ll, log_z, new_z, ll[:, j], term)
+            log_z = new_z
+        info = np.maximum(mean_ll - runs, 0.0)  # H = E_post[ln L] - ln Z, in nats
         est = float(np.mean(runs))
-        se = float(np.std(runs, ddof=1) / np.sqrt(R)) if R > 1 else None
+        # two error sources: the random shrinkage of the prior volume, whose spread is
+        # sqrt(H / K) per run (Skilling 2006, section 7), and everything else (inexact
+        # constrained moves), which only the spread of independent runs shows; the
+        # larger of the two, the run spread widened for its few degrees of freedom
+        se_volume = float(np.sqrt(np.mean(info) / K / R))
+        se_runs = interval_stderr(runs)
+        se = se_volume if se_runs is None else max(se_runs, se_volume)
         return ScoreResult(self.name, est, "approx",
                            log_alias_correction=self._log_alias(model, opts), stderr=se,
                            diagnostics={"run_estimates": runs.tolist(), "n_iter": n_iter.tolist(),
                                         "converged": bool(not active.any()),
-                                        "pooled_mean_of_z": pool_runs(runs)[0]})
+                                        "pooled_mean_of_z": pool_runs(runs)[0],
+                                        "information": info.tolist(),
+                                        "stderr_volume": se_volume,
+                                        "stderr_between_runs": se_runs})
+
+
+def _running_mean(mean, log_z_old, log_z_new, value, log_weight):
+    """The posterior-weighted mean of ``value`` after adding a point of log-weight
+    ``log_weight`` (``log_z_old`` and ``log_z_new``: log total weight before and after)."""
+    with np.errstate(invalid="ignore"):
+        keep = np.where(np.isfinite(log_z_old), np.exp(log_z_old - log_z_new), 0.0)
+        add = np.exp(log_weight - log_z_new)
+    return mean * keep + np.where(add > 0, value * add, 0.0)

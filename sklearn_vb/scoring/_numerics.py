@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import logsumexp
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 __all__ = [
     "log_sum_exp",
@@ -16,6 +18,8 @@ __all__ = [
     "effective_sample_size",
     "delta_method_stderr",
     "between_run_stderr",
+    "interval_stderr",
+    "student_t_factor",
     "split_runs",
     "combine_unbiased_for_z",
     "combine_unbiased_for_inverse_z",
@@ -125,6 +129,25 @@ def between_run_stderr(estimates):
     if e.size < 2 or not np.all(np.isfinite(e)):
         return None
     return float(np.std(e, ddof=1) / np.sqrt(e.size))
+
+
+def interval_stderr(estimates):
+    """A standard error of the mean of ``R`` independent run estimates such that ``mean
+    +- 2 stderr`` is an interval of the normal ``+- 2 sigma`` coverage (95.4 %) even for few
+    runs: ``sd / sqrt(R)`` times ``t_{R-1}(Phi(2)) / 2``, the Student-t quantile of the
+    ``R - 1`` degrees of freedom of ``sd`` over the normal one (1.65 for R = 4, 1.09 for
+    R = 16).  ``sd / sqrt(R)`` alone gives ``+- 2`` intervals that cover 86 % of the time
+    with R = 4.  None if R < 2."""
+    se = between_run_stderr(estimates)
+    if se is None:
+        return None
+    return se * student_t_factor(np.size(estimates) - 1)
+
+
+def student_t_factor(dof):
+    """``t_dof(Phi(2)) / 2``: how much wider a ``+- 2`` interval must be when the standard
+    deviation is itself estimated with ``dof`` degrees of freedom."""
+    return float(student_t.ppf(norm.cdf(2.0), int(dof)) / 2.0)
 
 
 def split_runs(a, n_runs):

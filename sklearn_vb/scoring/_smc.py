@@ -30,8 +30,9 @@ import numpy as np
 
 from .._kernels.sampling import systematic_resample
 from ._base import Scorer, prepare_data, resolve_model
-from ._numerics import as_seed_sequence, between_run_stderr, effective_sample_size, log_mean_exp, \
+from ._numerics import as_seed_sequence, effective_sample_size, interval_stderr, log_mean_exp, \
     spawn_generators
+from ._reliability import warn_unreliable
 from ._result import ScoreResult
 from .mcmc_moves import ChainState, Target, make_kernel
 from .params import take
@@ -147,10 +148,11 @@ def run_smc(model, X, mover, n_particles, order, seed, ess_threshold=0.5):
 def pool_runs(estimates, inverse=False):
     """Pooled estimate of independent runs of an estimator unbiased for Z (mean of the
     Z estimates) or for 1/Z (``inverse``: harmonic mean), with the between-run standard
-    error of the pooled log (None for one run)."""
+    error of the pooled log (None for one run), widened for the few degrees of freedom
+    of a spread of a handful of runs (:func:`~._numerics.interval_stderr`)."""
     e = np.asarray(estimates, dtype=float)
     est = -log_mean_exp(-e) if inverse else log_mean_exp(e)
-    return float(est), between_run_stderr(e)
+    return float(est), interval_stderr(e)
 
 
 class SequentialScorer(Scorer):
@@ -185,7 +187,10 @@ class SMCScore(SequentialScorer):
     particles), ``order`` of the cases ("random", "given" or a permutation), ``move``
     ("auto", "gibbs", "kernel"), ``rw_scale`` (kernel moves), ``n_runs``.  Needs
     ``log_likelihood_per_case``: models with independent cases (the three models of
-    :mod:`sklearn_vb.bdmc_models`, VBDiscreteDAG, VBMixtureFactorAnalysers).  Cost:
+    :mod:`sklearn_vb.bdmc_models`, VBDiscreteDAG, VBMixtureFactorAnalysers).  Error bars:
+    the spread of the ``n_runs`` run estimates widened for its ``n_runs - 1`` degrees of
+    freedom (``+- 2 stderr`` then covers like a normal ``+- 2 sigma``); a single run has
+    none and is flagged (``diagnostics["stderr_reliable"]`` False).  Cost:
     ``n_runs n`` per-case likelihood evaluations of every particle plus
     ``n_runs n n_steps`` moves.
     """
@@ -207,8 +212,12 @@ class SMCScore(SequentialScorer):
             if opts["verbose"]:
                 print(f"[smc] run {r + 1}/{opts['n_runs']}: {est:.4f}", flush=True)
         est, se = pool_runs(runs)
+        reasons = [] if se is not None else ["a single run: no between-run spread to "
+                                             "measure the error"]
         diag = {"run_estimates": runs, "n_resampled": resampled, "acceptance": acc,
-                "move": mover.kind}
+                "move": mover.kind, "stderr_reliable": not reasons, "reliable": not reasons,
+                "unreliable_reasons": reasons}
+        warn_unreliable(self.name, reasons, "Increase n_runs.")
         if hasattr(estimator, "lower_bound_"):
             diag["vb_gap"] = est - float(estimator.lower_bound_)
         return ScoreResult(self.name, est, "stochastic_lower",
