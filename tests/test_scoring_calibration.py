@@ -82,7 +82,8 @@ CASES = [
     Case("smc", _gaussian_mean, "smc", {"n_particles": 16}),
     Case("shme", _gaussian_mean, "shme", {"n_particles": 16}, flagged=True),
     Case("hme", _gaussian_mean, "hme", {"n_samples": 50}, flagged=True),
-    Case("nested-sampling", _gaussian_mean, "nested_sampling", {"n_live": 8, "n_steps": 10}),
+    Case("nested-sampling", _gaussian_mean, "nested_sampling",
+         {"n_live": 8, "n_steps": 10, "n_runs": 8}),
     Case("vmcmc", _linear_regression, "vmcmc", {"n_iter": 100, "n_samples": 500}),
 ]
 

@@ -67,44 +67,47 @@ def test_single_state_models_score_with_every_method(kind):
 
 def test_hmm_ais_matches_enumerated_evidence_under_sparse_prior():
     """Two length-6 sequences, K = 2, V = 5: 2^12 paths, exact evidence by enumeration.
-    With Beal's Dirichlet proposal Dir(alpha theta) (floor 0), entries that start near 0
-    under the Dir(1/5) prior rarely come back, so its estimates scatter widely and mostly
-    land low; the prior floor fixes it.  Compared over four seeds (one seed alone can land
-    either way)."""
+    With the prior floor every estimate lies within 4 of its standard errors of the exact
+    value and above the VB bound.  With Beal's Dirichlet proposal Dir(alpha theta) (floor
+    0), entries that start near 0 under the Dir(1/5) prior rarely come back, the chains do
+    not mix and their spread understates the error: every such run is flagged and warned
+    about, whatever its estimate (which, on one machine or another, lands on either side
+    of the exact value)."""
     X, L = _simulate_hmm(2, 5, [6, 6], seed=1)
     est = VBHiddenMarkov(n_components=2, n_symbols=5, n_init=3, random_state=0).fit(X, lengths=L)
     model = scoring_model_for(est)
     exact = model.log_evidence(model.prepare_data(X, lengths=L))
     assert est.lower_bound_ < exact - 1.0  # a loose bound: the test has something to show
-    floor_errors, beal_errors, floor_se, beal_se = [], [], [], []
+    kw = dict(lengths=L, n_temperatures=300, n_chains=16, start="prior")
     for seed in range(4):
-        kw = dict(lengths=L, n_temperatures=1000, n_chains=16, random_state=seed, start="prior")
-        ais = score(est, X, "ais", **kw)
-        assert _within(ais.log_evidence, ais.stderr, exact), (ais.log_evidence - exact, ais.stderr)
+        ais = score(est, X, "ais", random_state=seed, **kw)
+        assert abs(ais.log_evidence - exact) <= 4 * ais.stderr, (ais.log_evidence - exact,
+                                                                 ais.stderr)
         assert ais.log_evidence > est.lower_bound_
-        beal = score(est, X, "ais", dirichlet_floor=0.0, **kw)
-        floor_errors.append(abs(ais.log_evidence - exact))
-        beal_errors.append(beal.log_evidence - exact)
-        floor_se.append(ais.stderr)
-        beal_se.append(beal.stderr)
-    # measured: mean |error| 0.11 with the floor; 0.64 below the exact value without it
-    assert -np.mean(beal_errors) > 3 * np.mean(floor_errors), (beal_errors, floor_errors)
-    assert np.mean(beal_se) > 2 * np.mean(floor_se), (beal_se, floor_se)
+    for seed in range(2):
+        with pytest.warns(UnreliableEstimateWarning, match="dirichlet_floor=0"):
+            beal = score(est, X, "ais", dirichlet_floor=0.0, random_state=seed, **kw)
+        assert beal.diagnostics["stderr_reliable"] is False
+        assert any("dirichlet_floor=0" in r for r in beal.diagnostics["unreliable_reasons"])
 
 
 def test_hmm_ais_increases_with_temperatures_and_passes_vb():
     """K = 3 states, 10 symbols, 200 frames: the AIS estimate rises with the number of
     temperatures and ends above the VB bound (it is a stochastic lower bound on an evidence
-    that VB bounds from below).  With floor 0 the chains freeze and the estimate stays
-    ~150 nats below VB whatever the schedule."""
+    that VB bounds from below).  Thirty temperatures land tens of nats below the longer
+    schedules; between 300 and 1500 the gain is within the noise, so only a drop beyond
+    the error bars would be wrong.  With floor 0 the chains freeze and the estimate stays
+    far below VB whatever the schedule."""
     X, L = _simulate_hmm(3, 10, [200], seed=5)
     est = VBHiddenMarkov(n_components=3, n_symbols=10, n_init=3, random_state=0).fit(X, lengths=L)
     F = est.lower_bound_
-    vals = []
+    vals, ses = [], []
     for K in (30, 300, 1500):
         r = score(est, X, "ais", n_temperatures=K, n_chains=4, random_state=0, start="prior")
         vals.append(r.log_evidence)
-    assert vals[0] < vals[1] < vals[2]
+        ses.append(r.stderr)
+    assert vals[1] > vals[0] + 20 and vals[2] > vals[0] + 20, vals
+    assert vals[2] > vals[1] - 3 * np.hypot(ses[1], ses[2]), (vals, ses)
     assert vals[2] > F
     assert not r.diagnostics["vb_violation"]
     with pytest.warns(UnreliableEstimateWarning, match="ais evidence estimate is unreliable"):

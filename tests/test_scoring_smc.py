@@ -35,8 +35,9 @@ def test_single_particle_smc_is_reproducible_and_resamples_never():
     b = score(est, X, "smc", n_particles=1, n_runs=2, random_state=5)
     assert a.log_evidence == b.log_evidence
     assert a.diagnostics["n_resampled"] == [0, 0]
-    # a single particle still gives a stochastic lower bound: not far above the truth
-    assert a.log_evidence < exact + 3.0
+    # a single particle still gives a stochastic lower bound: P(ln Z^ > ln Z + b) < e^-b,
+    # so a run more than 7 nats above the truth happens with probability below 0.1 %
+    assert a.log_evidence < exact + 7.0
 
 
 def test_options_are_checked():
