@@ -791,9 +791,13 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
 
         ``-2 ln p(X | E_q[theta]) + d ln n`` with ``d`` free parameters and ``n``
         observations (rows of ``X``; for sequence models the total number of time
-        steps).  Lower is better, as for sklearn's ``GaussianMixture``; the
-        ``"bic"`` score of :mod:`sklearn_vb.scoring` is ``-bic / 2``, a log-evidence
-        estimate (higher is better).
+        steps).  Lower is better, as for sklearn's ``GaussianMixture``.  The
+        likelihood is that of the fitted model (``E_q[theta]``, or the point estimate
+        of ``method="ml"``/``"map"``), not the maximum-likelihood one, so this is the
+        textbook BIC only for an ML fit: the ``"bic"`` score of
+        :mod:`sklearn_vb.scoring` is the textbook BIC at the maximum-likelihood point
+        found by EM, on the log-evidence scale (``l(theta_ML) - (d/2) ln n``, higher
+        is better).
 
         Parameters
         ----------

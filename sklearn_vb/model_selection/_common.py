@@ -41,7 +41,7 @@ __all__ = [
 # Alias corrections (ln S) are applied by default to the scores whose value ignores the
 # posterior's symmetric copies, never to the Monte Carlo estimators, which already
 # integrate over every copy.
-ALIAS_AUTO_METHODS = frozenset({"vb", "bic", "bicp", "cs", "cs_dagger", "laplace", "hidden_laplace",
+ALIAS_AUTO_METHODS = frozenset({"vb", "bic", "bic_map", "bicp", "cs", "cs_dagger", "laplace", "hidden_laplace",
                                 "hidden_vb"})
 MONTE_CARLO_METHODS = frozenset({"is", "ais", "rais", "bdmc"})
 # deterministic scores of models without aliases (pairwise MRFs)

@@ -172,7 +172,7 @@ class StructureSearch(_SearchBase):
         As for :class:`~sklearn.model_selection.GridSearchCV`.
     scoring : str, callable, list of str or dict, default="vb"
         Score name(s) understood by :func:`sklearn_vb.scoring.score` (``"vb"``,
-        ``"bic"``, ``"bicp"``, ``"laplace"``, ``"cs"``, ``"cs_dagger"``, ``"is"``,
+        ``"bic"``, ``"bic_map"``, ``"bicp"``, ``"laplace"``, ``"cs"``, ``"cs_dagger"``, ``"is"``,
         ``"ais"``), a scorer object ``scorer(fitted, X, **fit_params) -> ScoreResult``
         (for example ``sklearn_vb.scoring.get_scorer("ais", n_temperatures=1000)``), a
         list of names or a dict ``{name: name-or-scorer}``.  With several scores all are
@@ -180,7 +180,7 @@ class StructureSearch(_SearchBase):
         selects the best.
     alias_correction : "auto", bool or dict, default="auto"
         Rank by the alias-corrected score ``log_evidence + ln S``.  ``"auto"`` turns it
-        on for ``vb``, ``bic``, ``bicp``, ``cs``, ``cs_dagger`` and ``laplace`` and off
+        on for ``vb``, ``bic``, ``bic_map``, ``bicp``, ``cs``, ``cs_dagger`` and ``laplace`` and off
         for ``is``/``ais`` (which integrate over all posterior copies already).  A dict
         sets it per score name.  Raw and corrected values are always both reported.
     refit : bool or str, default=True

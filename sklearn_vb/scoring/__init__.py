@@ -14,7 +14,8 @@ the opposite sign and a factor 2).
 (True, True)
 
 Methods: ``"vb"`` (the fitted bound), ``"map"`` (the log-likelihood at the EM point
-estimate, not an evidence approximation), ``"bic"``, ``"bicp"``, ``"laplace"``, ``"cs"``,
+estimate, not an evidence approximation), ``"bic"`` (at the maximum-likelihood point),
+``"bic_map"`` (BIC at the MAP point), ``"bicp"``, ``"laplace"``, ``"cs"``,
 ``"cs_dagger"``, ``"is"`` (importance sampling from q), ``"ais"``, ``"rais"`` (reverse AIS,
 simulated data only), ``"bdmc"`` and ``"vmcmc"``.  Apart from ``"vb"`` (any estimator with
 ``lower_bound_``) and ``"bic"`` (any estimator with a ``bic`` method), scorers work through

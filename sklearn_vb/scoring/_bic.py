@@ -10,7 +10,7 @@ from ._numerics import spawn_generators
 from ._result import ScoreResult
 from .protocols import has, require
 
-__all__ = ["BICScore", "BICpScore", "model_dimension"]
+__all__ = ["BICScore", "BICMAPScore", "BICpScore", "model_dimension"]
 
 
 def model_dimension(model, X, theta, dimension, rng, R=100, scorer="bic", kind="incomplete"):
@@ -27,11 +27,23 @@ def model_dimension(model, X, theta, dimension, rng, R=100, scorer="bic", kind="
 class BICScore(Scorer):
     """``ln p(X) ~ l(theta_hat) - (d/2) ln n`` (sklearn's ``bic`` is ``-2`` times this).
 
+    The textbook (Schwarz) BIC: ``theta_hat`` is the maximum-likelihood point
+    (``estimate="ml"``, the default, for every family).  With no hidden variables EM
+    reaches it in one step (a fully observed discrete DAG: the normalised family counts,
+    so the value is ``sum_j sum_{l,k} N_jlk ln(N_jlk / N_jl) - (d/2) ln n`` exactly); with
+    hidden variables it is the best EM optimum found.  ``estimate="map"`` evaluates the
+    likelihood at the MAP point instead (Beal 2003 keeps the MAP for BIC, and
+    :class:`BICMAPScore`, ``"bic_map"``, is that variant; in the default softmax basis a
+    uniform Dirichlet prior makes it add-one smoothing, which lowers ``l`` by a
+    data-dependent amount and so penalises structures with many sparse rows more than
+    BIC does).
+
     With a ScoringModel: ``theta_hat = fit_point(kind=estimate)``, ``d`` from
     ``n_parameters()`` (``dimension="count"``) or Algorithm 6.2 (``"effective"``) and
     ``n = n_cases(X)``.  Without one, the estimator's own ``bic(X, **fit_params)`` is
-    converted: ``-bic / 2``.  No bound: the error is O(1) and does not shrink with n;
-    BIC over-penalises complex structures on small data sets.
+    converted: ``-bic / 2`` (at the estimator's fitted parameters).  No bound: the error
+    is O(1) and does not shrink with n; BIC over-penalises complex structures on small
+    data sets.
 
     ``theta_hat`` comes from EM started at the fitted q(theta)'s point plus
     ``n_init - 1`` seeded, screened restarts (the model's ``fit_point``); the score is
@@ -40,21 +52,22 @@ class BICScore(Scorer):
     naming the scorer says when the EM stopped at its iteration cap.
 
     Cost: the EM is most of it, two to three fits of a categorical HMM with K = 8 on
-    30k characters of text (the MAP lies in another basin than VB's, which restarts
-    from prior draws find; the restarts screened out are not run on once one of them
-    has beaten the run from VB's point); about two fits of a 5-state Gaussian HMM on
+    30k characters of text (the point estimate can lie in another basin than VB's, which
+    restarts from prior draws find; the restarts screened out are not run on once one of
+    them has beaten the run from VB's point); about two fits of a 5-state Gaussian HMM on
     20 000 frames, whose fit takes only 9 iterations: EM from VB's point converges in 4 E
     steps there, and each restart is screened for as long as that first run took (at
     least 5 E steps); under a fit of a mixture of factor analysers on the 1797 digits
     (D = 22 094; about 600 E steps, the EM converging in about 200 from each start).  The
-    EM's result is shared with the other scorers of the same fitted estimator, data and
-    seed (BICp, MAP, CS, CS-dagger, Laplace: :mod:`~sklearn_vb.scoring._point_cache`), so
-    ranking one model by several of them pays for it once.
+    EM's result is shared with the other scorers of the same fitted estimator, data,
+    seed and point estimate (BICp, BIC-MAP, MAP, CS, CS-dagger, Laplace:
+    :mod:`~sklearn_vb.scoring._point_cache`), so ranking one model by several of them
+    pays for it once per kind of point.
     """
 
     name = "bic"
     with_prior = False
-    options = {"estimate": "map", "dimension": "count", "n_init": 3, "R": 100}
+    options = {"estimate": "ml", "dimension": "count", "n_init": 3, "R": 100}
 
     def _score(self, estimator, X, fit_params, opts):
         if opts["estimate"] not in ("map", "ml"):
@@ -76,7 +89,9 @@ class BICScore(Scorer):
         log_alias = self._log_alias(model, opts)
         data = prepare_data(model, X, fit_params)
         rng = spawn_generators(opts["random_state"], 1)[0]
-        theta = self._fit_point(model, data, estimator, kind=opts["estimate"], rng=rng, n_init=opts["n_init"], verbose=opts["verbose"])
+        point = {"basis": opts["basis"]} if "basis" in opts else {}
+        theta = self._fit_point(model, data, estimator, kind=opts["estimate"], rng=rng,
+                                n_init=opts["n_init"], verbose=opts["verbose"], **point)
         loglik = float(model.log_likelihood(theta, data)[0])
         d = model_dimension(model, data, theta, opts["dimension"], rng, R=opts["R"], scorer=self.name)
         n = int(model.n_cases(data))
@@ -92,8 +107,22 @@ class BICScore(Scorer):
         )
 
 
+class BICMAPScore(BICScore):
+    """BIC at the MAP point: ``l(theta_MAP) - (d/2) ln n`` (Beal 2003, eq. 6.26, which
+    keeps the MAP estimate for BIC; the "BIC-MAP" of Beal & Ghahramani's comparisons,
+    beside the "BIC-ML" that is ``"bic"``).  ``basis`` is the MAP basis as for the
+    ``"map"`` score (``"softmax"``: ``theta ∝ lambda + N``; ``"natural"``:
+    ``theta ∝ lambda - 1 + N``, which under a uniform Dirichlet prior is the ML point)."""
+
+    name = "bic_map"
+    options = {"estimate": "map", "basis": "softmax", "dimension": "count", "n_init": 3, "R": 100}
+
+
 class BICpScore(BICScore):
-    """``ln p(theta_hat) + l(theta_hat) - (d/2) ln n`` (Beal's BICp)."""
+    """``ln p(theta_hat) + l(theta_hat) - (d/2) ln n`` (Beal's BICp) at the MAP point
+    (the prior density is part of the score, so its point is the one that maximises
+    it with the likelihood: ``estimate="map"`` by default, as for ``"bic_map"``)."""
 
     name = "bicp"
     with_prior = True
+    options = {"estimate": "map", "dimension": "count", "n_init": 3, "R": 100}

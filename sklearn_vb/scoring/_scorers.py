@@ -6,7 +6,7 @@ from ._ais import AISScore, BDMCScore, ReverseAISScore
 from ._base import Scorer
 from ._bethe_laplace import BetheLaplaceScore
 from ._boltzmann import HiddenLaplaceScore, HiddenVBBoundScore
-from ._bic import BICpScore, BICScore
+from ._bic import BICMAPScore, BICpScore, BICScore
 from ._cms import CMSScore
 from ._hme import HMEScore
 from ._cs import CSDaggerScore, CSScore
@@ -26,6 +26,7 @@ SCORERS = {
     "vb": VBScore,
     "map": MAPScore,
     "bic": BICScore,
+    "bic_map": BICMAPScore,
     "bicp": BICpScore,
     "laplace": LaplaceScore,
     "cs": CSScore,
