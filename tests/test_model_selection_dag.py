@@ -211,3 +211,51 @@ def test_restarts_start_from_random_legal_graphs(beal_data):
     for s in search.results_["structure"]:
         assert "s2" not in s["y1"]  # forbidden edges never appear, in any restart
     assert search.best_score_ == pytest.approx(np.nanmax(search.results_["score_vb"]))
+
+
+# ------------------------------------------------------------- attaching a hidden node
+LATENT_OBSERVED = [0, 1, 2, 3, 4]
+
+
+def _latent_class_data(n, strength, seed):
+    """Five ternary columns; with ``strength`` > 0 each copies the state of one binary
+    hidden class (0 -> 0, 1 -> 2) with that probability, else uniform noise."""
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 2, n)
+    copy = rng.random((n, len(LATENT_OBSERVED))) < strength
+    return np.where(copy, 2 * z[:, None], rng.integers(0, 3, (n, len(LATENT_OBSERVED))))
+
+
+def _latent_search(X, **kw):
+    est = VBDiscreteDAG({"h": [], **{c: [] for c in LATENT_OBSERVED}},
+                        cardinalities={"h": 2, **{c: 3 for c in LATENT_OBSERVED}}, hidden="h",
+                        n_init=2, max_iter=300, tol=1e-4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return DAGStructureSearch(est, max_in_degree=2, random_state=0, **kw).fit(X)
+
+
+@pytest.mark.parametrize("scoring", ["vb", "bic"])
+def test_greedy_search_attaches_a_hidden_node_from_the_empty_graph(scoring):
+    X = _latent_class_data(300, 0.85, seed=0)
+    search = _latent_search(X, scoring=scoring)
+    children = [c for c in LATENT_OBSERVED if "h" in search.best_structure_[c]]
+    assert len(children) >= 4
+    attach = [p for p in search.path_ if p["move"] is not None and p["move"][0] == "attach"]
+    assert len(attach) == 1 and attach[0]["move"][1] == "h"
+    # better than the best graph over the observed nodes alone
+    observed_only = _latent_search(X, scoring=scoring,
+                                   forbidden_edges=[("h", c) for c in LATENT_OBSERVED])
+    assert not any("h" in ps for s in observed_only.results_["structure"] for ps in s.values())
+    assert search.best_score_ > observed_only.best_score_ + 20
+
+
+def test_greedy_search_leaves_the_hidden_node_out_without_latent_structure():
+    X = _latent_class_data(300, 0.0, seed=1)  # independent uniform columns
+    search = _latent_search(X)
+    assert not any("h" in ps for ps in search.best_structure_.values())
+    # the attach move was proposed and scored, and lost
+    attached = [i for i, s in enumerate(search.results_["structure"])
+                if sum("h" in ps for ps in s.values()) >= 2]
+    assert attached
+    assert np.max(search.results_["score_vb"][attached]) < search.best_score_ - 1.0

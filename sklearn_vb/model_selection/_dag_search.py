@@ -78,7 +78,16 @@ def _node_pairs(graph, edges, argname):
 
 
 class _MoveSet:
-    """Legal single-edge moves (add, remove, reverse) under the search constraints."""
+    """Legal moves under the search constraints: single-edge moves (add, remove,
+    reverse) and the joint move "attach", which makes a hidden node without children
+    the parent of every observed node it may legally point to.
+
+    A single edge from a childless hidden node is a dead end for any score: the hidden
+    node then only mixes one child's distribution, which a table without it already
+    fits, so the edge adds parameters and no likelihood.  A hidden node becomes useful
+    only with several children whose dependence it explains, hence the joint move;
+    the single-edge removals after it drop the children it does not explain.
+    """
 
     def __init__(self, graph, allowed, required, forbidden, max_in_degree, moves):
         self.allowed = allowed  # None = every ordered pair
@@ -99,9 +108,34 @@ class _MoveSet:
     def _ok_in_degree(self, parents, c):
         return self.max_in_degree is None or len(parents[c]) <= self.max_in_degree
 
+    def _attach(self, graph, h):
+        """The observed nodes a childless hidden node ``h`` may become the parent of at
+        once (each edge legal, no cycle: ``h`` has no children, so a cycle through the new
+        edges would need a path from one of them back to ``h`` in ``graph``)."""
+        edges = graph.edges()
+        out = []
+        for p, c in self.pairs:
+            if (p != h or graph.hidden[c] or (c, p) in edges
+                    or (self.max_in_degree is not None
+                        and len(graph.parents[c]) >= self.max_in_degree)
+                    or graph.reaches(c, h)):
+                continue
+            out.append(c)
+        return out
+
     def neighbours(self, graph):
         edges = graph.edges()
         out = []
+        if "attach" in self.moves:
+            for h, hidden in enumerate(graph.hidden):
+                if not hidden or any(p == h for p, _ in edges):
+                    continue
+                children = self._attach(graph, h)
+                if len(children) >= 2:  # one child is the single-edge "add"
+                    parents = list(map(list, graph.parents))
+                    for c in children:
+                        parents[c].append(h)
+                    out.append((("attach", h, tuple(children)), graph.with_parents(parents)))
         for p, c in self.pairs:
             if (p, c) in edges:
                 continue
@@ -163,7 +197,10 @@ class _WarmFromParent:
     (``n_init=1``).  Any q(hidden) is a valid starting point, so the final
     ``lower_bound_`` is still a lower bound; only the optimum reached may differ from
     a cold start.  Used only for ``method="vb"`` candidates with the same nodes as
-    the parent.
+    the parent.  A graph that differs from the parent in more than two families (a
+    joint move such as ``"attach"``: little of the parent is left to start from, and a
+    newly attached hidden node's fit depends on its start) is fitted cold, with the
+    estimator's own ``init_params`` and ``n_init``.
     """
 
     def __init__(self, parent, graph):
@@ -182,6 +219,8 @@ class _WarmFromParent:
             for j, name in enumerate(graph.names)
             if tuple(fitted.parents[j]) == graph.parents[j]
         }
+        if len(graph.names) - len(unchanged) > 2:
+            return est
         return est.set_params(init_params="posterior", init_posterior=unchanged, n_init=1)
 
 
@@ -201,7 +240,10 @@ class DAGStructureSearch(EdgeSetSearchBase):
         ``initial_structure`` (default: the estimator's ``structure``), keeping the
         graph acyclic, within ``max_in_degree``, with ``required_edges`` always
         present and ``forbidden_edges`` never; ``allowed_edges`` restricts the edge
-        class (for instance hidden -> observed only).  All neighbours of the current
+        class (for instance hidden -> observed only).  A hidden node without children
+        is attached by the joint move ``"attach"`` (see ``moves``): from the empty
+        graph the climb weighs the latent-class model of all observed nodes against
+        the single observed edges.  All neighbours of the current
         graph are scored (in parallel) and the climb moves to the best one while it
         improves the score by more than ``tol`` nats.  ``n_restarts`` further climbs
         start from random legal graphs.  Every structure is fitted once; with
@@ -210,7 +252,9 @@ class DAGStructureSearch(EdgeSetSearchBase):
         with the estimator's ``init_params="posterior"`` and the parent's
         ``posterior_`` of the unchanged families as ``init_posterior`` (an exact VBE
         step under the parent's expected log-CPTs; changed families are drawn from
-        their prior).  A warm-started ``best_estimator_`` keeps those parameters, so
+        their prior).  An ``"attach"`` move changes the tables of all the new children
+        at once and is fitted cold, with the estimator's own restarts.  A warm-started
+        ``best_estimator_`` keeps those parameters, so
         ``clone(best_estimator_).fit(X)`` repeats its fit; set
         ``init_params="random", init_posterior=None`` to refit it from scratch.
 
@@ -233,7 +277,15 @@ class DAGStructureSearch(EdgeSetSearchBase):
     max_in_degree : int or None
     allowed_edges, required_edges, forbidden_edges : iterables of (parent, child)
         Node names as in the structure.
-    moves : tuple, default=("add", "remove", "reverse")
+    moves : tuple, default=("add", "remove", "reverse", "attach")
+        The greedy moves.  ``"attach"`` makes a hidden node that has no children the
+        parent of every observed node it may legally point to (within
+        ``allowed_edges``, ``forbidden_edges``, ``max_in_degree`` and acyclicity), in
+        one move scored by a fit of the hidden node with all those children; later
+        ``"remove"`` moves drop the children it does not explain.  Without it a hidden
+        node is never attached from a graph where it has no children: one edge from it
+        explains nothing (a mixture over one child's table is that table), so every
+        single edge out of it lowers the score.
     n_restarts : int, default=0
     max_steps : int, default=100
         Maximum accepted moves per climb.
@@ -310,7 +362,7 @@ class DAGStructureSearch(EdgeSetSearchBase):
         allowed_edges=None,
         required_edges=(),
         forbidden_edges=(),
-        moves=("add", "remove", "reverse"),
+        moves=("add", "remove", "reverse", "attach"),
         n_restarts=0,
         max_steps=100,
         tol=1e-6,
@@ -381,10 +433,11 @@ class DAGStructureSearch(EdgeSetSearchBase):
         if selection not in names:
             raise ValueError(f"refit={self.refit!r} is not one of the scores {names}.")
         flags = {n: C.ranking_uses_correction(s, self.alias_correction, n) for n, s in specs.items()}
-        bad_moves = set(self.moves) - {"add", "remove", "reverse"}
+        bad_moves = set(self.moves) - {"add", "remove", "reverse", "attach"}
         if bad_moves or not self.moves:
             raise ValueError(
-                f"moves must be a non-empty subset of ('add', 'remove', 'reverse'); got {self.moves!r}."
+                "moves must be a non-empty subset of ('add', 'remove', 'reverse', 'attach'); "
+                f"got {self.moves!r}."
             )
         start = self._graph_from(
             self.initial_structure if self.initial_structure is not None

@@ -6,7 +6,8 @@ add/remove moves).
 A graph class provides ``key`` (hashable), ``names``, ``edges()``, ``as_structure()`` (the
 estimator's ``structure`` parameter, or what ``as_params()`` - when defined - turns into
 the estimator's parameters) and ``arrow`` (for log lines); a move set provides
-``neighbours(graph) -> [((kind, i, j), graph)]`` and ``random_graph(start, rng, n_moves)``.
+``neighbours(graph) -> [((kind, i, j), graph)]`` (``j`` a tuple of node indices for a move
+with several targets) and ``random_graph(start, rng, n_moves)``.
 """
 
 from __future__ import annotations
@@ -129,7 +130,10 @@ class EdgeSetSearchBase(_SearchBase):
                     break
                 current, ci = best_graph, evaluated[best_graph.key]
                 kind, p, c = best_move
-                move = (kind, current.names[p], current.names[c])
+                # a joint move names several targets (a tuple of node indices)
+                target = (tuple(current.names[i] for i in c) if isinstance(c, tuple)
+                          else current.names[c])
+                move = (kind, current.names[p], target)
                 path.append({"restart": restart, "step": step, "move": move, "score": best_val,
                              "structure": current.as_structure()})
                 self._log(f"restart {restart} step {step}: {kind} {move[1]!r} {current.arrow} {move[2]!r}, "
