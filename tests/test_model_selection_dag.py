@@ -259,3 +259,21 @@ def test_greedy_search_leaves_the_hidden_node_out_without_latent_structure():
                 if sum("h" in ps for ps in s.values()) >= 2]
     assert attached
     assert np.max(search.results_["score_vb"][attached]) < search.best_score_ - 1.0
+
+
+def test_attach_move_respects_constraints():
+    # h hidden and childless, with parent c (so h -> c would close a cycle); b is at the
+    # in-degree limit; d may not be a child of h
+    names = ["h", "a", "b", "c", "d", "e"]
+    parents = [[3], [], [1], [], [], []]
+    graph = _Graph(names, [True] + [False] * 5, parents)
+    moves = _MoveSet(graph, None, set(), {(0, 4)}, 1, ("add", "attach"))
+    attach = [(m, g) for m, g in moves.neighbours(graph) if m[0] == "attach"]
+    assert len(attach) == 1
+    (kind, h, children), g = attach[0]
+    assert h == 0 and children == (1, 5)
+    assert g.edges() == graph.edges() | {(0, 1), (0, 5)}
+    # a hidden node that already has a child is not attached again
+    assert not [m for m, _ in moves.neighbours(g) if m[0] == "attach"]
+    no_attach = _MoveSet(graph, None, set(), {(0, 4)}, 1, ("add",))
+    assert not [m for m, _ in no_attach.neighbours(graph) if m[0] == "attach"]
