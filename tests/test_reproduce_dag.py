@@ -115,8 +115,8 @@ def test_map_score_is_the_likelihood_at_the_em_point():
         est = VBDiscreteDAG(*bipartite_structure((1, 3, 3, 2)), n_init=2, random_state=0,
                             bound_check="off").fit(X)
         r = score(est, X, "map", basis="natural", n_init=5, random_state=0)
-        bic = score(est, X, "bic", random_state=1)
-        m = score(est, X, "map", random_state=1)  # the same EM as BIC's
+        bic = score(est, X, "bic_map", random_state=1)
+        m = score(est, X, "map", random_state=1)  # the same EM as BIC-MAP's
     model = scoring_model_for(est)
     theta = r.diagnostics["theta"]
     assert r.log_evidence == pytest.approx(float(model.log_likelihood(theta, model.prepare_data(X))[0]))

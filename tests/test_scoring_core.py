@@ -168,7 +168,7 @@ def test_score_vb_and_bic_without_scoring_model():
 
 
 def test_get_scorer_options():
-    assert set(SCORERS) == {"vb", "map", "bic", "bicp", "laplace", "cs", "cs_dagger", "is", "ais",
+    assert set(SCORERS) == {"vb", "map", "bic", "bic_map", "bicp", "laplace", "cs", "cs_dagger", "is", "ais",
                             "rais", "bdmc", "vmcmc", "smc", "shme", "nested_sampling", "cms",
                             "hme", "bethe_laplace", "hidden_laplace", "hidden_vb"}
     sc = get_scorer("ais", n_temperatures=50, n_chains=4)
