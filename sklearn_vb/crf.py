@@ -9,6 +9,16 @@ independent ``N(0, prior_variance)`` priors on every weight.  ``state_features``
 ``transition_features`` choose the input columns of each set: that is the structure the
 evidence compares (:mod:`sklearn_vb.model_selection`).
 
+The default is the classic linear-chain CRF (the model of CRFsuite and of most taggers):
+a bias per label, a constant weight per label pair (the label-bigram transition weights,
+``bias=True`` puts the constant input ``g^0 = 1`` in both sets) and state features of
+every input column, with no input-dependent transitions (``transition_features="none"``).
+Without the constant transition weights a CRF cannot learn that labels persist, however
+informative the labels' order.  Label 0 being the reference, the transition table
+``transition_`` has a zero row and column for it: a pair weight of the form ``a(k) +
+b(l)`` only shifts the label biases (up to the first and last positions), so the
+``(L - 1)^2`` weights are the identifiable part of the ``L x L`` table.
+
 The fit maximises ``sum_n [lambda^T f(t_n, x_n) - ln Z(lambda, x_n)] + ln p(lambda)``
 with exact forward-backward gradients (L-BFGS, or Newton steps with the exact Hessian
 ``-(sum_n Cov f + P)``); inference is exact (:mod:`sklearn_vb._kernels.crf`).
@@ -44,10 +54,10 @@ def crf_prior_precision(prior_variance, layout):
     >>> from sklearn_vb.crf import crf_prior_precision
     >>> X = np.array([[1, 0], [0, 1], [1, 1], [0, 0]])
     >>> crf = LinearChainCRF(transition_features=[0]).fit(X, [0, 1, 1, 0])
-    >>> crf.feature_names_
-    ['state:x0', 'state:x1', 'transition:x0']
+    >>> crf.feature_names_                  # the constant input "1" ends both sets
+    ['state:x0', 'state:x1', 'state:1', 'transition:x0', 'transition:1']
     >>> crf_prior_precision({"state": 4.0, "transition": 0.5}, crf.layout_).tolist()
-    [0.25, 0.25, 2.0]
+    [0.25, 0.25, 0.25, 2.0, 2.0]
     """
     return grouped_prior_precision(prior_variance, layout.n_features, layout.is_state_feature(),
                                    ("state", "transition"))
@@ -84,11 +94,15 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
     ----------
     state_features : "all", "none" or array of column indices (or boolean mask), default "all"
         Columns ``a`` of ``X`` with a state feature ``1[t_i = k] x_ia`` per label ``k >= 1``.
-    transition_features : "all", "none" or array of column indices, default "all"
-        Columns with a transition feature ``1[t_i = k, t_{i+1} = l] x_ia`` per label pair
-        ``k, l >= 1`` (the input of the earlier position of the pair).
-    bias : bool, default False
-        Add a constant input to both sets (a label bias and a plain transition weight).
+    transition_features : "all", "none" or array of column indices, default "none"
+        Columns with an input-dependent transition feature ``1[t_i = k, t_{i+1} = l] x_ia``
+        per label pair ``k, l >= 1`` (the input of the earlier position of the pair).
+        ``"all"`` is the model of Parise and Welling (2006); it multiplies the weights by
+        about the number of labels.
+    bias : bool, default True
+        Add a constant input to both sets: a bias per label and a constant weight per label
+        pair (``bias_``, ``transition_``).  ``bias=False`` with
+        ``transition_features="all"`` is the paper's model (it has no constant features).
     prior_variance : float, dict or array, default 1.0
         Variance of the independent Gaussian prior of every weight; ``{"state": v,
         "transition": v}`` or one value per feature.
@@ -113,7 +127,11 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
     coef_ : (F,) weights: state weights (L - 1, Gs) then transition weights
         (L - 1, L - 1, Gt), C order
     state_coef_, transition_coef_ : the same weights as (L, Gs) and (L, L, Gt) tables
-        (zero rows for the reference label)
+        (zero rows for the reference label; with ``bias`` the constant input is the last)
+    bias_ : (L,) the label biases (zero without ``bias``, and for the reference label)
+    transition_ : (L, L) the constant label-pair weights, ``transition_[k, l]`` for
+        ``t_i = k, t_{i+1} = l`` (zero without ``bias``, and in the reference row and
+        column)
     state_features_, transition_features_ : the input columns used
     feature_names_, n_parameters_, n_features_in_
     objective_ : the penalised conditional log-likelihood at ``coef_``
@@ -127,10 +145,12 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
     >>> from sklearn_vb.datasets import make_faq_like_sequences
     >>> from sklearn_vb.scoring import score
     >>> X, y, lengths = make_faq_like_sequences(n_documents=2, n_lines=40, random_state=0)
-    >>> crf = LinearChainCRF(state_features=[0, 4], transition_features=[8])
+    >>> crf = LinearChainCRF(state_features=[0, 4])     # + label bias and transition weight
     >>> crf = crf.fit(X, y, lengths=lengths)
     >>> crf.n_parameters_, crf.converged_
-    (3, True)
+    (4, True)
+    >>> crf.feature_names_
+    ['state:x0', 'state:x4', 'state:1', 'transition:1']
     >>> crf.predict(X[:5]).shape, crf.predict_proba(X, lengths=lengths).shape
     ((5,), (80, 2))
     >>> round(crf.score(X, y, lengths=lengths), 2)
@@ -153,7 +173,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, state_features="all", transition_features="all", *, bias=False,
+    def __init__(self, state_features="all", transition_features="none", *, bias=True,
                  prior_variance=1.0, point="map", solver="lbfgs", max_iter=500, tol=1e-8,
                  ml_prior_variance=1e4, verbose=0):
         self.state_features = state_features
@@ -242,6 +262,10 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         self.state_coef_[1:] = coef[:layout.n_state].reshape(L - 1, -1)
         self.transition_coef_ = np.zeros((L, L, layout.n_transition_inputs))
         self.transition_coef_[1:, 1:] = coef[layout.n_state:].reshape(L - 1, L - 1, -1)
+        # the constant input is the last column of both sets
+        self.bias_ = self.state_coef_[:, -1].copy() if layout.bias else np.zeros(L)
+        self.transition_ = (self.transition_coef_[:, :, -1].copy() if layout.bias
+                            else np.zeros((L, L)))
         self.state_features_ = layout.state_columns.copy()
         self.transition_features_ = layout.transition_columns.copy()
         names = getattr(self, "feature_names_in_", None)

@@ -213,8 +213,8 @@ def test_sequence_log_likelihood_by_enumeration():
     codes = np.searchsorted(crf.classes_, y)
     ll = crf.sequence_log_likelihood(X, y, lengths=lengths)
     for q, (a, b) in enumerate([(0, 3), (3, 8)]):
-        lz, node, *_ = enumerate_sequence(crf.coef_, X[a:b], 3, [0, 2], [1])
-        f = features_by_hand(codes[a:b], X[a:b], 3, [0, 2], [1])
+        lz, node, *_ = enumerate_sequence(crf.coef_, X[a:b], 3, [0, 2], [1], bias=True)
+        f = features_by_hand(codes[a:b], X[a:b], 3, [0, 2], [1], bias=True)
         assert ll[q] == pytest.approx(f @ crf.coef_ - lz, abs=1e-12)
         np.testing.assert_allclose(crf.predict_proba(X[a:b]), node, atol=1e-12)
     pred = crf.predict(X, lengths=lengths)
@@ -234,18 +234,19 @@ def test_lengths_and_sequence_ids_agree():
 
 def test_structure_selects_features():
     X, y, lengths = chain_data(seed=3)
-    crf = LinearChainCRF(state_features=[1, 3], transition_features="none").fit(
+    crf = LinearChainCRF(state_features=[1, 3], transition_features="none", bias=False).fit(
         X, y, lengths=lengths)
     assert crf.n_parameters_ == 2
     assert crf.feature_names_ == ["state:x1", "state:x3"]
-    empty = LinearChainCRF(state_features="none", transition_features="none").fit(
+    assert np.all(crf.bias_ == 0) and np.all(crf.transition_ == 0)
+    empty = LinearChainCRF(state_features="none", transition_features="none", bias=False).fit(
         X, y, lengths=lengths)
     assert empty.n_parameters_ == 0
     assert empty.conditional_log_likelihood(X, y, lengths=lengths) == pytest.approx(
         -X.shape[0] * np.log(2))
     mask = np.array([False, True, False, True])
     np.testing.assert_array_equal(
-        LinearChainCRF(state_features=mask, transition_features="none").fit(
+        LinearChainCRF(state_features=mask, transition_features="none", bias=False).fit(
             X, y, lengths=lengths).coef_, crf.coef_)
 
 

@@ -147,7 +147,7 @@ class CRFFeatureSearch(EdgeSetSearchBase):
     >>> search = CRFFeatureSearch(LinearChainCRF("none", "none"), search="greedy")
     >>> search = search.fit(X[:, [4, 8]], y, lengths=lengths)
     >>> search.best_structure_                     # (state columns, transition columns)
-    ((0,), (1,))
+    ((0, 1), (1,))
     """
 
     _parameter_constraints: dict = {
