@@ -24,12 +24,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-from ._kernels.crf import (crf_expected_features, crf_log_partition_batch, crf_marginals,
-                           crf_moments, crf_viterbi)
+from ._kernels.crf import crf_log_partition_batch, crf_marginals, crf_moments, crf_viterbi
 from ._mrf_inference import Moments
 
 __all__ = ["CRFLayout", "CRFData", "CRFEngine"]
+
+
+def _dense(g):
+    return np.ascontiguousarray(g.toarray()) if sp.issparse(g) else g
 
 
 class CRFLayout:
@@ -52,7 +56,16 @@ class CRFLayout:
         return np.arange(self.n_features) < self.n_state
 
     def design(self, X):
-        """The state and transition inputs ``gs`` (n, Gs), ``gt`` (n, Gt) of ``X``."""
+        """The state and transition inputs ``gs`` (n, Gs), ``gt`` (n, Gt) of ``X``: dense
+        arrays, or CSR matrices when ``X`` is sparse (one-hot window features of a tagger
+        have a few non-zeros in thousands of columns, and every product with them then
+        costs in proportion to the non-zeros)."""
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=float)
+            ones = sp.csr_matrix(np.ones((X.shape[0], int(self.bias))))
+            gs = sp.hstack([X[:, self.state_columns], ones], format="csr")
+            gt = sp.hstack([X[:, self.transition_columns], ones], format="csr")
+            return gs, gt
         X = np.asarray(X, dtype=float)
         ones = np.ones((X.shape[0], int(self.bias)))
         gs = np.ascontiguousarray(np.hstack([X[:, self.state_columns], ones]))
@@ -63,12 +76,13 @@ class CRFLayout:
         """Log potentials ``U`` (C, n, L) and ``B`` (C, n, L, L) of a batch ``(C, F)``."""
         coefs = np.atleast_2d(np.asarray(coefs, dtype=float))
         C, L, n = coefs.shape[0], self.n_labels, gs.shape[0]
-        Ws = coefs[:, :self.n_state].reshape(C, L - 1, self.n_state_inputs)
-        Wt = coefs[:, self.n_state:].reshape(C, L - 1, L - 1, self.n_transition_inputs)
+        Ws = coefs[:, :self.n_state].reshape(C * (L - 1), self.n_state_inputs)
+        Wt = coefs[:, self.n_state:].reshape(C * (L - 1) ** 2, self.n_transition_inputs)
         U = np.zeros((C, n, L))
         B = np.zeros((C, n, L, L))
-        U[:, :, 1:] = np.einsum("na,cka->cnk", gs, Ws)
-        B[:, :, 1:, 1:] = np.einsum("na,ckla->cnkl", gt, Wt)
+        # one matrix product per set (BLAS) for the whole batch
+        U[:, :, 1:] = (gs @ Ws.T).reshape(n, C, L - 1).transpose(1, 0, 2)
+        B[:, :, 1:, 1:] = (gt @ Wt.T).reshape(n, C, L - 1, L - 1).transpose(1, 0, 2, 3)
         return U, B
 
     def statistics(self, gs, gt, codes, starts, ends):
@@ -76,20 +90,22 @@ class CRFLayout:
         L = self.n_labels
         onehot = np.zeros((codes.size, L))
         onehot[np.arange(codes.size), codes] = 1.0
-        S_state = onehot[:, 1:].T @ gs
+        # products with the inputs on the left: a sparse design stays sparse
+        S_state = (gs.T @ onehot[:, 1:]).T
         has_next = np.ones(codes.size, dtype=bool)
         has_next[ends - 1] = False
         pos = np.flatnonzero(has_next)
         pair = np.zeros((codes.size, L * L))
         pair[pos, codes[pos] * L + codes[pos + 1]] = 1.0
-        S_trans = (pair.T @ gt).reshape(L, L, -1)[1:, 1:]
+        S_trans = (gt.T @ pair).T.reshape(L, L, -1)[1:, 1:]
         return np.concatenate([S_state.ravel(), S_trans.ravel()])
 
     def expected_features(self, node, pair, gs, gt):
-        """``sum_n E f`` from label marginals (n, L) and pair marginals (n, L, L)."""
+        """``sum_n E f`` from label marginals (n, L) and pair marginals (n, L, L) (zero
+        rows at the ends of the sequences)."""
         L = self.n_labels
-        k_state = node[:, 1:].T @ gs
-        k_trans = (pair.reshape(-1, L * L).T @ gt).reshape(L, L, -1)[1:, 1:]
+        k_state = (gs.T @ node[:, 1:]).T
+        k_trans = (gt.T @ pair.reshape(-1, L * L)).T.reshape(L, L, -1)[1:, 1:]
         return np.concatenate([k_state.ravel(), k_trans.ravel()])
 
     def feature_names(self, input_names=None):
@@ -173,8 +189,7 @@ class CRFEngine:
     def value_and_gradient(self, coef):
         """``sum_n ln Z(x_n)`` and ``sum_n E f`` (forward-backward, no covariance)."""
         log_z, node, pair = self.marginals(coef)
-        d = self.data
-        kappa = crf_expected_features(node, pair, d.gs, d.gt, d.starts, d.ends)
+        kappa = self.layout.expected_features(node, pair, self.data.gs, self.data.gt)
         return float(log_z.sum()), kappa
 
     def moments(self, coef, covariance=True):
@@ -184,6 +199,7 @@ class CRFEngine:
             lz, kappa = self.value_and_gradient(coef)
             return Moments(lz / N, kappa / N, None, info=info)
         U, B = self._potentials(coef)
-        log_z, kappa, cov = crf_moments(U, B, self.data.gs, self.data.gt, self.data.starts,
-                                        self.data.ends, True)
+        # the second-order pass reads dense inputs (its cost, O(n L^2 F^2), dwarfs theirs)
+        log_z, kappa, cov = crf_moments(U, B, _dense(self.data.gs), _dense(self.data.gt),
+                                        self.data.starts, self.data.ends, True)
         return Moments(float(log_z.sum()) / N, kappa / N, cov / N, info=info)

@@ -7,6 +7,7 @@ Every message names the argument that is wrong, and no function modifies its inp
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = [
     "check_all_finite",
@@ -47,15 +48,24 @@ def check_all_finite(X, name="X", *, owner=None, missing=None):
     message says what the estimator (``owner``) supports instead (``missing``, a text
     with an optional ``{owner}`` field); infinity is simply not a value.
     """
-    arr = np.asarray(X)
-    if arr.dtype.kind not in "fc":
-        return
-    finite = np.isfinite(arr)
-    if finite.all():
-        return
-    where = np.argwhere(~finite)[0]
+    if sp.issparse(X):
+        # only the stored entries can be non-finite; report the first in row order
+        coo = sp.coo_matrix(X)
+        bad = np.flatnonzero(~np.isfinite(coo.data))
+        if bad.size == 0:
+            return
+        k = bad[np.lexsort((coo.col[bad], coo.row[bad]))[0]]
+        where, value = (coo.row[k], coo.col[k]), coo.data[k]
+    else:
+        arr = np.asarray(X)
+        if arr.dtype.kind not in "fc":
+            return
+        finite = np.isfinite(arr)
+        if finite.all():
+            return
+        where = np.argwhere(~finite)[0]
+        value = arr[tuple(where)]
     at = ", ".join(f"{axis} {int(i)}" for axis, i in zip(("row", "column", "index"), where))
-    value = arr[tuple(where)]
     if np.isnan(value):
         text = f"{name} contains NaN (first at {at})."
         if missing is not None:
@@ -97,10 +107,18 @@ def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORT
         if not text.startswith("X "):
             raise ValueError(f"X: {text}") from None
         raise
-    check_all_finite(np.where(np.isnan(out), 0.0, out) if allow_nan else out, "X",
-                     owner=type(estimator).__name__, missing=missing)
-    if max_abs is not None and out.size:
-        largest = float(np.nanmax(np.abs(out))) if allow_nan else float(np.max(np.abs(out)))
+    if sp.issparse(out):  # estimators that pass accept_sparse: the stored entries
+        if allow_nan:
+            raise ValueError("X: missing values (NaN) need a dense X, got a sparse matrix.")
+        check_all_finite(out, "X", owner=type(estimator).__name__, missing=missing)
+        values = out.data
+    else:
+        check_all_finite(np.where(np.isnan(out), 0.0, out) if allow_nan else out, "X",
+                         owner=type(estimator).__name__, missing=missing)
+        values = out
+    if max_abs is not None and values.size:
+        largest = (float(np.nanmax(np.abs(values))) if allow_nan
+                   else float(np.max(np.abs(values))))
         if largest > max_abs:
             raise ValueError(
                 f"X holds values as large as {largest:.3g} in magnitude; squares and "

@@ -205,7 +205,8 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         """The :class:`~sklearn_vb._crf_layout.CRFData` of ``X`` (and labels ``y``) for
         the fitted model (validated)."""
         check_is_fitted(self, "coef_")
-        X = validate_float_data(self, X, reset=False, missing=MISSING_IN_SEQUENCES, max_abs=None)
+        X = validate_float_data(self, X, reset=False, missing=MISSING_IN_SEQUENCES, max_abs=None,
+                                accept_sparse="csr")
         lens = check_sequences(X.shape[0], lengths, sequence_ids)
         codes = None
         if y is not None:
@@ -222,8 +223,10 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_inputs)
+        X : array-like or sparse matrix of shape (n_samples, n_inputs)
             Input rows (e.g. binary observation features), sequences one after another.
+            A sparse ``X`` (e.g. one-hot word-window features) keeps the fit's cost
+            proportional to its non-zero entries.
         y : array-like of shape (n_samples,)
             Labels (any hashable values; at least two classes).
         lengths : array-like of int, optional
@@ -234,13 +237,14 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         """
         self._validate_params()
         # this package's messages for X first (non-numeric, 1-D, NaN), then X with y
-        validate_float_data(self, X, reset=True, missing=MISSING_IN_SEQUENCES, max_abs=None,
-                            ensure_min_samples=1)
+        n_rows = validate_float_data(self, X, reset=True, missing=MISSING_IN_SEQUENCES,
+                                     max_abs=None, ensure_min_samples=1,
+                                     accept_sparse="csr").shape[0]
         n_y = len(y) if hasattr(y, "__len__") else None
-        if n_y is not None and n_y != len(X):
-            raise ValueError(f"y has {n_y} labels but X has {len(X)} rows; give one label "
+        if n_y is not None and n_y != n_rows:
+            raise ValueError(f"y has {n_y} labels but X has {n_rows} rows; give one label "
                              "per row of X.")
-        X, y = validate_data(self, X, y, dtype=float, ensure_min_samples=1)
+        X, y = validate_data(self, X, y, dtype=float, ensure_min_samples=1, accept_sparse="csr")
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if self.classes_.size < 2:
@@ -353,4 +357,5 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = True
         return tags

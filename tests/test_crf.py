@@ -107,6 +107,41 @@ def test_inference_equals_enumeration(L, bias):
     np.testing.assert_allclose(pair[inner].sum(axis=2), node[inner], atol=1e-12)
 
 
+@pytest.mark.parametrize("scale", [1.0, 3000.0])
+def test_forward_backward_with_extreme_potentials(scale):
+    """The fit's forward-backward against log-space enumeration of the potentials, with
+    moderate ones and with ones so extreme (thousands of nats apart) that exponentiated
+    potentials underflow (the pass then works in log space for that sequence)."""
+    from scipy.special import logsumexp
+
+    from sklearn_vb._kernels.crf import crf_marginals
+
+    rng = np.random.default_rng(5)
+    L, lengths = 3, np.array([4, 1, 5])
+    n = lengths.sum()
+    U = scale * rng.normal(size=(n, L))
+    B = scale * rng.normal(size=(n, L, L))
+    U[0] = [0.0, -scale, -scale]  # the first sequence starts in label 0 ...
+    B[0, 0] = -2 * scale           # ... from which every transition is very unlikely
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    log_z, node, pair = crf_marginals(U, B, starts, ends)
+    for q, (a, b) in enumerate(zip(starts, ends)):
+        paths = np.array(list(itertools.product(range(L), repeat=b - a)))
+        pos = np.arange(b - a)
+        e = U[a + pos, paths].sum(axis=1)
+        if b - a > 1:
+            e += B[a + pos[:-1], paths[:, :-1], paths[:, 1:]].sum(axis=1)
+        lz = logsumexp(e)
+        assert log_z[q] == pytest.approx(lz, rel=1e-12, abs=1e-9)
+        p = np.exp(e - lz)
+        for i in range(b - a):
+            np.testing.assert_allclose(node[a + i], np.bincount(paths[:, i], p, L), atol=1e-12)
+        for i in range(b - a - 1):
+            joint = np.bincount(paths[:, i] * L + paths[:, i + 1], p, L * L).reshape(L, L)
+            np.testing.assert_allclose(pair[a + i], joint, atol=1e-12)
+
+
 def test_statistics_equal_features_by_hand():
     rng = np.random.default_rng(3)
     lengths = [3, 1, 5]

@@ -121,3 +121,34 @@ def quadrature_log_evidence(crf, X, y, lengths, n=45, width=8.0):
     W = np.prod(np.stack(np.meshgrid(*[w] * d, indexing="ij")), axis=0).ravel()
     mx = lj.max()
     return mx + np.log(np.sum(W * np.exp(lj - mx))) + np.log(abs(np.linalg.det(Lc)))
+
+
+def test_sparse_inputs_fit_and_score_as_dense():
+    """One-hot window features as a CSR matrix: the same weights, predictions and evidence
+    as the dense array, without densifying the inputs in the fit."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    words = rng.integers(0, 30, 240)
+    X = np.zeros((240, 60))
+    X[np.arange(240), words] = 1.0
+    X[np.arange(1, 240), 30 + words[:-1]] = 1.0  # the previous word
+    y = (words % 3 + (rng.random(240) < 0.2)) % 3
+    lengths = [40] * 6
+    Xs = sp.csr_matrix(X)
+    dense = LinearChainCRF().fit(X, y, lengths=lengths)
+    sparse = LinearChainCRF().fit(Xs, y, lengths=lengths)
+    assert sp.issparse(sparse.check_data(Xs, y, lengths=lengths).gs)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-10)
+    np.testing.assert_array_equal(sparse.predict(Xs, lengths=lengths),
+                                  dense.predict(X, lengths=lengths))
+    np.testing.assert_allclose(sparse.predict_proba(sp.csc_matrix(X), lengths=lengths),
+                               dense.predict_proba(X, lengths=lengths), atol=1e-10)
+    assert score(sparse, Xs, "bethe_laplace", y=y, lengths=lengths).log_evidence == pytest.approx(
+        score(dense, X, "bethe_laplace", y=y, lengths=lengths).log_evidence, abs=1e-6)
+    Xbad = Xs.copy()
+    Xbad.data[5] = np.inf
+    row = int(np.searchsorted(Xbad.indptr, 5, side="right") - 1)
+    with pytest.raises(ValueError, match=f"X contains infinity \\(first at row {row}"):
+        LinearChainCRF().fit(Xbad, y, lengths=lengths)
+    assert Xs.data[5] == 1.0  # the input is not modified
