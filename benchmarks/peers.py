@@ -35,6 +35,7 @@ PEERS = [
     # would pull the registry's newest build with several GB of CUDA libraries
     ("torch", "torch==2.13.0", "needed by pomegranate (CPU build)"),
     ("pomegranate", "pomegranate>=1.0", "HMMs and mixtures in PyTorch; loopy BP on factor graphs"),
+    ("sklearn-crfsuite", "sklearn-crfsuite>=0.5", "linear-chain CRFs (CRFsuite)"),
 ]
 
 #: our own dependencies, held at their installed versions while peers install
