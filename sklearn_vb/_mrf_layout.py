@@ -320,6 +320,28 @@ class MRFLayout:
         edge[c.edge_index] = c.V_edge @ kappa + c.c_edge
         return node, edge
 
+    def edge_block_covariances(self, edge_tables):
+        """Per edge ``(i, j)``: the feature indices of node ``i``, node ``j`` and the edge,
+        and the covariance of those features under the pair table ``edge_tables[e]``
+        (every product of two of them is again one of them or zero, so the block is a
+        function of the pair table alone)."""
+        out = []
+        nf, ef = self.node_feat, self.edge_feat
+        for e, (i, j) in enumerate(self.edges):
+            Ki, Kj = int(self.n_states[i]), int(self.n_states[j])
+            idx = np.concatenate([nf[i, 1:Ki], nf[j, 1:Kj], ef[e, 1:Ki, 1:Kj].ravel()])
+            xi, xj = np.divmod(np.arange(Ki * Kj), Kj)
+            # the block's features at every state (xi, xj) of the pair
+            phi = np.concatenate([xi[:, None] == np.arange(1, Ki)[None],
+                                  xj[:, None] == np.arange(1, Kj)[None],
+                                  ((xi[:, None] * Kj + xj[:, None])
+                                   == (np.arange(1, Ki)[:, None] * Kj + np.arange(1, Kj)[None]).ravel()[None])],
+                                 axis=1).astype(float)
+            w = np.clip(edge_tables[e, :Ki, :Kj].ravel(), 0.0, None)
+            d = phi - w @ phi
+            out.append((idx, (d * w[:, None]).T @ d))
+        return out
+
     def uniform_moments(self):
         """Mean parameters of the uniform product distribution."""
         K = self.n_states

@@ -102,7 +102,10 @@ class EdgeSetSearchBase(_SearchBase):
             res = outs[i]["scores"][selection]
             if res is None:
                 return -np.inf
-            return res.log_evidence + (res.log_alias_correction if flags[selection] else 0.0)
+            v = res.log_evidence + (res.log_alias_correction if flags[selection] else 0.0)
+            # a failed score (nan) ranks last, as in the result table: np.argmax would
+            # otherwise pick it and release the best candidate's fitted model
+            return v if np.isfinite(v) or v == np.inf else -np.inf
 
         rng = check_random_state(entropy)
         path = []

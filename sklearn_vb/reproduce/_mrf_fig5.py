@@ -26,8 +26,8 @@ from ._report import markdown_table, save_figure
 __all__ = ["FIG5_FULL", "FIG5_QUICK", "units", "run_unit", "summarize", "report"]
 
 METHODS = {
-    "MAP": ("bethe_laplace", {"terms": "map"}),
-    "BIC-MAP": ("bethe_laplace", {"terms": "bic"}),
+    "MAP": ("bethe_laplace", {"gradient": "bp", "terms": "map"}),
+    "BIC-MAP": ("bethe_laplace", {"gradient": "bp", "terms": "bic"}),
     "Laplace-Exact": ("bethe_laplace", {"gradient": "exact", "covariance": "exact"}),
 }
 

@@ -31,9 +31,9 @@ METHODS = {
     "MAP": ("bethe_laplace", {"gradient": "exact", "terms": "map"}),
     "BIC-ML": ("bic", {"estimate": "ml"}),
     "BIC-MAP": ("bic", {"estimate": "map"}),
-    "BP-LR": ("bethe_laplace", {}),
-    "BP-LR-noC": ("bethe_laplace", {"covariance": "none"}),
-    "BP-LR-ExactGrad": ("bethe_laplace", {"gradient": "exact"}),
+    "BP-LR": ("bethe_laplace", {"gradient": "bp", "covariance": "linear_response"}),
+    "BP-LR-noC": ("bethe_laplace", {"gradient": "bp", "covariance": "none"}),
+    "BP-LR-ExactGrad": ("bethe_laplace", {"gradient": "exact", "covariance": "linear_response"}),
     "Laplace-Exact": ("bethe_laplace", {"gradient": "exact", "covariance": "exact"}),
 }
 
@@ -107,7 +107,7 @@ def _run_unit(key, config, seed):
                 out["T6_lr"] = dg["terms"]["T6"]
                 out["bethe_gap_N"] = float(N * (dg["log_partition_exact"] - dg["log_partition"]))
         if kind == "true":
-            r = score(est, X, "bethe_laplace", covariance="exact")
+            r = score(est, X, "bethe_laplace", gradient="bp", covariance="exact")
             out["T6_exact_at_bp"] = r.diagnostics["terms"]["T6"]
         t0 = time.perf_counter()
         a = score(est, X, "ais", n_temperatures=config["ais_K"], n_chains=config["ais_chains"],
