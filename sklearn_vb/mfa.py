@@ -47,6 +47,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import digamma, polygamma, logsumexp
@@ -71,6 +72,22 @@ __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_para
 
 _HYPER_NAMES = ("noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior")
 _HYPER_DEFAULT = ("noise", "ard_rate")
+
+
+def _two_means_split(Z, weights, rho, n_iter):
+    """Lloyd iterations of weighted 2-means from the partition ``rho`` (1 or 0 per
+    point); returns the refined partition."""
+    for _ in range(n_iter):
+        wa, wb = weights * rho, weights * (1.0 - rho)
+        if wa.sum() <= 0 or wb.sum() <= 0:
+            break
+        ca = wa @ Z / wa.sum()
+        cb = wb @ Z / wb.sum()
+        new = (((Z - ca) ** 2).sum(1) <= ((Z - cb) ** 2).sum(1)).astype(float)
+        if np.array_equal(new, rho):
+            break
+        rho = new
+    return rho
 
 
 def max_identifiable_factors(p):
@@ -131,6 +148,36 @@ def _solve_log_newton(g, a_dg, x0, max_iter=100):
         if abs(step) < 1e-13:
             break
     return float(np.exp(log_x))
+
+
+@dataclass
+class _SearchLog:
+    """What the search records as it goes: one ``(iteration, bound, n_components,
+    epoch, event)`` per VBEM iteration or structure event, the birth moves, the
+    current epoch and the birth counts."""
+
+    history: list = field(default_factory=list)
+    moves: list = field(default_factory=list)
+    epoch: int = 0
+    proposed: int = 0
+    accepted: int = 0
+
+
+class _Kept(NamedTuple):
+    """A state of the search with its bound, its trace and whether it converged."""
+
+    bound: float
+    state: dict
+    trace: list
+    converged: bool
+
+
+def _better(kept, candidate):
+    """The one of two :class:`_Kept` states with the higher bound (``kept`` may be
+    None); the earlier one on a tie."""
+    if kept is None or candidate.bound > kept.bound:
+        return candidate
+    return kept
 
 
 @dataclass
@@ -274,6 +321,16 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         polish converges the final structure.  0 disables the rule.
     max_iter_epoch : int, default=200
         Search only: maximum VBEM iterations of one epoch.
+    refit_final : int, default=1
+        Search only: after the search and its polish, fit the final number of
+        components afresh (``init_params``, no births or deaths, as ``search=False``
+        would); when that bound is higher, the births continue from the new state and
+        the search is polished again.  Up to this many refits; 0 disables them.  The
+        birth search is greedy: a split starts from a division of one component's
+        points, and the structure it grows can end in a worse optimum at its own
+        number of components than a start from the whole data finds.  Whatever the
+        refits give, the result is the state with the highest bound the search passed
+        through at the end of a stage (polished if it was not the last).
     birth_accept_rtol : float, default=0.01
         Search only: a birth epoch whose F is above the F before the split ends
         (the birth is accepted) once one iteration adds less than this fraction of
@@ -428,7 +485,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         posterior attributes are not set, and scoring refuses point fits.
     n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check,
     keep_restarts
-        See :class:`sklearn_vb.base.VBEMEstimator`.  ``init_params`` is
+        See :class:`sklearn_vb.base.VBEMEstimator`.  With ``search=True`` the restarts
+        after the first split along random directions (``split_direction="random"``)
+        and refit (``refit_final``) from their own random starts, so they explore
+        different structures; the best bound is kept and ``restart_lower_bounds_``
+        lists every restart's.  ``init_params`` is
         ``"kmeans"`` (responsibilities from k-means) or ``"random"`` (hard assignment
         to randomly chosen data points).
 
@@ -460,9 +521,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     search_history_ : dict of arrays
         One entry per VBEM iteration of the search: ``iteration``, ``bound``,
         ``n_components``, ``epoch`` and ``event`` (``"iter"``, ``"death"``,
-        ``"birth"``, ``"accept"``, ``"reject"``); plus ``moves``, a list of
+        ``"birth"``, ``"accept"``, ``"reject"``, ``"prune"``, ``"polish"``, ``"refit"``
+        (the first iteration of a ``refit_final`` fit)); plus ``moves``, a list of
         ``(epoch, parent_id, accepted, F_before, F_after)``.
     n_births_proposed_, n_births_accepted_, n_epochs_ : int
+    restart_lower_bounds_ : ndarray (n_init,)
+        The final bound of every restart of the last fit (the kept one is the largest).
     n_partial_iter_ : int
         Partial (children-only) iterations of the search (``birth_partial_iter``),
         not counted in ``n_iter_``.
@@ -504,6 +568,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         "agitation_tol": [Interval(Real, 0.0, None, closed="left")],
         "epoch_rtol": [Interval(Real, 0.0, None, closed="left")],
         "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
+        "refit_final": [Interval(Integral, 0, None, closed="left")],
         "birth_accept_rtol": [Interval(Real, 0.0, None, closed="left")],
         "birth_reject_rtol": [Interval(Real, 0.0, None, closed="left")],
         "skip_rejected_parents": ["boolean"],
@@ -546,6 +611,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         agitation_tol=float(np.exp(-6.0)),
         epoch_rtol=1e-6,
         max_iter_epoch=200,
+        refit_final=1,
         birth_accept_rtol=0.01,
         birth_reject_rtol=0.02,
         skip_rejected_parents=True,
@@ -606,6 +672,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.agitation_tol = agitation_tol
         self.epoch_rtol = epoch_rtol
         self.max_iter_epoch = max_iter_epoch
+        self.refit_final = refit_final
         self.birth_accept_rtol = birth_accept_rtol
         self.birth_reject_rtol = birth_reject_rtol
         self.skip_rejected_parents = skip_rejected_parents
@@ -684,12 +751,28 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return max(p - 1, 0) if self.n_factors is None else int(self.n_factors)
 
     def _initialize(self, data, random_state):
+        # the restarts of one fit (``n_init``) are numbered: a search restart after the
+        # first splits along random directions, so that the restarts differ
+        self._restart_index = self.__dict__.get("_restart_index", -1) + 1
+        self._search_rng = random_state
+        self._principal_split_tried = set()
+        self._vb_ = self._initial_state(data, self.n_components, random_state)
+        # a consistent starting point: q(x|s), then q(Λ̃), q(ν) and q(π) given the
+        # initial responsibilities.
+        self._update_factors(data)
+        self._update_loadings(data)
+        self._update_ard(data)
+        self._update_weights(data)
+        self._update_factors(data)
+        if self.method != "vb":
+            self._start_point(data)
+
+    def _initial_state(self, data, S, random_state):
+        """The initial state with ``S`` components (``init_params``), before the first
+        updates of q(x|s), q(Λ̃), q(ν) and q(π)."""
         Z = data.Z
         N, p = Z.shape
         K = self._n_max_factors(p)
-        S = self.n_components
-        self._search_rng = random_state
-        self._principal_split_tried = set()
         if S == 1:
             labels = np.zeros(N, dtype=int)
         elif self.init_params == "kmeans":
@@ -737,16 +820,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             "ids": np.arange(S),
             "next_id": S,
         }
-        self._vb_ = st
-        # a consistent starting point: q(x|s), then q(Λ̃), q(ν) and q(π) given the
-        # initial responsibilities.
-        self._update_factors(data)
-        self._update_loadings(data)
-        self._update_ard(data)
-        self._update_weights(data)
-        self._update_factors(data)
-        if self.method != "vb":
-            self._start_point(data)
+        return st
 
     # ================================================================ point EM
     @property
@@ -1372,7 +1446,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         # the spatial split moves the children by d itself: the parent's strongest
         # loading column is no displacement when ARD has shrunk every column
         if (self.split_direction == "principal-first" and self.split != "spatial" and K
-                and norms.max() > 0 and parent_id not in tried):
+                and norms.max() > 0 and parent_id not in tried
+                and self.__dict__.get("_restart_index", 0) == 0):
             # the parent's strongest factor: the direction of its largest variance
             tried.add(parent_id)
             d = lam_x[:, int(np.argmax(norms))].copy()
@@ -1387,6 +1462,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             r_a = r_b = 0.5 * r_par
         else:
             rho = ((Z - centre) @ d >= 0).astype(float)
+            if getattr(self, "_kmeans_split", 0):
+                rho = _two_means_split(Z, r_par, rho, self._kmeans_split)
             h = self.split_hardness
             r_a = r_par * (h * rho + (1 - h) * (1 - rho))
             r_b = r_par * ((1 - h) * rho + h * (1 - rho))
@@ -1450,7 +1527,31 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return trace
 
     # ================================================================ loops
+    def fit(self, X, y=None, **fit_params):
+        """Fit by VBEM (the birth/death search with ``search=True``), keeping the best
+        of ``n_init`` restarts.
+
+        Returns
+        -------
+        self
+        """
+        self.__dict__.pop("_restart_index", None)
+        self._restart_bounds = []
+        try:
+            super().fit(X, y, **fit_params)
+            self.restart_lower_bounds_ = np.asarray(self._restart_bounds, dtype=float)
+        finally:
+            self.__dict__.pop("_restart_index", None)
+            self.__dict__.pop("_restart_bounds", None)
+        return self
+
     def _run_vbem(self, data):
+        bounds, converged = self._run_vbem_threads(data)
+        if bounds:
+            self.__dict__.setdefault("_restart_bounds", []).append(float(bounds[-1]))
+        return bounds, converged
+
+    def _run_vbem_threads(self, data):
         # The iterations are many small matrix products: a multi-threaded BLAS
         # spends more time synchronising its threads than computing (ten times
         # slower on a busy machine), so the fit runs single-threaded.
@@ -1592,18 +1693,69 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             self._searching = False
 
     def _run_search_epochs(self, data):
+        """The search: the first epoch, birth epochs until a pass through the
+        candidates accepts none (``max_tries``), the polish of the final structure;
+        then, with ``refit_final``, a fixed-size fit at the final number of
+        components from a fresh start, and the births continue from it whenever its
+        bound is higher.  The state with the highest bound at the end of any of
+        these stages (its polished continuation when that is not the last state) is
+        the result."""
         self._deaths_allowed = True
         self._total_iter = 0
         self._n_partial_iter = 0
-        history = []
-        moves = []
-        epoch = 0
-        trace, _ = self._run_epoch(data, history, epoch, "iter")
+        log = _SearchLog()
+        trace, _ = self._run_epoch(data, log.history, log.epoch, "iter")
+        best = None
+        for round_ in range(self.refit_final + 1):
+            trace, converged = self._birth_epochs(data, log, trace)
+            trace, converged = self._polish(data, log, trace, converged)
+            best = _better(best, _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged))
+            if round_ == self.refit_final or self._total_iter >= self.max_iter:
+                break
+            refit = self._refit_fixed_size(data, log)
+            if refit is None:
+                break
+            trace = refit[0]
+            if trace[-1] <= best.bound + bound_round_off(best.bound):
+                # no better than the search: back to the best state, polished already
+                self._vb_ = copy.deepcopy(best.state)
+                trace, converged = best.trace, best.converged
+                break
+        if best.bound > trace[-1] + bound_round_off(trace[-1]):
+            # the search ended below a state it passed through: that state's
+            # continuation is the result (it can only rise)
+            self._vb_ = copy.deepcopy(best.state)
+            log.epoch += 1
+            trace, converged = self._polish(data, log, best.trace, best.converged)
+            if trace[-1] < best.bound:  # cannot happen: the polish never lowers F
+                self._vb_ = best.state
+                trace, converged = best.trace, best.converged
+        h = list(zip(*log.history)) if log.history else [[], [], [], [], []]
+        self.search_history_ = {
+            "iteration": np.asarray(h[0], dtype=int),
+            "bound": np.asarray(h[1], dtype=float),
+            "n_components": np.asarray(h[2], dtype=int),
+            "epoch": np.asarray(h[3], dtype=int),
+            "event": np.asarray(h[4], dtype=object),
+            "moves": log.moves,
+        }
+        self.n_births_proposed_ = log.proposed
+        self.n_births_accepted_ = log.accepted
+        self.n_epochs_ = log.epoch + 1
+        self.n_partial_iter_ = self._n_partial_iter
+        self._search_total_iter_ = self._total_iter
+        return trace, converged
+
+    def _birth_epochs(self, data, log, trace):
+        """Birth epochs from the current state until a pass through the candidates
+        accepts none (``max_tries``), ``max_components`` or ``max_iter``; ``trace`` is F
+        of the current state since its last structure change.  Returns the trace of
+        the final state and whether the search stopped by its own rule."""
+        history = log.history
         F_target = trace[-1]
         tries = 0
         order = []
         pos = 0
-        proposed = accepted = 0
         rejected = set()  # parents rejected since the last pass without an acceptance
         converged = False
         max_S = self.max_components if self.max_components is not None else np.inf
@@ -1634,11 +1786,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                 # the state the birth is compared with loses its dead columns first;
                 # the target is raised by exactly the gain of the removal
                 F_target = self._lower_bound(data)
-                history.append((self._total_iter, F_target, self._vb_["resp"].shape[1], epoch,
-                                "prune"))
+                trace = [F_target]
+                history.append((self._total_iter, F_target, self._vb_["resp"].shape[1],
+                                log.epoch, "prune"))
             saved = copy.deepcopy(self._vb_)
-            epoch += 1
-            proposed += 1
+            log.epoch += 1
+            log.proposed += 1
             S_before = self._vb_["resp"].shape[1]
             self._birth(data, int(where[0]))
             new_trace = None
@@ -1652,63 +1805,88 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             if new_trace is None:
                 self._in_birth_epoch = True
                 try:
-                    new_trace, _ = self._run_epoch(data, history, epoch, "birth",
+                    new_trace, _ = self._run_epoch(data, history, log.epoch, "birth",
                                                    target=F_target)
                 finally:
                     self._in_birth_epoch = False
             F_new = new_trace[-1] if new_trace else -np.inf
             ok = F_new > F_target + bound_round_off(F_target)
-            moves.append((epoch, int(parent_id), bool(ok), float(F_target), float(F_new)))
+            log.moves.append((log.epoch, int(parent_id), bool(ok), float(F_target),
+                              float(F_new)))
             if ok:
-                accepted += 1
+                log.accepted += 1
                 F_target = F_new
                 trace = new_trace
                 tries = 0
                 if self._vb_["resp"].shape[1] > S_before:
                     order = []  # recompute the candidate list
-                history.append((self._total_iter, F_new, self._vb_["resp"].shape[1], epoch,
-                                "accept"))
+                history.append((self._total_iter, F_new, self._vb_["resp"].shape[1],
+                                log.epoch, "accept"))
             else:
                 if self.skip_rejected_parents:
                     rejected.add(int(parent_id))
                 self._vb_ = saved
-                history.append((self._total_iter, F_target, saved["resp"].shape[1], epoch,
-                                "reject"))
-        # polish the final structure: the agitation rule ends epochs once the
-        # responsibilities settle, but ARD keeps pruning long after that.
-        if self.polish_iter > 0 and self._total_iter < self.max_iter:
-            epoch += 1
-            self._strict_stop = True
-            self._searching = False  # decoupling of switched-off columns from here on
-            try:
-                tail, polished = self._run_epoch(
-                    data, history, epoch, "polish", agitation_tol=0.0, max_iter=self.polish_iter,
-                    relative=False,
-                )
-            finally:
-                self._strict_stop = False
-            # the search is converged only if its final structure is
-            converged = converged and polished
-            # a death in the last polish iteration restarts the trace
-            if (tail and history[-1][4] != "death"
-                    and tail[0] >= trace[-1] - bound_round_off(trace[-1])):
-                trace = trace + tail
-            elif tail:
-                trace = tail
-        h = list(zip(*history)) if history else [[], [], [], [], []]
-        self.search_history_ = {
-            "iteration": np.asarray(h[0], dtype=int),
-            "bound": np.asarray(h[1], dtype=float),
-            "n_components": np.asarray(h[2], dtype=int),
-            "epoch": np.asarray(h[3], dtype=int),
-            "event": np.asarray(h[4], dtype=object),
-            "moves": moves,
-        }
-        self.n_births_proposed_ = proposed
-        self.n_births_accepted_ = accepted
-        self.n_epochs_ = epoch + 1
-        self.n_partial_iter_ = self._n_partial_iter
-        self._search_total_iter_ = self._total_iter
+                history.append((self._total_iter, F_target, saved["resp"].shape[1],
+                                log.epoch, "reject"))
+        return trace, converged
+
+    def _polish(self, data, log, trace, converged):
+        """Iterate the current structure (deaths, no births, rotations and compression)
+        until it converges by the ``tol`` rule, at most ``polish_iter`` iterations: the
+        agitation rule ends epochs once the responsibilities settle, but ARD keeps
+        pruning long after that.  Returns the trace and whether the search converged."""
+        if self.polish_iter <= 0 or self._total_iter >= self.max_iter:
+            return trace, converged
+        log.epoch += 1
+        self._strict_stop = True
+        searching, self._searching = self._searching, False  # decoupling from here on
+        try:
+            tail, polished = self._run_epoch(
+                data, log.history, log.epoch, "polish", agitation_tol=0.0,
+                max_iter=self.polish_iter, relative=False,
+            )
+        finally:
+            self._strict_stop = False
+            self._searching = searching
+        # the search is converged only if its final structure is
+        converged = converged and polished
+        # a death in the last polish iteration restarts the trace
+        if (tail and log.history[-1][4] != "death"
+                and tail[0] >= trace[-1] - bound_round_off(trace[-1])):
+            trace = trace + tail
+        elif tail:
+            trace = tail
+        return trace, converged
+
+    def _refit_fixed_size(self, data, log):
+        """A fixed-size fit (no births, no deaths) with the current number of
+        components from a fresh start (``init_params``), as ``search=False`` fits it.
+        Replaces the current state and returns ``(trace, converged)``, or returns None
+        (state unchanged) when there are no iterations left."""
+        S = self._vb_["resp"].shape[1]
+        n_left = min(self.polish_iter, self.max_iter - self._total_iter)
+        if n_left <= 0 or S > data.n_samples:
+            return None
+        first_id = self._vb_["next_id"]
+        self._vb_ = self._initial_state(data, S, self._search_rng)
+        # new components: ids not used before, so no parent counts as tried
+        self._vb_["ids"] = self._vb_["ids"] + first_id
+        self._vb_["next_id"] = first_id + S
+        self._update_factors(data)
+        self._update_loadings(data)
+        self._update_ard(data)
+        self._update_weights(data)
+        self._update_factors(data)
+        log.epoch += 1
+        self._deaths_allowed = False
+        self._strict_stop = True
+        try:
+            trace, converged = self._run_epoch(
+                data, log.history, log.epoch, "refit", agitation_tol=0.0,
+                max_iter=n_left, relative=False)
+        finally:
+            self._deaths_allowed = True
+            self._strict_stop = False
         return trace, converged
 
     # ================================================================ finalize

@@ -56,7 +56,8 @@ def test_search_bookkeeping(blobs_fit):
     assert np.all(np.diff(m.lower_bounds_) >= -1e-9 * np.abs(m.lower_bounds_[1:]))
     assert m.lower_bounds_[-1] == pytest.approx(m.lower_bound_)
     assert m.lower_bound_ >= max(accepted) - 1e-6
-    assert set(np.unique(h["event"])) <= {"iter", "birth", "accept", "reject", "death", "polish", "prune"}
+    assert set(np.unique(h["event"])) <= {"iter", "birth", "accept", "reject", "death", "polish",
+                                          "prune", "refit"}
     assert len(h["bound"]) == len(h["iteration"]) == len(h["n_components"])
 
 
