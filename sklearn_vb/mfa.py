@@ -1708,6 +1708,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         best = None
         for round_ in range(self.refit_final + 1):
             trace, converged = self._birth_epochs(data, log, trace)
+            # a death in the polish can lower F for good: the unpolished state counts
+            best = _better(best, _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged))
             trace, converged = self._polish(data, log, trace, converged)
             best = _better(best, _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged))
             if round_ == self.refit_final or self._total_iter >= self.max_iter:
@@ -1723,10 +1725,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                 break
         if best.bound > trace[-1] + bound_round_off(trace[-1]):
             # the search ended below a state it passed through: that state's
-            # continuation is the result (it can only rise)
+            # continuation with its number of components is the result (it can only
+            # rise)
             self._vb_ = copy.deepcopy(best.state)
-            log.epoch += 1
-            trace, converged = self._polish(data, log, best.trace, best.converged)
+            self._deaths_allowed = False
+            try:
+                trace, converged = self._polish(data, log, best.trace, best.converged)
+            finally:
+                self._deaths_allowed = True
             if trace[-1] < best.bound:  # cannot happen: the polish never lowers F
                 self._vb_ = best.state
                 trace, converged = best.trace, best.converged
@@ -1868,7 +1874,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if n_left <= 0 or S > data.n_samples:
             return None
         first_id = self._vb_["next_id"]
-        self._vb_ = self._initial_state(data, S, self._search_rng)
+        # the first restart with an integer seed starts where ``search=False`` with
+        # this number of components would: the search can then not end below that fit
+        if self.__dict__.get("_restart_index", 0) == 0 and isinstance(self.random_state,
+                                                                      Integral):
+            rng = check_random_state(self.random_state)
+        else:
+            rng = self._search_rng
+        self._vb_ = self._initial_state(data, S, rng)
         # new components: ids not used before, so no parent counts as tried
         self._vb_["ids"] = self._vb_["ids"] + first_id
         self._vb_["next_id"] = first_id + S
@@ -1880,6 +1893,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         log.epoch += 1
         self._deaths_allowed = False
         self._strict_stop = True
+        searching, self._searching = self._searching, False  # as search=False fits
         try:
             trace, converged = self._run_epoch(
                 data, log.history, log.epoch, "refit", agitation_tol=0.0,
@@ -1887,6 +1901,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         finally:
             self._deaths_allowed = True
             self._strict_stop = False
+            self._searching = searching
+        # births may follow: a child must be free to use a column decoupled here (the
+        # decoupled q is a valid q, so dropping the constraint leaves F as it is)
+        self._vb_.pop("active", None)
         return trace, converged
 
     # ================================================================ finalize
