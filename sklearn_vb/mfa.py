@@ -1870,7 +1870,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Replaces the current state and returns ``(trace, converged)``, or returns None
         (state unchanged) when there are no iterations left."""
         S = self._vb_["resp"].shape[1]
-        n_left = min(self.polish_iter, self.max_iter - self._total_iter)
+        n_left = min(self.polish_iter, self.max_iter - self._total_iter
+                     - (-self._total_iter % self.rotation_interval))
         if n_left <= 0 or S > data.n_samples:
             return None
         first_id = self._vb_["next_id"]
@@ -1891,6 +1892,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._update_weights(data)
         self._update_factors(data)
         log.epoch += 1
+        # number the refit's iterations so that the moves of every
+        # ``rotation_interval``-th iteration fall where they do in a search=False fit
+        self._total_iter += -self._total_iter % self.rotation_interval
         self._deaths_allowed = False
         self._strict_stop = True
         searching, self._searching = self._searching, False  # as search=False fits
