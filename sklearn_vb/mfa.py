@@ -325,7 +325,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Search only: after the search and its polish, fit the final number of
         components afresh (``init_params``, no births or deaths, as ``search=False``
         would); when that bound is higher, the births continue from the new state and
-        the search is polished again.  Up to this many refits; 0 disables them.  The
+        the search is polished again, up to this many times; a final number of
+        components not refitted yet is then refitted once more and kept if higher.
+        0 disables the refits.  The
         birth search is greedy: a split starts from a division of one component's
         points, and the structure it grows can end in a worse optimum at its own
         number of components than a start from the whole data finds.  Whatever the
@@ -1706,23 +1708,31 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         log = _SearchLog()
         trace, _ = self._run_epoch(data, log.history, log.epoch, "iter")
         best = None
-        for round_ in range(self.refit_final + 1):
+        refitted = set()  # numbers of components refitted already
+        rounds = 0
+        while True:
             trace, converged = self._birth_epochs(data, log, trace)
             # a death in the polish can lower F for good: the unpolished state counts
             best = _better(best, _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged))
             trace, converged = self._polish(data, log, trace, converged)
             best = _better(best, _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged))
-            if round_ == self.refit_final or self._total_iter >= self.max_iter:
+            S = self._vb_["resp"].shape[1]
+            if not self.refit_final or S in refitted or self._total_iter >= self.max_iter:
                 break
+            refitted.add(S)
             refit = self._refit_fixed_size(data, log)
             if refit is None:
                 break
-            trace = refit[0]
+            trace, converged = refit
             if trace[-1] <= best.bound + bound_round_off(best.bound):
                 # no better than the search: back to the best state, polished already
                 self._vb_ = copy.deepcopy(best.state)
                 trace, converged = best.trace, best.converged
                 break
+            best = _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged)
+            if rounds >= self.refit_final:
+                break  # the refit is converged: it is the result
+            rounds += 1  # births continue from the refit
         if best.bound > trace[-1] + bound_round_off(trace[-1]):
             # the search ended below a state it passed through: that state's
             # continuation with its number of components is the result (it can only
