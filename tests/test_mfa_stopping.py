@@ -86,7 +86,8 @@ def test_polish_converges_by_the_remaining_gain(search):
     X, m = search
     h = m.search_history_
     polish = h["epoch"] == h["epoch"].max()
-    assert h["event"][polish][0] == "polish"
+    # (a refit of the final size kept as the result converges by the same rule)
+    assert h["event"][polish][0] in ("polish", "refit")
     trace = list(m.lower_bounds_)
     assert m.converged_
     assert trace[-1] - trace[-2] < m.tol
