@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+# numba caches compiled kernels next to their sources; a kernel edit invalidates its entry
+KERNELS := $(VENV)/.kernels-compiled
 
-.PHONY: demo test test-portable bench doc doc-check clean data
+.PHONY: demo test test-portable bench doc doc-check clean data compile
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +17,15 @@ $(STAMP): $(PY) pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-demo: $(STAMP)
+# compile and cache every estimator's numba kernels once, so that no later process
+# (the demo, a test, a user's first fit) spends its first fit compiling them
+$(KERNELS): $(STAMP) $(wildcard sklearn_vb/_kernels/*.py)
+	$(PY) -m sklearn_vb compile
+	touch $(KERNELS)
+
+compile: $(KERNELS)
+
+demo: $(STAMP) $(KERNELS)
 	$(PY) -m sklearn_vb demo
 
 # The English text of Beal (2003) §3.5.2 (Alice, from the wordcloud source archive on PyPI,
@@ -23,7 +33,7 @@ demo: $(STAMP)
 data: $(STAMP)
 	-$(PY) -c "from sklearn_vb.datasets import fetch_alice_text; fetch_alice_text(download=True)" >/dev/null
 
-test: $(STAMP) data
+test: $(STAMP) $(KERNELS) data
 	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)
 
 # The numerically sensitive tests (marker "numerics": fits, scores, searches, the

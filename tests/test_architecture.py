@@ -45,7 +45,8 @@ LAYERS = [
     # samplers built on the ScoringModels
     ("samplers", ["mcmc"]),
     ("model selection", ["model_selection"]),
-    ("applications", ["plotting", "_demo", "__main__", "reproduce"]),
+    # _warmup: small fits of every estimator that fill the numba cache (``python -m sklearn_vb compile``)
+    ("applications", ["plotting", "_demo", "__main__", "reproduce", "_warmup"]),
 ]
 
 FORBIDDEN_ROOTS = ("tests",)
