@@ -237,3 +237,28 @@ def test_quick_mode_skips_every_absent_comparison_library(tmp_path):
                 assert m.status == "ok", (name, m.label, m.message)
     assert peers_seen >= 6
     assert (out / "quick.md").is_file()
+
+
+def test_startup_workloads_quick_subset(monkeypatch):
+    from benchmarks import bench_startup
+
+    names = [n for n in harness.WORKLOADS if n.startswith("startup-")]
+    assert set(names) == {"startup-import", "startup-first-fit-cold", "startup-first-fit-warm"}
+    assert all(harness.WORKLOADS[n].stem == "startup" for n in names)
+    # every public estimator has a first-fit row in a full run
+    import sklearn_vb
+
+    assert set(bench_startup.ESTIMATORS.values()) == set(sklearn_vb.__all__) - {"__version__"}
+
+    (ours,) = _run_subset("startup-import", {"import sklearn_vb"})["measurements"]
+    assert ours.status == "ok" and {"cpu_s", "process_s", "load_avg"} <= set(ours.metrics)
+
+    # the cheapest first fit (no kernel on this small problem), cold then warm
+    monkeypatch.setattr(bench_startup, "QUICK_ESTIMATORS", ["boltzmann"])
+    monkeypatch.setattr(bench_startup, "_CACHES", {})
+    for name in ("startup-first-fit-cold", "startup-first-fit-warm"):
+        (row,) = harness.run_workload(name, quick=True, verbose=False)["measurements"]
+        assert row.label == "boltzmann" and row.status == "ok", row.message
+        assert {"import_s", "first_fit_s", "second_fit_s", "fit_cpu_s", "total_s"} <= set(row.metrics)
+        assert row.median_s == row.metrics["first_fit_s"]
+    assert set(bench_startup._CACHES) == {"boltzmann"}  # the warm row reused the cold row's cache
