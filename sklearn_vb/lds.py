@@ -306,7 +306,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         held at ``ard_init`` (every dimension kept) and then optimised; if that
         reaches a higher bound it is kept, with a warning that names the bound lost
         by switching dimensions off.  Costs about two more fits, only when ARD
-        switched something off.
+        switched something off; it runs inside every restart (``n_init``), so each
+        restart keeps the better of its two fits.  ``n_iter_`` and
+        ``lower_bounds_`` are those of the kept fit's last stage (at most
+        ``max_iter``); ``ard_check_iter_`` counts the iterations the check ran.
     hyperparameter_update : {"exact", "fixed-point"}, default="exact"
         ``"exact"``: each ARD precision is set to the exact maximiser of the bound
         with q(theta) optimised jointly (closed form for alpha and beta, a monotone
@@ -371,6 +374,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     active_states_, n_effective_states_ : the dimensions of the fitted model that
         ARD keeps (``ard_threshold``) and their number; removed dimensions are not
         counted.
+    ard_check_iter_ : int
+        Iterations run by the ARD check of the kept restart (both stages; 0 when
+        it did not run), not included in ``n_iter_``.
     hyperparameter_history_ : dict of per-iteration arrays of alpha, gamma (one
         column per original state label, NaN once removed), beta, delta (best run).
 
@@ -778,9 +784,15 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         if self.method != "vb":
             return ("m", "e")
         steps = ("rotate", "translate", "hyper", "vbm", "vbe")
-        if self.prune_states and self.ard:
+        if self.prune_states and self._ard_on:
             return steps + ("prune",)
         return steps
+
+    @property
+    def _ard_on(self):
+        """Whether the ARD precisions are optimised (``ard``, unless the first stage
+        of the ARD check holds them)."""
+        return self.ard and not getattr(self, "_ard_held", False)
 
     def _step_vbm(self, data, iteration):
         if getattr(self, "_vbm_done", False):
@@ -896,8 +908,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             # prior fitted to a single precision collapses onto it), and the fits
             # then crawl; the fixed-point update moves there only gradually
             joint_noise = p > 1
-            self._exact_hyper_update(data, done >= sched[0] and self.ard,
-                                     done >= sched[1] and self.ard,
+            self._exact_hyper_update(data, done >= sched[0] and self._ard_on,
+                                     done >= sched[1] and self._ard_on,
                                      done >= sched[2] and joint_noise)
             if done >= sched[2] and not joint_noise:
                 a, b = _gamma_hyper_update(q["rho"], q["log_rho"], self.noise_prior_shape_)
@@ -910,11 +922,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             self._vbm(data, self._stats)
             self._vbm_done = True
             return
-        if self.ard and done >= sched[0]:
+        if self._ard_on and done >= sched[0]:
             diag = np.diag(q["E_AB"])
             self.alpha_ = np.minimum(k / diag[:k], _HYPER_CAP)
             self.beta_c_ = np.minimum(k / diag[k:], _HYPER_CAP)
-        if self.ard and done >= sched[1]:
+        if self._ard_on and done >= sched[1]:
             diag = np.diag(q["E_CD"])
             self.gamma_ = np.minimum(p / diag[:k], _HYPER_CAP)
             self.delta_c_ = np.minimum(p / diag[k:], _HYPER_CAP)
@@ -982,7 +994,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         if sched is None:
             return False, False, False
         done = iteration - 1
-        return (self.ard and done >= sched[0], self.ard and done >= sched[1],
+        return (self._ard_on and done >= sched[0], self._ard_on and done >= sched[1],
                 done >= sched[2])
 
     def _rotation_objective(self, data, iteration):
@@ -1270,8 +1282,41 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             book["next"] = iteration + self.prune_interval * 2 ** min(book["rejected"] - 1, 3)
 
     def _run_vbem(self, data):
-        self._stop_trace = []
-        return self._iterate(data, range(1, self.max_iter + 1), self._watch_trace)
+        """One restart; with the ARD check (``ard_check``), when it ends with state
+        dimensions switched off, the better of it and the checked run
+        (:meth:`_run_checked`) from the same start."""
+        check = getattr(self, "_check_ard", False)
+        start = self._get_state() if check else None
+        bounds, converged = self._run_stage(data, self.max_iter)
+        self.ard_check_iter_ = 0
+        if not check or np.all(self._active_state_mask()) and self.n_states_ == self._k_max:
+            return bounds, converged
+        n_eff = int(np.sum(self._active_state_mask()))
+        self._checked = (self._get_state(), list(bounds), converged)
+        alt_bounds, alt_converged, first = self._run_checked(data, start)
+        checked_state, bounds, converged = self._checked
+        del self._checked
+        check_iter = first + len(alt_bounds)
+        if self.verbose:
+            print(f"[{type(self).__name__}] ARD check: bound {bounds[-1]:.6f} with "
+                  f"{n_eff} of {self._k_max} states; precisions first held fixed: "
+                  f"{alt_bounds[-1]:.6f} with {int(np.sum(self._active_state_mask()))} "
+                  f"({first} + {len(alt_bounds)} iterations"
+                  f"{'' if alt_converged else ', not converged'})")
+        loss = alt_bounds[-1] - bounds[-1]
+        if loss <= max(self.tol, bound_round_off(bounds[-1])):
+            self._set_state(checked_state)
+            self.ard_check_iter_ = check_iter
+            return bounds, converged
+        self.ard_check_iter_ = check_iter
+        warnings.warn(
+            f"{type(self).__name__}: ARD switched off {self._k_max - n_eff} of "
+            f"{self._k_max} state dimensions and lost {loss:.4g} nats of bound against "
+            "a fit that first holds the ARD precisions at ard_init and then optimises them "
+            f"({int(np.sum(self._active_state_mask()))} effective states); that fit is kept.",
+            UserWarning,
+        )
+        return alt_bounds, alt_converged
 
     def _watch_trace(self, iteration, trace, restarted):
         """``stop`` callback of :meth:`_iterate`: keeps the trace for :meth:`_can_stop`."""
@@ -1438,63 +1483,57 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         continuing = self.warm_start and hasattr(self, "lower_bound_")
         if continuing:
             self._warm_data_changed = True
-        super().fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
-        if (self.ard and self.ard_check and not continuing and self.method == "vb"
-                and self.n_effective_states_ < self._k_max):
-            self._check_switched_off(X, U, lengths, sequence_ids)
+        # the ARD check runs inside every restart (``_run_vbem``); not when continuing
+        self._check_ard = (self.ard and self.ard_check and not continuing
+                           and self.method == "vb")
+        try:
+            super().fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+        finally:
+            self._ard_held = False
+            self.__dict__.pop("_abandon_below", None)
         self.__dict__.pop("_bound_memo", None)  # holds the training data
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
 
-    def _check_switched_off(self, X, U, lengths, sequence_ids):
-        """ARD switched state dimensions off: compare with the fit that first holds
-        the ARD precisions at ``ard_init`` (all ``n_states`` dimensions kept, from the
-        same start) and then optimises them from there; keep the better one and warn
-        when the switched-off fit loses bound.  ARD that switches dimensions off in
-        its first iterations, before the dynamics are learned, can lose tens of nats
-        (a noisy oscillation fitted with one state instead of two)."""
-        params = self.get_params(deep=False)
-        # the first stage only has to learn the dynamics before ARD starts: it gets
-        # the iterations the checked fit needed (its bound, with the precisions held,
-        # is not comparable with the checked fit's, so it cannot stop on that)
-        alt = type(self)(**{**params, "ard": False, "ard_check": False, "n_init": 1,
-                            "verbose": 0, "warm_start": False,
-                            "max_iter": min(self.max_iter, max(int(self.n_iter_), 1))})
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
-            first_iter, first_time = alt.n_iter_, alt.fit_time_
-            alt.set_params(ard=True, warm_start=True, max_iter=self.max_iter)
-            # the second stage is abandoned once its bound plus the gain still to come,
-            # predicted as the convergence test predicts it, stays below the checked
-            # fit's bound: it could then not be kept
-            alt._abandon_below = self.lower_bound_ + max(
-                self.tol, bound_round_off(self.lower_bound_))
-            alt.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
-            del alt._abandon_below
-        # the kept fit's iterations and time are those of both of its stages
-        alt.n_iter_ += first_iter
-        alt.fit_time_ += first_time
-        if self.verbose:
-            print(f"[{type(self).__name__}] ARD check: bound {self.lower_bound_:.6f} with "
-                  f"{self.n_effective_states_} of {self._k_max} states; precisions first "
-                  f"held fixed: {alt.lower_bound_:.6f} with {alt.n_effective_states_} "
-                  f"({first_iter} + {alt.n_iter_ - first_iter} iterations"
-                  f"{'' if alt.converged_ else ', stopped early'})")
-        loss = alt.lower_bound_ - self.lower_bound_
-        if loss <= max(self.tol, bound_round_off(self.lower_bound_)):
-            return
-        warnings.warn(
-            f"{type(self).__name__}: ARD switched off {self._k_max - self.n_effective_states_} "
-            f"of {self._k_max} state dimensions and lost {loss:.4g} nats of bound against "
-            "a fit that first holds the ARD precisions at ard_init and then optimises them "
-            f"({alt.n_effective_states_} effective states); that fit is kept.",
-            UserWarning,
-        )
-        fit_time = self.fit_time_ + alt.fit_time_
-        fitted = {key: value for key, value in vars(alt).items() if key not in params}
-        self.__dict__.update(fitted)
-        self.fit_time_ = fit_time
+    def _active_state_mask(self):
+        """The ``ard_threshold`` rule of ``active_states_`` for the stored state."""
+        s = self._stats
+        dead_a = self.alpha_ >= self.ard_threshold * np.diag(s["W_A"])
+        dead_c = self.gamma_ >= self.ard_threshold * np.diag(s["W_C"])
+        return ~(dead_a & dead_c)
+
+    def _run_checked(self, data, start):
+        """The ARD check of one restart, after its run ended with state dimensions
+        switched off: from the same ``start``, a run that first holds the ARD
+        precisions at ``ard_init`` (every dimension kept) and then optimises them.
+        ARD that switches dimensions off in its first iterations, before the
+        dynamics are learned, can lose tens of nats (a noisy oscillation fitted with
+        one state instead of two).  The first stage only has to learn the dynamics
+        before ARD starts: it gets the iterations the checked run needed (its bound,
+        with the precisions held, is not comparable with the checked run's, so it
+        cannot stop on that); the second gets ``max_iter`` and is abandoned once its
+        bound plus the gain still to come, predicted as the convergence test predicts
+        it, stays below the checked run's bound.  Returns ``(bounds, converged,
+        first)``: the history of the second stage and the length of the first."""
+        first_budget = max(1, len(self._checked[1]))
+        self._set_state(start)
+        self._ard_held = True
+        try:
+            first, _ = self._run_stage(data, first_budget)
+        finally:
+            self._ard_held = False
+        checked_bound = self._checked[1][-1]
+        self._abandon_below = checked_bound + max(self.tol, bound_round_off(checked_bound))
+        try:
+            second, converged = self._run_stage(data, self.max_iter)
+        finally:
+            del self._abandon_below
+        return list(second), converged, len(first)
+
+    def _run_stage(self, data, n_iter):
+        self._stop_trace = []
+        self._vbm_done = False
+        return self._iterate(data, range(1, n_iter + 1), self._watch_trace)
 
     def _finalize(self, data):
         q = self._q_theta
@@ -1523,10 +1562,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.hyperparameter_history_ = {
             key: np.asarray(val) for key, val in self._history.items()
         }
-        s = self._stats
-        dead_a = self.alpha_ >= self.ard_threshold * np.diag(s["W_A"])
-        dead_c = self.gamma_ >= self.ard_threshold * np.diag(s["W_C"])
-        self.active_states_ = ~(dead_a & dead_c)
+        self.active_states_ = self._active_state_mask()
         self.n_effective_states_ = int(np.sum(self.active_states_))
         self.n_features_in_ = p
 

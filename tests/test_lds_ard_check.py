@@ -47,3 +47,20 @@ def test_no_check_when_nothing_is_switched_off():
         warnings.simplefilter("error", UserWarning)
         model = _fit(X, ard=False)
     assert model.n_effective_states_ == 2
+
+
+def test_check_counts_within_max_iter_and_runs_in_every_restart():
+    X = _oscillation()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        model = VBLinearDynamicalSystem(n_states=2, max_iter=300, n_init=2,
+                                        keep_restarts=True, random_state=0).fit(X)
+    # the check's refit is reported on its own, not added to n_iter_
+    assert model.n_iter_ <= model.max_iter
+    assert model.n_iter_ == len(model.lower_bounds_)
+    assert model.ard_check_iter_ > 0
+    # every restart ran its own check and kept the better of its two fits
+    assert len(model.restarts_) == 2
+    assert all(r.state["n_effective_states_"] == 2 for r in model.restarts_)
+    assert model.lower_bound_ == max(r.lower_bound for r in model.restarts_)
