@@ -73,6 +73,14 @@ _EXACT_SHAPE_CAP = 1e6
 _EXACT_PRECISION_CAP = 1e8
 
 
+def _default_n_states(n_outputs):
+    """The state dimension of ``n_states=None``: the number of outputs (the
+    toolbox's default), but at least 4, so that few outputs still get an oscillating
+    pair of states (a cycle needs two; a one-dimensional state cannot oscillate) and
+    room for ARD to switch the unneeded ones off."""
+    return max(int(n_outputs), 4)
+
+
 def _spd_inv_logdet(M):
     """Inverse and log-determinant of a symmetric positive definite matrix."""
     if M.shape[0] == 0:
@@ -206,7 +214,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     Parameters
     ----------
     n_states : int or None, default=None
-        Dimension ``k`` of the hidden state; None means the number of outputs.
+        Dimension ``k`` of the hidden state; None means the number of outputs, but
+        at least 4 (with one output a single state could not oscillate).
         With ``ard=True`` choose it generously: unused dimensions are switched off
         (and, with ``prune_states``, removed), so it is the maximum dimension.
     fit_intercept : bool, default=True
@@ -570,7 +579,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _initialize(self, data, random_state):
         X = data.X
         N, p = X.shape
-        k = self.n_states if self.n_states is not None else p
+        k = self.n_states if self.n_states is not None else _default_n_states(p)
         n_seq = data.starts.shape[0]
         ds = data.Us.shape[1]
         do = data.Uo.shape[1]

@@ -256,3 +256,14 @@ def test_input_validation():
         model.score(X, U=U[:, :1])
     with pytest.raises(ValueError, match="n_steps"):
         model.forecast(0, U_future=U[:1])
+
+
+def test_default_state_dimension_lets_few_outputs_oscillate():
+    from sklearn.utils import check_random_state
+    rng = np.random.default_rng(0)
+    for p, expected in ((1, 4), (2, 4), (6, 6)):
+        model = VBLinearDynamicalSystem()
+        model._validate_params()
+        data = model._check_fit_data(rng.standard_normal((30, p)))
+        model._initialize(data, check_random_state(0))
+        assert model.n_states_ == expected
