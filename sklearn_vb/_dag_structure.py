@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import gammaln, logsumexp
@@ -26,6 +26,7 @@ __all__ = [
     "log_dirichlet_integral",
     "exact_log_evidence",
     "parameter_count",
+    "family_prior_value",
 ]
 
 #: default refusal threshold on the number of joint configurations of the
@@ -276,6 +277,18 @@ def _finish(names, parents, cards, hidden_flags):
         clean.append(int(c))
     order = _topological_order(names, parents)
     return DAGStructure(tuple(names), tuple(parents), tuple(clean), tuple(bool(h) for h in hidden_flags), order)
+
+
+def family_prior_value(prior, ess, q, r):
+    """The Dirichlet hyperparameter shared by every entry of a family's table with ``q``
+    parent configurations and ``r`` states, for a prior given as one value for all
+    families: a positive number, ``"uniform"`` (1) or ``"bdeu"`` (``ess / (q r)``).
+    None for per-node tables (their shape is tied to one parent set)."""
+    if isinstance(prior, str):
+        return 1.0 if prior == "uniform" else float(ess) / (q * r)
+    if isinstance(prior, Real) and not isinstance(prior, bool):
+        return float(prior)
+    return None
 
 
 def parameter_count(structure):

@@ -41,6 +41,7 @@ from ._dag_structure import (
     CPTLayout,
     PatternData,
     exact_log_evidence,
+    family_prior_value,
     log_dirichlet_integral,
     parameter_count,
     parse_structure,
@@ -388,14 +389,10 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     def _prior_flat(self, layout):
         s = layout.structure
         p = self.prior
-        if isinstance(p, str):
-            if p == "uniform":
-                return np.ones(layout.size)
+        if isinstance(p, (str, Real)):
             return np.concatenate([
-                np.full(int(layout.q[j] * layout.r[j]), self.ess / (layout.q[j] * layout.r[j]))
-                for j in range(s.n_nodes)])
-        if isinstance(p, Real):
-            return np.full(layout.size, float(p))
+                np.full(int(q * r), family_prior_value(p, self.ess, int(q), int(r)))
+                for q, r in zip(layout.q, layout.r)])
         if isinstance(p, dict):
             unknown = [k for k in p if k not in s.names]
             if unknown:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
+from sklearn.base import _fit_context, clone
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._dag_structure import parse_structure
 from . import _common as C
+from ._dag_families import DECOMPOSABLE_METHODS, decomposable_family_scores
+from ._dag_tabu import TabuClimb
 from ._edge_search import EdgeSetSearchBase
 
 __all__ = ["DAGStructureSearch"]
@@ -243,9 +246,23 @@ class DAGStructureSearch(EdgeSetSearchBase):
         class (for instance hidden -> observed only).  A hidden node without children
         is attached by the joint move ``"attach"`` (see ``moves``): from the empty
         graph the climb weighs the latent-class model of all observed nodes against
-        the single observed edges.  All neighbours of the current
-        graph are scored (in parallel) and the climb moves to the best one while it
-        improves the score by more than ``tol`` nats.  ``n_restarts`` further climbs
+        the single observed edges.
+
+        *Fully observed data* (no hidden node, no missing value) *scored by* ``"bic"``,
+        ``"bic_map"`` *or* ``"vb"`` (with a prior that is one value for every table: a
+        number, ``"uniform"`` or ``"bdeu"``): these scores are sums of one term per
+        family (node and parent set), so a move is scored from the counts of the one
+        or two families it changes, cached per family, without fitting a model per
+        neighbour.  The climb is a tabu search: it takes the best legal move whose
+        graph is not among the last ``tabu_length`` graphs visited, through moves
+        that do not improve the score too (at most ``tabu_steps`` in a row without a
+        new best graph), and ``n_restarts`` further climbs start from the best graph
+        so far perturbed by ``2 * n_nodes`` random legal moves.  Only the best graph
+        is fitted (``best_estimator_``) and scored by the scorers themselves.
+
+        *Otherwise* (hidden nodes, missing values, other scores) every neighbour is
+        fitted and scored (in parallel) and the climb moves to the best one while it
+        improves the score by more than ``tol`` nats; ``n_restarts`` further climbs
         start from random legal graphs.  Every structure is fitted once; with
         ``warm_start=True`` and VB, a neighbour's VBEM starts from its parent's
         posterior, which typically needs far fewer iterations: one run (``n_init=1``)
@@ -286,9 +303,19 @@ class DAGStructureSearch(EdgeSetSearchBase):
         node is never attached from a graph where it has no children: one edge from it
         explains nothing (a mixture over one child's table is that table), so every
         single edge out of it lowers the score.
-    n_restarts : int, default=0
-    max_steps : int, default=100
-        Maximum accepted moves per climb.
+    n_restarts : int or "auto", default="auto"
+        Further climbs.  ``"auto"``: 10 with a decomposable score (cheap), else 0.
+    max_steps : int or None, default=None
+        Maximum accepted moves per climb (None: no limit; a climb ends at a local
+        optimum, or at the end of its tabu walk).
+    tabu_length : int, default=100
+        Decomposable scores: the number of most recently visited graphs a move may
+        not return to.
+    tabu_steps : int or "auto", default="auto"
+        Decomposable scores: how many moves in a row the climb makes without finding
+        a better graph than its best before it stops (0: plain hill climbing, which
+        stops at the first local optimum).  ``"auto"``: 30 with a decomposable score,
+        else 0 (the only value the fit-per-neighbour climb takes).
     tol : float, default=1e-6
         Minimum improvement (nats) for a move to be accepted.
     warm_start : bool, default=True
@@ -297,12 +324,14 @@ class DAGStructureSearch(EdgeSetSearchBase):
     ----------
     results_ : dict of arrays
         One entry per structure scored (exhaustive: in the given order; greedy: in the
-        order first evaluated), with the columns of :class:`StructureSearch` plus
+        order first evaluated; greedy with a decomposable score: one per graph the
+        climbs visited, the neighbours being scored by their changed families only), with the columns of :class:`StructureSearch` plus
         ``structure`` (greedy: the parent dict), ``n_edges``, ``restart`` and
         ``step`` (greedy).
     path_ : list of dict
         Greedy: the accepted moves ``{"restart", "step", "move", "score",
-        "structure"}``, each climb starting with ``move=None``.
+        "structure"}``, each climb starting with ``move=None`` (a tabu walk also
+        accepts moves that lower the score).
     best_structure_ : dict
         The selected structure as ``{child: [parents]}``.
     best_estimator_, best_score_, best_index_, best_params_ : as StructureSearch.
@@ -337,8 +366,10 @@ class DAGStructureSearch(EdgeSetSearchBase):
         "required_edges": "no_validation",
         "forbidden_edges": "no_validation",
         "moves": [tuple, list],
-        "n_restarts": [Interval(Integral, 0, None, closed="left")],
-        "max_steps": [Interval(Integral, 0, None, closed="left")],
+        "n_restarts": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "max_steps": [Interval(Integral, 0, None, closed="left"), None],
+        "tabu_length": [Interval(Integral, 0, None, closed="left")],
+        "tabu_steps": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
         "refit": ["boolean", str],
@@ -363,8 +394,10 @@ class DAGStructureSearch(EdgeSetSearchBase):
         required_edges=(),
         forbidden_edges=(),
         moves=("add", "remove", "reverse", "attach"),
-        n_restarts=0,
-        max_steps=100,
+        n_restarts="auto",
+        max_steps=None,
+        tabu_length=100,
+        tabu_steps="auto",
         tol=1e-6,
         warm_start=True,
         refit=True,
@@ -387,6 +420,8 @@ class DAGStructureSearch(EdgeSetSearchBase):
         self.moves = moves
         self.n_restarts = n_restarts
         self.max_steps = max_steps
+        self.tabu_length = tabu_length
+        self.tabu_steps = tabu_steps
         self.tol = tol
         self.warm_start = warm_start
         self.refit = refit
@@ -456,11 +491,106 @@ class DAGStructureSearch(EdgeSetSearchBase):
             raise ValueError(f"edges {sorted(clash)} are both required and forbidden.")
         moveset.check(start, "initial_structure")
 
+        families = self._family_scores(X, y, fit_params, specs, start)
+        if families is not None:
+            return self._climb_families(X, y, fit_params, specs, names, selection, flags,
+                                        start, moveset, families)
+        if self.tabu_steps not in ("auto", 0):
+            raise ValueError(
+                f"tabu_steps={self.tabu_steps!r} needs a decomposable score: fully observed data "
+                f"(no hidden node, no missing value) scored by {list(DECOMPOSABLE_METHODS)}.")
         specs_methods = {getattr(sp, "method", None) for sp in specs.values()}
         warm = (self.warm_start and getattr(self.estimator, "method", "vb") == "vb"
                 and "vb" in specs_methods)
+        n_restarts = 0 if self.n_restarts == "auto" else self.n_restarts
         return self._climb(X, y, fit_params, specs, names, selection, flags, start, moveset,
-                           _WarmFromParent if warm else None)
+                           _WarmFromParent if warm else None, n_restarts=n_restarts,
+                           max_steps=self.max_steps)
+
+    def _family_scores(self, X, y, fit_params, specs, start):
+        """The family-score cache when the search can run on decomposable scores (no
+        hidden node, scores among DECOMPOSABLE_METHODS, complete data), else None."""
+        if any(start.hidden) or y is not None or fit_params or not all(
+                getattr(sp, "method", None) in DECOMPOSABLE_METHODS for sp in specs.values()):
+            return None
+        # the start graph fitted once: it encodes the data as every candidate would
+        est = clone(self.estimator).set_params(structure=start.as_structure())
+        try:
+            est.fit(X)
+        except Exception:
+            return None  # the fit-per-neighbour climb reports the failure as usual
+        families = decomposable_family_scores(est, specs, est, X, fit_params, start.hidden)
+        if families is not None and tuple(est.structure_.names) != start.names:
+            return None
+        return families
+
+    def _climb_families(self, X, y, fit_params, specs, names, selection, flags, start, moveset,
+                        families):
+        """Tabu search on cached family scores (see the class docstring); every graph
+        visited is a row of ``results_`` and only the best one is fitted and scored by
+        the scorers."""
+        J = len(start.names)
+        pair_ok = np.zeros((J, J), dtype=bool)
+        for p, c in moveset.pairs:
+            pair_ok[p, c] = True
+        required = np.zeros((J, J), dtype=bool)
+        for p, c in moveset.required:
+            required[p, c] = True
+        select = families.methods.index(specs[selection].method)
+        climb = TabuClimb(
+            families, select, pair_ok, required, self.max_in_degree,
+            tabu_length=self.tabu_length,
+            tabu_steps=30 if self.tabu_steps == "auto" else self.tabu_steps,
+            max_steps=self.max_steps, tol=self.tol,
+            kinds=[k for k in self.moves if k != "attach"],
+        )
+        n_restarts = 10 if self.n_restarts == "auto" else self.n_restarts
+        entropy = C.base_entropy(self.random_state)
+        rng = check_random_state(entropy)
+        visits, seen = [], set()
+
+        def on_visit(v):
+            self._log(f"restart {v.restart} step {v.step}: {v.move} "
+                      f"{selection}={v.totals[select]:.4f}", level=2)
+            visits.append(v)
+
+        best = climb.climb([list(p) for p in start.parents], 0, on_visit)
+        for restart in range(1, n_restarts + 1):
+            perturbed = climb.perturb([list(p) for p in best.parents], rng, 2 * J)
+            found = climb.climb(perturbed, restart, on_visit)
+            self._log(f"restart {restart}: {selection}={found.totals[select]:.4f}")
+            if found.totals[select] > best.totals[select] + self.tol:
+                best = found
+
+        graphs, outs, meta, path = [], [], [], []
+        row = {}
+        for v in visits:
+            g = start.with_parents(v.parents)
+            move = None
+            if v.move is not None:
+                kind, p, c = v.move
+                move = (kind, g.names[p], g.names[c])
+            path.append({"restart": v.restart, "step": v.step, "move": move,
+                         "score": float(v.totals[select]), "structure": g.as_structure()})
+            if g.key in row:
+                continue
+            row[g.key] = len(outs)
+            graphs.append(g)
+            meta.append((v.restart, v.step))
+            outs.append(_family_out(families, v.totals))
+        # the best graph is fitted and scored by the scorers themselves
+        i = row[start.with_parents(best.parents).key]
+        params = {"structure": graphs[i].as_structure()}
+        outs[i] = C.fit_and_score(clone(self.estimator), params, X, y, fit_params, specs,
+                                  C.candidate_seed(entropy, params), self.error_score)
+        return self._finish_climb(outs, graphs, meta, path, specs, names, selection, flags)
+
+
+def _family_out(families, totals):
+    """A ``results_`` row of a graph scored from its family terms (not fitted)."""
+    return {"estimator": None, "scores": families.score_results(totals), "fit_time": np.nan,
+            "score_time": np.nan, "n_iter": -1, "converged": True, "lower_bound": np.nan,
+            "fit_error": None, "score_errors": {}, "alias_missing": [], "seed": -1}
 
 
 def _count_edges(structure):

@@ -52,7 +52,7 @@ class EdgeSetSearchBase(_SearchBase):
         return self
 
     def _climb(self, X, y, fit_params, specs, names, selection, flags, start, moveset,
-               warm_factory):
+               warm_factory, n_restarts=None, max_steps=None):
         """Hill climbing from ``start`` (and ``n_restarts`` random graphs) over the moves
         of ``moveset``; every graph is fitted once, all neighbours of the current graph in
         parallel, and the climb takes the best one while it improves the selection score by
@@ -108,8 +108,10 @@ class EdgeSetSearchBase(_SearchBase):
             return v if np.isfinite(v) or v == np.inf else -np.inf
 
         rng = check_random_state(entropy)
+        n_restarts = self.n_restarts if n_restarts is None else n_restarts
+        max_steps = self.max_steps if max_steps is None else max_steps
         path = []
-        for restart in range(self.n_restarts + 1):
+        for restart in range(n_restarts + 1):
             if restart == 0:
                 current = start
             else:
@@ -118,7 +120,9 @@ class EdgeSetSearchBase(_SearchBase):
             ci = evaluated[current.key]
             path.append({"restart": restart, "step": 0, "move": None, "score": value(ci),
                          "structure": current.as_structure()})
-            for step in range(1, self.max_steps + 1):
+            step = 0
+            while max_steps is None or step < max_steps:
+                step += 1
                 neighbours = moveset.neighbours(current)
                 if not neighbours:
                     break
@@ -143,7 +147,11 @@ class EdgeSetSearchBase(_SearchBase):
                           f"{selection}={best_val:.4f}")
                 _drop_fitted(outs, keep={ci, _argmax_value(outs, value)})
             _drop_fitted(outs, keep={_argmax_value(outs, value)})
+        return self._finish_climb(outs, graphs, meta, path, specs, names, selection, flags)
 
+    def _finish_climb(self, outs, graphs, meta, path, specs, names, selection, flags):
+        """Set ``results_`` (one row per graph in ``graphs``, scored in ``outs``, with
+        ``meta`` = (restart, step)), ``path_`` and the best-candidate attributes."""
         C.warn_failures(outs, specs, type(self).__name__)
         C.warn_alias_missing(outs, flags, type(self).__name__)
         candidates = [{"structure": g.as_structure()} for g in graphs]

@@ -1,0 +1,201 @@
+"""Tabu search over DAGs under a decomposable score.
+
+Moves are single-edge additions, removals and reversals; a move changes one family
+(two for a reversal), so its score change is the difference of cached family terms
+(:class:`~sklearn_vb.model_selection._dag_families.FamilyScores`) and only the changed
+families' columns of the gain tables are recomputed after a move.  All legal moves are
+ranked by that change; the climb takes the best one whose graph is not among the last
+``tabu_length`` graphs visited.  While the best move improves the score it is plain
+best-improvement hill climbing; at a local optimum the climb goes on through the best
+non-tabu move (which may lower the score, or keep it: reversing a covered edge walks
+the equivalence class) for up to ``tabu_steps`` moves without a new best graph, and
+returns the best graph it visited.  Further climbs (``n_restarts``) start from the best
+graph so far perturbed by a few random legal moves.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["TabuClimb", "Visit"]
+
+_KINDS = ("add", "remove", "reverse")
+
+
+@dataclass
+class Visit:
+    """One graph on the path of a climb."""
+
+    parents: tuple  # sorted parent index tuples, one per node
+    totals: np.ndarray  # every method's score
+    restart: int
+    step: int
+    move: tuple | None = None  # (kind, parent, child) in node indices
+    extra: dict = field(default_factory=dict)
+
+
+class TabuClimb:
+    """Tabu search from a start graph over the legal moves of a constraint set.
+
+    ``pair_ok[p, c]``: the edge ``p -> c`` may exist; ``required[p, c]``: it must;
+    ``max_in_degree``: None or the parent-count limit; ``kinds``: the move kinds used.
+    ``select`` is the index of the selection score in ``scores.methods``.
+    """
+
+    def __init__(self, scores, select, pair_ok, required, max_in_degree, *, tabu_length,
+                 tabu_steps, max_steps, tol, kinds=_KINDS):
+        self.scores = scores
+        self.select = select
+        self.pair_ok = np.asarray(pair_ok, dtype=bool)
+        self.required = np.asarray(required, dtype=bool)
+        self.max_in_degree = max_in_degree
+        self.tabu_length = tabu_length
+        self.tabu_steps = tabu_steps
+        self.max_steps = max_steps
+        self.tol = tol
+        self.kinds = tuple(k in kinds for k in _KINDS)
+        J = self.pair_ok.shape[0]
+        self.J = J
+        # Zobrist keys: a graph's hash is the XOR of its edges' keys, updated per move
+        self._zobrist = np.random.default_rng(0x5EED).integers(
+            0, 2**63 - 1, size=(J, J), dtype=np.int64)
+
+    # ------------------------------------------------------------ state
+    def _set_state(self, parents):
+        J = self.J
+        self.parents = [tuple(sorted(p)) for p in parents]
+        self.E = np.zeros((J, J), dtype=bool)
+        for c, ps in enumerate(self.parents):
+            self.E[list(ps), c] = True
+        self.fam = np.array([self.scores.local(c, ps) for c, ps in enumerate(self.parents)])
+        self.add_gain = np.full((J, J), -np.inf)
+        self.rem_gain = np.full((J, J), -np.inf)
+        for c in range(J):
+            self._refresh(c)
+        self.hash = int(np.bitwise_xor.reduce(self._zobrist[self.E])) if self.E.any() else 0
+
+    def _refresh(self, c):
+        """Gains of adding each node to / removing each parent from family ``c``."""
+        s, ps = self.select, self.parents[c]
+        base = self.fam[c, s]
+        col_add = np.full(self.J, -np.inf)
+        col_rem = np.full(self.J, -np.inf)
+        full = self.max_in_degree is not None and len(ps) >= self.max_in_degree
+        for p in range(self.J):
+            if p == c:
+                continue
+            if p in ps:
+                rest = tuple(x for x in ps if x != p)
+                col_rem[p] = self.scores.local(c, rest)[s] - base
+            elif not full and self.pair_ok[p, c]:
+                col_add[p] = self.scores.local(c, tuple(sorted(ps + (p,))))[s] - base
+        self.add_gain[:, c] = col_add
+        self.rem_gain[:, c] = col_rem
+
+    def _set_family(self, c, ps):
+        self.parents[c] = tuple(sorted(ps))
+        self.fam[c] = self.scores.local(c, self.parents[c])
+        self._refresh(c)
+
+    def apply(self, kind, p, c):
+        z = self._zobrist
+        if kind == "add":
+            self.E[p, c] = True
+            self.hash ^= int(z[p, c])
+            self._set_family(c, self.parents[c] + (p,))
+        elif kind == "remove":
+            self.E[p, c] = False
+            self.hash ^= int(z[p, c])
+            self._set_family(c, tuple(x for x in self.parents[c] if x != p))
+        else:
+            self.E[p, c], self.E[c, p] = False, True
+            self.hash ^= int(z[p, c]) ^ int(z[c, p])
+            self._set_family(c, tuple(x for x in self.parents[c] if x != p))
+            self._set_family(p, self.parents[p] + (c,))
+
+    def total(self):
+        return self.fam.sum(axis=0)
+
+    # ------------------------------------------------------------ moves
+    def _reach(self):
+        """``R[u, v]``: a directed path of length >= 1 from u to v."""
+        R = self.E.copy()
+        while True:
+            nxt = R | ((R.astype(np.int32) @ R.astype(np.int32)) > 0)
+            if np.array_equal(nxt, R):
+                return R
+            R = nxt
+
+    def moves(self):
+        """Every legal move as arrays (kind index, parent, child, gain, hash after)."""
+        E, R = self.E, self._reach()
+        indeg = E.sum(axis=0)
+        room = (np.ones(self.J, bool) if self.max_in_degree is None
+                else indeg < self.max_in_degree)
+        add = np.isfinite(self.add_gain) & ~E & ~E.T & ~R.T
+        rem = E & ~self.required
+        # p -> c reversible when no other path p ~> c exists (it would close a cycle)
+        other_path = (E.astype(np.int32) @ R.astype(np.int32)) > 0
+        rev = rem & self.pair_ok.T & room[:, None] & ~other_path
+        z = self._zobrist
+        out = []
+        for k, mask in enumerate((add, rem, rev)):
+            p, c = np.nonzero(mask & self.kinds[k])
+            if k == 0:
+                gain = self.add_gain[p, c]
+                h = self.hash ^ z[p, c]
+            elif k == 1:
+                gain = self.rem_gain[p, c]
+                h = self.hash ^ z[p, c]
+            else:
+                gain = self.rem_gain[p, c] + self.add_gain[c, p]  # finite: pair_ok.T & room
+                h = self.hash ^ z[p, c] ^ z[c, p]
+            out.append((np.full(p.size, k), p, c, gain, h))
+        return tuple(np.concatenate(a) for a in zip(*out))
+
+    # ------------------------------------------------------------ search
+    def climb(self, start, restart, on_visit):
+        """Climb from ``start`` (parent index lists); ``on_visit(Visit)`` sees every
+        graph on the path.  Returns the best Visit."""
+        self._set_state(start)
+        tabu = deque([self.hash], maxlen=max(self.tabu_length, 1))
+        best = Visit(tuple(self.parents), self.total(), restart, 0)
+        on_visit(best)
+        since_best = 0
+        step = 0
+        while self.max_steps is None or step < self.max_steps:
+            kind, p, c, gain, h = self.moves()
+            if gain.size == 0:
+                break
+            banned = set(tabu) if self.tabu_length else set()
+            order = np.argsort(-gain, kind="stable")
+            pick = next((i for i in order if int(h[i]) not in banned), None)
+            if pick is None:
+                break
+            if gain[pick] <= self.tol and since_best >= self.tabu_steps:
+                break
+            step += 1
+            move = (_KINDS[kind[pick]], int(p[pick]), int(c[pick]))
+            self.apply(*move)
+            tabu.append(self.hash)
+            visit = Visit(tuple(self.parents), self.total(), restart, step, move)
+            on_visit(visit)
+            if visit.totals[self.select] > best.totals[self.select] + self.tol:
+                best, since_best = visit, 0
+            else:
+                since_best += 1
+        return best
+
+    def perturb(self, parents, rng, n_moves):
+        """``parents`` after ``n_moves`` random legal moves."""
+        self._set_state(parents)
+        for _ in range(n_moves):
+            kind, p, c, gain, h = self.moves()
+            if gain.size == 0:
+                break
+            i = rng.randint(gain.size)
+            self.apply(_KINDS[kind[i]], int(p[i]), int(c[i]))
+        return [list(ps) for ps in self.parents]
