@@ -258,7 +258,7 @@ class DAGStructureSearch(EdgeSetSearchBase):
         that do not improve the score too (at most ``tabu_steps`` in a row without a
         new best graph), and ``n_restarts`` further climbs start from the best graph
         so far perturbed by ``2 * n_nodes`` random legal moves.  Only the best graph
-        is fitted (``best_estimator_``) and scored by the scorers themselves.
+        is fitted (``best_estimator_``).
 
         *Otherwise* (hidden nodes, missing values, other scores) every neighbour is
         fitted and scored (in parallel) and the climb moves to the best one while it
@@ -578,11 +578,16 @@ class DAGStructureSearch(EdgeSetSearchBase):
             graphs.append(g)
             meta.append((v.restart, v.step))
             outs.append(_family_out(families, v.totals))
-        # the best graph is fitted and scored by the scorers themselves
-        i = row[start.with_parents(best.parents).key]
+        # the best graph (the first of the highest score, as the ranking takes it) is
+        # fitted; its scores stay the family sums, which are the scorers' values
+        i = int(np.argmax([o["scores"][selection].log_evidence for o in outs]))
         params = {"structure": graphs[i].as_structure()}
-        outs[i] = C.fit_and_score(clone(self.estimator), params, X, y, fit_params, specs,
-                                  C.candidate_seed(entropy, params), self.error_score)
+        fitted = C.fit_and_score(clone(self.estimator), params, X, y, fit_params, {},
+                                 C.candidate_seed(entropy, params), self.error_score)
+        if fitted["fit_error"] is not None:
+            raise RuntimeError(f"fitting the best structure failed:\n{fitted['fit_error']}")
+        fitted["scores"] = outs[i]["scores"]
+        outs[i] = fitted
         return self._finish_climb(outs, graphs, meta, path, specs, names, selection, flags)
 
 
