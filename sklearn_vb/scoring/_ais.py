@@ -24,6 +24,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from scipy.special import logsumexp
 
+from ._aliases import ALIAS_OPTIONS, cover_aliases
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._numerics import (
     as_seed_sequence,
@@ -413,6 +414,7 @@ _AIS_OPTIONS = {
     "lower_bound": "vb",
     "anneal": "theta",
     "start_components": None,
+    **ALIAS_OPTIONS,
 }
 
 
@@ -451,6 +453,7 @@ class _AISBase(Scorer):
                 q = None
             start = "prior" if q is None else "q"
         opts["start"] = start  # the resolved start (opts is this call's own copy)
+        opts["alias_reason"] = None
         n_temperatures = opts["n_temperatures"]
         if isinstance(n_temperatures, str):
             if n_temperatures != "auto":
@@ -462,12 +465,40 @@ class _AISBase(Scorer):
                  else make_schedule(opts["schedule"], n_temperatures, opts["delta"],
                                     opts["e_tau"], opts["beta_min"]))
         kernel = self._kernel(model, opts, data)
-        if kernel == "compiled" and start == "q":
+        if start == "q":
+            q = self._cover_aliases(model, q, kernel, opts)
+        if kernel == "compiled" and start == "q" and "start_mixture" not in opts:
             opts["start_alpha"] = model.flat_concentrations(q)
         n_chains = int(opts["n_chains"])
         if n_chains < 1:
             raise ValueError(f"n_chains must be >= 1, got {n_chains}.")
         return model, data, betas, kernel, q
+
+    def _cover_aliases(self, model, q, kernel, opts):
+        """The start of the path from q: its mixture over the model's aliases
+        (:func:`~sklearn_vb.scoring._aliases.cover_aliases`; with the compiled kernel
+        the stratified ``start_mixture`` of ``alias_mixture``), or q with the reason in
+        ``opts["alias_reason"]``.  A ``posterior=`` given by the caller is used as is."""
+        explicit = opts["posterior"] is not None
+        if kernel == "compiled" and has(model, "alias_mixture") and not explicit:
+            covered, reason = cover_aliases(model, q, opts)
+            if reason is None and covered is not q:
+                if opts["hysteresis"]:
+                    reason = ("the path starts at q, which covers one of the relabelled "
+                              "copies of the posterior (hysteresis=True runs without the "
+                              "alias mixture)")
+                else:
+                    opts["start_mixture"] = model.alias_mixture(
+                        model.flat_concentrations(q)[None])
+            opts["alias_reason"] = reason
+            return q
+        if kernel == "compiled":
+            _, reason = cover_aliases(model, q, opts, explicit)
+            opts["alias_reason"] = reason
+            return q
+        covered, reason = cover_aliases(model, q, opts, explicit)
+        opts["alias_reason"] = reason
+        return covered
 
     def _setup_aliases(self, estimator, model, data, opts):
         """``start="q_aliases"``: the path from the alias-symmetrised mixture of q (and of
@@ -583,6 +614,8 @@ class _AISBase(Scorer):
         frozen = frozen_proposal_reason(model, kernel, opts["dirichlet_floor"])
         if frozen:
             reasons.append(frozen)
+        if opts.get("alias_reason"):
+            reasons.append(opts["alias_reason"])
         diag.update({
             "reliable": not reasons,
             "stderr_reliable": not reasons,
@@ -776,6 +809,8 @@ class ReverseAISScore(_AISBase):
         frozen = frozen_proposal_reason(model, kernel, opts["dirichlet_floor"])
         if frozen:
             reasons.append(frozen)
+        if opts.get("alias_reason"):
+            reasons.append(opts["alias_reason"])
         diag.update({"reliable": not reasons, "stderr_reliable": not reasons,
                      "unreliable_reasons": reasons,
                      "acceptance_by_quarter": _by_quarter(r["acceptance"]),

@@ -17,6 +17,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from ..base import Restart
+from ._aliases import ALIAS_OPTIONS, cover_aliases
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._numerics import (
     as_seed_sequence,
@@ -25,6 +26,8 @@ from ._numerics import (
     effective_sample_size,
     log_mean_exp,
     normalised_weights,
+    pareto_khat,
+    pareto_khat_threshold,
 )
 from ._progress import Progress
 from ._registry import scoring_model_for
@@ -59,27 +62,32 @@ def importance_log_weights(model, data, g, M, rng, batch=2000, verbose=0, label=
     return np.concatenate(out)
 
 
-def build_proposal(kind, q, model, estimator=None, dof=3.0, broaden=None, epsilon=0.05):
+def build_proposal(kind, q, model, estimator=None, dof=3.0, broaden=None, epsilon=0.05,
+                   cover=None):
+    """The proposal ``kind`` built from ``q``; ``cover`` (a function ``q -> q'``, e.g.
+    the alias mixture of :func:`~sklearn_vb.scoring._aliases.cover_aliases`) is applied
+    to every posterior the proposal is built from (q, or each restart's q)."""
+    cover = (lambda p: p) if cover is None else cover
     if kind == "prior":
         return PriorPosterior(model)
     if q is None:
         raise NotImplementedError("is needs variational_posterior_")
     if kind == "vb":
-        return q
+        return cover(q)
     if kind == "vb_t":
-        return q.heavy_tailed(dof, broaden)
+        return cover(q).heavy_tailed(dof, broaden)
     if kind == "vb_mixture":
         restarts = getattr(estimator, "restarts_", None)
         if not restarts:
             raise NotImplementedError("is needs restarts_ (fit with keep_restarts=True)")
-        comps = restart_posteriors(estimator, model, restarts)
+        comps = [cover(c) for c in restart_posteriors(estimator, model, restarts)]
         if dof is not None:
             comps = [c.heavy_tailed(dof, broaden) for c in comps]
         return MixturePosterior(comps)
     if kind == "defensive":
         if not 0 < epsilon < 1:
             raise ValueError(f"epsilon must be in (0, 1), got {epsilon}.")
-        return MixturePosterior([q.heavy_tailed(dof, broaden), PriorPosterior(model)],
+        return MixturePosterior([cover(q).heavy_tailed(dof, broaden), PriorPosterior(model)],
                                 [1.0 - epsilon, epsilon])
     raise ValueError(
         "proposal must be 'vb', 'vb_t', 'vb_mixture', 'defensive' or 'prior', "
@@ -159,7 +167,15 @@ class ISScore(Scorer):
     name = "is"
     options = {"proposal": "vb_t", "dof": 3.0, "broaden": None, "epsilon": 0.05,
                "n_samples": 4000, "n_runs": 5, "posterior": None, "batch": 2000,
-               "lower_bound": "vb"}
+               "lower_bound": "vb", **ALIAS_OPTIONS}
+
+    @staticmethod
+    def _cover(model, opts):
+        """The map applied to each posterior a proposal is built from: the alias mixture
+        (``aliases="auto"``) unless the caller gave ``posterior=``."""
+        if opts["posterior"] is not None:
+            return None
+        return lambda p: cover_aliases(model, p, opts)[0]
 
     def _score(self, estimator, X, fit_params, opts):
         model = resolve_model(estimator, self.name)
@@ -167,8 +183,11 @@ class ISScore(Scorer):
         log_alias = self._log_alias(model, opts)
         data = prepare_data(model, X, fit_params)
         q = variational_posterior(estimator, model, data, opts["posterior"])
+        alias_reason = None
+        if opts["proposal"] != "prior":
+            _, alias_reason = cover_aliases(model, q, opts, opts["posterior"] is not None)
         g = build_proposal(opts["proposal"], q, model, estimator, opts["dof"], opts["broaden"],
-                           opts["epsilon"])
+                           opts["epsilon"], cover=self._cover(model, opts))
         R, M = int(opts["n_runs"]), int(opts["n_samples"])
         if R < 1 or M < 1:
             raise ValueError("n_runs and n_samples must be >= 1.")
@@ -202,6 +221,14 @@ class ISScore(Scorer):
         max_w = float(np.nanmax(w))
         if max_w > 0.5:
             reasons.append(f"one draw carries {max_w:.2f} of the total weight")
+        khat = pareto_khat(a)
+        khat_max = pareto_khat_threshold(a.size)
+        if not khat <= khat_max:
+            reasons.append(f"the largest weights have Pareto k-hat {khat:.2f} > {khat_max:.2f}: "
+                           "their tail is too heavy for the mean of the weights and its error "
+                           "bar at this sample size")
+        if alias_reason:
+            reasons.append(alias_reason)
         diag = {
             "log_weights": a,
             "ess_fraction": ess / a.size,
@@ -216,6 +243,8 @@ class ISScore(Scorer):
             "reliable": not reasons,
             "unreliable_reasons": reasons,
             "n_finite": int(finite.size),
+            "pareto_khat": khat,
+            "n_proposal_components": len(getattr(g, "components", [g])),
         }
         if hasattr(estimator, "lower_bound_"):
             diag["vb_gap"] = est - float(estimator.lower_bound_)

@@ -26,6 +26,8 @@ __all__ = [
     "normalised_weights",
     "spawn_generators",
     "as_seed_sequence",
+    "pareto_khat",
+    "pareto_khat_threshold",
 ]
 
 
@@ -201,3 +203,52 @@ def spawn_generators(random_state, n):
     """``n`` independent Generators from ``SeedSequence.spawn`` (one per chain or run)."""
     ss = as_seed_sequence(random_state)
     return [np.random.default_rng(child) for child in ss.spawn(int(n))]
+
+
+def _gpd_fit_shape(x):
+    """Shape ``k`` of a generalised Pareto distribution fitted to the positive
+    exceedances ``x`` (sorted ascending) by the empirical-Bayes method of Zhang &
+    Stephens (2009), with the weakly informative prior on ``k`` of Vehtari et al.
+    (2024, PSIS), which pulls it towards 0.5 by the weight of 10 observations."""
+    n = x.size
+    m = 30 + int(np.sqrt(n))
+    b = 1.0 - np.sqrt(m / (np.arange(1, m + 1) - 0.5))
+    b = b / (3.0 * x[int(n / 4 + 0.5) - 1]) + 1.0 / x[-1]
+    k = np.mean(np.log1p(-b[:, None] * x[None, :]), axis=1)
+    log_lik = n * (np.log(-b / k) - k - 1.0)
+    w = 1.0 / np.sum(np.exp(log_lik[None, :] - log_lik[:, None]), axis=1)
+    keep = w >= 10 * np.finfo(float).eps
+    w, b = w[keep], b[keep]
+    b_post = np.sum(b * w) / np.sum(w)
+    k_post = float(np.mean(np.log1p(-b_post * x)))
+    return (n * k_post + 10 * 0.5) / (n + 10)
+
+
+def pareto_khat(a):
+    """Pareto ``k-hat`` of the largest importance weights ``exp(a)`` (Vehtari, Simpson,
+    Gelman, Yao & Gabry 2024, "Pareto smoothed importance sampling"): the shape of a
+    generalised Pareto distribution fitted to the ``min(M/5, 3 sqrt(M))`` largest
+    weights.  The weights have a finite variance only for ``k < 1/2``; above
+    :func:`pareto_khat_threshold` the mean of the weights is not trustworthy at this
+    sample size and neither is any standard error computed from them.  The fit sees
+    only the draws, so a tail no draw has reached yet goes unseen.  ``inf`` when the
+    tail holds fewer than five positive weights."""
+    a = _check_log_weights(a)
+    finite = a[np.isfinite(a)]
+    M = a.size
+    n_tail = int(np.ceil(min(0.2 * M, 3.0 * np.sqrt(M))))
+    if finite.size <= n_tail + 1 or n_tail < 5:
+        return np.inf
+    x = np.sort(finite - finite.max())
+    cutoff = x[-n_tail - 1]
+    tail = np.exp(x[-n_tail:]) - np.exp(cutoff)
+    tail = tail[tail > 0]
+    if tail.size < 5:
+        return np.inf
+    return float(_gpd_fit_shape(tail))
+
+
+def pareto_khat_threshold(M):
+    """``min(1 - 1/log10 M, 0.7)``: the largest ``k-hat`` at which ``M`` importance
+    weights estimate their mean reliably (Vehtari et al. 2024, section 3)."""
+    return float(min(1.0 - 1.0 / np.log10(max(int(M), 11)), 0.7))

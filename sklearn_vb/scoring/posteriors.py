@@ -27,6 +27,7 @@ __all__ = [
     "MixturePosterior",
     "MappedPosterior",
     "PriorPosterior",
+    "relabelled_mixture",
 ]
 
 
@@ -322,3 +323,24 @@ class MappedPosterior:
     @staticmethod
     def mixture(components, weights=None):
         return MixturePosterior(components, weights)
+
+
+def relabelled_mixture(q, perms, permute):
+    """The equal-weight mixture of ``q`` over the label permutations ``perms``:
+    component ``j`` is the image of ``q`` under ``permute(., perms[j])`` (a relabelling
+    of the hidden states or components, which preserves volume).  ``permute(params,
+    perm)`` maps a parameter batch so that new label ``k`` is old label ``perm[k]``.
+
+    When prior and likelihood are invariant under every permutation in ``perms`` (a
+    group), the posterior is too, and this mixture puts a copy of q on every relabelled
+    copy of the posterior that q's own mode has: an importance-sampling or annealing
+    start from it estimates ``Z`` itself rather than about ``Z / S``.  Its density is
+    exact (a log-sum-exp over the S components), so it costs S evaluations of q per
+    draw."""
+    comps = []
+    for perm in perms:
+        perm = np.asarray(perm, dtype=np.int64)
+        inv = np.argsort(perm)
+        comps.append(MappedPosterior(q, lambda params, p=perm: permute(params, p),
+                                     lambda params, p=inv: permute(params, p)))
+    return MixturePosterior(comps)

@@ -17,8 +17,10 @@ from scipy.special import logsumexp
 
 from ..._distributions import _rng
 from ..._kernels.forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
+from ..posteriors import relabelled_mixture
 from ..protocols import EStep
 from ._dirichlet import DirichletBlocksModel, dirichlet_evidence
+from ._state_aliases import invariant_state_permutations, permute_hmm_blocks
 
 __all__ = ["DirichletCategoricalHMM"]
 
@@ -78,6 +80,30 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     def log_n_aliases(self):
         """``ln K!`` (the K states are exchangeable), as a log-factorial."""
         return lgamma(self.K + 1)
+
+    def permute_states(self, params, perm):
+        """The parameter batch with its states relabelled: new state ``k`` is old state
+        ``perm[k]`` (initial entries, transition rows and columns, emission rows)."""
+        return permute_hmm_blocks(params, perm, {"pi": "vector", "A": "matrix", "B": "rows"})
+
+    def alias_permutations(self):
+        """The state permutations that leave the prior (hence the posterior) unchanged,
+        the identity first: all ``K!`` under the exchangeable default priors."""
+        a = self.prior_alpha
+        return invariant_state_permutations(self.K, [(a["pi"], "vector"), (a["A"], "matrix"),
+                                                     (a["B"], "rows")])
+
+    def alias_posterior(self, q=None, max_components=24):
+        """Equal-weight mixture of ``q`` (default: the fitted q) over
+        :meth:`alias_permutations` (see
+        :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when
+        there are more than ``max_components`` state permutations."""
+        if factorial(self.K) > max_components:  # before enumerating K! permutations
+            raise ValueError(f"{factorial(self.K)} state permutations exceed "
+                             f"max_components={max_components}.")
+        perms = self.alias_permutations()
+        q = self.variational_posterior() if q is None else q
+        return relabelled_mixture(q, perms, self.permute_states)
 
     def _forward(self, params, X, keep_frames=False):
         return categorical_hmm_log_likelihood_batch(

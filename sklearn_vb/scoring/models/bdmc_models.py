@@ -11,6 +11,7 @@ log-densities (checked against the joint by the conditional-joint identity).
 
 from __future__ import annotations
 
+import itertools
 from math import lgamma
 
 import numpy as np
@@ -38,7 +39,7 @@ from ...bdmc_models._low_rank import (
     sample_latent_rows,
 )
 from ..params import ParamBlock, ParamSpace
-from ..posteriors import FactorizedPosterior, GaussianQ
+from ..posteriors import FactorizedPosterior, GaussianQ, relabelled_mixture
 from ..protocols import ScoringModelMixin
 
 __all__ = ["ClusteringScoringModel", "LowRankScoringModel", "BinaryAttributesScoringModel"]
@@ -70,6 +71,21 @@ class _FactorScoringModel(ScoringModelMixin):
     def n_aliases(self):
         """K! relabellings of the components (the symmetry correction of VB)."""
         return int(round(np.exp(lgamma(self.K + 1))))
+
+    def permute_states(self, params, perm):
+        """The batch with its components relabelled (rows of W): new ``k`` is old
+        ``perm[k]``."""
+        return {self.name: np.asarray(params[self.name])[:, np.asarray(perm, dtype=np.int64)]}
+
+    def alias_posterior(self, q=None, max_components=24):
+        """Equal-weight mixture of ``q`` (default: the fitted q) over the K! relabellings
+        of the components; a ValueError when K! exceeds ``max_components``."""
+        if self.n_aliases() > max_components:
+            raise ValueError(f"{self.n_aliases()} aliases exceed "
+                             f"max_components={max_components}.")
+        q = self.variational_posterior() if q is None else q
+        return relabelled_mixture(q, list(itertools.permutations(range(self.K))),
+                                  self.permute_states)
 
     def log_prior(self, params):
         W = np.asarray(params[self.name], dtype=float)

@@ -19,6 +19,7 @@ from ..._kernels.dag import enumerate_posterior, pattern_log_normalisers
 from ..._kernels.scoring_dag import (dag_ais_chains, dag_ais_chains_from_mixture,
                                      dag_ais_chains_from_start, dag_ais_init,
                                      dag_mixture_log_density, dag_sample_hidden)
+from ..posteriors import MappedPosterior, MixturePosterior
 from ..protocols import EStep
 from ._dirichlet import DirichletBlocksModel
 
@@ -373,6 +374,28 @@ class DAGScoringModel(DirichletBlocksModel):
                 if not any(np.allclose(b, c, rtol=tol, atol=0.0) for c in out):
                     out.append(b)
         return np.ascontiguousarray(np.array(out))
+
+    def alias_posterior(self, q=None, max_components=24):
+        """Equal-weight mixture of ``q`` (default: the fitted q) over the relabellings of
+        :meth:`alias_permutations`, as a proposal for importance sampling or a start
+        for annealing (draws and exact mixture density); a ValueError when there are
+        more than ``max_components``."""
+        maps = self.alias_permutations()
+        if len(maps) > max_components:
+            raise ValueError(f"{len(maps)} aliases exceed max_components={max_components}.")
+        q = self.variational_posterior() if q is None else q
+        space = self.param_space
+
+        def forward(params, g):
+            flat = space.flatten(params)
+            out = np.empty_like(flat)
+            out[:, g] = flat
+            return space.unflatten(out)
+
+        return MixturePosterior([
+            MappedPosterior(q, lambda p, g=g: forward(p, g),
+                            lambda p, g=g: space.unflatten(space.flatten(p)[:, g]))
+            for g in maps])
 
     def flat_concentrations(self, q):
         """The concentrations of a product-of-Dirichlets q over this model's CPT rows as

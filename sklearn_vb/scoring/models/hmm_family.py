@@ -42,10 +42,11 @@ from ..mcmc_moves import (
     posterior_data_precision,
 )
 from ..params import ParamBlock, ParamSpace, take
-from ..posteriors import MixturePosterior
+from ..posteriors import MixturePosterior, relabelled_mixture
 from ..protocols import EStep, ScoringModelMixin
 from ._point_em import best_point_em, posterior_then_draws
 from ._dirichlet import dirichlet_evidence
+from ._state_aliases import invariant_state_permutations, permute_hmm_blocks
 
 __all__ = ["FamilyHMMScoringModel", "FamilyHMMPosterior"]
 
@@ -210,6 +211,36 @@ class FamilyHMMScoringModel(ScoringModelMixin):
     def log_n_aliases(self):
         """``ln K!`` (the K states are exchangeable), as a log-factorial."""
         return lgamma(self.K + 1)
+
+    def permute_states(self, params, perm):
+        """The parameter batch with its states relabelled: new state ``k`` is old state
+        ``perm[k]`` (initial entries, transition rows and columns, the state axis of
+        every emission block)."""
+        kinds = {"startprob": "vector", "transmat": "matrix"}
+        kinds.update({name: "rows" for name in self._emission_names})
+        return permute_hmm_blocks(params, perm, kinds)
+
+    def alias_permutations(self):
+        """The state permutations that leave the prior (hence the posterior) unchanged,
+        the identity first: all ``K!`` under exchangeable priors.  An emission
+        hyperparameter has a state axis when it has as many axes as its posterior."""
+        post = self._emission_attributes("posterior")
+        arrays = [(self.startprob_prior, "vector"), (self.transmat_prior, "matrix")]
+        arrays += [(h, "rows") for name, h in self.emission_prior.items()
+                   if np.ndim(h) == np.ndim(post[name])]
+        return invariant_state_permutations(self.K, arrays)
+
+    def alias_posterior(self, q=None, max_components=24):
+        """Equal-weight mixture of ``q`` (default: the fitted q) over
+        :meth:`alias_permutations` (see
+        :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when
+        there are more than ``max_components`` state permutations."""
+        if factorial(self.K) > max_components:  # before enumerating K! permutations
+            raise ValueError(f"{factorial(self.K)} state permutations exceed "
+                             f"max_components={max_components}.")
+        perms = self.alias_permutations()
+        q = self.variational_posterior() if q is None else q
+        return relabelled_mixture(q, perms, self.permute_states)
 
     # -- priors and posteriors -----------------------------------------------------------
     def _posterior(self, w_pi, w_A, emission_hyper):
