@@ -76,6 +76,12 @@ CASES = [
     Case("ais-floor-0-sparse-prior", _sparse_hmm, "ais",
          {"n_temperatures": 30, "n_chains": 8, "start": "prior", "dirichlet_floor": 0.0},
          flagged=True),
+    # q(theta) sits on one of the K! relabelled copies of the HMM posterior: the proposal
+    # is q's mixture over the state permutations, and the weights' Pareto k-hat flags
+    # the runs where q, narrower than the posterior, gives too heavy a tail
+    Case("is-hmm", _sparse_hmm, "is", {"n_samples": 500}),
+    Case("is-hmm-no-alias-mixture", _sparse_hmm, "is", {"n_samples": 500, "aliases": "none"},
+         flagged=True),
     Case("ais-joint", _clustering, "ais",
          {"anneal": "joint", "n_temperatures": 50, "n_chains": 16}),
     Case("rais", _gaussian_mean, "rais", {"n_temperatures": 200, "n_chains": 16}),

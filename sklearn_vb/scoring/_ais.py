@@ -673,11 +673,17 @@ class AISScore(_AISBase):
     ``(1 - beta) ln q + beta [ln p + l]`` from the fitted q(theta), along which every
     target is about as concentrated as the posterior, so proposals keep their size at
     beta = 1; "prior": ``ln p + beta l``, the path of Beal 2003 §6.5, which at a few
-    thousand cases needs tens of thousands of temperatures).  From q the chains rarely
-    cross between the S relabelled copies of the posterior that a model with hidden
-    states has, so with well separated copies the estimate lands near ``ln Z - ln S``
-    (still unbiased for Z, hence a stochastic lower bound; the missing mass would come
-    from rare huge weights); ``alias_correction=True`` reports ``ln S`` alongside.
+    thousand cases needs tens of thousands of temperatures).  From q alone the chains
+    rarely cross between the S relabelled copies of the posterior that a model with
+    hidden states has, so with well separated copies the estimate would land near
+    ``ln Z - ln S`` (still unbiased for Z, the missing mass coming from rare huge
+    weights).  Hence ``aliases="auto"`` (default): the path starts at the equal-weight
+    mixture of q over the model's relabellings (its ``alias_posterior``, e.g. the K!
+    state permutations of an HMM; with the compiled DAG kernel the stratified start of
+    ``"q_aliases"``), whose density is exact, so the estimate is unbiased for Z itself;
+    when the model has no such mixture or more than ``max_aliases`` (24) relabellings,
+    or with ``aliases="none"``, the path starts at q and the result is flagged.  A
+    ``posterior=`` given by the caller is used as it is.
     "q_aliases" (models with ``alias_mixture``, e.g. VBDiscreteDAG; compiled kernel): the
     path from the equal-weight mixture of q and of its S relabelled copies, plus those of
     every posterior in ``start_components`` (a list of posteriors or flat concentration

@@ -8,7 +8,9 @@ Failure modes: a light-tailed proposal narrower than ``1/sqrt 2`` of the posteri
 direction gives infinite-variance weights (VB posteriors are typically too narrow), the
 weight range grows like exp(sqrt r) with dimension r, and a single q covers one alias of
 a multimodal posterior.  Hence the Student-t default (``proposal="vb_t"``), restart
-mixtures (``"vb_mixture"``) and defensive mixtures with the prior (``"defensive"``).
+mixtures (``"vb_mixture"``), defensive mixtures with the prior (``"defensive"``), the
+mixture of q over its relabellings (``aliases="auto"``) and the Pareto k-hat check of
+the weights' tail.
 """
 
 from __future__ import annotations
@@ -134,9 +136,17 @@ class ISScore(Scorer):
     Options: ``proposal`` ("vb_t" default, "vb", "vb_mixture", "defensive", "prior"),
     ``dof`` (Student-t degrees of freedom), ``broaden`` (Dirichlet/Gamma concentration
     factor in (0, 1]), ``epsilon`` (defensive weight of the prior), ``n_samples`` (M per
-    run), ``n_runs`` (R), ``posterior`` (an explicit proposal base q), ``lower_bound``
-    ("vb": the estimator's ``lower_bound_``, valid when X is its training data; a number;
-    None).  Runs go through joblib; each run has its own seed stream.
+    run), ``n_runs`` (R), ``posterior`` (an explicit proposal base q, used as it is),
+    ``lower_bound`` ("vb": the estimator's ``lower_bound_``, valid when X is its training
+    data; a number; None), ``aliases`` ("auto": every proposal built from the fitted q,
+    or from the restarts' q, is first made the equal-weight mixture of q over the
+    model's relabellings, its ``alias_posterior`` (the K! state permutations of an HMM,
+    the hidden-value relabellings of a DAG), so that it covers every relabelled copy of
+    the posterior and the estimate is unbiased for Z itself, with an exact mixture
+    density at S evaluations of q per draw; "none": q as it is) and ``max_aliases``
+    (24: above it, or for models without ``alias_posterior``, q is used as it is and
+    the result is flagged, since its estimate lies near ``ln Z - ln S``).  Runs go
+    through joblib; each run has its own seed stream.
 
     Error bars: ``stderr`` is the spread of the R run estimates, ``sd / sqrt(R)``, never
     less than the pooled delta-method value.  The result is flagged
@@ -144,9 +154,12 @@ class ISScore(Scorer):
     ``["unreliable_reasons"]``) and an
     :class:`~sklearn_vb.scoring.UnreliableEstimateWarning` is raised, saying why and
     what to increase, exactly when the effective sample size is below
-    ``max(10, 0.01 R M)``, one draw carries more than half the weight, the runs disagree
-    beyond their error bars, or the estimate lies more than 2 standard errors below
-    ``lower_bound``.
+    ``max(10, 0.01 R M)``, one draw carries more than half the weight, the Pareto
+    ``k-hat`` of the largest weights exceeds ``min(1 - 1/log10(R M), 0.7)``
+    (Vehtari et al. 2024: the weights' tail is too heavy for their mean and its error
+    bar; ``diagnostics["pareto_khat"]``), the runs disagree beyond their error bars,
+    the estimate lies more than 2 standard errors below ``lower_bound``, or the
+    proposal covers one of several relabelled copies of the posterior (above).
 
     Cost at the defaults: ``R M = 20000`` likelihood evaluations (batched), plus as many
     prior and proposal densities.  Measured (2-core machine under load, one thread, time

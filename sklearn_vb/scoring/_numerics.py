@@ -231,8 +231,9 @@ def pareto_khat(a):
     weights.  The weights have a finite variance only for ``k < 1/2``; above
     :func:`pareto_khat_threshold` the mean of the weights is not trustworthy at this
     sample size and neither is any standard error computed from them.  The fit sees
-    only the draws, so a tail no draw has reached yet goes unseen.  ``inf`` when the
-    tail holds fewer than five positive weights."""
+    only the draws, so a tail no draw has reached yet goes unseen.  ``inf`` when too
+    few draws have a positive weight to fit a tail, ``-inf`` when the largest weights
+    are tied (equal weights: no tail)."""
     a = _check_log_weights(a)
     finite = a[np.isfinite(a)]
     M = a.size
@@ -243,8 +244,8 @@ def pareto_khat(a):
     cutoff = x[-n_tail - 1]
     tail = np.exp(x[-n_tail:]) - np.exp(cutoff)
     tail = tail[tail > 0]
-    if tail.size < 5:
-        return np.inf
+    if tail.size < 5:  # the largest weights are tied: no tail at all
+        return -np.inf
     return float(_gpd_fit_shape(tail))
 
 
