@@ -89,12 +89,12 @@ def test_dag_alias_posterior_maps_leave_the_likelihood_unchanged():
 def test_importance_sampling_covers_the_aliases_or_says_it_does_not():
     est = VBHiddenMarkov(n_components=2, random_state=0).fit(HMM_X)
     r = score(est, HMM_X, "is", n_samples=300, n_runs=2, random_state=0)
-    assert r.diagnostics["n_proposal_components"] == 2
+    assert r.diagnostics["alias_copies"] == 2
     assert not any("relabelled" in m for m in r.diagnostics["unreliable_reasons"])
     with pytest.warns(UnreliableEstimateWarning, match="relabelled copies"):
         r = score(est, HMM_X, "is", n_samples=300, n_runs=2, random_state=0, aliases="none")
     assert r.diagnostics["stderr_reliable"] is False
-    assert r.diagnostics["n_proposal_components"] == 1
+    assert r.diagnostics["alias_copies"] == 1
     # beyond the cap: q alone, flagged with the cap named
     est3 = VBHiddenMarkov(n_components=3, random_state=0).fit(HMM_X)
     with pytest.warns(UnreliableEstimateWarning, match="max_aliases=2"):
@@ -128,3 +128,4 @@ def test_pareto_khat_recovers_the_tail_shape_and_flags_heavy_tails():
     assert pareto_khat(np.array([0.0, -1.0, -np.inf])) == np.inf  # too few draws
     assert pareto_khat_threshold(100) == pytest.approx(0.5)
     assert pareto_khat_threshold(10 ** 6) == 0.7
+    assert pareto_khat_threshold(10 ** 6, limit=0.5) == 0.5

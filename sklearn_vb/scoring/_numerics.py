@@ -249,7 +249,8 @@ def pareto_khat(a):
     return float(_gpd_fit_shape(tail))
 
 
-def pareto_khat_threshold(M):
-    """``min(1 - 1/log10 M, 0.7)``: the largest ``k-hat`` at which ``M`` importance
-    weights estimate their mean reliably (Vehtari et al. 2024, section 3)."""
-    return float(min(1.0 - 1.0 / np.log10(max(int(M), 11)), 0.7))
+def pareto_khat_threshold(M, limit=0.7):
+    """``min(1 - 1/log10 M, limit)``: the largest ``k-hat`` at which ``M`` importance
+    weights estimate their mean reliably (Vehtari et al. 2024, section 3: 0.7 for
+    Pareto-smoothed weights; raw weights need a finite variance, ``limit=0.5``)."""
+    return float(min(1.0 - 1.0 / np.log10(max(int(M), 11)), limit))

@@ -11,7 +11,7 @@ mixture density.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln, logsumexp, polygamma
+from scipy.special import gammaln, polygamma
 
 from .._distributions import dirichlet_log_pdf, dirichlet_sample, gamma_log_pdf
 from .._kernels._constants import LOG_2PI
@@ -265,7 +265,7 @@ class MixturePosterior:
         with np.errstate(divide="ignore"):
             lw = np.log(self.weights)
         terms = np.stack([lw[j] + q.log_pdf(params) for j, q in enumerate(self.components)])
-        return logsumexp(terms, axis=0)
+        return _log_sum_exp_columns(terms)
 
     def mean(self):
         means = [q.mean() for q in self.components]
@@ -278,6 +278,16 @@ class MixturePosterior:
     @staticmethod
     def mixture(components, weights=None):
         return MixturePosterior(components, weights)
+
+
+def _log_sum_exp_columns(terms):
+    """``ln sum_j exp(terms[j])`` per column, in plain numpy: the mixture densities of
+    the annealing kernels are called for a few parameter sets at a time, where
+    ``scipy.special.logsumexp`` costs more than the component densities."""
+    m = np.max(terms, axis=0)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return safe + np.log(np.sum(np.exp(terms - safe), axis=0))
 
 
 class PriorPosterior:
