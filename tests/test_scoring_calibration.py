@@ -61,6 +61,18 @@ def _sparse_hmm():
     return est, X, model.log_evidence(model.prepare_data(X, lengths=L)), {"lengths": L}
 
 
+def _tiny_dag():
+    """A hidden node with 2 values and two observed children with 3, ten cases: 2 alias
+    copies of the posterior, exact evidence by enumerating the hidden values."""
+    from sklearn_vb import VBDiscreteDAG
+
+    X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2], [1, 1], [0, 0], [2, 2],
+                  [1, 0]])
+    est = VBDiscreteDAG(n_components=2, cardinalities=3, n_init=3, random_state=0).fit(X)
+    model = scoring_model_for(est)
+    return est, X, model.log_evidence(model.prepare_data(X)), {}
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -86,6 +98,9 @@ CASES = [
     # annealing from q alone lands near ln Z - ln 2 with error bars that do not show it
     Case("ais-from-q-hmm-no-alias-mixture", _sparse_hmm, "ais",
          {"n_temperatures": 30, "n_chains": 8, "start": "q", "aliases": "none"}, flagged=True),
+    Case("is-dag", _tiny_dag, "is", {"n_samples": 500}),
+    Case("ais-from-q-dag", _tiny_dag, "ais", {"n_temperatures": 1000, "n_chains": 16,
+                                             "start": "q"}),
     Case("ais-joint", _clustering, "ais",
          {"anneal": "joint", "n_temperatures": 50, "n_chains": 16}),
     Case("rais", _gaussian_mean, "rais", {"n_temperatures": 200, "n_chains": 16}),
