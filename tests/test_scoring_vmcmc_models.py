@@ -20,11 +20,13 @@ def test_vmcmc_recovers_the_exact_evidence_of_a_latent_class_dag():
         est = VBDiscreteDAG(n_components=2, cardinalities=3, random_state=0).fit(X)
         model = scoring_model_for(est)
         exact = model.log_evidence(model.prepare_data(X))
-        r_is = score(est, X, "is", random_state=0)
+        r_is = score(est, X, "is", random_state=0, aliases="none")
         r_vm = score(est, X, "vmcmc", random_state=0)
-    # q (a product of Dirichlets) is too narrow: importance sampling from it is about a
-    # nat low, with a standard error that does not show it
+    # q (a product of Dirichlets) is too narrow and covers one of the two relabelled
+    # copies of the posterior: importance sampling from q alone is about a nat low, with
+    # a standard error that does not show it, hence the flag
     assert r_is.log_evidence < exact - 0.5
+    assert r_is.diagnostics["stderr_reliable"] is False
     assert abs(r_vm.log_evidence - exact) < max(0.15, 3 * r_vm.stderr)
     assert r_vm.log_evidence <= exact + 4 * r_vm.stderr
 
