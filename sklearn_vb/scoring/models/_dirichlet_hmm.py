@@ -17,10 +17,11 @@ from scipy.special import logsumexp
 
 from ..._distributions import _rng
 from ..._kernels.forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
-from ..posteriors import relabelled_mixture
+
 from ..protocols import EStep
 from ._dirichlet import DirichletBlocksModel, dirichlet_evidence
-from ._state_aliases import invariant_state_permutations, permute_hmm_blocks
+from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
+                             state_alias_posterior)
 
 __all__ = ["DirichletCategoricalHMM"]
 
@@ -98,12 +99,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         :meth:`alias_permutations` (see
         :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when
         there are more than ``max_components`` state permutations."""
-        if factorial(self.K) > max_components:  # before enumerating K! permutations
-            raise ValueError(f"{factorial(self.K)} state permutations exceed "
-                             f"max_components={max_components}.")
-        perms = self.alias_permutations()
-        q = self.variational_posterior() if q is None else q
-        return relabelled_mixture(q, perms, self.permute_states)
+        return state_alias_posterior(self, q, max_components)
 
     def _forward(self, params, X, keep_frames=False):
         return categorical_hmm_log_likelihood_batch(

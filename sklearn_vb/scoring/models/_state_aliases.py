@@ -4,10 +4,13 @@ permutations that leave the prior unchanged and their action on parameter batche
 from __future__ import annotations
 
 import itertools
+from math import factorial
 
 import numpy as np
 
-__all__ = ["permute_hmm_blocks", "invariant_state_permutations"]
+from ..posteriors import relabelled_mixture
+
+__all__ = ["permute_hmm_blocks", "invariant_state_permutations", "state_alias_posterior"]
 
 
 def _permute(value, perm, kind, batched):
@@ -39,3 +42,16 @@ def invariant_state_permutations(K, arrays):
                for a, kind in arrays):
             out.append(perm)
     return out
+
+
+def state_alias_posterior(model, q=None, max_components=24):
+    """Equal-weight mixture of ``q`` (default: ``model``'s fitted q) over
+    ``model.alias_permutations()``, each relabelled by ``model.permute_states`` (see
+    :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when the
+    ``K!`` state permutations exceed ``max_components`` (checked before enumerating them)."""
+    if factorial(model.K) > max_components:
+        raise ValueError(f"{factorial(model.K)} state permutations exceed "
+                         f"max_components={max_components}.")
+    perms = model.alias_permutations()
+    q = model.variational_posterior() if q is None else q
+    return relabelled_mixture(q, perms, model.permute_states)

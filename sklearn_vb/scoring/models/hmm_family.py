@@ -42,11 +42,12 @@ from ..mcmc_moves import (
     posterior_data_precision,
 )
 from ..params import ParamBlock, ParamSpace, take
-from ..posteriors import MixturePosterior, relabelled_mixture
+from ..posteriors import MixturePosterior
 from ..protocols import EStep, ScoringModelMixin
 from ._point_em import best_point_em, posterior_then_draws
 from ._dirichlet import dirichlet_evidence
-from ._state_aliases import invariant_state_permutations, permute_hmm_blocks
+from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
+                             state_alias_posterior)
 
 __all__ = ["FamilyHMMScoringModel", "FamilyHMMPosterior"]
 
@@ -235,12 +236,7 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         :meth:`alias_permutations` (see
         :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when
         there are more than ``max_components`` state permutations."""
-        if factorial(self.K) > max_components:  # before enumerating K! permutations
-            raise ValueError(f"{factorial(self.K)} state permutations exceed "
-                             f"max_components={max_components}.")
-        perms = self.alias_permutations()
-        q = self.variational_posterior() if q is None else q
-        return relabelled_mixture(q, perms, self.permute_states)
+        return state_alias_posterior(self, q, max_components)
 
     # -- priors and posteriors -----------------------------------------------------------
     def _posterior(self, w_pi, w_A, emission_hyper):
