@@ -62,6 +62,11 @@ def main(argv=None):
     for stem, (group, merge) in groups.items():
         json_path, md_path = harness.write_results(
             group, stem, directory=args.results_dir or harness.RESULTS_DIR, merge=merge)
+        if all(r["workload"].startswith("selection-") for r in group):
+            # per-problem panels: one row per problem and library instead of the raw metrics
+            from .selection_report import write_markdown
+
+            write_markdown(json_path)
         print(f"written: {json_path} and {md_path}")
     return 0
 

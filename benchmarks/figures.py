@@ -3,7 +3,10 @@
 * ``results/scaling.png``: seconds per iteration against problem size, one panel per
   curve of ``results/scaling.json`` (log-log, with a dotted line of slope 1 through the
   first point: a curve parallel to it grows linearly);
-* ``results/scaling_memory.png``: the extra peak resident memory of the same fits.
+* ``results/scaling_memory.png``: the extra peak resident memory of the same fits;
+* ``results/selection.png``: the structure-selection panels, one bar per library and
+  problem with a known truth, its exact-recovery rate over the seeds, one panel per
+  family (``results/selection.json``).
 
 The documentation's benchmarks page shows every ``results/*.png`` under the results
 file whose name it starts with.
@@ -80,11 +83,64 @@ def scaling_figure(results, key, ylabel, path):
     return path
 
 
+def selection_figure(results, path):
+    """Recovery rate per problem and library, one panel per family."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    results = [r for r in results if r["workload"].startswith("selection-")]
+    if not results:
+        return None
+    n_cols = 3
+    n_rows = -(-len(results) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(5.0 * n_cols, 3.4 * n_rows), squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    for ax, result in zip(axes.flat, results):
+        ax.set_title(result["workload"].replace("selection-", ""), fontsize=10)
+        ms = [m for m in result["measurements"] if m.status == "ok"]
+        problems = []
+        for m in ms:
+            for name, s in m.metrics.get("panel", {}).items():
+                if s.get("recovery_rate") is not None and name not in problems:
+                    problems.append(name)
+        if not problems or not ms:
+            ax.text(0.5, 0.5, "no problem with a known truth", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=8)
+            continue
+        width = 0.8 / len(ms)
+        x = np.arange(len(problems))
+        for i, m in enumerate(ms):
+            panel = m.metrics.get("panel", {})
+            rates = [panel.get(p, {}).get("recovery_rate") for p in problems]
+            heights = [np.nan if r is None else r for r in rates]
+            ax.bar(x + (i - (len(ms) - 1) / 2) * width, heights, width, label=m.label,
+                   color=f"C{i}")
+        ax.set_xticks(x)
+        ax.set_xticklabels(problems, rotation=35, ha="right", fontsize=7)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("exact recovery rate", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.legend(fontsize=6, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.figures", description=__doc__)
     parser.add_argument("--results-dir", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
     directory = Path(args.results_dir)
+    selection = directory / "selection.json"
+    if selection.is_file():
+        path = selection_figure(load_results(selection), directory / "selection.png")
+        if path is not None:
+            print(f"written: {path}")
     source = directory / "scaling.json"
     if not source.is_file():
         print(f"no {source}: run python -m benchmarks 'scaling-*' first")

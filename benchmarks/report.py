@@ -24,6 +24,8 @@ README_END = "<!-- end of speed table -->"
 
 #: What each results file measures, in the order of the page.
 SECTIONS = {
+    "selection": "Selection quality: the number of states, components, dimensions and the edges "
+                 "found against the truth, ours and the peers'",
     "hmm": "Hidden Markov models: time per VBEM iteration against hmmlearn's variational HMMs",
     "lds": "Linear dynamical systems: time per iteration against pykalman, dynamax, "
            "statsmodels and BayesPy",
@@ -197,6 +199,13 @@ def rst_page(directory=RESULTS_DIR, image_prefix=None):
         described = ", ".join(f"{k} {v}" for k, v in machine.items() if v)
         out += [f"Run {payload.get('time', 'at an unrecorded time')} on {described or 'an unrecorded machine'} "
                 f"(from {source}).", ""]
+        if stem == "selection":
+            from .harness import load_results
+            from .selection_report import rst
+
+            out += rst(load_results(directory / f"{stem}.json"), _rst_cell)
+            out.append("")
+            continue
         for result in payload["results"]:
             name = result["workload"] + (" (quick)" if result.get("quick") else "")
             out += _heading(name, "~")

@@ -1,0 +1,61 @@
+"""Selection quality: does the default find the number of states, components, factors or
+state dimensions, and the edges, that generated the data?
+
+One workload per family, ``selection-hmm``, ``selection-mfa``, ``selection-lds``,
+``selection-dag``, ``selection-mrf`` and ``selection-crf``; each runs its panel of
+problems (:mod:`benchmarks.selection`, whose modules describe every problem and method)
+at several seeds, with sklearn_vb's default first and then the peers a user would pick
+instead, on the same data in one run.  Every row's ``panel`` metric holds, per problem:
+``recovery_rate`` (exact structure), ``distance`` (|K - K_true| or structural Hamming
+distance), ``heldout_loglik`` per row (``heldout_accuracy`` for the CRF),
+``gap_to_true`` (the method's own score at its choice minus at the true structure,
+nats) and ``time_s`` (per selection), with the structures selected; real data sets
+have no truth and report held-out values only.  ``mean_recovery_rate`` averages the
+problems with a known truth.
+
+A missing peer is reported as skipped; a peer that does not apply to a problem (pgmpy
+on hidden nodes) says so in its panel entry.  ``python -m benchmarks 'selection-*'``
+writes ``results/selection.json`` and ``.md`` (a full run replaces only the families
+it ran); ``--quick`` runs one or two seeds of small problems.
+``tests/test_selection_guard.py`` runs the ``guard`` size of the same panels and
+checks them against ``benchmarks/selection_thresholds.json``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .harness import workload
+
+FAMILIES = ("hmm", "mfa", "lds", "dag", "mrf", "crf")
+
+
+def panel_module(family):
+    return importlib.import_module(f"benchmarks.selection.{family}")
+
+
+def _candidate(method, problems, cache):
+    from .selection.common import overall, run_panel
+
+    def run():
+        panel = run_panel(problems, method, cache)
+        return {"n_iter": None, **overall(panel), "panel": panel}
+
+    return run
+
+
+def _register(family):
+    @workload(f"selection-{family}", per="call", repeats=1, warmup=False, stem="selection",
+              compare=False)
+    def selection(quick):
+        module = panel_module(family)
+        problems = module.problems("quick" if quick else "full")
+        cache = {}  # every method sees the same data, generated once
+        return {label: _candidate(method, problems, cache)
+                for label, method in module.METHODS.items()}
+
+    return selection
+
+
+for _family in FAMILIES:
+    _register(_family)
