@@ -262,3 +262,37 @@ def test_startup_workloads_quick_subset(monkeypatch):
         assert {"import_s", "first_fit_s", "second_fit_s", "fit_cpu_s", "total_s"} <= set(row.metrics)
         assert row.median_s == row.metrics["first_fit_s"]
     assert set(bench_startup._CACHES) == {"boltzmann"}  # the warm row reused the cold row's cache
+
+
+def test_selection_workloads_register_and_report_per_problem(tmp_path):
+    """Every family's selection workload is registered under the ``selection`` stem; a
+    panel row renders in the per-problem Markdown and the figure."""
+    from benchmarks import bench_selection, figures, selection_report
+    from benchmarks.selection.common import Outcome, Problem, overall, run_panel
+
+    assert {f"selection-{f}" for f in bench_selection.FAMILIES} <= set(harness.WORKLOADS)
+    assert all(harness.WORKLOADS[f"selection-{f}"].stem == "selection"
+               for f in bench_selection.FAMILIES)
+
+    def make(seed):
+        return {"seed": seed}
+
+    def method(problem, data, seed):
+        if seed == 2:
+            raise RuntimeError("boom")
+        return Outcome(2 + seed, recovered=seed == 0, distance=float(seed), heldout=-1.0, gap=0.5)
+
+    panel = run_panel([Problem("toy", 2, (0, 1, 2), make)], method)
+    toy = panel["toy"]
+    assert toy["recovery_rate"] == 0.5 and toy["distance"] == 0.5 and toy["ok"] == 2
+    assert toy["selected"] == [2, 3] and len(toy["errors"]) == 1 and "boom" in toy["errors"][0]
+    assert overall(panel)["mean_recovery_rate"] == 0.5
+    m = harness.Measurement("sklearn_vb", "ok", median_s=1.0,
+                            metrics={**overall(panel), "panel": panel})
+    result = {"workload": "selection-toy", "per": "call", "measurements": [
+        m, harness.Measurement("peer", "skipped", message="not installed")]}
+    json_path, _ = harness.write_results([result], "selection", directory=tmp_path)
+    md = selection_report.write_markdown(json_path).read_text()
+    assert "| toy | toy | sklearn_vb | 2 | [2, 3] | 0.50 (2/3) [1 failed] | 0.50 |" in md
+    assert "| toy | toy | peer |" in md and "skipped" in md
+    assert figures.selection_figure(harness.load_results(json_path), tmp_path / "s.png").is_file()

@@ -1,7 +1,7 @@
 """MRF panel: the edges of binary pairwise Markov random fields.
 
 Problems
-    ``ising-p{p}-n{n}``: a random graph on p = 8 nodes (each edge present with
+    ``ising-p{p}-n{n}``: a random graph on p = 8 nodes (6 in the guard) (each edge present with
     probability 0.3; :func:`~sklearn_vb.datasets.random_undirected_structures`), Boltzmann
     machine weights of size 1 +- 0.1 with random signs and biases in [-1, 1]
     (:func:`~sklearn_vb.datasets.make_boltzmann_machine`), exact samples
@@ -31,7 +31,7 @@ import numpy as np
 from .common import Outcome, Problem, check_size, edge_shd
 
 _SIZES = {
-    "guard": {"seeds": (0, 1, 2), "ising": ((8, 1000),), "real": ()},
+    "guard": {"seeds": (0, 1, 2), "ising": ((6, 1000),), "real": ()},
     "quick": {"seeds": (0,), "ising": ((8, 500),), "real": ("breast-cancer-10",)},
     "full": {"seeds": (0, 1, 2, 3, 4), "ising": ((8, 300), (8, 1000), (8, 3000)),
              "real": ("breast-cancer-10", "wine-13")},
