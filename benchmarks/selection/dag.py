@@ -24,6 +24,8 @@ Methods
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .common import NotApplicable, Outcome, Problem, check_size, edge_shd
@@ -60,7 +62,10 @@ def _network(name, n, cfg):
         from pgmpy.sampling import BayesianModelSampling
         from pgmpy.utils import get_example_model
 
-        model = get_example_model(name)
+        # the bundled copy (its successor, pgmpy.example_models.load_model, downloads)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            model = get_example_model(name)
         nodes = sorted(model.nodes())
         frame = BayesianModelSampling(model).forward_sample(
             size=n + cfg["n_test"], seed=seed, show_progress=False)[nodes]

@@ -31,7 +31,7 @@ from .common import Outcome, Problem, check_size, size_distance, split_rows
 EMBEDDED_DIMS = (7, 4, 3, 2, 2, 1)
 
 _SIZES = {
-    "guard": {"seeds": (0, 1), "embedded_n": 0, "clusters": (4, 60), "spiral": 0,
+    "guard": {"seeds": (0, 1, 2, 3), "embedded_n": 80, "clusters": (4, 60), "spiral": 0,
               "real": ("wine",), "k_extra": 3, "gap": False},
     "quick": {"seeds": (0,), "embedded_n": 100, "clusters": (6, 50), "spiral": 400,
               "real": ("wine",), "k_extra": 3},
@@ -56,7 +56,8 @@ def _embedded(cfg):
     def make(seed):
         X, labels = make_embedded_clusters(int(cfg["embedded_n"] * 1.25), EMBEDDED_DIMS,
                                            random_state=seed)
-        return {**_split(X, seed, labels), "k_max": 6 + cfg["k_extra"], "gap": True}
+        return {**_split(X, seed, labels), "k_max": 6 + cfg["k_extra"],
+                "gap": cfg.get("gap", True)}
 
     return Problem("embedded-10d", len(EMBEDDED_DIMS), cfg["seeds"], make)
 
