@@ -6,7 +6,7 @@
 * ``results/scaling_memory.png``: the extra peak resident memory of the same fits;
 * ``results/selection.png``: the structure-selection panels, one bar per library and
   problem with a known truth, its exact-recovery rate over the seeds, one panel per
-  family (``results/selection.json``).
+  family (``results/selection.json``; ``selection_quick.png`` from the quick panels).
 
 The documentation's benchmarks page shows every ``results/*.png`` under the results
 file whose name it starts with.
@@ -136,11 +136,12 @@ def main(argv=None):
     parser.add_argument("--results-dir", default=str(RESULTS_DIR))
     args = parser.parse_args(argv)
     directory = Path(args.results_dir)
-    selection = directory / "selection.json"
-    if selection.is_file():
-        path = selection_figure(load_results(selection), directory / "selection.png")
-        if path is not None:
-            print(f"written: {path}")
+    for stem in ("selection", "selection_quick"):
+        source = directory / f"{stem}.json"
+        if source.is_file():
+            path = selection_figure(load_results(source), directory / f"{stem}.png")
+            if path is not None:
+                print(f"written: {path}")
     source = directory / "scaling.json"
     if not source.is_file():
         print(f"no {source}: run python -m benchmarks 'scaling-*' first")

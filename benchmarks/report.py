@@ -26,6 +26,7 @@ README_END = "<!-- end of speed table -->"
 SECTIONS = {
     "selection": "Selection quality: the number of states, components, dimensions and the edges "
                  "found against the truth, ours and the peers'",
+    "selection_quick": "Selection quality, quick panels (one or two seeds of small problems)",
     "hmm": "Hidden Markov models: time per VBEM iteration against hmmlearn's variational HMMs",
     "lds": "Linear dynamical systems: time per iteration against pykalman, dynamax, "
            "statsmodels and BayesPy",
@@ -199,7 +200,7 @@ def rst_page(directory=RESULTS_DIR, image_prefix=None):
         described = ", ".join(f"{k} {v}" for k, v in machine.items() if v)
         out += [f"Run {payload.get('time', 'at an unrecorded time')} on {described or 'an unrecorded machine'} "
                 f"(from {source}).", ""]
-        if stem == "selection":
+        if stem.startswith("selection"):
             from .harness import load_results
             from .selection_report import rst
 

@@ -78,7 +78,7 @@ def _network(name, n, cfg):
                 "beal": False}
 
     # the true edges need pgmpy; they are read when the data are made
-    return Problem(f"{name}-n{n}", "network", cfg["seeds"], make, info={"network": name})
+    return Problem(f"{name}-n{n}", f"{name} (pgmpy)", cfg["seeds"], make, info={"network": name})
 
 
 def problems(size):

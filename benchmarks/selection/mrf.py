@@ -48,7 +48,7 @@ def _ising(p, n, cfg):
         X = sample_mrf(coef, edges, p, n + N_TEST, random_state=seed)
         return {"X": X[:n], "X_test": X[n:], "truth": [tuple(map(int, e)) for e in edges]}
 
-    return Problem(f"ising-p{p}-n{n}", "graph", cfg["seeds"], make)
+    return Problem(f"ising-p{p}-n{n}", "random graph per seed", cfg["seeds"], make)
 
 
 def _real(name, cfg):
