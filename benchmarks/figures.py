@@ -117,11 +117,13 @@ def selection_figure(results, path):
             panel = m.metrics.get("panel", {})
             rates = [panel.get(p, {}).get("recovery_rate") for p in problems]
             heights = [np.nan if r is None else r for r in rates]
-            ax.bar(x + (i - (len(ms) - 1) / 2) * width, heights, width, label=m.label,
-                   color=f"C{i}")
+            bars = ax.bar(x + (i - (len(ms) - 1) / 2) * width, heights, width, label=m.label,
+                          color=f"C{i}")
+            # a rate of 0 draws no bar: print every value on its bar
+            ax.bar_label(bars, fmt="%.2f", fontsize=5)
         ax.set_xticks(x)
         ax.set_xticklabels(problems, rotation=35, ha="right", fontsize=7)
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(0, 1.15)
         ax.set_ylabel("exact recovery rate", fontsize=8)
         ax.tick_params(axis="y", labelsize=7)
         ax.legend(fontsize=6, loc="upper right")
