@@ -28,6 +28,10 @@ from .mrf import GaussianWeightsMixin
 
 __all__ = ["BoltzmannScoringModel", "BoltzmannData", "HiddenEStep"]
 
+# the variance of the broad Gaussian that stands in for no prior at the ML point (the
+# default ml_prior_variance of PairwiseMRF and LinearChainCRF)
+ML_PRIOR_VARIANCE = 1e4
+
 
 @dataclass
 class BoltzmannData:
@@ -130,10 +134,13 @@ class BoltzmannScoringModel(GaussianWeightsMixin, ScoringModelMixin):
         return full[:, :self.estimator.n_visible_]
 
     # -- the MAP ---------------------------------------------------------------------
-    def map_point(self, X, inference="model"):
-        """The MAP of the visible likelihood on ``X``, started from the estimator's
-        ``coef_`` and its random starts (cached per data set)."""
-        key = (id(X), inference)
+    def map_point(self, X, inference="model", kind="map"):
+        """The MAP (``kind="ml"``: the maximum likelihood) of the visible likelihood on
+        ``X``, started from the estimator's ``coef_`` and its random starts (cached per
+        data set)."""
+        if kind not in ("map", "ml"):
+            raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
+        key = (id(X), inference, kind)
         if key in self._points and self._points[key][0] is X:
             return self._points[key][1]
         est = self.estimator
@@ -146,15 +153,18 @@ class BoltzmannScoringModel(GaussianWeightsMixin, ScoringModelMixin):
             starts = np.vstack([est.coef_[None],
                                 est.init_scale * rng.standard_normal((est.n_init - 1,
                                                                       self.layout.n_features))])
-        res = fit_visible_map(self.visible_likelihood(X, inference), self.precision, starts,
+        # the maximum likelihood need not exist (a unit that always agrees with another
+        # drives their weight to infinity), so "ml" keeps a broad Gaussian, as the
+        # PairwiseMRF and LinearChainCRF adapters do with their ml_prior_variance
+        precision = self.precision if kind == "map" else np.full_like(
+            self.precision, 1.0 / ML_PRIOR_VARIANCE)
+        res = fit_visible_map(self.visible_likelihood(X, inference), precision, starts,
                               est.max_iter, est.tol)
         self._points[key] = (X, res)
         return res
 
     def fit_point(self, X, kind="map", basis=None, rng=None, n_init=1, **ignored):
-        if kind != "map":
-            raise ValueError(f"BoltzmannMachine scoring supports kind='map' only, got {kind!r}.")
-        return {"coef": self.map_point(X).coef[None].copy()}
+        return {"coef": self.map_point(X, kind=kind).coef[None].copy()}
 
     # -- Laplace of the visible marginal likelihood ----------------------------------
     def visible_laplace(self, X, inference="model"):
