@@ -157,5 +157,5 @@ def test_point_scores_report_progress_and_keep_their_value(fitted, capsys):
         clear_point_cache()
         loud = score(est, X, "bic", verbose=2).log_evidence
     out = capsys.readouterr().out
-    assert "[map point of MFAScoringModel]" in out and "3/3" in out
+    assert "[ml point of MFAScoringModel]" in out and "3/3" in out
     assert loud == quiet
