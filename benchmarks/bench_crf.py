@@ -62,18 +62,26 @@ def _as_crfsuite(X, y, lengths):
     return xs, ys
 
 
-@workload("crf-fit-vs-crfsuite", per="call", repeats=3, stem="crf")
-def crf_fit_vs_crfsuite(quick):
+def _fit_ours(params, train, test):
+    """A timed fit of our LinearChainCRF with ``params`` on ``train``, reporting its
+    iterations, accuracy on ``test`` and parameter count."""
     from sklearn_vb import LinearChainCRF
 
+    (Xtr, ytr, ltr), (Xte, yte, lte) = train, test
+
+    def fit():
+        crf = LinearChainCRF(prior_variance=SIGMA2, **params).fit(Xtr, ytr, lengths=ltr)
+        return {"n_iter": crf.n_iter_, "test_accuracy": crf.score(Xte, yte, lengths=lte),
+                "n_parameters": crf.n_parameters_}
+    return fit
+
+
+@workload("crf-fit-vs-crfsuite", per="call", repeats=3, stem="crf")
+def crf_fit_vs_crfsuite(quick):
     (Xtr, ytr, ltr), (Xte, yte, lte) = _data(quick)
 
     def ours(**params):
-        def fit():
-            crf = LinearChainCRF(prior_variance=SIGMA2, **params).fit(Xtr, ytr, lengths=ltr)
-            return {"n_iter": crf.n_iter_, "test_accuracy": crf.score(Xte, yte, lengths=lte),
-                    "n_parameters": crf.n_parameters_}
-        return fit
+        return _fit_ours(params, (Xtr, ytr, ltr), (Xte, yte, lte))
 
     def crfsuite(c2):
         xs, ys = _as_crfsuite(Xtr, ytr, ltr)
@@ -143,8 +151,6 @@ def _tagging_as_crfsuite(words, tags, lengths):
 
 @workload("crf-tagging-vs-crfsuite", per="call", repeats=3, stem="crf")
 def crf_tagging_vs_crfsuite(quick):
-    from sklearn_vb import LinearChainCRF
-
     n_train, n_test = (100, 100) if quick else (1000, 300)
     words, tags, lengths, V = _tagging_sentences(n_train + n_test, np.random.default_rng(0))
     X = _window_features(words, lengths, V)
@@ -153,11 +159,7 @@ def crf_tagging_vs_crfsuite(quick):
     Xte, yte, lte = X[cut:], tags[cut:], lengths[n_train:]
 
     def ours(**params):
-        def fit():
-            crf = LinearChainCRF(prior_variance=SIGMA2, **params).fit(Xtr, ytr, lengths=ltr)
-            return {"n_iter": crf.n_iter_, "test_accuracy": crf.score(Xte, yte, lengths=lte),
-                    "n_parameters": crf.n_parameters_}
-        return fit
+        return _fit_ours(params, (Xtr, ytr, ltr), (Xte, yte, lte))
 
     def crfsuite():
         xs, ys = _tagging_as_crfsuite(words[:cut], ytr, ltr)

@@ -46,6 +46,17 @@ def _curve(result, key):
     return sizes, values
 
 
+def _panel_grid(plt, n_panels, n_cols, panel_size):
+    """A figure with ``n_panels`` axes in rows of ``n_cols`` (the unused ones hidden)."""
+    n_rows = -(-n_panels // n_cols)
+    width, height = panel_size
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, height * n_rows),
+                             squeeze=False)
+    for ax in axes.flat[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
 def scaling_figure(results, key, ylabel, path):
     """One panel per workload; ``key`` a metric name or None for the timed seconds."""
     import matplotlib
@@ -57,11 +68,7 @@ def scaling_figure(results, key, ylabel, path):
     results = [r for r in results if r["workload"].startswith("scaling-")]
     if not results:
         return None
-    n_cols = 4
-    n_rows = -(-len(results) // n_cols)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.2 * n_cols, 2.8 * n_rows), squeeze=False)
-    for ax in axes.flat[len(results):]:
-        ax.set_visible(False)
+    fig, axes = _panel_grid(plt, len(results), n_cols=4, panel_size=(3.2, 2.8))
     for ax, result in zip(axes.flat, results):
         sizes, values = _curve(result, key)
         name = result["workload"]
@@ -94,11 +101,7 @@ def selection_figure(results, path):
     results = [r for r in results if r["workload"].startswith("selection-")]
     if not results:
         return None
-    n_cols = 3
-    n_rows = -(-len(results) // n_cols)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(5.0 * n_cols, 3.4 * n_rows), squeeze=False)
-    for ax in axes.flat[len(results):]:
-        ax.set_visible(False)
+    fig, axes = _panel_grid(plt, len(results), n_cols=3, panel_size=(5.0, 3.4))
     for ax, result in zip(axes.flat, results):
         ax.set_title(result["workload"].replace("selection-", ""), fontsize=10)
         ms = [m for m in result["measurements"] if m.status == "ok"]
