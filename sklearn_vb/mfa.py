@@ -74,22 +74,6 @@ _HYPER_NAMES = ("noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior")
 _HYPER_DEFAULT = ("noise", "ard_rate")
 
 
-def _two_means_split(Z, weights, rho, n_iter):
-    """Lloyd iterations of weighted 2-means from the partition ``rho`` (1 or 0 per
-    point); returns the refined partition."""
-    for _ in range(n_iter):
-        wa, wb = weights * rho, weights * (1.0 - rho)
-        if wa.sum() <= 0 or wb.sum() <= 0:
-            break
-        ca = wa @ Z / wa.sum()
-        cb = wb @ Z / wb.sum()
-        new = (((Z - ca) ** 2).sum(1) <= ((Z - cb) ** 2).sum(1)).astype(float)
-        if np.array_equal(new, rho):
-            break
-        rho = new
-    return rho
-
-
 def max_identifiable_factors(p):
     """Smallest ``k`` whose factor analyser has at least as many degrees of freedom as
     a full covariance, ``ceil(p + (1 - sqrt(1 + 8p)) / 2)`` (Beal 2003, eq. 4.10): more
@@ -1464,8 +1448,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             r_a = r_b = 0.5 * r_par
         else:
             rho = ((Z - centre) @ d >= 0).astype(float)
-            if getattr(self, "_kmeans_split", 0):
-                rho = _two_means_split(Z, r_par, rho, self._kmeans_split)
             h = self.split_hardness
             r_a = r_par * (h * rho + (1 - h) * (1 - rho))
             r_b = r_par * ((1 - h) * rho + h * (1 - rho))
