@@ -46,29 +46,34 @@ def _curve(result, key):
     return sizes, values
 
 
-def _panel_grid(plt, n_panels, n_cols, panel_size):
-    """A figure with ``n_panels`` axes in rows of ``n_cols`` (the unused ones hidden)."""
-    n_rows = -(-n_panels // n_cols)
-    width, height = panel_size
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, height * n_rows),
-                             squeeze=False)
-    for ax in axes.flat[n_panels:]:
-        ax.set_visible(False)
-    return fig, axes
-
-
-def scaling_figure(results, key, ylabel, path):
-    """One panel per workload; ``key`` a metric name or None for the timed seconds."""
+def _workload_panels(results, prefix, n_cols, panel_size):
+    """``(plt, fig, axes, results)`` for the workloads named ``prefix*``: one axis each in
+    rows of ``n_cols`` (the unused ones hidden); None when there is no such workload."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullFormatter
 
-    results = [r for r in results if r["workload"].startswith("scaling-")]
+    results = [r for r in results if r["workload"].startswith(prefix)]
     if not results:
         return None
-    fig, axes = _panel_grid(plt, len(results), n_cols=4, panel_size=(3.2, 2.8))
+    n_rows = -(-len(results) // n_cols)
+    width, height = panel_size
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width * n_cols, height * n_rows),
+                             squeeze=False)
+    for ax in axes.flat[len(results):]:
+        ax.set_visible(False)
+    return plt, fig, axes, results
+
+
+def scaling_figure(results, key, ylabel, path):
+    """One panel per workload; ``key`` a metric name or None for the timed seconds."""
+    from matplotlib.ticker import NullFormatter
+
+    panels = _workload_panels(results, "scaling-", n_cols=4, panel_size=(3.2, 2.8))
+    if panels is None:
+        return None
+    plt, fig, axes, results = panels
     for ax, result in zip(axes.flat, results):
         sizes, values = _curve(result, key)
         name = result["workload"]
@@ -92,16 +97,12 @@ def scaling_figure(results, key, ylabel, path):
 
 def selection_figure(results, path):
     """Recovery rate per problem and library, one panel per family."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    results = [r for r in results if r["workload"].startswith("selection-")]
-    if not results:
+    panels = _workload_panels(results, "selection-", n_cols=3, panel_size=(5.0, 3.4))
+    if panels is None:
         return None
-    fig, axes = _panel_grid(plt, len(results), n_cols=3, panel_size=(5.0, 3.4))
+    plt, fig, axes, results = panels
     for ax, result in zip(axes.flat, results):
         ax.set_title(result["workload"].replace("selection-", ""), fontsize=10)
         ms = [m for m in result["measurements"] if m.status == "ok"]
