@@ -33,8 +33,10 @@ demo: $(STAMP) $(KERNELS)
 data: $(STAMP)
 	-$(PY) -c "from sklearn_vb.datasets import fetch_alice_text; fetch_alice_text(download=True)" >/dev/null
 
+# The suite runs on every core (pytest-xdist; WORKERS=0 runs it in one process).
+WORKERS ?= auto
 test: $(STAMP) $(KERNELS) data
-	MPLBACKEND=Agg $(PY) -m pytest -q $(PYTEST_ARGS)
+	MPLBACKEND=Agg $(PY) -m pytest -q -n $(WORKERS) $(PYTEST_ARGS)
 
 # The numerically sensitive tests (marker "numerics": fits, scores, searches, the
 # reproductions' quick modes) again on a second floating-point code path: numba code
