@@ -26,6 +26,11 @@ without a default is abstract):
 ``_get_state()`` / ``_set_state(state)``
     copy out / restore the fitted variational state, used to keep the best restart
     (defaults: every public attribute ending in ``_``).
+``_restart_starts()``
+    optional: the kinds of start that make up one restart (default ``(None,)``, the one
+    start of ``_initialize``).  With several, every restart runs one start of each
+    kind to convergence, ``_initialize(data, random_state, start=kind)`` setting it
+    up, and the run with the highest final bound over all of them is kept.
 ``_can_stop(iteration)`` / ``_finalize(data)`` / ``_verbose_details()``
     optional: forbid convergence before a schedule has run / set derived attributes
     once on the kept state / add to the per-iteration message.
@@ -359,7 +364,9 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         Convergence threshold on the absolute change of the lower bound, in nats
         (total over the data set).
     n_init : int
-        Number of restarts; the run with the highest final bound is kept.
+        Number of restarts; the run with the highest final bound is kept.  A model may
+        make one restart of several runs from different kinds of start (see
+        ``_restart_starts``).
     init_params : str
         How the variational state is initialised (model specific choices).
     random_state : int, RandomState instance or None
@@ -377,8 +384,9 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         evaluates the bound after every coordinate step and raises naming the step
         (slower; for debugging).
     keep_restarts : bool
-        If True, ``restarts_`` keeps every restart's final state and bound (a list of
-        :class:`Restart`, in the order run), e.g. for the restart-mixture proposal of
+        If True, ``restarts_`` keeps every run's final state and bound (a list of
+        :class:`Restart`, in the order run: one per restart, or one per start of a
+        restart made of several), e.g. for the restart-mixture proposal of
         importance sampling (``score(est, X, "is", proposal="vb_mixture")``, Beal 2003,
         section 4.7).  Each restart is finalised once more for this.  Estimators declare
         the parameter in their own signature.
@@ -489,6 +497,11 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         for k, v in state.items():
             setattr(self, k, v)
 
+    def _restart_starts(self):
+        """The kinds of start of one restart; ``None`` is the single start of
+        :meth:`_initialize` (see the module docstring)."""
+        return (None,)
+
     def _can_stop(self, iteration):
         """Whether convergence may be declared at ``iteration`` (1-based).
 
@@ -518,13 +531,19 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
 
         best = None
         t_start = time.perf_counter()
-        for init in range(n_init):
+        starts = (None,) if continuing else self._restart_starts()
+        runs = [(init, start) for init in range(n_init) for start in starts]
+        for init, start in runs:
             if not continuing:
-                self._initialize(data, random_state)
+                if start is None:
+                    self._initialize(data, random_state)
+                else:
+                    self._initialize(data, random_state, start=start)
             bounds, converged = self._run_vbem(data)
             if self.verbose:
                 print(
-                    f"[{type(self).__name__}] restart {init + 1}/{n_init}: "
+                    f"[{type(self).__name__}] restart {init + 1}/{n_init}"
+                    f"{'' if start is None else f' ({start} start)'}: "
                     f"bound {bounds[-1]:.6f} after {len(bounds)} iterations"
                     f"{_extrapolation_summary(getattr(self, '_run_extrapolations', None))}"
                     f"{'' if converged else ' (not converged)'}"

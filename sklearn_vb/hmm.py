@@ -476,19 +476,25 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             setattr(self, f"{name}_{kind}_", value)
 
     # ------------------------------------------------------------------ init
-    def _initialize(self, data, random_state):
+    def _restart_starts(self):
+        """The starts of one restart: those of the family for ``init_params="auto"``."""
+        if self.init_params == "auto":
+            return self._family.default_inits
+        return (self.init_params,)
+
+    def _initialize(self, data, random_state, start=None):
         self.__dict__.pop("_theta_", None)
-        self._initialize_posterior(data, random_state)
+        self._initialize_posterior(data, random_state, start)
         if self.method != "vb":
             self._start_point()
 
-    def _initialize_posterior(self, data, random_state):
+    def _initialize_posterior(self, data, random_state, start=None):
+        """The initial q(theta) of the start kind ``start`` (default: the first of
+        :meth:`_restart_starts`)."""
         self._resolve_priors(data)
         family = self._family
         K = self.n_components
-        how = self.init_params
-        if how == "auto":
-            how = family.default_init
+        how = self._restart_starts()[0] if start is None else start
         if how == "posterior":
             self._init_from_posterior()
         elif how in ("random_params", "random_marginals"):

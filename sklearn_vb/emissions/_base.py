@@ -55,8 +55,10 @@ class EmissionFamily(ABC):
     dirichlet_blocks : tuple of str
         Hyperparameters that are Dirichlet concentrations, whose overall scale
         ``optimize_prior_strengths=True`` may tune (empty for non-Dirichlet families).
-    default_init : str
-        What ``init_params="auto"`` means for the family.
+    default_inits : tuple of str
+        What ``init_params="auto"`` means for the family: the kinds of start of one
+        restart (with several, every restart runs one start of each kind and the fit
+        keeps the highest final bound).
     random_params_init : bool
         Whether the random-parameter starts (``init_params="random_params"`` and
         ``"random_marginals"``) are available: they draw probability vectors, so they
@@ -75,7 +77,7 @@ class EmissionFamily(ABC):
     emission: str = ""
     hyper_names: tuple = ()
     dirichlet_blocks: tuple = ()
-    default_init: str = "kmeans"
+    default_inits: tuple = ("kmeans",)
     random_params_init: bool = False
 
     # ------------------------------------------------------------------ data

@@ -109,7 +109,9 @@ class CategoricalEmissions(EmissionFamily):
     emission = "categorical"
     hyper_names = ("emissionprob",)
     dirichlet_blocks = ("emissionprob",)
-    default_init = "random_marginals"
+    # a start near the symmetric point (prunes superfluous states) and one that breaks the
+    # symmetry decisively (finds the many-state solutions); the bound decides between them
+    default_inits = ("random_marginals", "random_params")
     random_params_init = True
 
     # ------------------------------------------------------------------ data

@@ -59,7 +59,7 @@ class _GaussianEmissions(EmissionFamily):
     emission = "gaussian"
     covariance_type = ""
     hyper_names = ("means", "beta", "dof", "scale")
-    default_init = "kmeans"
+    default_inits = ("kmeans",)
 
     # ------------------------------------------------------------------ data
     def check_X(self, X, estimator, reset):

@@ -104,7 +104,7 @@ class PoissonEmissions(EmissionFamily):
 
     emission = "poisson"
     hyper_names = ("rate_shape", "rate_rate")
-    default_init = "kmeans"
+    default_inits = ("kmeans",)
 
     # ------------------------------------------------------------------ data
     def check_X(self, X, estimator, reset):
