@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._distributions import dirichlet_log_pdf
+from ._core.distributions import dirichlet_log_pdf
 from ._kernels.forward_backward import forward_backward
 
 __all__ = ["point_m_step", "point_log_prior", "point_e_step", "complete_log_likelihood",

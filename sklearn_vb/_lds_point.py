@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ._kernels._constants import LOG_2PI
+from ._core.kernels.constants import LOG_2PI
 
 __all__ = ["point_m_step", "log_prior_density", "spd_solve_inv", "gamma_log_pdf"]
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ._distributions import dirichlet_log_pdf
+from ._core.distributions import dirichlet_log_pdf
 from ._kernels import mfa as _k
-from ._kernels._constants import LOG_2PI
-from ._kernels._linalg import spd_inverse_jittered
+from ._core.kernels.constants import LOG_2PI
+from ._core.kernels.linalg import spd_inverse_jittered
 
 __all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
            "principal_axes", "noise_residual", "noise_update", "log_prior_density"]

@@ -35,9 +35,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
-from ._distributions import dirichlet_kl, gamma_kl
+from ._core.distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
-from ._kernels._constants import LOG_2PI
+from ._core.kernels.constants import LOG_2PI
 from ._mfa_hyper import update_ard_rate
 from ._mfa_point import noise_residual
 

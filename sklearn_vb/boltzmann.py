@@ -25,7 +25,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from ._boltzmann_inference import VisibleLikelihood, fit_visible_map, hidden_states
 from ._mrf_inference import BPEngine, ExactEngine, sample_states
 from ._mrf_layout import MRFLayout, parse_structure
-from ._validation import validate_float_data
+from ._core.validation import validate_float_data
 from .mrf import prior_precision_vector
 
 __all__ = ["BoltzmannMachine", "boltzmann_edges"]

@@ -37,7 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._crf_layout import CRFData, CRFEngine, CRFLayout
 from ._mrf_inference import grouped_prior_precision, lbfgs_minimize, log_prior, newton_map
-from ._validation import (MISSING_IN_SEQUENCES, check_sequences, check_sequences_routed,
+from ._core.validation import (MISSING_IN_SEQUENCES, check_sequences, check_sequences_routed,
                           fitted_from_sequence_ids, validate_float_data)
 
 __all__ = ["LinearChainCRF", "crf_prior_precision"]

@@ -54,9 +54,9 @@ from ._kernels.dag import (
     pattern_log_normalisers,
 )
 from ._kernels.dag_fit import DECREASED, NOT_FINITE, em_run, vbem_run
-from ._distributions import dirichlet_expected_log
-from ._validation import lookup_categories, validate_categorical_data
-from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from ._core.distributions import dirichlet_expected_log
+from ._core.validation import lookup_categories, validate_categorical_data
+from ._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
 
 __all__ = ["VBDiscreteDAG"]
 
@@ -314,7 +314,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
 
     def _encode(self, columns, fit, weights=None, declared_categories=None):
         """Columns in observed-node order (float64 or object labels, see
-        :func:`~sklearn_vb._validation.categorical_column`) -> int codes, -1 = missing."""
+        :func:`~sklearn_vb._core.validation.categorical_column`) -> int codes, -1 = missing."""
         s = self._structure
         n = columns[0].shape[0] if columns else 0
         codes = np.full((n, len(columns)), -1, dtype=np.int64)

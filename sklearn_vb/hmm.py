@@ -28,17 +28,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
+from ._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
 from ._kernels import hmm as _k
 from ._kernels.forward_backward import forward_backward
 from ._hmm_point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
-from ._validation import (
+from ._core.validation import (
     check_sequences,
     check_sequences_routed,
     fitted_from_sequence_ids,
     sequence_bounds,
 )
-from .base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from ._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior, init_posterior_array
 

@@ -28,9 +28,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._distributions import gamma_expected_log, gamma_kl
-from ._kernels._constants import LOG_2PI
-from ._kernels._linalg import spd_inverse
+from ._core.distributions import gamma_expected_log, gamma_kl
+from ._core.kernels.constants import LOG_2PI
+from ._core.kernels.linalg import spd_inverse
 from ._kernels.kalman import simulate_lds, vb_kalman_smoother
 from ._lds_hyper import (
     dynamics_evidence,
@@ -48,7 +48,7 @@ from ._lds_moves import (
     translate_hidden_posterior,
 )
 from ._lds_point import log_prior_density, point_m_step
-from ._validation import (
+from ._core.validation import (
     MISSING_IN_SEQUENCES,
     check_sequences,
     check_sequences_routed,
@@ -56,7 +56,7 @@ from ._validation import (
     sequence_bounds,
     validate_float_data,
 )
-from .base import VBEMEstimator, bound_round_off, predicted_remaining_gain
+from ._core.base import VBEMEstimator, bound_round_off, predicted_remaining_gain
 
 __all__ = ["VBLinearDynamicalSystem"]
 

@@ -44,17 +44,17 @@ from numbers import Integral, Real
 import numpy as np
 
 from .scoring._base import prepare_data, resolve_model, variational_posterior
-from .scoring._numerics import as_seed_sequence
-from .scoring._progress import Progress
-from .scoring.params import concat_params
-from .scoring.posteriors import GaussianQ
-from .scoring.mcmc_moves import (
+from ._core.numerics import as_seed_sequence
+from ._core.progress import Progress
+from ._core.evidence.params import concat_params
+from ._core.evidence.posteriors import GaussianQ
+from ._core.evidence.mcmc_moves import (
     BlockRandomWalkMH,
     IndependenceMH,
     Target,
     VariationalMixtureKernel,
 )
-from ._kernels._constants import LOG_2PI
+from ._core.kernels.constants import LOG_2PI
 
 __all__ = ["VariationalMCMC", "UnconstrainedGaussianQ", "effective_sample_size"]
 

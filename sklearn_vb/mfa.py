@@ -56,7 +56,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._distributions import dirichlet_kl, gamma_kl
+from ._core.distributions import dirichlet_kl, gamma_kl
 from ._kernels import mfa as _k
 from ._mfa_hyper import loading_half_second_moments, update_ard_rate
 from ._mfa_rotate import (optimal_translations, optimise_rotations, rotate_components,
@@ -64,8 +64,8 @@ from ._mfa_rotate import (optimal_translations, optimise_rotations, rotate_compo
 from ._mfa_search import PartialBound, children_iteration
 from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
                          point_weights)
-from ._validation import validate_float_data
-from .base import (ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off,
+from ._core.validation import validate_float_data
+from ._core.base import (ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off,
                    predicted_remaining_gain)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]

@@ -28,7 +28,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from ._mrf_inference import (BPEngine, ExactEngine, grouped_prior_precision, lbfgs_minimize,
                              log_prior, newton_map, sample_states)
 from ._mrf_layout import MRFLayout, parse_structure
-from ._validation import validate_float_data
+from ._core.validation import validate_float_data
 
 __all__ = ["PairwiseMRF", "prior_precision_vector"]
 

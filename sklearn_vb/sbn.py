@@ -44,8 +44,8 @@ from ._kernels.sbn import (
     normalise_rows,
     pattern_log_likelihoods,
 )
-from ._validation import validate_float_data
-from .base import VBEMEstimator
+from ._core.validation import validate_float_data
+from ._core.base import VBEMEstimator
 
 __all__ = ["VBSigmoidBeliefNetwork", "SBNPatterns", "map_weights"]
 

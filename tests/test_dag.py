@@ -282,7 +282,7 @@ def test_posterior_equals_brute_force_enumeration():
 
 def test_digamma_and_dirichlet_update_match_scipy():
     from scipy.special import digamma as sp_digamma
-    from sklearn_vb._distributions import dirichlet_kl, dirichlet_expected_log
+    from sklearn_vb._core.distributions import dirichlet_kl, dirichlet_expected_log
     xs = np.array([1e-3, 0.1, 0.5, 1.0, 3.7, 9.99, 10.0, 55.5, 1e5])
     np.testing.assert_allclose([digamma(x) for x in xs], sp_digamma(xs), rtol=1e-13, atol=1e-13)
     rng = np.random.default_rng(0)

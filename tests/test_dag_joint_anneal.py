@@ -10,7 +10,7 @@ from scipy.special import logsumexp
 
 from sklearn_vb import VBDiscreteDAG
 from sklearn_vb.scoring import UnreliableEstimateWarning, score, scoring_model_for
-from sklearn_vb.scoring.models._dirichlet import dirichlet_evidence
+from sklearn_vb._core.evidence.dirichlet import dirichlet_evidence
 
 # h1 -> h2, h1 -> a, h2 -> b, h2 -> c: two hidden nodes (2 and 3 states), one the
 # other's parent, so the order of the configuration grid matters

@@ -1,4 +1,4 @@
-"""Tests of the conjugate families in ``sklearn_vb._distributions``.
+"""Tests of the conjugate families in ``sklearn_vb._core.distributions``.
 
 Oracles: scipy.stats densities and entropies, closed forms, and Monte Carlo
 averages with a tolerance of a few standard errors (fixed seeds).
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import digamma, gammaln, multigammaln
 
-from sklearn_vb import _distributions as dist
+from sklearn_vb._core import distributions as dist
 
 # Monte Carlo tolerance in standard errors; fixed seeds make every test deterministic.
 Z = 5.0

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import digamma, gammaln, logsumexp, multigammaln
 
-from sklearn_vb._distributions import log_multivariate_beta
+from sklearn_vb._core.distributions import log_multivariate_beta
 from sklearn_vb._kernels import hmm as kernels
 from sklearn_vb._kernels.forward_backward import (forward_backward, forward_backward_log,
                                                   forward_backward_scaled)
@@ -447,7 +447,7 @@ def test_prior_strength_optimisation_maximises_objective():
     rng = np.random.default_rng(0)
     base = np.full((4, 5), 0.2)
     w = base + rng.gamma(2.0, 3.0, size=(4, 5))
-    from sklearn_vb._distributions import dirichlet_expected_log, dirichlet_kl
+    from sklearn_vb._core.distributions import dirichlet_expected_log, dirichlet_kl
 
     elog = dirichlet_expected_log(w)
     lam = optimize_dirichlet_scale(base, elog)

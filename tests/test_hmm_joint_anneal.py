@@ -10,7 +10,7 @@ from scipy.special import logsumexp
 
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.scoring import score, scoring_model_for
-from sklearn_vb.scoring.models._dirichlet import dirichlet_evidence
+from sklearn_vb._core.evidence.dirichlet import dirichlet_evidence
 
 X = np.array([0, 2, 2, 1, 0, 0, 1]).reshape(-1, 1)
 LENGTHS = [4, 3]

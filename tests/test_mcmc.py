@@ -11,7 +11,7 @@ from sklearn_vb import (VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem,
                         VBMixtureFactorAnalysers, VBSigmoidBeliefNetwork)
 from sklearn_vb.mcmc import VariationalMCMC, effective_sample_size
 from sklearn_vb.scoring import ParamBlock, ParamSpace, ScoringModelMixin
-from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
+from sklearn_vb._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 
 
 class GaussianPosteriorModel(ScoringModelMixin):

@@ -11,7 +11,7 @@ import pytest
 from sklearn_vb import VBSigmoidBeliefNetwork
 from sklearn_vb.mcmc import VariationalMCMC
 from sklearn_vb.scoring import scoring_model_for
-from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
+from sklearn_vb._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 
 
 def _hidden_network():

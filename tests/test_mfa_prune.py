@@ -8,7 +8,7 @@ import pytest
 from scipy.special import digamma
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_vb._distributions import gamma_kl
+from sklearn_vb._core.distributions import gamma_kl
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
 

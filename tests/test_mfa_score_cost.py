@@ -104,7 +104,7 @@ def test_point_em_from_the_fitted_mode_never_lowers_the_objective(fitted, kind):
     """Every point the EM continues from (plain EM steps and accepted SQUAREM jumps) has
     an objective at least that of the one before, and the kept point is at least as good
     as the fitted posterior's mode it started from."""
-    from sklearn_vb.scoring.models._point_em import em_climb
+    from sklearn_vb._core.evidence.point_em import em_climb
 
     _, model, _, data = fitted
     start = model.variational_posterior().mean()

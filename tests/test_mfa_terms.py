@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import multivariate_normal
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_vb._distributions import dirichlet_log_pdf, gamma_log_pdf
+from sklearn_vb._core.distributions import dirichlet_log_pdf, gamma_log_pdf
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
 N_MC = 40000

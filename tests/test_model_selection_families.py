@@ -155,7 +155,7 @@ def test_sequence_kfold_errors():
 def test_sequence_id_checks_agree_with_the_estimators_checks():
     """The splitter helpers and ``check_sequences`` share one check, and each message
     names the argument it was given."""
-    from sklearn_vb._validation import check_sequences
+    from sklearn_vb._core.validation import check_sequences
 
     ids = np.array([4, 4, 4, 9, 9, 2, 2, 2, 2])
     np.testing.assert_array_equal(sequence_ids_to_lengths(ids), [3, 2, 4])

@@ -152,7 +152,7 @@ def test_parallel_run_matches_sequential(tiny):
 
 
 def test_progress_line_shows_time_left(tiny, capsys):
-    from sklearn_vb.scoring._progress import Progress
+    from sklearn_vb._core.progress import Progress
 
     p = Progress(1, "reproduce tiny_test", 4, clock=iter([0.0, 10.0, 10.0]).__next__)
     assert "left ~30.0s" in p.line(1)

@@ -5,7 +5,7 @@ import pytest
 from scipy.special import logsumexp
 
 from sklearn_vb.scoring import ParamBlock, ParamSpace, ScoreResult, SCORERS, get_scorer, score
-from sklearn_vb.scoring._numerics import (
+from sklearn_vb._core.numerics import (
     combine_unbiased_for_inverse_z,
     combine_unbiased_for_z,
     delta_method_stderr,

@@ -16,8 +16,8 @@ from sklearn_vb.emissions._gaussian import GaussianFullEmissions
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._dimension import _singular_values
 from sklearn_vb.scoring.models import hmm_family
-from sklearn_vb.scoring.models._point_em import best_point_em
-from sklearn_vb.scoring.params import take
+from sklearn_vb._core.evidence.point_em import best_point_em
+from sklearn_vb._core.evidence.params import take
 
 
 def _categorical(seed=0):

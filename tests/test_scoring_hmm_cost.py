@@ -10,7 +10,7 @@ import pytest
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring.models import hmm_family
-from sklearn_vb.scoring.models._point_em import best_point_em
+from sklearn_vb._core.evidence.point_em import best_point_em
 
 
 def _toy(first_x=0.0, far_x=13.0, far_index=None):

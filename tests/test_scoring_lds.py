@@ -1,5 +1,5 @@
 """The ScoringModel of VBLinearDynamicalSystem: every method group of the interface
-(``sklearn_vb/scoring/protocols.py``) and the identities every ScoringModel must satisfy.
+(``sklearn_vb/_core/evidence/protocols.py``) and the identities every ScoringModel must satisfy.
 
 Oracles: a dense multivariate-normal density of the stacked outputs (exact likelihood),
 the estimator's own Kalman filter and explicit bound (collapsed-bound identity), scipy

@@ -16,7 +16,7 @@ import pytest
 from scipy.special import logsumexp
 
 from sklearn_vb import VBDiscreteDAG
-from sklearn_vb._distributions import dirichlet_log_pdf
+from sklearn_vb._core.distributions import dirichlet_log_pdf
 from sklearn_vb._kernels.scoring_dag import (
     dag_ais_chains,
     dag_ais_init,
@@ -24,7 +24,7 @@ from sklearn_vb._kernels.scoring_dag import (
     dag_prior_log_density,
 )
 from sklearn_vb.scoring import scoring_model_for
-from sklearn_vb.scoring.mcmc_moves import BlockRandomWalkMH, DirichletMH, Target
+from sklearn_vb._core.evidence.mcmc_moves import BlockRandomWalkMH, DirichletMH, Target
 from tests.oracles.reference_models import DiscreteHMM
 
 BETAS = (0.0, 0.37, 1.0)

@@ -17,7 +17,7 @@ from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem
 from sklearn_vb.datasets import make_lds, make_lds_params
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._ais import run_reverse_ais_compiled
-from sklearn_vb.scoring.mcmc_moves import (
+from sklearn_vb._core.evidence.mcmc_moves import (
     BlockRandomWalkMH,
     CompositeKernel,
     DirichletMH,

@@ -16,7 +16,7 @@ from scipy.special import logsumexp
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import fd_gradient
-from sklearn_vb.scoring.mcmc_moves import estimate_prior_precision
+from sklearn_vb._core.evidence.mcmc_moves import estimate_prior_precision
 from sklearn_vb.scoring.models.mfa import MFAPosterior, MFAScoringModel
 
 LOG_2PI = np.log(2 * np.pi)

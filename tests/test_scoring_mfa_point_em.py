@@ -13,7 +13,7 @@ import pytest
 from sklearn_vb._mfa_point import principal_axes
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 from sklearn_vb.scoring import scoring_model_for
-from sklearn_vb.scoring.models._point_em import em_climb
+from sklearn_vb._core.evidence.point_em import em_climb
 
 
 def _problem(seed):

@@ -15,7 +15,7 @@ from sklearn_vb.datasets._hmm import make_hmm_sequences
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._point_cache import clear_point_cache
 from sklearn_vb.scoring.models._dirichlet_hmm import DirichletCategoricalHMM
-from sklearn_vb.scoring.models._point_em import em_climb
+from sklearn_vb._core.evidence.point_em import em_climb
 
 
 def _hmm_data(K=3, V=6, lengths=(40, 40, 40), seed=0):

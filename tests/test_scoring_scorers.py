@@ -8,9 +8,9 @@ import pytest
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._cs import cs_value
 from sklearn_vb.scoring._dimension import effective_dimension
-from sklearn_vb.scoring.mcmc_moves import ExactTemperedKernel
+from sklearn_vb._core.evidence.mcmc_moves import ExactTemperedKernel
 from sklearn_vb.scoring._ais import run_ais, run_reverse_ais
-from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
+from sklearn_vb._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 from tests.oracles.reference_models import (
     BayesianLinearRegression,
     BetaBernoulli,
@@ -323,7 +323,7 @@ def test_stochastic_bounds_per_chain():
     model = BetaBernoulli(1, 1)
     X = model.prepare_data((rng.random(60) < 0.3).astype(int))
     exact = model.log_evidence(X)
-    from sklearn_vb.scoring.mcmc_moves import make_kernel
+    from sklearn_vb._core.evidence.mcmc_moves import make_kernel
 
     kern = make_kernel("rw", model)
     betas = make_schedule("sigmoid", 20)

@@ -6,8 +6,8 @@ import pytest
 
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._vmcmc import variational_mcmc
-from sklearn_vb.scoring.mcmc_moves import IndependenceMH
-from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
+from sklearn_vb._core.evidence.mcmc_moves import IndependenceMH
+from sklearn_vb._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 from tests.oracles.reference_models import BayesianLinearRegression
 
 

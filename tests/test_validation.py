@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from sklearn_vb._validation import (
+from sklearn_vb._core.validation import (
     check_finite_2d,
     check_sequences,
     check_symbols,

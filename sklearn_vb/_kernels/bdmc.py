@@ -26,8 +26,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ._linalg import chol_into, log_sum_exp_range, mmT
-from .sampling import categorical_from_logits
+from .._core.kernels.linalg import chol_into, log_sum_exp_range, mmT
+from .._core.kernels.sampling import categorical_from_logits
 
 __all__ = ["clustering_log_likelihood", "clustering_sample_labels", "clustering_log_conditional",
            "binary_log_likelihood", "binary_sample_attributes", "binary_log_conditional",

@@ -29,7 +29,7 @@ parameter draws (:func:`categorical_hmm_log_likelihood_batch`,
 import numpy as np
 from numba import njit
 
-from ._constants import LOG_2PI
+from .._core.kernels.constants import LOG_2PI
 from .hmm import gaussian_full_log_weights_into, scale_rows, scale_rows_into
 
 #: up to this many states the forward step's vector-matrix product runs as dot products

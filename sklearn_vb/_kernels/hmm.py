@@ -10,7 +10,7 @@ the sequences.  An emission table holds one row of K state weights per row ``r``
 import numpy as np
 from numba import njit
 
-from ._linalg import chol_quad
+from .._core.kernels.linalg import chol_quad
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -42,12 +42,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._constants import LOG_2PI
-from ._linalg import chol_into, chol_inverse_into, spd_inverse_into
-from ._linalg import dot as _dot
-from ._linalg import mm as _mm
-from ._linalg import mmT as _mmT
-from ._linalg import mv as _mv
+from .._core.kernels.constants import LOG_2PI
+from .._core.kernels.linalg import chol_into, chol_inverse_into, spd_inverse_into
+from .._core.kernels.linalg import dot as _dot
+from .._core.kernels.linalg import mm as _mm
+from .._core.kernels.linalg import mmT as _mmT
+from .._core.kernels.linalg import mv as _mv
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -3,7 +3,7 @@
 One call runs ``n_iter`` iterations of one chain: the proposal, the log target
 ``ln p(w) + ln p(X | w)`` and the accept/reject step of every block, drawing its random
 numbers from the chain's own ``numpy.random.Generator`` in exactly the order of the
-Python kernels of :mod:`sklearn_vb.scoring.mcmc_moves` (so, for a seed, both give the
+Python kernels of :mod:`sklearn_vb._core.evidence.mcmc_moves` (so, for a seed, both give the
 same chain up to rounding).
 
 Data layout as in :mod:`._kernels.sbn`: enumeration rows ``states`` (R, J) grouped into
@@ -30,7 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._linalg import log_sum_exp_range
+from .._core.kernels.linalg import log_sum_exp_range
 from .sbn import _input, log_sigmoid
 
 __all__ = ["sbn_vmcmc_chain", "node_configurations"]

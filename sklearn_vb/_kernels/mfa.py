@@ -20,8 +20,8 @@ import numpy as np
 from numba import njit
 from scipy.special import digamma
 
-from ._constants import LOG_2PI
-from ._linalg import chol_into, chol_inverse_into, spd_inverse_jittered
+from .._core.kernels.constants import LOG_2PI
+from .._core.kernels.linalg import chol_into, chol_inverse_into, spd_inverse_jittered
 
 __all__ = [
     "expected_loading_quadratic",

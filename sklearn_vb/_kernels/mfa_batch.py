@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._constants import LOG_2PI
-from ._linalg import chol_into
+from .._core.kernels.constants import LOG_2PI
+from .._core.kernels.linalg import chol_into
 
 __all__ = ["mfa_log_likelihood_per_case"]
 

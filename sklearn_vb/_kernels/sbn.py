@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._linalg import log_sum_exp_range
+from .._core.kernels.linalg import log_sum_exp_range
 
 __all__ = ["jj_lambda", "log_sigmoid", "jj_row_terms", "normalise_rows", "jj_statistics",
            "pattern_log_likelihoods"]

@@ -18,8 +18,8 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_random_state
 
 from .._kernels.bdmc import weights_log_conditional, weights_sample
-from .._validation import validate_float_data
-from ..base import VBEMEstimator
+from .._core.validation import validate_float_data
+from .._core.base import VBEMEstimator
 
 __all__ = ["LOG_2PI", "collapsed_log_likelihood", "gaussian_columns_kl", "as_case_weights",
            "sample_weights_given_latents", "log_weights_conditional",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, polygamma
 
-from .._distributions import (
+from .._core.distributions import (
     _cholesky_of_inverse,
     _expected_logdet,
     _log_multigamma,
@@ -35,9 +35,9 @@ from .._distributions import (
     wishart_sample,
 )
 from .._kernels import hmm as _k
-from .._kernels._constants import LOG_2PI
+from .._core.kernels.constants import LOG_2PI
 from .._kernels.forward_backward import gaussian_hmm_log_likelihood_batch
-from .._validation import MISSING_IN_SEQUENCES, validate_float_data
+from .._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily
 from ._checks import init_posterior_array
 

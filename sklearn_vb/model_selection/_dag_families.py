@@ -26,7 +26,7 @@ import numpy as np
 from .._dag_structure import family_prior_value
 from ..dag import VBDiscreteDAG
 from ..scoring import ScoreResult
-from ..scoring.models._dirichlet import dirichlet_evidence
+from .._core.evidence.dirichlet import dirichlet_evidence
 from ._common import _NamedMethod
 
 __all__ = ["FamilyScores", "decomposable_family_scores"]

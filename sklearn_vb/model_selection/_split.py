@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from .._validation import check_lengths, check_sequence_ids
+from .._core.validation import check_lengths, check_sequence_ids
 
 __all__ = ["SequenceKFold", "lengths_to_sequence_ids", "sequence_ids_to_lengths"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._dag_structure import log_dirichlet_integral, parameter_count
-from .._distributions import dirichlet_log_pdf
+from .._core.distributions import dirichlet_log_pdf
 from .._kernels.dag import pattern_log_normalisers
 from .._kernels.dag_fit import em_restarts, vbem_restarts
 from ..dag import VBDiscreteDAG, alias_count

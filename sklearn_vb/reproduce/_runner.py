@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..scoring._progress import Progress
+from .._core.progress import Progress
 from ._cache import Journal, to_jsonable
 
 __all__ = ["run_experiment", "unit_seed", "ReproductionRun"]

@@ -24,7 +24,7 @@ fitted estimator (register one for a new estimator class with
 :func:`register_scoring_model`).
 """
 
-from ._numerics import (
+from .._core.numerics import (
     delta_method_stderr,
     effective_sample_size,
     log_mean_exp,
@@ -33,8 +33,8 @@ from ._numerics import (
 from ._registry import register_scoring_model, scoring_model_for
 from ._result import ScoreResult, UnreliableEstimateWarning
 from ._scorers import SCORERS, get_scorer, score
-from .params import ParamBlock, ParamSpace
-from .protocols import EStep, Kernel, ScoringModel, ScoringModelMixin, VariationalPosterior
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.protocols import EStep, Kernel, ScoringModel, ScoringModelMixin, VariationalPosterior
 
 __all__ = [
     "ScoreResult",

@@ -26,7 +26,7 @@ from scipy.special import logsumexp
 
 from ._aliases import ALIAS_OPTIONS, cover_aliases
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
-from ._numerics import (
+from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
     delta_method_stderr,
@@ -35,12 +35,12 @@ from ._numerics import (
     split_runs,
 )
 from ._joint_anneal import check_joint, run_joint_ais, run_joint_reverse_ais
-from ._progress import progress_for
+from .._core.progress import progress_for
 from ._reliability import LOWER_BOUND_Z, known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
-from .mcmc_moves import DirichletMH, Target, make_kernel
-from .params import concat_params, take
-from .protocols import has, require
+from .._core.evidence.mcmc_moves import DirichletMH, Target, make_kernel
+from .._core.evidence.params import concat_params, take
+from .._core.evidence.protocols import has, require
 from .schedules import make_schedule
 
 __all__ = ["AISScore", "ReverseAISScore", "BDMCScore", "run_ais", "run_reverse_ais",

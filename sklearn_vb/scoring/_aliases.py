@@ -16,7 +16,7 @@ copies left out.  Where the mixture is not available, the result is flagged.
 from __future__ import annotations
 
 from ._base import log_alias_count
-from .protocols import has
+from .._core.evidence.protocols import has
 
 __all__ = ["ALIAS_OPTIONS", "cover_aliases"]
 

@@ -45,7 +45,7 @@ import scipy.sparse.linalg as spla
 from .._mrf_inference import LOG_2PI, log_prior, lr_logdet
 from ._base import Scorer, prepare_data, resolve_model
 from ._result import ScoreResult, UnreliableEstimateWarning
-from .protocols import require
+from .._core.evidence.protocols import require
 
 __all__ = ["BetheLaplaceScore", "LR_BELIEF_DIVERGENCE_MAX", "LR_DATA_DIVERGENCE_MAX"]
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from ._base import Scorer, prepare_data, resolve_model
 from ._dimension import effective_dimension
-from ._numerics import spawn_generators
+from .._core.numerics import spawn_generators
 from ._result import ScoreResult
-from .protocols import has, require
+from .._core.evidence.protocols import has, require
 
 __all__ = ["BICScore", "BICMAPScore", "BICpScore", "model_dimension"]
 

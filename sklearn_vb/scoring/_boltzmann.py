@@ -40,7 +40,7 @@ from threadpoolctl import threadpool_limits
 from .._mrf_inference import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
 from ._result import ScoreResult
-from .protocols import require
+from .._core.evidence.protocols import require
 
 __all__ = ["HiddenLaplaceScore", "HiddenVBBoundScore", "visible_vb_bound"]
 

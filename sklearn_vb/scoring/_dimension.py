@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .params import take
-from .protocols import has
+from .._core.evidence.params import take
+from .._core.evidence.protocols import has
 
 __all__ = ["effective_dimension"]
 

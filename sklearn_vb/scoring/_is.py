@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 from joblib import Parallel, delayed
 
-from ..base import Restart
+from .._core.base import Restart
 from ._aliases import ALIAS_OPTIONS, cover_aliases
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
-from ._numerics import (
+from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
     delta_method_stderr,
@@ -31,12 +31,12 @@ from ._numerics import (
     pareto_khat,
     pareto_khat_threshold,
 )
-from ._progress import Progress
+from .._core.progress import Progress
 from ._registry import scoring_model_for
 from ._reliability import known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
-from .posteriors import MixturePosterior, PriorPosterior
-from .protocols import require
+from .._core.evidence.posteriors import MixturePosterior, PriorPosterior
+from .._core.evidence.protocols import require
 
 __all__ = ["ISScore", "importance_log_weights", "build_proposal"]
 

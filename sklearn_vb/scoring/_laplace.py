@@ -9,7 +9,7 @@ parameter degeneracy (then ``nan`` with ``diagnostics["degenerate"] = True``).
 
 Gradients of ``t`` come from the model when it has them (``log_joint_gradient``: the
 gradient of ``ln p(theta) + l(theta)`` in the constrained values, pulled back through the
-transforms by :meth:`~sklearn_vb.scoring.params.ParamSpace.gradient_to_unconstrained`;
+transforms by :meth:`~sklearn_vb._core.evidence.params.ParamSpace.gradient_to_unconstrained`;
 or ``objective_and_gradient``: ``t`` and its gradient in ``phi`` directly), otherwise
 from central differences of ``t``.  The Hessian is then a difference of gradients,
 one column at a time (exact gradients), or the classical second difference of ``t``
@@ -23,13 +23,13 @@ import os
 import numpy as np
 from scipy.optimize import minimize
 
-from .._kernels._constants import LOG_2PI
+from .._core.kernels.constants import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
-from ._numerics import spawn_generators
+from .._core.numerics import spawn_generators
 from ._point_cache import shared_fit_point
-from ._progress import Progress
+from .._core.progress import Progress
 from ._result import ScoreResult
-from .protocols import has, require
+from .._core.evidence.protocols import has, require
 
 __all__ = ["LaplaceScore", "fd_gradient", "fd_hessian", "laplace_memory_estimate"]
 

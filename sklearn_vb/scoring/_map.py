@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ._base import Scorer, prepare_data, resolve_model
-from ._numerics import spawn_generators
+from .._core.numerics import spawn_generators
 from ._result import ScoreResult
-from .protocols import require
+from .._core.evidence.protocols import require
 
 __all__ = ["MAPScore"]
 

@@ -9,7 +9,7 @@ estimators themselves know nothing of the scoring layer, so imports run one way
 from __future__ import annotations
 
 from .models import ESTIMATOR_FACTORIES
-from .protocols import has
+from .._core.evidence.protocols import has
 
 __all__ = ["register_scoring_model", "scoring_model_for"]
 

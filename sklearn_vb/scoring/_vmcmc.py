@@ -38,7 +38,7 @@ from scipy.special import gammaln
 
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._is import IS_MIN_ESS, IS_MIN_ESS_FRACTION, importance_log_weights
-from ._numerics import (
+from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
     delta_method_stderr,
@@ -48,8 +48,8 @@ from ._numerics import (
 )
 from ._reliability import known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
-from .mcmc_moves import BlockRandomWalkMH, Target, VariationalMixtureKernel
-from .protocols import require
+from .._core.evidence.mcmc_moves import BlockRandomWalkMH, Target, VariationalMixtureKernel
+from .._core.evidence.protocols import require
 
 __all__ = ["variational_mcmc", "UnconstrainedStudentT", "VMCMCScore"]
 

@@ -35,14 +35,14 @@ from math import factorial
 import numpy as np
 from scipy.special import logsumexp
 
-from sklearn_vb._distributions import _rng, dirichlet_expected_log
-from sklearn_vb._kernels._constants import LOG_2PI
-from sklearn_vb.scoring._numerics import spawn_generators
-from sklearn_vb.scoring.models._dirichlet import DirichletBlocksModel, dirichlet_evidence
+from sklearn_vb._core.distributions import _rng, dirichlet_expected_log
+from sklearn_vb._core.kernels.constants import LOG_2PI
+from sklearn_vb._core.numerics import spawn_generators
+from sklearn_vb._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
 from sklearn_vb.scoring.models._dirichlet_hmm import DirichletCategoricalHMM
-from sklearn_vb.scoring.params import ParamBlock, ParamSpace
-from sklearn_vb.scoring.posteriors import FactorizedPosterior, GaussianQ
-from sklearn_vb.scoring.protocols import EStep, ScoringModelMixin
+from sklearn_vb._core.evidence.params import ParamBlock, ParamSpace
+from sklearn_vb._core.evidence.posteriors import FactorizedPosterior, GaussianQ
+from sklearn_vb._core.evidence.protocols import EStep, ScoringModelMixin
 
 __all__ = [
     "FittedReference",

@@ -15,11 +15,11 @@ from math import factorial, lgamma
 import numpy as np
 from scipy.special import logsumexp
 
-from ..._distributions import _rng
+from ..._core.distributions import _rng
 from ..._kernels.forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
 
-from ..protocols import EStep
-from ._dirichlet import DirichletBlocksModel, dirichlet_evidence
+from ..._core.evidence.protocols import EStep
+from ..._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
 from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
                              state_alias_posterior)
 
@@ -97,7 +97,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     def alias_posterior(self, q=None, max_components=24):
         """Equal-weight mixture of ``q`` (default: the fitted q) over
         :meth:`alias_permutations` (see
-        :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when
+        :func:`~sklearn_vb._core.evidence.posteriors.relabelled_mixture`); a ValueError when
         there are more than ``max_components`` state permutations."""
         return state_alias_posterior(self, q, max_components)
 

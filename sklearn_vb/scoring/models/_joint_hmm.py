@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._distributions import dirichlet_sample
+from ..._core.distributions import dirichlet_sample
 from ..._kernels.joint_hmm import hmm_sample_states_tempered
 
 __all__ = ["JointCategoricalHMMMixin"]

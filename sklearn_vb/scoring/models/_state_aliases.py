@@ -8,7 +8,7 @@ from math import factorial
 
 import numpy as np
 
-from ..posteriors import relabelled_mixture
+from ..._core.evidence.posteriors import relabelled_mixture
 
 __all__ = ["permute_hmm_blocks", "invariant_state_permutations", "state_alias_posterior"]
 
@@ -47,7 +47,7 @@ def invariant_state_permutations(K, arrays):
 def state_alias_posterior(model, q=None, max_components=24):
     """Equal-weight mixture of ``q`` (default: ``model``'s fitted q) over
     ``model.alias_permutations()``, each relabelled by ``model.permute_states`` (see
-    :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when the
+    :func:`~sklearn_vb._core.evidence.posteriors.relabelled_mixture`); a ValueError when the
     ``K!`` state permutations exceed ``max_components`` (checked before enumerating them)."""
     if factorial(model.K) > max_components:
         raise ValueError(f"{factorial(model.K)} state permutations exceed "

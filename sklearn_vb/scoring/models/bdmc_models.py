@@ -38,9 +38,9 @@ from ...bdmc_models._low_rank import (
     low_rank_log_likelihood_per_case,
     sample_latent_rows,
 )
-from ..params import ParamBlock, ParamSpace
-from ..posteriors import FactorizedPosterior, GaussianQ, relabelled_mixture
-from ..protocols import ScoringModelMixin
+from ..._core.evidence.params import ParamBlock, ParamSpace
+from ..._core.evidence.posteriors import FactorizedPosterior, GaussianQ, relabelled_mixture
+from ..._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["ClusteringScoringModel", "LowRankScoringModel", "BinaryAttributesScoringModel"]
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..._boltzmann_inference import VisibleLikelihood, fit_visible_map
 from ..._mrf_inference import LOG_2PI, ExactEngine, log_prior, newton_map
-from ..params import ParamBlock, ParamSpace
-from ..protocols import ScoringModelMixin
+from ..._core.evidence.params import ParamBlock, ParamSpace
+from ..._core.evidence.protocols import ScoringModelMixin
 from .mrf import GaussianWeightsMixin
 
 __all__ = ["BoltzmannScoringModel", "BoltzmannData", "HiddenEStep"]

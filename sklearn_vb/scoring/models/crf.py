@@ -26,8 +26,8 @@ import numpy as np
 from ..._crf_layout import CRFData, CRFEngine
 from ..._mrf_inference import log_prior, newton_map
 from ...crf import crf_prior_precision
-from ..params import ParamBlock, ParamSpace
-from ..protocols import ScoringModelMixin
+from ..._core.evidence.params import ParamBlock, ParamSpace
+from ..._core.evidence.protocols import ScoringModelMixin
 from .mrf import GaussianWeightsMixin
 
 __all__ = ["CRFScoringModel"]

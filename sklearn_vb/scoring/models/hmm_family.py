@@ -29,23 +29,23 @@ from math import factorial, lgamma
 import numpy as np
 from scipy.special import logsumexp, polygamma
 
-from ..._distributions import _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
+from ..._core.distributions import _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
 from ..._kernels import hmm as _k
 from ..._hmm_point import (complete_log_likelihood, forward_backward_stats,
                             log_start_transitions, point_e_step, point_log_prior, point_m_step)
 from ...emissions import emission_family
-from ..mcmc_moves import (
+from ..._core.evidence.mcmc_moves import (
     BlockRandomWalkMH,
     CompositeKernel,
     DirichletMH,
     estimate_prior_precision,
     posterior_data_precision,
 )
-from ..params import ParamBlock, ParamSpace, take
-from ..posteriors import MixturePosterior
-from ..protocols import EStep, ScoringModelMixin
-from ._point_em import best_point_em, posterior_then_draws
-from ._dirichlet import dirichlet_evidence
+from ..._core.evidence.params import ParamBlock, ParamSpace, take
+from ..._core.evidence.posteriors import MixturePosterior
+from ..._core.evidence.protocols import EStep, ScoringModelMixin
+from ..._core.evidence.point_em import best_point_em, posterior_then_draws
+from ..._core.evidence.dirichlet import dirichlet_evidence
 from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
                              state_alias_posterior)
 
@@ -234,7 +234,7 @@ class FamilyHMMScoringModel(ScoringModelMixin):
     def alias_posterior(self, q=None, max_components=24):
         """Equal-weight mixture of ``q`` (default: the fitted q) over
         :meth:`alias_permutations` (see
-        :func:`~sklearn_vb.scoring.posteriors.relabelled_mixture`); a ValueError when
+        :func:`~sklearn_vb._core.evidence.posteriors.relabelled_mixture`); a ValueError when
         there are more than ``max_components`` state permutations."""
         return state_alias_posterior(self, q, max_components)
 
@@ -490,7 +490,7 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         exactly the M step of q's statistics, the point of q in the EM's basis), the
         others at the family's seeded initial hard labellings (the previous starts),
         screened as in
-        :func:`~sklearn_vb.scoring.models._point_em.best_point_em`.  A run stops when the
+        :func:`~sklearn_vb._core.evidence.point_em.best_point_em`.  A run stops when the
         objective changes by less than ``tol_per_case * n``; a best run that reaches
         ``max_iter`` raises a ``ConvergenceWarning``."""
         rng = _rng(rng)

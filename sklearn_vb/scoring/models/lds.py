@@ -33,7 +33,7 @@ gives the ``S = 2^k k!`` of :meth:`n_aliases`; ``ln S`` is the right correction 
 the aliased modes are well separated (and are not exactly equivalent here, because the
 ARD prior and the frozen ``(mu0, Sigma0)`` are not invariant).
 
-Point estimates (group G2 of :mod:`sklearn_vb.scoring.protocols`): :meth:`fit_point` is
+Point estimates (group G2 of :mod:`sklearn_vb._core.evidence.protocols`): :meth:`fit_point` is
 EM with the exact Kalman smoother as E step and the mode of the conjugate posterior (the
 estimator's VBM step) given the expected statistics as M step
 (MAP), or the least-squares / ML solution (``kind="ml"``); ``(mu0, Sigma0)`` stay frozen.
@@ -58,15 +58,15 @@ from math import factorial, lgamma, log
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
-from ..._distributions import _rng
+from ..._core.distributions import _rng
 from ..._lds_point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
-from ..._kernels._constants import LOG_2PI
+from ..._core.kernels.constants import LOG_2PI
 from ..._kernels.kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother
-from ..mcmc_moves import BlockRandomWalkMH
-from ..params import ParamBlock, ParamSpace
-from ..posteriors import MappedPosterior, MixturePosterior
-from ..protocols import EStep, ScoringModelMixin
-from ._point_em import best_point_em
+from ..._core.evidence.mcmc_moves import BlockRandomWalkMH
+from ..._core.evidence.params import ParamBlock, ParamSpace
+from ..._core.evidence.posteriors import MappedPosterior, MixturePosterior
+from ..._core.evidence.protocols import EStep, ScoringModelMixin
+from ..._core.evidence.point_em import best_point_em
 
 #: parameter sets per chunk of :meth:`LDSScoringModel.log_complete_joint_per_case`
 _COMPLETE_CHUNK = 16
@@ -754,7 +754,7 @@ class LDSScoringModel(ScoringModelMixin):
         """EM for the MAP (or ML with ``kind="ml"``) point; best of ``n_init`` starts.
 
         The first start is the mean of the fitted q(theta), the others are seeded draws
-        from it, screened as in :func:`~sklearn_vb.scoring.models._point_em.best_point_em`
+        from it, screened as in :func:`~sklearn_vb._core.evidence.point_em.best_point_em`
         (EM with SQUAREM extrapolation).  The objective (``ln p(theta) + l(theta)``, plus
         ``sum ln rho`` in the default basis) never decreases; iteration stops when an EM
         step changes it by less than ``tol_per_case * n``; a best run that reaches

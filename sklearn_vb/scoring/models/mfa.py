@@ -38,7 +38,7 @@ matrix product of the whitened data per parameter set for a whole batch
 (:func:`batch_log_likelihood_per_case`, Woodbury and the matrix determinant lemma).
 
 Point estimates and complete-data evidence (groups G2/G3 of
-:mod:`sklearn_vb.scoring.protocols`).  :meth:`e_step` is exact: the
+:mod:`sklearn_vb._core.evidence.protocols`).  :meth:`e_step` is exact: the
 responsibilities and the Gaussian factor posteriors at a point ``theta``.
 :meth:`fit_point` is a generalised EM for the MAP (or ML): the E step over ``(s, x)``,
 then the mixing proportions in closed form and the rows of ``[Lambda_s, mu_s]`` by one
@@ -86,17 +86,17 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import gammaln, polygamma, xlogy
 
-from ..._distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
+from ..._core.distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
 from ..._kernels import mfa as _k
-from ..._kernels._constants import LOG_2PI
+from ..._core.kernels.constants import LOG_2PI
 from ...mfa import fa_free_parameters
-from ..mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
+from ..._core.evidence.mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
                           posterior_data_precision)
-from .._progress import Progress
-from ..params import ParamBlock, ParamSpace
-from ..posteriors import MappedPosterior, MixturePosterior
-from ..protocols import EStep, ScoringModelMixin
-from ._point_em import PointEMRun, best_point_em
+from ..._core.progress import Progress
+from ..._core.evidence.params import ParamBlock, ParamSpace
+from ..._core.evidence.posteriors import MappedPosterior, MixturePosterior
+from ..._core.evidence.protocols import EStep, ScoringModelMixin
+from ..._core.evidence.point_em import PointEMRun, best_point_em
 from ..._mfa_point import (factor_posterior, log_prior_density, point_e_step, point_loadings,
                            point_weights, principal_axes)
 

@@ -19,10 +19,10 @@ import numpy as np
 
 from ..._mrf_inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
 from ...mrf import prior_precision_vector
-from ..mcmc_moves import _KernelBase
-from ..params import ParamBlock, ParamSpace
-from ..posteriors import FactorizedPosterior, GaussianQ
-from ..protocols import ScoringModelMixin
+from ..._core.evidence.mcmc_moves import _KernelBase
+from ..._core.evidence.params import ParamBlock, ParamSpace
+from ..._core.evidence.posteriors import FactorizedPosterior, GaussianQ
+from ..._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW", "GaussianWeightsMixin"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...sbn import map_weights, sample_states
-from ..params import ParamBlock, ParamSpace
-from ..posteriors import FactorizedPosterior, GaussianQ
-from ..protocols import ScoringModelMixin
+from ..._core.evidence.params import ParamBlock, ParamSpace
+from ..._core.evidence.posteriors import FactorizedPosterior, GaussianQ
+from ..._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["SBNScoringModel"]
 

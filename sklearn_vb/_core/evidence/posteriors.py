@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, polygamma
 
-from .._distributions import dirichlet_log_pdf, dirichlet_sample, gamma_log_pdf
-from .._kernels._constants import LOG_2PI
+from ..distributions import dirichlet_log_pdf, dirichlet_sample, gamma_log_pdf
+from ..kernels.constants import LOG_2PI
 from .params import concat_params
 
 __all__ = [

@@ -40,7 +40,7 @@ import numpy as np
 from scipy import linalg
 from scipy.special import digamma, gammaln, xlogy
 
-from ._kernels._constants import LOG_2PI
+from .kernels.constants import LOG_2PI
 
 __all__ = [
     # Dirichlet

@@ -162,7 +162,7 @@ class VariationalPosterior(Protocol):
 class Kernel(Protocol):
     """An MCMC kernel leaving ``f_beta`` invariant for every beta (group G6).
 
-    Optional model-side hooks read by :func:`sklearn_vb.scoring.mcmc_moves.make_kernel`:
+    Optional model-side hooks read by :func:`sklearn_vb._core.evidence.mcmc_moves.make_kernel`:
 
     * ``annealing_kernel(X=None, scale=1.0) -> Kernel``: the model's own kernel, used by
       ``kernel="auto"`` of AIS, reverse AIS, BDMC (when the model has no compiled

@@ -118,7 +118,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._fingerprint import data_fingerprint
+from .fingerprint import data_fingerprint
 
 __all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
            "ACCELERATION_CONSTRAINT", "Restart", "predicted_remaining_gain"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._distributions import (_rng, dirichlet_kl, dirichlet_log_pdf, dirichlet_sample,
+from ..distributions import (_rng, dirichlet_kl, dirichlet_log_pdf, dirichlet_sample,
                                log_multivariate_beta)
-from ..params import ParamBlock, ParamSpace
-from ..posteriors import DirichletQ, FactorizedPosterior
-from ..protocols import ScoringModelMixin, has
-from ._point_em import best_point_em, posterior_then_draws
+from .params import ParamBlock, ParamSpace
+from .posteriors import DirichletQ, FactorizedPosterior
+from .protocols import ScoringModelMixin, has
+from .point_em import best_point_em, posterior_then_draws
 
 __all__ = ["DirichletBlocksModel", "dirichlet_evidence"]
 
@@ -118,7 +118,7 @@ class DirichletBlocksModel(ScoringModelMixin):
         With a fitted q(theta) (``variational_posterior``) the first run starts at its
         point in the EM's basis (:meth:`point_of_posterior`); every other run, and every
         run without q, starts at a seeded prior draw.  Runs after the
-        first are screened (:func:`~sklearn_vb.scoring.models._point_em.best_point_em`).
+        first are screened (:func:`~sklearn_vb._core.evidence.point_em.best_point_em`).
         A run stops when the objective changes by less than ``tol_per_case * n``; a best
         run that reaches ``max_iter`` raises a ``ConvergenceWarning``.
         """

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._distributions import dirichlet_log_pdf
-from ._numerics import spawn_generators
+from ..distributions import dirichlet_log_pdf
+from ..numerics import spawn_generators
 from .params import concat_params
 
 __all__ = [
@@ -624,7 +624,7 @@ def make_kernel(kind, model, rw_scale=1.0, dirichlet_strength=(5.0, 2.0), dirich
     * ``"auto"``: the model's own ``annealing_kernel(X=X, scale=rw_scale)`` when it has
       one (an optional method: a kernel tuned from the prior, the fitted posterior q
       and the data size, fixed before the run and never adapted to the chains; see
-      :class:`~sklearn_vb.scoring.protocols.ScoringModelMixin`), otherwise ``"blocks"``;
+      :class:`~sklearn_vb._core.evidence.protocols.ScoringModelMixin`), otherwise ``"blocks"``;
     * ``"blocks"``: DirichletMH for simplex blocks and a random walk for the rest, with
       prior precisions from the prior (:func:`estimate_prior_precision`) and per-case
       curvatures from ``kernel_curvature()``;
