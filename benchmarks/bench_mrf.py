@@ -52,14 +52,14 @@ def _ising_grid(side, tree=False, seed=0):
 
 
 def _layout(side, edges):
-    from sklearn_vb._mrf_layout import MRFLayout, parse_structure
+    from sklearn_vb.mrf.layout import MRFLayout, parse_structure
 
     return MRFLayout(np.full(side * side, 2), parse_structure(edges, side * side))
 
 
 @workload("mrf-bp-grid-30x30", per="iteration")
 def bp_grid(quick):
-    from sklearn_vb._kernels.bp import bp_run
+    from sklearn_vb.mrf._bp_kernels import bp_run
 
     side = 10 if quick else 30
     edges, coef = _ising_grid(side)
@@ -110,7 +110,7 @@ def _pomegranate_marginals(L, node, edge):
 
 
 def _our_marginals(L, coef, tol, damping=0.0):
-    from sklearn_vb._mrf_inference import BPEngine
+    from sklearn_vb.mrf.inference import BPEngine
 
     start = time.perf_counter()
     r = BPEngine(L, damping=damping, tol=tol, max_iter=5000, warn=False).run(coef)
@@ -120,7 +120,7 @@ def _our_marginals(L, coef, tol, damping=0.0):
 
 @workload("mrf-bp-grid-30x30-vs-pomegranate", per="call", repeats=3)
 def bp_grid_vs_pomegranate(quick):
-    from sklearn_vb._mrf_inference import ExactEngine
+    from sklearn_vb.mrf.inference import ExactEngine
 
     side = 10 if quick else 30
     edges, coef = _ising_grid(side)
@@ -164,7 +164,7 @@ def bp_grid_vs_pomegranate(quick):
 
 @workload("mrf-bp-tree-30x30-vs-pgmpy", per="call", repeats=1, warmup=False)
 def bp_tree_vs_pgmpy(quick):
-    from sklearn_vb._mrf_inference import BPEngine
+    from sklearn_vb.mrf.inference import BPEngine
 
     side = 10 if quick else 30
     edges, coef = _ising_grid(side, tree=True)

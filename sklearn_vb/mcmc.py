@@ -430,7 +430,7 @@ class VariationalMCMC:
         return hook(data)
 
     def _run_compiled(self, arrays, q, space, free):
-        from ._kernels.mcmc_sbn import sbn_vmcmc_chain
+        from .sbn.mcmc_kernels import sbn_vmcmc_chain
 
         rngs = self.rngs_
         C, D, B = len(rngs), space.size, len(free)

@@ -4,7 +4,7 @@ Checked: the step on a linear map lands on its fixed point; the bound never decr
 at any iteration with extrapolation on (HMM with categorical, Gaussian full and diag,
 Poisson emissions; DAG with hidden nodes); a rejected extrapolation leaves exactly the
 state of the plain step; invalid proposals are refused; the hooks round-trip (the DAG
-extrapolates inside its compiled fit, ``sklearn_vb._kernels.dag_fit``); the
+extrapolates inside its compiled fit, ``sklearn_vb.dag.fit_kernels``); the
 accelerated fit reaches the plain fit's optimum in fewer iterations.
 """
 

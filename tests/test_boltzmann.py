@@ -8,9 +8,9 @@ import pytest
 from scipy.special import logsumexp
 
 from sklearn_vb import BoltzmannMachine
-from sklearn_vb._boltzmann_inference import VisibleLikelihood
-from sklearn_vb._mrf_inference import BPEngine, ExactEngine
-from sklearn_vb._mrf_layout import MRFLayout
+from sklearn_vb.boltzmann._inference import VisibleLikelihood
+from sklearn_vb.mrf.inference import BPEngine, ExactEngine
+from sklearn_vb.mrf.layout import MRFLayout
 from sklearn_vb.boltzmann import boltzmann_edges
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._boltzmann import visible_vb_bound

@@ -9,7 +9,7 @@ import sklearn
 from sklearn.model_selection import GridSearchCV
 
 from sklearn_vb import LinearChainCRF
-from sklearn_vb._crf_layout import CRFData, CRFEngine, CRFLayout
+from sklearn_vb.crf._layout import CRFData, CRFEngine, CRFLayout
 from sklearn_vb.model_selection import SequenceKFold
 
 
@@ -114,7 +114,7 @@ def test_forward_backward_with_extreme_potentials(scale):
     potentials underflow (the pass then works in log space for that sequence)."""
     from scipy.special import logsumexp
 
-    from sklearn_vb._kernels.crf import crf_marginals
+    from sklearn_vb.crf._kernels import crf_marginals
 
     rng = np.random.default_rng(5)
     L, lengths = 3, np.array([4, 1, 5])

@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from sklearn_vb import LinearChainCRF
-from sklearn_vb._kernels.crf import crf_marginals
+from sklearn_vb.crf._kernels import crf_marginals
 from sklearn_vb.scoring import score
 
 STAY, P1, P0 = 0.85, 0.65, 0.35  # label persistence; p(x_ia = 1 | t_i = 1), (| t_i = 0)

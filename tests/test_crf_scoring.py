@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from sklearn_vb import LinearChainCRF
-from sklearn_vb._crf_layout import CRFData, CRFEngine, CRFLayout
-from sklearn_vb._mrf_inference import BPEngine
-from sklearn_vb._mrf_layout import MRFLayout
+from sklearn_vb.crf._layout import CRFData, CRFEngine, CRFLayout
+from sklearn_vb.mrf.inference import BPEngine
+from sklearn_vb.mrf.layout import MRFLayout
 from sklearn_vb.scoring import score, scoring_model_for
 
 # two documents with one observation feature (a reference model with hard-coded values):

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from scipy.special import gammaln, logsumexp
 
-from sklearn_vb._dag_structure import (
+from sklearn_vb.dag.structure import (
     CPTLayout,
     parameter_count,
     parse_structure,
     prepare_patterns,
 )
-from sklearn_vb._kernels.dag import digamma, enumerate_posterior, dirichlet_update
+from sklearn_vb.dag.kernels import digamma, enumerate_posterior, dirichlet_update
 from sklearn_vb.dag import VBDiscreteDAG, alias_count
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

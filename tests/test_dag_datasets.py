@@ -4,7 +4,7 @@ import collections
 
 import numpy as np
 
-from sklearn_vb._dag_structure import CPTLayout, parameter_count, parse_structure
+from sklearn_vb.dag.structure import CPTLayout, parameter_count, parse_structure
 from sklearn_vb.dag import alias_count
 from sklearn_vb.datasets import (
     BEAL_SIZES,

@@ -6,9 +6,9 @@ import pytest
 from scipy import stats
 
 from sklearn_vb import PairwiseMRF
-from sklearn_vb._mrf_inference import (BPConvergenceWarning, BPEngine, ExactEngine,
+from sklearn_vb.mrf.inference import (BPConvergenceWarning, BPEngine, ExactEngine,
                                        lbfgs_minimize, log_prior, lr_logdet, newton_map)
-from sklearn_vb._mrf_layout import MRFLayout, parse_structure
+from sklearn_vb.mrf.layout import MRFLayout, parse_structure
 from sklearn_vb.datasets import sample_mrf
 
 # reference instances; parameter vectors in the package's order (edges sorted)

@@ -6,9 +6,9 @@ import pytest
 from scipy import integrate, stats
 
 from sklearn_vb import PairwiseMRF
-from sklearn_vb._mrf_inference import BPConvergenceWarning
+from sklearn_vb.mrf.inference import BPConvergenceWarning
 from sklearn_vb.scoring import score, scoring_model_for
-from sklearn_vb.scoring.models.mrf import MRFData
+from sklearn_vb.mrf.scoring_model import MRFData
 
 
 def rows(counts, p):

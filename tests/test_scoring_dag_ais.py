@@ -10,7 +10,7 @@ from scipy.stats import dirichlet
 from sklearn_vb import VBDiscreteDAG
 from scipy.special import logsumexp
 
-from sklearn_vb._kernels.scoring_dag import (
+from sklearn_vb.dag._evidence_kernels import (
     _propose,
     dag_pattern_loglik,
     dag_prior_log_density,
@@ -99,7 +99,7 @@ def test_compiled_chains_keep_their_cached_densities_and_are_reproducible(beal_m
     """After many moves the cached ln p(X | theta) of every chain is that of its final
     state, the weight is the sum of its increments, and the same seeds give the same
     chains."""
-    from sklearn_vb._kernels.scoring_dag import dag_ais_chains, dag_ais_init
+    from sklearn_vb.dag._evidence_kernels import dag_ais_chains, dag_ais_init
 
     _, model, data, _ = beal_model
     prior = model._flat_prior()

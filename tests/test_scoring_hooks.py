@@ -10,7 +10,7 @@ from sklearn_vb import VBDiscreteDAG, VBLinearDynamicalSystem, VBMixtureFactorAn
 from sklearn_vb.datasets import (BEAL_TRUE_CODE, bipartite_structure, make_beal_dag, make_lds,
                                  make_lds_params, make_mixed_dimension_clusters)
 from sklearn_vb.scoring import score, scoring_model_for
-from sklearn_vb.scoring.models.dag import DAGScoringModel
+from sklearn_vb.dag.scoring_model import DAGScoringModel
 from sklearn_vb.scoring.models.lds import LDSScoringModel
 from sklearn_vb.scoring.models.mfa import MFAScoringModel
 

@@ -17,7 +17,7 @@ from scipy.special import logsumexp
 
 from sklearn_vb import VBDiscreteDAG
 from sklearn_vb._core.distributions import dirichlet_log_pdf
-from sklearn_vb._kernels.scoring_dag import (
+from sklearn_vb.dag._evidence_kernels import (
     dag_ais_chains,
     dag_ais_init,
     dag_pattern_loglik,

@@ -7,8 +7,8 @@ import itertools
 
 import numpy as np
 
-from .._mrf_inference import ExactEngine
-from .._mrf_layout import MRFLayout, parse_structure
+from ..mrf.inference import ExactEngine
+from ..mrf.layout import MRFLayout, parse_structure
 
 __all__ = ["enumerate_undirected_graphs", "random_undirected_structures",
            "make_boltzmann_machine", "sample_mrf", "nested_edge_sequence"]

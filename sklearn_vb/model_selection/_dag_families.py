@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .._dag_structure import family_prior_value
+from ..dag.structure import family_prior_value
 from ..dag import VBDiscreteDAG
 from ..scoring import ScoreResult
 from .._core.evidence.dirichlet import dirichlet_evidence

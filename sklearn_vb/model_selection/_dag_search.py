@@ -9,7 +9,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .._dag_structure import parse_structure
+from ..dag.structure import parse_structure
 from . import _common as C
 from ._dag_families import DECOMPOSABLE_METHODS, decomposable_family_scores
 from ._dag_tabu import TabuClimb

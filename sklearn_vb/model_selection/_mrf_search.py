@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .._mrf_layout import MRFLayout, parse_structure
+from ..mrf.layout import MRFLayout, parse_structure
 from ..datasets import enumerate_undirected_graphs
 from . import _common as C
 from ._edge_search import EdgeSetSearchBase

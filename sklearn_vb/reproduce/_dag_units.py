@@ -15,10 +15,10 @@ from functools import lru_cache
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._dag_structure import log_dirichlet_integral, parameter_count
+from ..dag.structure import log_dirichlet_integral, parameter_count
 from .._core.distributions import dirichlet_log_pdf
-from .._kernels.dag import pattern_log_normalisers
-from .._kernels.dag_fit import em_restarts, vbem_restarts
+from ..dag.kernels import pattern_log_normalisers
+from ..dag.fit_kernels import em_restarts, vbem_restarts
 from ..dag import VBDiscreteDAG, alias_count
 from ..datasets import (
     BEAL_TRUE_CODE,
@@ -160,7 +160,7 @@ def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras
 
     The fits are those of :class:`~sklearn_vb.VBDiscreteDAG` (``method="ml"`` and
     ``"vb"`` with its SQUAREM acceleration, ``random_state=seed``), run as one compiled
-    call each on the distinct patterns of ``X`` (:mod:`sklearn_vb._kernels.dag_fit`).
+    call each on the distinct patterns of ``X`` (:mod:`sklearn_vb.dag.fit_kernels`).
     The EM estimate is the MAP estimate on the natural basis (eq. 6.23), which with the
     uniform prior is the ML estimate: the same iterations and estimate, its objective
     differing from ML's by a constant.  Scores are raw; ``ln_S`` is the alias correction

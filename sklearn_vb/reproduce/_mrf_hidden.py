@@ -25,8 +25,8 @@ from math import lgamma
 import numpy as np
 from scipy.special import logsumexp
 
-from .._mrf_inference import ExactEngine
-from .._mrf_layout import MRFLayout
+from ..mrf.inference import ExactEngine
+from ..mrf.layout import MRFLayout
 from ..boltzmann import BoltzmannMachine, boltzmann_edges
 from ..scoring import score, scoring_model_for
 from ._experiment import Experiment

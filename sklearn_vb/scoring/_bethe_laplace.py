@@ -42,7 +42,7 @@ import warnings
 import numpy as np
 import scipy.sparse.linalg as spla
 
-from .._mrf_inference import LOG_2PI, log_prior, lr_logdet
+from ..mrf.inference import LOG_2PI, log_prior, lr_logdet
 from ._base import Scorer, prepare_data, resolve_model
 from ._result import ScoreResult, UnreliableEstimateWarning
 from .._core.evidence.protocols import require

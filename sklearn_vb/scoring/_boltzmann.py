@@ -37,7 +37,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
-from .._mrf_inference import LOG_2PI
+from ..mrf.inference import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
 from ._result import ScoreResult
 from .._core.evidence.protocols import require
@@ -81,7 +81,7 @@ class HiddenLaplaceScore(Scorer):
 def visible_vb_bound(vlik, Phi_all, precision, m0, Sigma0, max_iter=2000):
     """Maximise the lower bound of the module docstring over ``(m, Sigma, c)``.
 
-    ``vlik``: the :class:`~sklearn_vb._boltzmann_inference.VisibleLikelihood` (clamped
+    ``vlik``: the :class:`~sklearn_vb.boltzmann._inference.VisibleLikelihood` (clamped
     part); ``Phi_all``: ``(M, F)`` features of every joint state.  Returns
     ``(bound, m, Sigma, c, evaluate)`` where ``evaluate(z)`` gives the bound and its
     gradient in the packed coordinates (for tests)."""

@@ -25,6 +25,7 @@ from ..numerics import spawn_generators
 from .params import concat_params
 
 __all__ = [
+    "KernelBase",
     "Target",
     "ChainState",
     "BlockRandomWalkMH",
@@ -151,7 +152,11 @@ def _accept(log_ratio, rngs):
         return np.log(u) < log_ratio
 
 
-class _KernelBase:
+class KernelBase:
+    """Base of the moves: the public ``step`` over the ``transition`` a move defines.
+    A model that brings a move of its own (the MRF's preconditioned random walk)
+    subclasses it."""
+
     reversible = True
 
     def step(self, params, X, beta, rng, n_steps=1, start="prior", q=None):
@@ -248,7 +253,7 @@ def posterior_data_precision(model, q, pi, blocks=None):
     return out
 
 
-class BlockRandomWalkMH(_KernelBase):
+class BlockRandomWalkMH(KernelBase):
     """Gaussian random walk in the unconstrained basis, one block at a time.
 
     Step size of coordinate i of block b:
@@ -350,7 +355,7 @@ class BlockRandomWalkMH(_KernelBase):
         return state, float(np.mean(self.last_accepts))
 
 
-class DirichletMH(_KernelBase):
+class DirichletMH(KernelBase):
     """Independent-row Dirichlet proposals ``theta' ~ Dir(alpha theta + gamma)`` for
     simplex blocks.
 
@@ -485,7 +490,7 @@ class DirichletMH(_KernelBase):
         return state, float(np.mean(acc))
 
 
-class IdentityKernel(_KernelBase):
+class IdentityKernel(KernelBase):
     """Leaves the state unchanged (a model without free parameters)."""
 
     def __init__(self, model):
@@ -495,7 +500,7 @@ class IdentityKernel(_KernelBase):
         return state, 1.0
 
 
-class CompositeKernel(_KernelBase):
+class CompositeKernel(KernelBase):
     """Apply kernels in sequence; the adjoint applies the adjoints in reverse order."""
 
     def __init__(self, kernels):
@@ -514,7 +519,7 @@ class CompositeKernel(_KernelBase):
         return state, float(np.mean(acc))
 
 
-class ExactTemperedKernel(_KernelBase):
+class ExactTemperedKernel(KernelBase):
     """Independent exact draws from ``f_beta`` (conjugate models with
     ``sample_tempered_posterior``); with perfect moves AIS is exact, which tests the
     annealing itself."""
@@ -531,7 +536,7 @@ class ExactTemperedKernel(_KernelBase):
         return target.state(concat_params(parts)), 1.0
 
 
-class IndependenceMH(_KernelBase):
+class IndependenceMH(KernelBase):
     """Independence Metropolis–Hastings with proposal q (block-wise when ``blocks=True``).
 
     ``w = f(theta) / q(theta)``; accept with ``min{1, w(theta*) / w(theta)}``.  With
@@ -589,7 +594,7 @@ def put_state(state, idx, sub):
     return ChainState(params, out[0], out[1], lq)
 
 
-class VariationalMixtureKernel(_KernelBase):
+class VariationalMixtureKernel(KernelBase):
     """Variational MCMC mixture kernel (de Freitas et al. 2001, Fig. 7): with
     probability ``nu`` a block variational MH sweep, otherwise a block random-walk sweep
     (each keeps the target invariant, so the mixture does).  The choice is made per

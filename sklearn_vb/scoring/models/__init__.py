@@ -18,17 +18,17 @@ from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
 from ...mrf import PairwiseMRF
 from ...sbn import VBSigmoidBeliefNetwork
-from .boltzmann import BoltzmannScoringModel
+from ...boltzmann.scoring_model import BoltzmannScoringModel
 from .bdmc_models import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
-from .crf import CRFScoringModel
-from .dag import DAGScoringModel
+from ...crf.scoring_model import CRFScoringModel
+from ...dag.scoring_model import DAGScoringModel
 from .hmm import HMMScoringModel
 from .hmm_family import FamilyHMMScoringModel
 from .hmm_gaussian import GaussianHMMScoringModel
 from .lds import LDSScoringModel
 from .mfa import MFAScoringModel
-from .mrf import MRFScoringModel
-from .sbn import SBNScoringModel
+from ...mrf.scoring_model import MRFScoringModel
+from ...sbn.scoring_model import SBNScoringModel
 
 __all__ = ["ESTIMATOR_FACTORIES"]
 

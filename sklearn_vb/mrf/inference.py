@@ -29,7 +29,7 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from ._kernels.bp import bp_beliefs, bp_run, gibbs_sweeps, lr_propagation
+from ._bp_kernels import bp_beliefs, bp_run, gibbs_sweeps, lr_propagation
 
 __all__ = ["BPConvergenceWarning", "ExactEngine", "BPEngine", "Moments", "newton_map",
            "grouped_prior_precision", "lbfgs_minimize", "log_prior", "lr_logdet",

@@ -1,7 +1,7 @@
 """EM and VBEM runs of a discrete DAG in compiled code.
 
 One call runs one restart of :class:`sklearn_vb.dag.VBDiscreteDAG` to convergence: the
-M / VBM step, the exact E / VBE step (:mod:`sklearn_vb._kernels.dag`), the bound, the
+M / VBM step, the exact E / VBE step (:mod:`sklearn_vb.dag.kernels`), the bound, the
 SQUAREM extrapolation of ``ln alpha`` (Varadhan & Roland 2008, as
 :class:`sklearn_vb.base.SquaremSteps`) and the stopping rule.  The estimator calls
 :func:`em_run` / :func:`vbem_run` once per restart; :func:`em_restarts` /
@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .dag import dirichlet_update, enumerate_posterior, masked_dot, normalise_rows
+from .kernels import dirichlet_update, enumerate_posterior, masked_dot, normalise_rows
 
 __all__ = ["em_run", "vbem_run", "em_restarts", "vbem_restarts", "OK", "DECREASED",
            "NOT_FINITE"]

@@ -5,7 +5,7 @@ input columns that enter the state features (``state_columns``) and those that e
 transition features (``transition_columns``), and optionally a constant column in both
 sets (``bias``).  The canonical parameter vector holds the state weights ``(L - 1, Gs)``
 then the transition weights ``(L - 1, L - 1, Gt)`` in C order, the order of the kernels in
-:mod:`sklearn_vb._kernels.crf`:
+:mod:`sklearn_vb.crf._kernels`:
 
 ``lambda^T f(t, x) = sum_i W_s[t_i, :] gs_i + sum_{i < T} W_t[t_i, t_{i+1}, :] gt_i``
 
@@ -16,7 +16,7 @@ Parise and Welling (2006, section 5), ``sum_i t_i g^a(x_i)`` and
 :class:`CRFData` holds a labelled data set in that layout and :class:`CRFEngine` maps a
 parameter vector to the exact conditional log partition functions, feature moments and
 covariance summed over the sequences, in the form the shared Newton fit
-(:func:`~sklearn_vb._mrf_inference.newton_map`) and the Bethe-Laplace scorer expect.
+(:func:`~sklearn_vb.mrf.inference.newton_map`) and the Bethe-Laplace scorer expect.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels.crf import crf_log_partition_batch, crf_marginals, crf_moments, crf_viterbi
-from ._mrf_inference import Moments
+from ._kernels import crf_log_partition_batch, crf_marginals, crf_moments, crf_viterbi
+from ..mrf.inference import Moments
 
 __all__ = ["CRFLayout", "CRFData", "CRFEngine"]
 

@@ -13,7 +13,7 @@ labelled positions (the package's rule for sequence models), so ``"bic"`` penali
 ``(F / 2) ln(total positions)``.
 
 For the Bethe-Laplace scorer the model provides the same hooks as the pairwise MRF
-(:mod:`sklearn_vb.scoring.models.mrf`), with the exact chain engine in the role of both
+(:mod:`sklearn_vb.mrf.scoring_model`), with the exact chain engine in the role of both
 the exact and the BP one: on a chain belief propagation is exact and its linear response
 is the exact covariance ``sum_n Cov_{t | x_n} f``, so every variant of ``"bethe_laplace"``
 is Laplace-Exact.
@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._crf_layout import CRFData, CRFEngine
-from ..._mrf_inference import log_prior, newton_map
-from ...crf import crf_prior_precision
-from ..._core.evidence.params import ParamBlock, ParamSpace
-from ..._core.evidence.protocols import ScoringModelMixin
-from .mrf import GaussianWeightsMixin
+from ._layout import CRFData, CRFEngine
+from ..mrf.inference import log_prior, newton_map
+from ._estimator import crf_prior_precision
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.protocols import ScoringModelMixin
+from ..mrf.scoring_model import GaussianWeightsMixin
 
 __all__ = ["CRFScoringModel"]
 

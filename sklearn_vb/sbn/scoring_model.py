@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...sbn import map_weights, sample_states
-from ..._core.evidence.params import ParamBlock, ParamSpace
-from ..._core.evidence.posteriors import FactorizedPosterior, GaussianQ
-from ..._core.evidence.protocols import ScoringModelMixin
+from ._estimator import map_weights, sample_states
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ
+from .._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["SBNScoringModel"]
 
@@ -70,11 +70,11 @@ class SBNScoringModel(ScoringModelMixin):
         return self.estimator.pattern_log_likelihoods(self._flat(params), X) @ X.weights
 
     def compiled_chain_arrays(self, X):
-        """The arrays :func:`sklearn_vb._kernels.mcmc_sbn.sbn_vmcmc_chain` needs to run
+        """The arrays :func:`sklearn_vb.sbn.mcmc_kernels.sbn_vmcmc_chain` needs to run
         variational-MCMC chains on ``X`` (as prepared by :meth:`prepare_data`) without
         leaving compiled code: the enumeration rows, the weight layout, the prior, and
         for every parameter block (in ``param_space`` order) its node and flat slice."""
-        from ..._kernels.mcmc_sbn import node_configurations
+        from .mcmc_kernels import node_configurations
 
         lay = self.layout
         nodes = np.asarray(self._nodes, dtype=np.int64)

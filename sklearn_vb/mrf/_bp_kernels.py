@@ -1,6 +1,6 @@
 """Belief propagation on pairwise discrete Markov random fields (log domain).
 
-Graph arrays shared by every kernel (built by :class:`sklearn_vb._mrf_layout.MRFLayout`):
+Graph arrays shared by every kernel (built by :class:`sklearn_vb.mrf.layout.MRFLayout`):
 
 * ``K`` (p,): states per node; ``node_pot`` (p, Kmax) and ``edge_pot`` (E, Kmax, Kmax)
   the log potentials, ``edge_pot[e, x_a, x_b]`` for edge ``e = (a, b)``, ``a < b``;

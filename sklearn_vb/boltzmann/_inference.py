@@ -1,7 +1,7 @@
 """The visible-unit likelihood of a pairwise binary MRF with hidden units.
 
 Nodes ``0..p-1`` are visible, ``p..p+H-1`` hidden; ``lambda`` are the canonical
-parameters of the joint model (:class:`~sklearn_vb._mrf_layout.MRFLayout`).  The
+parameters of the joint model (:class:`~sklearn_vb.mrf.layout.MRFLayout`).  The
 likelihood of the visible rows ``x_n`` is
 
 ``l(lambda) = sum_n ln Z(lambda | x_n) - N ln Z(lambda)``,  ``Z(lambda | x) = sum_h exp(lambda^T f(x, h))``
@@ -12,7 +12,7 @@ Hinton and Sejnowski 1985; Parise and Welling 2006 leave this case open).
 
 The clamped terms are computed exactly, by enumerating the ``2^H`` hidden states for
 every distinct visible pattern; the free ``ln Z``, ``kappa`` and ``C`` come from an
-engine of :mod:`sklearn_vb._mrf_inference` - exact enumeration of the ``2^(p+H)`` joint
+engine of :mod:`sklearn_vb.mrf.inference` - exact enumeration of the ``2^(p+H)`` joint
 states, or loopy BP with the Bethe ``ln Z_B`` and the linear-response covariance.
 
 :func:`fit_visible_map` maximises ``l(lambda) + ln p(lambda)`` by L-BFGS from several
@@ -29,7 +29,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
-from ._mrf_inference import log_prior
+from ..mrf.inference import log_prior
 
 __all__ = ["VisibleLikelihood", "VisibleEval", "fit_visible_map", "hidden_states"]
 

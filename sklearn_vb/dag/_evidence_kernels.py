@@ -1,6 +1,6 @@
 """Numba kernels for theta-only AIS on discrete DAGs (Beal's Algorithm 6.1).
 
-Layout as in :mod:`sklearn_vb._kernels.dag`: all CPTs in one flat vector ``theta`` (P,),
+Layout as in :mod:`sklearn_vb.dag.kernels`: all CPTs in one flat vector ``theta`` (P,),
 CPT row ``i`` is ``theta[row_ptr[i]:row_ptr[i+1]]``; the data are compressed patterns,
 pattern ``u`` (weight ``w_u``) owning the configuration rows
 ``row_start[u] .. row_start[u+1]-1`` of ``idx`` (one per joint setting of its unobserved
@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .dag import pattern_log_normaliser
+from .kernels import pattern_log_normaliser
 
 __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_ais_chains_from_start",
            "dag_ais_chains_from_mixture", "dag_mixture_log_density", "dag_prior_log_density",

@@ -15,7 +15,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import gammaln, logsumexp
 
-from ._kernels.dag import log_dirichlet_integral_flat
+from .kernels import log_dirichlet_integral_flat
 
 __all__ = [
     "DAGStructure",
@@ -352,7 +352,7 @@ class CPTLayout:
 
 @dataclass
 class PatternData:
-    """Compressed data plus the enumeration index of :mod:`sklearn_vb._kernels.dag`."""
+    """Compressed data plus the enumeration index of :mod:`sklearn_vb.dag.kernels`."""
 
     patterns: np.ndarray    # (U, n_observed) codes, -1 for missing
     weights: np.ndarray     # (U,)

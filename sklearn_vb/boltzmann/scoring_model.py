@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._boltzmann_inference import VisibleLikelihood, fit_visible_map
-from ..._mrf_inference import LOG_2PI, ExactEngine, log_prior, newton_map
-from ..._core.evidence.params import ParamBlock, ParamSpace
-from ..._core.evidence.protocols import ScoringModelMixin
-from .mrf import GaussianWeightsMixin
+from ._inference import VisibleLikelihood, fit_visible_map
+from ..mrf.inference import LOG_2PI, ExactEngine, log_prior, newton_map
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.protocols import ScoringModelMixin
+from ..mrf.scoring_model import GaussianWeightsMixin
 
 __all__ = ["BoltzmannScoringModel", "BoltzmannData", "HiddenEStep"]
 
@@ -86,7 +86,7 @@ class BoltzmannScoringModel(GaussianWeightsMixin, ScoringModelMixin):
         return BoltzmannData(patterns, counts.astype(float), inverse.ravel(), float(codes.shape[0]))
 
     def visible_likelihood(self, X, inference="model"):
-        """The :class:`~sklearn_vb._boltzmann_inference.VisibleLikelihood` of the data,
+        """The :class:`~sklearn_vb.boltzmann._inference.VisibleLikelihood` of the data,
         with the model's engine (``"model"``), exact enumeration or BP."""
         key = (id(X), inference)
         if key not in self._vlik or self._vlik[key][0] is not X:

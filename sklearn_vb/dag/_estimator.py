@@ -9,7 +9,7 @@ column with declared cardinality) makes that node hidden for that case only.
 
 Inference is exact: the observed data are compressed to distinct patterns with
 counts, and for every pattern the joint configurations of its unobserved nodes are
-enumerated (:mod:`sklearn_vb._kernels.dag`).  VBEM alternates
+enumerated (:mod:`sklearn_vb.dag.kernels`).  VBEM alternates
 
 * VBM: ``q(theta_jl) = Dir(lambda_jl + N_jl)`` with expected family counts ``N``;
 * VBE: exact inference with the sub-normalised tables ``exp E[ln theta]``;
@@ -36,7 +36,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
-from ._dag_structure import (
+from .structure import (
     MAX_CONFIGURATIONS,
     CPTLayout,
     PatternData,
@@ -47,16 +47,16 @@ from ._dag_structure import (
     parse_structure,
     prepare_patterns,
 )
-from ._kernels.dag import (
+from .kernels import (
     enumerate_posterior,
     masked_dot,
     normalise_rows,
     pattern_log_normalisers,
 )
-from ._kernels.dag_fit import DECREASED, NOT_FINITE, em_run, vbem_run
-from ._core.distributions import dirichlet_expected_log
-from ._core.validation import lookup_categories, validate_categorical_data
-from ._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
+from .._core.distributions import dirichlet_expected_log
+from .._core.validation import lookup_categories, validate_categorical_data
+from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
 
 __all__ = ["VBDiscreteDAG"]
 
@@ -152,7 +152,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is in nats on the
         total bound (the thesis used ``1e-6 * n_samples``).  With ``warm_start=True``
         a refit continues from the fitted state and ``init_params`` is not used.  Each
-        restart runs as one compiled call (:mod:`sklearn_vb._kernels.dag_fit`): the
+        restart runs as one compiled call (:mod:`sklearn_vb.dag.fit_kernels`): the
         bound checks and the messages of ``verbose=2`` follow when the restart ends.
     acceleration : {"squarem"} or None, default="squarem"
         ``method="vb"`` only: extrapolate the VBEM fixed point in log Dirichlet counts
@@ -488,7 +488,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return _FitData(pdata, layout, self._prior, n, start)
 
     # ------------------------------------------------------------------ VBEM / EM
-    # One restart is one compiled call (sklearn_vb._kernels.dag_fit): the M / VBM and
+    # One restart is one compiled call (sklearn_vb.dag.fit_kernels): the M / VBM and
     # E / VBE steps, SQUAREM and the stopping rule run there; the base class keeps the
     # restarts, warm starts, the kept run and the convergence warning.
     def _iteration_steps(self):

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._mrf_inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
-from ...mrf import prior_precision_vector
-from ..._core.evidence.mcmc_moves import _KernelBase
-from ..._core.evidence.params import ParamBlock, ParamSpace
-from ..._core.evidence.posteriors import FactorizedPosterior, GaussianQ
-from ..._core.evidence.protocols import ScoringModelMixin
+from .inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
+from ._estimator import prior_precision_vector
+from .._core.evidence.mcmc_moves import KernelBase
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ
+from .._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW", "GaussianWeightsMixin"]
 
@@ -40,7 +40,7 @@ class MRFData:
     inverse: np.ndarray | None = None
 
 
-class MRFPreconditionedRW(_KernelBase):
+class MRFPreconditionedRW(KernelBase):
     """Gaussian random walk ``lambda' = lambda + c L_b eps`` with
     ``L_b L_b^T = (b N C_hat + P)^-1`` (the Laplace covariance of the tempered target
     ``ln p + b l``) and ``c = 2.38 scale / sqrt(F)``; ``C_hat`` the feature covariance at
@@ -202,7 +202,7 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
 
     # -- point estimates ------------------------------------------------------------------
     def map_fit(self, X, kind="map", inference="exact", init="pmm"):
-        """The Newton fit (:func:`~sklearn_vb._mrf_inference.newton_map`) with exact
+        """The Newton fit (:func:`~sklearn_vb.mrf.inference.newton_map`) with exact
         (``inference="exact"``) or BP moments; cached per data set and settings."""
         key = (id(X), kind, inference, init if isinstance(init, str) else "given")
         if key in self._cache and self._cache[key][0] is X:

@@ -6,7 +6,7 @@ numbers from the chain's own ``numpy.random.Generator`` in exactly the order of 
 Python kernels of :mod:`sklearn_vb._core.evidence.mcmc_moves` (so, for a seed, both give the
 same chain up to rounding).
 
-Data layout as in :mod:`._kernels.sbn`: enumeration rows ``states`` (R, J) grouped into
+Data layout as in :mod:`sklearn_vb.sbn._kernels`: enumeration rows ``states`` (R, J) grouped into
 patterns by ``row_start``, ``pattern_weight`` cases per pattern, node ``j``'s weights at
 ``w[w_ptr[j]:w_ptr[j+1]]``; ``rep_ptr``, ``rep_rows`` and ``row_rep`` list the distinct
 configurations of each node and its inputs (:func:`node_configurations`).  Block ``b`` of the sampler holds the weights of node
@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from .._core.kernels.linalg import log_sum_exp_range
-from .sbn import _input, log_sigmoid
+from ._kernels import _input, log_sigmoid
 
 __all__ = ["sbn_vmcmc_chain", "node_configurations"]
 

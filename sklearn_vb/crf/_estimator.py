@@ -21,7 +21,7 @@ b(l)`` only shifts the label biases (up to the first and last positions), so the
 
 The fit maximises ``sum_n [lambda^T f(t_n, x_n) - ln Z(lambda, x_n)] + ln p(lambda)``
 with exact forward-backward gradients (L-BFGS, or Newton steps with the exact Hessian
-``-(sum_n Cov f + P)``); inference is exact (:mod:`sklearn_vb._kernels.crf`).
+``-(sum_n Cov f + P)``); inference is exact (:mod:`sklearn_vb.crf._kernels`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._crf_layout import CRFData, CRFEngine, CRFLayout
-from ._mrf_inference import grouped_prior_precision, lbfgs_minimize, log_prior, newton_map
-from ._core.validation import (MISSING_IN_SEQUENCES, check_sequences, check_sequences_routed,
+from ._layout import CRFData, CRFEngine, CRFLayout
+from ..mrf.inference import grouped_prior_precision, lbfgs_minimize, log_prior, newton_map
+from .._core.validation import (MISSING_IN_SEQUENCES, check_sequences, check_sequences_routed,
                           fitted_from_sequence_ids, validate_float_data)
 
 __all__ = ["LinearChainCRF", "crf_prior_precision"]
@@ -202,7 +202,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         return codes.astype(np.int64)
 
     def check_data(self, X, y=None, lengths=None, sequence_ids=None):
-        """The :class:`~sklearn_vb._crf_layout.CRFData` of ``X`` (and labels ``y``) for
+        """The :class:`~sklearn_vb.crf._layout.CRFData` of ``X`` (and labels ``y``) for
         the fitted model (validated)."""
         check_is_fitted(self, "coef_")
         X = validate_float_data(self, X, reset=False, missing=MISSING_IN_SEQUENCES, max_abs=None,
@@ -350,7 +350,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
 
     @property
     def layout_(self):
-        """The :class:`~sklearn_vb._crf_layout.CRFLayout` of the fitted structure."""
+        """The :class:`~sklearn_vb.crf._layout.CRFLayout` of the fitted structure."""
         check_is_fitted(self, "coef_")
         return self._layout
 

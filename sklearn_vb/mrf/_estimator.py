@@ -2,7 +2,7 @@
 
 ``p(x | lambda) = exp(lambda^T f(x)) / Z(lambda)`` with node indicator features and edge
 indicator features, state 0 as reference (binary 0/1 variables: the biases ``x_i`` and
-couplings ``x_i x_j`` of a Boltzmann machine; :mod:`sklearn_vb._mrf_layout`), and
+couplings ``x_i x_j`` of a Boltzmann machine; :mod:`sklearn_vb.mrf.layout`), and
 independent ``N(0, prior_variance)`` priors on every parameter.  The fit maximises the
 penalised log-likelihood ``t = lambda^T S - N ln Z + ln p(lambda)`` (``point="map"``) or
 the likelihood (``point="ml"``, computed with a very broad prior ``ml_prior_variance``, since
@@ -25,10 +25,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ._mrf_inference import (BPEngine, ExactEngine, grouped_prior_precision, lbfgs_minimize,
+from .inference import (BPEngine, ExactEngine, grouped_prior_precision, lbfgs_minimize,
                              log_prior, newton_map, sample_states)
-from ._mrf_layout import MRFLayout, parse_structure
-from ._core.validation import validate_float_data
+from .layout import MRFLayout, parse_structure
+from .._core.validation import validate_float_data
 
 __all__ = ["PairwiseMRF", "prior_precision_vector"]
 
@@ -381,7 +381,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
 
     @property
     def layout_(self):
-        """The :class:`~sklearn_vb._mrf_layout.MRFLayout` of the fitted structure."""
+        """The :class:`~sklearn_vb.mrf.layout.MRFLayout` of the fitted structure."""
         check_is_fitted(self, "coef_")
         return self._layout
 

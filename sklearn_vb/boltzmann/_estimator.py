@@ -4,7 +4,7 @@
 hidden 0/1 units, with the biases and couplings of :class:`~sklearn_vb.PairwiseMRF` and
 independent ``N(0, prior_variance)`` priors.  The fit maximises the penalised *visible*
 likelihood ``sum_n ln p(x_n | lambda) + ln p(lambda)``
-(:mod:`sklearn_vb._boltzmann_inference`): the hidden posterior ``p(h | x_n)`` exactly, by
+(:mod:`sklearn_vb.boltzmann._inference`): the hidden posterior ``p(h | x_n)`` exactly, by
 enumerating the ``2^H`` hidden states for every distinct visible row; the free
 partition function exactly by enumeration of the ``2^(p+H)`` joint states, or by loopy
 belief propagation (Bethe ``ln Z_B``) on larger models.
@@ -22,11 +22,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ._boltzmann_inference import VisibleLikelihood, fit_visible_map, hidden_states
-from ._mrf_inference import BPEngine, ExactEngine, sample_states
-from ._mrf_layout import MRFLayout, parse_structure
-from ._core.validation import validate_float_data
-from .mrf import prior_precision_vector
+from ._inference import VisibleLikelihood, fit_visible_map, hidden_states
+from ..mrf.inference import BPEngine, ExactEngine, sample_states
+from ..mrf.layout import MRFLayout, parse_structure
+from .._core.validation import validate_float_data
+from ..mrf import prior_precision_vector
 
 __all__ = ["BoltzmannMachine", "boltzmann_edges"]
 
@@ -187,7 +187,7 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
                         max_iter=self.bp_max_iter, warn=warn)
 
     def visible_likelihood(self, codes, weights=None, layout=None):
-        """The :class:`~sklearn_vb._boltzmann_inference.VisibleLikelihood` of int rows."""
+        """The :class:`~sklearn_vb.boltzmann._inference.VisibleLikelihood` of int rows."""
         layout = self._layout if layout is None else layout
         w = np.ones(codes.shape[0]) if weights is None else np.asarray(weights, dtype=float)
         patterns, inverse = np.unique(codes, axis=0, return_inverse=True)
