@@ -43,7 +43,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .scoring._base import prepare_data, resolve_model, variational_posterior
+from .scoring import prepare_data, resolve_model, variational_posterior
 from ._core.numerics import as_seed_sequence
 from ._core.progress import Progress
 from ._core.evidence.params import concat_params

@@ -43,6 +43,10 @@ from scipy.special import digamma, gammaln, xlogy
 from .kernels.constants import LOG_2PI
 
 __all__ = [
+    "as_generator",
+    "cholesky_of_inverse",
+    "log_multigamma",
+    "wishart_expected_logdet_terms",
     # Dirichlet
     "log_multivariate_beta",
     "dirichlet_expected_log",
@@ -113,7 +117,8 @@ def _f(x):
     return np.asarray(x, dtype=float)
 
 
-def _rng(rng):
+def as_generator(rng):
+    """``rng`` itself when it is a numpy Generator, else ``np.random.default_rng(rng)``."""
     if isinstance(rng, np.random.Generator):
         return rng
     return np.random.default_rng(rng)
@@ -148,7 +153,7 @@ def _logdet_chol(L):
     return 2.0 * np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
 
 
-def _cholesky_of_inverse(S):
+def cholesky_of_inverse(S):
     """(F, ln|S|): the lower Cholesky factor F of S^{-1} (F F^T = S^{-1}), without forming S^{-1}.
 
     With S = U U^T, U upper triangular (the Cholesky factor of S with its axes
@@ -278,7 +283,7 @@ def dirichlet_sample(alpha, rng, size=None):
     alpha = _f(alpha)
     if np.any(~(alpha > 0)):
         raise ValueError("alpha must be positive.")
-    rng = _rng(rng)
+    rng = as_generator(rng)
     out_shape = _size(size) + alpha.shape
     log_g = _log_gamma_variates(alpha, rng, out_shape)
     log_g -= np.max(log_g, axis=-1, keepdims=True)
@@ -341,7 +346,7 @@ def gamma_sample(a, b, rng, size=None):
     a, b = _f(a), _f(b)
     if np.any(~(a > 0)) or np.any(~(b > 0)):
         raise ValueError("a and b must be positive.")
-    rng = _rng(rng)
+    rng = as_generator(rng)
     out_shape = _size(size) + np.broadcast_shapes(a.shape, b.shape)
     if np.all(a >= _DIRECT_GAMMA_SHAPE):
         return np.maximum(rng.standard_gamma(np.broadcast_to(a, out_shape), size=out_shape) / b,
@@ -394,7 +399,7 @@ def gaussian_sample(mean, cov, rng, size=None):
     """Draw x ~ N(mean, cov), shape ``size + batch_shape + (D,)``."""
     mean, cov = _f(mean), _f(cov)
     L = _cholesky("cov", cov)
-    rng = _rng(rng)
+    rng = as_generator(rng)
     D = cov.shape[-1]
     batch = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
     out_shape = _size(size) + batch + (D,)
@@ -433,7 +438,7 @@ def diag_gaussian_log_pdf(x, mean, var):
 # ---------------------------------------------------------------------------
 
 
-def _log_multigamma(a, D):
+def log_multigamma(a, D):
     """ln Gamma_D(a) = D(D-1)/4 ln pi + sum_{i=1}^D ln Gamma(a + (1 - i)/2), vectorised over a.
 
     Same value as ``scipy.special.multigammaln`` (checked in the tests), which
@@ -462,7 +467,8 @@ def wishart_expected_precision(W, nu):
     return _f(nu)[..., None, None] * W
 
 
-def _expected_logdet(D, nu, logdet_W):
+def wishart_expected_logdet_terms(D, nu, logdet_W):
+    """E[ln|Lambda|] of Wishart(W, nu) from ``ln|W|`` (batched over ``nu``)."""
     i = np.arange(D)
     return np.sum(digamma(0.5 * (nu[..., None] - i)), axis=-1) + D * np.log(2.0) + logdet_W
 
@@ -470,11 +476,11 @@ def _expected_logdet(D, nu, logdet_W):
 def wishart_expected_logdet(W, nu):
     """E[ln|Lambda|] = sum_{i=1}^D psi((nu + 1 - i)/2) + D ln 2 + ln|W|."""
     D, nu, _, logdet_W = _wishart_logdet_terms(W, nu)
-    return _expected_logdet(D, nu, logdet_W)
+    return wishart_expected_logdet_terms(D, nu, logdet_W)
 
 
 def _log_normaliser(D, nu, logdet_W):
-    return -0.5 * nu * logdet_W - 0.5 * nu * D * np.log(2.0) - _log_multigamma(0.5 * nu, D)
+    return -0.5 * nu * logdet_W - 0.5 * nu * D * np.log(2.0) - log_multigamma(0.5 * nu, D)
 
 
 def wishart_log_normaliser(W, nu):
@@ -493,7 +499,7 @@ def wishart_entropy(W, nu):
     D, nu, _, logdet_W = _wishart_logdet_terms(W, nu)
     return (
         -_log_normaliser(D, nu, logdet_W)
-        - 0.5 * (nu - D - 1.0) * _expected_logdet(D, nu, logdet_W)
+        - 0.5 * (nu - D - 1.0) * wishart_expected_logdet_terms(D, nu, logdet_W)
         + 0.5 * nu * D
     )
 
@@ -503,7 +509,7 @@ def _wishart_kl(D, nu_q, logdet_q, nu_p, logdet_p, trace):
     return (
         _log_normaliser(D, nu_q, logdet_q)
         - _log_normaliser(D, nu_p, logdet_p)
-        + 0.5 * (nu_q - nu_p) * _expected_logdet(D, nu_q, logdet_q)
+        + 0.5 * (nu_q - nu_p) * wishart_expected_logdet_terms(D, nu_q, logdet_q)
         - 0.5 * nu_q * D
         + 0.5 * nu_q * trace
     )
@@ -583,7 +589,7 @@ def wishart_sample(W, nu, rng, size=None, cholesky=False):
     (the Bartlett factor itself, exact and without a factorisation).
     """
     D, nu, LW, _ = _wishart_logdet_terms(W, nu)
-    rng = _rng(rng)
+    rng = as_generator(rng)
     out_shape = _size(size) + np.broadcast_shapes(LW.shape[:-2], nu.shape)
     C = _bartlett_factor(LW, nu, rng, out_shape, D)
     return C if cholesky else C @ np.swapaxes(C, -1, -2)
@@ -653,7 +659,7 @@ def normal_wishart_sample(m, beta, W, nu, rng, size=None, cholesky=False):
     """
     m, beta = _f(m), _f(beta)
     D, nu, LW, _ = _wishart_logdet_terms(W, nu)
-    rng = _rng(rng)
+    rng = as_generator(rng)
     batch = np.broadcast_shapes(m.shape[:-1], beta.shape, LW.shape[:-2], nu.shape)
     out_shape = _size(size) + batch
     C = _bartlett_factor(LW, nu, rng, out_shape, D)  # Lambda = C C^T
@@ -678,7 +684,7 @@ def normal_wishart_expected_log_likelihood(x, m, beta, W, nu):
     diff = x - m
     quad = np.einsum("...i,...ij,...j->...", diff, W, diff)
     return 0.5 * (
-        _expected_logdet(D, nu, logdet_W) - D * LOG_2PI - D / beta - nu * quad
+        wishart_expected_logdet_terms(D, nu, logdet_W) - D * LOG_2PI - D / beta - nu * quad
     )
 
 
@@ -712,7 +718,7 @@ def normal_gamma_log_pdf(mu, lam, m, beta, a, b):
 def normal_gamma_sample(m, beta, a, b, rng, size=None):
     """Draw (mu, lam) from the per-dimension Normal-Gamma; both of shape ``size + batch``."""
     m, beta, a, b = _f(m), _f(beta), _f(a), _f(b)
-    rng = _rng(rng)
+    rng = as_generator(rng)
     out_shape = _size(size) + np.broadcast_shapes(m.shape, beta.shape, a.shape, b.shape)
     lam = gamma_sample(np.broadcast_to(a, out_shape), b, rng)
     mu = m + rng.standard_normal(out_shape) / np.sqrt(beta * lam)

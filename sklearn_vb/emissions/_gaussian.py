@@ -18,9 +18,9 @@ import numpy as np
 from scipy.special import gammaln, polygamma
 
 from .._core.distributions import (
-    _cholesky_of_inverse,
-    _expected_logdet,
-    _log_multigamma,
+    cholesky_of_inverse as _cholesky_of_inverse,
+    wishart_expected_logdet_terms as _expected_logdet,
+    log_multigamma as _log_multigamma,
     gamma_expected_log,
     gamma_log_pdf,
     gamma_mean,

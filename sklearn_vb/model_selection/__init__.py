@@ -12,7 +12,7 @@
 from ._crf_search import CRFFeatureSearch, crf_feature_sequence
 from ._dag_search import DAGStructureSearch
 from ._mrf_search import MRFStructureSearch, enumerate_undirected_graphs
-from ._search import StructureSearch
+from ._search import StructureSearch, size_parameter  # size_parameter: for the plots of a search
 from ._split import SequenceKFold, lengths_to_sequence_ids, sequence_ids_to_lengths
 
 __all__ = [

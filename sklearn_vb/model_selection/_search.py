@@ -494,7 +494,7 @@ class StructureSearch(_SearchBase):
                 "biased low (for AIS: too few temperatures).",
                 RuntimeWarning,
             )
-        size = _size_parameter(candidates)
+        size = size_parameter(candidates)
         if size is None or len(top) < 2:
             return
         s1 = results[f"score_{first}"]
@@ -541,7 +541,7 @@ def format_results(candidates, outs, specs, flags, error_score):
     return results
 
 
-def _size_parameter(candidates):
+def size_parameter(candidates):
     """The single numeric grid parameter that varies, if there is exactly one."""
     keys = {k for p in candidates for k in p}
     varying = []

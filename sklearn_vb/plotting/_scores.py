@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model_selection._search import _size_parameter
+from ..model_selection import size_parameter
 from ._common import new_axes
 
 #: legend wording of ScoreResult.bound
@@ -28,7 +28,7 @@ def _results_of(search):
 
 
 def _default_size_param(results):
-    param = _size_parameter(list(results["params"]))
+    param = size_parameter(list(results["params"]))
     if param is None:
         raise ValueError(
             "param must name the size parameter: the grid does not vary exactly one "

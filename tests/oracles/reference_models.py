@@ -35,7 +35,7 @@ from math import factorial
 import numpy as np
 from scipy.special import logsumexp
 
-from sklearn_vb._core.distributions import _rng, dirichlet_expected_log
+from sklearn_vb._core.distributions import as_generator as _rng, dirichlet_expected_log
 from sklearn_vb._core.kernels.constants import LOG_2PI
 from sklearn_vb._core.numerics import spawn_generators
 from sklearn_vb._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..distributions import (_rng, dirichlet_kl, dirichlet_log_pdf, dirichlet_sample,
+from ..distributions import (as_generator, dirichlet_kl, dirichlet_log_pdf, dirichlet_sample,
                                log_multivariate_beta)
 from .params import ParamBlock, ParamSpace
 from .posteriors import DirichletQ, FactorizedPosterior
@@ -57,7 +57,7 @@ class DirichletBlocksModel(ScoringModelMixin):
         return np.asarray(out, dtype=float)
 
     def sample_prior(self, rng, size):
-        rng = _rng(rng)
+        rng = as_generator(rng)
         return {k: dirichlet_sample(a, rng, size=int(size)) for k, a in self.prior_alpha.items()}
 
     def log_complete_evidence(self, stats):
@@ -122,7 +122,7 @@ class DirichletBlocksModel(ScoringModelMixin):
         A run stops when the objective changes by less than ``tol_per_case * n``; a best
         run that reaches ``max_iter`` raises a ``ConvergenceWarning``.
         """
-        rng = _rng(rng)
+        rng = as_generator(rng)
         n = max(1, self.n_cases(X))
         q = self._fitted_posterior(X)
 

@@ -15,7 +15,7 @@ from math import factorial, lgamma
 import numpy as np
 from scipy.special import logsumexp
 
-from ..._core.distributions import _rng
+from ..._core.distributions import as_generator as _rng
 from ..._kernels.forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
 
 from ..._core.evidence.protocols import EStep

@@ -29,7 +29,7 @@ from math import factorial, lgamma
 import numpy as np
 from scipy.special import logsumexp, polygamma
 
-from ..._core.distributions import _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
+from ..._core.distributions import as_generator as _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
 from ..._kernels import hmm as _k
 from ..._hmm_point import (complete_log_likelihood, forward_backward_stats,
                             log_start_transitions, point_e_step, point_log_prior, point_m_step)

@@ -58,7 +58,7 @@ from math import factorial, lgamma, log
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
-from ..._core.distributions import _rng
+from ..._core.distributions import as_generator as _rng
 from ..._lds_point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
 from ..._core.kernels.constants import LOG_2PI
 from ..._kernels.kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother

@@ -86,7 +86,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import gammaln, polygamma, xlogy
 
-from ..._core.distributions import _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
+from ..._core.distributions import as_generator as _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
 from ..._kernels import mfa as _k
 from ..._core.kernels.constants import LOG_2PI
 from ...mfa import fa_free_parameters
