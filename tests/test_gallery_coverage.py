@@ -11,8 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
-TESTS = {p.name: p.read_text(encoding="utf-8") for p in (ROOT / "tests").glob("test_*.py")
-         if p.name != Path(__file__).name}
+TESTS = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
+         for p in (ROOT / "tests").rglob("test_*.py") if p != Path(__file__).resolve()}
 
 
 def test_the_gallery_is_not_empty():

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dag_structure_scores.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dag_structure_scores.py"
 
 
 def test_structure_scores_example_quick(tmp_path):
