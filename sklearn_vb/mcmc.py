@@ -43,18 +43,18 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .scoring import prepare_data, resolve_model, variational_posterior
-from ._core.numerics import as_seed_sequence
-from ._core.progress import Progress
-from ._core.evidence.params import concat_params
-from ._core.evidence.posteriors import GaussianQ
 from ._core.evidence.mcmc_moves import (
     BlockRandomWalkMH,
     IndependenceMH,
     Target,
     VariationalMixtureKernel,
 )
+from ._core.evidence.params import concat_params
+from ._core.evidence.posteriors import GaussianQ
 from ._core.kernels.constants import LOG_2PI
+from ._core.numerics import as_seed_sequence
+from ._core.progress import Progress
+from .scoring import prepare_data, resolve_model, variational_posterior
 
 __all__ = ["VariationalMCMC", "UnconstrainedGaussianQ", "effective_sample_size"]
 

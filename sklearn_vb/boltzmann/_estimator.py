@@ -22,11 +22,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ._inference import VisibleLikelihood, fit_visible_map, hidden_states
-from ..mrf.inference import BPEngine, ExactEngine, sample_states
-from ..mrf.layout import MRFLayout, parse_structure
 from .._core.validation import validate_float_data
 from ..mrf import prior_precision_vector
+from ..mrf.inference import BPEngine, ExactEngine, sample_states
+from ..mrf.layout import MRFLayout, parse_structure
+from ._inference import VisibleLikelihood, fit_visible_map, hidden_states
 
 __all__ = ["BoltzmannMachine", "boltzmann_edges"]
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._inference import VisibleLikelihood, fit_visible_map
-from ..mrf.inference import LOG_2PI, ExactEngine, log_prior, newton_map
 from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.protocols import ScoringModelMixin
+from ..mrf.inference import LOG_2PI, ExactEngine, log_prior, newton_map
 from ..mrf.scoring_model import GaussianWeightsMixin
+from ._inference import VisibleLikelihood, fit_visible_map
 
 __all__ = ["BoltzmannScoringModel", "BoltzmannData", "HiddenEStep"]
 

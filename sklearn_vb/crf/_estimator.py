@@ -35,10 +35,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._layout import CRFData, CRFEngine, CRFLayout
-from ..mrf.inference import grouped_prior_precision, lbfgs_minimize, log_prior, newton_map
 from .._core.validation import (MISSING_IN_SEQUENCES, check_sequences, check_sequences_routed,
                           fitted_from_sequence_ids, validate_float_data)
+from ..mrf.inference import grouped_prior_precision, lbfgs_minimize, log_prior, newton_map
+from ._layout import CRFData, CRFEngine, CRFLayout
 
 __all__ = ["LinearChainCRF", "crf_prior_precision"]
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._kernels import crf_log_partition_batch, crf_marginals, crf_moments, crf_viterbi
 from ..mrf.inference import Moments
+from ._kernels import crf_log_partition_batch, crf_marginals, crf_moments, crf_viterbi
 
 __all__ = ["CRFLayout", "CRFData", "CRFEngine"]
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._layout import CRFData, CRFEngine
-from ..mrf.inference import log_prior, newton_map
-from ._estimator import crf_prior_precision
 from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.protocols import ScoringModelMixin
+from ..mrf.inference import log_prior, newton_map
 from ..mrf.scoring_model import GaussianWeightsMixin
+from ._estimator import crf_prior_precision
+from ._layout import CRFData, CRFEngine
 
 __all__ = ["CRFScoringModel"]
 

@@ -36,6 +36,16 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
+from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from .._core.distributions import dirichlet_expected_log
+from .._core.validation import lookup_categories, validate_categorical_data
+from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
+from .kernels import (
+    enumerate_posterior,
+    masked_dot,
+    normalise_rows,
+    pattern_log_normalisers,
+)
 from .structure import (
     MAX_CONFIGURATIONS,
     CPTLayout,
@@ -47,16 +57,6 @@ from .structure import (
     parse_structure,
     prepare_patterns,
 )
-from .kernels import (
-    enumerate_posterior,
-    masked_dot,
-    normalise_rows,
-    pattern_log_normalisers,
-)
-from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
-from .._core.distributions import dirichlet_expected_log
-from .._core.validation import lookup_categories, validate_categorical_data
-from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
 
 __all__ = ["VBDiscreteDAG"]
 

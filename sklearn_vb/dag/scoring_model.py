@@ -13,15 +13,15 @@ from math import exp, prod
 import numpy as np
 from scipy.special import gammaln
 
-from .structure import CPTLayout, exact_log_evidence
 from .._core.distributions import dirichlet_sample
-from .kernels import enumerate_posterior, pattern_log_normalisers
+from .._core.evidence.dirichlet import DirichletBlocksModel
+from .._core.evidence.posteriors import MappedPosterior, MixturePosterior
+from .._core.evidence.protocols import EStep
 from ._evidence_kernels import (dag_ais_chains, dag_ais_chains_from_mixture,
                                      dag_ais_chains_from_start, dag_ais_init,
                                      dag_mixture_log_density, dag_sample_hidden)
-from .._core.evidence.posteriors import MappedPosterior, MixturePosterior
-from .._core.evidence.protocols import EStep
-from .._core.evidence.dirichlet import DirichletBlocksModel
+from .kernels import enumerate_posterior, pattern_log_normalisers
+from .structure import CPTLayout, exact_log_evidence
 
 __all__ = ["DAGScoringModel"]
 

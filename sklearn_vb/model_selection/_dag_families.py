@@ -23,10 +23,10 @@ import math
 
 import numpy as np
 
-from ..dag.structure import family_prior_value
-from ..dag import VBDiscreteDAG
-from ..scoring import ScoreResult
 from .._core.evidence.dirichlet import dirichlet_evidence
+from ..dag import VBDiscreteDAG
+from ..dag.structure import family_prior_value
+from ..scoring import ScoreResult
 from ._common import _NamedMethod
 
 __all__ = ["FamilyScores", "decomposable_family_scores"]

@@ -8,8 +8,8 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ..mrf.layout import MRFLayout, parse_structure
 from ..datasets import enumerate_undirected_graphs
+from ..mrf.layout import MRFLayout, parse_structure
 from . import _common as C
 from ._edge_search import EdgeSetSearchBase
 

@@ -25,10 +25,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
+from .._core.validation import validate_float_data
 from .inference import (BPEngine, ExactEngine, grouped_prior_precision, lbfgs_minimize,
                              log_prior, newton_map, sample_states)
 from .layout import MRFLayout, parse_structure
-from .._core.validation import validate_float_data
 
 __all__ = ["PairwiseMRF", "prior_precision_vector"]
 

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
-from ._estimator import prior_precision_vector
 from .._core.evidence.mcmc_moves import KernelBase
 from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 from .._core.evidence.protocols import ScoringModelMixin
+from ._estimator import prior_precision_vector
+from .inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
 
 __all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW", "GaussianWeightsMixin"]
 

@@ -15,11 +15,11 @@ from functools import lru_cache
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..dag.structure import log_dirichlet_integral, parameter_count
 from .._core.distributions import dirichlet_log_pdf
-from ..dag.kernels import pattern_log_normalisers
-from ..dag.fit_kernels import em_restarts, vbem_restarts
 from ..dag import VBDiscreteDAG, alias_count
+from ..dag.fit_kernels import em_restarts, vbem_restarts
+from ..dag.kernels import pattern_log_normalisers
+from ..dag.structure import log_dirichlet_integral, parameter_count
 from ..datasets import (
     BEAL_TRUE_CODE,
     beal_true_parameters,

@@ -25,9 +25,9 @@ from math import lgamma
 import numpy as np
 from scipy.special import logsumexp
 
+from ..boltzmann import BoltzmannMachine, boltzmann_edges
 from ..mrf.inference import ExactEngine
 from ..mrf.layout import MRFLayout
-from ..boltzmann import BoltzmannMachine, boltzmann_edges
 from ..scoring import score, scoring_model_for
 from ._experiment import Experiment
 from ._report import markdown_table, pyplot, save_figure

@@ -37,6 +37,8 @@ from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._core.base import VBEMEstimator
+from .._core.validation import validate_float_data
 from ..dag.structure import parse_structure
 from ._kernels import (
     jj_row_terms,
@@ -44,8 +46,6 @@ from ._kernels import (
     normalise_rows,
     pattern_log_likelihoods,
 )
-from .._core.validation import validate_float_data
-from .._core.base import VBEMEstimator
 
 __all__ = ["VBSigmoidBeliefNetwork", "SBNPatterns", "map_weights"]
 

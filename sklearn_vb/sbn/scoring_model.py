@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._estimator import map_weights, sample_states
 from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 from .._core.evidence.protocols import ScoringModelMixin
+from ._estimator import map_weights, sample_states
 
 __all__ = ["SBNScoringModel"]
 

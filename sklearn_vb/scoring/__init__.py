@@ -31,12 +31,12 @@ from .._core.numerics import (
     log_sum_exp,
 )
 # the samplers of sklearn_vb.mcmc work through the same three steps as the scorers
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.protocols import EStep, Kernel, ScoringModel, ScoringModelMixin, VariationalPosterior
 from ._base import prepare_data, resolve_model, variational_posterior
 from ._registry import register_scoring_model, scoring_model_for
 from ._result import ScoreResult, UnreliableEstimateWarning
 from ._scorers import SCORERS, get_scorer, score
-from .._core.evidence.params import ParamBlock, ParamSpace
-from .._core.evidence.protocols import EStep, Kernel, ScoringModel, ScoringModelMixin, VariationalPosterior
 
 __all__ = [
     "ScoreResult",

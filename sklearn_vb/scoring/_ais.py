@@ -24,8 +24,9 @@ import numpy as np
 from joblib import Parallel, delayed
 from scipy.special import logsumexp
 
-from ._aliases import ALIAS_OPTIONS, cover_aliases
-from ._base import Scorer, prepare_data, resolve_model, variational_posterior
+from .._core.evidence.mcmc_moves import DirichletMH, Target, make_kernel
+from .._core.evidence.params import concat_params, take
+from .._core.evidence.protocols import has, require
 from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
@@ -34,13 +35,12 @@ from .._core.numerics import (
     log_mean_exp,
     split_runs,
 )
-from ._joint_anneal import check_joint, run_joint_ais, run_joint_reverse_ais
 from .._core.progress import progress_for
+from ._aliases import ALIAS_OPTIONS, cover_aliases
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
+from ._joint_anneal import check_joint, run_joint_ais, run_joint_reverse_ais
 from ._reliability import LOWER_BOUND_Z, known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
-from .._core.evidence.mcmc_moves import DirichletMH, Target, make_kernel
-from .._core.evidence.params import concat_params, take
-from .._core.evidence.protocols import has, require
 from .schedules import make_schedule
 
 __all__ = ["AISScore", "ReverseAISScore", "BDMCScore", "run_ais", "run_reverse_ais",

@@ -15,8 +15,8 @@ copies left out.  Where the mixture is not available, the result is flagged.
 
 from __future__ import annotations
 
-from ._base import log_alias_count
 from .._core.evidence.protocols import has
+from ._base import log_alias_count
 
 __all__ = ["ALIAS_OPTIONS", "cover_aliases"]
 

@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._core.evidence.protocols import has, require
 from ._point_cache import shared_fit_point
 from ._registry import scoring_model_for
-from .._core.evidence.protocols import has, require
 
 __all__ = ["Scorer", "log_alias_count", "score_random_state", "resolve_model", "variational_posterior", "prepare_data", "COMMON_OPTIONS"]
 

@@ -42,10 +42,10 @@ import warnings
 import numpy as np
 import scipy.sparse.linalg as spla
 
+from .._core.evidence.protocols import require
 from ..mrf.inference import LOG_2PI, log_prior, lr_logdet
 from ._base import Scorer, prepare_data, resolve_model
 from ._result import ScoreResult, UnreliableEstimateWarning
-from .._core.evidence.protocols import require
 
 __all__ = ["BetheLaplaceScore", "LR_BELIEF_DIVERGENCE_MAX", "LR_DATA_DIVERGENCE_MAX"]
 

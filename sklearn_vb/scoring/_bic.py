@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.evidence.protocols import has, require
+from .._core.numerics import spawn_generators
 from ._base import Scorer, prepare_data, resolve_model
 from ._dimension import effective_dimension
-from .._core.numerics import spawn_generators
 from ._result import ScoreResult
-from .._core.evidence.protocols import has, require
 
 __all__ = ["BICScore", "BICMAPScore", "BICpScore", "model_dimension"]
 

@@ -37,10 +37,10 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
+from .._core.evidence.protocols import require
 from ..mrf.inference import LOG_2PI
 from ._base import Scorer, prepare_data, resolve_model
 from ._result import ScoreResult
-from .._core.evidence.protocols import require
 
 __all__ = ["HiddenLaplaceScore", "HiddenVBBoundScore", "visible_vb_bound"]
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import Scorer, prepare_data, resolve_model, variational_posterior
-from .._core.numerics import as_seed_sequence, log_mean_exp
-from ._result import ScoreResult
-from ._smc import pool_runs
 from .._core.evidence.params import take
 from .._core.evidence.protocols import require
+from .._core.numerics import as_seed_sequence, log_mean_exp
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
+from ._result import ScoreResult
+from ._smc import pool_runs
 
 __all__ = ["CMSScore"]
 

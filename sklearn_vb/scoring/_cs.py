@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.evidence.protocols import require
+from .._core.numerics import spawn_generators
 from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._bic import model_dimension
-from .._core.numerics import spawn_generators
 from ._result import ScoreResult
-from .._core.evidence.protocols import require
 
 __all__ = ["CSScore", "CSDaggerScore", "cs_value", "CS_ACCURACY"]
 

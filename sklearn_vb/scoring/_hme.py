@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.evidence.params import take
+from .._core.evidence.protocols import require
+from .._core.numerics import as_seed_sequence, spawn_generators
 from ._ais import _exact_samples
 from ._base import Scorer, prepare_data, resolve_model
-from .._core.numerics import as_seed_sequence, spawn_generators
 from ._reliability import warn_unreliable
 from ._result import ScoreResult
 from ._smc import PosteriorMove, pool_runs
-from .._core.evidence.params import take
-from .._core.evidence.protocols import require
 
 __all__ = ["HMEScore"]
 

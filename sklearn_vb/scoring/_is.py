@@ -19,8 +19,8 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from .._core.base import Restart
-from ._aliases import ALIAS_OPTIONS, cover_aliases
-from ._base import Scorer, prepare_data, resolve_model, variational_posterior
+from .._core.evidence.posteriors import MixturePosterior, PriorPosterior
+from .._core.evidence.protocols import require
 from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
@@ -32,11 +32,11 @@ from .._core.numerics import (
     pareto_khat_threshold,
 )
 from .._core.progress import Progress
+from ._aliases import ALIAS_OPTIONS, cover_aliases
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
 from ._registry import scoring_model_for
 from ._reliability import known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
-from .._core.evidence.posteriors import MixturePosterior, PriorPosterior
-from .._core.evidence.protocols import require
 
 __all__ = ["ISScore", "importance_log_weights", "build_proposal"]
 

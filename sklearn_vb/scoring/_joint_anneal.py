@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.evidence.protocols import require
 from .._core.numerics import as_seed_sequence
 from .._core.progress import progress_for
-from .._core.evidence.protocols import require
 
 __all__ = ["JOINT_NEEDS", "check_joint", "run_joint_ais", "run_joint_reverse_ais"]
 

@@ -23,13 +23,13 @@ import os
 import numpy as np
 from scipy.optimize import minimize
 
-from .._core.kernels.constants import LOG_2PI
-from ._base import Scorer, prepare_data, resolve_model
-from .._core.numerics import spawn_generators
-from ._point_cache import shared_fit_point
-from .._core.progress import Progress
-from ._result import ScoreResult
 from .._core.evidence.protocols import has, require
+from .._core.kernels.constants import LOG_2PI
+from .._core.numerics import spawn_generators
+from .._core.progress import Progress
+from ._base import Scorer, prepare_data, resolve_model
+from ._point_cache import shared_fit_point
+from ._result import ScoreResult
 
 __all__ = ["LaplaceScore", "fd_gradient", "fd_hessian", "laplace_memory_estimate"]
 

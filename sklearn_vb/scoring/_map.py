@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ._base import Scorer, prepare_data, resolve_model
-from .._core.numerics import spawn_generators
-from ._result import ScoreResult
 from .._core.evidence.protocols import require
+from .._core.numerics import spawn_generators
+from ._base import Scorer, prepare_data, resolve_model
+from ._result import ScoreResult
 
 __all__ = ["MAPScore"]
 

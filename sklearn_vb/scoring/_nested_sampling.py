@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import Scorer, prepare_data, resolve_model
-from .._core.numerics import as_seed_sequence, interval_stderr
-from ._result import ScoreResult
-from ._smc import pool_runs
 from .._core.evidence.mcmc_moves import estimate_prior_precision
 from .._core.evidence.params import take
 from .._core.evidence.protocols import require
+from .._core.numerics import as_seed_sequence, interval_stderr
+from ._base import Scorer, prepare_data, resolve_model
+from ._result import ScoreResult
+from ._smc import pool_runs
 
 __all__ = ["NestedSamplingScore"]
 

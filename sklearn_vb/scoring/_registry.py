@@ -8,8 +8,8 @@ estimators themselves know nothing of the scoring layer, so imports run one way
 
 from __future__ import annotations
 
-from .models import ESTIMATOR_FACTORIES
 from .._core.evidence.protocols import has
+from .models import ESTIMATOR_FACTORIES
 
 __all__ = ["register_scoring_model", "scoring_model_for"]
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ais import _exact_samples
+from .._core.evidence.params import take
 from .._core.numerics import effective_sample_size, log_mean_exp, spawn_generators
+from ._ais import _exact_samples
 from ._reliability import warn_unreliable
 from ._result import ScoreResult
 from ._smc import SequentialScorer, _resample, case_log_likelihood, case_order, pool_runs
-from .._core.evidence.params import take
 
 __all__ = ["SHMEScore", "run_shme", "SHME_STDERR_REASON"]
 

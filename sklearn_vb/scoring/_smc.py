@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core.kernels.sampling import systematic_resample
-from ._base import Scorer, prepare_data, resolve_model
-from .._core.numerics import as_seed_sequence, effective_sample_size, interval_stderr, log_mean_exp, \
-    spawn_generators
-from ._reliability import warn_unreliable
-from ._result import ScoreResult
 from .._core.evidence.mcmc_moves import ChainState, Target, make_kernel
 from .._core.evidence.params import take
 from .._core.evidence.protocols import has, require
+from .._core.kernels.sampling import systematic_resample
+from .._core.numerics import as_seed_sequence, effective_sample_size, interval_stderr, log_mean_exp, \
+    spawn_generators
+from ._base import Scorer, prepare_data, resolve_model
+from ._reliability import warn_unreliable
+from ._result import ScoreResult
 
 __all__ = ["SMCScore", "PosteriorMove", "CaseWeightedTarget", "case_order", "pool_runs",
            "case_log_likelihood"]

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from .._core.fingerprint import fingerprint_mismatch
 from .._core.base import VBEMEstimator
+from .._core.evidence.protocols import require
+from .._core.fingerprint import fingerprint_mismatch
+from .._core.numerics import spawn_generators
 from ._base import Scorer, prepare_data, resolve_model
 from ._cs import cs_value
-from .._core.numerics import spawn_generators
 from ._point_cache import shared_fit_point
 from ._result import ScoreResult
-from .._core.evidence.protocols import require
 
 __all__ = ["VBScore"]
 

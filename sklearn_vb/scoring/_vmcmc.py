@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ._base import Scorer, prepare_data, resolve_model, variational_posterior
-from ._is import IS_MIN_ESS, IS_MIN_ESS_FRACTION, importance_log_weights
+from .._core.evidence.mcmc_moves import BlockRandomWalkMH, Target, VariationalMixtureKernel
+from .._core.evidence.protocols import require
 from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
@@ -46,10 +46,10 @@ from .._core.numerics import (
     log_mean_exp,
     split_runs,
 )
+from ._base import Scorer, prepare_data, resolve_model, variational_posterior
+from ._is import IS_MIN_ESS, IS_MIN_ESS_FRACTION, importance_log_weights
 from ._reliability import known_lower_bound, reliability_reasons, warn_unreliable
 from ._result import ScoreResult
-from .._core.evidence.mcmc_moves import BlockRandomWalkMH, Target, VariationalMixtureKernel
-from .._core.evidence.protocols import require
 
 __all__ = ["variational_mcmc", "UnconstrainedStudentT", "VMCMCScore"]
 

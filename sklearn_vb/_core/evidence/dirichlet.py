@@ -8,9 +8,9 @@ import numpy as np
 from ..distributions import (as_generator, dirichlet_kl, dirichlet_log_pdf, dirichlet_sample,
                                log_multivariate_beta)
 from .params import ParamBlock, ParamSpace
+from .point_em import best_point_em, posterior_then_draws
 from .posteriors import DirichletQ, FactorizedPosterior
 from .protocols import ScoringModelMixin, has
-from .point_em import best_point_em, posterior_then_draws
 
 __all__ = ["DirichletBlocksModel", "dirichlet_evidence"]
 

@@ -9,26 +9,26 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
-from ...boltzmann import BoltzmannMachine
 from ...bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
+from ...boltzmann import BoltzmannMachine
+from ...boltzmann.scoring_model import BoltzmannScoringModel
 from ...crf import LinearChainCRF
+from ...crf.scoring_model import CRFScoringModel
 from ...dag import VBDiscreteDAG
+from ...dag.scoring_model import DAGScoringModel
 from ...hmm import VBHiddenMarkov
 from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
 from ...mrf import PairwiseMRF
+from ...mrf.scoring_model import MRFScoringModel
 from ...sbn import VBSigmoidBeliefNetwork
-from ...boltzmann.scoring_model import BoltzmannScoringModel
+from ...sbn.scoring_model import SBNScoringModel
 from .bdmc_models import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
-from ...crf.scoring_model import CRFScoringModel
-from ...dag.scoring_model import DAGScoringModel
 from .hmm import HMMScoringModel
 from .hmm_family import FamilyHMMScoringModel
 from .hmm_gaussian import GaussianHMMScoringModel
 from .lds import LDSScoringModel
 from .mfa import MFAScoringModel
-from ...mrf.scoring_model import MRFScoringModel
-from ...sbn.scoring_model import SBNScoringModel
 
 __all__ = ["ESTIMATOR_FACTORIES"]
 
