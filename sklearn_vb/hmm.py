@@ -266,10 +266,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check, keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``max_iter`` defaults to 1000, the
         thesis's setting: VB-HMM runs typically need 100-300 iterations to reach
-        ``tol``.  ``tol`` defaults to 1e-4 nats: with 1e-3, fits on 30 000 characters
-        of text with 16 states stopped on a plateau 3 nats (4e-5 relative) below the
-        optimum that a long run from the same start reaches; with 1e-4 the fits with
-        8, 16 and 32 states end within 1e-7 of it.  ``tol`` is in nats on the total
+        ``tol``.  ``tol`` defaults to 1e-4 nats: with 1e-3, fits of many states on
+        long texts can stop on a plateau a few nats below the optimum that a long run
+        from the same start reaches.  ``tol`` is in nats on the total
         bound (not per frame: a long data set needs as many iterations to reach it as a
         short one needs for the same relative precision).  Convergence is declared when
         the bound changed by less than ``tol`` *and* its increments are not growing: a

@@ -708,20 +708,12 @@ class AISScore(_AISBase):
 
     Cost at the defaults: ``C (256 + K)`` proposals, each one likelihood evaluation for
     the compiled kernel and one per proposed block (a Dirichlet row or a parameter
-    block) for the others, K between 1000 and 4000.  Measured (2-core machine under
-    load, one thread, time of the score / time of the fit): VBDiscreteDAG on Beal's
-    structure (``make_beal_dag``), n = 2560: 14 s, 5 fits (K = 2877 chosen); n = 10240:
-    8 s, 3 fits (K = 1695); categorical VBHiddenMarkov, 4 states, 3000 characters of
-    English text: 770 s, 117 fits (K = 3674; the Dirichlet rows are moved one at a
-    time in Python, 9 likelihood evaluations per chain and temperature); 8 states,
-    30 000 characters, and full-covariance Gaussian VBHiddenMarkov, 5 states, 20 000
-    frames: over 300 s (more than 139 and 250 fits; ``benchmarks/bench_score_cost.py``).
-    Mixture of factor analysers on the 1797 digits (15 analysers, up to 22 factors,
-    D = 22 094): each temperature moves the weights and then each analyser's block of
-    all 16 chains, 16 likelihood calls of 16 parameter sets, about 2.4 s (0.009 s per
-    set), so the default schedule (256 pilot and 1000 to 4000 chosen temperatures)
-    costs 0.8 to 2.8 hours, 20 to 70 fits of the estimator (145 s); progress is shown
-    with ``verbose=1``.
+    block) for the others, K between 1000 and 4000.  Models whose parameters are
+    moved block by block (the categorical HMM's Dirichlet rows, each analyser of a mixture
+    of factor analysers) pay one likelihood evaluation per block, chain and temperature,
+    so large models can take hours; ``benchmarks/bench_score_cost.py`` measures the cost
+    in fits of the estimator for every family (``benchmarks/results/score_cost.md``).
+    Progress is shown with ``verbose=1``.
 
     ``anneal`` ("theta", the default: the latents summed out inside the likelihood;
     "joint": anneal parameters and latents together with tempered Gibbs moves, for

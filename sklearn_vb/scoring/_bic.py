@@ -51,14 +51,11 @@ class BICScore(Scorer):
     seeded estimator gets the same value on every call.  A ``ConvergenceWarning``
     naming the scorer says when the EM stopped at its iteration cap.
 
-    Cost: the EM is most of it, two to three fits of a categorical HMM with K = 8 on
-    30k characters of text (the point estimate can lie in another basin than VB's, which
-    restarts from prior draws find; the restarts screened out are not run on once one of
-    them has beaten the run from VB's point); about two fits of a 5-state Gaussian HMM on
-    20 000 frames, whose fit takes only 9 iterations: EM from VB's point converges in 4 E
-    steps there, and each restart is screened for as long as that first run took (at
-    least 5 E steps); under a fit of a mixture of factor analysers on the 1797 digits
-    (D = 22 094; about 600 E steps, the EM converging in about 200 from each start).  The
+    Cost: the EM is most of it, a few fits of the estimator (the point estimate can lie
+    in another basin than VB's, which restarts from prior draws find; the restarts
+    screened out are not run on once one of them has beaten the run from VB's point);
+    ``benchmarks/bench_score_cost.py`` measures it in fits for every family
+    (``benchmarks/results/score_cost.md``).  The
     EM's result is shared with the other scorers of the same fitted estimator, data,
     seed and point estimate (BICp, BIC-MAP, MAP, CS, CS-dagger, Laplace:
     :mod:`~sklearn_vb.scoring._point_cache`), so ranking one model by several of them

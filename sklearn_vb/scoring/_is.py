@@ -167,18 +167,10 @@ class ISScore(Scorer):
     proposal covers one of several relabelled copies of the posterior (above).
 
     Cost at the defaults: ``R M = 20000`` likelihood evaluations (batched), plus as many
-    prior and proposal densities.  Measured (2-core machine under load, one thread, time
-    of the score / time of the fit): VBDiscreteDAG on Beal's structure, n = 2560: 3.4
-    fits, n = 10240: 4.5 fits; categorical VBHiddenMarkov, 4 states, 3000 characters of
-    text: 3.7 fits; full-covariance Gaussian VBHiddenMarkov, 3 states, 3000 frames: 11
-    fits.  At larger sizes (``benchmarks/bench_score_cost.py``): categorical
-    VBHiddenMarkov, 8 states, 30 000 characters: 62 to 118 s, 43 to 55 fits in two runs
-    (effective sample size 1.9, flagged unreliable); full-covariance Gaussian, 5
-    states, 20 000 frames: over 300 s (250 to 760 fits: that fit takes 9 iterations,
-    0.4 to 1.2 s).  Mixture of 15 factor analysers on the 1797 digits (D = 22 094): about
-    0.009 s per draw for the likelihood (matrix products over all analysers), 210 CPU s
-    for the default 20 000 draws, 1.4 fits (measured on one run of 2000 draws; effective
-    sample size 1, flagged: in that dimension a proposal built from q is far too narrow).
+    prior and proposal densities; ``benchmarks/bench_score_cost.py`` measures it in fits of
+    the estimator for every family (``benchmarks/results/score_cost.md``).  In high
+    dimension a proposal built from q is usually far too narrow and the result is
+    flagged.
     ``verbose=1`` prints progress lines per run.
     """
 
