@@ -95,9 +95,6 @@ CASES = [
     Case("is-hmm", _sparse_hmm, "is", {"n_samples": 500}),
     Case("is-hmm-no-alias-mixture", _sparse_hmm, "is", {"n_samples": 500, "aliases": "none"},
          flagged=True),
-    # annealing from q's mixture over the state permutations
-    Case("ais-from-q-hmm", _sparse_hmm, "ais", {"n_temperatures": 300, "n_chains": 16,
-                                               "start": "q"}),
     # annealing from q alone lands near ln Z - ln 2 with error bars that do not show it
     Case("ais-from-q-hmm-no-alias-mixture", _sparse_hmm, "ais",
          {"n_temperatures": 30, "n_chains": 8, "start": "q", "aliases": "none"}, flagged=True),
