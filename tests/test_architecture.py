@@ -53,7 +53,7 @@ MODELS = {
             "_kernels.mfa_batch", "scoring.models.mfa"],
     "lds": ["lds", "_lds_moves", "_lds_point", "_lds_hyper", "_kernels.kalman",
             "scoring.models.lds"],
-    "bdmc_models": ["bdmc_models", "_kernels.bdmc", "scoring.models.bdmc_models"],
+    "bdmc_models": ["bdmc_models"],
     "bernoulli_mixture": ["_bernoulli_mixture"],
 }
 

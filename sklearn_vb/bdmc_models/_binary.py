@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 from sklearn.utils._param_validation import Interval
 
-from .._kernels.bdmc import (
+from .kernels import (
     binary_log_conditional,
     binary_log_likelihood,
     binary_sample_attributes,

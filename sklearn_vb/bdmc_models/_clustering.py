@@ -13,7 +13,7 @@ import numpy as np
 from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval
 
-from .._kernels.bdmc import (
+from .kernels import (
     clustering_log_conditional,
     clustering_log_likelihood,
     clustering_sample_labels,

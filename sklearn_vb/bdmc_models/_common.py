@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_random_state
 
-from .._kernels.bdmc import weights_log_conditional, weights_sample
+from .kernels import weights_log_conditional, weights_sample
 from .._core.validation import validate_float_data
 from .._core.base import VBEMEstimator
 

@@ -13,7 +13,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .._kernels.bdmc import (
+from .kernels import (
     low_rank_log_conditional,
     low_rank_log_likelihood,
     low_rank_sample_latents,

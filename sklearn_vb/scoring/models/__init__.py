@@ -23,7 +23,7 @@ from ...mrf import PairwiseMRF
 from ...mrf.scoring_model import MRFScoringModel
 from ...sbn import VBSigmoidBeliefNetwork
 from ...sbn.scoring_model import SBNScoringModel
-from .bdmc_models import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
+from ...bdmc_models.scoring_model import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
 from .hmm import HMMScoringModel
 from .hmm_family import FamilyHMMScoringModel
 from .hmm_gaussian import GaussianHMMScoringModel

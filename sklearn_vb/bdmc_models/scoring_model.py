@@ -16,31 +16,31 @@ from math import lgamma
 
 import numpy as np
 
-from ..._kernels.bdmc import complete_log_likelihood
-from ...bdmc_models._binary import (
+from .kernels import complete_log_likelihood
+from ._binary import (
     binary_log_likelihood_per_case,
     log_attribute_conditional,
     sample_attributes,
 )
-from ...bdmc_models._clustering import (
+from ._clustering import (
     clustering_log_likelihood_per_case,
     log_label_conditional,
     sample_labels,
 )
-from ...bdmc_models._common import (
+from ._common import (
     LOG_2PI,
     as_case_weights,
     log_weights_conditional,
     sample_weights_given_latents,
 )
-from ...bdmc_models._low_rank import (
+from ._low_rank import (
     log_latent_rows_conditional,
     low_rank_log_likelihood_per_case,
     sample_latent_rows,
 )
-from ..._core.evidence.params import ParamBlock, ParamSpace
-from ..._core.evidence.posteriors import FactorizedPosterior, GaussianQ, relabelled_mixture
-from ..._core.evidence.protocols import ScoringModelMixin
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ, relabelled_mixture
+from .._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["ClusteringScoringModel", "LowRankScoringModel", "BinaryAttributesScoringModel"]
 

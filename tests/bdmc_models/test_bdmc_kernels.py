@@ -167,7 +167,7 @@ def test_binary_likelihood_factorised_sum_matches_the_enumeration(K, noise_var):
     """The likelihood's sum of products over the two halves of the bits equals the direct
     log-sum-exp of the 2^K logits, including cases so far from every configuration that
     the products underflow (tiny noise: the direct sum takes over)."""
-    from sklearn_vb._kernels.bdmc import binary_log_likelihood
+    from sklearn_vb.bdmc_models.kernels import binary_log_likelihood
 
     rng = np.random.default_rng(K)
     A = rng.standard_normal((3, K, 6))
