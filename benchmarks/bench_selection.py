@@ -11,7 +11,9 @@ distance), ``heldout_loglik`` per row (``heldout_accuracy`` for the CRF),
 ``gap_to_true`` (the method's own score at its choice minus at the true structure,
 nats) and ``time_s`` (per selection), with the structures selected; real data sets
 have no truth and report held-out values only.  ``mean_recovery_rate`` averages the
-problems with a known truth.
+problems with a known truth.  In the full panels every selection runs in a forked child
+stopped after ``FULL_TIME_CAP_S``; a stopped selection counts as not recovered and the
+table says how many were stopped.
 
 A missing peer is reported as skipped; a peer that does not apply to a problem (pgmpy
 on hidden nodes) says so in its panel entry.  ``python -m benchmarks 'selection-*'``
@@ -34,11 +36,15 @@ def panel_module(family):
     return importlib.import_module(f"benchmarks.selection.{family}")
 
 
-def _candidate(method, problems, cache):
+#: the wall time one selection of the full panels may take before it is stopped (s)
+FULL_TIME_CAP_S = 1800.0
+
+
+def _candidate(method, problems, cache, time_cap_s):
     from .selection.common import overall, run_panel
 
     def run():
-        panel = run_panel(problems, method, cache)
+        panel = run_panel(problems, method, cache, time_cap_s=time_cap_s)
         return {"n_iter": None, **overall(panel), "panel": panel}
 
     return run
@@ -51,7 +57,8 @@ def _register(family):
         module = panel_module(family)
         problems = module.problems("quick" if quick else "full")
         cache = {}  # every method sees the same data, generated once
-        return {label: _candidate(method, problems, cache)
+        cap = None if quick else FULL_TIME_CAP_S
+        return {label: _candidate(method, problems, cache, cap)
                 for label, method in module.METHODS.items()}
 
     return selection

@@ -51,6 +51,8 @@ def rows(results):
                     f"{s['recovery_rate']:.2f} ({s['ok']}/{s['seeds']})"
                 if s.get("errors"):
                     recovery += f" [{len(s['errors'])} failed]"
+                if s.get("over_time_cap"):
+                    recovery += f" [{s['over_time_cap']} over {s['time_cap_s']:g} s]"
                 out.append((family, name, m.label, truth, _selected(s.get("selected", [])),
                             recovery, _num(s.get("distance"), ".2f"), _num(held, ".4f"),
                             _num(s.get("gap_to_true"), ".3g"), _num(s.get("time_s"), ".2f")))

@@ -296,3 +296,26 @@ def test_selection_workloads_register_and_report_per_problem(tmp_path):
     assert "| toy | toy | sklearn_vb | 2 | [2, 3] | 0.50 (2/3) [1 failed] | 0.50 |" in md
     assert "| toy | toy | peer |" in md and "skipped" in md
     assert figures.selection_figure(harness.load_results(json_path), tmp_path / "s.png").is_file()
+
+
+def test_selection_time_cap_stops_a_slow_selection_and_counts_it_as_not_recovered():
+    """With a time cap every selection runs in a child: a slow seed is stopped and counted,
+    a fast one returns its outcome, an error comes back as its message."""
+    import time
+
+    from benchmarks.selection.common import Outcome, Problem, run_problem
+
+    def method(problem, data, seed):
+        if seed == 1:
+            time.sleep(60)
+        if seed == 2:
+            raise RuntimeError("boom")
+        return Outcome(3, recovered=True, distance=0.0, heldout=-1.0, gap=0.0)
+
+    start = time.perf_counter()
+    toy = run_problem(Problem("toy", 3, (0, 1, 2), lambda seed: {}), method, time_cap_s=3.0)
+    assert time.perf_counter() - start < 30
+    assert toy["ok"] == 1 and toy["over_time_cap"] == 1 and toy["time_cap_s"] == 3.0
+    assert "boom" in toy["errors"][0]
+    assert toy["recovery_rate"] == 0.5  # the stopped seed counts as not recovered
+    assert toy["selected"] == [3] and toy["cpu_s"] >= 0.0

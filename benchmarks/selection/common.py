@@ -87,13 +87,53 @@ def _mean(values):
     return float(np.mean(values)) if values else None
 
 
-def run_problem(problem, method, data_cache=None):
+def _timed(method, problem, data, seed):
+    """``(outcome, wall seconds)`` of one selection, its CPU time in ``outcome.extra``."""
+    start, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = method(problem, data, seed)
+    out.extra.setdefault("cpu_s", time.process_time() - cpu)
+    return out, time.perf_counter() - start
+
+
+class _OverTimeCap(Exception):
+    pass
+
+
+def _timed_capped(method, problem, data, seed, time_cap_s):
+    """:func:`_timed` in a forked child stopped after ``time_cap_s`` seconds, so that one
+    selection that runs for hours (a peer's search on a large network) does not stop the
+    panel; exceptions of the child come back as their message."""
+    from ..capped_call import run_capped
+
+    outcome = run_capped(lambda: _timed(method, problem, data, seed), time_cap_s,
+                         memory_cap_mb=MEMORY_CAP_MB)
+    if outcome.status == "ok":
+        return outcome.values[0]
+    if outcome.status == "over time cap":
+        raise _OverTimeCap(outcome.message)
+    if "ImportError" in outcome.message or "ModuleNotFoundError" in outcome.message:
+        raise ImportError(outcome.message)
+    if "NotApplicable" in outcome.message:
+        raise NotApplicable(outcome.message.split(":", 1)[-1].strip())
+    raise RuntimeError(outcome.message)
+
+
+#: the resident memory a capped selection may reach before it is stopped (MB)
+MEMORY_CAP_MB = 8192.0
+
+
+def run_problem(problem, method, data_cache=None, time_cap_s=None):
     """Run ``method`` on every seed of ``problem``; the per-problem summary (a dict).
 
     ``ImportError`` propagates (the harness reports a missing library as skipped);
-    any other exception is recorded for that seed and the other seeds still run.
+    any other exception is recorded for that seed and the other seeds still run.  With
+    ``time_cap_s`` every selection runs in a forked child and is stopped after that many
+    seconds; such seeds are counted in ``over_time_cap``, as not recovered in
+    ``recovery_rate`` and left out of the other means.
     """
-    runs, errors = [], []
+    runs, errors, over_cap = [], [], 0
     for seed in problem.seeds:
         key = (problem.name, seed)
         if data_cache is not None and key in data_cache:
@@ -102,25 +142,31 @@ def run_problem(problem, method, data_cache=None):
             data = problem.make(seed)
             if data_cache is not None:
                 data_cache[key] = data
-        start, cpu = time.perf_counter(), time.process_time()
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = method(problem, data, seed)
+            if time_cap_s is None:
+                out, seconds = _timed(method, problem, data, seed)
+            else:
+                out, seconds = _timed_capped(method, problem, data, seed, time_cap_s)
         except ImportError:
             raise
         except NotApplicable as exc:
             return {"seeds": len(problem.seeds), "ok": 0, "not_applicable": str(exc)}
+        except _OverTimeCap:
+            over_cap += 1
+            continue
         except Exception as exc:  # one failing seed must not hide the others
             errors.append(f"seed {seed}: " + "".join(
                 traceback.format_exception_only(exc)).strip()[:200])
             continue
-        out.extra.setdefault("cpu_s", time.process_time() - cpu)
-        runs.append((seed, out, time.perf_counter() - start))
+        runs.append((seed, out, seconds))
     summary = {"seeds": len(problem.seeds), "ok": len(runs)}
+    if over_cap:
+        summary["over_time_cap"] = over_cap
+        summary["time_cap_s"] = time_cap_s
     if problem.truth is not None:
         summary["truth"] = _jsonable(problem.truth)
-        rec = [o.recovered for _, o, _ in runs if o.recovered is not None]
+        # a selection stopped at the time cap found nothing: it counts as not recovered
+        rec = [o.recovered for _, o, _ in runs if o.recovered is not None] + [False] * over_cap
         summary["recovery_rate"] = float(np.mean(rec)) if rec else None
         summary["distance"] = _mean([o.distance for _, o, _ in runs])
         summary["gap_to_true"] = _mean([o.gap for _, o, _ in runs])
@@ -139,13 +185,13 @@ def run_problem(problem, method, data_cache=None):
     return summary
 
 
-def run_panel(problems, method, data_cache=None, log=None):
+def run_panel(problems, method, data_cache=None, log=None, time_cap_s=None):
     """``{problem name: summary}`` of ``method`` over the panel, and the overall rates."""
     panel = {}
     for problem in problems:
         if log is not None:
             log(f"    {problem.name} ...")
-        panel[problem.name] = run_problem(problem, method, data_cache)
+        panel[problem.name] = run_problem(problem, method, data_cache, time_cap_s)
     return panel
 
 
