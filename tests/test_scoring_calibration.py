@@ -1,9 +1,10 @@
 """Calibration of the reported Monte Carlo error bars against exact evidences.
 
 For each estimator that reports a standard error, on a tiny problem whose evidence is
-known exactly, over ``N_SEEDS`` seeds: a run is honest when ``+- 2 stderr`` covers the
-exact value or when the run is flagged (``diagnostics["stderr_reliable"]`` False) and an
-:class:`UnreliableEstimateWarning` was raised.  At least 90 % of the runs must be honest.
+known exactly, over ``N_SEEDS`` seeds (more where the coverage sits near the floor): a
+run is honest when ``+- 2 stderr`` covers the exact value or when the run is flagged
+(``diagnostics["stderr_reliable"]`` False) and an :class:`UnreliableEstimateWarning` was
+raised.  At least 90 % of the runs must be honest.
 Cases marked ``flagged`` must be flagged in every run: their error bars are known not to
 cover (Beal's Dirichlet proposal with floor 0 under a sparse prior, the harmonic-mean
 estimators, a proposal or annealing start from q alone on a model whose posterior has
@@ -80,6 +81,7 @@ class Case:
     method: str
     options: dict
     flagged: bool = False  # the error bars are known to fail: every run must be flagged
+    n_seeds: int = N_SEEDS
 
 
 CASES = [
@@ -98,6 +100,10 @@ CASES = [
     # annealing from q alone lands near ln Z - ln 2 with error bars that do not show it
     Case("ais-from-q-hmm-no-alias-mixture", _sparse_hmm, "ais",
          {"n_temperatures": 30, "n_chains": 8, "start": "q", "aliases": "none"}, flagged=True),
+    # the defaults (the start and the schedule chosen automatically).  Their
+    # coverage sits near the nominal 95 %; over 20 seeds a miss more or less decides the
+    # 90 % floor, so it runs 40, on which another floating-point path can move a couple
+    Case("ais-hmm", _sparse_hmm, "ais", {}, n_seeds=40),
     Case("is-dag", _tiny_dag, "is", {"n_samples": 500}),
     Case("ais-from-q-dag", _tiny_dag, "ais", {"n_temperatures": 1000, "n_chains": 16,
                                              "start": "q"}),
@@ -119,7 +125,7 @@ def _run(case):
     est, X, exact, fit = case.problem()
     rows = []
     t0 = time.perf_counter()
-    for seed in range(N_SEEDS):
+    for seed in range(case.n_seeds):
         with warnings.catch_warnings(record=True) as rec:
             warnings.simplefilter("always")
             r = score(est, X, case.method, random_state=seed, **fit, **case.options)
@@ -154,7 +160,8 @@ def _write_results():
     lines = ["# Calibration of the Monte Carlo error bars", "",
              f"Written by `SKLEARN_VB_CALIBRATION_RESULTS={path} pytest "
              "tests/test_scoring_calibration.py`.  Each row: one estimator on a tiny problem "
-             f"with exact evidence, {N_SEEDS} seeds; coverage = fraction of runs whose "
+             f"with exact evidence, {N_SEEDS} seeds unless the seeds column says "
+             "otherwise; coverage = fraction of runs whose "
              "+- 2 stderr holds the exact value; flagged = runs with "
              "`stderr_reliable` False and an `UnreliableEstimateWarning`; honest = covered "
              "or flagged (the test asks for at least 90 %).", "",
