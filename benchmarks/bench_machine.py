@@ -125,7 +125,7 @@ def _hmm_problem(K, M, T, seed=0):
 
 
 def _hmm_candidates(K, quick):
-    from sklearn_vb._kernels.forward_backward import forward_backward_scaled
+    from sklearn_vb.hmm.forward_backward import forward_backward_scaled
 
     M, T = 20, (20_000 if quick else 1_000_000)
     A, E, index = _hmm_problem(K, M, T)

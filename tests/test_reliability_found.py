@@ -12,7 +12,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem, VBMixtureFactorAnalysers
 from sklearn_vb.model_selection import SequenceKFold, StructureSearch, lengths_to_sequence_ids
 from sklearn_vb.scoring import ScoreResult, score
-from sklearn_vb.scoring.models.hmm_family import FamilyHMMScoringModel
+from sklearn_vb.hmm.scoring_model import FamilyHMMScoringModel
 from sklearn_vb.scoring.models.lds import LDSScoringModel
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from sklearn_vb import VBHiddenMarkov
-from sklearn_vb._kernels.forward_backward import forward_backward
+from sklearn_vb.hmm.forward_backward import forward_backward
 from sklearn_vb.datasets._hmm import make_hmm_sequences
-from sklearn_vb.emissions._gaussian import GaussianFullEmissions
+from sklearn_vb.emissions import GaussianFullEmissions
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._dimension import _singular_values
-from sklearn_vb.scoring.models import hmm_family
+from sklearn_vb.hmm import _scoring_family as hmm_family
 from sklearn_vb._core.evidence.point_em import best_point_em
 from sklearn_vb._core.evidence.params import take
 

@@ -12,7 +12,7 @@ from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem
 from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_dag
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import _t, _Target, fd_gradient, fd_hessian
-from sklearn_vb.scoring.models._dirichlet_hmm import DirichletCategoricalHMM
+from sklearn_vb.hmm._scoring_dirichlet import DirichletCategoricalHMM
 from sklearn_vb._core.evidence.params import ParamBlock, ParamSpace
 from tests.oracles.reference_models import BayesianLinearRegression
 

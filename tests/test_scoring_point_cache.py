@@ -15,7 +15,7 @@ from sklearn_vb.datasets._hmm import make_hmm_sequences
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._point_cache import clear_point_cache, shared_fit_point
 from sklearn_vb._core.evidence.dirichlet import DirichletBlocksModel
-from sklearn_vb.scoring.models._dirichlet_hmm import DirichletCategoricalHMM
+from sklearn_vb.hmm._scoring_dirichlet import DirichletCategoricalHMM
 
 
 def _data(seed=0):

@@ -8,8 +8,8 @@ from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov
 from sklearn_vb.scoring import register_scoring_model, score, scoring_model_for
 from sklearn_vb.scoring import _registry
 from sklearn_vb.dag.scoring_model import DAGScoringModel
-from sklearn_vb.scoring.models.hmm import HMMScoringModel
-from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
+from sklearn_vb.hmm.scoring_model import HMMScoringModel
+from sklearn_vb.hmm.scoring_model import GaussianHMMScoringModel
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._kernels.forward_backward import categorical_hmm_log_likelihood_batch
+from ..hmm.forward_backward import categorical_hmm_log_likelihood_batch
 from ..datasets import encode_sentences, english_sentences, fetch_alice_text
 from ..hmm import VBHiddenMarkov
 

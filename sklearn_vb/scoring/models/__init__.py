@@ -17,6 +17,7 @@ from ...crf.scoring_model import CRFScoringModel
 from ...dag import VBDiscreteDAG
 from ...dag.scoring_model import DAGScoringModel
 from ...hmm import VBHiddenMarkov
+from ...hmm.scoring_model import FamilyHMMScoringModel, GaussianHMMScoringModel, HMMScoringModel
 from ...lds import VBLinearDynamicalSystem
 from ...mfa import VBMixtureFactorAnalysers
 from ...mrf import PairwiseMRF
@@ -24,9 +25,6 @@ from ...mrf.scoring_model import MRFScoringModel
 from ...sbn import VBSigmoidBeliefNetwork
 from ...sbn.scoring_model import SBNScoringModel
 from ...bdmc_models.scoring_model import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
-from .hmm import HMMScoringModel
-from .hmm_family import FamilyHMMScoringModel
-from .hmm_gaussian import GaussianHMMScoringModel
 from .lds import LDSScoringModel
 from .mfa import MFAScoringModel
 

@@ -3,7 +3,7 @@ the objective, for any emission family of :mod:`sklearn_vb.emissions`.
 
 :class:`~sklearn_vb.hmm.VBHiddenMarkov` with ``method="ml"`` or ``"map"`` runs these
 steps in its EM loop, and the HMM scoring adapter
-(:mod:`sklearn_vb.scoring.models.hmm_family`) runs them for its ``fit_point``, so each
+(:mod:`sklearn_vb.hmm._scoring_family`) runs them for its ``fit_point``, so each
 piece exists once.
 
 Parameters ``theta`` are dicts of blocks with a leading batch axis of parameter sets
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core.distributions import dirichlet_log_pdf
-from ._kernels.forward_backward import forward_backward
+from .._core.distributions import dirichlet_log_pdf
+from .forward_backward import forward_backward
 
 __all__ = ["point_m_step", "point_log_prior", "point_e_step", "complete_log_likelihood",
            "log_start_transitions"]

@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, polygamma
 
-from .._core.distributions import (
+from ..._core.distributions import (
     gamma_expected_log,
     gamma_kl,
     gamma_log_pdf,
     gamma_mean,
     gamma_sample,
 )
-from .._core.validation import MISSING_IN_SEQUENCES, validate_float_data
+from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily
 from ._checks import check_positive_prior, init_posterior_array
 

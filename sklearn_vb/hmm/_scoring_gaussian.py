@@ -1,6 +1,6 @@
 """ScoringModel for a fitted :class:`~sklearn_vb.hmm.VBHiddenMarkov` with Gaussian emissions.
 
-The family-parameterised adapter :class:`~sklearn_vb.scoring.models.hmm_family.FamilyHMMScoringModel`
+The family-parameterised adapter :class:`~sklearn_vb.hmm.scoring_model.FamilyHMMScoringModel`
 with the Gaussian families of :mod:`sklearn_vb.emissions`.  Parameter blocks (every
 hyperparameter frozen at the estimator's fitted value):
 
@@ -22,7 +22,7 @@ per state, Normal-Wishart ``mu | Lambda ~ N(m0, (beta0 Lambda)^-1)``,
 ``Lambda ~ Wishart(W0 = scale_prior^-1, nu0)`` (full) or per-dimension Normal-Gamma
 ``lambda_d ~ Gamma(nu0/2, rate scale_prior_d/2)`` (diag).  Every density of a full
 precision is taken in the Cholesky coordinates (see
-:class:`~sklearn_vb.emissions._gaussian.NormalWishartBlocks`); the unconstrained basis of the
+:class:`~sklearn_vb.hmm.emissions._gaussian.NormalWishartBlocks`); the unconstrained basis of the
 ParamSpace then maps ``L_ii = exp(phi)`` and leaves the off-diagonal entries as they are.
 """
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .hmm_family import FamilyHMMPosterior, FamilyHMMScoringModel
+from ._scoring_family import FamilyHMMPosterior, FamilyHMMScoringModel
 
 __all__ = ["GaussianHMMScoringModel", "GaussianHMMPosterior"]
 

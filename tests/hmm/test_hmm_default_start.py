@@ -9,7 +9,7 @@ start and the random-parameter start; "random" is below both).  The mean, not th
 the final bounds of one option are bimodal over seeds, and a median of a bimodal sample
 jumps between the modes.  On data with fewer states
 than the model, the default must still switch the superfluous ones off
-(``tests/test_hmm.py::test_recovers_number_of_states``).
+(``tests/hmm/test_hmm.py::test_recovers_number_of_states``).
 """
 
 import warnings

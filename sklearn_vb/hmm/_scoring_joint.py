@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._core.distributions import dirichlet_sample
-from ..._kernels.joint_hmm import hmm_sample_states_tempered
+from .._core.distributions import dirichlet_sample
+from ._joint_kernels import hmm_sample_states_tempered
 
 __all__ = ["JointCategoricalHMMMixin"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.scoring import score, scoring_model_for
-from sklearn_vb.scoring.models import hmm_family
+from sklearn_vb.hmm import _scoring_family as hmm_family
 from sklearn_vb._core.evidence.point_em import best_point_em
 
 

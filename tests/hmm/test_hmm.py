@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from scipy.special import digamma, gammaln, logsumexp, multigammaln
 
 from sklearn_vb._core.distributions import log_multivariate_beta
-from sklearn_vb._kernels import hmm as kernels
-from sklearn_vb._kernels.forward_backward import (forward_backward, forward_backward_log,
+from sklearn_vb.hmm import kernels
+from sklearn_vb.hmm.forward_backward import (forward_backward, forward_backward_log,
                                                   forward_backward_scaled)
 from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.base import bound_round_off
@@ -626,8 +626,8 @@ def test_scoring_model_and_variational_posterior():
     from sklearn.exceptions import NotFittedError
 
     from sklearn_vb.scoring import scoring_model_for
-    from sklearn_vb.scoring.models.hmm import HMMScoringModel
-    from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
+    from sklearn_vb.hmm.scoring_model import HMMScoringModel
+    from sklearn_vb.hmm.scoring_model import GaussianHMMScoringModel
 
     with pytest.raises(NotFittedError):
         scoring_model_for(VBHiddenMarkov(2))

@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.scoring import ScoringModel, VariationalPosterior, score
 from sklearn_vb.scoring._cs import cs_value
-from sklearn_vb.scoring.models.hmm_gaussian import GaussianHMMScoringModel
+from sklearn_vb.hmm.scoring_model import GaussianHMMScoringModel
 from tests.oracles.reference_models import FittedReference
 
 # tiny 1-d problem: two sequences, 8 frames, K = 2 -> 256 paths

@@ -8,7 +8,7 @@ from math import factorial
 
 import numpy as np
 
-from ..._core.evidence.posteriors import relabelled_mixture
+from .._core.evidence.posteriors import relabelled_mixture
 
 __all__ = ["permute_hmm_blocks", "invariant_state_permutations", "state_alias_posterior"]
 

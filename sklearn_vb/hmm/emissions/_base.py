@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from .._kernels.forward_backward import forward_backward
+from ..forward_backward import forward_backward
 
 __all__ = ["EmissionFamily"]
 

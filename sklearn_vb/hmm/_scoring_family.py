@@ -29,23 +29,23 @@ from math import factorial, lgamma
 import numpy as np
 from scipy.special import logsumexp, polygamma
 
-from ..._core.distributions import as_generator as _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
-from ..._kernels import hmm as _k
-from ..._hmm_point import (complete_log_likelihood, forward_backward_stats,
+from .._core.distributions import as_generator as _rng, dirichlet_expected_log, dirichlet_log_pdf, dirichlet_sample
+from . import kernels as _k
+from ._point import (complete_log_likelihood, forward_backward_stats,
                             log_start_transitions, point_e_step, point_log_prior, point_m_step)
-from ...emissions import emission_family
-from ..._core.evidence.mcmc_moves import (
+from .emissions import emission_family
+from .._core.evidence.mcmc_moves import (
     BlockRandomWalkMH,
     CompositeKernel,
     DirichletMH,
     estimate_prior_precision,
     posterior_data_precision,
 )
-from ..._core.evidence.params import ParamBlock, ParamSpace, take
-from ..._core.evidence.posteriors import MixturePosterior
-from ..._core.evidence.protocols import EStep, ScoringModelMixin
-from ..._core.evidence.point_em import best_point_em, posterior_then_draws
-from ..._core.evidence.dirichlet import dirichlet_evidence
+from .._core.evidence.params import ParamBlock, ParamSpace, take
+from .._core.evidence.posteriors import MixturePosterior
+from .._core.evidence.protocols import EStep, ScoringModelMixin
+from .._core.evidence.point_em import best_point_em, posterior_then_draws
+from .._core.evidence.dirichlet import dirichlet_evidence
 from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
                              state_alias_posterior)
 

@@ -15,11 +15,11 @@ from math import factorial, lgamma
 import numpy as np
 from scipy.special import logsumexp
 
-from ..._core.distributions import as_generator as _rng
-from ..._kernels.forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
+from .._core.distributions import as_generator as _rng
+from .forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
 
-from ..._core.evidence.protocols import EStep
-from ..._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
+from .._core.evidence.protocols import EStep
+from .._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
 from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
                              state_alias_posterior)
 
@@ -37,7 +37,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     point_draws_per_init = 4
     #: restarts screened for as many E steps as the first run took (at least this many
     #: per draw): when EM from VB's point converges in a few steps, fixed floors made
-    #: the restarts cost several fits (see hmm_family)
+    #: the restarts cost several fits (see _scoring_family)
     point_min_screen_iter = 5
 
     def __init__(self, n_states=2, n_symbols=3, alpha=1.0, priors=None):

@@ -7,7 +7,7 @@ the emission parameters, which an emission family of :mod:`sklearn_vb.emissions`
 handles (Dirichlet rows for categorical emissions, Normal-Wishart or per-dimension
 Normal-Gamma for Gaussian ones, ...).  The posterior over the hidden path is computed by
 a scaled forward-backward pass run with the sub-normalised parameters exp E[ln theta]
-(``sklearn_vb._kernels.forward_backward``).
+(``sklearn_vb.hmm.forward_backward``).
 
 The lower bound is recorded after each VBE step, for the stored pair (q(s), q(theta)):
 
@@ -28,17 +28,17 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
-from ._kernels import hmm as _k
-from ._kernels.forward_backward import forward_backward
-from ._hmm_point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
-from ._core.validation import (
+from .._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
+from . import kernels as _k
+from .forward_backward import forward_backward
+from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
+from .._core.validation import (
     check_sequences,
     check_sequences_routed,
     fitted_from_sequence_ids,
     sequence_bounds,
 )
-from ._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior, init_posterior_array
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln, polygamma
 
-from .._core.distributions import (
+from ..._core.distributions import (
     cholesky_of_inverse as _cholesky_of_inverse,
     wishart_expected_logdet_terms as _expected_logdet,
     log_multigamma as _log_multigamma,
@@ -34,10 +34,10 @@ from .._core.distributions import (
     wishart_log_pdf,
     wishart_sample,
 )
-from .._kernels import hmm as _k
-from .._core.kernels.constants import LOG_2PI
-from .._kernels.forward_backward import gaussian_hmm_log_likelihood_batch
-from .._core.validation import MISSING_IN_SEQUENCES, validate_float_data
+from .. import kernels as _k
+from ..._core.kernels.constants import LOG_2PI
+from ..forward_backward import gaussian_hmm_log_likelihood_batch
+from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily
 from ._checks import init_posterior_array
 

@@ -3,16 +3,23 @@
 theta = (initial distribution, transition rows, emission rows), all Dirichlet rows with
 the estimator's (frozen) prior hyperparameters; exact ln p(X | theta) by the scaled
 forward recursion, vectorised over parameter batches in numba; n = total time steps.
+
+The module is the package's face to the scoring layer: it also exports the adapters of
+the other emission families, :class:`FamilyHMMScoringModel` (any family) and
+:class:`GaussianHMMScoringModel`, defined in ``_scoring_family`` and ``_scoring_gaussian``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._dirichlet_hmm import DirichletCategoricalHMM
-from ._joint_hmm import JointCategoricalHMMMixin
+from ._scoring_dirichlet import DirichletCategoricalHMM
+from ._scoring_family import FamilyHMMPosterior, FamilyHMMScoringModel
+from ._scoring_gaussian import GaussianHMMPosterior, GaussianHMMScoringModel
+from ._scoring_joint import JointCategoricalHMMMixin
 
-__all__ = ["HMMScoringModel", "scoring_model_from_estimator"]
+__all__ = ["HMMScoringModel", "FamilyHMMScoringModel", "FamilyHMMPosterior",
+           "GaussianHMMScoringModel", "GaussianHMMPosterior", "scoring_model_from_estimator"]
 
 
 class HMMScoringModel(JointCategoricalHMMMixin, DirichletCategoricalHMM):

@@ -12,14 +12,14 @@ import numpy as np
 from scipy import sparse
 from scipy.special import polygamma
 
-from .._core.distributions import (
+from ..._core.distributions import (
     dirichlet_expected_log,
     dirichlet_kl,
     dirichlet_log_pdf,
     dirichlet_sample,
     log_multivariate_beta,
 )
-from .._core.validation import check_symbols
+from ..._core.validation import check_symbols
 from ._base import EmissionFamily
 from ._checks import check_dirichlet_prior, init_posterior_array
 

@@ -8,8 +8,8 @@ import pytest
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.emissions import EMISSION_FAMILIES, EmissionFamily
 from sklearn_vb.scoring import scoring_model_for
-from sklearn_vb.scoring.models.hmm import HMMScoringModel
-from sklearn_vb.scoring.models.hmm_family import FamilyHMMScoringModel
+from sklearn_vb.hmm.scoring_model import HMMScoringModel
+from sklearn_vb.hmm.scoring_model import FamilyHMMScoringModel
 
 X = np.array([0, 0, 1, 2, 2, 2, 1, 0])[:, None]
 LENGTHS = [4, 4]

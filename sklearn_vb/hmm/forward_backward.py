@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from .._core.kernels.constants import LOG_2PI
-from .hmm import gaussian_full_log_weights_into, scale_rows, scale_rows_into
+from .kernels import gaussian_full_log_weights_into, scale_rows, scale_rows_into
 
 #: up to this many states the forward step's vector-matrix product runs as dot products
 #: (faster for small K); beyond it as row updates, which vectorise
