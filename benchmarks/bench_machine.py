@@ -231,7 +231,7 @@ def _kalman_same_shape(A, Q, T):
 
 
 def _kalman_candidates(k, p, quick):
-    from sklearn_vb._kernels.kalman import vb_kalman_smoother
+    from sklearn_vb.lds.kalman import vb_kalman_smoother
 
     T = 5_000 if quick else 200_000
     flops = 15.0 * k**3 * T

@@ -9,7 +9,7 @@ of small steps long after the responsibilities have settled.  A move transforms
 ``q(x | s)`` and ``q(Λ̃^s)`` by the ``R`` that maximises F, with ``q(ν^s)`` at its
 optimum for the transformed loadings (Luttinen and Ilin 2010, "Transformations in
 variational Bayesian factor analysis to speed up learning"; the same moves as
-:mod:`sklearn_vb._lds_moves` for the linear dynamical system).
+:mod:`sklearn_vb.lds._moves` for the linear dynamical system).
 
 Under the push-forward ``x̄_i -> R^{-1} x̄_i``, ``Σ_s -> R^{-1} Σ_s R^{-T}`` and, for
 every row ``q``, ``[λ_q; μ_q] -> T^T [λ_q; μ_q]``, ``Γ_q -> T^T Γ_q T`` with

@@ -49,8 +49,7 @@ MODELS = {
     "hmm": ["hmm", "emissions"],
     "mfa": ["mfa", "_mfa_search", "_mfa_hyper", "_mfa_point", "_mfa_rotate", "_kernels.mfa",
             "_kernels.mfa_batch", "scoring.models.mfa"],
-    "lds": ["lds", "_lds_moves", "_lds_point", "_lds_hyper", "_kernels.kalman",
-            "scoring.models.lds"],
+    "lds": ["lds"],
     "bdmc_models": ["bdmc_models"],
     "bernoulli_mixture": ["_bernoulli_mixture"],
 }
@@ -96,7 +95,7 @@ FORBIDDEN_ROOTS = ("tests",)
 #: module -> names
 PENDING_TYPE_READS = {
     # the LDS scoring model runs the estimator's smoother on frozen hyperparameters
-    "sklearn_vb.scoring.models.lds": {"_run_filter"},
+    "sklearn_vb.lds.scoring_model": {"_run_filter"},
 }
 
 

@@ -13,7 +13,7 @@ from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem, V
 from sklearn_vb.model_selection import SequenceKFold, StructureSearch, lengths_to_sequence_ids
 from sklearn_vb.scoring import ScoreResult, score
 from sklearn_vb.hmm.scoring_model import FamilyHMMScoringModel
-from sklearn_vb.scoring.models.lds import LDSScoringModel
+from sklearn_vb.lds.scoring_model import LDSScoringModel
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

@@ -27,7 +27,7 @@ from sklearn_vb._core.evidence.mcmc_moves import (
     make_kernel,
 )
 from sklearn_vb.hmm.scoring_model import GaussianHMMScoringModel
-from sklearn_vb.scoring.models.lds import LDSScoringModel
+from sklearn_vb.lds.scoring_model import LDSScoringModel
 from tests.oracles.reference_models import DirichletCategorical, GaussianMean
 from sklearn_vb.scoring.schedules import make_schedule
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._kernels.kalman import simulate_lds
+from ..lds.kalman import simulate_lds
 
 __all__ = ["make_lds", "make_lds_params", "make_lds_input_experiment"]
 

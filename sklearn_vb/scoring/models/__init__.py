@@ -19,13 +19,13 @@ from ...dag.scoring_model import DAGScoringModel
 from ...hmm import VBHiddenMarkov
 from ...hmm.scoring_model import FamilyHMMScoringModel, GaussianHMMScoringModel, HMMScoringModel
 from ...lds import VBLinearDynamicalSystem
+from ...lds.scoring_model import LDSScoringModel
 from ...mfa import VBMixtureFactorAnalysers
 from ...mrf import PairwiseMRF
 from ...mrf.scoring_model import MRFScoringModel
 from ...sbn import VBSigmoidBeliefNetwork
 from ...sbn.scoring_model import SBNScoringModel
 from ...bdmc_models.scoring_model import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
-from .lds import LDSScoringModel
 from .mfa import MFAScoringModel
 
 __all__ = ["ESTIMATOR_FACTORIES"]

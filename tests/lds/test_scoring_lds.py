@@ -17,7 +17,7 @@ from scipy import stats as st
 from sklearn_vb import VBLinearDynamicalSystem
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import fd_gradient
-from sklearn_vb.scoring.models.lds import LDSPosterior, LDSScoringModel
+from sklearn_vb.lds.scoring_model import LDSPosterior, LDSScoringModel
 
 
 def _simulate(rng, T, A, C, noise_sd, U=None, B=None, D=None):

@@ -18,7 +18,7 @@ the estimator).  The prior is therefore the proper, normalised density::
 
 ``ln p(X | theta)`` is exact: the Kalman-filter prediction-error decomposition, one
 numba call for a whole batch of parameter sets and all sequences
-(:func:`sklearn_vb._kernels.kalman.lds_log_likelihood_terms`).  The number of
+(:func:`sklearn_vb.lds.kalman.lds_log_likelihood_terms`).  The number of
 cases ``n`` is the total number of time steps (as in the estimator's BIC);
 ``log_likelihood_per_case``
 returns the per-step terms ``ln p(y_t | y_{1:t-1}, theta)`` (they sum to the
@@ -58,15 +58,15 @@ from math import factorial, lgamma, log
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
-from ..._core.distributions import as_generator as _rng
-from ..._lds_point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
-from ..._core.kernels.constants import LOG_2PI
-from ..._kernels.kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother
-from ..._core.evidence.mcmc_moves import BlockRandomWalkMH
-from ..._core.evidence.params import ParamBlock, ParamSpace
-from ..._core.evidence.posteriors import MappedPosterior, MixturePosterior
-from ..._core.evidence.protocols import EStep, ScoringModelMixin
-from ..._core.evidence.point_em import best_point_em
+from .._core.distributions import as_generator as _rng
+from ._point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
+from .._core.kernels.constants import LOG_2PI
+from .kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother
+from .._core.evidence.mcmc_moves import BlockRandomWalkMH
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.posteriors import MappedPosterior, MixturePosterior
+from .._core.evidence.protocols import EStep, ScoringModelMixin
+from .._core.evidence.point_em import best_point_em
 
 #: parameter sets per chunk of :meth:`LDSScoringModel.log_complete_joint_per_case`
 _COMPLETE_CHUNK = 16

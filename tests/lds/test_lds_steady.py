@@ -5,11 +5,11 @@ exact oracles, and the shortcut is actually taken."""
 import numpy as np
 import pytest
 
-from sklearn_vb._kernels import kalman
+from sklearn_vb.lds import kalman
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
-from tests.test_lds_kernel import (_problem, expected_log_joint, gaussian_from_quadratic,
-                                   kalman_reference, point_posterior)
+from tests.lds.test_lds_kernel import (_problem, expected_log_joint, gaussian_from_quadratic,
+                                       kalman_reference, point_posterior)
 
 
 def _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed):

@@ -4,7 +4,7 @@ prior density of the MAP objective.
 :class:`~sklearn_vb.lds.VBLinearDynamicalSystem` with ``method="ml"`` or ``"map"``
 runs these in its EM loop (E step: the exact Kalman/RTS smoother at the point, the VBE
 kernel with no parameter uncertainty), and the LDS scoring adapter
-(:mod:`sklearn_vb.scoring.models.lds`) runs them for its ``fit_point`` and its prior,
+(:mod:`sklearn_vb.lds.scoring_model`) runs them for its ``fit_point`` and its prior,
 so each piece exists once.
 
 Model (Beal 2003, chapter 5): ``x_t = A x_{t-1} + B u_t + w_t`` with ``w ~ N(0, I)``,
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ._core.kernels.constants import LOG_2PI
+from .._core.kernels.constants import LOG_2PI
 
 __all__ = ["point_m_step", "log_prior_density", "spd_solve_inv", "gamma_log_pdf"]
 

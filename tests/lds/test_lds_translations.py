@@ -11,11 +11,11 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from sklearn_vb._lds_moves import optimise_translation, translate_hidden_posterior
+from sklearn_vb.lds._moves import optimise_translation, translate_hidden_posterior
 from sklearn_vb.datasets._lds import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
-from tests._lds_steps import count_accepted_moves
+from tests.lds._lds_steps import count_accepted_moves
 
 # (inputs, ARD, hyperparameter schedule, initial-state covariance, iteration asked)
 CASES = [

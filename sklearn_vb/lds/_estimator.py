@@ -10,7 +10,7 @@ with ARD priors on the columns of A (alpha), B (beta), C (gamma) and D (delta), 
 priors on the rows of C and D scaled by the noise precision of their output, and
 Gamma(a, b) priors on the noise precisions rho.  The variational posterior is
 ``q(A, B) q(C, D, rho) q(x)``; ``q(x)`` is computed by the variational Kalman
-filter / RTS smoother in :mod:`sklearn_vb._kernels.kalman`.
+filter / RTS smoother in :mod:`sklearn_vb.lds.kalman`.
 """
 
 from __future__ import annotations
@@ -28,18 +28,18 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._core.distributions import gamma_expected_log, gamma_kl
-from ._core.kernels.constants import LOG_2PI
-from ._core.kernels.linalg import spd_inverse
-from ._kernels.kalman import simulate_lds, vb_kalman_smoother
-from ._lds_hyper import (
+from .._core.distributions import gamma_expected_log, gamma_kl
+from .._core.kernels.constants import LOG_2PI
+from .._core.kernels.linalg import spd_inverse
+from .kalman import simulate_lds, vb_kalman_smoother
+from ._hyper import (
     dynamics_evidence,
     optimal_init_state,
     output_evidence,
     update_dynamics_precisions,
     update_output_hyperparameters,
 )
-from ._lds_moves import (
+from ._moves import (
     RotationObjective,
     TranslationObjective,
     optimise_rotation,
@@ -47,8 +47,8 @@ from ._lds_moves import (
     rotate_hidden_posterior,
     translate_hidden_posterior,
 )
-from ._lds_point import log_prior_density, point_m_step
-from ._core.validation import (
+from ._point import log_prior_density, point_m_step
+from .._core.validation import (
     MISSING_IN_SEQUENCES,
     check_sequences,
     check_sequences_routed,
@@ -56,7 +56,7 @@ from ._core.validation import (
     sequence_bounds,
     validate_float_data,
 )
-from ._core.base import VBEMEstimator, bound_round_off, predicted_remaining_gain
+from .._core.base import VBEMEstimator, bound_round_off, predicted_remaining_gain
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -294,7 +294,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     rotations : bool, default=True
         Once the hyperparameter schedule has started every group, start every
         iteration with a rotation move (Luttinen and Ilin 2010;
-        Luttinen 2013; ``sklearn_vb._lds_moves``): the change of basis of the
+        Luttinen 2013; ``sklearn_vb.lds._moves``): the change of basis of the
         hidden state ``x -> R x`` (``A -> R A R^-1``, ``B -> R B``, ``C -> C R^-1``)
         that maximises the bound, with the ARD precisions and the initial-state
         prior that the schedule optimises re-optimised for the rotated posterior.
@@ -303,7 +303,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         it raises the bound.
     translations : bool, default=True
         With ``fit_intercept=True``, follow every rotation move with a translation
-        move (``sklearn_vb._lds_moves.TranslationObjective``): the shift of the
+        move (``sklearn_vb.lds._moves.TranslationObjective``): the shift of the
         hidden state ``x -> x + c`` that the intercept columns of B and D absorb
         exactly (``b -> b + (I - A) c``, ``d -> d - C c``), with c maximising the
         bound through the priors of those two columns.  VBEM trades the level of
@@ -326,7 +326,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         noise precisions to the joint optimum with q(rho) (with more than one
         output), and, after the VBE step, the initial-state prior to its joint
         optimum with q(x) from the smoother's messages (the smoother is rerun when
-        that gains more than ``tol``); see ``sklearn_vb._lds_hyper``.  A
+        that gains more than ``tol``); see ``sklearn_vb.lds._hyper``.  A
         switched-off input column then reaches its infinite precision at once
         instead of creeping up by about T per iteration.  ``"fixed-point"``: the
         thesis updates (Beal 2003, eqs. 5.133-5.138) at the current q(theta).
@@ -949,7 +949,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         """The ARD precisions of the started groups and, with ``noise``, the Gamma
         prior (a, b) of the noise precisions, each set to the exact maximiser of the
         bound with q(theta) optimised jointly for the current q(x)
-        (``sklearn_vb._lds_hyper``); each group is kept only if that bound rises."""
+        (``sklearn_vb.lds._hyper``); each group is kept only if that bound rises."""
         s = self._stats
         k = self.n_states_
         if dynamics:
@@ -1008,7 +1008,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _rotation_objective(self, data, iteration):
         """The bound of the rotated posterior as a function of R (see
-        ``sklearn_vb._lds_moves``), with the hyperparameter groups that the
+        ``sklearn_vb.lds._moves``), with the hyperparameter groups that the
         schedule optimises at this iteration at their optimum."""
         ab, cd, rest = self._hyper_groups_started(iteration)
         init_state = self.init_state_cov if rest and self.init_state_cov != "fixed" \
@@ -1064,7 +1064,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _translation_objective(self, data, iteration):
         """The bound of the translated posterior as a function of the shift c (see
-        ``sklearn_vb._lds_moves.TranslationObjective``), with the intercept
+        ``sklearn_vb.lds._moves.TranslationObjective``), with the intercept
         precisions and the initial-state prior at their optimum where the schedule
         optimises them at this iteration."""
         ab, cd, rest = self._hyper_groups_started(iteration)

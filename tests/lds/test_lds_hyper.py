@@ -9,7 +9,7 @@ from scipy.optimize import minimize, minimize_scalar
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from sklearn_vb._lds_hyper import (
+from sklearn_vb.lds._hyper import (
     _messages,
     dynamics_evidence,
     init_state_evidence,

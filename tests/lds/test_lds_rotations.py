@@ -11,11 +11,11 @@ from scipy.stats import ortho_group
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from sklearn_vb._lds_moves import optimise_rotation, rotate_hidden_posterior
+from sklearn_vb.lds._moves import optimise_rotation, rotate_hidden_posterior
 from sklearn_vb.datasets._lds import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
-from tests._lds_steps import count_accepted_moves
+from tests.lds._lds_steps import count_accepted_moves
 
 # (inputs, ARD, hyperparameter schedule, initial-state covariance)
 CASES = [
@@ -201,7 +201,7 @@ def test_explosive_dynamics_with_fixed_hyperparameters_never_lower_the_bound():
 def test_ridge_regression_matches_an_svd_solution_on_collinear_designs():
     """The VBM solve against SVD least squares of the same augmented system, on
     two nearly collinear columns of scale 1e7 (condition of Z'Z about 1e13)."""
-    from sklearn_vb.lds import _ridge_regression
+    from sklearn_vb.lds._estimator import _ridge_regression
 
     rng = np.random.default_rng(0)
     growth = 1.6 ** np.arange(40)
