@@ -93,10 +93,7 @@ FORBIDDEN_ROOTS = ("tests",)
 
 #: ``type(x)._name`` reads that the move of their family into its package will remove:
 #: module -> names
-PENDING_TYPE_READS = {
-    # the LDS scoring model runs the estimator's smoother on frozen hyperparameters
-    "sklearn_vb.lds.scoring_model": {"_run_filter"},
-}
+PENDING_TYPE_READS = {}
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 The package holds the estimator (``_estimator``), its point fits (``_point``), the
 rotation and translation moves (``_moves``), the hyperparameter updates (``_hyper``),
-the numba Kalman filter, smoother and simulator (``kalman``) and its view for the
-evidence estimators (``scoring_model``).
+the numba Kalman filter, smoother and simulator (``kalman``), the inference of the
+hidden states that the estimator and the scoring model share (``inference``) and its
+view for the evidence estimators (``scoring_model``).
 """
 
 from ._estimator import VBLinearDynamicalSystem

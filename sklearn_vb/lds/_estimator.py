@@ -31,7 +31,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._core.distributions import gamma_expected_log, gamma_kl
 from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import spd_inverse
-from .kalman import simulate_lds, vb_kalman_smoother
+from .inference import hidden_statistics, smooth_states
+from .kalman import simulate_lds
 from ._hyper import (
     dynamics_evidence,
     optimal_init_state,
@@ -659,31 +660,9 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     # ================================================================ VBM
     @staticmethod
     def _hidden_stats(data, q_x):
-        """Expected hidden-state statistics pooled over sequences (eqs. 5.126-5.132,
-        pooled as eqs. 5.148-5.149)."""
-        omega, ups, cross = q_x["omega"], q_x["ups"], q_x["cross"]
-        starts = data.starts
-        X, Us, Uo = data.X, data.Us, data.Uo
-        prev = np.empty_like(omega)
-        prev[1:] = omega[:-1]
-        prev[starts] = q_x["omega0"]
-        ups_sum = ups.sum(axis=0)
-        ups_prev_sum = ups_sum - ups[data.ends - 1].sum(axis=0) + q_x["ups0"].sum(axis=0)
-        return {
-            "W_A": ups_prev_sum + prev.T @ prev,
-            "S_A": cross.sum(axis=0) + prev.T @ omega,
-            "G_A": prev.T @ Us,
-            "M": Us.T @ omega,
-            "W_C": ups_sum + omega.T @ omega,
-            "ups_sum": ups_sum,
-            # the pieces of W_A and S_A that the VBM step's least-squares form needs
-            "prev": prev,
-            "ups_prev_sum": ups_prev_sum,
-            "cross_sum": cross.sum(axis=0),
-            "S_C": omega.T @ X,
-            "G_C": omega.T @ Uo,
-            "T": X.shape[0],
-        }
+        """Expected hidden-state statistics of ``q_x`` on ``data``."""
+        return hidden_statistics(q_x["omega"], q_x["ups"], q_x["cross"], q_x["omega0"],
+                                 q_x["ups0"], data.starts, data.ends, data.X, data.Us, data.Uo)
 
     def _vbm(self, data, stats):
         """Optimal q(A, B) and q(C, D, rho) given the hidden statistics (thesis
@@ -695,16 +674,16 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         # q(A, B): rows [a_j; b_j] ~ N(Sigma_AB r_j, Sigma_AB) with
         # Sigma_AB = (W_z + diag(prior))^-1, r_j the j-th column of [S_A; M]: the
         # expected regression of x_t on z_t = [x_{t-1}; u_t], solved as least squares
-        ups_root, ups_root_inv = _covariance_root(stats["ups_prev_sum"])
+        ups_root, ups_root_inv = _covariance_root(stats.ups_prev_sum)
         prior_ab = np.concatenate([self.alpha_, self.beta_c_])
         M_AB, Sigma_AB, logdet_Sigma_AB_inv = _ridge_regression(
-            [np.hstack([stats["prev"], data.Us]),
+            [np.hstack([stats.prev, data.Us]),
              np.hstack([ups_root, np.zeros((k, ds))])],
-            [self._q_x["omega"], ups_root_inv @ stats["cross_sum"]], prior_ab)
+            [self._q_x["omega"], ups_root_inv @ stats.cross_sum], prior_ab)
         E_AB = M_AB.T @ M_AB + k * Sigma_AB
         # q(C, D, rho): the expected regression of y_t on w_t = [x_t; u_t]
         prior_cd = np.concatenate([self.gamma_, self.delta_c_])
-        ups_root, _ = _covariance_root(stats["ups_sum"])
+        ups_root, _ = _covariance_root(stats.ups_sum)
         M_CD, Sigma_CD, logdet_Sigma_CD_inv = _ridge_regression(
             [np.hstack([self._q_x["omega"], data.Uo]),
              np.hstack([ups_root, np.zeros((k, do))])],
@@ -714,11 +693,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         resid = data.X - self._q_x["omega"] @ C_bar.T - data.Uo @ D_bar.T
         g = (
             np.einsum("ts,ts->s", resid, resid)
-            + np.einsum("sj,jl,sl->s", C_bar, stats["ups_sum"], C_bar)
+            + np.einsum("sj,jl,sl->s", C_bar, stats.ups_sum, C_bar)
             + (M_CD**2) @ prior_cd
         )
         g = np.maximum(g, 1e-300)
-        shape = self.noise_prior_shape_ + 0.5 * stats["T"]
+        shape = self.noise_prior_shape_ + 0.5 * stats.T
         rate = self.noise_prior_rate_ + 0.5 * g
         rho = shape / rate
         log_rho = gamma_expected_log(shape, rate)
@@ -742,51 +721,15 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         }
 
     # ================================================================ VBE
-    @staticmethod
-    def _run_filter(q, X, Us, Uo, starts, ends, mu0, Sigma0, smooth, point=False, observed=None):
-        """Run the variational (or, with ``point=True``, the plain posterior-mean)
-        Kalman filter/smoother on all sequences."""
-        k = q["k"]
-        A = np.ascontiguousarray(q["M_AB"][:, :k])
-        B = q["M_AB"][:, k:]
-        C = np.ascontiguousarray(q["M_CD"][:, :k])
-        D = q["M_CD"][:, k:]
-        rho = q["rho"]
-        N = X.shape[0]
-        y_res = np.ascontiguousarray(X - Uo @ D.T)
-        bu = np.ascontiguousarray(Us @ B.T)
-        if point:
-            S_A = np.zeros((k, k))
-            S_C = np.zeros((k, k))
-            h_ab = np.zeros((N, k))
-            h_cd = np.zeros((N, k))
-            c_ab = np.zeros(N)
-            c_cd = np.zeros(N)
-            gap = 0.0
-        else:
-            K_AB = k * q["Sigma_AB"]
-            K_CD = X.shape[1] * q["Sigma_CD"]
-            S_A = np.ascontiguousarray(K_AB[:k, :k])
-            S_C = np.ascontiguousarray(K_CD[:k, :k])
-            h_ab = np.ascontiguousarray(Us @ K_AB[:k, k:].T)
-            c_ab = 0.5 * np.einsum("tc,cd,td->t", Us, K_AB[k:, k:], Us)
-            h_cd = np.ascontiguousarray(Uo @ K_CD[:k, k:].T)
-            c_cd = 0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo)
-            gap = 0.5 * float(np.sum(q["log_rho"] - np.log(rho)))
-        if observed is None:
-            observed = np.ones(N, dtype=np.bool_)
-        out = vb_kalman_smoother(
-            y_res, bu, h_ab, c_ab, h_cd, c_cd, observed,
-            starts.astype(np.int64), ends.astype(np.int64),
-            A, C, np.ascontiguousarray(rho), S_A, S_C, gap,
-            np.ascontiguousarray(mu0, dtype=np.float64),
-            np.ascontiguousarray(Sigma0, dtype=np.float64), smooth,
-        )
-        names = ("log_terms", "pred_mean", "pred_cov", "filt_mean", "filt_cov", "omega",
-                 "ups", "cross", "omega0", "ups0", "entropy")
-        res = dict(zip(names, out))
-        res["ln_z"] = np.add.reduceat(res["log_terms"], starts) if N else np.zeros(0)
-        return res
+    def _smooth(self, X, Us, Uo, starts, ends, *, smooth, point=False, observed=None):
+        """The variational (or, with ``point=True``, the posterior-mean) Kalman filter
+        and smoother of q(theta) on all sequences."""
+        q = self._q_theta
+        moments = {} if point else {"Sigma_AB": q["Sigma_AB"], "Sigma_CD": q["Sigma_CD"],
+                                    "log_rho": q["log_rho"]}
+        return smooth_states(X, Us, Uo, starts, ends, q["M_AB"], q["M_CD"], q["rho"],
+                             self.init_state_mean_, self.init_state_cov_, smooth=smooth,
+                             observed=observed, **moments)
 
     # ================================================================ steps
     def _iteration_steps(self):
@@ -822,12 +765,12 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _step_m(self, data, iteration):
         s = self._stats
-        W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data.UUs]])
-        R_AB = np.vstack([s["S_A"], s["M"]])
-        W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data.UUo]])
-        R_CD = np.vstack([s["S_C"], data.UY])
+        W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
+        R_AB = np.vstack([s.S_A, s.M])
+        W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
+        R_CD = np.vstack([s.S_C, data.UY])
         prior_ab, prior_cd = self._point_priors()
-        M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, data.YY, s["T"], prior_ab,
+        M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, data.YY, s.T, prior_ab,
                                        prior_cd, self.noise_prior_shape_,
                                        self.noise_prior_rate_, self.method)
         n_ab, n_cd = M_AB.shape[1], M_CD.shape[1]
@@ -850,9 +793,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         return loglik + float(log_prior) + float(np.sum(q["log_rho"]))
 
     def _step_e(self, data, iteration):
-        res = self._run_filter(self._q_theta, data.X, data.Us, data.Uo, data.starts,
-                               data.ends, self.init_state_mean_, self.init_state_cov_,
-                               smooth=True, point=True)
+        res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True,
+                           point=True)
         self._q_x = {key: res[key] for key in
                      ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
         self._stats = self._hidden_stats(data, self._q_x)
@@ -886,10 +828,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _vbe(self, data):
         self._vbm_done = False  # q(theta) is no longer optimal for the new q(x)
-        res = self._run_filter(
-            self._q_theta, data.X, data.Us, data.Uo, data.starts,
-            data.ends, self.init_state_mean_, self.init_state_cov_, smooth=True,
-        )
+        res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True)
         self._q_x = {key: res[key] for key in
                      ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
         self._ln_z_sigma0 = (self.init_state_mean_.copy(), self.init_state_cov_.copy())
@@ -953,23 +892,23 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         s = self._stats
         k = self.n_states_
         if dynamics:
-            W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data.UUs]])
-            R_AB = np.vstack([s["S_A"], s["M"]])
+            W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
+            R_AB = np.vstack([s.S_A, s.M])
             lam = np.concatenate([self.alpha_, self.beta_c_])
             new = update_dynamics_precisions(W_z, R_AB, lam, np.ones(lam.size, bool),
                                              _EXACT_PRECISION_CAP)
             if dynamics_evidence(W_z, R_AB, new) >= dynamics_evidence(W_z, R_AB, lam):
                 self.alpha_, self.beta_c_ = new[:k], new[k:]
         if outputs or noise:
-            W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data.UUo]])
-            R_CD = np.vstack([s["S_C"], data.UY])
+            W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
+            R_CD = np.vstack([s.S_C, data.UY])
             lam = np.concatenate([self.gamma_, self.delta_c_])
             a, b = self.noise_prior_shape_, self.noise_prior_rate_
             free = np.full(lam.size, bool(outputs))
             new, a_new, b_new = update_output_hyperparameters(
-                W_w, R_CD, data.YY, lam, a, b, s["T"], free, noise, _EXACT_PRECISION_CAP,
+                W_w, R_CD, data.YY, lam, a, b, s.T, free, noise, _EXACT_PRECISION_CAP,
                 _EXACT_SHAPE_CAP)
-            T = s["T"]
+            T = s.T
             if (output_evidence(W_w, R_CD, data.YY, new, a_new, b_new, T)
                     >= output_evidence(W_w, R_CD, data.YY, lam, a, b, T)):
                 self.gamma_, self.delta_c_ = new[:k], new[k:]
@@ -1114,7 +1053,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         makes the statistics large enough for the bound to lose its accuracy to
         cancellation, so it is not tried."""
         s = self._stats
-        limit = 10.0 * np.sqrt(max(np.trace(s["W_C"]) / s["T"], 1.0))
+        limit = 10.0 * np.sqrt(max(np.trace(s.W_C) / s.T, 1.0))
         return bool(np.all(np.isfinite(c)) and np.any(c != 0.0)
                     and np.linalg.norm(c) <= limit)
 
@@ -1178,8 +1117,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         dimension first."""
         q, s = self._q_theta, self._stats
         k = self.n_states_
-        return (np.diag(q["E_CD"])[:k] * np.diag(s["W_C"])
-                + np.diag(q["E_AB"])[:k] * np.diag(s["W_A"]))
+        return (np.diag(q["E_CD"])[:k] * np.diag(s.W_C)
+                + np.diag(q["E_AB"])[:k] * np.diag(s.W_A))
 
     def _remove_state(self, data, j):
         """Delete state dimension j: its row and column of A, row of B and column of
@@ -1424,7 +1363,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         q, s, qx = self._q_theta, self._stats, self._q_x
         k = q["k"]
         p = data.X.shape[1]
-        T = s["T"]
+        T = s.T
         mu0, Sigma0 = self.init_state_mean_, self.init_state_cov_
         Sigma0_inv, ld_Sigma0 = _spd_inv_logdet(Sigma0)
         dev = qx["omega0"] - mu0
@@ -1437,13 +1376,13 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         # residuals of the means plus covariance terms, not as differences of second
         # moments: with explosive dynamics the states grow to many orders of magnitude
         # above the noise, and the differences lose whole nats to cancellation
-        W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data.UUs]])
-        W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data.UUo]])
+        W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
+        W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
         M_A, M_B = q["M_AB"][:, :k], q["M_AB"][:, k:]
-        innovation = qx["omega"] - s["prev"] @ M_A.T - data.Us @ M_B.T
-        A_cross = M_A @ s["cross_sum"]
-        innovation_cov = (s["ups_sum"] - A_cross - A_cross.T
-                          + M_A @ s["ups_prev_sum"] @ M_A.T)
+        innovation = qx["omega"] - s.prev @ M_A.T - data.Us @ M_B.T
+        A_cross = M_A @ s.cross_sum
+        innovation_cov = (s.ups_sum - A_cross - A_cross.T
+                          + M_A @ s.ups_prev_sum @ M_A.T)
         e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
             np.sum(innovation * innovation) + np.trace(innovation_cov)
             + k * np.sum(q["Sigma_AB"] * W_z)
@@ -1451,7 +1390,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         M_C, M_D = q["M_CD"][:, :k], q["M_CD"][:, k:]
         residual = data.X - qx["omega"] @ M_C.T - data.Uo @ M_D.T
         residual_sq = (np.einsum("ts,ts->s", residual, residual)
-                       + np.einsum("sj,jl,sl->s", M_C, s["ups_sum"], M_C))
+                       + np.einsum("sj,jl,sl->s", M_C, s.ups_sum, M_C))
         e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(q["log_rho"]) - 0.5 * (
             np.sum(q["rho"] * residual_sq) + p * np.sum(q["Sigma_CD"] * W_w)
         )
@@ -1507,8 +1446,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _active_state_mask(self):
         """The ``ard_threshold`` rule of ``active_states_`` for the stored state."""
         s = self._stats
-        dead_a = self.alpha_ >= self.ard_threshold * np.diag(s["W_A"])
-        dead_c = self.gamma_ >= self.ard_threshold * np.diag(s["W_C"])
+        dead_a = self.alpha_ >= self.ard_threshold * np.diag(s.W_A)
+        dead_c = self.gamma_ >= self.ard_threshold * np.diag(s.W_C)
         return ~(dead_a & dead_c)
 
     def _run_checked(self, data, start):
@@ -1635,10 +1574,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         return _Sequences(X, Uall, Us, Uo, starts, ends)
 
     def _infer(self, data, *, point, smooth):
-        return self._run_filter(
-            self._q_theta, data.X, data.Us, data.Uo, data.starts, data.ends,
-            self.init_state_mean_, self.init_state_cov_, smooth=smooth, point=point,
-        )
+        return self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=smooth,
+                            point=point)
 
     def transform(self, X, *, U=None, lengths=None, sequence_ids=None):
         """Smoothed state means ``E_q[x_t]`` (VBE step with q(theta) fixed)."""
@@ -1738,10 +1675,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         Uo = np.ascontiguousarray(Uall[:, self.output_inputs_])
         starts = np.array([0], dtype=np.int64)
         ends = np.array([X_all.shape[0]], dtype=np.int64)
-        res = self._run_filter(
-            self._q_theta, X_all, Us, Uo, starts, ends, self.init_state_mean_,
-            self.init_state_cov_, smooth=False, point=method == "plugin", observed=observed,
-        )
+        res = self._smooth(X_all, Us, Uo, starts, ends, smooth=False,
+                           point=method == "plugin", observed=observed)
         m = res["pred_mean"][n_hist:]
         P = res["pred_cov"][n_hist:]
         C, D = self.C_mean_, self.D_mean_

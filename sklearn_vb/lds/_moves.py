@@ -61,8 +61,8 @@ class RotationObjective:
 
     Parameters
     ----------
-    stats : dict
-        The estimator's hidden-state statistics (``W_A, S_A, G_A, M, W_C``).
+    stats : HiddenStatistics
+        The estimator's hidden-state statistics (``W_A, S_A, G_A, M, W_C`` are read).
     q_theta : dict
         The estimator's ``q(A, B)`` and ``q(C, D, rho)`` (``M_AB, Sigma_AB, E_CD``).
     UUs : array (d_s, d_s)
@@ -85,19 +85,19 @@ class RotationObjective:
 
     def __init__(self, stats, q_theta, UUs, omega0, ups0, n_steps, n_outputs, *,
                  alpha, beta, gamma, init_state, mu0, Sigma0, cap):
-        k = stats["W_A"].shape[0]
+        k = stats.W_A.shape[0]
         M_AB, Sigma_AB = q_theta["M_AB"], q_theta["Sigma_AB"]
         self.k = k
         self.ds = M_AB.shape[1] - k
         self.p = n_outputs
         n_seq = omega0.shape[0]
         self.n_seq = n_seq
-        W_z = np.block([[stats["W_A"], stats["G_A"]], [stats["G_A"].T, UUs]])
-        R_AB = np.vstack([stats["S_A"], stats["M"]])
+        W_z = np.block([[stats.W_A, stats.G_A], [stats.G_A.T, UUs]])
+        R_AB = np.vstack([stats.S_A, stats.M])
         # sum_t <e_t e_t'> with e_t = x_t - [A B] z_t, rows of [A B] independent with
         # the shared covariance Sigma_AB
         cross = M_AB @ R_AB
-        E_e = (stats["W_C"] - cross - cross.T + M_AB @ W_z @ M_AB.T
+        E_e = (stats.W_C - cross - cross.T + M_AB @ W_z @ M_AB.T
                + np.sum(Sigma_AB * W_z) * np.eye(k))
         self.E_e = 0.5 * (E_e + E_e.T)
         self.M_A, self.M_B = M_AB[:, :k], M_AB[:, k:]

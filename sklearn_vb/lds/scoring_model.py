@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import itertools
 from math import factorial, lgamma, log
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import digamma, gammaln, polygamma
@@ -61,7 +62,8 @@ from scipy.special import digamma, gammaln, polygamma
 from .._core.distributions import as_generator as _rng
 from ._point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
 from .._core.kernels.constants import LOG_2PI
-from .kalman import lds_log_likelihood_terms, simulate_lds, vb_kalman_smoother
+from .inference import HiddenStatistics, hidden_statistics, smooth_states
+from .kalman import lds_log_likelihood_terms, simulate_lds
 from .._core.evidence.mcmc_moves import BlockRandomWalkMH
 from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.posteriors import MappedPosterior, MixturePosterior
@@ -88,6 +90,24 @@ def _chol(M, name):
 
 _spd_solve_inv = spd_solve_inv
 _gamma_logpdf = gamma_log_pdf
+
+
+class CompleteDataStatistics(NamedTuple):
+    """The expected sufficient statistics of a q(x) on one prepared data set: what the
+    E step hands to the M step and to the complete-data bounds."""
+
+    #: the hidden-state statistics, pooled over sequences
+    hidden: HiddenStatistics
+    #: ``sum_i <(x_0i - mu0)' Sigma0^{-1} (x_0i - mu0)>``
+    x0_quad: float
+    #: ``sum_t us_t us_t'``, ``sum_t uo_t uo_t'``, ``sum_t uo_t y_t'``
+    UUs: np.ndarray
+    UUo: np.ndarray
+    UY: np.ndarray
+    #: ``sum_t y_ts^2`` per output
+    YY: np.ndarray
+    #: entropy of the exact p(x | y, theta) as the smoother computed it (E step only)
+    smoother_entropy: float | None = None
 
 
 # =========================================================================================
@@ -566,41 +586,25 @@ class LDSScoringModel(ScoringModelMixin):
         ``omega, ups`` (T, k), (T, k, k): means and covariances of ``x_t``; ``cross``
         (T, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0``: moments of each ``x_0``.
         """
-        starts, ends = X["starts"], X["ends"]
-        prev = np.empty_like(omega)
-        prev[1:] = omega[:-1]
-        prev[starts] = omega0
-        ups_sum = ups.sum(axis=0)
-        ups_prev_sum = ups_sum - ups[ends - 1].sum(axis=0) + ups0.sum(axis=0)
+        hidden = hidden_statistics(omega, ups, cross, omega0, ups0, X["starts"], X["ends"],
+                                   X["Y"], X["Us"], X["Uo"])
         dev = omega0 - self.mu0
         x0_quad = float(np.sum(self._Sigma0_inv * ups0.sum(axis=0))
                         + np.sum((dev @ self._Sigma0_inv) * dev))
-        return {
-            "W_A": ups_prev_sum + prev.T @ prev,
-            "S_A": cross.sum(axis=0) + prev.T @ omega,
-            "G_A": prev.T @ X["Us"],
-            "M": X["Us"].T @ omega,
-            "W_C": ups_sum + omega.T @ omega,
-            "S_C": omega.T @ X["Y"],
-            "G_C": omega.T @ X["Uo"],
-            "T": int(X["Y"].shape[0]),
-            "n_seq": int(starts.size),
-            "x0_quad": x0_quad,
-            "UUs": X["UUs"], "UUo": X["UUo"], "UY": X["UY"], "YY": X["YY"],
-        }
+        return CompleteDataStatistics(hidden, x0_quad, X["UUs"], X["UUo"], X["UY"], X["YY"])
 
     @staticmethod
     def _blocks(stats):
-        W_z = np.block([[stats["W_A"], stats["G_A"]], [stats["G_A"].T, stats["UUs"]]])
-        R_AB = np.vstack([stats["S_A"], stats["M"]])  # (k+ds, k): column j is r_j
-        W_w = np.block([[stats["W_C"], stats["G_C"]], [stats["G_C"].T, stats["UUo"]]])
-        R_CD = np.vstack([stats["S_C"], stats["UY"]])  # (k+do, p)
+        W_z = np.block([[stats.hidden.W_A, stats.hidden.G_A], [stats.hidden.G_A.T, stats.UUs]])
+        R_AB = np.vstack([stats.hidden.S_A, stats.hidden.M])  # (k+ds, k): column j is r_j
+        W_w = np.block([[stats.hidden.W_C, stats.hidden.G_C], [stats.hidden.G_C.T, stats.UUo]])
+        R_CD = np.vstack([stats.hidden.S_C, stats.UY])  # (k+do, p)
         return W_z, R_AB, W_w, R_CD
 
     def _x0_term(self, stats):
         k = self.k
-        return (-0.5 * stats["n_seq"] * (k * LOG_2PI + self._ld_Sigma0)
-                - 0.5 * stats["x0_quad"])
+        return (-0.5 * stats.hidden.n_seq * (k * LOG_2PI + self._ld_Sigma0)
+                - 0.5 * stats.x0_quad)
 
     def expected_complete_loglik(self, params_single, stats):
         """``E ln p(x_{0:T}, y | theta)`` under the q(x) that produced ``stats``."""
@@ -608,11 +612,11 @@ class LDSScoringModel(ScoringModelMixin):
         M_AB = self._AB(params_single)[0]
         M_CD = self._CD(params_single)[0]
         rho = np.asarray(params_single["rho"], dtype=float)[0]
-        T, k, p = stats["T"], self.k, self.p
+        T, k, p = stats.hidden.T, self.k, self.p
         e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
-            np.trace(stats["W_C"]) - 2.0 * np.sum(M_AB * R_AB.T)
+            np.trace(stats.hidden.W_C) - 2.0 * np.sum(M_AB * R_AB.T)
             + np.sum((M_AB.T @ M_AB) * W_z))
-        quad = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+        quad = (stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
                 + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
         e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(np.log(rho)) - 0.5 * np.sum(rho * quad)
         return float(self._x0_term(stats) + e_dyn + e_obs)
@@ -631,8 +635,8 @@ class LDSScoringModel(ScoringModelMixin):
         M_AB = self._AB(params_single)[0]
         M_CD = self._CD(params_single)[0]
         rho = np.asarray(params_single["rho"], dtype=float)[0]
-        T = e.stats["T"]
-        quad = (e.stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+        T = e.stats.hidden.T
+        quad = (e.stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
                 + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
         g_AB = R_AB.T - M_AB @ W_z - M_AB * self.prior_ab
         g_CD = rho[:, None] * (R_CD.T - M_CD @ W_w - M_CD * self.prior_cd)
@@ -646,17 +650,17 @@ class LDSScoringModel(ScoringModelMixin):
         """``ln int p(theta) exp<ln p(x, y | theta)> dtheta`` in closed form (conjugate
         rows given the statistics)."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
-        T, k = stats["T"], self.k
+        T, k = stats.hidden.T, self.k
         # dynamics: k independent Gaussian rows of [A B]
         Sigma_AB, ld_Lam_AB = _spd_solve_inv(W_z + np.diag(self.prior_ab))
-        e_dyn = (-0.5 * T * k * LOG_2PI - 0.5 * np.trace(stats["W_C"])
+        e_dyn = (-0.5 * T * k * LOG_2PI - 0.5 * np.trace(stats.hidden.W_C)
                  + 0.5 * k * (np.sum(np.log(self.prior_ab)) - ld_Lam_AB)
                  + 0.5 * np.sum(R_AB * (Sigma_AB @ R_AB)))
         # observations: p independent Normal-Gamma rows of ([C D], rho)
         Lam_CD = W_w + np.diag(self.prior_cd)
         Sigma_CD, ld_Lam_CD = _spd_solve_inv(Lam_CD)
         M = (Sigma_CD @ R_CD).T  # (p, k+do)
-        g = (stats["YY"] - 2.0 * np.sum(M * R_CD.T, axis=1)
+        g = (stats.YY - 2.0 * np.sum(M * R_CD.T, axis=1)
              + np.einsum("si,ij,sj->s", M, Lam_CD, M))
         g = np.maximum(g, 1e-300)
         a, b = self.a0, self.b0
@@ -673,36 +677,27 @@ class LDSScoringModel(ScoringModelMixin):
         Sigma_CD, _ = _spd_solve_inv(Lam_CD)
         M_AB = (Sigma_AB @ R_AB).T
         M_CD = (Sigma_CD @ R_CD).T
-        g = (stats["YY"] - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+        g = (stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
              + np.einsum("si,ij,sj->s", M_CD, Lam_CD, M_CD))
         g = np.maximum(g, 1e-300)
         return LDSPosterior(self.k, self.ds, self.do, M_AB, Sigma_AB, M_CD, Sigma_CD,
-                            self.a0 + 0.5 * stats["T"], self.b0 + 0.5 * g)
+                            self.a0 + 0.5 * stats.hidden.T, self.b0 + 0.5 * g)
 
     def _smoother(self, params_single, X):
-        A = np.ascontiguousarray(params_single["A"][0], dtype=float)
-        Cm = np.ascontiguousarray(params_single["C"][0], dtype=float)
-        rho = np.ascontiguousarray(params_single["rho"][0], dtype=float)
-        N, k = X["Y"].shape[0], self.k
-        bu = X["Us"] @ params_single["B"][0].T if self.ds else np.zeros((N, k))
-        y_res = X["Y"] - X["Uo"] @ params_single["D"][0].T if self.do else X["Y"]
-        zk = np.zeros((k, k))
-        out = vb_kalman_smoother(
-            np.ascontiguousarray(y_res), np.ascontiguousarray(bu), np.zeros((N, k)),
-            np.zeros(N), np.zeros((N, k)), np.zeros(N), np.ones(N, dtype=np.bool_),
-            X["starts"], X["ends"], A, Cm, rho, zk, zk.copy(), 0.0, self.mu0, self.Sigma0, True)
-        names = ("log_terms", "pred_mean", "pred_cov", "filt_mean", "filt_cov", "omega",
-                 "ups", "cross", "omega0", "ups0", "entropy")
-        return dict(zip(names, out))
+        """The exact Kalman filter and RTS smoother at one parameter set."""
+        return smooth_states(X["Y"], X["Us"], X["Uo"], X["starts"], X["ends"],
+                             self._AB(params_single)[0], self._CD(params_single)[0],
+                             np.asarray(params_single["rho"][0], dtype=float), self.mu0,
+                             self.Sigma0)
 
     def e_step(self, params_single, X):
         """Exact Kalman/RTS smoother at a point ``theta``: loglik, expected statistics,
         ``E ln p(x, y | theta)`` and the entropy ``loglik - E ln p(x, y | theta)``
-        (the smoother's own entropy is kept in ``stats["smoother_entropy"]``)."""
+        (the smoother's own entropy is kept in ``stats.smoother_entropy``)."""
         r = self._smoother(params_single, X)
         stats = self.stats_from_moments(X, r["omega"], r["ups"], r["cross"], r["omega0"],
                                         r["ups0"])
-        stats["smoother_entropy"] = float(np.sum(r["entropy"]))
+        stats = stats._replace(smoother_entropy=float(np.sum(r["entropy"])))
         ll = float(np.sum(r["log_terms"]))
         ecl = self.expected_complete_loglik(params_single, stats)
         return EStep(ll, stats, ecl, ll - ecl)
@@ -713,16 +708,14 @@ class LDSScoringModel(ScoringModelMixin):
         the CS score, Beal 2003, Corollary 2.5).  Each recorded bound is the collapsed
         ``H[q(x)] + log_complete_evidence(stats(q(x)))`` = F(q(x), VBM(q(x))); the VBE
         step is the estimator's variational Kalman smoother."""
-        run_filter = type(self.estimator)._run_filter
         stats = estep.stats
         bounds = [float(estep.entropy + self.log_complete_evidence(stats))]
         for _ in range(int(max_iter)):
             q = self.q_from_stats(stats)
-            qd = {"k": self.k, "M_AB": q.M_AB, "M_CD": q.M_CD, "Sigma_AB": q.Sigma_AB,
-                  "Sigma_CD": q.Sigma_CD, "rho": q.shape / q.rate,
-                  "log_rho": digamma(q.shape) - np.log(q.rate)}
-            r = run_filter(qd, X["Y"], X["Us"], X["Uo"], X["starts"], X["ends"], self.mu0,
-                           self.Sigma0, smooth=True)
+            r = smooth_states(X["Y"], X["Us"], X["Uo"], X["starts"], X["ends"], q.M_AB,
+                              q.M_CD, q.shape / q.rate, self.mu0, self.Sigma0,
+                              Sigma_AB=q.Sigma_AB, Sigma_CD=q.Sigma_CD,
+                              log_rho=digamma(q.shape) - np.log(q.rate))
             stats = self.stats_from_moments(X, r["omega"], r["ups"], r["cross"], r["omega0"],
                                             r["ups0"])
             bounds.append(float(np.sum(r["entropy"]) + self.log_complete_evidence(stats)))
@@ -736,7 +729,7 @@ class LDSScoringModel(ScoringModelMixin):
         the unconstrained basis) or ``rho`` (``"natural"``).  ``kind="ml"``: least
         squares and ``rho_s = T / residual sum of squares``."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
-        M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, stats["YY"], stats["T"],
+        M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, stats.YY, stats.hidden.T,
                                        self.prior_ab, self.prior_cd, self.a0, self.b0, kind,
                                        basis)
         return self._split(M_AB[None], M_CD[None], rho[None])

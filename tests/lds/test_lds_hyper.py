@@ -147,10 +147,10 @@ def test_collapsed_bounds_equal_the_bound_after_the_vbm_step(seed):
                                     prune_states=False)
     data = _fitted_steps(model, X, U, lengths, 4)
     s, k = model._stats, model.n_states_
-    W_z = np.block([[s["W_A"], s["G_A"]], [s["G_A"].T, data.UUs]])
-    R_AB = np.vstack([s["S_A"], s["M"]])
-    W_w = np.block([[s["W_C"], s["G_C"]], [s["G_C"].T, data.UUo]])
-    R_CD = np.vstack([s["S_C"], data.UY])
+    W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
+    R_AB = np.vstack([s.S_A, s.M])
+    W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
+    R_CD = np.vstack([s.S_C, data.UY])
 
     def both(alpha, beta, gamma, delta, a, b):
         model.alpha_, model.beta_c_, model.gamma_, model.delta_c_ = alpha, beta, gamma, delta
@@ -158,7 +158,7 @@ def test_collapsed_bounds_equal_the_bound_after_the_vbm_step(seed):
         model._vbm(data, model._stats)
         collapsed = (dynamics_evidence(W_z, R_AB, np.concatenate([alpha, beta]))
                      + output_evidence(W_w, R_CD, data.YY, np.concatenate([gamma, delta]),
-                                       a, b, s["T"]))
+                                       a, b, s.T))
         return model._explicit_bound(data), collapsed
 
     rng = np.random.default_rng(seed)

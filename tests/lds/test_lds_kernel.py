@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import digamma
 
-from sklearn_vb.lds import VBLinearDynamicalSystem
+from sklearn_vb.lds.inference import smooth_states
 
 LOG_2PI = np.log(2 * np.pi)
 
@@ -99,12 +99,18 @@ def brute_force(q, Y, Us, Uo, mu0, Sigma0):
     return mean.reshape(T + 1, k), cov, ln_z
 
 
+def smooth_q(q, Y, Us, Uo, starts, ends, mu0, Sigma0, point=False, observed=None):
+    """The package's smoother under the q(theta) moments of ``q`` (or at their means)."""
+    moments = {} if point else {name: q[name] for name in ("Sigma_AB", "Sigma_CD", "log_rho")}
+    return smooth_states(Y, Us, Uo, starts, ends, q["M_AB"], q["M_CD"], q["rho"], mu0, Sigma0,
+                         smooth=True, observed=observed, **moments)
+
+
 def run_kernel(q, Y, Us, Uo, mu0, Sigma0, lengths=None, point=False):
     lengths = [Y.shape[0]] if lengths is None else lengths
     ends = np.cumsum(lengths)
     starts = ends - np.asarray(lengths)
-    return VBLinearDynamicalSystem._run_filter(q, Y, Us, Uo, starts, ends, mu0, Sigma0,
-                                               smooth=True, point=point)
+    return smooth_q(q, Y, Us, Uo, starts, ends, mu0, Sigma0, point=point)
 
 
 def kalman_reference(A, B, C, D, R, mu0, Sigma0, Y, Us, Uo):

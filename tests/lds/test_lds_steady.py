@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from sklearn_vb.lds import kalman
-from sklearn_vb.lds import VBLinearDynamicalSystem
 
 from tests.lds.test_lds_kernel import (_problem, expected_log_joint, gaussian_from_quadratic,
-                                       kalman_reference, point_posterior)
+                                       kalman_reference, point_posterior, smooth_q)
 
 
 def _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed):
@@ -23,8 +22,7 @@ def _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed):
 
 def _kernel(q, Y, Us, Uo, mu0, Sigma0, observed, point=False):
     starts, ends = np.array([0]), np.array([Y.shape[0]])
-    return VBLinearDynamicalSystem._run_filter(q, Y, Us, Uo, starts, ends, mu0, Sigma0,
-                                               smooth=True, point=point, observed=observed)
+    return smooth_q(q, Y, Us, Uo, starts, ends, mu0, Sigma0, point=point, observed=observed)
 
 
 def _steady_flags(q, Y, Us, Uo, mu0, Sigma0, observed):

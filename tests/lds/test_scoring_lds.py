@@ -268,7 +268,7 @@ def test_e_step_identities(with_inputs):
     for theta in (q.mean(), q.sample(np.random.default_rng(0), 1)):
         e = m.e_step(theta, X)
         assert e.loglik == pytest.approx(float(m.log_likelihood(theta, X)[0]), rel=1e-12)
-        assert e.entropy == pytest.approx(e.stats["smoother_entropy"], rel=1e-9, abs=1e-9)
+        assert e.entropy == pytest.approx(e.stats.smoother_entropy, rel=1e-9, abs=1e-9)
         assert e.expected_complete_loglik + e.entropy == pytest.approx(e.loglik, rel=1e-12)
 
 

@@ -1,0 +1,146 @@
+"""Inference of the hidden states of the LDS given the parameters.
+
+One function, :func:`smooth_states`, runs the Kalman filter (and optionally the RTS
+smoother) of :mod:`sklearn_vb.lds.kalman` on all sequences, either under a variational
+posterior ``q(A, B) q(C, D, rho)`` (the VBE step: the parameter-averaged potentials,
+given the posterior moments) or at a point (the exact posterior ``p(x | y, theta)``).
+The estimator's VBE and E steps, its predictions, and the scoring model's E step and
+VB refinement all run it.  :func:`hidden_statistics` turns the smoothed marginals into
+the expected sufficient statistics of the parameter update, pooled over sequences.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .kalman import vb_kalman_smoother
+
+__all__ = ["HiddenStatistics", "hidden_statistics", "smooth_states"]
+
+_RESULT_NAMES = ("log_terms", "pred_mean", "pred_cov", "filt_mean", "filt_cov", "omega",
+                 "ups", "cross", "omega0", "ups0", "entropy")
+
+
+def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigma_AB=None,
+                  Sigma_CD=None, log_rho=None, smooth=True, observed=None):
+    """Kalman filter and RTS smoother over all sequences.
+
+    ``M_AB`` (k, k + ds) and ``M_CD`` (p, k + do) are the posterior means of the rows of
+    ``[A B]`` and ``[C D]``, ``rho`` (p,) the mean noise precisions.  With the row
+    covariances ``Sigma_AB``, ``Sigma_CD`` and ``log_rho = <ln rho>`` of q(theta) given,
+    the filter runs on the parameter-averaged potentials (the VBE step, Beal 2003,
+    eqs. 5.68-5.132); without them, it is the plain filter at the point ``(M_AB, M_CD,
+    rho)``.  ``observed`` (N,) bool marks the steps whose observation is used (default:
+    all).  Returns the kernel's outputs by name, plus ``ln_z`` (n,), the per-sequence
+    sums of ``log_terms``.
+    """
+    point = Sigma_AB is None
+    if point != (Sigma_CD is None) or point != (log_rho is None):
+        raise ValueError("Sigma_AB, Sigma_CD and log_rho are given together or not at all.")
+    k = M_AB.shape[0]
+    A = np.ascontiguousarray(M_AB[:, :k])
+    B = M_AB[:, k:]
+    C = np.ascontiguousarray(M_CD[:, :k])
+    D = M_CD[:, k:]
+    N = X.shape[0]
+    y_res = np.ascontiguousarray(X - Uo @ D.T)
+    bu = np.ascontiguousarray(Us @ B.T)
+    if point:
+        S_A = np.zeros((k, k))
+        S_C = np.zeros((k, k))
+        h_ab = np.zeros((N, k))
+        h_cd = np.zeros((N, k))
+        c_ab = np.zeros(N)
+        c_cd = np.zeros(N)
+        gap = 0.0
+    else:
+        # the penalties are the posterior-covariance parts of <[A B]'[A B]> (k rows, each
+        # with covariance Sigma_AB) and of <[C D]' diag(rho) [C D]> (row s has covariance
+        # Sigma_CD / rho_s)
+        K_AB = k * Sigma_AB
+        K_CD = X.shape[1] * Sigma_CD
+        S_A = np.ascontiguousarray(K_AB[:k, :k])
+        S_C = np.ascontiguousarray(K_CD[:k, :k])
+        h_ab = np.ascontiguousarray(Us @ K_AB[:k, k:].T)
+        c_ab = 0.5 * np.einsum("tc,cd,td->t", Us, K_AB[k:, k:], Us)
+        h_cd = np.ascontiguousarray(Uo @ K_CD[:k, k:].T)
+        c_cd = 0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo)
+        gap = 0.5 * float(np.sum(log_rho - np.log(rho)))
+    if observed is None:
+        observed = np.ones(N, dtype=np.bool_)
+    out = vb_kalman_smoother(
+        y_res, bu, h_ab, c_ab, h_cd, c_cd, observed,
+        starts.astype(np.int64), ends.astype(np.int64),
+        A, C, np.ascontiguousarray(rho), S_A, S_C, gap,
+        np.ascontiguousarray(mu0, dtype=np.float64),
+        np.ascontiguousarray(Sigma0, dtype=np.float64), smooth,
+    )
+    res = dict(zip(_RESULT_NAMES, out))
+    res["ln_z"] = np.add.reduceat(res["log_terms"], starts) if N else np.zeros(0)
+    return res
+
+
+class HiddenStatistics(NamedTuple):
+    """Expected sufficient statistics of a q(x), pooled over sequences (Beal 2003,
+    eqs. 5.126-5.132, pooled as eqs. 5.148-5.149).  ``prev_t`` is ``<x_{t-1}>``, the
+    sequence's ``<x_0>`` at its first step; sums run over all time steps."""
+
+    #: sum_t <x_{t-1} x_{t-1}'>, (k, k)
+    W_A: np.ndarray
+    #: sum_t <x_{t-1} x_t'>, (k, k)
+    S_A: np.ndarray
+    #: sum_t <x_{t-1}> us_t', (k, ds)
+    G_A: np.ndarray
+    #: sum_t us_t <x_t>', (ds, k)
+    M: np.ndarray
+    #: sum_t <x_t x_t'>, (k, k)
+    W_C: np.ndarray
+    #: sum_t <x_t> y_t', (k, p)
+    S_C: np.ndarray
+    #: sum_t <x_t> uo_t', (k, do)
+    G_C: np.ndarray
+    #: sum_t Cov(x_t), (k, k)
+    ups_sum: np.ndarray
+    #: (N, k) the means prev_t
+    prev: np.ndarray
+    #: sum_t Cov(x_{t-1}), (k, k)
+    ups_prev_sum: np.ndarray
+    #: sum_t Cov(x_{t-1}, x_t), (k, k)
+    cross_sum: np.ndarray
+    #: number of time steps
+    T: int
+    #: number of sequences
+    n_seq: int
+
+
+def hidden_statistics(omega, ups, cross, omega0, ups0, starts, ends, Y, Us, Uo):
+    """The :class:`HiddenStatistics` of the marginals of a q(x).
+
+    ``omega, ups`` (N, k), (N, k, k): means and covariances of ``x_t``; ``cross``
+    (N, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0`` (n, k), (n, k, k): moments of
+    each sequence's ``x_0``; ``starts, ends``: the sequences' row offsets (end
+    exclusive); ``Y, Us, Uo``: outputs, state inputs and output inputs.
+    """
+    prev = np.empty_like(omega)
+    prev[1:] = omega[:-1]
+    prev[starts] = omega0
+    ups_sum = ups.sum(axis=0)
+    ups_prev_sum = ups_sum - ups[ends - 1].sum(axis=0) + ups0.sum(axis=0)
+    cross_sum = cross.sum(axis=0)
+    return HiddenStatistics(
+        W_A=ups_prev_sum + prev.T @ prev,
+        S_A=cross_sum + prev.T @ omega,
+        G_A=prev.T @ Us,
+        M=Us.T @ omega,
+        W_C=ups_sum + omega.T @ omega,
+        S_C=omega.T @ Y,
+        G_C=omega.T @ Uo,
+        ups_sum=ups_sum,
+        prev=prev,
+        ups_prev_sum=ups_prev_sum,
+        cross_sum=cross_sum,
+        T=int(Y.shape[0]),
+        n_seq=int(starts.shape[0]),
+    )
