@@ -795,10 +795,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _step_e(self, data, iteration):
         res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True,
                            point=True)
-        self._q_x = {key: res[key] for key in
+        self._q_x = {key: getattr(res, key) for key in
                      ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
         self._stats = self._hidden_stats(data, self._q_x)
-        self._point_loglik = float(np.sum(res["log_terms"]))
+        self._point_loglik = float(np.sum(res.log_terms))
         self._point_value = self._point_objective(self._point_loglik)
 
     def _step_vbe(self, data, iteration):
@@ -829,7 +829,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _vbe(self, data):
         self._vbm_done = False  # q(theta) is no longer optimal for the new q(x)
         res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True)
-        self._q_x = {key: res[key] for key in
+        self._q_x = {key: getattr(res, key) for key in
                      ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
         self._ln_z_sigma0 = (self.init_state_mean_.copy(), self.init_state_cov_.copy())
         self._stats = self._hidden_stats(data, self._q_x)
@@ -1580,7 +1580,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def transform(self, X, *, U=None, lengths=None, sequence_ids=None):
         """Smoothed state means ``E_q[x_t]`` (VBE step with q(theta) fixed)."""
         data = self._check_new_data(X, U, lengths, sequence_ids)
-        return self._infer(data, point=False, smooth=True)["omega"]
+        return self._infer(data, point=False, smooth=True).omega
 
     def fit_transform(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """Fit, then return the smoothed state means of the training data."""
@@ -1591,7 +1591,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         """One-step-ahead predictive log density ``ln p(y_t | y_{1:t-1}, theta_mean)``
         of every row under the posterior-mean parameters (exact Kalman filter)."""
         data = self._check_new_data(X, U, lengths, sequence_ids)
-        return self._infer(data, point=True, smooth=False)["log_terms"]
+        return self._infer(data, point=True, smooth=False).log_terms
 
     def score(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """Mean one-step-ahead predictive log-likelihood per time step under the
@@ -1610,7 +1610,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         if method not in ("mean", "bound"):
             raise ValueError(f"method must be 'mean' or 'bound'; got {method!r}.")
         data = self._check_new_data(X, U, lengths, sequence_ids)
-        return self._infer(data, point=method == "mean", smooth=False)["ln_z"]
+        return self._infer(data, point=method == "mean", smooth=False).ln_z
 
     def predict(self, X, *, U=None, lengths=None, sequence_ids=None, return_cov=False):
         """One-step-ahead predictions ``E[y_t | y_{1:t-1}]`` under the posterior-mean
@@ -1621,10 +1621,10 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         data = self._check_new_data(X, U, lengths, sequence_ids)
         res = self._infer(data, point=True, smooth=False)
         C, D = self.C_mean_, self.D_mean_
-        mean = res["pred_mean"] @ C.T + data.U @ D.T
+        mean = res.pred_mean @ C.T + data.U @ D.T
         if not return_cov:
             return mean
-        cov = np.einsum("sj,tjl,rl->tsr", C, res["pred_cov"], C)
+        cov = np.einsum("sj,tjl,rl->tsr", C, res.pred_cov, C)
         cov += np.diag(1.0 / self.noise_precision_mean_)
         return mean, cov
 
@@ -1677,8 +1677,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         ends = np.array([X_all.shape[0]], dtype=np.int64)
         res = self._smooth(X_all, Us, Uo, starts, ends, smooth=False,
                            point=method == "plugin", observed=observed)
-        m = res["pred_mean"][n_hist:]
-        P = res["pred_cov"][n_hist:]
+        m = res.pred_mean[n_hist:]
+        P = res.pred_cov[n_hist:]
         C, D = self.C_mean_, self.D_mean_
         Uf = Uall[n_hist:]
         mean = m @ C.T + Uf @ D.T
@@ -1725,7 +1725,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     # ================================================================ bic / aic
     def _log_likelihood(self, data):
-        return float(np.sum(self._infer(data, point=True, smooth=False)["log_terms"]))
+        return float(np.sum(self._infer(data, point=True, smooth=False).log_terms))
 
     def _n_observations(self, data):
         return data.X.shape[0]

@@ -17,14 +17,38 @@ import numpy as np
 
 from .kalman import vb_kalman_smoother
 
-__all__ = ["HiddenStatistics", "hidden_statistics", "smooth_states"]
+__all__ = ["HiddenStatistics", "SmootherResult", "hidden_statistics", "smooth_states"]
 
-_RESULT_NAMES = ("log_terms", "pred_mean", "pred_cov", "filt_mean", "filt_cov", "omega",
-                 "ups", "cross", "omega0", "ups0", "entropy")
+class SmootherResult(NamedTuple):
+    """What :func:`smooth_states` returns: the outputs of
+    :func:`~sklearn_vb.lds.kalman.vb_kalman_smoother` by name (its docstring gives their
+    shapes and meaning) and the per-sequence log normalisers."""
+
+    #: (N,) ``ln zeta'_t``; at a point, the one-step-ahead predictive log densities
+    log_terms: np.ndarray
+    #: (N, k), (N, k, k) the belief about ``x_t`` given ``y_{1:t-1}``
+    pred_mean: np.ndarray
+    pred_cov: np.ndarray
+    #: (N, k), (N, k, k) the belief about ``x_t`` given ``y_{1:t}``
+    filt_mean: np.ndarray
+    filt_cov: np.ndarray
+    #: (N, k), (N, k, k) smoothed marginals of ``x_t`` (zeros without smoothing)
+    omega: np.ndarray
+    ups: np.ndarray
+    #: (N, k, k) ``Cov(x_{t-1}, x_t)``
+    cross: np.ndarray
+    #: (n, k), (n, k, k) smoothed marginal of each sequence's ``x_0``
+    omega0: np.ndarray
+    ups0: np.ndarray
+    #: (n,) entropy of q(x) per sequence (0 without smoothing)
+    entropy: np.ndarray
+    #: (n,) ``ln Z'`` per sequence, the sums of ``log_terms``
+    ln_z: np.ndarray
 
 
 def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigma_AB=None,
-                  Sigma_CD=None, log_rho=None, smooth=True, observed=None):
+                  Sigma_CD=None, log_rho=None, smooth=True,
+                  observed=None) -> SmootherResult:
     """Kalman filter and RTS smoother over all sequences.
 
     ``M_AB`` (k, k + ds) and ``M_CD`` (p, k + do) are the posterior means of the rows of
@@ -33,8 +57,7 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
     the filter runs on the parameter-averaged potentials (the VBE step, Beal 2003,
     eqs. 5.68-5.132); without them, it is the plain filter at the point ``(M_AB, M_CD,
     rho)``.  ``observed`` (N,) bool marks the steps whose observation is used (default:
-    all).  Returns the kernel's outputs by name, plus ``ln_z`` (n,), the per-sequence
-    sums of ``log_terms``.
+    all).
     """
     point = Sigma_AB is None
     if point != (Sigma_CD is None) or point != (log_rho is None):
@@ -77,9 +100,9 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
         np.ascontiguousarray(mu0, dtype=np.float64),
         np.ascontiguousarray(Sigma0, dtype=np.float64), smooth,
     )
-    res = dict(zip(_RESULT_NAMES, out))
-    res["ln_z"] = np.add.reduceat(res["log_terms"], starts) if N else np.zeros(0)
-    return res
+    # the kernel returns a plain tuple (numba); it is named here, in its one caller
+    ln_z = np.add.reduceat(out[0], starts) if N else np.zeros(0)
+    return SmootherResult(*out, ln_z)
 
 
 class HiddenStatistics(NamedTuple):

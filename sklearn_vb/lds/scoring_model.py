@@ -695,10 +695,10 @@ class LDSScoringModel(ScoringModelMixin):
         ``E ln p(x, y | theta)`` and the entropy ``loglik - E ln p(x, y | theta)``
         (the smoother's own entropy is kept in ``stats.smoother_entropy``)."""
         r = self._smoother(params_single, X)
-        stats = self.stats_from_moments(X, r["omega"], r["ups"], r["cross"], r["omega0"],
-                                        r["ups0"])
-        stats = stats._replace(smoother_entropy=float(np.sum(r["entropy"])))
-        ll = float(np.sum(r["log_terms"]))
+        stats = self.stats_from_moments(X, r.omega, r.ups, r.cross, r.omega0,
+                                        r.ups0)
+        stats = stats._replace(smoother_entropy=float(np.sum(r.entropy)))
+        ll = float(np.sum(r.log_terms))
         ecl = self.expected_complete_loglik(params_single, stats)
         return EStep(ll, stats, ecl, ll - ecl)
 
@@ -716,9 +716,9 @@ class LDSScoringModel(ScoringModelMixin):
                               q.M_CD, q.shape / q.rate, self.mu0, self.Sigma0,
                               Sigma_AB=q.Sigma_AB, Sigma_CD=q.Sigma_CD,
                               log_rho=digamma(q.shape) - np.log(q.rate))
-            stats = self.stats_from_moments(X, r["omega"], r["ups"], r["cross"], r["omega0"],
-                                            r["ups0"])
-            bounds.append(float(np.sum(r["entropy"]) + self.log_complete_evidence(stats)))
+            stats = self.stats_from_moments(X, r.omega, r.ups, r.cross, r.omega0,
+                                            r.ups0)
+            bounds.append(float(np.sum(r.entropy) + self.log_complete_evidence(stats)))
             if abs(bounds[-1] - bounds[-2]) < tol:
                 break
         return bounds

@@ -64,7 +64,7 @@ def plot_lds_states(estimator, X, *, U=None, lengths=None, sequence_ids=None, se
     if not 0 <= sequence < starts.size:
         raise ValueError(f"sequence must be in [0, {starts.size}); got {sequence}.")
     rows = slice(int(starts[sequence]), int(ends[sequence]))
-    k = res["omega"].shape[1]
+    k = res.omega.shape[1]
     if dims is None:
         active = np.asarray(getattr(estimator, "active_states_", np.ones(k, dtype=bool)))
         dims = np.flatnonzero(active)[:6] if active.dtype == bool else np.asarray(active)[:6]
@@ -80,9 +80,9 @@ def plot_lds_states(estimator, X, *, U=None, lengths=None, sequence_ids=None, se
     axes = []
     estimates = []
     if filtered:
-        estimates.append(("filtered", res["filt_mean"], res["filt_cov"], "tab:orange", 0.2))
+        estimates.append(("filtered", res.filt_mean, res.filt_cov, "tab:orange", 0.2))
     if smoothed:
-        estimates.append(("smoothed", res["omega"], res["ups"], "tab:blue", 0.3))
+        estimates.append(("smoothed", res.omega, res.ups, "tab:blue", 0.3))
     for i, d in enumerate(dims):
         ax = fig.add_subplot(len(dims), 1, i + 1, sharex=axes[0] if axes else None)
         for label, mean, cov, colour, alpha in estimates:

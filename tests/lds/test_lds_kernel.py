@@ -159,17 +159,17 @@ def test_vb_smoother_matches_brute_force(seed, dims):
     q, Y, Us, Uo, mu0, Sigma0 = _problem(seed, k, p, ds, do, T)
     mean, cov, ln_z = brute_force(q, Y, Us, Uo, mu0, Sigma0)
     res = run_kernel(q, Y, Us, Uo, mu0, Sigma0)
-    np.testing.assert_allclose(res["omega0"][0], mean[0], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res["omega"], mean[1:], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.omega0[0], mean[0], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.omega, mean[1:], rtol=1e-8, atol=1e-10)
     blocks = lambda i, j: cov[i * k:(i + 1) * k, j * k:(j + 1) * k]
-    np.testing.assert_allclose(res["ups0"][0], blocks(0, 0), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.ups0[0], blocks(0, 0), rtol=1e-8, atol=1e-10)
     for t in range(1, T + 1):
-        np.testing.assert_allclose(res["ups"][t - 1], blocks(t, t), rtol=1e-8, atol=1e-10)
-        np.testing.assert_allclose(res["cross"][t - 1], blocks(t - 1, t), rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res["ln_z"][0], ln_z, rtol=1e-9)
+        np.testing.assert_allclose(res.ups[t - 1], blocks(t, t), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(res.cross[t - 1], blocks(t - 1, t), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.ln_z[0], ln_z, rtol=1e-9)
     # entropy of q(x_{0:T}) from the backward factorisation
     H = 0.5 * np.linalg.slogdet(2 * np.pi * np.e * cov)[1]
-    np.testing.assert_allclose(res["entropy"][0], H, rtol=1e-9)
+    np.testing.assert_allclose(res.entropy[0], H, rtol=1e-9)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -183,11 +183,11 @@ def test_point_mass_equals_kalman_filter_and_rts(seed):
     ms, Ps, cross, ll = kalman_reference(A, B, C, D, R, mu0, Sigma0, Y, Us, Uo)
     for res in (run_kernel(qp, Y, Us, Uo, mu0, Sigma0),
                 run_kernel(q, Y, Us, Uo, mu0, Sigma0, point=True)):
-        np.testing.assert_allclose(res["omega"], ms[1:], rtol=1e-9, atol=1e-11)
-        np.testing.assert_allclose(res["omega0"][0], ms[0], rtol=1e-9, atol=1e-11)
-        np.testing.assert_allclose(res["ups"], Ps[1:], rtol=1e-9, atol=1e-11)
-        np.testing.assert_allclose(res["cross"], cross, rtol=1e-9, atol=1e-11)
-        np.testing.assert_allclose(res["ln_z"][0], ll, rtol=1e-10)
+        np.testing.assert_allclose(res.omega, ms[1:], rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(res.omega0[0], ms[0], rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(res.ups, Ps[1:], rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(res.cross, cross, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(res.ln_z[0], ll, rtol=1e-10)
     # and the log-likelihood is the dense multivariate normal of the stacked outputs
     Phi = [np.eye(k)]
     for _ in range(T):
@@ -214,24 +214,50 @@ def test_point_mass_equals_kalman_filter_and_rts(seed):
 @pytest.mark.parametrize("seed", range(5))
 def test_vb_log_normaliser_below_exact_likelihood_at_mean(seed):
     q, Y, Us, Uo, mu0, Sigma0 = _problem(seed, 3, 4, 2, 2, 40)
-    vb = run_kernel(q, Y, Us, Uo, mu0, Sigma0)["ln_z"][0]
-    exact = run_kernel(q, Y, Us, Uo, mu0, Sigma0, point=True)["ln_z"][0]
+    vb = run_kernel(q, Y, Us, Uo, mu0, Sigma0).ln_z[0]
+    exact = run_kernel(q, Y, Us, Uo, mu0, Sigma0, point=True).ln_z[0]
     assert vb < exact
     # shrinking the uncertainty closes the gap
     q_small = dict(q, Sigma_AB=1e-6 * q["Sigma_AB"], Sigma_CD=1e-6 * q["Sigma_CD"],
                    log_rho=np.log(q["rho"]))
-    vb_small = run_kernel(q_small, Y, Us, Uo, mu0, Sigma0)["ln_z"][0]
+    vb_small = run_kernel(q_small, Y, Us, Uo, mu0, Sigma0).ln_z[0]
     assert vb < vb_small <= exact + 1e-9
     assert exact - vb_small < 1e-3 * (exact - vb)
 
 
 def test_sequences_add_and_order_does_not_matter():
     q, Y, Us, Uo, mu0, Sigma0 = _problem(4, 2, 3, 1, 1, 12)
-    single = [run_kernel(q, Y[a:b], Us[a:b], Uo[a:b], mu0, Sigma0)["ln_z"][0]
+    single = [run_kernel(q, Y[a:b], Us[a:b], Uo[a:b], mu0, Sigma0).ln_z[0]
               for a, b in ((0, 5), (5, 12))]
     both = run_kernel(q, Y, Us, Uo, mu0, Sigma0, lengths=[5, 7])
-    np.testing.assert_allclose(both["ln_z"], single, rtol=1e-12)
+    np.testing.assert_allclose(both.ln_z, single, rtol=1e-12)
     swapped = np.r_[np.arange(5, 12), np.arange(5)]
     rev = run_kernel(q, Y[swapped], Us[swapped], Uo[swapped], mu0, Sigma0, lengths=[7, 5])
-    np.testing.assert_allclose(rev["ln_z"][::-1], both["ln_z"], rtol=1e-12)
-    np.testing.assert_allclose(rev["omega"], both["omega"][swapped], rtol=1e-10)
+    np.testing.assert_allclose(rev.ln_z[::-1], both.ln_z, rtol=1e-12)
+    np.testing.assert_allclose(rev.omega, both.omega[swapped], rtol=1e-10)
+
+
+def test_smoother_outputs_are_named_by_what_they_hold():
+    """At a point the named outputs obey the Kalman recursions: the first prediction is
+    the prior pushed through the dynamics, each later one the previous filtered belief
+    pushed through them, the last smoothed marginal is the last filtered belief, and
+    ``ln_z`` sums ``log_terms``."""
+    k, T = 2, 6
+    q, Y, Us, Uo, mu0, Sigma0 = _problem(5, k, 3, 2, 1, T)
+    A, B = q["M_AB"][:, :k], q["M_AB"][:, k:]
+    res = run_kernel(q, Y, Us, Uo, mu0, Sigma0, point=True)
+    prior_mean = np.vstack([mu0, res.filt_mean[:-1]])
+    prior_cov = np.concatenate([Sigma0[None], res.filt_cov[:-1]])
+    np.testing.assert_allclose(res.pred_mean, prior_mean @ A.T + Us @ B.T, rtol=1e-10)
+    np.testing.assert_allclose(res.pred_cov, A @ prior_cov @ A.T + np.eye(k), rtol=1e-10)
+    np.testing.assert_allclose(res.omega[-1], res.filt_mean[-1], rtol=1e-12)
+    np.testing.assert_allclose(res.ups[-1], res.filt_cov[-1], rtol=1e-12)
+    np.testing.assert_allclose(res.ln_z, [res.log_terms.sum()], rtol=1e-12)
+    assert res.entropy.shape == (1,) and res.omega0.shape == (1, k)
+
+
+def test_smoother_takes_the_moments_of_q_together():
+    q, Y, Us, Uo, mu0, Sigma0 = _problem(0)
+    with pytest.raises(ValueError, match="together"):
+        smooth_states(Y, Us, Uo, np.array([0]), np.array([len(Y)]), q["M_AB"], q["M_CD"],
+                      q["rho"], mu0, Sigma0, Sigma_AB=q["Sigma_AB"])

@@ -61,16 +61,16 @@ def test_long_vb_smoother_matches_dense_posterior(seed, dims, gaps):
     mean, cov, ln_z = _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed)
     res = _kernel(q, Y, Us, Uo, mu0, Sigma0, observed)
     block = lambda i, j: cov[i * k:(i + 1) * k, j * k:(j + 1) * k]
-    np.testing.assert_allclose(res["omega0"][0], mean[0], rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(res["omega"], mean[1:], rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(res["ups0"][0], block(0, 0), rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(res["ups"], [block(t, t) for t in range(1, T + 1)],
+    np.testing.assert_allclose(res.omega0[0], mean[0], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res.omega, mean[1:], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res.ups0[0], block(0, 0), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(res.ups, [block(t, t) for t in range(1, T + 1)],
                                rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(res["cross"], [block(t - 1, t) for t in range(1, T + 1)],
+    np.testing.assert_allclose(res.cross, [block(t - 1, t) for t in range(1, T + 1)],
                                rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(res["ln_z"][0], ln_z, rtol=1e-9)
+    np.testing.assert_allclose(res.ln_z[0], ln_z, rtol=1e-9)
     H = 0.5 * np.linalg.slogdet(2 * np.pi * np.e * cov)[1]
-    np.testing.assert_allclose(res["entropy"][0], H, rtol=1e-9)
+    np.testing.assert_allclose(res.entropy[0], H, rtol=1e-9)
 
 
 @pytest.mark.parametrize("seed", [0, 3])
@@ -82,10 +82,10 @@ def test_long_point_smoother_matches_textbook_kalman(seed):
     ms, Ps, cross, ll = kalman_reference(A, B, C, D, np.diag(1.0 / q["rho"]), mu0, Sigma0,
                                          Y, Us, Uo)
     res = _kernel(point_posterior(q), Y, Us, Uo, mu0, Sigma0, np.ones(T, dtype=bool))
-    np.testing.assert_allclose(res["omega"], ms[1:], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res["ups"], Ps[1:], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res["cross"], cross, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(res["ln_z"][0], ll, rtol=1e-10)
+    np.testing.assert_allclose(res.omega, ms[1:], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.ups, Ps[1:], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.cross, cross, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(res.ln_z[0], ll, rtol=1e-10)
     # the batched likelihood kernel (the scoring layer's) agrees
     out = np.zeros((1, T))
     kalman.lds_log_likelihood_terms(A[None], B[None], C[None], D[None], q["rho"][None], Y,
