@@ -47,8 +47,7 @@ MODELS = {
     "crf": ["crf"],
     # sklearn_vb.emissions is the public address of hmm.emissions
     "hmm": ["hmm", "emissions"],
-    "mfa": ["mfa", "_mfa_search", "_mfa_hyper", "_mfa_point", "_mfa_rotate", "_kernels.mfa",
-            "_kernels.mfa_batch", "scoring.models.mfa"],
+    "mfa": ["mfa"],
     "lds": ["lds"],
     "bdmc_models": ["bdmc_models"],
     "bernoulli_mixture": ["_bernoulli_mixture"],

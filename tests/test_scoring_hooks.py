@@ -12,7 +12,7 @@ from sklearn_vb.datasets import (BEAL_TRUE_CODE, bipartite_structure, make_beal_
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.dag.scoring_model import DAGScoringModel
 from sklearn_vb.lds.scoring_model import LDSScoringModel
-from sklearn_vb.scoring.models.mfa import MFAScoringModel
+from sklearn_vb.mfa.scoring_model import MFAScoringModel
 
 
 def fitted_dag():

@@ -21,12 +21,12 @@ from ...hmm.scoring_model import FamilyHMMScoringModel, GaussianHMMScoringModel,
 from ...lds import VBLinearDynamicalSystem
 from ...lds.scoring_model import LDSScoringModel
 from ...mfa import VBMixtureFactorAnalysers
+from ...mfa.scoring_model import MFAScoringModel
 from ...mrf import PairwiseMRF
 from ...mrf.scoring_model import MRFScoringModel
 from ...sbn import VBSigmoidBeliefNetwork
 from ...sbn.scoring_model import SBNScoringModel
 from ...bdmc_models.scoring_model import BinaryAttributesScoringModel, ClusteringScoringModel, LowRankScoringModel
-from .mfa import MFAScoringModel
 
 __all__ = ["ESTIMATOR_FACTORIES"]
 

@@ -9,7 +9,7 @@ from scipy.special import digamma
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_vb._kernels import mfa as K
+from sklearn_vb.mfa import kernels as K
 from sklearn_vb.mfa import (
     VBMixtureFactorAnalysers,
     fa_free_parameters,
@@ -282,7 +282,7 @@ def test_component_without_data_reverts_to_its_prior():
 
 
 def test_quantisation_floor():
-    from sklearn_vb.mfa import _quantisation_variance
+    from sklearn_vb.mfa._estimator import _quantisation_variance
 
     rng = np.random.default_rng(0)
     Q = np.c_[rng.integers(0, 5, 50) * 2.0, rng.integers(0, 17, 50), np.zeros(50)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_vb._mfa_search import children_iteration
+from sklearn_vb.mfa._search import children_iteration
 from sklearn_vb.datasets import make_mixed_dimension_clusters
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
@@ -127,7 +127,7 @@ def test_children_iteration_caches_the_statistics_of_the_new_state(seed):
     """The statistics a partial iteration leaves in the cache (the others' kept, the
     children's recomputed) equal those computed afresh from the updated q(s), q(x|s),
     and the bound read from the cache equals the bound computed without it."""
-    from sklearn_vb._kernels.mfa import sufficient_statistics
+    from sklearn_vb.mfa.kernels import sufficient_statistics
 
     m, data, children = _split(seed)
     st = m._vb_
@@ -150,7 +150,7 @@ def test_partial_bound_equals_the_complete_bound(seed, ard_rate_update):
     """The bound of the partial states computed from the children's terms alone
     (PartialBound) equals the complete bound at every partial iteration, with Ψ and
     b* re-estimated as in the search, and never decreases."""
-    from sklearn_vb._mfa_search import PartialBound
+    from sklearn_vb.mfa._search import PartialBound
 
     m, data, children = _split(seed, ard_rate_update=ard_rate_update)
     st = m._vb_

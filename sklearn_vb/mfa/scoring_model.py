@@ -86,18 +86,18 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import gammaln, polygamma, xlogy
 
-from ..._core.distributions import as_generator as _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
-from ..._kernels import mfa as _k
-from ..._core.kernels.constants import LOG_2PI
-from ...mfa import fa_free_parameters
-from ..._core.evidence.mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
+from .._core.distributions import as_generator as _rng, dirichlet_log_pdf, dirichlet_sample, gamma_kl
+from . import kernels as _k
+from .._core.kernels.constants import LOG_2PI
+from ._estimator import fa_free_parameters
+from .._core.evidence.mcmc_moves import (BlockRandomWalkMH, CompositeKernel, DirichletMH,
                           posterior_data_precision)
-from ..._core.progress import Progress
-from ..._core.evidence.params import ParamBlock, ParamSpace
-from ..._core.evidence.posteriors import MappedPosterior, MixturePosterior
-from ..._core.evidence.protocols import EStep, ScoringModelMixin
-from ..._core.evidence.point_em import PointEMRun, best_point_em
-from ..._mfa_point import (factor_posterior, log_prior_density, point_e_step, point_loadings,
+from .._core.progress import Progress
+from .._core.evidence.params import ParamBlock, ParamSpace
+from .._core.evidence.posteriors import MappedPosterior, MixturePosterior
+from .._core.evidence.protocols import EStep, ScoringModelMixin
+from .._core.evidence.point_em import PointEMRun, best_point_em
+from ._point import (factor_posterior, log_prior_density, point_e_step, point_loadings,
                            point_weights, principal_axes)
 
 __all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior"]
@@ -809,7 +809,7 @@ class MFAScoringModel(ScoringModelMixin):
     def point_from_stats(self, stats, params_old, kind="map", basis="softmax", rotate=True):
         """M step (generalised for the Student-t prior; module docstring).  For the MAP
         with ``rotate=True`` the loading columns of each component then move onto the
-        principal axes of ``Lambda_s^T Lambda_s`` (:func:`~sklearn_vb._mfa_point.principal_axes`:
+        principal axes of ``Lambda_s^T Lambda_s`` (:func:`~sklearn_vb.mfa._point.principal_axes`:
         the likelihood is unchanged and the prior maximised over rotations), so that the
         objective rises at least as much as by the plain step."""
         Nk, W, C = stats["Nk"], stats["W"], stats["C"]

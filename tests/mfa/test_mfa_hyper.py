@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 
-from sklearn_vb._mfa_hyper import (ard_rate_maximiser, ard_rate_objective,
+from sklearn_vb.mfa._hyper import (ard_rate_maximiser, ard_rate_objective,
                                    loading_half_second_moments, update_ard_rate)
 
-from tests._mfa_problems import short_fit as _fit
-from tests._mfa_problems import two_cluster_data as _problem
+from tests.mfa._mfa_problems import short_fit as _fit
+from tests.mfa._mfa_problems import two_cluster_data as _problem
 
 
 @pytest.mark.parametrize("seed", range(5))

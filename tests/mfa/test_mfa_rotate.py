@@ -1,13 +1,13 @@
-"""Rotation moves of the MFA factor basis (``rotations``, :mod:`sklearn_vb._mfa_rotate`)."""
+"""Rotation moves of the MFA factor basis (``rotations``, :mod:`sklearn_vb.mfa._rotate`)."""
 
 import numpy as np
 import pytest
 
-from sklearn_vb._mfa_hyper import loading_half_second_moments
-from sklearn_vb._mfa_rotate import optimise_rotations, rotate_components, rotation_objective
+from sklearn_vb.mfa._hyper import loading_half_second_moments
+from sklearn_vb.mfa._rotate import optimise_rotations, rotate_components, rotation_objective
 
-from tests._mfa_problems import short_fit as _fit
-from tests._mfa_problems import two_cluster_data as _problem
+from tests.mfa._mfa_problems import short_fit as _fit
+from tests.mfa._mfa_problems import two_cluster_data as _problem
 
 
 def _state(seed, n_iter=6):

@@ -26,7 +26,7 @@ Hence, up to a constant,
 ``f(R) = (p − N_s) ln|det R| − ½ tr(R^{-1} W_xx R^{-T}) − ã Σ_j ln(b* + ½ r_jᵀ B r_j)``
 with gradient ``(p − N_s) R^{-T} + R^{-T} R^{-1} W_xx R^{-T} − ã B R diag(1/(b* + h))``.
 The components are independent; each is maximised by L-BFGS from ``R = I`` (a numba
-kernel, :func:`sklearn_vb._kernels.mfa.optimise_rotations`) at a cost of ``O(K^3)``
+kernel, :func:`sklearn_vb.mfa.kernels.optimise_rotations`) at a cost of ``O(K^3)``
 per evaluation, independent of N.  The estimator keeps a move only when the bound it
 recomputes from scratch afterwards is not below the bound before it.
 
@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import mfa as _k
+from . import kernels as _k
 
 __all__ = ["rotation_objective", "optimise_rotations", "rotate_components",
            "optimal_translations", "translate_components"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_vb._kernels.mfa import loading_posterior
+from sklearn_vb.mfa.kernels import loading_posterior
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
 

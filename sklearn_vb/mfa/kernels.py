@@ -312,7 +312,7 @@ def fa_log_density(Y, means, loadings, psi):
 @njit(cache=True, nogil=True)
 def rotation_value_grad(R, W_xx, B, coef, a_tilde, b_star, grad):
     """The change of F under the change of basis ``R`` (K, K) of one component's
-    factors (:mod:`sklearn_vb._mfa_rotate`), with ``coef = p − N_s``::
+    factors (:mod:`sklearn_vb.mfa._rotate`), with ``coef = p − N_s``::
 
         f(R) = coef ln|det R| − ½ tr(R^{-1} W_xx R^{-T}) − ã Σ_j ln(b* + ½ r_jᵀ B r_j)
 

@@ -1,14 +1,14 @@
 """Shift moves of the MFA factors (``x -> x - t``, ``μ -> μ + Λ t``;
-:func:`sklearn_vb._mfa_rotate.optimal_translations`), made with the rotations."""
+:func:`sklearn_vb.mfa._rotate.optimal_translations`), made with the rotations."""
 
 import numpy as np
 import pytest
 
-from sklearn_vb._mfa_rotate import optimal_translations, translate_components
+from sklearn_vb.mfa._rotate import optimal_translations, translate_components
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 
-from tests._mfa_problems import short_fit as _fit
-from tests._mfa_problems import two_cluster_data
+from tests.mfa._mfa_problems import short_fit as _fit
+from tests.mfa._mfa_problems import two_cluster_data
 
 
 def _state(seed):

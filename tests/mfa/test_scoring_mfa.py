@@ -17,7 +17,7 @@ from sklearn_vb.mfa import VBMixtureFactorAnalysers
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import fd_gradient
 from sklearn_vb._core.evidence.mcmc_moves import estimate_prior_precision
-from sklearn_vb.scoring.models.mfa import MFAPosterior, MFAScoringModel
+from sklearn_vb.mfa.scoring_model import MFAPosterior, MFAScoringModel
 
 LOG_2PI = np.log(2 * np.pi)
 

@@ -2,7 +2,7 @@
 step pieces and the prior density of the MAP objective.
 
 :class:`~sklearn_vb.mfa.VBMixtureFactorAnalysers` with ``method="ml"`` or ``"map"`` runs
-these in its EM loop, and the MFA scoring adapter (:mod:`sklearn_vb.scoring.models.mfa`,
+these in its EM loop, and the MFA scoring adapter (:mod:`sklearn_vb.mfa.scoring_model`,
 whose point EM keeps ``Psi`` fixed) runs the E step, the weights and loadings M steps
 and the prior density for its ``fit_point`` and ``log_prior``, so each piece exists once.
 
@@ -34,10 +34,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from ._core.distributions import dirichlet_log_pdf
-from ._kernels import mfa as _k
-from ._core.kernels.constants import LOG_2PI
-from ._core.kernels.linalg import spd_inverse_jittered
+from .._core.distributions import dirichlet_log_pdf
+from . import kernels as _k
+from .._core.kernels.constants import LOG_2PI
+from .._core.kernels.linalg import spd_inverse_jittered
 
 __all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
            "principal_axes", "noise_residual", "noise_update", "log_prior_density"]

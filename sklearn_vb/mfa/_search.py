@@ -35,11 +35,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
-from ._core.distributions import dirichlet_kl, gamma_kl
-from ._kernels import mfa as _k
-from ._core.kernels.constants import LOG_2PI
-from ._mfa_hyper import update_ard_rate
-from ._mfa_point import noise_residual
+from .._core.distributions import dirichlet_kl, gamma_kl
+from . import kernels as _k
+from .._core.kernels.constants import LOG_2PI
+from ._hyper import update_ard_rate
+from ._point import noise_residual
 
 __all__ = ["children_iteration", "noise_residuals", "PartialBound"]
 
@@ -55,7 +55,7 @@ def _with_columns(full, part, index, axis):
 
 def noise_residuals(st, Z, components):
     """``Σ_s Σ_i r_is E[(y_iq − Λ̃^s_q x̃_i)²]`` over ``components``, shape (p,): the
-    part of the Ψ update (``noise_update`` of :mod:`sklearn_vb._mfa_point`) that
+    part of the Ψ update (``noise_update`` of :mod:`sklearn_vb.mfa._point`) that
     these components contribute."""
     c = np.asarray(components, dtype=int)
     if c.size == 0:
@@ -186,7 +186,7 @@ def children_iteration(st, Z, children, fixed_residuals=None, psi_floor=None,
     state ``st``; the other components' posteriors are held fixed.  With
     ``fixed_residuals`` (:func:`noise_residuals` of the other components) Ψ is
     re-estimated (floored at ``psi_floor``); with ``ard_rate_min`` not None, b*
-    (:func:`~sklearn_vb._mfa_hyper.update_ard_rate`)."""
+    (:func:`~sklearn_vb.mfa._hyper.update_ard_rate`)."""
     c = np.asarray(children)
     K = st["sigma"].shape[-1]
     psi = st["psi"]

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from sklearn_vb._mfa_point import factor_posterior, point_e_step
+from sklearn_vb.mfa._point import factor_posterior, point_e_step
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring import _dimension

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from sklearn_vb._mfa_point import principal_axes
+from sklearn_vb.mfa._point import principal_axes
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 from sklearn_vb.scoring import scoring_model_for
 from sklearn_vb._core.evidence.point_em import em_climb

@@ -56,16 +56,16 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._core.distributions import dirichlet_kl, gamma_kl
-from ._kernels import mfa as _k
-from ._mfa_hyper import loading_half_second_moments, update_ard_rate
-from ._mfa_rotate import (optimal_translations, optimise_rotations, rotate_components,
+from .._core.distributions import dirichlet_kl, gamma_kl
+from . import kernels as _k
+from ._hyper import loading_half_second_moments, update_ard_rate
+from ._rotate import (optimal_translations, optimise_rotations, rotate_components,
                           translate_components)
-from ._mfa_search import PartialBound, children_iteration
-from ._mfa_point import (log_prior_density, noise_update, point_e_step, point_loadings,
+from ._search import PartialBound, children_iteration
+from ._point import (log_prior_density, noise_update, point_e_step, point_loadings,
                          point_weights)
-from ._core.validation import validate_float_data
-from ._core.base import (ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off,
+from .._core.validation import validate_float_data
+from .._core.base import (ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off,
                    predicted_remaining_gain)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
@@ -397,7 +397,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         How ``"ard_rate"`` re-estimates ``b*``.  ``"fixed-point"`` is the thesis
         update ``b* = a* / mean E[ν]`` with ``q(ν)`` held fixed; ``"exact"`` sets
         ``b*`` and every ``q(ν)`` jointly to their maximiser of F given ``q(Λ̃)`` (a
-        one-dimensional root, :mod:`sklearn_vb._mfa_hyper`).  Both are exact
+        one-dimensional root, :mod:`sklearn_vb.mfa._hyper`).  Both are exact
         coordinate maximisations, so F never decreases.  ``"exact"`` is not the
         default: from the start, where most of the ``p - 1`` columns carry almost
         nothing, it drops ``b*`` at once, every column is shrunk hard, and ARD
@@ -407,7 +407,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         After the updates of a VBEM iteration (see ``rotation_interval``), change the
         basis of each component's factors, ``x -> R^{-1} x`` and ``Λ^s -> Λ^s R``, by
         the ``R`` that maximises F with q(ν) re-optimised (Luttinen & Ilin 2010;
-        :mod:`sklearn_vb._mfa_rotate`), then shift them, ``x -> x - t`` and
+        :mod:`sklearn_vb.mfa._rotate`), then shift them, ``x -> x - t`` and
         ``μ^s -> μ^s + Λ^s t``, by the ``t`` that maximises F (closed form): the model
         of the data is unchanged, but VBEM alone moves along these directions in
         hundreds or thousands of tiny steps.  Each move is kept only when the bound
@@ -1483,7 +1483,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _settle_children(self, data, children, target):
         """Partial VBEM iterations over the two children of a birth only (see
-        :mod:`sklearn_vb._mfa_search`) until the bound exceeds ``target`` (F before the
+        :mod:`sklearn_vb.mfa._search`) until the bound exceeds ``target`` (F before the
         split), at most ``birth_partial_iter``; they also stop when an iteration adds
         less than ``tol`` or when the gap to ``target`` is more than ten times the
         geometric extrapolation of the remaining gain (the rule of
