@@ -50,23 +50,24 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from scipy.special import digamma, polygamma, logsumexp
+from scipy.special import logsumexp
 from sklearn.base import ClusterMixin, DensityMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.distributions import dirichlet_kl, gamma_kl
-from . import kernels as _k
-from ._hyper import loading_half_second_moments, update_ard_rate
-from ._rotate import (optimal_translations, optimise_rotations, rotate_components,
-                          translate_components)
-from ._search import PartialBound, children_iteration
-from ._point import (log_prior_density, noise_update, point_e_step, point_loadings,
-                         point_weights)
-from .._core.validation import validate_float_data
 from .._core.base import (ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off,
-                   predicted_remaining_gain)
+                          predicted_remaining_gain)
+from .._core.validation import validate_float_data
+from . import kernels as _k
+from ._hyper import update_alpha_prior, update_ard_prior, update_ard_rate, update_mean_prior
+from ._point import log_prior_density, noise_update, point_e_step, point_loadings, point_weights
+from ._search import PartialBound, children_iteration
+from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
+                         rotate_factors, translate_factors)
+from ._vbem import (bound_terms, component_scores, first_updates, initial_state, log_weights,
+                    lower_bound, pack_state, unpack_state, update_ard, update_factors,
+                    update_loadings, update_noise, update_responsibilities, update_weights)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
@@ -121,19 +122,6 @@ def _quantisation_variance(X):
     return delta**2 / 12.0
 
 
-def _solve_log_newton(g, a_dg, x0, max_iter=100):
-    """Root of a monotone ``g`` on (0, ∞) by Newton steps in ``log x``;
-    ``a_dg(x) = x g'(x)`` is the derivative with respect to ``log x``."""
-    log_x = np.log(x0)
-    for _ in range(max_iter):
-        x = np.exp(log_x)
-        step = float(np.clip(g(x) / a_dg(x), -2.0, 2.0))
-        log_x -= step
-        if abs(step) < 1e-13:
-            break
-    return float(np.exp(log_x))
-
-
 @dataclass
 class _SearchLog:
     """What the search records as it goes: one ``(iteration, bound, n_components,
@@ -180,17 +168,6 @@ class _FitData:
     def __post_init__(self):
         self.n_samples, self.n_features = self.Z.shape
         self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
-
-
-def _decoupling_masks(active):
-    """``(dead1, cross)`` for the decoupled loading columns (``active`` False, shape
-    (S, K)): ``dead1`` (S, K+1) marks them, the centre column never; ``cross`` (S, K+1,
-    K+1) the pairs of distinct columns at least one of which is decoupled, whose
-    covariances are zero."""
-    S, K = active.shape
-    dead1 = np.concatenate([~active, np.zeros((S, 1), dtype=bool)], axis=1)
-    cross = (dead1[:, :, None] | dead1[:, None, :]) & ~np.eye(K + 1, dtype=bool)
-    return dead1, cross
 
 
 class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBEMEstimator):
@@ -742,71 +719,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._restart_index = self.__dict__.get("_restart_index", -1) + 1
         self._search_rng = random_state
         self._principal_split_tried = set()
-        self._vb_ = self._initial_state(data, self.n_components, random_state)
-        # a consistent starting point: q(x|s), then q(Λ̃), q(ν) and q(π) given the
-        # initial responsibilities.
-        self._update_factors(data)
-        self._update_loadings(data)
-        self._update_ard(data)
-        self._update_weights(data)
-        self._update_factors(data)
+        self._vb_ = initial_state(data, self.n_components, self._n_max_factors(data.n_features),
+                                 self.init_params, self.alpha, self.a, self.b, random_state)
+        first_updates(self._vb_, data)
         if self.method != "vb":
             self._start_point(data)
-
-    def _initial_state(self, data, S, random_state):
-        """The initial state with ``S`` components (``init_params``), before the first
-        updates of q(x|s), q(Λ̃), q(ν) and q(π)."""
-        Z = data.Z
-        N, p = Z.shape
-        K = self._n_max_factors(p)
-        if S == 1:
-            labels = np.zeros(N, dtype=int)
-        elif self.init_params == "kmeans":
-            from sklearn.cluster import KMeans
-
-            seed = random_state.randint(np.iinfo(np.int32).max)
-            labels = KMeans(S, n_init=1, random_state=seed).fit(Z).labels_
-        else:
-            centres = Z[random_state.choice(N, S, replace=False)]
-            d2 = ((Z[:, None, :] - centres[None]) ** 2).sum(-1)
-            labels = np.argmin(d2, axis=1)
-        resp = np.zeros((N, S))
-        resp[np.arange(N), labels] = 1.0
-        Nk = resp.sum(0)
-        mu_star = Z.mean(axis=0)
-        nu_star = 1.0 / data.var
-        centres = (resp.T @ Z + mu_star[None] * 1e-3) / (Nk[:, None] + 1e-3)
-        lam_mean = np.empty((S, p, K + 1))
-        lam_mean[:, :, K] = centres
-        # loadings: probabilistic PCA of each initial cluster (leading directions in
-        # the first columns, which lets ARD prune the trailing ones quickly), with a
-        # small random perturbation so that no column starts exactly degenerate.
-        for s in range(S):
-            diff = Z - centres[s]
-            cov = (resp[:, s, None] * diff).T @ diff / max(Nk[s], 1.0)
-            evals, evecs = np.linalg.eigh(cov + 1e-9 * np.eye(p))
-            evals, evecs = evals[::-1], evecs[:, ::-1]
-            rest = evals[K:].mean() if K < p else 0.0
-            lam_mean[s, :, :K] = evecs[:, :K] * np.sqrt(np.maximum(evals[:K] - rest, 1e-6))
-        lam_mean[:, :, :K] += 1e-3 * random_state.standard_normal((S, p, K))
-        st = {
-            "resp": resp,
-            "lam_mean": lam_mean,
-            "lam_cov": np.zeros((S, p, K + 1, K + 1)),
-            "lam_logdet": np.zeros((S, p)),
-            "alpha_hat": self.alpha / S + Nk,
-            "a_tilde": self.a + 0.5 * p,
-            "b_tilde": np.full((S, K), float(self.b)),
-            "psi": data.var.copy(),
-            "mu_star": mu_star,
-            "nu_star": nu_star,
-            "a_star": float(self.a),
-            "b_star": float(self.b),
-            "alpha_star": float(self.alpha),
-            "ids": np.arange(S),
-            "next_id": S,
-        }
-        return st
 
     # ================================================================ point EM
     @property
@@ -899,153 +816,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             self.__dict__.pop(name, None)
 
     # ================================================================ updates
-    def _stats(self, data):
-        """N_s, W_s, C_s, D_s for the stored q(s) and q(x|s), cached by the identity
-        of those arrays (every update replaces them, never edits them in place; the
-        cache holds references, so an identity cannot be reused while cached)."""
-        st = self._vb_
-        cache = st.get("stats_cache")
-        if (
-            cache is not None
-            and cache[0] is st["resp"]
-            and cache[1] is st["xbar"]
-            and cache[2] is st["sigma"]
-            and cache[3] is data.Z
-        ):
-            return cache[4]
-        stats = _k.sufficient_statistics(data.Z, st["resp"], st["xbar"], st["sigma"])
-        st["stats_cache"] = (st["resp"], st["xbar"], st["sigma"], data.Z, stats)
-        return stats
-
-    def _update_factors(self, data):
-        st = self._vb_
-        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
-        sigma, logdet = _k.factor_posterior(M)
-        st["sigma"], st["logdet_sigma"] = sigma, logdet
-        st["xbar"] = _k.factor_means(data.Z, st["lam_mean"], st["psi"], sigma, M)
-
-    def _update_loadings(self, data):
-        st = self._vb_
-        Nk, W, C, D = self._stats(data)
-        e_nu = st["a_tilde"] / st["b_tilde"]
-        st["lam_mean"], st["lam_cov"], st["lam_logdet"] = _k.loading_posterior(
-            W, C, st["psi"], e_nu, st["nu_star"], st["mu_star"], st.get("active")
-        )
-
-    def _log_weights(self, Y):
-        st = self._vb_
-        if st.get("point", False):
-            K = st["lam_mean"].shape[-1] - 1
-            with np.errstate(divide="ignore"):
-                return (_k.fa_log_density(Y, st["lam_mean"][:, :, K], st["lam_mean"][:, :, :K],
-                                          st["psi"]) + np.log(st["weights"])[None])
-        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
-        xbar = _k.factor_means(Y, st["lam_mean"], st["psi"], st["sigma"], M)
-        elog_pi = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
-        return _k.log_weights(
-            Y, xbar, st["sigma"], st["logdet_sigma"], st["lam_mean"], M, st["psi"], elog_pi
-        )
-
-    def _update_responsibilities(self, data):
-        st = self._vb_
-        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
-        elog_pi = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
-        ell = _k.log_weights(
-            data.Z, st["xbar"], st["sigma"], st["logdet_sigma"], st["lam_mean"], M,
-            st["psi"], elog_pi,
-        )
-        ell -= ell.max(axis=1, keepdims=True)
-        r = np.exp(ell)
-        r /= r.sum(axis=1, keepdims=True)
-        st["resp"] = r
-
-    def _update_weights(self, data):
-        st = self._vb_
-        S = st["resp"].shape[1]
-        st["alpha_hat"] = st["alpha_star"] / S + st["resp"].sum(axis=0)
-
-    def _update_ard(self, data):
-        st = self._vb_
-        K = st["sigma"].shape[-1]
-        p = data.n_features
-        st["a_tilde"] = st["a_star"] + 0.5 * p
-        sq = st["lam_mean"][:, :, :K] ** 2 + np.diagonal(
-            st["lam_cov"], axis1=-2, axis2=-1
-        )[:, :, :K]
-        st["b_tilde"] = st["b_star"] + 0.5 * sq.sum(axis=1)
-
-    def _update_noise(self, data):
-        st = self._vb_
-        Nk, W, C, D = self._stats(data)
-        lam, cov = st["lam_mean"], st["lam_cov"]
-        second = cov + lam[:, :, :, None] * lam[:, :, None, :]
-        st["psi"] = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
-
-    def _update_mean_prior(self, data):
-        st = self._vb_
-        S = st["resp"].shape[1]
-        if S < 2:
-            return
-        K = st["sigma"].shape[-1]
-        centres = st["lam_mean"][:, :, K]
-        mu_star = centres.mean(axis=0)
-        spread = ((centres - mu_star) ** 2 + st["lam_cov"][:, :, K, K]).mean(axis=0)
-        st["mu_star"] = mu_star
-        st["nu_star"] = np.minimum(1.0 / spread, 1e8 / data.var)
-
-    def _update_ard_rate(self, data):
-        """b* with a* fixed: the joint maximiser of F over (b*, q(ν)) given q(Λ̃)
-        (``ard_rate_update="exact"``), or b* = a* / mean E[ν], the maximiser with
-        q(ν) held fixed."""
-        update_ard_rate(self._vb_, self.ard_rate_min, self.ard_rate_update)
-
-    def _update_ard_prior(self, data):
-        """Joint maximisation of F over (a*, b*) subject to b* >= ard_rate_min.
-
-        F is jointly concave in (a*, b*) (the Hessian determinant is
-        L²(aψ'(a) − 1)/b² > 0), so when the unconstrained optimum b* = a*/mean Eν
-        falls below the floor the constrained optimum lies on b* = floor, where a*
-        solves ψ(a*) = ln b* + mean E ln ν.
-        """
-        st = self._vb_
-        if st["b_tilde"].size == 0:
-            return
-        e_nu = st["a_tilde"] / st["b_tilde"]
-        elog_nu = digamma(st["a_tilde"]) - np.log(st["b_tilde"])
-        c_bar, d_bar = elog_nu.mean(), e_nu.mean()
-        target = c_bar - np.log(d_bar)  # < 0 by Jensen
-        a = _solve_log_newton(
-            lambda a: digamma(a) - np.log(a) - target,
-            lambda a: a * polygamma(1, a) - 1.0,
-            st["a_star"],
-        )
-        b = a / d_bar
-        b_min = self.ard_rate_min
-        if b < b_min:
-            b = b_min
-            a = _solve_log_newton(
-                lambda a: digamma(a) - np.log(b) - c_bar,
-                lambda a: a * polygamma(1, a),
-                a,
-            )
-        st["a_star"] = float(a)
-        st["b_star"] = float(b)
-
-    def _update_alpha_prior(self, data):
-        st = self._vb_
-        S = st["alpha_hat"].shape[0]
-        if S < 2:
-            return
-        ah = st["alpha_hat"]
-        c = np.mean(digamma(ah.sum()) - digamma(ah))
-        # g(α) = ψ(α) − ψ(α/S) − c is decreasing (g' = ψ'(α) − ψ'(α/S)/S < 0), from +∞
-        # at 0 to ln S − c < 0: a unique root (eqs. 4.64-4.67)
-        st["alpha_star"] = _solve_log_newton(
-            lambda a: digamma(a) - digamma(a / S) - c,
-            lambda a: a * (polygamma(1, a) - polygamma(1, a / S) / S),
-            st["alpha_star"],
-        )
-
     # ---------------------------------------------------------------- steps
     def _iteration_steps(self):
         if self.method != "vb":
@@ -1060,42 +830,43 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return tuple(steps)
 
     def _step_factors(self, data, iteration):
-        self._update_factors(data)
+        update_factors(self._vb_, data)
 
     def _step_loadings(self, data, iteration):
-        self._update_loadings(data)
+        update_loadings(self._vb_, data)
 
     def _step_responsibilities(self, data, iteration):
-        self._update_responsibilities(data)
+        update_responsibilities(self._vb_, data)
         if getattr(self, "_deaths_allowed", False):
-            return self._kill_components(data)
+            return kill_components(self._vb_, data, self.death_threshold,
+                                   self.shrinking_death_threshold)
         return False
 
     def _step_weights(self, data, iteration):
-        self._update_weights(data)
+        update_weights(self._vb_)
 
     def _step_ard(self, data, iteration):
-        self._update_ard(data)
+        update_ard(self._vb_, data)
 
     def _step_noise(self, data, iteration):
-        self._update_noise(data)
+        update_noise(self._vb_, data)
 
     def _step_mean_prior(self, data, iteration):
-        self._update_mean_prior(data)
+        update_mean_prior(self._vb_, data)
 
     def _step_ard_rate(self, data, iteration):
-        self._update_ard_rate(data)
+        update_ard_rate(self._vb_, self.ard_rate_min, self.ard_rate_update)
 
     def _step_ard_prior(self, data, iteration):
-        self._update_ard_prior(data)
+        update_ard_prior(self._vb_, self.ard_rate_min)
 
     def _step_alpha_prior(self, data, iteration):
-        self._update_alpha_prior(data)
+        update_alpha_prior(self._vb_)
 
     def _step_rotate(self, data, iteration):
         if iteration % self.rotation_interval == 0:
-            self._rotate_factors(data)
-            self._translate_factors(data)
+            rotate_factors(self._vb_, data)
+            translate_factors(self._vb_, data)
 
     def _step_prune(self, data, iteration):
         # a birth epoch must not be credited with the gain of removing columns its
@@ -1104,71 +875,20 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             if self.compress_factors and not getattr(self, "_searching", False):
                 # (not in the search: a child must be able to use a column its
                 # parent had switched off)
-                self._decouple_dead_factors(data)
-            self._prune_dead_factors(data)
+                decouple_dead_factors(self._vb_, data, self.prune_threshold)
+            prune_dead_factors(self._vb_, data, self.prune_threshold)
 
     # ---------------------------------------------------------------- acceleration
     #: extrapolate only after this many shrinking increments (see ``_settled`` in base)
     _settle_window = 4
 
     def _pack_hyperparameters(self):
-        """q(θ) and the re-estimated hyperparameters as one vector: the row means of
-        ``[Λ^s, μ^s]``, the lower Cholesky factors of their covariances with the
-        diagonal in logs, ``ln b̃``, ``ln α̂``, ``ln Ψ``, ``ln b*``, ``μ*``, ``ln ν*``,
-        ``ln a*`` and ``ln α*`` (every real vector is then a valid state)."""
-        st = self._vb_
-        K1 = st["lam_cov"].shape[-1]
-        L = np.linalg.cholesky(st["lam_cov"])
-        rows, cols = np.tril_indices(K1)
-        chol = L[..., rows, cols]
-        diag = rows == cols
-        chol[..., diag] = np.log(chol[..., diag])
-        return np.concatenate([
-            st["lam_mean"].ravel(), chol.ravel(), np.log(st["b_tilde"]).ravel(),
-            np.log(st["alpha_hat"]), np.log(st["psi"]),
-            [np.log(st["b_star"]), np.log(st["a_star"]), np.log(st["alpha_star"])],
-            st["mu_star"], np.log(st["nu_star"]),
-        ])
+        """q(θ) and the re-estimated hyperparameters as one vector (see
+        :func:`~sklearn_vb.mfa._vbem.pack_state`)."""
+        return pack_state(self._vb_)
 
     def _unpack_hyperparameters(self, vector, data):
-        st = self._vb_
-        S, p, K1 = st["lam_mean"].shape
-        n_tri = K1 * (K1 + 1) // 2
-        sizes = [S * p * K1, S * p * n_tri, S * (K1 - 1), S, p, 3, p, p]
-        parts = np.split(np.asarray(vector, dtype=float), np.cumsum(sizes)[:-1])
-        if not all(np.all(np.isfinite(part)) for part in parts):
-            return False
-        mean, chol, log_b, log_alpha, log_psi, log_scalars, mu_star, log_nu_star = parts
-        if np.max(np.abs(chol)) > 700 or np.max(np.abs(np.r_[log_b, log_alpha, log_psi,
-                                                              log_scalars, log_nu_star])) > 700:
-            return False
-        rows, cols = np.tril_indices(K1)
-        diag = rows == cols
-        chol = chol.reshape(S, p, n_tri)
-        log_diag = chol[..., diag]
-        chol = chol.copy()
-        chol[..., diag] = np.exp(log_diag)
-        L = np.zeros((S, p, K1, K1))
-        L[..., rows, cols] = chol
-        mean = mean.reshape(S, p, K1)
-        if "active" in st:
-            # an extrapolation from iterates before a decoupling: keep the decoupled
-            # columns decoupled (the factor of a block diagonal Γ is block diagonal)
-            dead1, cross = _decoupling_masks(st["active"])
-            L = np.where(cross[:, None], 0.0, L)
-            mean = np.where(dead1[:, None, :], 0.0, mean)
-        # the floor on Ψ is a constraint of its update: a point below it is moved onto it
-        psi = np.maximum(np.exp(log_psi), data.psi_floor)
-        st["lam_mean"] = mean
-        st["lam_cov"] = L @ np.swapaxes(L, -1, -2)
-        st["lam_logdet"] = 2.0 * np.sum(log_diag, axis=-1)
-        st["b_tilde"] = np.exp(log_b).reshape(S, K1 - 1)
-        st["alpha_hat"] = np.exp(log_alpha)
-        st["psi"] = psi
-        st["b_star"], st["a_star"], st["alpha_star"] = (float(v) for v in np.exp(log_scalars))
-        st["mu_star"] = mu_star
-        st["nu_star"] = np.exp(log_nu_star)
-        return True
+        return unpack_state(self._vb_, vector, data.psi_floor)
 
     def _evaluation_steps(self):
         return ("evaluate",)
@@ -1176,8 +896,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _step_evaluate(self, data, iteration):
         """q(x|s) and q(s) for an extrapolated q(θ) (no deaths), whose bound is then
         recorded."""
-        self._update_factors(data)
-        self._update_responsibilities(data)
+        update_factors(self._vb_, data)
+        update_responsibilities(self._vb_, data)
 
     def _accelerated(self):
         return self.method == "vb" and super()._accelerated()
@@ -1189,233 +909,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._vb_ = dict(snapshot["_vb_"])
 
     # ---------------------------------------------------------------- bound
-    def _bound_terms(self, data):
-        st = self._vb_
-        S, K = st["b_tilde"].shape
-        # F_pi = -KL(Dir(alpha_hat) || Dir(alpha*/S)); F_nu = -KL(q(nu) || p(nu))
-        kl_pi = dirichlet_kl(st["alpha_hat"], np.full(S, st["alpha_star"] / S))
-        f_nu = (-np.sum(gamma_kl(st["a_tilde"], st["b_tilde"], st["a_star"], st["b_star"]),
-                        axis=1) if K else np.zeros(S))
-        terms = _k.bound_terms(
-            data.Z, st["resp"], st["xbar"], st["sigma"], st["logdet_sigma"],
-            st["lam_mean"], st["lam_cov"], st["lam_logdet"], st["alpha_hat"],
-            st["a_tilde"], st["b_tilde"], st["psi"], st["mu_star"], st["nu_star"],
-            stats=self._stats(data),
-        )
-        return {"pi": -float(kl_pi), "nu": f_nu, **terms}
-
     def _lower_bound(self, data):
         if self._point_fitted:
             # the EM objective at the point of the last E step (with
             # bound_check="steps" the M step is therefore not checked on its own)
             return self._vb_["objective"]
-        t = self._bound_terms(data)
-        total = t["pi"] + sum(float(np.sum(t[k])) for k in ("nu", "loading", "assign", "factor", "lik"))
-        return total + data.log_jacobian
-
-    def _component_scores(self, data):
-        """F_s = F_ν^s + F_Λ^s + (F_assign^s + F_x^s + F_lik^s) / N_s (eq. 4.77)."""
-        t = self._bound_terms(data)
-        Nk = np.maximum(self._vb_["resp"].sum(axis=0), 1e-300)
-        return t["nu"] + t["loading"] + (t["assign"] + t["factor"] + t["lik"]) / Nk
+        return lower_bound(self._vb_, data)
 
     # ================================================================ structure
-    def _column_norms(self):
-        """``||E Λ^s_{·j}||² / Σ_q ψ_q`` of every loading column, shape (S, K)."""
-        st = self._vb_
-        K = st["sigma"].shape[-1]
-        return np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
-
-    def _permute_factors(self, order):
-        """Reorder the loading columns of each component, ``order`` (S, K): column
-        ``j`` of component ``s`` becomes ``order[s, j]``.  The prior is exchangeable
-        over the columns of a component, so F is unchanged."""
-        st = self._vb_
-        S, K = order.shape
-        full = np.concatenate([order, np.full((S, 1), K)], axis=1)  # bias column stays last
-        s_idx = np.arange(S)[:, None]
-        st["lam_mean"] = np.take_along_axis(st["lam_mean"], full[:, None, :], axis=2)
-        cov = np.take_along_axis(st["lam_cov"], full[:, None, :, None], axis=2)
-        st["lam_cov"] = np.take_along_axis(cov, full[:, None, None, :], axis=3)
-        st["b_tilde"] = st["b_tilde"][s_idx, order]
-        sig = np.take_along_axis(st["sigma"], order[:, :, None], axis=1)
-        st["sigma"] = np.take_along_axis(sig, order[:, None, :], axis=2)
-        st["xbar"] = np.take_along_axis(st["xbar"], order[None, :, :], axis=2)
-        if "active" in st:
-            st["active"] = np.take_along_axis(st["active"], order, axis=1)
-
-    def _drop_trailing_factors(self, K_new):
-        """Keep the first ``K_new`` loading columns of every component: q(Λ̃) and
-        q(x|s) become their marginals over those columns, q(ν) loses the others."""
-        st = self._vb_
-        K = st["sigma"].shape[-1]
-        keep = np.r_[np.arange(K_new), K]
-        st["lam_mean"] = st["lam_mean"][:, :, keep]
-        st["lam_cov"] = st["lam_cov"][:, :, keep][:, :, :, keep]
-        st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
-        st["b_tilde"] = st["b_tilde"][:, :K_new].copy()
-        st["sigma"] = st["sigma"][:, :K_new, :K_new].copy()
-        st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
-        st["xbar"] = np.ascontiguousarray(st["xbar"][:, :, :K_new])
-        if "active" in st:
-            st["active"] = st["active"][:, :K_new].copy()
-
-    def _decouple_dead_factors(self, data):
-        """Decouple the loading columns ARD has switched off in a single component (see
-        ``compress_factors``); kept only when F does not decrease.  Returns the
-        change of F (0.0 when nothing changed).
-
-        A column of component ``s`` whose ``||E Λ^s_{·j}||² / Σ_q ψ_q`` is below
-        ``prune_threshold`` becomes decoupled: its loading means and factor means
-        are set to zero and its covariances with every other column (in q(Λ̃) and
-        q(x|s)) removed.  VBEM keeps such a column decoupled (zero is the fixed
-        point the column was converging to), so from then on the loading update
-        solves only the coupled columns of each row (``active``)."""
-        st = self._vb_
-        S, K = st["b_tilde"].shape
-        if K == 0:
-            return 0.0
-        active = st.get("active")
-        if active is None:
-            active = np.ones((S, K), dtype=bool)
-        new_active = active & (self._column_norms() >= self.prune_threshold)
-        if np.array_equal(new_active, active):
-            return 0.0
-        before = self._lower_bound(data)
-        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "sigma",
-                                     "logdet_sigma", "xbar")}
-        saved_active = st.get("active")
-        st["active"] = new_active
-        self._impose_decoupling(st)
-        st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
-        st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
-        after = self._lower_bound(data)
-        if not after >= before:
-            st.update(saved)
-            if saved_active is None:
-                st.pop("active", None)
-            else:
-                st["active"] = saved_active
-            return 0.0
-        return after - before
-
-    @staticmethod
-    def _impose_decoupling(st):
-        """Zero the means of the decoupled columns (``st["active"]`` False) and their
-        covariances with every other column, in q(Λ̃) and q(x|s)."""
-        K = st["active"].shape[1]
-        dead1, cross = _decoupling_masks(st["active"])
-        st["lam_mean"] = np.where(dead1[:, None, :], 0.0, st["lam_mean"])
-        st["lam_cov"] = np.where(cross[:, None], 0.0, st["lam_cov"])
-        st["sigma"] = np.where(cross[:, :K, :K], 0.0, st["sigma"])
-        st["xbar"] = np.where(~st["active"][None], 0.0, st["xbar"])
-
-    def _prune_dead_factors(self, data):
-        """Remove the loading columns switched off in every component (see
-        ``prune_factors``); kept only when F does not decrease.  Returns the change
-        of F (0.0 when nothing was removed)."""
-        st = self._vb_
-        K = st["sigma"].shape[-1]
-        if K == 0:
-            return 0.0
-        col = self._column_norms()
-        n_active = np.sum(col >= self.prune_threshold, axis=1)
-        K_new = int(n_active.max())
-        if K_new == K:
-            return 0.0
-        before = self._lower_bound(data)
-        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
-                                     "logdet_sigma", "xbar")}
-        # active columns first (largest norm first); stable so that an ordered
-        # component keeps its order
-        self._permute_factors(np.argsort(-col, axis=1, kind="stable"))
-        self._drop_trailing_factors(K_new)
-        after = self._lower_bound(data)
-        if after < before:
-            st.update(saved)
-            return 0.0
-        return after - before
-
-    def _rotate_factors(self, data):
-        """The rotation move of every component (see ``rotations``); kept only when F
-        does not decrease.  Returns the change of F (0.0 when nothing moved)."""
-        st = self._vb_
-        K = st["sigma"].shape[-1]
-        if K == 0:
-            return 0.0
-        Nk, W, C, D = self._stats(data)
-        lam = st["lam_mean"][:, :, :K]
-        B = np.einsum("sqk,sql->skl", lam, lam) + st["lam_cov"][:, :, :K, :K].sum(axis=1)
-        Rs, gains = optimise_rotations(W[:, :K, :K], B, Nk, data.n_features, st["a_tilde"],
-                                       st["b_star"])
-        if not np.any(gains > 0.0):
-            return 0.0
-        before = self._lower_bound(data)
-        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
-                                     "logdet_sigma", "xbar")}
-        rotate_components(st, Rs)
-        st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
-        after = self._lower_bound(data)
-        if not after >= before:
-            st.update(saved)
-            return 0.0
-        return after - before
-
-    def _translate_factors(self, data):
-        """The shift move of every component's factors (see ``rotations``); kept only
-        when F does not decrease.  Returns the change of F (0.0 when nothing moved)."""
-        st = self._vb_
-        if st["sigma"].shape[-1] == 0:
-            return 0.0
-        t, gains = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
-                                        st["nu_star"], st["mu_star"], st.get("active"))
-        before = self._lower_bound(data)
-        if not gains.sum() > bound_round_off(before):
-            # a shift worth no more than round-off would make the fit depend on it
-            return 0.0
-        saved = {k: st[k] for k in ("lam_mean", "lam_cov", "xbar")}
-        translate_components(st, t)
-        after = self._lower_bound(data)
-        if not after >= before:
-            st.update(saved)
-            return 0.0
-        return after - before
-
-    def _keep_components(self, keep):
-        st = self._vb_
-        if "active" in st:
-            st["active"] = st["active"][keep]
-        for key in ("resp", "lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
-                    "sigma", "logdet_sigma", "ids"):
-            st[key] = st[key][keep] if key != "resp" else st[key][:, keep]
-        st["xbar"] = st["xbar"][:, keep]
-
-    def _kill_components(self, data):
-        """Delete components with responsibility mass below ``death_threshold``, or
-        below ``shrinking_death_threshold`` and smaller than at the previous q(s)
-        update, then recompute q(s) over the survivors (thesis Section 4.3.1).  The search
-        records the iteration as a ``"death"`` event and restarts its trace there
-        (F is monotone only between structure changes).  Returns whether a component
-        died."""
-        st = self._vb_
-        Nk = st["resp"].sum(axis=0)
-        dead = Nk < self.death_threshold
-        if self.shrinking_death_threshold > 0:
-            # masses at the previous q(s) update, by stable id (a new child has none)
-            prev = st.get("prev_mass")
-            if prev is not None:
-                last = dict(zip(prev[0].tolist(), prev[1].tolist()))
-                before = np.array([last.get(i, np.inf) for i in st["ids"].tolist()])
-                dead |= (Nk < self.shrinking_death_threshold) & (Nk < before)
-            st["prev_mass"] = (st["ids"].copy(), Nk)
-        if not np.any(dead):
-            return False
-        if np.all(dead):
-            dead[np.argmax(Nk)] = False
-        self._keep_components(np.flatnonzero(~dead))
-        self._update_responsibilities(data)
-        return True
-
     def _birth(self, data, parent):
         """Split of component index ``parent`` into two children, at ``parent`` and at
         the new last index: the responsibility split (eqs. 4.73-4.76) or the spatial
@@ -1472,14 +973,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if self.split == "spatial":
             # VBE step (eqs. 4.51-4.55, then q(s) of every point): the children
             # take the points near their new centres
-            self._update_factors(data)
-            self._update_responsibilities(data)
+            update_factors(self._vb_, data)
+            update_responsibilities(self._vb_, data)
             return
         if self.birth_partial_iter:
             return  # the partial updates of the children follow
         for _ in range(2):
-            self._update_factors(data)
-            self._update_loadings(data)
+            update_factors(self._vb_, data)
+            update_loadings(self._vb_, data)
 
     def _settle_children(self, data, children, target):
         """Partial VBEM iterations over the two children of a birth only (see
@@ -1548,8 +1049,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if self._point_fitted:
             self._step_e(data, 0)  # warm start: the statistics of the (new) data
         elif self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
-            self._update_factors(data)
-            self._update_responsibilities(data)
+            update_factors(self._vb_, data)
+            update_responsibilities(self._vb_, data)
         if not self.search:
             self._deaths_allowed = False
             self._strict_stop = True
@@ -1770,7 +1271,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                     if tries >= self._max_tries():
                         converged = True
                         break
-                scores = self._component_scores(data)
+                scores = component_scores(self._vb_, data)
                 order = list(self._vb_["ids"][np.argsort(scores)])
                 pos = 0
             parent_id = order[pos]
@@ -1780,7 +1281,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                 continue
             if int(parent_id) in rejected:
                 continue
-            if self.prune_factors and self._prune_dead_factors(data) > 0.0:
+            if self.prune_factors and prune_dead_factors(self._vb_, data, self.prune_threshold) > 0.0:
                 # the state the birth is compared with loses its dead columns first;
                 # the target is raised by exactly the gain of the removal
                 F_target = self._lower_bound(data)
@@ -1874,15 +1375,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             rng = check_random_state(self.random_state)
         else:
             rng = self._search_rng
-        self._vb_ = self._initial_state(data, S, rng)
+        self._vb_ = initial_state(data, S, self._n_max_factors(data.n_features), self.init_params,
+                                 self.alpha, self.a, self.b, rng)
         # new components: ids not used before, so no parent counts as tried
         self._vb_["ids"] = self._vb_["ids"] + first_id
         self._vb_["next_id"] = first_id + S
-        self._update_factors(data)
-        self._update_loadings(data)
-        self._update_ard(data)
-        self._update_weights(data)
-        self._update_factors(data)
+        first_updates(self._vb_, data)
         log.epoch += 1
         # number the refit's iterations so that the moves of every
         # ``rotation_interval``-th iteration fall where they do in a search=False fit
@@ -1938,10 +1436,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.active_factors_ = col > self.ard_threshold
         self.n_factors_per_component_ = self.active_factors_.sum(axis=1).astype(int)
         self.n_factors_max_ = K
-        terms = self._bound_terms(data)
+        terms = bound_terms(self._vb_, data)
         terms["jacobian"] = data.log_jacobian
         self.bound_terms_ = terms
-        self.component_scores_ = self._component_scores(data)
+        self.component_scores_ = component_scores(self._vb_, data)
         self.labels_ = np.argmax(st["resp"], axis=1)
         st.pop("stats_cache", None)  # holds the training data; not part of the model
         st.pop("prev_mass", None)  # search bookkeeping
@@ -1964,7 +1462,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return (X - self._shift_) / self._scale_
 
     def _estimate_log_weights(self, X):
-        return self._log_weights(self._fitting_units(X))
+        Z = self._fitting_units(X)  # first: an unfitted estimator has no state
+        return log_weights(self._vb_, Z)
 
     def predict_proba(self, X):
         """Component responsibilities q(s | x) of each row, shape (n_samples, S)."""
@@ -1996,7 +1495,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             return xbar
         if components != "best":
             raise ValueError(f"components must be 'best' or 'all'; got {components!r}.")
-        best = np.argmax(self._log_weights(Z), axis=1)
+        best = np.argmax(log_weights(self._vb_, Z), axis=1)
         return xbar[np.arange(Z.shape[0]), best]
 
     def score_samples(self, X, method=None):
@@ -2013,7 +1512,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         """:meth:`score_samples` of the rows ``Z`` in fitting units."""
         jac = -float(np.sum(np.log(self._scale_)))
         if method == "bound":
-            return logsumexp(self._log_weights(Z), axis=1) + jac
+            return logsumexp(log_weights(self._vb_, Z), axis=1) + jac
         if method != "plugin":
             raise ValueError(f"method must be 'plugin' or 'bound'; got {method!r}.")
         st = self._vb_

@@ -15,14 +15,19 @@ columns are almost switched off.  The maximiser of ``G`` jumps straight to the j
 optimum of ``(b*, q(ν))`` given ``q(Λ̃)``: ``G'(b) = 0`` is
 ``Σ_sj b / (b + h_sj) = L a*/ã`` (``L`` columns), whose left side rises from 0 to
 ``L`` and ``a* < ã``, so the root is unique and ``G`` is maximal there.
+
+The other optional hyperparameter updates are here too: the centre prior ``(μ*, ν*)``,
+the ARD prior ``(a*, b*)`` jointly, and the Dirichlet strength ``α*``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import digamma, polygamma
 
 __all__ = ["ard_rate_maximiser", "ard_rate_objective", "loading_half_second_moments",
-           "update_ard_rate"]
+           "solve_log_newton", "update_alpha_prior", "update_ard_prior", "update_ard_rate",
+           "update_mean_prior"]
 
 
 def ard_rate_objective(b_star, half_sq, a_star, a_tilde):
@@ -94,3 +99,78 @@ def update_ard_rate(st, b_min, kind="exact"):
     h = loading_half_second_moments(st)
     st["b_star"] = ard_rate_maximiser(h, st["a_star"], st["a_tilde"], b_min, st["b_star"])
     st["b_tilde"] = st["b_star"] + h
+
+
+def solve_log_newton(g, a_dg, x0, max_iter=100):
+    """Root of a monotone ``g`` on (0, ∞) by Newton steps in ``log x``;
+    ``a_dg(x) = x g'(x)`` is the derivative with respect to ``log x``."""
+    log_x = np.log(x0)
+    for _ in range(max_iter):
+        x = np.exp(log_x)
+        step = float(np.clip(g(x) / a_dg(x), -2.0, 2.0))
+        log_x -= step
+        if abs(step) < 1e-13:
+            break
+    return float(np.exp(log_x))
+
+
+def update_mean_prior(st, data):
+    """``μ*`` and ``ν*`` of the state ``st``: the mean and precision of the centres
+    under q(Λ̃) (``ν*`` at most ``1e8`` times the data precision); unchanged with one
+    component."""
+    S = st["resp"].shape[1]
+    if S < 2:
+        return
+    K = st["sigma"].shape[-1]
+    centres = st["lam_mean"][:, :, K]
+    mu_star = centres.mean(axis=0)
+    spread = ((centres - mu_star) ** 2 + st["lam_cov"][:, :, K, K]).mean(axis=0)
+    st["mu_star"] = mu_star
+    st["nu_star"] = np.minimum(1.0 / spread, 1e8 / data.var)
+
+
+def update_ard_prior(st, b_min):
+    """Joint maximisation of F over (a*, b*) subject to b* >= b_min.
+
+    F is jointly concave in (a*, b*) (the Hessian determinant is
+    L²(aψ'(a) − 1)/b² > 0), so when the unconstrained optimum b* = a*/mean Eν
+    falls below the floor the constrained optimum lies on b* = floor, where a*
+    solves ψ(a*) = ln b* + mean E ln ν.
+    """
+    if st["b_tilde"].size == 0:
+        return
+    e_nu = st["a_tilde"] / st["b_tilde"]
+    elog_nu = digamma(st["a_tilde"]) - np.log(st["b_tilde"])
+    c_bar, d_bar = elog_nu.mean(), e_nu.mean()
+    target = c_bar - np.log(d_bar)  # < 0 by Jensen
+    a = solve_log_newton(
+        lambda a: digamma(a) - np.log(a) - target,
+        lambda a: a * polygamma(1, a) - 1.0,
+        st["a_star"],
+    )
+    b = a / d_bar
+    if b < b_min:
+        b = b_min
+        a = solve_log_newton(
+            lambda a: digamma(a) - np.log(b) - c_bar,
+            lambda a: a * polygamma(1, a),
+            a,
+        )
+    st["a_star"] = float(a)
+    st["b_star"] = float(b)
+
+
+def update_alpha_prior(st):
+    """``α*`` of the state ``st`` (eqs. 4.64-4.67); unchanged with one component."""
+    S = st["alpha_hat"].shape[0]
+    if S < 2:
+        return
+    ah = st["alpha_hat"]
+    c = np.mean(digamma(ah.sum()) - digamma(ah))
+    # g(α) = ψ(α) − ψ(α/S) − c is decreasing (g' = ψ'(α) − ψ'(α/S)/S < 0), from +∞
+    # at 0 to ln S − c < 0: a unique root (eqs. 4.64-4.67)
+    st["alpha_star"] = solve_log_newton(
+        lambda a: digamma(a) - digamma(a / S) - c,
+        lambda a: a * (polygamma(1, a) - polygamma(1, a / S) / S),
+        st["alpha_star"],
+    )

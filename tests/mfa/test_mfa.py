@@ -15,6 +15,9 @@ from sklearn_vb.mfa import (
     fa_free_parameters,
     max_identifiable_factors,
 )
+from sklearn_vb.mfa._hyper import update_alpha_prior, update_ard_prior, update_mean_prior
+from sklearn_vb.mfa._vbem import (bound_terms, log_weights, update_factors, update_loadings,
+                                  update_noise, update_responsibilities)
 
 
 def _problem(seed, n=60, p=4):
@@ -73,7 +76,7 @@ def test_cross_covariance_term_is_needed():
     st["lam_cov"] = st["lam_cov"] + np.swapaxes(st["lam_cov"], -1, -2)
     st["lam_cov"][..., 2, 2] = 1.0
     st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
-    m._update_factors(data)
+    update_factors(m._vb_, data)
     exact = m._lower_bound(data)
     M = K.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
     M_drop = M.copy()
@@ -113,18 +116,18 @@ def test_collapsed_identity_after_responsibilities():
     X = _problem(5)
     m = _fit(X, n_components=3, n_factors=2, max_iter=3)
     data = m._check_fit_data(X)
-    m._update_factors(data)
-    m._update_responsibilities(data)
-    t = m._bound_terms(data)
+    update_factors(m._vb_, data)
+    update_responsibilities(m._vb_, data)
+    t = bound_terms(m._vb_, data)
     data_part = sum(np.sum(t[k]) for k in ("assign", "factor", "lik"))
-    ell = m._log_weights(data.Z)
+    ell = log_weights(m._vb_, data.Z)
     from scipy.special import logsumexp
 
     assert data_part == pytest.approx(np.sum(logsumexp(ell, axis=1)), rel=1e-12)
     st = m._vb_
     st["lam_cov"] = np.zeros_like(st["lam_cov"])
-    m._update_factors(data)
-    ell = m._log_weights(data.Z)
+    update_factors(m._vb_, data)
+    ell = log_weights(m._vb_, data.Z)
     elog = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
     dens = K.fa_log_density(data.Z, st["lam_mean"][:, :, 2], st["lam_mean"][:, :, :2], st["psi"])
     assert np.allclose(ell - elog, dens, atol=1e-9)
@@ -135,20 +138,21 @@ def test_hyperparameter_fixed_points():
     m = _fit(X, n_components=3, n_factors=2, max_iter=15)
     data = m._check_fit_data(X)
     st = m._vb_
-    m._update_ard_prior(data)
+    update_ard_prior(m._vb_, m.ard_rate_min)
     e_nu = st["a_tilde"] / st["b_tilde"]
     c_bar = np.mean(digamma(st["a_tilde"]) - np.log(st["b_tilde"]))
     a, b = st["a_star"], st["b_star"]
     assert digamma(a) - np.log(a) == pytest.approx(c_bar - np.log(e_nu.mean()), abs=1e-8)
     assert b == pytest.approx(a / e_nu.mean(), rel=1e-10)
-    m._update_alpha_prior(data)
+    update_alpha_prior(m._vb_)
     S = 3
     al = st["alpha_star"]
     c = np.mean(digamma(st["alpha_hat"].sum()) - digamma(st["alpha_hat"]))
     assert digamma(al) - digamma(al / S) == pytest.approx(c, abs=1e-8)
     # Ψ, μ*, ν*: F is stationary (finite differences) after their updates
-    for name, key in (("noise", "psi"), ("mean_prior", "mu_star"), ("mean_prior", "nu_star")):
-        getattr(m, f"_update_{name}")(data)
+    for update, key in ((update_noise, "psi"), (update_mean_prior, "mu_star"),
+                        (update_mean_prior, "nu_star")):
+        update(m._vb_, data)
         base = m._lower_bound(data)
         for q in range(X.shape[1]):
             h = 1e-5 * max(abs(st[key][q]), 1e-3)
@@ -187,10 +191,10 @@ def test_bound_score_is_below_plugin_train_identity():
     m = _fit(X, n_components=2, n_factors=2, optimize_hyperparameters=False,
              standardize=False, max_iter=40)
     data = m._check_fit_data(X)
-    m._update_factors(data)
-    m._update_responsibilities(data)
+    update_factors(m._vb_, data)
+    update_responsibilities(m._vb_, data)
     F = m._lower_bound(data)
-    t = m._bound_terms(data)
+    t = bound_terms(m._vb_, data)
     kl = -(t["pi"] + np.sum(t["nu"]) + np.sum(t["loading"]))
     assert np.sum(m.score_samples(X, method="bound")) - F == pytest.approx(kl, rel=1e-9)
 
@@ -270,13 +274,13 @@ def test_component_without_data_reverts_to_its_prior():
     data = m._check_fit_data(X)
     st = m._vb_
     st["resp"] = np.column_stack([np.ones(X.shape[0]), np.zeros(X.shape[0])])
-    m._update_loadings(data)
+    update_loadings(m._vb_, data)
     e_nu = st["a_tilde"] / st["b_tilde"][1]
     for q in range(X.shape[1]):
         expected = np.diag(np.r_[1.0 / e_nu, 1.0 / st["nu_star"][q]])
         assert np.allclose(st["lam_cov"][1, q], expected, rtol=1e-10, atol=1e-14)
         assert np.allclose(st["lam_mean"][1, q], np.r_[0.0, 0.0, st["mu_star"][q]], atol=1e-12)
-    t = m._bound_terms(data)
+    t = bound_terms(m._vb_, data)
     # the loading KL of that component is then only the E_q(ν) part (zero mean gap)
     assert t["loading"][1] <= 1e-9
 

@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_vb.mfa.kernels import loading_posterior
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
+from sklearn_vb.mfa._vbem import sufficient_statistics
 
 
 def _problem(seed, n=80, p=8):
@@ -52,7 +53,7 @@ def test_decoupled_columns_are_exactly_decoupled(decoupled):
 def test_compressed_loading_update_equals_the_full_solve(decoupled):
     m, data = decoupled
     st = m._vb_
-    Nk, W, C, D = m._stats(data)
+    Nk, W, C, D = sufficient_statistics(m._vb_, data)
     e_nu = st["a_tilde"] / st["b_tilde"]
     args = (W, C, st["psi"], e_nu, st["nu_star"], st["mu_star"])
     full = loading_posterior(*args)

@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_vb.mfa._search import children_iteration
 from sklearn_vb.datasets import make_mixed_dimension_clusters
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
+from sklearn_vb.mfa._vbem import update_factors, update_responsibilities
 
 
 def _fit(X, **kw):
@@ -33,8 +34,8 @@ def _split(seed, **kw):
     X = _random_problem(seed)
     m = _fit(X, n_components=2, search=False, max_iter=8, random_state=seed, **kw)
     data = m._check_fit_data(X)
-    m._update_factors(data)
-    m._update_responsibilities(data)
+    update_factors(m._vb_, data)
+    update_responsibilities(m._vb_, data)
     S = m._vb_["resp"].shape[1]
     m._search_rng = np.random.RandomState(seed)
     m._birth(data, 0)

@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_vb._core.distributions import gamma_kl
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
+from sklearn_vb.mfa._structure import permute_factors, prune_dead_factors
 
 
 def _low_rank_problem(seed, n=150, p=8, k=1):
@@ -59,7 +60,7 @@ def test_reordering_columns_leaves_the_bound_unchanged():
     before = m._lower_bound(data)
     rng = np.random.default_rng(0)
     S, K = m._vb_["b_tilde"].shape
-    m._permute_factors(np.array([rng.permutation(K) for _ in range(S)]))
+    permute_factors(m._vb_, np.array([rng.permutation(K) for _ in range(S)]))
     assert m._lower_bound(data) == pytest.approx(before, rel=1e-13, abs=1e-9)
 
 
@@ -117,7 +118,7 @@ def test_removing_a_dead_column_changes_the_bound_by_its_closed_form_contributio
         + 0.5 * Nk * (np.log(sigma_jj) + 1.0 - sigma_jj)
         - 0.5 * Nk * sigma_jj * (gamma @ (1.0 / st["psi"]))
     )
-    gain = m._prune_dead_factors(data)
+    gain = prune_dead_factors(m._vb_, data, m.prune_threshold)
     after = m._lower_bound(data)
     assert st["sigma"].shape[-1] == K - 1
     assert gain > 0
@@ -133,7 +134,7 @@ def test_a_removal_that_would_lower_the_bound_is_undone():
     m.set_params(prune_threshold=1e9)
     saved = copy.deepcopy(m._vb_)
     before = m._lower_bound(data)
-    assert m._prune_dead_factors(data) == 0.0
+    assert prune_dead_factors(m._vb_, data, m.prune_threshold) == 0.0
     assert m._lower_bound(data) == before
     for key in ("lam_mean", "lam_cov", "b_tilde", "sigma", "xbar"):
         assert np.array_equal(m._vb_[key], saved[key])

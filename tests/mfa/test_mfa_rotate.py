@@ -5,6 +5,7 @@ import pytest
 
 from sklearn_vb.mfa._hyper import loading_half_second_moments
 from sklearn_vb.mfa._rotate import optimise_rotations, rotate_components, rotation_objective
+from sklearn_vb.mfa._vbem import sufficient_statistics
 
 from tests.mfa._mfa_problems import short_fit as _fit
 from tests.mfa._mfa_problems import two_cluster_data as _problem
@@ -18,7 +19,7 @@ def _state(seed, n_iter=6):
     st = m._vb_
     st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)  # q(ν) optimal
     K = st["sigma"].shape[-1]
-    Nk, W, C, D = m._stats(data)
+    Nk, W, C, D = sufficient_statistics(m._vb_, data)
     lam = st["lam_mean"][:, :, :K]
     B = np.einsum("sqk,sql->skl", lam, lam) + st["lam_cov"][:, :, :K, :K].sum(axis=1)
     return m, data, W[:, :K, :K].copy(), B, Nk.copy()

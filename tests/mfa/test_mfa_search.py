@@ -8,6 +8,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_vb.datasets import make_mixed_dimension_clusters, make_noisy_spiral
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
+from sklearn_vb.mfa._structure import kill_components
+from sklearn_vb.mfa._vbem import update_factors, update_responsibilities
 
 
 def _fit(X, **kw):
@@ -139,8 +141,8 @@ def test_birth_splits_the_parent_responsibilities(blobs_fit, hardness):
     m = copy.deepcopy(fitted)
     m.set_params(split_hardness=hardness)
     data = m._check_fit_data(X)
-    m._update_factors(data)
-    m._update_responsibilities(data)
+    update_factors(m._vb_, data)
+    update_responsibilities(m._vb_, data)
     st = m._vb_
     parent_resp = st["resp"][:, 0].copy()
     parent_alpha = st["alpha_hat"][0]
@@ -210,7 +212,7 @@ def test_shrinking_component_dies_below_the_shrinking_threshold(blobs_fit, previ
     X, fitted = blobs_fit
     m = copy.deepcopy(fitted)
     data = m._check_fit_data(X)
-    m._update_factors(data)
+    update_factors(m._vb_, data)
     st = m._vb_
     resp = st["resp"].copy()
     S = resp.shape[1]
@@ -227,8 +229,7 @@ def test_shrinking_component_dies_below_the_shrinking_threshold(blobs_fit, previ
     if previous is not None:
         st["prev_mass"] = (st["ids"].copy(), np.r_[mass[:-1], previous])
     victim = st["ids"][S - 1]
-    m._deaths_allowed = True
-    m._kill_components(data)
+    kill_components(m._vb_, data, m.death_threshold, m.shrinking_death_threshold)
     assert (m._vb_["resp"].shape[1] == S - 1) == dies
     assert (victim not in m._vb_["ids"]) == dies
     assert np.allclose(m._vb_["resp"].sum(1), 1.0)

@@ -1,0 +1,220 @@
+"""Changes of a mixture-of-factor-analysers state's structure: its loading columns
+(reorder, drop, decouple, rotate, shift) and its components (deaths).
+
+They act on the state dictionary of :mod:`sklearn_vb.mfa._vbem`.  The moves that
+return a change of F keep their result only when F does not decrease (otherwise the
+state is restored exactly) and return 0.0 when nothing changed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._core.base import bound_round_off
+from ._hyper import loading_half_second_moments
+from ._rotate import (optimal_translations, optimise_rotations, rotate_components,
+                      translate_components)
+from ._vbem import decoupling_masks, lower_bound, sufficient_statistics, update_responsibilities
+
+__all__ = [
+    "column_norms", "decouple_dead_factors", "drop_trailing_factors", "impose_decoupling",
+    "keep_components", "kill_components", "permute_factors", "prune_dead_factors",
+    "rotate_factors", "translate_factors",
+]
+
+
+def column_norms(st):
+    """``||E Λ^s_{·j}||² / Σ_q ψ_q`` of every loading column, shape (S, K)."""
+    K = st["sigma"].shape[-1]
+    return np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
+
+
+def permute_factors(st, order):
+    """Reorder the loading columns of each component, ``order`` (S, K): column
+    ``j`` of component ``s`` becomes ``order[s, j]``.  The prior is exchangeable
+    over the columns of a component, so F is unchanged."""
+    S, K = order.shape
+    full = np.concatenate([order, np.full((S, 1), K)], axis=1)  # bias column stays last
+    s_idx = np.arange(S)[:, None]
+    st["lam_mean"] = np.take_along_axis(st["lam_mean"], full[:, None, :], axis=2)
+    cov = np.take_along_axis(st["lam_cov"], full[:, None, :, None], axis=2)
+    st["lam_cov"] = np.take_along_axis(cov, full[:, None, None, :], axis=3)
+    st["b_tilde"] = st["b_tilde"][s_idx, order]
+    sig = np.take_along_axis(st["sigma"], order[:, :, None], axis=1)
+    st["sigma"] = np.take_along_axis(sig, order[:, None, :], axis=2)
+    st["xbar"] = np.take_along_axis(st["xbar"], order[None, :, :], axis=2)
+    if "active" in st:
+        st["active"] = np.take_along_axis(st["active"], order, axis=1)
+
+
+def drop_trailing_factors(st, K_new):
+    """Keep the first ``K_new`` loading columns of every component: q(Λ̃) and
+    q(x|s) become their marginals over those columns, q(ν) loses the others."""
+    K = st["sigma"].shape[-1]
+    keep = np.r_[np.arange(K_new), K]
+    st["lam_mean"] = st["lam_mean"][:, :, keep]
+    st["lam_cov"] = st["lam_cov"][:, :, keep][:, :, :, keep]
+    st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
+    st["b_tilde"] = st["b_tilde"][:, :K_new].copy()
+    st["sigma"] = st["sigma"][:, :K_new, :K_new].copy()
+    st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
+    st["xbar"] = np.ascontiguousarray(st["xbar"][:, :, :K_new])
+    if "active" in st:
+        st["active"] = st["active"][:, :K_new].copy()
+
+
+def impose_decoupling(st):
+    """Zero the means of the decoupled columns (``st["active"]`` False) and their
+    covariances with every other column, in q(Λ̃) and q(x|s)."""
+    K = st["active"].shape[1]
+    dead1, cross = decoupling_masks(st["active"])
+    st["lam_mean"] = np.where(dead1[:, None, :], 0.0, st["lam_mean"])
+    st["lam_cov"] = np.where(cross[:, None], 0.0, st["lam_cov"])
+    st["sigma"] = np.where(cross[:, :K, :K], 0.0, st["sigma"])
+    st["xbar"] = np.where(~st["active"][None], 0.0, st["xbar"])
+
+
+def decouple_dead_factors(st, data, threshold):
+    """Decouple the loading columns ARD has switched off in a single component (see
+    ``compress_factors``); kept only when F does not decrease.  Returns the
+    change of F (0.0 when nothing changed).
+
+    A column of component ``s`` whose ``||E Λ^s_{·j}||² / Σ_q ψ_q`` is below
+    ``threshold`` becomes decoupled: its loading means and factor means
+    are set to zero and its covariances with every other column (in q(Λ̃) and
+    q(x|s)) removed.  VBEM keeps such a column decoupled (zero is the fixed
+    point the column was converging to), so from then on the loading update
+    solves only the coupled columns of each row (``active``)."""
+    S, K = st["b_tilde"].shape
+    if K == 0:
+        return 0.0
+    active = st.get("active")
+    if active is None:
+        active = np.ones((S, K), dtype=bool)
+    new_active = active & (column_norms(st) >= threshold)
+    if np.array_equal(new_active, active):
+        return 0.0
+    before = lower_bound(st, data)
+    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "sigma",
+                                 "logdet_sigma", "xbar")}
+    saved_active = st.get("active")
+    st["active"] = new_active
+    impose_decoupling(st)
+    st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
+    st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
+    after = lower_bound(st, data)
+    if not after >= before:
+        st.update(saved)
+        if saved_active is None:
+            st.pop("active", None)
+        else:
+            st["active"] = saved_active
+        return 0.0
+    return after - before
+
+
+def prune_dead_factors(st, data, threshold):
+    """Remove the loading columns switched off (norm below ``threshold``) in every
+    component (see ``prune_factors``); kept only when F does not decrease.  Returns
+    the change of F (0.0 when nothing was removed)."""
+    K = st["sigma"].shape[-1]
+    if K == 0:
+        return 0.0
+    col = column_norms(st)
+    n_active = np.sum(col >= threshold, axis=1)
+    K_new = int(n_active.max())
+    if K_new == K:
+        return 0.0
+    before = lower_bound(st, data)
+    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
+                                 "logdet_sigma", "xbar")}
+    # active columns first (largest norm first); stable so that an ordered
+    # component keeps its order
+    permute_factors(st, np.argsort(-col, axis=1, kind="stable"))
+    drop_trailing_factors(st, K_new)
+    after = lower_bound(st, data)
+    if after < before:
+        st.update(saved)
+        return 0.0
+    return after - before
+
+
+def rotate_factors(st, data):
+    """The rotation move of every component (see ``rotations``); kept only when F
+    does not decrease.  Returns the change of F (0.0 when nothing moved)."""
+    K = st["sigma"].shape[-1]
+    if K == 0:
+        return 0.0
+    Nk, W, C, D = sufficient_statistics(st, data)
+    lam = st["lam_mean"][:, :, :K]
+    B = np.einsum("sqk,sql->skl", lam, lam) + st["lam_cov"][:, :, :K, :K].sum(axis=1)
+    Rs, gains = optimise_rotations(W[:, :K, :K], B, Nk, data.n_features, st["a_tilde"],
+                                   st["b_star"])
+    if not np.any(gains > 0.0):
+        return 0.0
+    before = lower_bound(st, data)
+    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
+                                 "logdet_sigma", "xbar")}
+    rotate_components(st, Rs)
+    st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
+    after = lower_bound(st, data)
+    if not after >= before:
+        st.update(saved)
+        return 0.0
+    return after - before
+
+
+def translate_factors(st, data):
+    """The shift move of every component's factors (see ``rotations``); kept only
+    when F does not decrease.  Returns the change of F (0.0 when nothing moved)."""
+    if st["sigma"].shape[-1] == 0:
+        return 0.0
+    t, gains = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
+                                    st["nu_star"], st["mu_star"], st.get("active"))
+    before = lower_bound(st, data)
+    if not gains.sum() > bound_round_off(before):
+        # a shift worth no more than round-off would make the fit depend on it
+        return 0.0
+    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "xbar")}
+    translate_components(st, t)
+    after = lower_bound(st, data)
+    if not after >= before:
+        st.update(saved)
+        return 0.0
+    return after - before
+
+
+def keep_components(st, keep):
+    """Keep the components of index ``keep`` (in that order)."""
+    if "active" in st:
+        st["active"] = st["active"][keep]
+    for key in ("resp", "lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
+                "sigma", "logdet_sigma", "ids"):
+        st[key] = st[key][keep] if key != "resp" else st[key][:, keep]
+    st["xbar"] = st["xbar"][:, keep]
+
+
+def kill_components(st, data, death_threshold, shrinking_death_threshold):
+    """Delete components with responsibility mass below ``death_threshold``, or
+    below ``shrinking_death_threshold`` and smaller than at the previous q(s)
+    update, then recompute q(s) over the survivors (thesis Section 4.3.1).  The search
+    records the iteration as a ``"death"`` event and restarts its trace there
+    (F is monotone only between structure changes).  Returns whether a component
+    died."""
+    Nk = st["resp"].sum(axis=0)
+    dead = Nk < death_threshold
+    if shrinking_death_threshold > 0:
+        # masses at the previous q(s) update, by stable id (a new child has none)
+        prev = st.get("prev_mass")
+        if prev is not None:
+            last = dict(zip(prev[0].tolist(), prev[1].tolist()))
+            before = np.array([last.get(i, np.inf) for i in st["ids"].tolist()])
+            dead |= (Nk < shrinking_death_threshold) & (Nk < before)
+        st["prev_mass"] = (st["ids"].copy(), Nk)
+    if not np.any(dead):
+        return False
+    if np.all(dead):
+        dead[np.argmax(Nk)] = False
+    keep_components(st, np.flatnonzero(~dead))
+    update_responsibilities(st, data)
+    return True
