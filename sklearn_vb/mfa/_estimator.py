@@ -44,10 +44,8 @@ Choices made here:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp
@@ -56,15 +54,14 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.base import (ACCELERATION_CONSTRAINT, VBEMEstimator, bound_round_off,
-                          predicted_remaining_gain)
+from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator, predicted_remaining_gain
 from .._core.validation import validate_float_data
 from . import kernels as _k
+from ._birth_death import BirthDeathSearch, RunControl
 from ._hyper import update_alpha_prior, update_ard_prior, update_ard_rate, update_mean_prior
 from ._point import log_prior_density, noise_update, point_e_step, point_loadings, point_weights
-from ._search import PartialBound, children_iteration
 from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
-                         rotate_factors, translate_factors)
+                         rotate_factors, split_component, translate_factors)
 from ._vbem import (bound_terms, component_scores, first_updates, initial_state, log_weights,
                     lower_bound, pack_state, unpack_state, update_ard, update_factors,
                     update_loadings, update_noise, update_responsibilities, update_weights)
@@ -120,36 +117,6 @@ def _quantisation_variance(X):
     fill = float(np.median(delta[finite])) if np.any(finite) else 0.0
     delta = np.where(finite, delta, fill)
     return delta**2 / 12.0
-
-
-@dataclass
-class _SearchLog:
-    """What the search records as it goes: one ``(iteration, bound, n_components,
-    epoch, event)`` per VBEM iteration or structure event, the birth moves, the
-    current epoch and the birth counts."""
-
-    history: list = field(default_factory=list)
-    moves: list = field(default_factory=list)
-    epoch: int = 0
-    proposed: int = 0
-    accepted: int = 0
-
-
-class _Kept(NamedTuple):
-    """A state of the search with its bound, its trace and whether it converged."""
-
-    bound: float
-    state: dict
-    trace: list
-    converged: bool
-
-
-def _better(kept, candidate):
-    """The one of two :class:`_Kept` states with the higher bound (``kept`` may be
-    None); the earlier one on a tie."""
-    if kept is None or candidate.bound > kept.bound:
-        return candidate
-    return kept
 
 
 @dataclass
@@ -810,9 +777,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
                      "alpha_prior_", "ard_prior_", "bound_terms_", "component_scores_"):
             self.__dict__.pop(name, None)
         st.pop("point_stats", None)  # holds statistics of the training data
-        for name in ("_search_rng", "_total_iter", "_deaths_allowed", "_in_birth_epoch",
-                     "_stop_trace", "_strict_stop", "_principal_split_tried",
-                     "_n_partial_iter", "_searching"):
+        for name in ("_search_rng", "_control", "_principal_split_tried"):
             self.__dict__.pop(name, None)
 
     # ================================================================ updates
@@ -829,6 +794,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             steps.append("prune")
         return tuple(steps)
 
+    @property
+    def _run_control(self):
+        """The :class:`~sklearn_vb.mfa._birth_death.RunControl` of the current run; a
+        step run on its own (between fits) gets the defaults: no deaths, pruning and
+        decoupling allowed, the plain ``tol`` test."""
+        return self.__dict__.get("_control") or RunControl()
+
     def _step_factors(self, data, iteration):
         update_factors(self._vb_, data)
 
@@ -837,7 +809,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _step_responsibilities(self, data, iteration):
         update_responsibilities(self._vb_, data)
-        if getattr(self, "_deaths_allowed", False):
+        if self._run_control.deaths_allowed:
             return kill_components(self._vb_, data, self.death_threshold,
                                    self.shrinking_death_threshold)
         return False
@@ -871,8 +843,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _step_prune(self, data, iteration):
         # a birth epoch must not be credited with the gain of removing columns its
         # parent state could lose as well: the search prunes before each proposal
-        if not getattr(self, "_in_birth_epoch", False):
-            if self.compress_factors and not getattr(self, "_searching", False):
+        control = self._run_control
+        if not control.in_birth_epoch:
+            if self.compress_factors and not control.searching:
                 # (not in the search: a child must be able to use a column its
                 # parent had switched off)
                 decouple_dead_factors(self._vb_, data, self.prune_threshold)
@@ -920,13 +893,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _birth(self, data, parent):
         """Split of component index ``parent`` into two children, at ``parent`` and at
         the new last index: the responsibility split (eqs. 4.73-4.76) or the spatial
-        split (``split``)."""
+        split (``split``), along the direction of ``split_direction``."""
         st = self._vb_
         rng = self._search_rng
         K = st["sigma"].shape[-1]
-        Z = data.Z
         lam_x = st["lam_mean"][parent, :, :K]
-        centre = st["lam_mean"][parent, :, K]
         norms = np.sum(lam_x**2, axis=0)
         tried = self.__dict__.setdefault("_principal_split_tried", set())
         parent_id = int(st["ids"][parent])
@@ -942,34 +913,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(
                 data.n_features
             )
-        r_par = st["resp"][:, parent]
-        if self.split == "spatial":
-            # both children are copies of the parent; the VBE step below replaces
-            # these responsibilities
-            r_a = r_b = 0.5 * r_par
-        else:
-            rho = ((Z - centre) @ d >= 0).astype(float)
-            h = self.split_hardness
-            r_a = r_par * (h * rho + (1 - h) * (1 - rho))
-            r_b = r_par * ((1 - h) * rho + h * (1 - rho))
-        S = st["resp"].shape[1]
-        order = np.r_[np.arange(S), parent]
-        if "active" in st:
-            st["active"] = st["active"][order]
-        for key in ("lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
-                    "sigma", "logdet_sigma", "ids"):
-            st[key] = st[key][order].copy()
-        st["xbar"] = st["xbar"][:, order].copy()
-        resp = np.concatenate([st["resp"], r_b[:, None]], axis=1)
-        resp[:, parent] = r_a
-        st["resp"] = resp
-        st["alpha_hat"][parent] *= 0.5
-        st["alpha_hat"][S] *= 0.5
-        st["ids"][parent] = st["next_id"]
-        st["ids"][S] = st["next_id"] + 1
-        st["next_id"] += 2
-        st["lam_mean"][parent, :, K] = centre + d
-        st["lam_mean"][S, :, K] = centre - d
+        split_component(st, data.Z, parent, d, self.split == "spatial", self.split_hardness)
         if self.split == "spatial":
             # VBE step (eqs. 4.51-4.55, then q(s) of every point): the children
             # take the points near their new centres
@@ -981,35 +925,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         for _ in range(2):
             update_factors(self._vb_, data)
             update_loadings(self._vb_, data)
-
-    def _settle_children(self, data, children, target):
-        """Partial VBEM iterations over the two children of a birth only (see
-        :mod:`sklearn_vb.mfa._search`) until the bound exceeds ``target`` (F before the
-        split), at most ``birth_partial_iter``; they also stop when an iteration adds
-        less than ``tol`` or when the gap to ``target`` is more than ten times the
-        geometric extrapolation of the remaining gain (the rule of
-        :meth:`_birth_verdict`).  Returns the exact bound before and after each
-        iteration; it never decreases."""
-        trace = [self._lower_bound(data)]  # also caches every component's statistics
-        hyper = self._hyper_set()
-        # F of the partial states at the cost of the children's terms
-        bound = PartialBound(self._vb_, data.Z, children, data.log_jacobian)
-        fixed = bound.residuals if "noise" in hyper else None
-        b_min = self.ard_rate_min if "ard_rate" in hyper else None
-        for _ in range(self.birth_partial_iter):
-            children_iteration(self._vb_, data.Z, children, fixed, data.psi_floor, b_min,
-                               self.ard_rate_update)
-            value = bound(self._vb_)
-            self._check_decrease(trace[-1], value, self._total_iter, "partial birth")
-            trace.append(value)
-            if value > target or value - trace[-2] < self.tol:
-                break
-            d = np.diff(trace[-4:])
-            if len(trace) >= 4 and np.all(d > 0):
-                r = max(d[1] / d[0], d[2] / d[1])
-                if r <= 0.9 and target - value > 10.0 * d[2] * r / (1.0 - r):
-                    break
-        return trace
 
     # ================================================================ loops
     def fit(self, X, y=None, **fit_params):
@@ -1031,17 +946,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return self
 
     def _run_vbem(self, data):
-        bounds, converged = self._run_vbem_threads(data)
-        if bounds:
-            self.__dict__.setdefault("_restart_bounds", []).append(float(bounds[-1]))
-        return bounds, converged
-
-    def _run_vbem_threads(self, data):
         # The iterations are many small matrix products: a multi-threaded BLAS
         # spends more time synchronising its threads than computing (ten times
         # slower on a busy machine), so the fit runs single-threaded.
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._run_vbem_unthreaded(data)
+            bounds, converged = self._run_vbem_unthreaded(data)
+        if bounds:
+            self.__dict__.setdefault("_restart_bounds", []).append(float(bounds[-1]))
+        return bounds, converged
 
     def _run_vbem_unthreaded(self, data):
         if not hasattr(self, "_search_rng"):  # warm start
@@ -1051,26 +963,28 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         elif self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
             update_factors(self._vb_, data)
             update_responsibilities(self._vb_, data)
+        control = self._control = RunControl()
         if not self.search:
-            self._deaths_allowed = False
-            self._strict_stop = True
-            try:
-                return self._iterate(data, range(1, self.max_iter + 1), self._watch_trace)
-            finally:
-                self._strict_stop = False
-        return self._run_search(data)
+            def watch(iteration, trace, restarted):
+                control.trace = trace  # for _can_stop
 
-    def _watch_trace(self, iteration, trace, restarted):
-        """``stop`` callback of :meth:`_iterate`: keeps the trace for :meth:`_can_stop`."""
-        self._stop_trace = trace
-        return None
+            control.strict_stop = True
+            try:
+                return self._iterate(data, range(1, self.max_iter + 1), watch)
+            finally:
+                control.strict_stop = False
+        search = BirthDeathSearch(self, data, control)
+        result = search.run()
+        for name, value in search.fitted_attributes().items():
+            setattr(self, name, value)
+        return result
 
     def _can_stop(self, iteration):
         """The ``tol`` test of the loop holds; in a run that must converge fully, also
         require the predicted remaining gain to be below ``tol``."""
-        if not getattr(self, "_strict_stop", False):
+        if not self._run_control.strict_stop:
             return True
-        trace = getattr(self, "_stop_trace", [])
+        trace = self._run_control.trace
         if self._accelerated():
             # extrapolations every few iterations make single increments jump
             return predicted_remaining_gain(trace, window=3, block=10) < self.tol
@@ -1078,328 +992,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _verbose_details(self):
         return f", {self._vb_['resp'].shape[1]} components"
-
-    def _run_epoch(self, data, history, epoch, event, agitation_tol=None, max_iter=None,
-                   target=None, relative=True):
-        """VBEM with deaths until F or the agitation (eq. 4.72) converges.
-
-        The iterations are numbered on from the search's total ``_total_iter`` and
-        stop at ``max_iter`` in total; each is recorded in ``history`` with the event
-        ``"death"`` when a component died in it, ``event`` for the first iteration
-        of the epoch, and ``"iter"`` otherwise.  Besides the ``tol`` test of
-        :meth:`_iterate`, the epoch ends when no component's responsibilities
-        changed by more than ``agitation_tol`` (a fraction of its mass) in the last
-        iteration, a birth epoch (``target``: F before the split) by the rules of
-        :meth:`_birth_verdict`, and (``relative``) any epoch once an iteration raises F
-        by less than ``epoch_rtol`` times ``|F|``.
-        """
-        agitation_tol = self.agitation_tol if agitation_tol is None else agitation_tol
-        n_iter = self.max_iter_epoch if max_iter is None else max_iter
-        iterations = range(self._total_iter + 1,
-                           min(self._total_iter + n_iter, self.max_iter) + 1)
-        # q(s) before each iteration, for the agitation rule
-        old_resp, old_ids = self._vb_["resp"], self._vb_["ids"]
-
-        def record_and_stop(iteration, trace, restarted):
-            nonlocal old_resp, old_ids
-            self._stop_trace = trace
-            self._total_iter = iteration
-            new, ids = self._vb_["resp"], self._vb_["ids"]
-            if restarted:
-                agitation = 1.0
-                ev = "death"
-            else:
-                # with one component the responsibilities cannot move: the rule
-                # says nothing, and the epoch runs on the change of F alone
-                agitation = float(np.max(
-                    np.abs(new - old_resp).sum(0) / np.maximum(new.sum(0), 1e-300)
-                )) if np.array_equal(old_ids, ids) and new.shape[1] > 1 else 1.0
-                ev = event if len(trace) == 1 else "iter"
-            old_resp, old_ids = new, ids
-            history.append((iteration, trace[-1], new.shape[1], epoch, ev))
-            if len(trace) > 1 and agitation < agitation_tol:
-                return True
-            if target is not None:
-                verdict = self._birth_verdict(trace, target)
-                if verdict is not None:
-                    return verdict
-            if (relative and len(trace) > 1
-                    and trace[-1] - trace[-2] < self.epoch_rtol * abs(trace[-1])):
-                return True
-            return None
-
-        return self._iterate(data, iterations, record_and_stop)
-
-    def _birth_verdict(self, trace, target):
-        """Whether a birth epoch can end early: True accepts the birth, False rejects
-        it, None lets the epoch run on.  ``trace`` holds F since the last structure
-        change, ``target`` is F before the split.
-
-        Two rules are relative to the birth's own progress (``birth_accept_rtol``,
-        ``birth_reject_rtol``; 0 disables either): once F is above ``target``, the
-        birth is accepted as soon as the last increment of F is below
-        ``birth_accept_rtol`` times ``F - target``; while F is below ``target``, from
-        the sixth iteration since the last structure change on, it is rejected as
-        soon as the last increment is below ``birth_reject_rtol`` times the gain
-        since that change.  A third rejects a hopeless birth: from the sixth
-        iteration since the last structure change on, when the last three increments
-        of F decay geometrically (both ratios ``r <= 0.9``) and the gap to
-        ``target`` exceeds ten times the geometric extrapolation of the remaining
-        gain, ``Δ r / (1 - r)`` with the larger ratio.  All only stop the VBEM run
-        early; every recorded F is still the exact bound of the stored state and
-        never decreases within the run.
-        """
-        if len(trace) > 1:
-            gain = trace[-1] - trace[-2]
-            if (trace[-1] > target + bound_round_off(target)
-                    and gain < self.birth_accept_rtol * (trace[-1] - target)):
-                return True  # the remaining gain is a small fraction
-            if (len(trace) >= 6 and trace[-1] < target
-                    and gain < self.birth_reject_rtol * (trace[-1] - trace[0])):
-                return False  # progress has slowed while still below the target
-        if len(trace) >= 6 and trace[-1] < target:
-            d = np.diff(trace[-4:])
-            if d[0] > 0 and d[1] > 0:
-                r = max(d[1] / d[0], d[2] / d[1])
-                if r <= 0.9 and target - trace[-1] > 10.0 * d[2] * r / (1.0 - r):
-                    return False
-        return None
-
-    def _max_tries(self):
-        if self.max_tries == "auto":
-            return 3 if self.split == "spatial" else 1
-        return self.max_tries
-
-    def _run_search(self, data):
-        self._searching = True
-        try:
-            return self._run_search_epochs(data)
-        finally:
-            self._searching = False
-
-    def _run_search_epochs(self, data):
-        """The search: the first epoch, birth epochs until a pass through the
-        candidates accepts none (``max_tries``), the polish of the final structure;
-        then, with ``refit_final``, a fixed-size fit at the final number of
-        components from a fresh start, and the births continue from it whenever its
-        bound is higher.  The state with the highest bound at the end of any of
-        these stages (its polished continuation when that is not the last state) is
-        the result."""
-        self._deaths_allowed = True
-        self._total_iter = 0
-        self._n_partial_iter = 0
-        log = _SearchLog()
-        trace, _ = self._run_epoch(data, log.history, log.epoch, "iter")
-        best = None
-        refitted = set()  # numbers of components refitted already
-        rounds = 0
-        while True:
-            trace, converged = self._birth_epochs(data, log, trace)
-            # a death in the polish can lower F for good: the unpolished state counts
-            best = _better(best, _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged))
-            trace, converged = self._polish(data, log, trace, converged)
-            best = _better(best, _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged))
-            S = self._vb_["resp"].shape[1]
-            if not self.refit_final or S in refitted or self._total_iter >= self.max_iter:
-                break
-            refitted.add(S)
-            refit = self._refit_fixed_size(data, log)
-            if refit is None:
-                break
-            trace, converged = refit
-            if trace[-1] <= best.bound + bound_round_off(best.bound):
-                # no better than the search: back to the best state, polished already
-                self._vb_ = copy.deepcopy(best.state)
-                trace, converged = best.trace, best.converged
-                break
-            best = _Kept(trace[-1], copy.deepcopy(self._vb_), trace, converged)
-            if rounds >= self.refit_final:
-                break  # the refit is converged: it is the result
-            rounds += 1  # births continue from the refit
-        if best.bound > trace[-1] + bound_round_off(trace[-1]):
-            # the search ended below a state it passed through: that state's
-            # continuation with its number of components is the result (it can only
-            # rise)
-            self._vb_ = copy.deepcopy(best.state)
-            self._deaths_allowed = False
-            try:
-                trace, converged = self._polish(data, log, best.trace, best.converged)
-            finally:
-                self._deaths_allowed = True
-            if trace[-1] < best.bound:  # cannot happen: the polish never lowers F
-                self._vb_ = best.state
-                trace, converged = best.trace, best.converged
-        h = list(zip(*log.history)) if log.history else [[], [], [], [], []]
-        self.search_history_ = {
-            "iteration": np.asarray(h[0], dtype=int),
-            "bound": np.asarray(h[1], dtype=float),
-            "n_components": np.asarray(h[2], dtype=int),
-            "epoch": np.asarray(h[3], dtype=int),
-            "event": np.asarray(h[4], dtype=object),
-            "moves": log.moves,
-        }
-        self.n_births_proposed_ = log.proposed
-        self.n_births_accepted_ = log.accepted
-        self.n_epochs_ = log.epoch + 1
-        self.n_partial_iter_ = self._n_partial_iter
-        self._search_total_iter_ = self._total_iter
-        return trace, converged
-
-    def _birth_epochs(self, data, log, trace):
-        """Birth epochs from the current state until a pass through the candidates
-        accepts none (``max_tries``), ``max_components`` or ``max_iter``; ``trace`` is F
-        of the current state since its last structure change.  Returns the trace of
-        the final state and whether the search stopped by its own rule."""
-        history = log.history
-        F_target = trace[-1]
-        tries = 0
-        order = []
-        pos = 0
-        rejected = set()  # parents rejected since the last pass without an acceptance
-        converged = False
-        max_S = self.max_components if self.max_components is not None else np.inf
-        while True:
-            if self._total_iter >= self.max_iter:
-                break
-            if self._vb_["resp"].shape[1] >= max_S:
-                converged = True
-                break
-            if pos >= len(order):
-                if order:
-                    tries += 1
-                    rejected.clear()
-                    if tries >= self._max_tries():
-                        converged = True
-                        break
-                scores = component_scores(self._vb_, data)
-                order = list(self._vb_["ids"][np.argsort(scores)])
-                pos = 0
-            parent_id = order[pos]
-            pos += 1
-            where = np.flatnonzero(self._vb_["ids"] == parent_id)
-            if where.size == 0:
-                continue
-            if int(parent_id) in rejected:
-                continue
-            if self.prune_factors and prune_dead_factors(self._vb_, data, self.prune_threshold) > 0.0:
-                # the state the birth is compared with loses its dead columns first;
-                # the target is raised by exactly the gain of the removal
-                F_target = self._lower_bound(data)
-                trace = [F_target]
-                history.append((self._total_iter, F_target, self._vb_["resp"].shape[1],
-                                log.epoch, "prune"))
-            saved = copy.deepcopy(self._vb_)
-            log.epoch += 1
-            log.proposed += 1
-            S_before = self._vb_["resp"].shape[1]
-            self._birth(data, int(where[0]))
-            new_trace = None
-            if self.birth_partial_iter:
-                partial = self._settle_children(data, [int(where[0]), S_before], F_target)
-                self._n_partial_iter += len(partial) - 1
-                if self.birth_partial_reject and partial[-1] <= F_target:
-                    # the children alone do not beat the parent: reject without a
-                    # full epoch
-                    new_trace = partial
-            if new_trace is None:
-                self._in_birth_epoch = True
-                try:
-                    new_trace, _ = self._run_epoch(data, history, log.epoch, "birth",
-                                                   target=F_target)
-                finally:
-                    self._in_birth_epoch = False
-            F_new = new_trace[-1] if new_trace else -np.inf
-            ok = F_new > F_target + bound_round_off(F_target)
-            log.moves.append((log.epoch, int(parent_id), bool(ok), float(F_target),
-                              float(F_new)))
-            if ok:
-                log.accepted += 1
-                F_target = F_new
-                trace = new_trace
-                tries = 0
-                if self._vb_["resp"].shape[1] > S_before:
-                    order = []  # recompute the candidate list
-                history.append((self._total_iter, F_new, self._vb_["resp"].shape[1],
-                                log.epoch, "accept"))
-            else:
-                if self.skip_rejected_parents:
-                    rejected.add(int(parent_id))
-                self._vb_ = saved
-                history.append((self._total_iter, F_target, saved["resp"].shape[1],
-                                log.epoch, "reject"))
-        return trace, converged
-
-    def _polish(self, data, log, trace, converged):
-        """Iterate the current structure (deaths, no births, rotations and compression)
-        until it converges by the ``tol`` rule, at most ``polish_iter`` iterations: the
-        agitation rule ends epochs once the responsibilities settle, but ARD keeps
-        pruning long after that.  Returns the trace and whether the search converged."""
-        if self.polish_iter <= 0 or self._total_iter >= self.max_iter:
-            return trace, converged
-        log.epoch += 1
-        self._strict_stop = True
-        searching, self._searching = self._searching, False  # decoupling from here on
-        try:
-            tail, polished = self._run_epoch(
-                data, log.history, log.epoch, "polish", agitation_tol=0.0,
-                max_iter=self.polish_iter, relative=False,
-            )
-        finally:
-            self._strict_stop = False
-            self._searching = searching
-        # the search is converged only if its final structure is
-        converged = converged and polished
-        # a death in the last polish iteration restarts the trace
-        if (tail and log.history[-1][4] != "death"
-                and tail[0] >= trace[-1] - bound_round_off(trace[-1])):
-            trace = trace + tail
-        elif tail:
-            trace = tail
-        return trace, converged
-
-    def _refit_fixed_size(self, data, log):
-        """A fixed-size fit (no births, no deaths) with the current number of
-        components from a fresh start (``init_params``), as ``search=False`` fits it.
-        Replaces the current state and returns ``(trace, converged)``, or returns None
-        (state unchanged) when there are no iterations left."""
-        S = self._vb_["resp"].shape[1]
-        n_left = min(self.polish_iter, self.max_iter - self._total_iter
-                     - (-self._total_iter % self.rotation_interval))
-        if n_left <= 0 or S > data.n_samples:
-            return None
-        first_id = self._vb_["next_id"]
-        # the first restart with an integer seed starts where ``search=False`` with
-        # this number of components would: the search can then not end below that fit
-        if self.__dict__.get("_restart_index", 0) == 0 and isinstance(self.random_state,
-                                                                      Integral):
-            rng = check_random_state(self.random_state)
-        else:
-            rng = self._search_rng
-        self._vb_ = initial_state(data, S, self._n_max_factors(data.n_features), self.init_params,
-                                 self.alpha, self.a, self.b, rng)
-        # new components: ids not used before, so no parent counts as tried
-        self._vb_["ids"] = self._vb_["ids"] + first_id
-        self._vb_["next_id"] = first_id + S
-        first_updates(self._vb_, data)
-        log.epoch += 1
-        # number the refit's iterations so that the moves of every
-        # ``rotation_interval``-th iteration fall where they do in a search=False fit
-        self._total_iter += -self._total_iter % self.rotation_interval
-        self._deaths_allowed = False
-        self._strict_stop = True
-        searching, self._searching = self._searching, False  # as search=False fits
-        try:
-            trace, converged = self._run_epoch(
-                data, log.history, log.epoch, "refit", agitation_tol=0.0,
-                max_iter=n_left, relative=False)
-        finally:
-            self._deaths_allowed = True
-            self._strict_stop = False
-            self._searching = searching
-        # births may follow: a child must be free to use a column decoupled here (the
-        # decoupled q is a valid q, so dropping the constraint leaves F as it is)
-        self._vb_.pop("active", None)
-        return trace, converged
 
     # ================================================================ finalize
     def _finalize(self, data):
@@ -1443,9 +1035,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.labels_ = np.argmax(st["resp"], axis=1)
         st.pop("stats_cache", None)  # holds the training data; not part of the model
         st.pop("prev_mass", None)  # search bookkeeping
-        for name in ("_search_rng", "_total_iter", "_deaths_allowed", "_in_birth_epoch",
-                     "_stop_trace", "_strict_stop", "_principal_split_tried",
-                     "_n_partial_iter", "_searching"):
+        for name in ("_search_rng", "_control", "_principal_split_tried"):
             self.__dict__.pop(name, None)
 
     def _iteration_limit_text(self):

@@ -1,5 +1,5 @@
 """Changes of a mixture-of-factor-analysers state's structure: its loading columns
-(reorder, drop, decouple, rotate, shift) and its components (deaths).
+(reorder, drop, decouple, rotate, shift) and its components (deaths, splits).
 
 They act on the state dictionary of :mod:`sklearn_vb.mfa._vbem`.  The moves that
 return a change of F keep their result only when F does not decrease (otherwise the
@@ -19,7 +19,7 @@ from ._vbem import decoupling_masks, lower_bound, sufficient_statistics, update_
 __all__ = [
     "column_norms", "decouple_dead_factors", "drop_trailing_factors", "impose_decoupling",
     "keep_components", "kill_components", "permute_factors", "prune_dead_factors",
-    "rotate_factors", "translate_factors",
+    "rotate_factors", "split_component", "translate_factors",
 ]
 
 
@@ -218,3 +218,42 @@ def kill_components(st, data, death_threshold, shrinking_death_threshold):
     keep_components(st, np.flatnonzero(~dead))
     update_responsibilities(st, data)
     return True
+
+
+def split_component(st, Z, parent, d, spatial, hardness):
+    """Split component index ``parent`` into two children, at ``parent`` and at the new
+    last index, with centres ``μ ± d`` and half the parent's Dirichlet count each.
+    The responsibility split (eqs. 4.73-4.76) shares the parent's responsibilities by
+    the side of the hyperplane through ``μ`` normal to ``d`` (``hardness`` 1: all to
+    one side); the spatial split (``spatial``) gives each child half of them, for a
+    VBE step to replace."""
+    K = st["sigma"].shape[-1]
+    centre = st["lam_mean"][parent, :, K]
+    r_par = st["resp"][:, parent]
+    if spatial:
+        # both children are copies of the parent; the VBE step that follows replaces
+        # these responsibilities
+        r_a = r_b = 0.5 * r_par
+    else:
+        rho = ((Z - centre) @ d >= 0).astype(float)
+        h = hardness
+        r_a = r_par * (h * rho + (1 - h) * (1 - rho))
+        r_b = r_par * ((1 - h) * rho + h * (1 - rho))
+    S = st["resp"].shape[1]
+    order = np.r_[np.arange(S), parent]
+    if "active" in st:
+        st["active"] = st["active"][order]
+    for key in ("lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
+                "sigma", "logdet_sigma", "ids"):
+        st[key] = st[key][order].copy()
+    st["xbar"] = st["xbar"][:, order].copy()
+    resp = np.concatenate([st["resp"], r_b[:, None]], axis=1)
+    resp[:, parent] = r_a
+    st["resp"] = resp
+    st["alpha_hat"][parent] *= 0.5
+    st["alpha_hat"][S] *= 0.5
+    st["ids"][parent] = st["next_id"]
+    st["ids"][S] = st["next_id"] + 1
+    st["next_id"] += 2
+    st["lam_mean"][parent, :, K] = centre + d
+    st["lam_mean"][S, :, K] = centre - d
