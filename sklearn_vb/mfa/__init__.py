@@ -4,8 +4,8 @@ The package holds the estimator (``_estimator``), the VBEM updates and the bound
 state (``_vbem``), the changes of its structure (``_structure``), its point fits by EM
 (``_point``), the hyperparameter updates (``_hyper``), the rotation and translation
 moves of the factor bases (``_rotate``), the birth/death search (``_birth_death``) and
-the partial updates of its births (``_search``), its numba kernels (``kernels``, ``_batch_kernels``) and its view for the
-evidence estimators (``scoring_model``).
+the partial updates of its births (``_search``), its numba kernels (``kernels``,
+``_batch_kernels``) and its view for the evidence estimators (``scoring_model``).
 """
 
 from ._estimator import VBMixtureFactorAnalysers, fa_free_parameters, max_identifiable_factors

@@ -21,9 +21,10 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._core.base import bound_round_off
+from ._hyper import selected_hyperparameters
 from ._search import PartialBound, children_iteration
 from ._structure import prune_dead_factors
-from ._vbem import component_scores, first_updates, initial_state
+from ._vbem import component_scores, first_updates, initial_state, n_loading_columns
 
 __all__ = ["BirthDeathSearch", "RunControl", "birth_verdict", "resolved_max_tries"]
 
@@ -351,7 +352,7 @@ class BirthDeathSearch:
         iteration; it never decreases."""
         est, data = self.est, self.data
         trace = [est._lower_bound(data)]  # also caches every component's statistics
-        hyper = est._hyper_set()
+        hyper = selected_hyperparameters(est.optimize_hyperparameters)
         # F of the partial states at the cost of the children's terms
         bound = PartialBound(est._vb_, data.Z, children, data.log_jacobian)
         fixed = bound.residuals if "noise" in hyper else None
@@ -417,7 +418,7 @@ class BirthDeathSearch:
             rng = check_random_state(est.random_state)
         else:
             rng = est._search_rng
-        est._vb_ = initial_state(data, S, est._n_max_factors(data.n_features),
+        est._vb_ = initial_state(data, S, n_loading_columns(est.n_factors, data.n_features),
                                  est.init_params, est.alpha, est.a, est.b, rng)
         # new components: ids not used before, so no parent counts as tried
         est._vb_["ids"] = est._vb_["ids"] + first_id

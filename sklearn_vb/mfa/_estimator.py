@@ -58,18 +58,17 @@ from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator, predicted_remai
 from .._core.validation import validate_float_data
 from . import kernels as _k
 from ._birth_death import BirthDeathSearch, RunControl
-from ._hyper import update_alpha_prior, update_ard_prior, update_ard_rate, update_mean_prior
-from ._point import log_prior_density, noise_update, point_e_step, point_loadings, point_weights
+from ._hyper import (HYPER_NAMES, selected_hyperparameters, update_alpha_prior, update_ard_prior,
+                     update_ard_rate, update_mean_prior)
+from ._point import em_e_step, em_m_step, em_start
 from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
                          rotate_factors, split_component, translate_factors)
 from ._vbem import (bound_terms, component_scores, first_updates, initial_state, log_weights,
-                    lower_bound, pack_state, unpack_state, update_ard, update_factors,
+                    lower_bound, n_loading_columns, pack_state, unpack_state, update_ard, update_factors,
                     update_loadings, update_noise, update_responsibilities, update_weights)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
-_HYPER_NAMES = ("noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior")
-_HYPER_DEFAULT = ("noise", "ard_rate")
 
 
 def max_identifiable_factors(p):
@@ -135,6 +134,27 @@ class _FitData:
     def __post_init__(self):
         self.n_samples, self.n_features = self.Z.shape
         self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
+
+
+def _fit_data(X, standardize, psi_min):
+    """The data in fitting units (standardised per feature with ``standardize``) and
+    the floor on the noise variances (``psi_min``)."""
+    mean = X.mean(axis=0)
+    std = X.std(axis=0)
+    if standardize:
+        scale = np.where(std > 0, std, 1.0)
+        shift = mean
+    else:
+        scale = np.ones(X.shape[1])
+        shift = np.zeros(X.shape[1])
+    Z = (X - shift) / scale
+    var = Z.var(axis=0)
+    var = np.where(var > 0, var, 1.0)
+    if isinstance(psi_min, str):  # "auto"
+        floor = np.maximum(1e-5 * var, _quantisation_variance(X) / scale**2)
+    else:
+        floor = psi_min * var
+    return _FitData(Z, shift, scale, var, floor)
 
 
 class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBEMEstimator):
@@ -622,26 +642,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self.score_method = score_method
 
     # ================================================================ setup
-    def _hyper_set(self):
-        opt = self.optimize_hyperparameters
-        if opt is True:
-            return set(_HYPER_DEFAULT)
-        if opt is False:
-            return set()
-        names = set(opt)
-        unknown = names - set(_HYPER_NAMES)
-        if unknown:
-            raise ValueError(
-                f"optimize_hyperparameters contains unknown name(s) {sorted(unknown)}; "
-                f"allowed: {list(_HYPER_NAMES)} or a bool."
-            )
-        return names
-
     def _check_fit_data(self, X, **fit_params):
         if fit_params:
             raise TypeError(f"fit got unexpected argument(s) {sorted(fit_params)}.")
         X = validate_float_data(self, X, ensure_min_samples=1, reset=True)
-        hyper = self._hyper_set()
+        hyper = selected_hyperparameters(self.optimize_hyperparameters)
         if self.method != "vb":
             if self.search:
                 raise ValueError(f"method={self.method!r} fits a fixed number of components: "
@@ -660,25 +665,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             raise ValueError(
                 f"n_components={self.n_components} must be <= n_samples={X.shape[0]}."
             )
-        mean = X.mean(axis=0)
-        std = X.std(axis=0)
-        if self.standardize:
-            scale = np.where(std > 0, std, 1.0)
-            shift = mean
-        else:
-            scale = np.ones(X.shape[1])
-            shift = np.zeros(X.shape[1])
-        Z = (X - shift) / scale
-        var = Z.var(axis=0)
-        var = np.where(var > 0, var, 1.0)
-        if isinstance(self.psi_min, str):  # "auto"
-            floor = np.maximum(1e-5 * var, _quantisation_variance(X) / scale**2)
-        else:
-            floor = self.psi_min * var
-        return _FitData(Z, shift, scale, var, floor)
-
-    def _n_max_factors(self, p):
-        return max(p - 1, 0) if self.n_factors is None else int(self.n_factors)
+        return _fit_data(X, self.standardize, self.psi_min)
 
     def _initialize(self, data, random_state):
         # the restarts of one fit (``n_init``) are numbered: a search restart after the
@@ -686,11 +673,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._restart_index = self.__dict__.get("_restart_index", -1) + 1
         self._search_rng = random_state
         self._principal_split_tried = set()
-        self._vb_ = initial_state(data, self.n_components, self._n_max_factors(data.n_features),
-                                 self.init_params, self.alpha, self.a, self.b, random_state)
+        K = n_loading_columns(self.n_factors, data.n_features)
+        self._vb_ = initial_state(data, self.n_components, K, self.init_params, self.alpha,
+                                  self.a, self.b, random_state)
         first_updates(self._vb_, data)
         if self.method != "vb":
-            self._start_point(data)
+            self._vb_ = em_start(self._vb_, self.a, self.b, self.alpha)
+            self._step_e(data, 0)
 
     # ================================================================ point EM
     @property
@@ -699,56 +688,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         st = getattr(self, "_vb_", None)
         return st is not None and bool(st.get("point", False))
 
-    def _start_point(self, data):
-        """The point of the VBEM initial state (its proportions and loading means,
-        ``Ψ`` at the data variance), then an E step there."""
-        st = self._vb_
-        S, p, K1 = st["lam_mean"].shape
-        self._vb_ = {
-            "point": True,
-            "weights": st["alpha_hat"] / st["alpha_hat"].sum(),
-            "lam_mean": st["lam_mean"].copy(),
-            "lam_cov": np.zeros((S, p, K1, K1)),
-            "psi": st["psi"].copy(),
-            "mu_star": st["mu_star"], "nu_star": st["nu_star"],
-            "a_star": float(self.a), "b_star": float(self.b),
-            "alpha_star": float(self.alpha), "ids": st["ids"], "next_id": st["next_id"],
-        }
-        self._step_e(data, 0)
-
-    def _point_log_prior(self, st):
-        """The prior term of the EM objective (0 for ML)."""
-        if self.method == "ml":
-            return 0.0
-        S = st["weights"].shape[0]
-        lp = float(log_prior_density(st["weights"][None], st["lam_mean"][None],
-                                     st["a_star"], st["b_star"], st["mu_star"], st["nu_star"],
-                                     np.full(S, st["alpha_star"] / S))[0])
-        if S > 1:  # the softmax-basis mode: its Jacobian is part of the objective
-            lp += float(np.sum(np.log(st["weights"])))
-        return lp
-
     def _step_e(self, data, iteration):
-        st = self._vb_
-        e = point_e_step(data.Z, st["weights"], st["lam_mean"], st["psi"])
-        for key in ("resp", "sigma", "logdet_sigma", "xbar"):
-            st[key] = e[key]
-        st["point_stats"] = (e["Nk"], e["W"], e["C"], e["D"])
-        st["loglik"] = e["loglik"] + data.log_jacobian
-        st["objective"] = st["loglik"] + self._point_log_prior(st)
+        em_e_step(self._vb_, data, self.method)
 
     def _step_m(self, data, iteration):
-        st = self._vb_
-        Nk, W, C, D = st["point_stats"]
-        S = Nk.shape[0]
-        kind = self.method
-        st["weights"] = point_weights(Nk, kind, np.full(S, st["alpha_star"] / S))
-        lam = point_loadings(W, C, st["psi"], kind, st["lam_mean"], st["a_star"],
-                             st["b_star"], st["nu_star"], st["mu_star"])
-        st["lam_mean"] = lam
-        if "noise" in self._hyper_set():
-            second = lam[:, :, :, None] * lam[:, :, None, :]
-            st["psi"] = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
+        noise = "noise" in selected_hyperparameters(self.optimize_hyperparameters)
+        em_m_step(self._vb_, data, self.method, noise)
 
     def _finalize_point(self, data):
         st = self._vb_
@@ -786,8 +731,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if self.method != "vb":
             return ("m", "e")
         steps = ["factors", "loadings", "responsibilities", "weights", "ard"]
-        hyper = self._hyper_set()
-        steps += [h for h in _HYPER_NAMES if h in hyper]
+        hyper = selected_hyperparameters(self.optimize_hyperparameters)
+        steps += [h for h in HYPER_NAMES if h in hyper]
         if self.rotations:
             steps.append("rotate")
         if self.prune_factors:
@@ -1046,23 +991,16 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return super()._iteration_limit_text()
 
     # ================================================================ inference
-    def _fitting_units(self, X):
-        self._check_is_fitted()
-        X = validate_float_data(self, X, reset=False)
-        return (X - self._shift_) / self._scale_
-
-    def _estimate_log_weights(self, X):
-        Z = self._fitting_units(X)  # first: an unfitted estimator has no state
-        return log_weights(self._vb_, Z)
-
     def predict_proba(self, X):
         """Component responsibilities q(s | x) of each row, shape (n_samples, S)."""
-        ell = self._estimate_log_weights(X)
+        Z = self._check_new_data(X)
+        ell = log_weights(self._vb_, Z)
         return np.exp(ell - logsumexp(ell, axis=1, keepdims=True))
 
     def predict(self, X):
         """Most responsible component of each row."""
-        return np.argmax(self._estimate_log_weights(X), axis=1)
+        Z = self._check_new_data(X)
+        return np.argmax(log_weights(self._vb_, Z), axis=1)
 
     def fit_predict(self, X, y=None):
         """Fit and return the component labels of the training rows."""
@@ -1077,7 +1015,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Factors are in the component's own latent coordinates (unit prior variance);
         inactive ARD columns give values near 0.
         """
-        Z = self._fitting_units(X)
+        Z = self._check_new_data(X)
         st = self._vb_
         M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
         xbar = _k.factor_means(Z, st["lam_mean"], st["psi"], st["sigma"], M)
@@ -1096,7 +1034,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         density (thesis eq. 4.85).
         """
         method = self.score_method if method is None else method
-        return self._log_densities(self._fitting_units(X), method)
+        return self._log_densities(self._check_new_data(X), method)
 
     def _log_densities(self, Z, method):
         """:meth:`score_samples` of the rows ``Z`` in fitting units."""
@@ -1135,7 +1073,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     # ---------------------------------------------------------------- bic / aic
     def _check_new_data(self, X):
-        return self._fitting_units(X)
+        """``X`` validated and in fitting units."""
+        self._check_is_fitted()
+        X = validate_float_data(self, X, reset=False)
+        return (X - self._shift_) / self._scale_
 
     def _log_likelihood(self, Z):
         return float(np.sum(self._log_densities(Z, "plugin")))

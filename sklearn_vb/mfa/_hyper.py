@@ -25,9 +25,30 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, polygamma
 
-__all__ = ["ard_rate_maximiser", "ard_rate_objective", "loading_half_second_moments",
-           "solve_log_newton", "update_alpha_prior", "update_ard_prior", "update_ard_rate",
+__all__ = ["HYPER_NAMES", "ard_rate_maximiser", "ard_rate_objective",
+           "loading_half_second_moments", "selected_hyperparameters", "solve_log_newton", "update_alpha_prior", "update_ard_prior", "update_ard_rate",
            "update_mean_prior"]
+
+#: the hyperparameters ``optimize_hyperparameters`` may name, in the order of their steps
+HYPER_NAMES = ("noise", "mean_prior", "ard_rate", "ard_prior", "alpha_prior")
+_HYPER_DEFAULT = ("noise", "ard_rate")
+
+
+def selected_hyperparameters(optimize):
+    """The set of hyperparameter names ``optimize_hyperparameters`` selects (True: Ψ
+    and the ARD rate b*)."""
+    if optimize is True:
+        return set(_HYPER_DEFAULT)
+    if optimize is False:
+        return set()
+    names = set(optimize)
+    unknown = names - set(HYPER_NAMES)
+    if unknown:
+        raise ValueError(
+            f"optimize_hyperparameters contains unknown name(s) {sorted(unknown)}; "
+            f"allowed: {list(HYPER_NAMES)} or a bool."
+        )
+    return names
 
 
 def ard_rate_objective(b_star, half_sq, a_star, a_tilde):

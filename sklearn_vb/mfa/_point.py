@@ -40,7 +40,8 @@ from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import spd_inverse_jittered
 
 __all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
-           "principal_axes", "noise_residual", "noise_update", "log_prior_density"]
+           "principal_axes", "noise_residual", "noise_update", "log_prior_density",
+           "em_start", "em_e_step", "em_m_step"]
 
 
 def factor_posterior(lam, psi):
@@ -188,3 +189,62 @@ def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):
         with np.errstate(divide="ignore", invalid="ignore"):
             out = out + dirichlet_log_pdf(w, alpha0)
     return np.asarray(out, dtype=float)
+
+
+# ---------------------------------------------------------------- the estimator's EM
+# The estimator keeps a point fit in its state dictionary: ``weights``, ``lam_mean``
+# (``[Lambda_s, mu_s]``), ``psi``, the prior's ``mu_star``, ``nu_star``, ``a_star``,
+# ``b_star``, ``alpha_star``, and after an E step the responsibilities, the factor
+# posteriors, the statistics of the M step, the log-likelihood and the EM objective.
+
+def em_start(st, a, b, alpha):
+    """The point of a VBEM initial state ``st`` (its proportions and loading means,
+    ``Ψ`` at the data variance) with the prior ``a``, ``b``, ``alpha``; a new state."""
+    S, p, K1 = st["lam_mean"].shape
+    return {
+        "point": True,
+        "weights": st["alpha_hat"] / st["alpha_hat"].sum(),
+        "lam_mean": st["lam_mean"].copy(),
+        "lam_cov": np.zeros((S, p, K1, K1)),
+        "psi": st["psi"].copy(),
+        "mu_star": st["mu_star"], "nu_star": st["nu_star"],
+        "a_star": float(a), "b_star": float(b),
+        "alpha_star": float(alpha), "ids": st["ids"], "next_id": st["next_id"],
+    }
+
+
+def _em_log_prior(st, kind):
+    """The prior term of the EM objective (0 for ML)."""
+    if kind == "ml":
+        return 0.0
+    S = st["weights"].shape[0]
+    lp = float(log_prior_density(st["weights"][None], st["lam_mean"][None],
+                                 st["a_star"], st["b_star"], st["mu_star"], st["nu_star"],
+                                 np.full(S, st["alpha_star"] / S))[0])
+    if S > 1:  # the softmax-basis mode: its Jacobian is part of the objective
+        lp += float(np.sum(np.log(st["weights"])))
+    return lp
+
+
+def em_e_step(st, data, kind):
+    """The E step at the stored point, and the log-likelihood (with the Jacobian of
+    the standardisation) and EM objective there."""
+    e = point_e_step(data.Z, st["weights"], st["lam_mean"], st["psi"])
+    for key in ("resp", "sigma", "logdet_sigma", "xbar"):
+        st[key] = e[key]
+    st["point_stats"] = (e["Nk"], e["W"], e["C"], e["D"])
+    st["loglik"] = e["loglik"] + data.log_jacobian
+    st["objective"] = st["loglik"] + _em_log_prior(st, kind)
+
+
+def em_m_step(st, data, kind, noise):
+    """The M step from the statistics of the last E step (``noise``: re-estimate Ψ)."""
+    Nk, W, C, D = st["point_stats"]
+    S = Nk.shape[0]
+    st["weights"] = point_weights(Nk, kind, np.full(S, st["alpha_star"] / S))
+    lam = point_loadings(W, C, st["psi"], kind, st["lam_mean"], st["a_star"],
+                         st["b_star"], st["nu_star"], st["mu_star"])
+    st["lam_mean"] = lam
+    if noise:
+        second = lam[:, :, :, None] * lam[:, :, None, :]
+        st["psi"] = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)

@@ -24,11 +24,16 @@ from . import kernels as _k
 from ._point import noise_update
 
 __all__ = [
-    "bound_terms", "component_scores", "decoupling_masks", "first_updates",
+    "n_loading_columns", "bound_terms", "component_scores", "decoupling_masks", "first_updates",
     "initial_state", "log_weights", "lower_bound", "pack_state", "sufficient_statistics",
     "unpack_state", "update_ard", "update_factors", "update_loadings", "update_noise",
     "update_responsibilities", "update_weights",
 ]
+
+
+def n_loading_columns(n_factors, p):
+    """The number of loading columns per component: ``n_factors``, by default ``p - 1``."""
+    return max(p - 1, 0) if n_factors is None else int(n_factors)
 
 
 def initial_state(data, S, K, init_params, alpha, a, b, random_state):
