@@ -58,13 +58,14 @@ from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator, predicted_remai
 from .._core.validation import validate_float_data
 from . import kernels as _k
 from ._birth_death import BirthDeathSearch, RunControl
+from ._fitted import VB_ONLY_ATTRIBUTES, point_attributes, vb_attributes
 from ._hyper import (HYPER_NAMES, selected_hyperparameters, update_alpha_prior, update_ard_prior,
                      update_ard_rate, update_mean_prior)
 from ._point import em_e_step, em_m_step, em_start
 from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
                          rotate_factors, split_component, translate_factors)
-from ._vbem import (bound_terms, component_scores, first_updates, initial_state, log_weights,
-                    lower_bound, n_loading_columns, pack_state, unpack_state, update_ard, update_factors,
+from ._vbem import (first_updates, initial_state, log_weights, lower_bound, n_loading_columns,
+                    pack_state, unpack_state, update_ard, update_factors,
                     update_loadings, update_noise, update_responsibilities, update_weights)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
@@ -695,36 +696,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         noise = "noise" in selected_hyperparameters(self.optimize_hyperparameters)
         em_m_step(self._vb_, data, self.method, noise)
 
-    def _finalize_point(self, data):
-        st = self._vb_
-        K = st["lam_mean"].shape[-1] - 1
-        scale, shift = data.scale, data.shift
-        self._shift_, self._scale_ = shift, scale
-        self.feature_shift_, self.feature_scale_ = shift.copy(), scale.copy()
-        S = st["weights"].shape[0]
-        self.search_history_ = None
-        self.n_births_proposed_ = self.n_births_accepted_ = self.n_partial_iter_ = 0
-        self.n_epochs_ = 1
-        self.n_components_ = S
-        self.weights_ = st["weights"].copy()
-        self.means_ = st["lam_mean"][:, :, K] * scale + shift
-        self.loadings_ = st["lam_mean"][:, :, :K] * scale[None, :, None]
-        self.noise_variance_ = st["psi"] * scale**2
-        self.active_factors_ = np.ones((S, K), dtype=bool)
-        self.n_factors_per_component_ = np.full(S, K, dtype=int)
-        self.n_factors_max_ = K
-        self.labels_ = np.argmax(st["resp"], axis=1)
-        self.log_likelihood_ = float(st["loglik"])
-        self.objective_ = self.lower_bound_
-        self.objectives_ = self.lower_bounds_
-        for name in ("dirichlet_concentration_", "loading_means_", "loading_covariances_",
-                     "ard_shape_", "ard_rate_", "ard_precisions_", "mean_prior_",
-                     "alpha_prior_", "ard_prior_", "bound_terms_", "component_scores_"):
-            self.__dict__.pop(name, None)
-        st.pop("point_stats", None)  # holds statistics of the training data
-        for name in ("_search_rng", "_control", "_principal_split_tried"):
-            self.__dict__.pop(name, None)
-
     # ================================================================ updates
     # ---------------------------------------------------------------- steps
     def _iteration_steps(self):
@@ -940,46 +911,26 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     # ================================================================ finalize
     def _finalize(self, data):
-        if self._point_fitted:
-            self._finalize_point(data)
-            return
         st = self._vb_
-        K = st["sigma"].shape[-1]
-        scale, shift = data.scale, data.shift
-        self._shift_, self._scale_ = shift, scale
-        self.feature_shift_, self.feature_scale_ = shift.copy(), scale.copy()
-        S = st["resp"].shape[1]
+        self._shift_, self._scale_ = data.shift, data.scale
+        if self._point_fitted:
+            fitted = point_attributes(st, data)
+            fitted.update(objective_=self.lower_bound_, objectives_=self.lower_bounds_)
+            for name in VB_ONLY_ATTRIBUTES:
+                self.__dict__.pop(name, None)
+            st.pop("point_stats", None)  # holds statistics of the training data
+        else:
+            fitted = vb_attributes(st, data, self.ard_threshold)
+            st.pop("stats_cache", None)  # holds the training data; not part of the model
+            st.pop("prev_mass", None)  # search bookkeeping
         if self.search:
             self.n_iter_ = int(self._search_total_iter_)
         else:
             self.search_history_ = None
             self.n_births_proposed_ = self.n_births_accepted_ = self.n_partial_iter_ = 0
             self.n_epochs_ = 1
-        self.n_components_ = S
-        self.dirichlet_concentration_ = st["alpha_hat"].copy()
-        self.weights_ = st["alpha_hat"] / st["alpha_hat"].sum()
-        self.loading_means_ = st["lam_mean"].copy()
-        self.loading_covariances_ = st["lam_cov"].copy()
-        self.means_ = st["lam_mean"][:, :, K] * scale + shift
-        self.loadings_ = st["lam_mean"][:, :, :K] * scale[None, :, None]
-        self.ard_shape_ = float(st["a_tilde"])
-        self.ard_rate_ = st["b_tilde"].copy()
-        self.ard_precisions_ = st["a_tilde"] / st["b_tilde"]
-        self.noise_variance_ = st["psi"] * scale**2
-        self.mean_prior_ = (st["mu_star"] * scale + shift, st["nu_star"] / scale**2)
-        self.alpha_prior_ = float(st["alpha_star"])
-        self.ard_prior_ = (float(st["a_star"]), float(st["b_star"]))
-        col = np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
-        self.active_factors_ = col > self.ard_threshold
-        self.n_factors_per_component_ = self.active_factors_.sum(axis=1).astype(int)
-        self.n_factors_max_ = K
-        terms = bound_terms(self._vb_, data)
-        terms["jacobian"] = data.log_jacobian
-        self.bound_terms_ = terms
-        self.component_scores_ = component_scores(self._vb_, data)
-        self.labels_ = np.argmax(st["resp"], axis=1)
-        st.pop("stats_cache", None)  # holds the training data; not part of the model
-        st.pop("prev_mass", None)  # search bookkeeping
+        for name, value in fitted.items():
+            setattr(self, name, value)
         for name in ("_search_rng", "_control", "_principal_split_tried"):
             self.__dict__.pop(name, None)
 

@@ -1,0 +1,78 @@
+"""The fitted attributes of a mixture-of-factor-analysers state, in the units of the
+data as given.
+
+The state (:mod:`sklearn_vb.mfa._vbem`, or a point fit of
+:mod:`sklearn_vb.mfa._point`) is in fitting units: the data less ``data.shift``,
+divided by ``data.scale``.  Each function returns ``{attribute name: value}``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._vbem import bound_terms, component_scores
+
+__all__ = ["VB_ONLY_ATTRIBUTES", "point_attributes", "vb_attributes"]
+
+#: attributes of a variational fit that a point fit does not have
+VB_ONLY_ATTRIBUTES = ("dirichlet_concentration_", "loading_means_", "loading_covariances_",
+                      "ard_shape_", "ard_rate_", "ard_precisions_", "mean_prior_",
+                      "alpha_prior_", "ard_prior_", "bound_terms_", "component_scores_")
+
+
+def _shared(st, data, S, K):
+    scale, shift = data.scale, data.shift
+    return {
+        "feature_shift_": shift.copy(),
+        "feature_scale_": scale.copy(),
+        "n_components_": S,
+        "means_": st["lam_mean"][:, :, K] * scale + shift,
+        "loadings_": st["lam_mean"][:, :, :K] * scale[None, :, None],
+        "noise_variance_": st["psi"] * scale**2,
+        "n_factors_max_": K,
+        "labels_": np.argmax(st["resp"], axis=1),
+    }
+
+
+def point_attributes(st, data):
+    """The attributes of a point fit (``method="ml"`` or ``"map"``)."""
+    K = st["lam_mean"].shape[-1] - 1
+    S = st["weights"].shape[0]
+    out = _shared(st, data, S, K)
+    out.update(
+        weights_=st["weights"].copy(),
+        active_factors_=np.ones((S, K), dtype=bool),
+        n_factors_per_component_=np.full(S, K, dtype=int),
+        log_likelihood_=float(st["loglik"]),
+    )
+    return out
+
+
+def vb_attributes(st, data, ard_threshold):
+    """The attributes of a variational fit; a loading column is active when its
+    ``||E Λ^s_{·j}||² / Σ_q ψ_q`` exceeds ``ard_threshold``."""
+    K = st["sigma"].shape[-1]
+    S = st["resp"].shape[1]
+    scale, shift = data.scale, data.shift
+    out = _shared(st, data, S, K)
+    col = np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
+    active = col > ard_threshold
+    terms = bound_terms(st, data)
+    terms["jacobian"] = data.log_jacobian
+    out.update(
+        dirichlet_concentration_=st["alpha_hat"].copy(),
+        weights_=st["alpha_hat"] / st["alpha_hat"].sum(),
+        loading_means_=st["lam_mean"].copy(),
+        loading_covariances_=st["lam_cov"].copy(),
+        ard_shape_=float(st["a_tilde"]),
+        ard_rate_=st["b_tilde"].copy(),
+        ard_precisions_=st["a_tilde"] / st["b_tilde"],
+        mean_prior_=(st["mu_star"] * scale + shift, st["nu_star"] / scale**2),
+        alpha_prior_=float(st["alpha_star"]),
+        ard_prior_=(float(st["a_star"]), float(st["b_star"])),
+        active_factors_=active,
+        n_factors_per_component_=active.sum(axis=1).astype(int),
+        bound_terms_=terms,
+        component_scores_=component_scores(st, data),
+    )
+    return out
