@@ -63,7 +63,8 @@ from ._hyper import (HYPER_NAMES, selected_hyperparameters, update_alpha_prior, 
                      update_ard_rate, update_mean_prior)
 from ._point import em_e_step, em_m_step, em_start
 from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
-                         rotate_factors, split_component, translate_factors)
+                         rotate_factors, split_component, split_displacement,
+                         translate_factors)
 from ._vbem import (first_updates, initial_state, log_weights, lower_bound, n_loading_columns,
                     pack_state, unpack_state, update_ard, update_factors,
                     update_loadings, update_noise, update_responsibilities, update_weights)
@@ -811,24 +812,15 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         the new last index: the responsibility split (eqs. 4.73-4.76) or the spatial
         split (``split``), along the direction of ``split_direction``."""
         st = self._vb_
-        rng = self._search_rng
-        K = st["sigma"].shape[-1]
-        lam_x = st["lam_mean"][parent, :, :K]
-        norms = np.sum(lam_x**2, axis=0)
         tried = self.__dict__.setdefault("_principal_split_tried", set())
         parent_id = int(st["ids"][parent])
         # the spatial split moves the children by d itself: the parent's strongest
         # loading column is no displacement when ARD has shrunk every column
-        if (self.split_direction == "principal-first" and self.split != "spatial" and K
-                and norms.max() > 0 and parent_id not in tried
-                and self.__dict__.get("_restart_index", 0) == 0):
-            # the parent's strongest factor: the direction of its largest variance
+        principal = (self.split_direction == "principal-first" and self.split != "spatial"
+                     and parent_id not in tried and self.__dict__.get("_restart_index", 0) == 0)
+        d, principal = split_displacement(st, parent, self._search_rng, principal)
+        if principal:
             tried.add(parent_id)
-            d = lam_x[:, int(np.argmax(norms))].copy()
-        else:
-            d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(
-                data.n_features
-            )
         split_component(st, data.Z, parent, d, self.split == "spatial", self.split_hardness)
         if self.split == "spatial":
             # VBE step (eqs. 4.51-4.55, then q(s) of every point): the children

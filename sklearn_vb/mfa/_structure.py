@@ -19,7 +19,7 @@ from ._vbem import decoupling_masks, lower_bound, sufficient_statistics, update_
 __all__ = [
     "column_norms", "decouple_dead_factors", "drop_trailing_factors", "impose_decoupling",
     "keep_components", "kill_components", "permute_factors", "prune_dead_factors",
-    "rotate_factors", "split_component", "translate_factors",
+    "rotate_factors", "split_component", "split_displacement", "translate_factors",
 ]
 
 
@@ -218,6 +218,21 @@ def kill_components(st, data, death_threshold, shrinking_death_threshold):
     keep_components(st, np.flatnonzero(~dead))
     update_responsibilities(st, data)
     return True
+
+
+def split_displacement(st, parent, rng, principal):
+    """The displacement ``d`` of a split of component index ``parent`` and whether it
+    is the parent's strongest loading column (the direction of its largest variance),
+    which it is when ``principal`` asks for it and the parent has a nonzero column;
+    otherwise a draw from ``N(0, ΛΛᵀ + Ψ)`` of the parent (eq. 4.73) with ``rng``."""
+    K = st["sigma"].shape[-1]
+    lam_x = st["lam_mean"][parent, :, :K]
+    norms = np.sum(lam_x**2, axis=0)
+    if principal and K and norms.max() > 0:
+        return lam_x[:, int(np.argmax(norms))].copy(), True
+    p = st["psi"].shape[0]
+    d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(p)
+    return d, False
 
 
 def split_component(st, Z, parent, d, spatial, hardness):
