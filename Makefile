@@ -19,7 +19,7 @@ $(STAMP): $(PY) pyproject.toml
 
 # compile and cache every estimator's numba kernels once, so that no later process
 # (the demo, a test, a user's first fit) spends its first fit compiling them
-$(KERNELS): $(STAMP) $(wildcard sklearn_vb/_kernels/*.py sklearn_vb/_core/kernels/*.py sklearn_vb/*/*kernels.py)
+$(KERNELS): $(STAMP) $(wildcard sklearn_vb/_core/kernels/*.py sklearn_vb/*/*kernels.py sklearn_vb/lds/kalman.py sklearn_vb/hmm/forward_backward.py)
 	$(PY) -m sklearn_vb compile
 	touch $(KERNELS)
 

@@ -68,7 +68,7 @@ MODEL_DEPENDENCIES = {
 #: matching prefix.
 LAYERS = [
     # numba kernels of general use; a model's own kernels live in its package
-    ("shared kernels", ["_core.kernels", "_core.__init__", "_kernels.__init__", "_version"]),
+    ("shared kernels", ["_core.kernels", "_core.__init__", "_version"]),
     ("shared maths", ["_core.distributions", "_core.validation", "_core.fingerprint",
                       "_core.numerics", "_core.progress"]),
     # sklearn_vb.base is the public address of _core.base
