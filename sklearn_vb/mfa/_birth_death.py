@@ -418,8 +418,10 @@ class BirthDeathSearch:
             rng = check_random_state(est.random_state)
         else:
             rng = est._search_rng
-        est._vb_ = initial_state(data, S, n_loading_columns(est.n_factors, data.n_features),
-                                 est.init_params, est.alpha, est.a, est.b, rng)
+        est._vb_ = initial_state(
+            data, S, n_loading_columns(est.n_factors, data.n_features), est.init_params,
+            est.alpha, est.a, est.b, rng,
+            noise_estimated="noise" in selected_hyperparameters(est.optimize_hyperparameters))
         # new components: ids not used before, so no parent counts as tried
         est._vb_["ids"] = est._vb_["ids"] + first_id
         est._vb_["next_id"] = first_id + S

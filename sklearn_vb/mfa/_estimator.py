@@ -676,8 +676,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._search_rng = random_state
         self._principal_split_tried = set()
         K = n_loading_columns(self.n_factors, data.n_features)
-        self._vb_ = initial_state(data, self.n_components, K, self.init_params, self.alpha,
-                                  self.a, self.b, random_state)
+        self._vb_ = initial_state(
+            data, self.n_components, K, self.init_params, self.alpha, self.a, self.b,
+            random_state,
+            noise_estimated="noise" in selected_hyperparameters(self.optimize_hyperparameters))
         first_updates(self._vb_, data)
         if self.method != "vb":
             self._vb_ = em_start(self._vb_, self.a, self.b, self.alpha)

@@ -198,8 +198,8 @@ def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):
 # posteriors, the statistics of the M step, the log-likelihood and the EM objective.
 
 def em_start(st, a, b, alpha):
-    """The point of a VBEM initial state ``st`` (its proportions and loading means,
-    ``Ψ`` at the data variance) with the prior ``a``, ``b``, ``alpha``; a new state."""
+    """The point of a VBEM initial state ``st`` (its proportions, loading means and
+    ``Ψ``) with the prior ``a``, ``b``, ``alpha``; a new state."""
     S, p, K1 = st["lam_mean"].shape
     return {
         "point": True,

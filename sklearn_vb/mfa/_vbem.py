@@ -31,14 +31,27 @@ __all__ = [
 ]
 
 
+#: the smallest initial sensor noise, relative to the data's variance: a cluster of
+#: fewer points than dimensions leaves no residual at all
+_PSI_INIT_FLOOR = 1e-6
+
+
 def n_loading_columns(n_factors, p):
     """The number of loading columns per component: ``n_factors``, by default ``p - 1``."""
     return max(p - 1, 0) if n_factors is None else int(n_factors)
 
 
-def initial_state(data, S, K, init_params, alpha, a, b, random_state):
+def initial_state(data, S, K, init_params, alpha, a, b, random_state, noise_estimated=True):
     """The initial state with ``S`` components and ``K`` loading columns
-    (``init_params``), before the first updates of q(x|s), q(Λ̃), q(ν) and q(π)."""
+    (``init_params``), before the first updates of q(x|s), q(Λ̃), q(ν) and q(π).
+
+    When it is estimated (``noise_estimated``), the sensor noise Ψ starts at what the
+    initial loadings leave unexplained: the diagonal of each cluster's covariance less
+    its loadings' share, averaged over the clusters.  Started at the data's total
+    variance instead, the noise swamps tight clusters and the first E step spreads every
+    point over its neighbours' components, a basin the updates do not leave
+    (``tests/mfa/test_mfa_initial_noise.py``).  Held fixed, Ψ stays at the data's
+    variance, as ``optimize_hyperparameters`` documents."""
     Z = data.Z
     N, p = Z.shape
     if S == 1:
@@ -63,6 +76,7 @@ def initial_state(data, S, K, init_params, alpha, a, b, random_state):
     # loadings: probabilistic PCA of each initial cluster (leading directions in
     # the first columns, which lets ARD prune the trailing ones quickly), with a
     # small random perturbation so that no column starts exactly degenerate.
+    residual = np.zeros(p)
     for s in range(S):
         diff = Z - centres[s]
         cov = (resp[:, s, None] * diff).T @ diff / max(Nk[s], 1.0)
@@ -70,6 +84,12 @@ def initial_state(data, S, K, init_params, alpha, a, b, random_state):
         evals, evecs = evals[::-1], evecs[:, ::-1]
         rest = evals[K:].mean() if K < p else 0.0
         lam_mean[s, :, :K] = evecs[:, :K] * np.sqrt(np.maximum(evals[:K] - rest, 1e-6))
+        explained = np.einsum("ik,ik->i", lam_mean[s, :, :K], lam_mean[s, :, :K])
+        residual += Nk[s] * (np.diag(cov) - explained)
+    if noise_estimated:
+        psi = np.maximum(residual / N, _PSI_INIT_FLOOR * data.var)
+    else:
+        psi = data.var.copy()
     lam_mean[:, :, :K] += 1e-3 * random_state.standard_normal((S, p, K))
     return {
         "resp": resp,
@@ -79,7 +99,7 @@ def initial_state(data, S, K, init_params, alpha, a, b, random_state):
         "alpha_hat": alpha / S + Nk,
         "a_tilde": a + 0.5 * p,
         "b_tilde": np.full((S, K), float(b)),
-        "psi": data.var.copy(),
+        "psi": psi,
         "mu_star": mu_star,
         "nu_star": nu_star,
         "a_star": float(a),
