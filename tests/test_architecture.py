@@ -50,7 +50,6 @@ MODELS = {
     "mfa": ["mfa"],
     "lds": ["lds"],
     "bdmc_models": ["bdmc_models"],
-    "bernoulli_mixture": ["_bernoulli_mixture"],
 }
 
 #: model package -> the model packages it builds on

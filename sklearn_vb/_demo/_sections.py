@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._bernoulli_mixture import VBBernoulliMixture
+from .bernoulli_mixture import VBBernoulliMixture
 from ..dag import VBDiscreteDAG
 from ..datasets import (BEAL_TRUE_CODE, bipartite_structure, enumerate_bipartite_structures,
                         make_beal_dag, make_hmm_sequences, make_lds, make_lds_params,

@@ -17,8 +17,8 @@ from scipy.special import betaln, gammaln, logsumexp
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from ._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
-from ._core.distributions import dirichlet_expected_log, dirichlet_kl
+from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from .._core.distributions import dirichlet_expected_log, dirichlet_kl
 
 __all__ = ["VBBernoulliMixture", "bernoulli_mixture_log_evidence"]
 
