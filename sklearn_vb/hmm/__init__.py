@@ -6,6 +6,7 @@ kernels (``kernels``, ``forward_backward``, ``_joint_kernels``) and its views fo
 evidence estimators (``scoring_model`` and the ``_scoring_*`` modules behind it).
 """
 
-from ._estimator import VBHiddenMarkov, optimize_dirichlet_scale
+from ._estimator import VBHiddenMarkov
+from ._vbem import optimize_dirichlet_scale
 
 __all__ = ["VBHiddenMarkov"]

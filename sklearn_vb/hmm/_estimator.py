@@ -22,16 +22,20 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import digamma, polygamma
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
+from .._core.distributions import dirichlet_expected_log
 from . import kernels as _k
 from .forward_backward import forward_backward
-from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
+from ._init import initial_posterior, start_point
+from ._point import (complete_log_likelihood, point_e_step, point_emission_attributes,
+                     point_log_prior, point_m_step)
+from ._vbem import (DirichletHMM, expected_log_params, frame_marginals, kl_terms,
+                    lower_bound_after_vbm, optimize_dirichlet_scale, pack_posterior,
+                    stats_from_vbe, unpack_posterior, vbe, vbm)
 from .._core.validation import (
     check_sequences,
     check_sequences_routed,
@@ -40,76 +44,9 @@ from .._core.validation import (
 )
 from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
-from .emissions._checks import check_dirichlet_prior, init_posterior_array
+from .emissions._checks import check_dirichlet_prior
 
 __all__ = ["VBHiddenMarkov"]
-
-
-# ---------------------------------------------------------------------------
-# Dirichlet strength optimisation (empirical Bayes for the prior strengths)
-# ---------------------------------------------------------------------------
-
-
-def _strength_objective(lam, base, sum_elog):
-    """G(lam) = sum_r -ln B(lam base_r) + lam sum_j base_rj S_rj  (the u-dependent part of -KL)."""
-    u = lam * base
-    return float(-np.sum(log_multivariate_beta(u)) + np.sum(u * sum_elog))
-
-
-def optimize_dirichlet_scale(base, elog):
-    """Scale factor lam > 0 maximising sum_r -KL(Dir(w_r) || Dir(lam base_r)).
-
-    ``base`` (R, K) are the current prior rows, ``elog`` (R, K) the posterior E[ln theta].
-    Only the part of -KL that depends on the prior matters, G(lam) above; it is concave
-    in lam (ln B is convex), so its derivative is decreasing and the root is found by a
-    bracketed Newton iteration in ln lam.  Returns 1.0 when G does not improve.
-    """
-    base = np.atleast_2d(base)
-    elog = np.atleast_2d(elog)
-    b0 = base.sum(axis=-1)
-    c = np.sum(base * elog)
-
-    def grad(lam):
-        return float(np.sum(b0 * digamma(lam * b0)) - np.sum(base * digamma(lam * base)) + c)
-
-    def hess(lam):
-        return float(
-            np.sum(b0**2 * polygamma(1, lam * b0)) - np.sum(base**2 * polygamma(1, lam * base))
-        )
-
-    lo, hi = 1.0, 1.0
-    while grad(lo) < 0 and lo > 1e-12:
-        lo *= 0.25
-    while grad(hi) > 0 and hi < 1e12:
-        hi *= 4.0
-    x_lo, x_hi = np.log(lo), np.log(hi)
-    x = 0.0 if x_lo <= 0.0 <= x_hi else 0.5 * (x_lo + x_hi)
-    for _ in range(100):
-        lam = np.exp(x)
-        g = grad(lam)
-        if g > 0:
-            x_lo = x
-        else:
-            x_hi = x
-        h = hess(lam)
-        # Newton in x = ln lam: dG/dx = lam g, d2G/dx2 = lam g + lam^2 h
-        d2 = lam * g + lam * lam * h
-        step = -(lam * g) / d2 if d2 < 0 else np.inf
-        x_new = x + step
-        if not (x_lo < x_new < x_hi):
-            x_new = 0.5 * (x_lo + x_hi)
-        if abs(x_new - x) < 1e-13:
-            x = x_new
-            break
-        x = x_new
-    lam = float(np.exp(x))
-    if _strength_objective(lam, base, elog) < _strength_objective(1.0, base, elog):
-        return 1.0
-    return lam
-
-
-#: weight of the random-parameter state marginals in the "random_marginals" start
-_MARGINAL_SHRINK = 0.3
 
 
 # ---------------------------------------------------------------------------
@@ -466,15 +403,23 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         K = self.n_components
         self.startprob_prior_ = check_dirichlet_prior(self.startprob_prior, "startprob_prior", (K,), 1.0 / K)
         self.transmat_prior_ = check_dirichlet_prior(self.transmat_prior, "transmat_prior", (K, K), 1.0 / K)
-        self._set_emission("prior", self._family.resolve_prior(self, data.summary))
+        for name, value in self._family.resolve_prior(self, data.summary).items():
+            setattr(self, f"{name}_prior_", value)
 
     def _emission(self, kind):
         """The emission prior (``kind="prior"``) or posterior hyperparameters as a dict."""
         return {name: getattr(self, f"{name}_{kind}_") for name in self._family.hyper_names}
 
-    def _set_emission(self, kind, values):
-        for name, value in values.items():
-            setattr(self, f"{name}_{kind}_", value)
+    def _hyper(self, kind):
+        """The prior (``kind="prior"``) or the posterior q(theta) as a DirichletHMM."""
+        return DirichletHMM(getattr(self, f"startprob_{kind}_"),
+                            getattr(self, f"transmat_{kind}_"), self._emission(kind))
+
+    def _set_posterior(self, posterior):
+        self.startprob_posterior_ = posterior.startprob
+        self.transmat_posterior_ = posterior.transmat
+        for name, value in posterior.emission.items():
+            setattr(self, f"{name}_posterior_", value)
 
     # ------------------------------------------------------------------ init
     def _restart_starts(self):
@@ -484,122 +429,23 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return (self.init_params,)
 
     def _initialize(self, data, random_state, start=None):
-        self.__dict__.pop("_theta_", None)
-        self._initialize_posterior(data, random_state, start)
-        if self.method != "vb":
-            self._start_point()
-
-    def _initialize_posterior(self, data, random_state, start=None):
         """The initial q(theta) of the start kind ``start`` (default: the first of
-        :meth:`_restart_starts`)."""
+        :meth:`_restart_starts`); for point EM, its mean replaces it."""
+        self.__dict__.pop("_theta_", None)
         self._resolve_priors(data)
         family = self._family
-        K = self.n_components
         how = self._restart_starts()[0] if start is None else start
-        if how == "posterior":
-            self._init_from_posterior()
-        elif how in ("random_params", "random_marginals"):
-
-            def draw(shape):
-                theta = random_state.uniform(size=shape)
-                return 10.0 * theta / theta.sum(axis=-1, keepdims=True)
-
-            if not family.random_params_init:
-                raise ValueError(
-                    f"init_params={how!r} needs emission parameters that are probability "
-                    "vectors (categorical emissions)."
-                )
-            self.startprob_posterior_ = self.startprob_prior_ + draw(K)
-            self.transmat_posterior_ = self.transmat_prior_ + draw((K, K))
-            self._set_emission("posterior", family.random_posterior(self._emission("prior"), draw))
-            if how == "random_marginals":
-                resp = (1.0 - _MARGINAL_SHRINK) / K + _MARGINAL_SHRINK * self._frame_marginals(data)
-                self._vbm_from_stats(self._stats_from_resp(resp, data))
-        else:
-            resp = family.initial_responsibilities(how, data.X, K, random_state)
-            self._vbm_from_stats(self._stats_from_resp(resp, data))
+        self._set_posterior(initial_posterior(how, family, self.n_components,
+                                              self._hyper("prior"), data, random_state,
+                                              self.init_posterior))
         self._fresh = True
         self._stats_ = None
         self._run_bounds = []
-
-    def _start_point(self):
-        """Replace the initial q(theta) by its mean, the start of point-estimate EM."""
-        K = self.n_components
-        family = self._family
-        post = self._emission("posterior")
-        theta = {}
-        if K > 1:
-            w_pi, w_A = self.startprob_posterior_, self.transmat_posterior_
-            theta["startprob"] = (w_pi / w_pi.sum())[None]
-            theta["transmat"] = (w_A / w_A.sum(axis=1, keepdims=True))[None]
-        theta.update(family.param_density(post, K).mean())
-        for name in ("startprob", "transmat") + tuple(family.hyper_names):
-            self.__dict__.pop(f"{name}_posterior_", None)
-        self._theta_ = theta
-
-    def _init_from_posterior(self):
-        post = self.init_posterior
-        if post is None:
-            raise ValueError("init_params='posterior' needs init_posterior (a dict of arrays).")
-        K = self.n_components
-        self.startprob_posterior_ = init_posterior_array(post, "startprob", (K,), positive=True)
-        self.transmat_posterior_ = init_posterior_array(post, "transmat", (K, K), positive=True)
-        self._set_emission(
-            "posterior", self._family.check_init_posterior(post, self._emission("prior"), K)
-        )
-
-    # ------------------------------------------------------------------ statistics
-    def _stats_from_resp(self, resp, data):
-        """Sufficient statistics of a hard or soft labelling (used for initialisation)."""
-        starts = data.starts
-        inner = np.ones(data.n_frames, dtype=bool)
-        inner[starts] = False
-        idx = np.flatnonzero(inner)
-        trans = resp[idx - 1].T @ resp[idx]
-        stats = {"start": resp[starts].sum(axis=0), "trans": trans}
-        stats.update(self._family.stats(resp, data.X, self._emission("prior")))
-        return stats
-
-    # ------------------------------------------------------------------ VBM
-    def _vbm_from_stats(self, stats):
-        self.startprob_posterior_ = self.startprob_prior_ + stats["start"]
-        self.transmat_posterior_ = self.transmat_prior_ + stats["trans"]
-        self._set_emission("posterior", self._family.vbm(self._emission("prior"), stats))
-
-    # ------------------------------------------------------------------ expectations
-    def _expected_log_params(self):
-        """E[ln pi], E[ln A] and the family's emission quantities under q(theta)."""
-        Lpi = dirichlet_expected_log(self.startprob_posterior_)
-        LA = dirichlet_expected_log(self.transmat_posterior_)
-        return Lpi, LA, self._family.expected_log_params(self._emission("posterior"))
-
-    def _expected_complete_loglik(self, stats, Lpi, LA, LE):
-        """E_{q(s) q(theta)} ln p(s, X | theta) from the statistics of q(s)."""
-        value = float(np.dot(stats["start"], Lpi) + np.sum(stats["trans"] * LA))
-        return value + self._family.expected_log_likelihood(stats, LE, self._emission("prior"))
-
-    def _kl_terms(self):
-        kl_start = float(dirichlet_kl(self.startprob_posterior_, self.startprob_prior_))
-        kl_trans = float(np.sum(dirichlet_kl(self.transmat_posterior_, self.transmat_prior_)))
-        kl_emis = self._family.kl(self._emission("posterior"), self._emission("prior"))
-        return kl_start, kl_trans, kl_emis
-
-    # ------------------------------------------------------------------ VBE
-    def _vbe(self, data, want_posteriors=True):
-        Lpi, LA, LE = self._expected_log_params()
-        out = forward_backward(
-            Lpi, LA, self._family.log_table(LE, data.X), data.index, data.starts, data.ends,
-            want_posteriors,
-        )
-        return out, (Lpi, LA, LE)
-
-    def _stats_from_vbe(self, out, data):
-        log_norm, _, start, trans, emis_counts = out
-        stats = {"start": start, "trans": trans}
-        stats.update(
-            self._family.stats_from_table_counts(emis_counts, data.X, self._emission("prior"))
-        )
-        return stats
+        if self.method != "vb":
+            theta = start_point(family, self.n_components, self._hyper("posterior"))
+            for name in ("startprob", "transmat") + tuple(family.hyper_names):
+                self.__dict__.pop(f"{name}_posterior_", None)
+            self._theta_ = theta
 
     # ------------------------------------------------------------------ loop steps
     def _iteration_steps(self):
@@ -625,17 +471,18 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _step_vbm(self, data, iteration):
         if getattr(self, "_fresh", False):
             return  # the initial q(theta) is evaluated first
-        self._vbm_from_stats(self._stats_)
+        self._set_posterior(vbm(self._family, self._hyper("prior"), self._stats_))
         self._at_vbe = False
 
     def _step_vbe(self, data, iteration):
         self._fresh = False
-        out, expected = self._vbe(data)
-        self._stats_ = self._stats_from_vbe(out, data)
+        family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
+        out, expected = vbe(family, posterior, data)
+        self._stats_ = stats_from_vbe(family, out, data, prior.emission)
         self._vbe_log_norm_ = float(out[0].sum())
         self._vbe_expected_log_ = expected  # q(theta) that produced q(s)
         self._at_vbe = True
-        self._vbe_bound = self._vbe_log_norm_ - sum(self._kl_terms())
+        self._vbe_bound = self._vbe_log_norm_ - sum(kl_terms(family, posterior, prior))
         if not hasattr(self, "_run_bounds"):
             self._run_bounds = []
         self._run_bounds.append(self._vbe_bound)
@@ -681,24 +528,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             self._run_bounds = []
         self._run_bounds.append(self._vbe_bound)
 
-    def _point_emission_attributes(self, theta):
-        """The fitted attributes of the emission point (those of the VB plug-in)."""
-        family = self._family
-        out = {f"{name}_": np.array(theta[name][0], dtype=float)
-               for name in ("emissionprob", "means", "rates") if name in theta}
-        if hasattr(family, "precision_cholesky"):
-            L = family.precision_cholesky(theta)[0]
-            cov = np.linalg.inv(L @ np.swapaxes(L, -1, -2))
-            out["covars_"] = cov if family.covariance_type == "full" else np.diagonal(
-                cov, axis1=-2, axis2=-1).copy()
-        return out
-
     def _finalize_point(self):
         K = self.n_components
         theta = self._theta_
         self.startprob_ = theta["startprob"][0].copy() if K > 1 else np.ones(1)
         self.transmat_ = theta["transmat"][0].copy() if K > 1 else np.ones((1, 1))
-        for name, value in self._point_emission_attributes(theta).items():
+        for name, value in point_emission_attributes(self._family, theta).items():
             setattr(self, name, value)
         self.occupancy_ = self._family.occupancy(self._stats_)
         self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
@@ -714,24 +549,15 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return self.method == "vb" and super()._accelerated()
 
     def _pack_hyperparameters(self):
-        """q(theta) as log Dirichlet counts of the initial and transition rows followed
-        by the emission family's coordinates (:meth:`EmissionFamily.pack`)."""
-        return np.concatenate([
-            np.log(self.startprob_posterior_), np.log(self.transmat_posterior_).ravel(),
-            self._family.pack(self._emission("posterior")),
-        ])
+        """q(theta) in the coordinates of :func:`~sklearn_vb.hmm._vbem.pack_posterior`."""
+        return pack_posterior(self._family, self._hyper("posterior"))
 
     def _unpack_hyperparameters(self, vector, data):
-        K = self.n_components
-        emission = self._family.unpack(vector[K + K * K:], self._emission("posterior"))
-        start = np.exp(vector[:K])
-        trans = np.exp(vector[K:K + K * K]).reshape(K, K)
-        if emission is None or not (np.all(start > 0) and np.all(trans > 0)
-                                    and np.all(np.isfinite(start)) and np.all(np.isfinite(trans))):
+        posterior = unpack_posterior(self._family, vector, self.n_components,
+                                     self._hyper("posterior"))
+        if posterior is None:
             return False
-        self.startprob_posterior_ = start
-        self.transmat_posterior_ = trans
-        self._set_emission("posterior", emission)
+        self._set_posterior(posterior)
         self._at_vbe = False
         return True
 
@@ -760,16 +586,15 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             theta = self._theta_
             return (self._path_entropy + self._point_complete_loglik(theta)
                     + self._point_log_prior(theta))
-        kl = sum(self._kl_terms())
-        elogp = self._expected_complete_loglik(self._stats_, *self._expected_log_params())
-        elogp_vbe = self._expected_complete_loglik(self._stats_, *self._vbe_expected_log_)
-        return self._vbe_log_norm_ + (elogp - elogp_vbe) - kl
+        return lower_bound_after_vbm(self._family, self._hyper("posterior"), self._hyper("prior"),
+                                     self._stats_, self._vbe_log_norm_, self._vbe_expected_log_)
 
     def _finalize(self, data):
         if self._point_fitted:
             self._finalize_point()
             return
-        kl_start, kl_trans, kl_emis = self._kl_terms()
+        kl_start, kl_trans, kl_emis = kl_terms(self._family, self._hyper("posterior"),
+                                               self._hyper("prior"))
         self.lower_bound_terms_ = {
             "log_normaliser": self._vbe_log_norm_,
             "kl_startprob": kl_start,
@@ -807,18 +632,15 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _new_data(self, X, lengths, sequence_ids):
         return self.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
 
-    def _plugin_table(self, data):
-        """Log emission table at the posterior-mean parameters."""
-        family = self._family
-        return family.log_table(family.plugin_params(self._emission("posterior")), data.X)
-
     def _plugin_table_index(self, data):
         """The log emission table at the fitted parameters and the table row of every
         frame: the posterior-mean plug-in of VB, or the point of ``method="ml"/"map"``."""
         if self._point_fitted:
             table = self._family.log_likelihood_tables(self._theta_, data.X)[0]
             return table, np.arange(data.n_frames, dtype=np.int64)
-        return self._plugin_table(data), data.index
+        family = self._family
+        table = family.log_table(family.plugin_params(self._emission("posterior")), data.X)
+        return table, data.index
 
     def _plugin_forward(self, data, want_posteriors=False):
         log_pi = np.log(self.startprob_)
@@ -861,7 +683,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if self._point_fitted:
             raise ValueError(f"score_bound needs q(theta); this model was fitted with "
                              f"method={self.method!r}.")
-        return float(self._vbe(data, want_posteriors=False)[0][0].sum())
+        out = vbe(self._family, self._hyper("posterior"), data, want_posteriors=False)[0]
+        return float(out[0].sum())
 
     def predict_proba(self, X, lengths=None, sequence_ids=None):
         """Variational state marginals q(s_t = k) of X with q(theta) fixed, (n_samples, K)."""
@@ -873,14 +696,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         fit: p(s_t | X, theta) at the point)."""
         if self._point_fitted:
             return self._plugin_forward(data, want_posteriors=True)[4]
-        Lpi, LA, LE = self._expected_log_params()
-        # one table row per frame, so that the kernel's emission counts are the marginals
-        table = self._family.frame_log_table(LE, data.X)
-        out = forward_backward(
-            Lpi, LA, table, np.arange(data.n_frames, dtype=np.int64),
-            data.starts, data.ends, True,
-        )
-        return out[4]
+        return frame_marginals(self._family, self._hyper("posterior"), data)
 
     def decode(self, X, lengths=None, sequence_ids=None, parameters="mean"):
         """Viterbi path.  Returns (log-weight of the best paths summed, states).
@@ -896,7 +712,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             log_pi, log_A = np.log(self.startprob_), np.log(self.transmat_)
             table, index = self._plugin_table_index(data)
         else:
-            log_pi, log_A, LE = self._expected_log_params()
+            log_pi, log_A, LE = expected_log_params(self._family, self._hyper("posterior"))
             table, index = self._family.log_table(LE, data.X), data.index
         states, best = _k.viterbi(
             log_pi, log_A, np.ascontiguousarray(table), index, data.starts, data.ends

@@ -30,7 +30,7 @@ from .._core.distributions import dirichlet_log_pdf
 from .forward_backward import forward_backward
 
 __all__ = ["point_m_step", "point_log_prior", "point_e_step", "complete_log_likelihood",
-           "log_start_transitions"]
+           "log_start_transitions", "point_emission_attributes"]
 
 
 def log_start_transitions(theta, n_components, batch):
@@ -126,3 +126,16 @@ def point_e_step(family, emission_prior, theta, X, starts, ends, n_components):
     frames = np.arange(table.shape[0], dtype=np.int64)
     return forward_backward_stats(family, emission_prior, lp[0], la[0], table, X, frames,
                                   starts, ends)
+
+
+def point_emission_attributes(family, theta):
+    """The fitted attributes of the emission point of ``theta`` (those of the VB
+    plug-in: ``emissionprob_``, ``means_``, ``rates_``, ``covars_``)."""
+    out = {f"{name}_": np.array(theta[name][0], dtype=float)
+           for name in ("emissionprob", "means", "rates") if name in theta}
+    if hasattr(family, "precision_cholesky"):
+        L = family.precision_cholesky(theta)[0]
+        cov = np.linalg.inv(L @ np.swapaxes(L, -1, -2))
+        out["covars_"] = cov if family.covariance_type == "full" else np.diagonal(
+            cov, axis1=-2, axis2=-1).copy()
+    return out

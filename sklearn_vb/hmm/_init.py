@@ -1,0 +1,73 @@
+"""The starts of an HMM fit: the initial q(theta) of every start kind of
+``init_params``, and the point that starts EM for ``method="ml"``/``"map"``.
+
+``prior`` and the posteriors returned are :class:`~sklearn_vb.hmm._vbem.DirichletHMM`
+triples; ``data`` is the estimator's ``_FitData``.
+"""
+
+from __future__ import annotations
+
+from .emissions._checks import init_posterior_array
+from ._vbem import DirichletHMM, frame_marginals, stats_from_resp, vbm
+
+__all__ = ["initial_posterior", "posterior_from_init", "start_point"]
+
+#: weight of the random-parameter state marginals in the "random_marginals" start
+_MARGINAL_SHRINK = 0.3
+
+
+def posterior_from_init(family, init_posterior, K, prior):
+    """The q(theta) given by the user as ``init_posterior`` (``init_params="posterior"``)."""
+    post = init_posterior
+    if post is None:
+        raise ValueError("init_params='posterior' needs init_posterior (a dict of arrays).")
+    startprob = init_posterior_array(post, "startprob", (K,), positive=True)
+    transmat = init_posterior_array(post, "transmat", (K, K), positive=True)
+    return DirichletHMM(startprob, transmat,
+                        family.check_init_posterior(post, prior.emission, K))
+
+
+def initial_posterior(how, family, K, prior, data, random_state, init_posterior=None):
+    """The initial q(theta) of the start kind ``how``.
+
+    ``"posterior"`` takes ``init_posterior``; ``"random_params"`` draws Dirichlet counts
+    of total 10 added to the prior's; ``"random_marginals"`` runs one VBM step from the
+    state marginals of such a draw, shrunk towards uniform; any other kind is the
+    family's initial labelling of the frames followed by one VBM step.
+    """
+    if how == "posterior":
+        return posterior_from_init(family, init_posterior, K, prior)
+    if how in ("random_params", "random_marginals"):
+
+        def draw(shape):
+            theta = random_state.uniform(size=shape)
+            return 10.0 * theta / theta.sum(axis=-1, keepdims=True)
+
+        if not family.random_params_init:
+            raise ValueError(
+                f"init_params={how!r} needs emission parameters that are probability "
+                "vectors (categorical emissions)."
+            )
+        startprob = prior.startprob + draw(K)
+        transmat = prior.transmat + draw((K, K))
+        posterior = DirichletHMM(startprob, transmat,
+                                 family.random_posterior(prior.emission, draw))
+        if how == "random_params":
+            return posterior
+        resp = (1.0 - _MARGINAL_SHRINK) / K + _MARGINAL_SHRINK * frame_marginals(
+            family, posterior, data)
+        return vbm(family, prior, stats_from_resp(family, resp, data, prior.emission))
+    resp = family.initial_responsibilities(how, data.X, K, random_state)
+    return vbm(family, prior, stats_from_resp(family, resp, data, prior.emission))
+
+
+def start_point(family, K, posterior):
+    """The mean of q(theta), the start of point-estimate EM (a ``theta`` dict of
+    :mod:`sklearn_vb.hmm._point`)."""
+    theta = {}
+    if K > 1:
+        w_pi, w_A = posterior.startprob, posterior.transmat
+        theta["startprob"] = (w_pi / w_pi.sum())[None]
+        theta["transmat"] = (w_A / w_A.sum(axis=1, keepdims=True))[None]
+    theta.update(family.param_density(posterior.emission, K).mean())
+    return theta

@@ -1,0 +1,217 @@
+"""The VBEM updates of the initial-state and transition Dirichlets of an HMM, the
+statistics and expectations that feed them, and the terms of the bound F.
+
+``prior`` and ``posterior`` are :class:`DirichletHMM` triples: the Dirichlet counts of
+the initial distribution (K,) and of the transition rows (K, K), and the emission
+family's hyperparameters as the dict of :meth:`EmissionFamily.vbm`.  ``data`` is the
+estimator's ``_FitData``.  Statistics are the dicts of the emission families (``start``
+and ``trans`` counts plus the family's own).  Nothing here keeps state: the estimator
+stores what these functions return.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import digamma, polygamma
+
+from .._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
+from .forward_backward import forward_backward
+
+__all__ = [
+    "DirichletHMM", "expected_complete_loglik", "expected_log_params", "frame_marginals",
+    "kl_terms", "lower_bound_after_vbm", "optimize_dirichlet_scale", "pack_posterior",
+    "stats_from_resp", "stats_from_vbe", "unpack_posterior", "vbe", "vbm",
+]
+
+
+class DirichletHMM(NamedTuple):
+    """Hyperparameters of q(theta) or p(theta): initial and transition Dirichlet counts
+    and the emission family's hyperparameters."""
+
+    startprob: np.ndarray
+    transmat: np.ndarray
+    emission: dict
+
+
+# ---------------------------------------------------------------------------
+# Dirichlet strength optimisation (empirical Bayes for the prior strengths)
+# ---------------------------------------------------------------------------
+
+
+def _strength_objective(lam, base, sum_elog):
+    """G(lam) = sum_r -ln B(lam base_r) + lam sum_j base_rj S_rj  (the u-dependent part of -KL)."""
+    u = lam * base
+    return float(-np.sum(log_multivariate_beta(u)) + np.sum(u * sum_elog))
+
+
+def optimize_dirichlet_scale(base, elog):
+    """Scale factor lam > 0 maximising sum_r -KL(Dir(w_r) || Dir(lam base_r)).
+
+    ``base`` (R, K) are the current prior rows, ``elog`` (R, K) the posterior E[ln theta].
+    Only the part of -KL that depends on the prior matters, G(lam) above; it is concave
+    in lam (ln B is convex), so its derivative is decreasing and the root is found by a
+    bracketed Newton iteration in ln lam.  Returns 1.0 when G does not improve.
+    """
+    base = np.atleast_2d(base)
+    elog = np.atleast_2d(elog)
+    b0 = base.sum(axis=-1)
+    c = np.sum(base * elog)
+
+    def grad(lam):
+        return float(np.sum(b0 * digamma(lam * b0)) - np.sum(base * digamma(lam * base)) + c)
+
+    def hess(lam):
+        return float(
+            np.sum(b0**2 * polygamma(1, lam * b0)) - np.sum(base**2 * polygamma(1, lam * base))
+        )
+
+    lo, hi = 1.0, 1.0
+    while grad(lo) < 0 and lo > 1e-12:
+        lo *= 0.25
+    while grad(hi) > 0 and hi < 1e12:
+        hi *= 4.0
+    x_lo, x_hi = np.log(lo), np.log(hi)
+    x = 0.0 if x_lo <= 0.0 <= x_hi else 0.5 * (x_lo + x_hi)
+    for _ in range(100):
+        lam = np.exp(x)
+        g = grad(lam)
+        if g > 0:
+            x_lo = x
+        else:
+            x_hi = x
+        h = hess(lam)
+        # Newton in x = ln lam: dG/dx = lam g, d2G/dx2 = lam g + lam^2 h
+        d2 = lam * g + lam * lam * h
+        step = -(lam * g) / d2 if d2 < 0 else np.inf
+        x_new = x + step
+        if not (x_lo < x_new < x_hi):
+            x_new = 0.5 * (x_lo + x_hi)
+        if abs(x_new - x) < 1e-13:
+            x = x_new
+            break
+        x = x_new
+    lam = float(np.exp(x))
+    if _strength_objective(lam, base, elog) < _strength_objective(1.0, base, elog):
+        return 1.0
+    return lam
+
+
+# ---------------------------------------------------------------------------
+# statistics and the VBM step
+# ---------------------------------------------------------------------------
+
+
+def stats_from_resp(family, resp, data, emission_prior):
+    """Sufficient statistics of a hard or soft labelling ``resp`` (n_frames, K) (used
+    for initialisation)."""
+    starts = data.starts
+    inner = np.ones(data.n_frames, dtype=bool)
+    inner[starts] = False
+    idx = np.flatnonzero(inner)
+    trans = resp[idx - 1].T @ resp[idx]
+    stats = {"start": resp[starts].sum(axis=0), "trans": trans}
+    stats.update(family.stats(resp, data.X, emission_prior))
+    return stats
+
+
+def vbm(family, prior, stats):
+    """The VBM step: q(theta) given the statistics of q(s)."""
+    return DirichletHMM(prior.startprob + stats["start"], prior.transmat + stats["trans"],
+                        family.vbm(prior.emission, stats))
+
+
+# ---------------------------------------------------------------------------
+# expectations, the VBE step and the bound
+# ---------------------------------------------------------------------------
+
+
+def expected_log_params(family, posterior):
+    """E[ln pi], E[ln A] and the family's emission quantities under q(theta)."""
+    Lpi = dirichlet_expected_log(posterior.startprob)
+    LA = dirichlet_expected_log(posterior.transmat)
+    return Lpi, LA, family.expected_log_params(posterior.emission)
+
+
+def expected_complete_loglik(family, stats, Lpi, LA, LE, emission_prior):
+    """E_{q(s) q(theta)} ln p(s, X | theta) from the statistics of q(s)."""
+    value = float(np.dot(stats["start"], Lpi) + np.sum(stats["trans"] * LA))
+    return value + family.expected_log_likelihood(stats, LE, emission_prior)
+
+
+def kl_terms(family, posterior, prior):
+    """KL[q || p] of the initial distribution, of the transition rows (summed) and of
+    the emission parameters."""
+    kl_start = float(dirichlet_kl(posterior.startprob, prior.startprob))
+    kl_trans = float(np.sum(dirichlet_kl(posterior.transmat, prior.transmat)))
+    kl_emis = family.kl(posterior.emission, prior.emission)
+    return kl_start, kl_trans, kl_emis
+
+
+def vbe(family, posterior, data, want_posteriors=True):
+    """The forward-backward pass at exp E[ln theta]; returns its output and the
+    expectations (Lpi, LA, LE) that produced it."""
+    Lpi, LA, LE = expected_log_params(family, posterior)
+    out = forward_backward(
+        Lpi, LA, family.log_table(LE, data.X), data.index, data.starts, data.ends,
+        want_posteriors,
+    )
+    return out, (Lpi, LA, LE)
+
+
+def stats_from_vbe(family, out, data, emission_prior):
+    """The statistics of q(s) from the output of :func:`vbe`."""
+    log_norm, _, start, trans, emis_counts = out
+    stats = {"start": start, "trans": trans}
+    stats.update(family.stats_from_table_counts(emis_counts, data.X, emission_prior))
+    return stats
+
+
+def frame_marginals(family, posterior, data):
+    """q(s_t) of every frame under q(theta), (n_frames, K)."""
+    Lpi, LA, LE = expected_log_params(family, posterior)
+    # one table row per frame, so that the kernel's emission counts are the marginals
+    table = family.frame_log_table(LE, data.X)
+    out = forward_backward(
+        Lpi, LA, table, np.arange(data.n_frames, dtype=np.int64),
+        data.starts, data.ends, True,
+    )
+    return out[4]
+
+
+def lower_bound_after_vbm(family, posterior, prior, stats, vbe_log_norm, vbe_expected_log):
+    """F of the q(s) of the last VBE step with a new q(theta): the entropy of q(s),
+    ln Z - E_vbe ln p(s, X | theta), is kept and only the expected complete
+    log-likelihood and the KL change."""
+    kl = sum(kl_terms(family, posterior, prior))
+    elogp = expected_complete_loglik(family, stats, *expected_log_params(family, posterior),
+                                     prior.emission)
+    elogp_vbe = expected_complete_loglik(family, stats, *vbe_expected_log, prior.emission)
+    return vbe_log_norm + (elogp - elogp_vbe) - kl
+
+
+# ---------------------------------------------------------------------------
+# coordinates of the acceleration
+# ---------------------------------------------------------------------------
+
+
+def pack_posterior(family, posterior):
+    """q(theta) as log Dirichlet counts of the initial and transition rows followed by
+    the emission family's coordinates (:meth:`EmissionFamily.pack`)."""
+    return np.concatenate([
+        np.log(posterior.startprob), np.log(posterior.transmat).ravel(),
+        family.pack(posterior.emission),
+    ])
+
+
+def unpack_posterior(family, vector, K, posterior):
+    """The q(theta) of the coordinates ``vector`` (the inverse of :func:`pack_posterior`),
+    or None when they leave the parameter space."""
+    emission = family.unpack(vector[K + K * K:], posterior.emission)
+    start = np.exp(vector[:K])
+    trans = np.exp(vector[K:K + K * K]).reshape(K, K)
+    if emission is None or not (np.all(start > 0) and np.all(trans > 0)
+                                and np.all(np.isfinite(start)) and np.all(np.isfinite(trans))):
+        return None
+    return DirichletHMM(start, trans, emission)
