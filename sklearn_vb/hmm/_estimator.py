@@ -2,7 +2,8 @@
 
 :class:`VBHiddenMarkov` fits an HMM by variational Bayesian EM.  The posterior over
 parameters factorises into Dirichlet distributions for the initial distribution and for
-every row of the transition matrix, which this module handles, and into the posterior of
+every row of the transition matrix, whose updates and bound terms are the functions of
+:mod:`sklearn_vb.hmm._vbem` (the starts those of ``_init``), and into the posterior of
 the emission parameters, which an emission family of :mod:`sklearn_vb.emissions`
 handles (Dirichlet rows for categorical emissions, Normal-Wishart or per-dimension
 Normal-Gamma for Gaussian ones, ...).  The posterior over the hidden path is computed by
