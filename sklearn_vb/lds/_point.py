@@ -25,7 +25,8 @@ from scipy.special import gammaln
 
 from .._core.kernels.constants import LOG_2PI
 
-__all__ = ["point_m_step", "log_prior_density", "spd_solve_inv", "gamma_log_pdf"]
+__all__ = ["point_m_step", "point_objective", "log_prior_density", "spd_solve_inv",
+           "gamma_log_pdf"]
 
 
 def spd_solve_inv(M):
@@ -93,3 +94,17 @@ def log_prior_density(AB, CD, rho, prior_ab, prior_cd, a0, b0):
         ok = (rho > 0) & np.isfinite(rho) & np.isfinite(lcd)
         tot = np.where(ok, lcd + lg, -np.inf).sum(axis=1)
     return np.asarray(out + tot, dtype=float)
+
+
+def point_objective(kind, loglik, q, alpha, beta, gamma, delta, a0, b0):
+    """The EM objective of the point ``q`` (``M_AB``, ``M_CD``, ``rho``, ``log_rho``)
+    with log-likelihood ``loglik``: ``loglik`` itself for ``kind="ml"``; for ``"map"``
+    plus the log prior density under the ARD precisions ``alpha`` .. ``delta`` and the
+    Gamma(a0, b0) noise prior, and the Jacobian ``sum ln rho`` (the M step maximises
+    in ln rho)."""
+    if kind == "ml":
+        return loglik
+    prior_ab, prior_cd = np.concatenate([alpha, beta]), np.concatenate([gamma, delta])
+    log_prior = log_prior_density(q["M_AB"][None], q["M_CD"][None], q["rho"][None],
+                                  prior_ab, prior_cd, a0, b0)[0]
+    return loglik + float(log_prior) + float(np.sum(q["log_rho"]))

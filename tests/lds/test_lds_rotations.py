@@ -11,7 +11,9 @@ from scipy.stats import ortho_group
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from sklearn_vb.lds._move_steps import rotate, rotation_objective
 from sklearn_vb.lds._moves import optimise_rotation, rotate_hidden_posterior
+from sklearn_vb.lds._vbem import hidden_stats
 from sklearn_vb.datasets._lds import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
@@ -63,7 +65,7 @@ def _random_invertible(rng, k, scale=0.3):
 @pytest.mark.parametrize("d, ard, schedule, cov", CASES)
 def test_gradient_equals_finite_differences(d, ard, schedule, cov):
     model, data = _problem(1, d, ard, schedule, cov)
-    objective = model._rotation_objective(data, 7)
+    objective = rotation_objective(model, data, 7)
     rng = np.random.default_rng(0)
     for _ in range(2):
         R = _random_invertible(rng, 3)
@@ -86,7 +88,7 @@ def _rotated_state(model, data, objective, R, scale):
     k = model.n_states_
     rotated = copy.deepcopy(model)
     rotated._q_x = rotate_hidden_posterior(model._q_x, R, data.ends - data.starts)
-    rotated._stats = rotated._hidden_stats(data, rotated._q_x)
+    rotated._stats = hidden_stats(data, rotated._q_x)
     rotated.alpha_, rotated.beta_c_, rotated.gamma_ = objective.hyperparameters(R)
     if objective.init_state != "fixed":
         rotated._update_init_state()
@@ -117,7 +119,7 @@ def test_bound_in_R_equals_the_bound_of_the_rotated_posterior(d, ard, schedule, 
     family: its bound computed from scratch changes by exactly what the closed form
     predicts."""
     model, data = _problem(2, d, ard, schedule, cov)
-    objective = model._rotation_objective(data, 7)
+    objective = rotation_objective(model, data, 7)
     eye = np.eye(3)
     base = _rotated_state(model, data, objective, eye, 1.0)._explicit_bound(data)
     f_eye = objective.value_and_grad(eye)[0]
@@ -138,13 +140,13 @@ def test_accepted_move_reaches_at_least_the_predicted_bound(d, ard, schedule, co
     """For a general R the estimator re-optimises q(theta) after the move: its bound
     from scratch is at least the closed-form value of the rotated posterior."""
     model, data = _problem(3, d, ard, schedule, cov)
-    objective = model._rotation_objective(data, 7)
+    objective = rotation_objective(model, data, 7)
     eye = np.eye(3)
     base = _rotated_state(model, data, objective, eye, 1.0)._explicit_bound(data)
     R, gain = optimise_rotation(objective)
     assert gain > 0
     moved = copy.deepcopy(model)
-    moved._rotate(data, 7, R, objective)
+    rotate(moved, data, R, objective)
     assert moved._explicit_bound(data) >= base + gain - 1e-8 * abs(base)
 
 
@@ -201,7 +203,7 @@ def test_explosive_dynamics_with_fixed_hyperparameters_never_lower_the_bound():
 def test_ridge_regression_matches_an_svd_solution_on_collinear_designs():
     """The VBM solve against SVD least squares of the same augmented system, on
     two nearly collinear columns of scale 1e7 (condition of Z'Z about 1e13)."""
-    from sklearn_vb.lds._estimator import _ridge_regression
+    from sklearn_vb.lds._vbem import ridge_regression
 
     rng = np.random.default_rng(0)
     growth = 1.6 ** np.arange(40)
@@ -210,7 +212,7 @@ def test_ridge_regression_matches_an_svd_solution_on_collinear_designs():
     coef = np.array([[84.4, 1.97], [-17.1, -0.4]])
     Y = Z @ coef.T + rng.standard_normal((40, 2))
     prior = np.array([1.0, 1.0])
-    M, Sigma, logdet_inv = _ridge_regression([Z], [Y], prior)
+    M, Sigma, logdet_inv = ridge_regression([Z], [Y], prior)
     aug = np.vstack([Z, np.diag(np.sqrt(prior))])
     exact = np.linalg.lstsq(aug, np.vstack([Y, np.zeros((2, 2))]), rcond=None)[0].T
     np.testing.assert_allclose(M, exact, rtol=1e-6)

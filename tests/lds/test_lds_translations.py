@@ -11,7 +11,9 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
+from sklearn_vb.lds._move_steps import translate, translation_objective
 from sklearn_vb.lds._moves import optimise_translation, translate_hidden_posterior
+from sklearn_vb.lds._vbem import hidden_stats
 from sklearn_vb.datasets._lds import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
@@ -57,7 +59,7 @@ def _problem(seed, d, ard, schedule, cov, n_iter=6, k=3, p=4):
 @pytest.mark.parametrize("d, ard, schedule, cov, it", CASES)
 def test_gradient_equals_finite_differences(d, ard, schedule, cov, it):
     model, data = _problem(1, d, ard, schedule, cov)
-    objective = model._translation_objective(data, it)
+    objective = translation_objective(model, data, it)
     rng = np.random.default_rng(0)
     h = 1e-6
     for _ in range(3):
@@ -77,7 +79,7 @@ def _shifted_state(model, data, objective, c):
     k = model.n_states_
     shifted = copy.deepcopy(model)
     shifted._q_x = translate_hidden_posterior(model._q_x, c)
-    shifted._stats = shifted._hidden_stats(data, shifted._q_x)
+    shifted._stats = hidden_stats(data, shifted._q_x)
     beta, delta = objective.hyperparameters(c)
     shifted.beta_c_ = model.beta_c_.copy()
     shifted.beta_c_[-1] = beta
@@ -109,7 +111,7 @@ def test_bound_in_c_equals_the_bound_of_the_shifted_posterior(d, ard, schedule, 
     """The shifted posterior is in the estimator's family: its bound computed from
     scratch changes by exactly what the closed form predicts."""
     model, data = _problem(2, d, ard, schedule, cov)
-    objective = model._translation_objective(data, it)
+    objective = translation_objective(model, data, it)
     zero = np.zeros(3)
     base = _shifted_state(model, data, objective, zero)._explicit_bound(data)
     f_zero = objective.value_and_grad(zero)[0]
@@ -125,12 +127,12 @@ def test_bound_in_c_equals_the_bound_of_the_shifted_posterior(d, ard, schedule, 
 @pytest.mark.parametrize("d, ard, schedule, cov, it", CASES)
 def test_push_forward_move_reaches_at_least_the_predicted_bound(d, ard, schedule, cov, it):
     model, data = _problem(3, d, ard, schedule, cov)
-    objective = model._translation_objective(data, it)
+    objective = translation_objective(model, data, it)
     base = _shifted_state(model, data, objective, np.zeros(3))._explicit_bound(data)
     c, gain = optimise_translation(objective)
     assert gain > 0
     moved = copy.deepcopy(model)
-    moved._translate(data, it, c, objective)
+    translate(moved, data, c, objective)
     assert moved._explicit_bound(data) >= base + gain - 1e-8 * abs(base)
 
 

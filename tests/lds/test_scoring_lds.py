@@ -17,6 +17,7 @@ from scipy import stats as st
 from sklearn_vb import VBLinearDynamicalSystem
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import fd_gradient
+from sklearn_vb.lds._vbem import hidden_stats
 from sklearn_vb.lds.scoring_model import LDSPosterior, LDSScoringModel
 
 
@@ -282,7 +283,7 @@ def test_collapsed_bound_identity_against_estimator(with_inputs):
     X = m.prepare_data(Y, U=U, lengths=lengths)
     data = est._check_fit_data(Y, U=U, lengths=lengths)
     qx = est._q_x
-    est._stats = est._hidden_stats(data, qx)
+    est._stats = hidden_stats(data, qx)
     est._vbm(data, est._stats)
     F = est._explicit_bound(data)
     stats = m.stats_from_moments(X, qx["omega"], qx["ups"], qx["cross"], qx["omega0"], qx["ups0"])
