@@ -21,7 +21,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import TransformerMixin
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.base import VBEMEstimator, predicted_remaining_gain
@@ -34,27 +33,26 @@ from .._core.validation import (
     validate_float_data,
 )
 from ._ard_check import active_state_mask, run_with_ard_check
-from ._forecast import forecast, posterior_std
+from ._forecast import forecast, posterior_std, sample
 from ._hyper import optimal_init_state
 from ._inputs import full_inputs, input_columns
 from ._move_steps import rotate_step, translate_step
 from ._point import point_m_step, point_objective
 from ._prune import prune_step
 from ._vbem import (
-    HYPER_CAP,
     SIGMA0_FLOOR,
     exact_hyper_update,
+    fixed_point_hyper_update,
     gamma_hyper_update,
     hidden_stats,
     init_state_prior,
-    innovation_scale,
+    initial_hidden_posterior,
     kl_terms,
     lower_bound,
     output_scale,
     vbm,
 )
 from .inference import smooth_states
-from .kalman import simulate_lds
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -416,9 +414,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     # ================================================================ init
     def _initialize(self, data, random_state):
         X = data.X
-        N, p = X.shape
+        p = X.shape[1]
         k = self.n_states if self.n_states is not None else _default_n_states(p)
-        n_seq = data.starts.shape[0]
         ds = data.Us.shape[1]
         do = data.Uo.shape[1]
         self.n_states_ = k
@@ -438,39 +435,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                                   else float(self.noise_rate))
         self.init_state_mean_ = np.zeros(k)
         self.init_state_cov_ = np.eye(k)
-        omega = random_state.standard_normal((N, k))
-        omega0 = random_state.standard_normal((n_seq, k))
-        ups_scale = 1.0
-        if self.init_params in ("pca", "scaled-pca"):
-            # unit-variance principal-component scores of the outputs plus a little
-            # noise (so restarts differ); extra dimensions beyond the rank stay random
-            Xc = X - X.mean(axis=0)
-            left, sv, _ = np.linalg.svd(Xc, full_matrices=False)
-            r = min(k, int(np.sum(sv > 1e-10 * max(sv[0], 1e-300))) if sv.size else 0)
-            omega *= 0.1
-            omega[:, :r] += np.sqrt(N) * left[:, :r]
-            ups_scale = 0.1
-            # "scaled-pca": with Q = I the state scale is fixed by the dynamics: a persistent
-            # dimension (|a| near 1) has variance 1 / (1 - a^2), not 1.  Unit-variance
-            # scores start every persistent dimension too small (and its C column too
-            # large), and VBEM then spends hundreds of iterations growing the scale.
-            # Rescale each score so that its one-step regression on the previous
-            # scores and the state inputs leaves unit innovation variance.
-            if self.init_params == "scaled-pca":
-                scale = innovation_scale(omega, data.Us, data.starts)
-                omega *= scale
-                ups_scale = ups_scale * np.outer(scale, scale)
-        # hidden-state statistics to start from, as Algorithm 5.3 step 1 (successive
-        # states uncorrelated)
-        self._q_x = {
-            "omega": omega,
-            "ups": np.broadcast_to(ups_scale * np.eye(k), (N, k, k)).copy(),
-            "cross": np.zeros((N, k, k)),
-            "omega0": omega0,
-            "ups0": np.broadcast_to(np.eye(k), (n_seq, k, k)).copy(),
-            "entropy": np.zeros(n_seq),
-            "ln_z": np.zeros(n_seq),
-        }
+        self._q_x = initial_hidden_posterior(data, k, self.init_params, random_state)
         self._stats = hidden_stats(data, self._q_x)
         self._q_theta = None
         self._point_loglik = self._point_value = -np.inf
@@ -601,7 +566,6 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             return
         done = iteration - 1  # number of completed iterations
         q = self._q_theta
-        k = self.n_states_
         p = data.X.shape[1]
         if self.hyperparameter_update == "exact":
             # with one output the joint optimum of (a, b) is always the shape cap (a
@@ -623,19 +587,12 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             self._vbm(data, self._stats)
             self._vbm_done = True
             return
-        if self._ard_on and done >= sched[0]:
-            diag = np.diag(q["E_AB"])
-            self.alpha_ = np.minimum(k / diag[:k], HYPER_CAP)
-            self.beta_c_ = np.minimum(k / diag[k:], HYPER_CAP)
-        if self._ard_on and done >= sched[1]:
-            diag = np.diag(q["E_CD"])
-            self.gamma_ = np.minimum(p / diag[:k], HYPER_CAP)
-            self.delta_c_ = np.minimum(p / diag[k:], HYPER_CAP)
-        if done >= sched[2]:
-            a, b = gamma_hyper_update(q["rho"], q["log_rho"], self.noise_prior_shape_)
-            self.noise_prior_shape_, self.noise_prior_rate_ = a, b
-            if self.init_state_cov != "fixed":
-                self._update_init_state()
+        (self.alpha_, self.beta_c_, self.gamma_, self.delta_c_, self.noise_prior_shape_,
+         self.noise_prior_rate_) = fixed_point_hyper_update(
+            q, self._hyper(), self._ard_on and done >= sched[0],
+            self._ard_on and done >= sched[1], done >= sched[2])
+        if done >= sched[2] and self.init_state_cov != "fixed":
+            self._update_init_state()
 
     def _update_init_state(self):
         """The optimal initial-state prior (mu0, Sigma0) of the chosen form for the
@@ -907,23 +864,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         Returns ``(Y, states)`` of shapes (n_samples, p) and (n_samples, k).
         """
         self._check_is_fitted()
-        if not isinstance(n_samples, Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive int; got {n_samples!r}.")
-        rng = check_random_state(random_state if random_state is not None
-                                 else self.random_state)
-        dummy = np.zeros((n_samples, self.n_features_in_))
-        Uall = full_inputs(dummy, U, self.n_user_inputs_, self.fit_intercept)
-        k, p = self.n_states_, self.n_features_in_
-        x0 = rng.multivariate_normal(self.init_state_mean_, self.init_state_cov_)[None]
-        w = rng.standard_normal((n_samples, k))
-        v = rng.standard_normal((n_samples, p))
-        states, Y = simulate_lds(
-            np.ascontiguousarray(self.A_mean_), np.ascontiguousarray(Uall @ self.B_mean_.T),
-            np.ascontiguousarray(self.C_mean_), np.ascontiguousarray(Uall @ self.D_mean_.T),
-            1.0 / np.sqrt(self.noise_precision_mean_), x0, w, v,
-            np.array([0], dtype=np.int64), np.array([n_samples], dtype=np.int64),
-        )
-        return Y, states
+        return sample(self, n_samples, U,
+                      random_state if random_state is not None else self.random_state)
 
     # ================================================================ bic / aic
     def _log_likelihood(self, data):

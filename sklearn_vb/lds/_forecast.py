@@ -1,4 +1,4 @@
-"""Forecasts and posterior summaries of a fitted linear dynamical system.
+"""Forecasts, samples and posterior summaries of a fitted linear dynamical system.
 
 ``est`` is a fitted :class:`~sklearn_vb.lds.VBLinearDynamicalSystem`; these functions
 read its public fitted attributes and its smoother, and change nothing.
@@ -9,11 +9,13 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from .._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._inputs import full_inputs
+from .kalman import simulate_lds
 
-__all__ = ["forecast", "posterior_std"]
+__all__ = ["forecast", "posterior_std", "sample"]
 
 
 def posterior_std(est):
@@ -102,3 +104,24 @@ def forecast(est, n_steps, X, U, U_future, method):
         )
         cov += (1.0 + tr)[:, None, None] * np.diag(inv_rho)[None]
     return mean, cov
+
+
+def sample(est, n_samples, U, random_state):
+    """One sequence of ``n_samples`` steps drawn from the posterior-mean model of
+    ``est`` (see :meth:`~sklearn_vb.lds.VBLinearDynamicalSystem.sample`)."""
+    if not isinstance(n_samples, Integral) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive int; got {n_samples!r}.")
+    rng = check_random_state(random_state)
+    dummy = np.zeros((n_samples, est.n_features_in_))
+    Uall = full_inputs(dummy, U, est.n_user_inputs_, est.fit_intercept)
+    k, p = est.n_states_, est.n_features_in_
+    x0 = rng.multivariate_normal(est.init_state_mean_, est.init_state_cov_)[None]
+    w = rng.standard_normal((n_samples, k))
+    v = rng.standard_normal((n_samples, p))
+    states, Y = simulate_lds(
+        np.ascontiguousarray(est.A_mean_), np.ascontiguousarray(Uall @ est.B_mean_.T),
+        np.ascontiguousarray(est.C_mean_), np.ascontiguousarray(Uall @ est.D_mean_.T),
+        1.0 / np.sqrt(est.noise_precision_mean_), x0, w, v,
+        np.array([0], dtype=np.int64), np.array([n_samples], dtype=np.int64),
+    )
+    return Y, states

@@ -26,9 +26,10 @@ from ._hyper import (
 from .inference import hidden_statistics
 
 __all__ = [
-    "covariance_root", "exact_hyper_update", "gamma_hyper_update", "hidden_stats",
-    "init_state_prior", "innovation_scale", "kl_terms", "lower_bound", "output_scale",
-    "ridge_regression", "spd_inv_logdet", "vbm",
+    "covariance_root", "exact_hyper_update", "fixed_point_hyper_update",
+    "gamma_hyper_update", "hidden_stats",
+    "init_state_prior", "initial_hidden_posterior", "innovation_scale", "kl_terms",
+    "lower_bound", "output_scale", "ridge_regression", "spd_inv_logdet", "vbm",
 ]
 
 HYPER_CAP = 1e12
@@ -155,6 +156,46 @@ def innovation_scale(omega, Us, starts):
     resid = omega[keep] - Z @ coef
     var = np.mean(resid**2, axis=0)
     return 1.0 / np.sqrt(np.maximum(var, 1e-2))
+
+
+def initial_hidden_posterior(data, k, init_params, random_state):
+    """The hidden-state posterior to start from with ``k`` states (``init_params``:
+    "pca", "scaled-pca" or "random"; see the estimator's parameter): successive
+    states uncorrelated, as Algorithm 5.3 step 1."""
+    X = data.X
+    N = X.shape[0]
+    n_seq = data.starts.shape[0]
+    omega = random_state.standard_normal((N, k))
+    omega0 = random_state.standard_normal((n_seq, k))
+    ups_scale = 1.0
+    if init_params in ("pca", "scaled-pca"):
+        # unit-variance principal-component scores of the outputs plus a little
+        # noise (so restarts differ); extra dimensions beyond the rank stay random
+        Xc = X - X.mean(axis=0)
+        left, sv, _ = np.linalg.svd(Xc, full_matrices=False)
+        r = min(k, int(np.sum(sv > 1e-10 * max(sv[0], 1e-300))) if sv.size else 0)
+        omega *= 0.1
+        omega[:, :r] += np.sqrt(N) * left[:, :r]
+        ups_scale = 0.1
+        # "scaled-pca": with Q = I the state scale is fixed by the dynamics: a persistent
+        # dimension (|a| near 1) has variance 1 / (1 - a^2), not 1.  Unit-variance
+        # scores start every persistent dimension too small (and its C column too
+        # large), and VBEM then spends hundreds of iterations growing the scale.
+        # Rescale each score so that its one-step regression on the previous
+        # scores and the state inputs leaves unit innovation variance.
+        if init_params == "scaled-pca":
+            scale = innovation_scale(omega, data.Us, data.starts)
+            omega *= scale
+            ups_scale = ups_scale * np.outer(scale, scale)
+    return {
+        "omega": omega,
+        "ups": np.broadcast_to(ups_scale * np.eye(k), (N, k, k)).copy(),
+        "cross": np.zeros((N, k, k)),
+        "omega0": omega0,
+        "ups0": np.broadcast_to(np.eye(k), (n_seq, k, k)).copy(),
+        "entropy": np.zeros(n_seq),
+        "ln_z": np.zeros(n_seq),
+    }
 
 
 def hidden_stats(data, q_x):
@@ -353,4 +394,25 @@ def exact_hyper_update(data, s, hyper, dynamics, outputs, noise):
                 >= output_evidence(W_w, R_CD, data.YY, lam, a, b, T)):
             gamma, delta = new[:k], new[k:]
             a, b = a_new, b_new
+    return alpha, beta, gamma, delta, a, b
+
+
+def fixed_point_hyper_update(q, hyper, dynamics, outputs, noise):
+    """The thesis updates (Beal 2003, eqs. 5.133-5.138) at the current q(theta) ``q``:
+    with ``dynamics`` the ARD precisions of [A B], with ``outputs`` those of [C D],
+    with ``noise`` the Gamma prior (a, b) of the noise precisions.  ``hyper`` and the
+    result are ``(alpha, beta, gamma, delta, a, b)``."""
+    alpha, beta, gamma, delta, a, b = hyper
+    k = alpha.shape[0]
+    p = q["M_CD"].shape[0]
+    if dynamics:
+        diag = np.diag(q["E_AB"])
+        alpha = np.minimum(k / diag[:k], HYPER_CAP)
+        beta = np.minimum(k / diag[k:], HYPER_CAP)
+    if outputs:
+        diag = np.diag(q["E_CD"])
+        gamma = np.minimum(p / diag[:k], HYPER_CAP)
+        delta = np.minimum(p / diag[k:], HYPER_CAP)
+    if noise:
+        a, b = gamma_hyper_update(q["rho"], q["log_rho"], a)
     return alpha, beta, gamma, delta, a, b
