@@ -168,12 +168,12 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         column of D, or dead in C and alive in A feeding a lagged input through B)
         as local optima with a lower bound than the smaller model: B's ARD has one
         precision per input column shared by all state rows, so extra rows cost
-        almost nothing.  See ``_step_prune`` for when moves are proposed.  Removed
-        dimensions are deleted from the fitted model: ``n_states_`` and every
-        state-sized array shrink, ``kept_states_`` maps them to the original labels.
-        The iterations spent re-converging are not counted in ``n_iter_`` and
-        ``lower_bounds_`` records one bound per iteration, after any accepted move
-        (a rejected move leaves no trace), so it never decreases.
+        almost nothing.  See ``sklearn_vb.lds._prune.prune_step`` for when moves are
+        proposed.  Removed dimensions are deleted from the fitted model: ``n_states_``
+        and every state-sized array shrink, ``kept_states_`` maps them to the
+        original labels.  The iterations spent re-converging are not counted in
+        ``n_iter_`` and ``lower_bounds_`` records one bound per iteration, after any
+        accepted move (a rejected move leaves no trace), so it never decreases.
     prune_interval : int, default=50
         Iterations between removal proposals (doubling after repeated rejections);
         the first comes ``prune_interval`` iterations after the hyperparameter
@@ -702,7 +702,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         continuing = self.warm_start and hasattr(self, "lower_bound_")
         if continuing:
             self._warm_data_changed = True
-        # the ARD check runs inside every restart (``_run_vbem``); not when continuing
+        # the ARD check runs inside every restart (``_run_vbem``, ``_ard_check``); not
+        # when continuing
         self._check_ard = (self.ard and self.ard_check and not continuing
                            and self.method == "vb")
         try:
