@@ -492,8 +492,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     >>> import numpy as np
     >>> from sklearn_vb import VBMixtureFactorAnalysers
     >>> rng = np.random.default_rng(0)
-    >>> X = np.concatenate([rng.normal(size=(100, 1)) @ rng.normal(size=(1, 5))
-    ...                     + rng.normal(scale=0.1, size=(100, 5)) + centre
+    >>> X = np.concatenate([rng.normal(size=(200, 1)) @ rng.normal(size=(1, 5))
+    ...                     + rng.normal(scale=0.1, size=(200, 5)) + centre
     ...                     for centre in (0, 10)])
     >>> mfa = VBMixtureFactorAnalysers(random_state=0).fit(X)
     >>> mfa.n_components_, mfa.n_factors_per_component_.tolist()
