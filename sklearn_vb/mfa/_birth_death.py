@@ -124,16 +124,17 @@ class BirthDeathSearch:
         self.total_iter = 0  # VBEM iterations so far, numbered across epochs
         self.n_partial_iter = 0  # partial iterations of the birth's children
         self.log = SearchLog()
+        self.size_before_last_birth = None  # components before the last accepted birth
 
     def run(self):
         """The search: the first epoch, birth epochs until a pass through the
         candidates accepts none (``max_tries``), the polish of the final structure;
-        then, with ``refit_final``, a fixed-size fit at the final number of
-        components from a fresh start, and the births continue from it whenever its
-        bound is higher.  The state with the highest bound at the end of any of
-        these stages (its polished continuation when that is not the last state) is
-        the result.  Returns the trace of the result and whether the search
-        converged."""
+        then, with ``refit_final``, fixed-size fits from a fresh start at the final
+        number of components and at the number before the last accepted birth, and
+        the births continue from the better refit whenever its bound is higher than
+        the search's.  The state with the highest bound at the end of any of these
+        stages (its polished continuation when that is not the last state) is the
+        result.  Returns the trace of the result and whether the search converged."""
         est, control, log = self.est, self.control, self.log
         control.searching = True
         control.deaths_allowed = True
@@ -150,20 +151,17 @@ class BirthDeathSearch:
                 trace, converged = self.polish(trace, converged)
                 best = _better(best, _Kept(trace[-1], copy.deepcopy(est._vb_), trace,
                                            converged))
-                S = est._vb_["resp"].shape[1]
-                if not est.refit_final or S in refitted or self.total_iter >= est.max_iter:
+                if not est.refit_final or self.total_iter >= est.max_iter:
                     break
-                refitted.add(S)
-                refit = self.refit_fixed_size()
-                if refit is None:
-                    break
-                trace, converged = refit
-                if trace[-1] <= best.bound + bound_round_off(best.bound):
+                refit = self.refit_sizes(refitted)
+                if refit is None or refit.bound <= best.bound + bound_round_off(best.bound):
                     # no better than the search: back to the best state, polished already
                     est._vb_ = copy.deepcopy(best.state)
                     trace, converged = best.trace, best.converged
                     break
-                best = _Kept(trace[-1], copy.deepcopy(est._vb_), trace, converged)
+                best = refit
+                est._vb_ = copy.deepcopy(refit.state)
+                trace, converged = refit.trace, refit.converged
                 if rounds >= est.refit_final:
                     break  # the refit is converged: it is the result
                 rounds += 1  # births continue from the refit
@@ -183,6 +181,28 @@ class BirthDeathSearch:
             return trace, converged
         finally:
             control.searching = False
+
+    def refit_sizes(self, refitted):
+        """Fixed-size refits (:meth:`refit_fixed_size`) at the current number of
+        components and at the number before the last accepted birth, each size at most
+        once per search (``refitted`` holds the sizes done and is updated).  A birth is
+        accepted as soon as its F passes the parent's, and the parent need not have
+        converged: a structure one birth too large can then end above its parent's F
+        but below a converged fit at the parent's size.  Returns the refit with the
+        higher bound as a :class:`_Kept`, or None when none could run."""
+        sizes = [self.est._vb_["resp"].shape[1], self.size_before_last_birth]
+        found = None
+        for S in dict.fromkeys(s for s in sizes if s is not None and s not in refitted):
+            if self.total_iter >= self.est.max_iter:
+                break
+            refitted.add(S)
+            refit = self.refit_fixed_size(S)
+            if refit is None:
+                continue
+            trace, converged = refit
+            found = _better(found, _Kept(trace[-1], copy.deepcopy(self.est._vb_), trace,
+                                         converged))
+        return found
 
     def fitted_attributes(self):
         """The estimator's attributes that describe the search."""
@@ -327,6 +347,7 @@ class BirthDeathSearch:
                               float(F_new)))
             if ok:
                 log.accepted += 1
+                self.size_before_last_birth = S_before
                 F_target = F_new
                 trace = new_trace
                 tries = 0
@@ -399,13 +420,12 @@ class BirthDeathSearch:
             trace = tail
         return trace, converged
 
-    def refit_fixed_size(self):
-        """A fixed-size fit (no births, no deaths) with the current number of
-        components from a fresh start (``init_params``), as ``search=False`` fits it.
+    def refit_fixed_size(self, S):
+        """A fixed-size fit (no births, no deaths) with ``S`` components from a fresh
+        start (``init_params``), as ``search=False`` fits it.
         Replaces the current state and returns ``(trace, converged)``, or returns None
         (state unchanged) when there are no iterations left."""
         est, data, log, control = self.est, self.data, self.log, self.control
-        S = est._vb_["resp"].shape[1]
         n_left = min(est.polish_iter, est.max_iter - self.total_iter
                      - (-self.total_iter % est.rotation_interval))
         if n_left <= 0 or S > data.n_samples:

@@ -273,11 +273,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         Search only: maximum VBEM iterations of one epoch.
     refit_final : int, default=1
         Search only: after the search and its polish, fit the final number of
-        components afresh (``init_params``, no births or deaths, as ``search=False``
-        would); when that bound is higher, the births continue from the new state and
-        the search is polished again, up to this many times; a final number of
-        components not refitted yet is then refitted once more and kept if higher.
-        0 disables the refits.  The
+        components and the number before the last accepted birth afresh
+        (``init_params``, no births or deaths, as ``search=False`` would); when the
+        better of these bounds is higher, the births continue from that state and the
+        search is polished again, up to this many times; numbers of components not
+        refitted yet are then refitted once more and kept if higher (each number at
+        most once).  0 disables the refits.  The
         birth search is greedy: a split starts from a division of one component's
         points, and the structure it grows can end in a worse optimum at its own
         number of components than a start from the whole data finds.  Whatever the
