@@ -17,7 +17,7 @@ def bernoulli_mixture(quick):
     X = (rng.random((n, d)) < rng.random((k, d))[z]).astype(float)
 
     def ours():
-        from sklearn_vb._demo.bernoulli_mixture import VBBernoulliMixture
+        from sklearn_vb._commands.bernoulli_mixture import VBBernoulliMixture
 
         model = VBBernoulliMixture(n_components=k, max_iter=50, tol=0, random_state=0,
                                    bound_check="off")

@@ -10,7 +10,7 @@ Every row runs in a fresh Python process (``subprocess``, the repository root fi
   excluded), the median of ``repeats`` processes; ``cpu_s`` is its CPU time and
   ``process_s`` the whole child's wall time.
 * ``startup-first-fit-cold``: the first fit of each public estimator
-  (:data:`sklearn_vb._warmup.FIRST_FITS`, one small fit with default options) in a
+  (:data:`sklearn_vb._commands.warmup.FIRST_FITS`, one small fit with default options) in a
   process whose numba cache is empty (a fresh ``NUMBA_CACHE_DIR``): the kernels are
   compiled during the fit.
 * ``startup-first-fit-warm``: the same in a process whose cache holds the kernels (the
@@ -74,7 +74,7 @@ name, cls = sys.argv[1], sys.argv[2]
 w, c = time.perf_counter(), time.process_time()
 import sklearn_vb
 getattr(sklearn_vb, cls)
-from sklearn_vb._warmup import FIRST_FITS
+from sklearn_vb._commands.warmup import FIRST_FITS
 w1, c1 = time.perf_counter(), time.process_time()
 FIRST_FITS[name]()
 w2, c2 = time.perf_counter(), time.process_time()

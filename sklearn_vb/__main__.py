@@ -70,14 +70,14 @@ def main(argv=None):
     comp.add_argument("--only", nargs="*", default=None, help="only these estimators")
     args = parser.parse_args(argv)
     if args.command == "compile":
-        from ._warmup import compile_kernels
+        from ._commands.warmup import compile_kernels
 
         start = time.perf_counter()
         compile_kernels(only=args.only)
         print(f"kernels compiled and cached in {time.perf_counter() - start:.1f} s")
         return 0
     if args.command == "demo":
-        from ._demo import run_demo
+        from ._commands.demo import run_demo
 
         return run_demo(only=args.only, seed=args.seed)
     if args.command == "reproduce":

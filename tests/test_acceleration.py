@@ -231,7 +231,7 @@ def test_plain_fit_reports_no_extrapolations():
 
 
 def test_bernoulli_mixture_bound_never_decreases_with_extrapolation():
-    from sklearn_vb._demo.bernoulli_mixture import VBBernoulliMixture
+    from sklearn_vb._commands.bernoulli_mixture import VBBernoulliMixture
 
     accepted = 0
     for seed in range(3):

@@ -67,7 +67,7 @@ MODEL_DEPENDENCIES = {
 #: matching prefix.
 LAYERS = [
     # numba kernels of general use; a model's own kernels live in its package
-    ("shared kernels", ["_core.kernels", "_core.__init__", "_version"]),
+    ("shared kernels", ["_core.kernels", "_core.__init__"]),
     ("shared maths", ["_core.distributions", "_core.validation", "_core.fingerprint",
                       "_core.numerics", "_core.progress"]),
     # sklearn_vb.base is the public address of _core.base
@@ -83,8 +83,9 @@ LAYERS = [
     # samplers built on the ScoringModels
     ("samplers", ["mcmc"]),
     ("model selection", ["model_selection"]),
-    # _warmup: small fits of every estimator that fill the numba cache (``python -m sklearn_vb compile``)
-    ("applications", ["plotting", "_demo", "__main__", "reproduce", "_warmup"]),
+    # _commands: the demonstration and the small fits of every estimator that fill the
+    # numba cache (``python -m sklearn_vb demo`` / ``compile``)
+    ("applications", ["plotting", "_commands", "__main__", "reproduce"]),
 ]
 
 FORBIDDEN_ROOTS = ("tests",)

@@ -13,7 +13,7 @@ from scipy.special import betaln
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from sklearn_vb._demo.bernoulli_mixture import (
+from sklearn_vb._commands.bernoulli_mixture import (
     VBBernoulliMixture,
     bernoulli_mixture_log_evidence,
 )

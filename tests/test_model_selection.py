@@ -15,7 +15,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_vb._demo.bernoulli_mixture import VBBernoulliMixture
+from sklearn_vb._commands.bernoulli_mixture import VBBernoulliMixture
 from sklearn_vb.model_selection import StructureSearch
 from sklearn_vb.scoring import ScoreResult
 

@@ -58,7 +58,7 @@ def test_compile_command_runs_the_named_warm_up_fits(capsys):
 
 def test_warm_up_fits_cover_every_public_estimator():
     import sklearn_vb
-    from sklearn_vb import _warmup
+    from sklearn_vb._commands import warmup as _warmup
 
     classes = {name for name in sklearn_vb.__all__ if name != "__version__"}
     fitted = set()

@@ -74,33 +74,33 @@ def _crf_data(seed=0):
 
 
 def fit_hmm_categorical():
-    from .hmm import VBHiddenMarkov
+    from ..hmm import VBHiddenMarkov
 
     X = _markov_symbols(300)
     return VBHiddenMarkov(3, n_symbols=4, random_state=0).fit(X, lengths=[150, 150])
 
 
 def fit_hmm_gaussian():
-    from .hmm import VBHiddenMarkov
+    from ..hmm import VBHiddenMarkov
 
     X = _markov_gaussian(300)
     return VBHiddenMarkov(3, emission="gaussian", random_state=0).fit(X, lengths=[150, 150])
 
 
 def fit_mfa():
-    from .mfa import VBMixtureFactorAnalysers
+    from ..mfa import VBMixtureFactorAnalysers
 
     return VBMixtureFactorAnalysers(random_state=0).fit(_mfa_data())
 
 
 def fit_lds():
-    from .lds import VBLinearDynamicalSystem
+    from ..lds import VBLinearDynamicalSystem
 
     return VBLinearDynamicalSystem(n_states=2, random_state=0).fit(_lds_data(150))
 
 
 def fit_dag():
-    from .dag import VBDiscreteDAG
+    from ..dag import VBDiscreteDAG
 
     rng = np.random.default_rng(0)
     h = rng.integers(0, 2, 200)
@@ -109,25 +109,25 @@ def fit_dag():
 
 
 def fit_sbn():
-    from .sbn import VBSigmoidBeliefNetwork
+    from ..sbn import VBSigmoidBeliefNetwork
 
     return VBSigmoidBeliefNetwork(random_state=0).fit(_binary(100, 4))
 
 
 def fit_mrf():
-    from .mrf import PairwiseMRF
+    from ..mrf import PairwiseMRF
 
     return PairwiseMRF().fit(_binary(100, 4).astype(int))
 
 
 def fit_boltzmann():
-    from .boltzmann import BoltzmannMachine
+    from ..boltzmann import BoltzmannMachine
 
     return BoltzmannMachine(n_hidden=1, random_state=0).fit(_binary(100, 3))
 
 
 def fit_crf():
-    from .crf import LinearChainCRF
+    from ..crf import LinearChainCRF
 
     X, y, lengths = _crf_data()
     return LinearChainCRF().fit(X, y, lengths=lengths)
@@ -148,7 +148,7 @@ FIRST_FITS = {
 
 
 def _use_hmm():
-    from .hmm import VBHiddenMarkov
+    from ..hmm import VBHiddenMarkov
 
     lengths = [150, 150]
     X = _markov_symbols(300)
@@ -193,7 +193,7 @@ def _use_sbn():
 
 
 def _use_mrf():
-    from .mrf import PairwiseMRF
+    from ..mrf import PairwiseMRF
 
     X = _binary(100, 4).astype(int)
     fit_mrf().score(X)
@@ -205,7 +205,7 @@ def _use_mrf():
 
 
 def _use_boltzmann():
-    from .boltzmann import BoltzmannMachine
+    from ..boltzmann import BoltzmannMachine
 
     X = _binary(100, 3)
     est = fit_boltzmann()
