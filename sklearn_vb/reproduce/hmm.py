@@ -39,6 +39,7 @@ from ..hmm import VBHiddenMarkov
 from ._experiment import Experiment, Option, register, selected_sections
 from ._hmm_english import (ENGLISH_FULL, ENGLISH_QUICK, english_available, english_report,
                            english_units, run_english_unit, summarize_english)
+from ..plotting import hinton
 from ._report import compute_time_line, markdown_table, pyplot, save_figure
 
 __all__ = ["hmm"]
@@ -176,23 +177,6 @@ def _summarize_structure(results, config):
     }
 
 
-def _hinton(ax, matrix, title):
-    """Squares of area proportional to the entries (Hinton diagram of a non-negative
-    matrix), scaled to the largest entry."""
-    M = np.atleast_2d(np.asarray(matrix, dtype=float))
-    scale = M.max() if M.max() > 0 else 1.0
-    ax.set_facecolor("0.85")
-    for (i, j), v in np.ndenumerate(M):
-        side = np.sqrt(max(v, 0.0) / scale) * 0.9
-        ax.add_patch(pyplot().Rectangle((j - side / 2, i - side / 2), side, side, color="k"))
-    ax.set_xlim(-0.5, M.shape[1] - 0.5)
-    ax.set_ylim(M.shape[0] - 0.5, -0.5)
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(title, fontsize=8)
-
-
 def _figures(run_result, out_dir):
     plt = pyplot()
     lines = []
@@ -220,9 +204,9 @@ def _figures(run_result, out_dir):
                              gridspec_kw={"width_ratios": [1, 12, 3]})
     for row, (label, params) in enumerate((("(a) ML", ml), ("(b) VB counts w", counts),
                                            ("(c) VB means", means))):
-        _hinton(axes[row, 0], np.asarray(params["startprob"])[:, None], f"{label}: π")
-        _hinton(axes[row, 1], params["transmat"], f"{label}: A")
-        _hinton(axes[row, 2], params["emissionprob"], f"{label}: C (a b c)")
+        hinton(np.asarray(params["startprob"])[:, None], ax=axes[row, 0], title=f"{label}: π")
+        hinton(params["transmat"], ax=axes[row, 1], title=f"{label}: A")
+        hinton(params["emissionprob"], ax=axes[row, 2], title=f"{label}: C (a b c)")
     fig.tight_layout()
     lines.append(save_figure(fig, out_dir, "hmm_fig3_3_hinton.png"))
     return [line for line in lines if line]

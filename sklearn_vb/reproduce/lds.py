@@ -44,6 +44,7 @@ from ._lds_gene import (GENE_FULL, GENE_QUICK, gene_report, gene_units, run_gene
                         summarize_gene)
 from ._lds_inputs import (INPUT_KEYS, input_units, inputs_report, run_input_unit,
                           summarize_inputs)
+from ..plotting import hinton
 from ._report import compute_time_line, markdown_table, pyplot, save_figure
 
 __all__ = ["lds"]
@@ -143,22 +144,6 @@ def _summarize(results, config):
     return summary
 
 
-def _hinton(ax, M, title):
-    M = np.asarray(M, dtype=float)
-    scale = np.abs(M).max() or 1.0
-    ax.set_facecolor("0.6")
-    for (i, j), v in np.ndenumerate(M):
-        side = np.sqrt(abs(v) / scale) * 0.9
-        ax.add_patch(pyplot().Rectangle((j - side / 2, i - side / 2), side, side,
-                                        color="w" if v > 0 else "k"))
-    ax.set_xlim(-0.5, M.shape[1] - 0.5)
-    ax.set_ylim(M.shape[0] - 0.5, -0.5)
-    ax.set_aspect("equal")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(title, fontsize=8)
-
-
 def _report(summary, config, out_dir):
     parts = summary["sections"]
     text = ("# Beal (2003) §5.4.1, §5.4.2 and §5.5: VB linear dynamical systems\n")
@@ -179,8 +164,8 @@ def _dimension_report(summary, config, out_dir):
     fig, axes = plt.subplots(2, len(lengths), figsize=(1.6 * len(lengths), 4.2), squeeze=False)
     for j, T in enumerate(lengths):
         fit = summary["dimension_fits"][T]
-        _hinton(axes[0, j], fit["A"], f"A, T = {T}")
-        _hinton(axes[1, j], fit["C"], f"C, T = {T}")
+        hinton(fit["A"], ax=axes[0, j], title=f"A, T = {T}")
+        hinton(fit["C"], ax=axes[1, j], title=f"C, T = {T}")
     fig.tight_layout()
     fig_dim = save_figure(fig, out_dir, "lds_fig5_4_hinton.png")
     dim_table = markdown_table(
