@@ -21,12 +21,11 @@ time steps.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import gammaln
 
+from .._core.distributions import gamma_log_pdf
 from .._core.kernels.constants import LOG_2PI
 
-__all__ = ["point_m_step", "point_objective", "log_prior_density", "spd_solve_inv",
-           "gamma_log_pdf"]
+__all__ = ["point_m_step", "point_objective", "log_prior_density", "spd_solve_inv"]
 
 
 def spd_solve_inv(M):
@@ -37,13 +36,6 @@ def spd_solve_inv(M):
         raise ValueError("matrix must be positive definite.") from exc
     Linv = np.linalg.inv(L)
     return Linv.T @ Linv, 2.0 * float(np.sum(np.log(np.diag(L))))
-
-
-def gamma_log_pdf(x, a, b):
-    """ln Gamma(x | shape a, rate b), -inf outside x > 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lp = a * np.log(b) - gammaln(a) + (a - 1.0) * np.log(x) - b * x
-    return np.where((x > 0) & np.isfinite(x), lp, -np.inf)
 
 
 def point_m_step(W_z, R_AB, W_w, R_CD, YY, T, prior_ab, prior_cd, a0, b0, kind="map",

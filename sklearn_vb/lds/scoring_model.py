@@ -60,7 +60,8 @@ import numpy as np
 from scipy.special import digamma, gammaln, polygamma
 
 from .._core.distributions import as_generator as _rng
-from ._point import gamma_log_pdf, log_prior_density, point_m_step, spd_solve_inv
+from .._core.distributions import gamma_log_pdf
+from ._point import log_prior_density, point_m_step, spd_solve_inv
 from .._core.kernels.constants import LOG_2PI
 from .inference import HiddenStatistics, hidden_statistics, smooth_states
 from .kalman import lds_log_likelihood_terms, simulate_lds
@@ -89,7 +90,6 @@ def _chol(M, name):
 
 
 _spd_solve_inv = spd_solve_inv
-_gamma_logpdf = gamma_log_pdf
 
 
 class CompleteDataStatistics(NamedTuple):
@@ -210,7 +210,7 @@ class LDSPosterior:
             quad = rho * np.sum(zcd * zcd, axis=2)
             logdet = self.ld_CD - dcd * np.log(rho)
             lcd = self._row_logpdf(quad, dcd, logdet)
-        lrho = _gamma_logpdf(rho, self.shape, self.rate[None])
+        lrho = gamma_log_pdf(rho, self.shape, self.rate[None])
         out = out + np.sum(np.where(rho > 0, lcd + lrho, -np.inf), axis=1)
         return np.asarray(out, dtype=float)
 
