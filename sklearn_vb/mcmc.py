@@ -179,7 +179,8 @@ def _moment_matched(q, space, rng, n=4000):
 def effective_sample_size(chains):
     """Effective sample size per coordinate of ``chains`` (C, N, D), pooled over chains:
     ``C N / (1 + 2 sum_k rho_k)`` with the chain-averaged autocorrelations truncated by
-    Geyer's initial monotone positive-sequence rule.
+    Geyer's initial monotone positive-sequence rule.  For the effective sample size of
+    importance weights see :func:`sklearn_vb.scoring.importance_effective_sample_size`.
 
     Examples
     --------

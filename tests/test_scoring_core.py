@@ -9,7 +9,7 @@ from sklearn_vb._core.numerics import (
     combine_unbiased_for_inverse_z,
     combine_unbiased_for_z,
     delta_method_stderr,
-    effective_sample_size,
+    importance_effective_sample_size,
     log_mean_exp,
     spawn_generators,
 )
@@ -29,9 +29,9 @@ def test_log_mean_exp_and_ess():
     a = rng.normal(size=50) * 3 - 1000.0
     assert log_mean_exp(a) == pytest.approx(logsumexp(a) - np.log(50), abs=1e-12)
     w = np.exp(a + 1000.0)
-    assert effective_sample_size(a) == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-10)
+    assert importance_effective_sample_size(a) == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-10)
     # equal weights: ESS = M and zero delta-method stderr
-    assert effective_sample_size(np.full(7, -3.0)) == pytest.approx(7.0)
+    assert importance_effective_sample_size(np.full(7, -3.0)) == pytest.approx(7.0)
     se, ok = delta_method_stderr(np.full(20, 2.0))
     assert se == pytest.approx(0.0, abs=1e-7) and ok
     # -inf entries are zero weights; NaN raises
@@ -177,3 +177,11 @@ def test_get_scorer_options():
         get_scorer("vb", n_temperatures=3)
     with pytest.raises(ValueError, match="method"):
         get_scorer("nope")
+
+
+def test_former_name_of_the_importance_sample_size_warns_and_still_works():
+    import sklearn_vb.scoring as scoring
+
+    with pytest.warns(FutureWarning, match="importance_effective_sample_size"):
+        former = scoring.effective_sample_size
+    assert former is importance_effective_sample_size

@@ -15,7 +15,7 @@ from scipy.stats import t as student_t
 __all__ = [
     "log_sum_exp",
     "log_mean_exp",
-    "effective_sample_size",
+    "importance_effective_sample_size",
     "delta_method_stderr",
     "between_run_stderr",
     "interval_stderr",
@@ -80,16 +80,18 @@ def normalised_weights(a):
     return np.exp(a - log_sum_exp(a))
 
 
-def effective_sample_size(a):
-    """ESS = exp(2 LSE(a) - LSE(2a)) of the weights ``exp(a)``; 0 if all weights vanish.
+def importance_effective_sample_size(a):
+    """ESS = exp(2 LSE(a) - LSE(2a)) of the importance weights ``exp(a)`` (Kish's
+    effective sample size); 0 if all weights vanish.  For the effective sample size of
+    a Markov chain see :func:`sklearn_vb.mcmc.effective_sample_size`.
 
     Examples
     --------
     Equal weights count fully; one dominant weight counts once:
 
     >>> import numpy as np
-    >>> from sklearn_vb.scoring import effective_sample_size
-    >>> round(effective_sample_size(np.zeros(10)), 6), round(effective_sample_size(np.log([1, 1e-3, 1e-3])), 3)
+    >>> from sklearn_vb.scoring import importance_effective_sample_size as ess
+    >>> round(ess(np.zeros(10)), 6), round(ess(np.log([1, 1e-3, 1e-3])), 3)
     (10.0, 1.004)
     """
     a = _check_log_weights(a)
@@ -118,7 +120,7 @@ def delta_method_stderr(a):
     """
     a = _check_log_weights(a)
     M = a.size
-    ess = effective_sample_size(a)
+    ess = importance_effective_sample_size(a)
     if ess == 0.0:
         return np.inf, False
     var = max(1.0 / ess - 1.0 / M, 0.0)

@@ -26,7 +26,7 @@ fitted estimator (register one for a new estimator class with
 
 from .._core.numerics import (
     delta_method_stderr,
-    effective_sample_size,
+    importance_effective_sample_size,
     log_mean_exp,
     log_sum_exp,
 )
@@ -55,6 +55,20 @@ __all__ = [
     "EStep",
     "log_mean_exp",
     "log_sum_exp",
-    "effective_sample_size",
+    "importance_effective_sample_size",
     "delta_method_stderr",
 ]
+
+
+def __getattr__(name):
+    # the former name of importance_effective_sample_size; sklearn_vb.mcmc's
+    # effective_sample_size is the other quantity (of a Markov chain)
+    if name == "effective_sample_size":
+        import warnings
+
+        warnings.warn("sklearn_vb.scoring.effective_sample_size was renamed "
+                      "importance_effective_sample_size (the effective sample size of "
+                      "importance weights); the old name will be removed.",
+                      FutureWarning, stacklevel=2)
+        return importance_effective_sample_size
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,7 +31,7 @@ from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
     delta_method_stderr,
-    effective_sample_size,
+    importance_effective_sample_size,
     log_mean_exp,
     split_runs,
 )
@@ -328,7 +328,7 @@ def _summarise(log_w, n_runs, what):
     se = max(spreads) if spreads else se_delta
     diag = {
         "log_weights": log_w,
-        "ess": effective_sample_size(log_w),
+        "ess": importance_effective_sample_size(log_w),
         "run_estimates": run_est,
         "run_stderr": run_se,
         "run_sizes": [int(x.size) for x in runs],

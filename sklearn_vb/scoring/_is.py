@@ -25,7 +25,7 @@ from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
     delta_method_stderr,
-    effective_sample_size,
+    importance_effective_sample_size,
     log_mean_exp,
     normalised_weights,
     pareto_khat,
@@ -221,7 +221,7 @@ class ISScore(Scorer):
         # itself uncertain, so it never reports less than the pooled delta-method value
         # (which alone would collapse with the ESS)
         stderr = se_delta if se_between is None else max(se_between, se_delta)
-        ess = effective_sample_size(a)
+        ess = importance_effective_sample_size(a)
         w = normalised_weights(a)
         finite = a[np.isfinite(a)]
         param_bound = float(np.mean(a)) if np.all(np.isfinite(a)) else -np.inf

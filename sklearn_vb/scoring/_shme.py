@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.evidence.params import take
-from .._core.numerics import effective_sample_size, log_mean_exp, spawn_generators
+from .._core.numerics import importance_effective_sample_size, log_mean_exp, spawn_generators
 from ._ais import _exact_samples
 from ._reliability import warn_unreliable
 from ._result import ScoreResult
@@ -47,7 +47,7 @@ def run_shme(model, X, mover, exact, order, seed, ess_threshold=0.5):
             params, _ = mover(params, w, rng, rngs)
         log_u = log_u - case_log_likelihood(model, params, X, t)[:, 0]
         w[t] = 0.0
-        if step < n - 1 and effective_sample_size(log_u) < ess_threshold * C:
+        if step < n - 1 and importance_effective_sample_size(log_u) < ess_threshold * C:
             log_inv += log_mean_exp(log_u)
             params = _resample(params, log_u, rng)
             log_u = np.zeros(C)

@@ -32,7 +32,7 @@ from .._core.evidence.mcmc_moves import ChainState, Target, make_kernel
 from .._core.evidence.params import take
 from .._core.evidence.protocols import has, require
 from .._core.kernels.sampling import systematic_resample
-from .._core.numerics import as_seed_sequence, effective_sample_size, interval_stderr, log_mean_exp, \
+from .._core.numerics import as_seed_sequence, importance_effective_sample_size, interval_stderr, log_mean_exp, \
     spawn_generators
 from ._base import Scorer, prepare_data, resolve_model
 from ._reliability import warn_unreliable
@@ -135,7 +135,7 @@ def run_smc(model, X, mover, n_particles, order, seed, ess_threshold=0.5):
         w[t] = 1.0
         if step == len(order) - 1:
             break
-        if effective_sample_size(log_w) < ess_threshold * n_particles:
+        if importance_effective_sample_size(log_w) < ess_threshold * n_particles:
             log_z += log_mean_exp(log_w)
             params = _resample(params, log_w, rng)
             log_w = np.zeros(n_particles)

@@ -42,7 +42,7 @@ from .._core.numerics import (
     as_seed_sequence,
     between_run_stderr,
     delta_method_stderr,
-    effective_sample_size,
+    importance_effective_sample_size,
     log_mean_exp,
     split_runs,
 )
@@ -161,7 +161,7 @@ class VMCMCScore(Scorer):
         per_run_se = [se_delta * np.sqrt(a.size / r.size) for r in runs]
         se_between = between_run_stderr(per_run)
         se = se_delta if se_between is None else max(se_between, se_delta)
-        ess = effective_sample_size(a)
+        ess = importance_effective_sample_size(a)
         lower = known_lower_bound(estimator, opts["lower_bound"])
         reasons = reliability_reasons(ess, max(IS_MIN_ESS, IS_MIN_ESS_FRACTION * a.size),
                                       per_run, per_run_se, est, se, lower)
