@@ -14,11 +14,11 @@ evidence is the conditional one, ``p(y | X)``.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _common as C
 from ._edge_search import EdgeSetSearchBase
@@ -151,21 +151,11 @@ class CRFFeatureSearch(EdgeSetSearchBase):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit"])],
-        "search": [StrOptions({"list", "greedy"})],
-        "structures": [list, None],
+        **EdgeSetSearchBase._parameter_constraints,
         "initial_structure": [dict, None],
-        "scoring": "no_validation",
+        "search": [StrOptions({"list", "greedy"})],
         "n_restarts": [Interval(Integral, 0, None, closed="left")],
         "max_steps": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
-        "refit": ["boolean", str],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "error_score": "no_validation",
-        "memory": "no_validation",
-        "alias_correction": ["boolean", StrOptions({"auto"})],
     }
 
     def __init__(self, estimator, *, search="list", structures=None, initial_structure=None,

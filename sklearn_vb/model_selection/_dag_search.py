@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..dag.structure import parse_structure
 from . import _common as C
@@ -355,12 +355,8 @@ class DAGStructureSearch(EdgeSetSearchBase):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit"])],
+        **EdgeSetSearchBase._parameter_constraints,
         "search": [StrOptions({"greedy", "exhaustive"})],
-        "structures": [list, tuple, None],
-        "initial_structure": "no_validation",
-        "scoring": [str, callable, list, tuple, dict],
-        "alias_correction": [StrOptions({"auto"}), "boolean", dict],
         "max_in_degree": [Interval(Integral, 0, None, closed="left"), None],
         "allowed_edges": "no_validation",
         "required_edges": "no_validation",
@@ -370,14 +366,7 @@ class DAGStructureSearch(EdgeSetSearchBase):
         "max_steps": [Interval(Integral, 0, None, closed="left"), None],
         "tabu_length": [Interval(Integral, 0, None, closed="left")],
         "tabu_steps": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
-        "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
-        "refit": ["boolean", str],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "error_score": [StrOptions({"raise"}), Real],
-        "memory": [None, str, HasMethods(["cache"])],
     }
 
     def __init__(

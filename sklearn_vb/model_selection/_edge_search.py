@@ -13,11 +13,13 @@ with several targets) and ``random_graph(start, rng, n_moves)``.
 from __future__ import annotations
 
 import time
+from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_memory
 
 from . import _common as C
@@ -28,6 +30,22 @@ __all__ = ["EdgeSetSearchBase"]
 
 class EdgeSetSearchBase(_SearchBase):
     """Exhaustive and greedy search over edge sets (see the module docstring)."""
+
+    #: the parameters every edge-set search shares; each search adds its own
+    _parameter_constraints: dict = {
+        "estimator": [HasMethods(["fit"])],
+        "structures": [list, tuple, None],
+        "initial_structure": "no_validation",
+        "scoring": [str, callable, list, tuple, dict],
+        "alias_correction": [StrOptions({"auto"}), "boolean", dict],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "refit": ["boolean", str],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "error_score": [StrOptions({"raise"}), Real],
+        "memory": [None, str, HasMethods(["cache"])],
+    }
 
     def _fit_grid(self, X, y, fit_params, grid, count_edges):
         """Fit and score every candidate of ``grid`` with :class:`StructureSearch`."""

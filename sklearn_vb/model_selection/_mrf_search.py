@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..datasets import enumerate_undirected_graphs
 from ..mrf.layout import MRFLayout, parse_structure
@@ -186,26 +186,15 @@ class MRFStructureSearch(EdgeSetSearchBase):
     """
 
     _parameter_constraints: dict = {
-        "estimator": [HasMethods(["fit"])],
+        **EdgeSetSearchBase._parameter_constraints,
         "search": [StrOptions({"greedy", "exhaustive"})],
-        "structures": [list, tuple, None],
-        "initial_structure": "no_validation",
-        "scoring": [str, callable, list, tuple, dict],
-        "alias_correction": [StrOptions({"auto"}), "boolean", dict],
         "max_degree": [Interval(Integral, 0, None, closed="left"), None],
         "required_edges": "no_validation",
         "forbidden_edges": "no_validation",
         "moves": [tuple, list],
         "n_restarts": [Interval(Integral, 0, None, closed="left")],
         "max_steps": [Interval(Integral, 0, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
         "warm_start": ["boolean"],
-        "refit": ["boolean", str],
-        "n_jobs": [Integral, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "error_score": [StrOptions({"raise"}), Real],
-        "memory": [None, str, HasMethods(["cache"])],
     }
 
     def __init__(self, estimator, *, search="greedy", structures=None, initial_structure=None,
