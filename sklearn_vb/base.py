@@ -9,6 +9,7 @@ from ._core.base import (
     BoundDecreaseError,
     BoundDecreaseWarning,
     Restart,
+    Step,
     SquaremSteps,
     VBEMEstimator,
     bound_round_off,
@@ -16,4 +17,4 @@ from ._core.base import (
 )
 
 __all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
-           "ACCELERATION_CONSTRAINT", "Restart", "predicted_remaining_gain"]
+           "ACCELERATION_CONSTRAINT", "Restart", "Step", "predicted_remaining_gain"]

@@ -17,7 +17,7 @@ from scipy.special import betaln, gammaln, logsumexp
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import validate_data
 
-from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
 from .._core.distributions import dirichlet_expected_log, dirichlet_kl
 
 __all__ = ["VBBernoulliMixture", "bernoulli_mixture_log_evidence"]
@@ -128,7 +128,7 @@ class VBBernoulliMixture(VBEMEstimator):
 
     def _iteration_steps(self):
         # The bound is recorded after the VBE step, for the stored pair (q(z), q(θ)).
-        return ("vbm", "vbe")
+        return (Step("vbm", self._step_vbm), Step("vbe", self._step_vbe))
 
     def _step_vbm(self, data, iteration):
         counts = self.resp_.sum(axis=0)

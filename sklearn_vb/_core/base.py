@@ -13,8 +13,9 @@ without a default is abstract):
 ``_initialize(data, random_state)``
     set an initial variational state (attributes ending in ``_``).
 ``_iteration_steps()``
-    the ordered names of the coordinate-ascent steps of one iteration, e.g.
-    ``("vbm", "vbe")``; each name ``s`` is run as ``self._step_<s>(data, iteration)``.
+    the coordinate-ascent steps of one iteration in order, each a :class:`Step`: a
+    name (for messages and the bound checks) and the callable ``run(data, iteration)``
+    that performs it, e.g. ``(Step("vbm", self._vbm_step), Step("vbe", self._vbe_step))``.
     The last step must leave the estimator in a state whose bound is the one recorded
     (the bound after the VBE step, for the stored pair (q(z), q(theta))).  A step
     that changes the model's structure (deletes a component, say) returns True; the
@@ -109,7 +110,7 @@ import time
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -121,10 +122,19 @@ from sklearn.utils.validation import check_is_fitted
 from .fingerprint import data_fingerprint
 
 __all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
-           "ACCELERATION_CONSTRAINT", "Restart", "predicted_remaining_gain"]
+           "ACCELERATION_CONSTRAINT", "Restart", "Step", "predicted_remaining_gain"]
 
 #: parameter constraint of ``acceleration`` for estimators that adopt extrapolation
 ACCELERATION_CONSTRAINT = [StrOptions({"squarem"}), None]
+
+
+class Step(NamedTuple):
+    """One coordinate-ascent step of a VBEM iteration (see ``_iteration_steps``)."""
+
+    name: str  # as messages and the bound checks name it
+    # run(data, iteration), True when it changed the structure; None where a model's
+    # compiled loop runs the step
+    run: Callable | None
 
 
 class Restart(NamedTuple):
@@ -459,7 +469,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
 
     @abstractmethod
     def _iteration_steps(self):
-        """Names of the coordinate steps of one iteration, in order."""
+        """The coordinate steps of one iteration in order, as :class:`Step` tuples."""
 
     @abstractmethod
     def _lower_bound(self, data):
@@ -643,7 +653,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
             The bound after every iteration since the last structure change.
         converged : bool
         """
-        label = "+".join(self._iteration_steps())
+        label = "+".join(step.name for step in self._iteration_steps())
         trace = []
         converged = False
         squarem = SquaremSteps() if self._accelerated() else None
@@ -742,8 +752,8 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
                 break
             shrink *= 0.5
         if valid:
-            for name in self._evaluation_steps():
-                getattr(self, f"_step_{name}")(data, iteration)
+            for step in self._evaluation_steps():
+                step.run(data, iteration)
             value = float(self._lower_bound(data))
             if np.isfinite(value) and value >= previous:
                 squarem.accept(self._pack_hyperparameters())
@@ -771,13 +781,13 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         # whether `previous` holds the bound after the last step run so far
         checked = self.bound_check == "steps" and previous is not None
         restarted = False
-        for name in self._iteration_steps():
-            if getattr(self, f"_step_{name}")(data, iteration):
+        for step in self._iteration_steps():
+            if step.run(data, iteration):
                 restarted = True
                 checked = False
             elif checked:
                 value = float(self._lower_bound(data))
-                self._check_decrease(previous, value, iteration, name, raise_error=True)
+                self._check_decrease(previous, value, iteration, step.name, raise_error=True)
                 previous = value
         value = previous if checked else float(self._lower_bound(data))
         if not np.isfinite(value):

@@ -19,6 +19,7 @@ from .kernels import (
     binary_log_likelihood,
     binary_sample_attributes,
 )
+from .._core.base import Step
 from ._common import (
     LOG_2PI,
     FactorModelBase,
@@ -226,7 +227,8 @@ class BayesianBinaryAttributes(FactorModelBase):
         self.attribute_probs_ = random_state.uniform(size=(data.shape[0], self.n_components))
 
     def _iteration_steps(self):
-        return ("features", "attributes")
+        return (Step("features", self._step_features),
+                Step("attributes", self._step_attributes))
 
     def _second_moment(self):
         """``sum_j E[a_j a_j^T]`` (K, K)."""

@@ -18,6 +18,7 @@ from .kernels import (
     clustering_log_likelihood,
     clustering_sample_labels,
 )
+from .._core.base import Step
 from ._common import (
     LOG_2PI,
     FactorModelBase,
@@ -192,7 +193,7 @@ class BayesianClustering(FactorModelBase):
         self._step_vbe(data, 0)
 
     def _iteration_steps(self):
-        return ("vbm", "vbe")
+        return (Step("vbm", self._step_vbm), Step("vbe", self._step_vbe))
 
     def _step_vbm(self, data, iteration):
         counts = self.resp_.sum(axis=0)

@@ -18,6 +18,7 @@ from .kernels import (
     low_rank_log_likelihood,
     low_rank_sample_latents,
 )
+from .._core.base import Step
 from ._common import LOG_2PI, FactorModelBase, as_case_weights, gaussian_columns_kl
 
 __all__ = ["BayesianLowRank", "low_rank_log_likelihood_per_case"]
@@ -140,7 +141,7 @@ class BayesianLowRank(FactorModelBase):
         self.latent_covariance_ = float(self.latent_sd) ** 2 * np.eye(K)
 
     def _iteration_steps(self):
-        return ("components", "latents")
+        return (Step("components", self._step_components), Step("latents", self._step_latents))
 
     def _step_components(self, data, iteration):
         n = data.shape[0]

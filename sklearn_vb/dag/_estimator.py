@@ -36,7 +36,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
-from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
 from .._core.distributions import dirichlet_expected_log
 from .._core.validation import lookup_categories, validate_categorical_data
 from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
@@ -492,7 +492,10 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     # E / VBE steps, SQUAREM and the stopping rule run there; the base class keeps the
     # restarts, warm starts, the kept run and the convergence warning.
     def _iteration_steps(self):
-        return ("vbm", "vbe") if self.method == "vb" else ("m", "e")
+        # the compiled loop (dag/fit_kernels.py) runs the steps; they are named here
+        # for its messages
+        names = ("vbm", "vbe") if self.method == "vb" else ("m", "e")
+        return tuple(Step(name, None) for name in names)
 
     def _initialize(self, data, random_state):
         layout = data.layout
@@ -566,14 +569,14 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         """Raise, warn and print as the base class's loop does after every iteration."""
         iteration = trace.shape[0] + 1  # where a failed run stopped
         if status == DECREASED:
-            self._check_decrease(before, after, iteration, self._iteration_steps()[step],
+            self._check_decrease(before, after, iteration, self._iteration_steps()[step].name,
                                  raise_error=True)
         if status == NOT_FINITE:
             raise FloatingPointError(
                 f"{type(self).__name__}: the lower bound is {after} at iteration "
                 f"{iteration}; the data or the priors are degenerate.")
         if self.bound_check != "steps":
-            label = "+".join(self._iteration_steps())
+            label = "+".join(s.name for s in self._iteration_steps())
             for i in range(1, trace.shape[0]):
                 self._check_decrease(float(trace[i - 1]), float(trace[i]), i + 1, label)
         if self.verbose >= 2:

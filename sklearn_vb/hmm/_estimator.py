@@ -43,7 +43,7 @@ from .._core.validation import (
     fitted_from_sequence_ids,
     sequence_bounds,
 )
-from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator
+from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
 from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior
 
@@ -451,10 +451,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     # ------------------------------------------------------------------ loop steps
     def _iteration_steps(self):
         if self.method != "vb":
-            return ("m", "e")
+            return (Step("m", self._step_m), Step("e", self._step_e))
         if self.optimize_prior_strengths:
-            return ("prior", "vbm", "vbe")
-        return ("vbm", "vbe")
+            return (Step("prior", self._step_prior), Step("vbm", self._step_vbm),
+                    Step("vbe", self._step_vbe))
+        return (Step("vbm", self._step_vbm), Step("vbe", self._step_vbe))
 
     def _step_prior(self, data, iteration):
         if getattr(self, "_fresh", False):

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.base import VBEMEstimator, predicted_remaining_gain
+from .._core.base import Step, VBEMEstimator, predicted_remaining_gain
 from .._core.validation import (
     MISSING_IN_SEQUENCES,
     check_sequences,
@@ -467,10 +468,13 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     # ================================================================ steps
     def _iteration_steps(self):
         if self.method != "vb":
-            return ("m", "e")
-        steps = ("rotate", "translate", "hyper", "vbm", "vbe")
+            return (Step("m", self._step_m), Step("e", self._step_e))
+        steps = (Step("rotate", partial(rotate_step, self)),
+                 Step("translate", partial(translate_step, self)),
+                 Step("hyper", self._step_hyper), Step("vbm", self._step_vbm),
+                 Step("vbe", self._step_vbe))
         if self.prune_states and self._ard_on:
-            return steps + ("prune",)
+            return steps + (Step("prune", partial(prune_step, self)),)
         return steps
 
     @property
@@ -600,17 +604,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self.init_state_mean_, self.init_state_cov_ = init_state_prior(
             self._q_x["omega0"], self._q_x["ups0"], self.init_state_cov)
 
-    # ================================================================ rotations
-    def _step_rotate(self, data, iteration):
-        rotate_step(self, data, iteration)
-
-    def _step_translate(self, data, iteration):
-        translate_step(self, data, iteration)
-
-    # ================================================================ pruning
-    def _step_prune(self, data, iteration):
-        prune_step(self, data, iteration)
-
+    # ================================================================ the loop
     def _run_vbem(self, data):
         return run_with_ard_check(self, data)
 

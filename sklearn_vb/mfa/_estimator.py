@@ -54,12 +54,12 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.base import ACCELERATION_CONSTRAINT, VBEMEstimator, predicted_remaining_gain
+from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator, predicted_remaining_gain
 from .._core.validation import validate_float_data
 from . import kernels as _k
 from ._birth_death import BirthDeathSearch, RunControl
 from ._fitted import VB_ONLY_ATTRIBUTES, point_attributes, vb_attributes
-from ._hyper import (HYPER_NAMES, selected_hyperparameters, update_alpha_prior, update_ard_prior,
+from ._hyper import (selected_hyperparameters, update_alpha_prior, update_ard_prior,
                      update_ard_rate, update_mean_prior)
 from ._point import em_e_step, em_m_step, em_start
 from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
@@ -704,14 +704,29 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     # ---------------------------------------------------------------- steps
     def _iteration_steps(self):
         if self.method != "vb":
-            return ("m", "e")
-        steps = ["factors", "loadings", "responsibilities", "weights", "ard"]
+            return (Step("m", self._step_m), Step("e", self._step_e))
+        # each step reads the state when it runs: a restore replaces it
+        steps = [
+            Step("factors", lambda data, it: update_factors(self._vb_, data)),
+            Step("loadings", lambda data, it: update_loadings(self._vb_, data)),
+            Step("responsibilities", self._step_responsibilities),
+            Step("weights", lambda data, it: update_weights(self._vb_)),
+            Step("ard", lambda data, it: update_ard(self._vb_, data)),
+        ]
         hyper = selected_hyperparameters(self.optimize_hyperparameters)
-        steps += [h for h in HYPER_NAMES if h in hyper]
+        hyper_steps = (  # in the order of HYPER_NAMES
+            Step("noise", lambda data, it: update_noise(self._vb_, data)),
+            Step("mean_prior", lambda data, it: update_mean_prior(self._vb_, data)),
+            Step("ard_rate", lambda data, it: update_ard_rate(self._vb_, self.ard_rate_min,
+                                                              self.ard_rate_update)),
+            Step("ard_prior", lambda data, it: update_ard_prior(self._vb_, self.ard_rate_min)),
+            Step("alpha_prior", lambda data, it: update_alpha_prior(self._vb_)),
+        )
+        steps += [step for step in hyper_steps if step.name in hyper]
         if self.rotations:
-            steps.append("rotate")
+            steps.append(Step("rotate", self._step_rotate))
         if self.prune_factors:
-            steps.append("prune")
+            steps.append(Step("prune", self._step_prune))
         return tuple(steps)
 
     @property
@@ -721,39 +736,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         decoupling allowed, the plain ``tol`` test."""
         return self.__dict__.get("_control") or RunControl()
 
-    def _step_factors(self, data, iteration):
-        update_factors(self._vb_, data)
-
-    def _step_loadings(self, data, iteration):
-        update_loadings(self._vb_, data)
-
     def _step_responsibilities(self, data, iteration):
         update_responsibilities(self._vb_, data)
         if self._run_control.deaths_allowed:
             return kill_components(self._vb_, data, self.death_threshold,
                                    self.shrinking_death_threshold)
         return False
-
-    def _step_weights(self, data, iteration):
-        update_weights(self._vb_)
-
-    def _step_ard(self, data, iteration):
-        update_ard(self._vb_, data)
-
-    def _step_noise(self, data, iteration):
-        update_noise(self._vb_, data)
-
-    def _step_mean_prior(self, data, iteration):
-        update_mean_prior(self._vb_, data)
-
-    def _step_ard_rate(self, data, iteration):
-        update_ard_rate(self._vb_, self.ard_rate_min, self.ard_rate_update)
-
-    def _step_ard_prior(self, data, iteration):
-        update_ard_prior(self._vb_, self.ard_rate_min)
-
-    def _step_alpha_prior(self, data, iteration):
-        update_alpha_prior(self._vb_)
 
     def _step_rotate(self, data, iteration):
         if iteration % self.rotation_interval == 0:
@@ -784,7 +772,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return unpack_state(self._vb_, vector, data.psi_floor)
 
     def _evaluation_steps(self):
-        return ("evaluate",)
+        return (Step("evaluate", self._step_evaluate),)
 
     def _step_evaluate(self, data, iteration):
         """q(x|s) and q(s) for an extrapolated q(θ) (no deaths), whose bound is then

@@ -37,7 +37,7 @@ from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.base import VBEMEstimator
+from .._core.base import Step, VBEMEstimator
 from .._core.validation import validate_float_data
 from ..dag.structure import parse_structure
 from ._kernels import (
@@ -537,7 +537,8 @@ class VBSigmoidBeliefNetwork(DensityMixin, VBEMEstimator):
 
     # ------------------------------------------------------------------ VBEM
     def _iteration_steps(self):
-        return ("vbm", "xi", "vbe")
+        return (Step("vbm", self._step_vbm), Step("xi", self._step_xi),
+                Step("vbe", self._step_vbe))
 
     def _initialize(self, data, random_state):
         lay = data.layout

@@ -11,13 +11,13 @@ def count_accepted_moves(model, data, n_iter, move):
     for it in range(1, n_iter + 1):
         for step in model._iteration_steps():
             state = model._q_x
-            getattr(model, f"_step_{step}")(data, it)
+            step.run(data, it)
             if model._q_theta is None:
                 continue
             value = model._explicit_bound(data)
             if previous is not None:
-                assert value >= previous - 1e-9 * abs(previous), (it, step)
-            if step == move and model._q_x is not state:
+                assert value >= previous - 1e-9 * abs(previous), (it, step.name)
+            if step.name == move and model._q_x is not state:
                 accepted += 1
                 assert value > previous
             previous = value

@@ -134,7 +134,7 @@ def _fitted_steps(model, X, U, lengths, n_iter):
     model._step_vbe(data, 1)
     for it in range(2, n_iter):
         for step in model._iteration_steps():
-            getattr(model, f"_step_{step}")(data, it)
+            step.run(data, it)
     return data
 
 

@@ -51,7 +51,7 @@ def _problem(seed, d, ard, schedule, cov, n_iter=6, fit_intercept=True):
     model._initialize(data, check_random_state(seed))
     for it in range(1, n_iter + 1):
         for step in model._iteration_steps():
-            getattr(model, f"_step_{step}")(data, it)
+            step.run(data, it)
     return model, data
 
 

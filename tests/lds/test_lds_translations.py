@@ -11,7 +11,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from sklearn_vb.lds._move_steps import translate, translation_objective
+from sklearn_vb.lds._move_steps import translate, translate_step, translation_objective
 from sklearn_vb.lds._moves import optimise_translation, translate_hidden_posterior
 from sklearn_vb.lds._vbem import hidden_stats
 from sklearn_vb.datasets._lds import make_lds, make_lds_params
@@ -52,7 +52,7 @@ def _problem(seed, d, ard, schedule, cov, n_iter=6, k=3, p=4):
     model._initialize(data, check_random_state(seed))
     for it in range(1, n_iter + 1):
         for step in model._iteration_steps():
-            getattr(model, f"_step_{step}")(data, it)
+            step.run(data, it)
     return model, data
 
 
@@ -156,7 +156,7 @@ def test_level_move_switches_the_intercepts_at_once():
     model, data = _problem(4, 0, True, (0, 0, 0), "diag", n_iter=40)
     before = model._explicit_bound(data)
     model.translations = True
-    model._step_translate(data, 41)
+    translate_step(model, data, 41)
     gained = model._explicit_bound(data) - before
     slow, _ = _problem(4, 0, True, (0, 0, 0), "diag", n_iter=80)
     assert gained > 1.0
