@@ -23,6 +23,7 @@ from sklearn.utils import check_random_state
 from .._core.base import bound_round_off
 from ._hyper import selected_hyperparameters
 from ._search import PartialBound, children_iteration
+from ._state import MFAState
 from ._structure import prune_dead_factors
 from ._vbem import component_scores, first_updates, initial_state, n_loading_columns
 
@@ -57,7 +58,7 @@ class _Kept(NamedTuple):
     """A state of the search with its bound, its trace and whether it converged."""
 
     bound: float
-    state: dict
+    state: MFAState
     trace: list
     converged: bool
 
@@ -244,13 +245,13 @@ class BirthDeathSearch:
         iterations = range(self.total_iter + 1,
                            min(self.total_iter + n_iter, est.max_iter) + 1)
         # q(s) before each iteration, for the agitation rule
-        old_resp, old_ids = est._vb_["resp"], est._vb_["ids"]
+        old_resp, old_ids = est._vb_.resp, est._vb_.ids
 
         def record_and_stop(iteration, trace, restarted):
             nonlocal old_resp, old_ids
             self.control.trace = trace
             self.total_iter = iteration
-            new, ids = est._vb_["resp"], est._vb_["ids"]
+            new, ids = est._vb_.resp, est._vb_.ids
             if restarted:
                 agitation = 1.0
                 ev = "death"
@@ -294,7 +295,7 @@ class BirthDeathSearch:
         while True:
             if self.total_iter >= est.max_iter:
                 break
-            if est._vb_["resp"].shape[1] >= max_S:
+            if est._vb_.resp.shape[1] >= max_S:
                 converged = True
                 break
             if pos >= len(order):
@@ -305,11 +306,11 @@ class BirthDeathSearch:
                         converged = True
                         break
                 scores = component_scores(est._vb_, data)
-                order = list(est._vb_["ids"][np.argsort(scores)])
+                order = list(est._vb_.ids[np.argsort(scores)])
                 pos = 0
             parent_id = order[pos]
             pos += 1
-            where = np.flatnonzero(est._vb_["ids"] == parent_id)
+            where = np.flatnonzero(est._vb_.ids == parent_id)
             if where.size == 0:
                 continue
             if int(parent_id) in rejected:
@@ -320,12 +321,12 @@ class BirthDeathSearch:
                 # the target is raised by exactly the gain of the removal
                 F_target = est._lower_bound(data)
                 trace = [F_target]
-                history.append((self.total_iter, F_target, est._vb_["resp"].shape[1],
+                history.append((self.total_iter, F_target, est._vb_.resp.shape[1],
                                 log.epoch, "prune"))
             saved = copy.deepcopy(est._vb_)
             log.epoch += 1
             log.proposed += 1
-            S_before = est._vb_["resp"].shape[1]
+            S_before = est._vb_.resp.shape[1]
             est._birth(data, int(where[0]))
             new_trace = None
             if est.birth_partial_iter:
@@ -351,15 +352,15 @@ class BirthDeathSearch:
                 F_target = F_new
                 trace = new_trace
                 tries = 0
-                if est._vb_["resp"].shape[1] > S_before:
+                if est._vb_.resp.shape[1] > S_before:
                     order = []  # recompute the candidate list
-                history.append((self.total_iter, F_new, est._vb_["resp"].shape[1],
+                history.append((self.total_iter, F_new, est._vb_.resp.shape[1],
                                 log.epoch, "accept"))
             else:
                 if est.skip_rejected_parents:
                     rejected.add(int(parent_id))
                 est._vb_ = saved
-                history.append((self.total_iter, F_target, saved["resp"].shape[1],
+                history.append((self.total_iter, F_target, saved.resp.shape[1],
                                 log.epoch, "reject"))
         return trace, converged
 
@@ -430,7 +431,7 @@ class BirthDeathSearch:
                      - (-self.total_iter % est.rotation_interval))
         if n_left <= 0 or S > data.n_samples:
             return None
-        first_id = est._vb_["next_id"]
+        first_id = est._vb_.next_id
         # the first restart with an integer seed starts where ``search=False`` with
         # this number of components would: the search can then not end below that fit
         if est.__dict__.get("_restart_index", 0) == 0 and isinstance(est.random_state,
@@ -443,8 +444,8 @@ class BirthDeathSearch:
             est.alpha, est.a, est.b, rng,
             noise_estimated="noise" in selected_hyperparameters(est.optimize_hyperparameters))
         # new components: ids not used before, so no parent counts as tried
-        est._vb_["ids"] = est._vb_["ids"] + first_id
-        est._vb_["next_id"] = first_id + S
+        est._vb_.ids = est._vb_.ids + first_id
+        est._vb_.next_id = first_id + S
         first_updates(est._vb_, data)
         log.epoch += 1
         # number the refit's iterations so that the moves of every
@@ -462,5 +463,5 @@ class BirthDeathSearch:
             control.searching = searching
         # births may follow: a child must be free to use a column decoupled here (the
         # decoupled q is a valid q, so dropping the constraint leaves F as it is)
-        est._vb_.pop("active", None)
+        est._vb_.active = None
         return trace, converged

@@ -44,6 +44,7 @@ Choices made here:
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -62,6 +63,7 @@ from ._fitted import VB_ONLY_ATTRIBUTES, point_attributes, vb_attributes
 from ._hyper import (selected_hyperparameters, update_alpha_prior, update_ard_prior,
                      update_ard_rate, update_mean_prior)
 from ._point import em_e_step, em_m_step, em_start
+from ._state import MFAPointState
 from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
                          rotate_factors, split_component, split_displacement,
                          translate_factors)
@@ -691,7 +693,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _point_fitted(self):
         """Whether the stored state is a point estimate (``method="ml"/"map"``)."""
         st = getattr(self, "_vb_", None)
-        return st is not None and bool(st.get("point", False))
+        return isinstance(st, MFAPointState)
 
     def _step_e(self, data, iteration):
         em_e_step(self._vb_, data, self.method)
@@ -784,17 +786,17 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return self.method == "vb" and super()._accelerated()
 
     def _snapshot(self):
-        return {"_vb_": dict(self._vb_)}
+        return copy.copy(self._vb_)
 
     def _restore(self, snapshot):
-        self._vb_ = dict(snapshot["_vb_"])
+        self._vb_ = copy.copy(snapshot)
 
     # ---------------------------------------------------------------- bound
     def _lower_bound(self, data):
         if self._point_fitted:
             # the EM objective at the point of the last E step (with
             # bound_check="steps" the M step is therefore not checked on its own)
-            return self._vb_["objective"]
+            return self._vb_.objective
         return lower_bound(self._vb_, data)
 
     # ================================================================ structure
@@ -804,7 +806,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         split (``split``), along the direction of ``split_direction``."""
         st = self._vb_
         tried = self.__dict__.setdefault("_principal_split_tried", set())
-        parent_id = int(st["ids"][parent])
+        parent_id = int(st.ids[parent])
         # the spatial split moves the children by d itself: the parent's strongest
         # loading column is no displacement when ARD has shrunk every column
         principal = (self.split_direction == "principal-first" and self.split != "spatial"
@@ -859,7 +861,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             self._search_rng = check_random_state(self.random_state)
         if self._point_fitted:
             self._step_e(data, 0)  # warm start: the statistics of the (new) data
-        elif self._vb_["resp"].shape[0] != data.n_samples:  # warm start on new data
+        elif self._vb_.resp.shape[0] != data.n_samples:  # warm start on new data
             update_factors(self._vb_, data)
             update_responsibilities(self._vb_, data)
         control = self._control = RunControl()
@@ -890,7 +892,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         return predicted_remaining_gain(trace) < self.tol
 
     def _verbose_details(self):
-        return f", {self._vb_['resp'].shape[1]} components"
+        return f", {self._vb_.resp.shape[1]} components"
 
     # ================================================================ finalize
     def _finalize(self, data):
@@ -901,11 +903,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             fitted.update(objective_=self.lower_bound_, objectives_=self.lower_bounds_)
             for name in VB_ONLY_ATTRIBUTES:
                 self.__dict__.pop(name, None)
-            st.pop("point_stats", None)  # holds statistics of the training data
+            st.stats = None  # statistics of the training data
         else:
             fitted = vb_attributes(st, data, self.ard_threshold)
-            st.pop("stats_cache", None)  # holds the training data; not part of the model
-            st.pop("prev_mass", None)  # search bookkeeping
+            st.stats_cache = None  # holds the training data; not part of the model
+            st.prev_mass = None  # search bookkeeping
         if self.search:
             self.n_iter_ = int(self._search_total_iter_)
         else:
@@ -951,8 +953,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         """
         Z = self._check_new_data(X)
         st = self._vb_
-        M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
-        xbar = _k.factor_means(Z, st["lam_mean"], st["psi"], st["sigma"], M)
+        M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
+        xbar = _k.factor_means(Z, st.lam_mean, st.psi, st.sigma, M)
         if components == "all":
             return xbar
         if components != "best":
@@ -978,9 +980,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if method != "plugin":
             raise ValueError(f"method must be 'plugin' or 'bound'; got {method!r}.")
         st = self._vb_
-        K = st["sigma"].shape[-1]
+        K = st.sigma.shape[-1]
         dens = _k.fa_log_density(
-            Z, st["lam_mean"][:, :, K], st["lam_mean"][:, :, :K], st["psi"]
+            Z, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi
         )
         return logsumexp(dens + np.log(self.weights_)[None, :], axis=1) + jac
 

@@ -26,24 +26,24 @@ def _shared(st, data, S, K):
         "feature_shift_": shift.copy(),
         "feature_scale_": scale.copy(),
         "n_components_": S,
-        "means_": st["lam_mean"][:, :, K] * scale + shift,
-        "loadings_": st["lam_mean"][:, :, :K] * scale[None, :, None],
-        "noise_variance_": st["psi"] * scale**2,
+        "means_": st.lam_mean[:, :, K] * scale + shift,
+        "loadings_": st.lam_mean[:, :, :K] * scale[None, :, None],
+        "noise_variance_": st.psi * scale**2,
         "n_factors_max_": K,
-        "labels_": np.argmax(st["resp"], axis=1),
+        "labels_": np.argmax(st.resp, axis=1),
     }
 
 
 def point_attributes(st, data):
     """The attributes of a point fit (``method="ml"`` or ``"map"``)."""
-    K = st["lam_mean"].shape[-1] - 1
-    S = st["weights"].shape[0]
+    K = st.lam_mean.shape[-1] - 1
+    S = st.weights.shape[0]
     out = _shared(st, data, S, K)
     out.update(
-        weights_=st["weights"].copy(),
+        weights_=st.weights.copy(),
         active_factors_=np.ones((S, K), dtype=bool),
         n_factors_per_component_=np.full(S, K, dtype=int),
-        log_likelihood_=float(st["loglik"]),
+        log_likelihood_=float(st.loglik),
     )
     return out
 
@@ -51,25 +51,25 @@ def point_attributes(st, data):
 def vb_attributes(st, data, ard_threshold):
     """The attributes of a variational fit; a loading column is active when its
     ``||E Λ^s_{·j}||² / Σ_q ψ_q`` exceeds ``ard_threshold``."""
-    K = st["sigma"].shape[-1]
-    S = st["resp"].shape[1]
+    K = st.sigma.shape[-1]
+    S = st.resp.shape[1]
     scale, shift = data.scale, data.shift
     out = _shared(st, data, S, K)
-    col = np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
+    col = np.sum(st.lam_mean[:, :, :K] ** 2, axis=1) / np.sum(st.psi)
     active = col > ard_threshold
-    terms = bound_terms(st, data)
-    terms["jacobian"] = data.log_jacobian
+    terms = bound_terms(st, data).as_dict()
+    terms.update(jacobian=data.log_jacobian)
     out.update(
-        dirichlet_concentration_=st["alpha_hat"].copy(),
-        weights_=st["alpha_hat"] / st["alpha_hat"].sum(),
-        loading_means_=st["lam_mean"].copy(),
-        loading_covariances_=st["lam_cov"].copy(),
-        ard_shape_=float(st["a_tilde"]),
-        ard_rate_=st["b_tilde"].copy(),
-        ard_precisions_=st["a_tilde"] / st["b_tilde"],
-        mean_prior_=(st["mu_star"] * scale + shift, st["nu_star"] / scale**2),
-        alpha_prior_=float(st["alpha_star"]),
-        ard_prior_=(float(st["a_star"]), float(st["b_star"])),
+        dirichlet_concentration_=st.alpha_hat.copy(),
+        weights_=st.alpha_hat / st.alpha_hat.sum(),
+        loading_means_=st.lam_mean.copy(),
+        loading_covariances_=st.lam_cov.copy(),
+        ard_shape_=float(st.a_tilde),
+        ard_rate_=st.b_tilde.copy(),
+        ard_precisions_=st.a_tilde / st.b_tilde,
+        mean_prior_=(st.mu_star * scale + shift, st.nu_star / scale**2),
+        alpha_prior_=float(st.alpha_star),
+        ard_prior_=(float(st.a_star), float(st.b_star)),
         active_factors_=active,
         n_factors_per_component_=active.sum(axis=1).astype(int),
         bound_terms_=terms,

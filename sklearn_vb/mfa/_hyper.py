@@ -101,25 +101,25 @@ def ard_rate_maximiser(half_sq, a_star, a_tilde, b_min=0.0, b_start=None):
 
 def loading_half_second_moments(st):
     """``h_sj = ½ Σ_q E[(Λ^s_{qj})²]`` of the state ``st``, shape (S, K)."""
-    K = st["b_tilde"].shape[-1]
-    sq = st["lam_mean"][:, :, :K] ** 2 + np.diagonal(st["lam_cov"], axis1=-2, axis2=-1)[:, :, :K]
+    K = st.b_tilde.shape[-1]
+    sq = st.lam_mean[:, :, :K] ** 2 + np.diagonal(st.lam_cov, axis1=-2, axis2=-1)[:, :, :K]
     return 0.5 * sq.sum(axis=1)
 
 
 def update_ard_rate(st, b_min, kind="exact"):
-    """Re-estimate ``b*`` of the state dictionary ``st`` (a* fixed), never below
+    """Re-estimate ``b*`` of the state ``st`` (a* fixed), never below
     ``b_min``.  ``"exact"``: ``b*`` from :func:`ard_rate_maximiser` and then every
     ``q(ν)`` for it (``b̃ = b* + h``), the joint maximiser of F given ``q(Λ̃)``;
     ``"fixed-point"``: ``b* = a* / mean E[ν]``, the maximiser with ``q(ν)`` fixed."""
-    if st["b_tilde"].size == 0:
+    if st.b_tilde.size == 0:
         return
     if kind == "fixed-point":
-        e_nu = st["a_tilde"] / st["b_tilde"]
-        st["b_star"] = float(max(st["a_star"] / e_nu.mean(), b_min))
+        e_nu = st.a_tilde / st.b_tilde
+        st.b_star = float(max(st.a_star / e_nu.mean(), b_min))
         return
     h = loading_half_second_moments(st)
-    st["b_star"] = ard_rate_maximiser(h, st["a_star"], st["a_tilde"], b_min, st["b_star"])
-    st["b_tilde"] = st["b_star"] + h
+    st.b_star = ard_rate_maximiser(h, st.a_star, st.a_tilde, b_min, st.b_star)
+    st.b_tilde = st.b_star + h
 
 
 def solve_log_newton(g, a_dg, x0, max_iter=100):
@@ -139,15 +139,15 @@ def update_mean_prior(st, data):
     """``μ*`` and ``ν*`` of the state ``st``: the mean and precision of the centres
     under q(Λ̃) (``ν*`` at most ``1e8`` times the data precision); unchanged with one
     component."""
-    S = st["resp"].shape[1]
+    S = st.resp.shape[1]
     if S < 2:
         return
-    K = st["sigma"].shape[-1]
-    centres = st["lam_mean"][:, :, K]
+    K = st.sigma.shape[-1]
+    centres = st.lam_mean[:, :, K]
     mu_star = centres.mean(axis=0)
-    spread = ((centres - mu_star) ** 2 + st["lam_cov"][:, :, K, K]).mean(axis=0)
-    st["mu_star"] = mu_star
-    st["nu_star"] = np.minimum(1.0 / spread, 1e8 / data.var)
+    spread = ((centres - mu_star) ** 2 + st.lam_cov[:, :, K, K]).mean(axis=0)
+    st.mu_star = mu_star
+    st.nu_star = np.minimum(1.0 / spread, 1e8 / data.var)
 
 
 def update_ard_prior(st, b_min):
@@ -158,16 +158,16 @@ def update_ard_prior(st, b_min):
     falls below the floor the constrained optimum lies on b* = floor, where a*
     solves ψ(a*) = ln b* + mean E ln ν.
     """
-    if st["b_tilde"].size == 0:
+    if st.b_tilde.size == 0:
         return
-    e_nu = st["a_tilde"] / st["b_tilde"]
-    elog_nu = digamma(st["a_tilde"]) - np.log(st["b_tilde"])
+    e_nu = st.a_tilde / st.b_tilde
+    elog_nu = digamma(st.a_tilde) - np.log(st.b_tilde)
     c_bar, d_bar = elog_nu.mean(), e_nu.mean()
     target = c_bar - np.log(d_bar)  # < 0 by Jensen
     a = solve_log_newton(
         lambda a: digamma(a) - np.log(a) - target,
         lambda a: a * polygamma(1, a) - 1.0,
-        st["a_star"],
+        st.a_star,
     )
     b = a / d_bar
     if b < b_min:
@@ -177,21 +177,21 @@ def update_ard_prior(st, b_min):
             lambda a: a * polygamma(1, a),
             a,
         )
-    st["a_star"] = float(a)
-    st["b_star"] = float(b)
+    st.a_star = float(a)
+    st.b_star = float(b)
 
 
 def update_alpha_prior(st):
     """``α*`` of the state ``st`` (eqs. 4.64-4.67); unchanged with one component."""
-    S = st["alpha_hat"].shape[0]
+    S = st.alpha_hat.shape[0]
     if S < 2:
         return
-    ah = st["alpha_hat"]
+    ah = st.alpha_hat
     c = np.mean(digamma(ah.sum()) - digamma(ah))
     # g(α) = ψ(α) − ψ(α/S) − c is decreasing (g' = ψ'(α) − ψ'(α/S)/S < 0), from +∞
     # at 0 to ln S − c < 0: a unique root (eqs. 4.64-4.67)
-    st["alpha_star"] = solve_log_newton(
+    st.alpha_star = solve_log_newton(
         lambda a: digamma(a) - digamma(a / S) - c,
         lambda a: a * (polygamma(1, a) - polygamma(1, a / S) / S),
-        st["alpha_star"],
+        st.alpha_star,
     )

@@ -38,6 +38,7 @@ from .._core.distributions import dirichlet_log_pdf
 from . import kernels as _k
 from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import spd_inverse_jittered
+from ._state import MFAPointState, PointEStep
 
 __all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
            "principal_axes", "noise_residual", "noise_update", "log_prior_density",
@@ -57,9 +58,9 @@ def factor_posterior(lam, psi):
 def point_e_step(Z, weights, lam, psi):
     """The exact posterior over ``(s_i, x_i)`` at one point.
 
-    Returns a dict with ``loglik`` (``ln p(Z | theta)``, a float), ``resp`` (N, S),
-    ``sigma`` (S, K, K), ``logdet_sigma`` (S,), ``xbar`` (N, S, K) and the statistics
-    ``Nk``, ``W``, ``C``, ``D``.
+    Returns a :class:`~sklearn_vb.mfa._state.PointEStep`: ``loglik`` (``ln p(Z |
+    theta)``, a float), ``resp`` (N, S), ``sigma`` (S, K, K), ``logdet_sigma`` (S,),
+    ``xbar`` (N, S, K) and the statistics ``Nk``, ``W``, ``C``, ``D`` (``stats``).
 
     One projection ``P_is = Lambda_s^T Psi^-1 (y_i - mu_s)`` (a matrix product over every
     component) gives both the factor means ``xbar_is = Sigma_s P_is`` and, by the matrix
@@ -85,9 +86,9 @@ def point_e_step(Z, weights, lam, psi):
     m = np.max(ell, axis=1, keepdims=True)
     lse = m[:, 0] + np.log(np.sum(np.exp(ell - m), axis=1))
     resp = np.exp(ell - lse[:, None])
-    Nk, W, C, D = _k.sufficient_statistics(Z, resp, xbar, sigma)
-    return {"loglik": float(np.sum(lse)), "resp": resp, "sigma": sigma,
-            "logdet_sigma": logdet_sigma, "xbar": xbar, "Nk": Nk, "W": W, "C": C, "D": D}
+    return PointEStep(loglik=float(np.sum(lse)), resp=resp, sigma=sigma,
+                      logdet_sigma=logdet_sigma, xbar=xbar,
+                      stats=_k.sufficient_statistics(Z, resp, xbar, sigma))
 
 
 def point_weights(Nk, kind, alpha0=None, basis="softmax"):
@@ -192,59 +193,58 @@ def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):
 
 
 # ---------------------------------------------------------------- the estimator's EM
-# The estimator keeps a point fit in its state dictionary: ``weights``, ``lam_mean``
-# (``[Lambda_s, mu_s]``), ``psi``, the prior's ``mu_star``, ``nu_star``, ``a_star``,
-# ``b_star``, ``alpha_star``, and after an E step the responsibilities, the factor
-# posteriors, the statistics of the M step, the log-likelihood and the EM objective.
+# The estimator keeps a point fit in a :class:`~sklearn_vb.mfa._state.MFAPointState`:
+# ``weights``, ``lam_mean`` (``[Lambda_s, mu_s]``), ``psi``, the prior's ``mu_star``,
+# ``nu_star``, ``a_star``, ``b_star``, ``alpha_star``, and after an E step the
+# responsibilities, the factor posteriors, the statistics of the M step, the
+# log-likelihood and the EM objective.
 
 def em_start(st, a, b, alpha):
     """The point of a VBEM initial state ``st`` (its proportions, loading means and
     ``Ψ``) with the prior ``a``, ``b``, ``alpha``; a new state."""
-    S, p, K1 = st["lam_mean"].shape
-    return {
-        "point": True,
-        "weights": st["alpha_hat"] / st["alpha_hat"].sum(),
-        "lam_mean": st["lam_mean"].copy(),
-        "lam_cov": np.zeros((S, p, K1, K1)),
-        "psi": st["psi"].copy(),
-        "mu_star": st["mu_star"], "nu_star": st["nu_star"],
-        "a_star": float(a), "b_star": float(b),
-        "alpha_star": float(alpha), "ids": st["ids"], "next_id": st["next_id"],
-    }
+    S, p, K1 = st.lam_mean.shape
+    return MFAPointState(
+        weights=st.alpha_hat / st.alpha_hat.sum(),
+        lam_mean=st.lam_mean.copy(),
+        lam_cov=np.zeros((S, p, K1, K1)),
+        psi=st.psi.copy(),
+        mu_star=st.mu_star, nu_star=st.nu_star,
+        a_star=float(a), b_star=float(b),
+        alpha_star=float(alpha), ids=st.ids, next_id=st.next_id,
+    )
 
 
 def _em_log_prior(st, kind):
     """The prior term of the EM objective (0 for ML)."""
     if kind == "ml":
         return 0.0
-    S = st["weights"].shape[0]
-    lp = float(log_prior_density(st["weights"][None], st["lam_mean"][None],
-                                 st["a_star"], st["b_star"], st["mu_star"], st["nu_star"],
-                                 np.full(S, st["alpha_star"] / S))[0])
+    S = st.weights.shape[0]
+    lp = float(log_prior_density(st.weights[None], st.lam_mean[None],
+                                 st.a_star, st.b_star, st.mu_star, st.nu_star,
+                                 np.full(S, st.alpha_star / S))[0])
     if S > 1:  # the softmax-basis mode: its Jacobian is part of the objective
-        lp += float(np.sum(np.log(st["weights"])))
+        lp += float(np.sum(np.log(st.weights)))
     return lp
 
 
 def em_e_step(st, data, kind):
     """The E step at the stored point, and the log-likelihood (with the Jacobian of
     the standardisation) and EM objective there."""
-    e = point_e_step(data.Z, st["weights"], st["lam_mean"], st["psi"])
-    for key in ("resp", "sigma", "logdet_sigma", "xbar"):
-        st[key] = e[key]
-    st["point_stats"] = (e["Nk"], e["W"], e["C"], e["D"])
-    st["loglik"] = e["loglik"] + data.log_jacobian
-    st["objective"] = st["loglik"] + _em_log_prior(st, kind)
+    e = point_e_step(data.Z, st.weights, st.lam_mean, st.psi)
+    st.resp, st.sigma, st.logdet_sigma, st.xbar = e.resp, e.sigma, e.logdet_sigma, e.xbar
+    st.stats = e.stats
+    st.loglik = e.loglik + data.log_jacobian
+    st.objective = st.loglik + _em_log_prior(st, kind)
 
 
 def em_m_step(st, data, kind, noise):
     """The M step from the statistics of the last E step (``noise``: re-estimate Ψ)."""
-    Nk, W, C, D = st["point_stats"]
+    Nk, W, C, D = st.stats
     S = Nk.shape[0]
-    st["weights"] = point_weights(Nk, kind, np.full(S, st["alpha_star"] / S))
-    lam = point_loadings(W, C, st["psi"], kind, st["lam_mean"], st["a_star"],
-                         st["b_star"], st["nu_star"], st["mu_star"])
-    st["lam_mean"] = lam
+    st.weights = point_weights(Nk, kind, np.full(S, st.alpha_star / S))
+    lam = point_loadings(W, C, st.psi, kind, st.lam_mean, st.a_star,
+                         st.b_star, st.nu_star, st.mu_star)
+    st.lam_mean = lam
     if noise:
         second = lam[:, :, :, None] * lam[:, :, None, :]
-        st["psi"] = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
+        st.psi = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)

@@ -96,23 +96,23 @@ def optimise_rotations(W_xx, B, n_s, p, a_tilde, b_star, max_iter=30):
 
 def rotate_components(st, Rs):
     """Apply the changes of basis ``Rs`` (S, K, K) to q(x | s) and q(Λ̃^s) of the
-    state dictionary ``st`` (new arrays; q(ν) is left to the caller)."""
-    S, p, K1 = st["lam_mean"].shape
+    state ``st`` (new arrays; q(ν) is left to the caller)."""
+    S, p, K1 = st.lam_mean.shape
     K = K1 - 1
     T = np.zeros((S, K1, K1))
     T[:, :K, :K] = Rs
     T[:, K, K] = 1.0
     Rinv = np.linalg.inv(Rs)
     logdet = np.linalg.slogdet(Rs)[1]
-    st["lam_mean"] = st["lam_mean"] @ T
-    cov = np.swapaxes(T, -1, -2)[:, None] @ st["lam_cov"] @ T[:, None]
-    st["lam_cov"] = 0.5 * (cov + np.swapaxes(cov, -1, -2))
-    st["lam_logdet"] = st["lam_logdet"] + 2.0 * logdet[:, None]
-    sigma = Rinv @ st["sigma"] @ np.swapaxes(Rinv, -1, -2)
-    st["sigma"] = 0.5 * (sigma + np.swapaxes(sigma, -1, -2))
-    st["logdet_sigma"] = st["logdet_sigma"] - 2.0 * logdet
-    xbar = np.transpose(st["xbar"], (1, 0, 2)) @ np.swapaxes(Rinv, -1, -2)
-    st["xbar"] = np.ascontiguousarray(np.transpose(xbar, (1, 0, 2)))
+    st.lam_mean = st.lam_mean @ T
+    cov = np.swapaxes(T, -1, -2)[:, None] @ st.lam_cov @ T[:, None]
+    st.lam_cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+    st.lam_logdet = st.lam_logdet + 2.0 * logdet[:, None]
+    sigma = Rinv @ st.sigma @ np.swapaxes(Rinv, -1, -2)
+    st.sigma = 0.5 * (sigma + np.swapaxes(sigma, -1, -2))
+    st.logdet_sigma = st.logdet_sigma - 2.0 * logdet
+    xbar = np.transpose(st.xbar, (1, 0, 2)) @ np.swapaxes(Rinv, -1, -2)
+    st.xbar = np.ascontiguousarray(np.transpose(xbar, (1, 0, 2)))
 
 
 def optimal_translations(resp, xbar, lam_mean, lam_cov, nu_star, mu_star, active=None):
@@ -139,13 +139,12 @@ def optimal_translations(resp, xbar, lam_mean, lam_cov, nu_star, mu_star, active
 
 
 def translate_components(st, t):
-    """Apply the shifts ``t`` (S, K) to q(x | s) and q(Λ̃^s) of the state dictionary
-    ``st`` (new arrays; Σ_s, ln|Γ| and q(ν) do not change)."""
-    S, p, K1 = st["lam_mean"].shape
+    """Apply the shifts ``t`` (S, K) to q(x | s) and q(Λ̃^s) of the state ``st`` (new arrays; Σ_s, ln|Γ| and q(ν) do not change)."""
+    S, p, K1 = st.lam_mean.shape
     K = K1 - 1
     T = np.broadcast_to(np.eye(K1), (S, K1, K1)).copy()
     T[:, :K, K] = t
-    st["lam_mean"] = st["lam_mean"] @ T
-    cov = np.swapaxes(T, -1, -2)[:, None] @ st["lam_cov"] @ T[:, None]
-    st["lam_cov"] = 0.5 * (cov + np.swapaxes(cov, -1, -2))
-    st["xbar"] = np.ascontiguousarray(st["xbar"] - t[None])
+    st.lam_mean = st.lam_mean @ T
+    cov = np.swapaxes(T, -1, -2)[:, None] @ st.lam_cov @ T[:, None]
+    st.lam_cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+    st.xbar = np.ascontiguousarray(st.xbar - t[None])

@@ -1,7 +1,7 @@
 """Changes of a mixture-of-factor-analysers state's structure: its loading columns
 (reorder, drop, decouple, rotate, shift) and its components (deaths, splits).
 
-They act on the state dictionary of :mod:`sklearn_vb.mfa._vbem`.  The moves that
+They act on the :class:`~sklearn_vb.mfa._state.MFAState` of :mod:`sklearn_vb.mfa._vbem`.  The moves that
 return a change of F keep their result only when F does not decrease (otherwise the
 state is restored exactly) and return 0.0 when nothing changed.
 """
@@ -14,6 +14,7 @@ from .._core.base import bound_round_off
 from ._hyper import loading_half_second_moments
 from ._rotate import (optimal_translations, optimise_rotations, rotate_components,
                       translate_components)
+from ._state import ComponentMass
 from ._vbem import decoupling_masks, lower_bound, sufficient_statistics, update_responsibilities
 
 __all__ = [
@@ -23,10 +24,23 @@ __all__ = [
 ]
 
 
+def _saved_posteriors(st):
+    """The arrays of q(Λ̃), q(ν) and q(x|s) that the moves replace, for
+    :func:`_restore_posteriors`."""
+    return (st.lam_mean, st.lam_cov, st.lam_logdet, st.b_tilde, st.sigma, st.logdet_sigma,
+            st.xbar)
+
+
+def _restore_posteriors(st, saved):
+    """Put back the arrays of :func:`_saved_posteriors` (a rejected move)."""
+    (st.lam_mean, st.lam_cov, st.lam_logdet, st.b_tilde, st.sigma, st.logdet_sigma,
+     st.xbar) = saved
+
+
 def column_norms(st):
     """``||E Λ^s_{·j}||² / Σ_q ψ_q`` of every loading column, shape (S, K)."""
-    K = st["sigma"].shape[-1]
-    return np.sum(st["lam_mean"][:, :, :K] ** 2, axis=1) / np.sum(st["psi"])
+    K = st.sigma.shape[-1]
+    return np.sum(st.lam_mean[:, :, :K] ** 2, axis=1) / np.sum(st.psi)
 
 
 def permute_factors(st, order):
@@ -36,42 +50,42 @@ def permute_factors(st, order):
     S, K = order.shape
     full = np.concatenate([order, np.full((S, 1), K)], axis=1)  # bias column stays last
     s_idx = np.arange(S)[:, None]
-    st["lam_mean"] = np.take_along_axis(st["lam_mean"], full[:, None, :], axis=2)
-    cov = np.take_along_axis(st["lam_cov"], full[:, None, :, None], axis=2)
-    st["lam_cov"] = np.take_along_axis(cov, full[:, None, None, :], axis=3)
-    st["b_tilde"] = st["b_tilde"][s_idx, order]
-    sig = np.take_along_axis(st["sigma"], order[:, :, None], axis=1)
-    st["sigma"] = np.take_along_axis(sig, order[:, None, :], axis=2)
-    st["xbar"] = np.take_along_axis(st["xbar"], order[None, :, :], axis=2)
-    if "active" in st:
-        st["active"] = np.take_along_axis(st["active"], order, axis=1)
+    st.lam_mean = np.take_along_axis(st.lam_mean, full[:, None, :], axis=2)
+    cov = np.take_along_axis(st.lam_cov, full[:, None, :, None], axis=2)
+    st.lam_cov = np.take_along_axis(cov, full[:, None, None, :], axis=3)
+    st.b_tilde = st.b_tilde[s_idx, order]
+    sig = np.take_along_axis(st.sigma, order[:, :, None], axis=1)
+    st.sigma = np.take_along_axis(sig, order[:, None, :], axis=2)
+    st.xbar = np.take_along_axis(st.xbar, order[None, :, :], axis=2)
+    if st.active is not None:
+        st.active = np.take_along_axis(st.active, order, axis=1)
 
 
 def drop_trailing_factors(st, K_new):
     """Keep the first ``K_new`` loading columns of every component: q(Λ̃) and
     q(x|s) become their marginals over those columns, q(ν) loses the others."""
-    K = st["sigma"].shape[-1]
+    K = st.sigma.shape[-1]
     keep = np.r_[np.arange(K_new), K]
-    st["lam_mean"] = st["lam_mean"][:, :, keep]
-    st["lam_cov"] = st["lam_cov"][:, :, keep][:, :, :, keep]
-    st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
-    st["b_tilde"] = st["b_tilde"][:, :K_new].copy()
-    st["sigma"] = st["sigma"][:, :K_new, :K_new].copy()
-    st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
-    st["xbar"] = np.ascontiguousarray(st["xbar"][:, :, :K_new])
-    if "active" in st:
-        st["active"] = st["active"][:, :K_new].copy()
+    st.lam_mean = st.lam_mean[:, :, keep]
+    st.lam_cov = st.lam_cov[:, :, keep][:, :, :, keep]
+    st.lam_logdet = np.linalg.slogdet(st.lam_cov)[1]
+    st.b_tilde = st.b_tilde[:, :K_new].copy()
+    st.sigma = st.sigma[:, :K_new, :K_new].copy()
+    st.logdet_sigma = np.linalg.slogdet(st.sigma)[1]
+    st.xbar = np.ascontiguousarray(st.xbar[:, :, :K_new])
+    if st.active is not None:
+        st.active = st.active[:, :K_new].copy()
 
 
 def impose_decoupling(st):
-    """Zero the means of the decoupled columns (``st["active"]`` False) and their
+    """Zero the means of the decoupled columns (``st.active`` False) and their
     covariances with every other column, in q(Λ̃) and q(x|s)."""
-    K = st["active"].shape[1]
-    dead1, cross = decoupling_masks(st["active"])
-    st["lam_mean"] = np.where(dead1[:, None, :], 0.0, st["lam_mean"])
-    st["lam_cov"] = np.where(cross[:, None], 0.0, st["lam_cov"])
-    st["sigma"] = np.where(cross[:, :K, :K], 0.0, st["sigma"])
-    st["xbar"] = np.where(~st["active"][None], 0.0, st["xbar"])
+    K = st.active.shape[1]
+    dead1, cross = decoupling_masks(st.active)
+    st.lam_mean = np.where(dead1[:, None, :], 0.0, st.lam_mean)
+    st.lam_cov = np.where(cross[:, None], 0.0, st.lam_cov)
+    st.sigma = np.where(cross[:, :K, :K], 0.0, st.sigma)
+    st.xbar = np.where(~st.active[None], 0.0, st.xbar)
 
 
 def decouple_dead_factors(st, data, threshold):
@@ -85,30 +99,26 @@ def decouple_dead_factors(st, data, threshold):
     q(x|s)) removed.  VBEM keeps such a column decoupled (zero is the fixed
     point the column was converging to), so from then on the loading update
     solves only the coupled columns of each row (``active``)."""
-    S, K = st["b_tilde"].shape
+    S, K = st.b_tilde.shape
     if K == 0:
         return 0.0
-    active = st.get("active")
+    active = st.active
     if active is None:
         active = np.ones((S, K), dtype=bool)
     new_active = active & (column_norms(st) >= threshold)
     if np.array_equal(new_active, active):
         return 0.0
     before = lower_bound(st, data)
-    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "sigma",
-                                 "logdet_sigma", "xbar")}
-    saved_active = st.get("active")
-    st["active"] = new_active
+    saved = _saved_posteriors(st)
+    saved_active = st.active
+    st.active = new_active
     impose_decoupling(st)
-    st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
-    st["logdet_sigma"] = np.linalg.slogdet(st["sigma"])[1]
+    st.lam_logdet = np.linalg.slogdet(st.lam_cov)[1]
+    st.logdet_sigma = np.linalg.slogdet(st.sigma)[1]
     after = lower_bound(st, data)
     if not after >= before:
-        st.update(saved)
-        if saved_active is None:
-            st.pop("active", None)
-        else:
-            st["active"] = saved_active
+        _restore_posteriors(st, saved)
+        st.active = saved_active
         return 0.0
     return after - before
 
@@ -117,7 +127,7 @@ def prune_dead_factors(st, data, threshold):
     """Remove the loading columns switched off (norm below ``threshold``) in every
     component (see ``prune_factors``); kept only when F does not decrease.  Returns
     the change of F (0.0 when nothing was removed)."""
-    K = st["sigma"].shape[-1]
+    K = st.sigma.shape[-1]
     if K == 0:
         return 0.0
     col = column_norms(st)
@@ -126,15 +136,14 @@ def prune_dead_factors(st, data, threshold):
     if K_new == K:
         return 0.0
     before = lower_bound(st, data)
-    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
-                                 "logdet_sigma", "xbar")}
+    saved = _saved_posteriors(st)
     # active columns first (largest norm first); stable so that an ordered
     # component keeps its order
     permute_factors(st, np.argsort(-col, axis=1, kind="stable"))
     drop_trailing_factors(st, K_new)
     after = lower_bound(st, data)
     if after < before:
-        st.update(saved)
+        _restore_posteriors(st, saved)
         return 0.0
     return after - before
 
@@ -142,24 +151,23 @@ def prune_dead_factors(st, data, threshold):
 def rotate_factors(st, data):
     """The rotation move of every component (see ``rotations``); kept only when F
     does not decrease.  Returns the change of F (0.0 when nothing moved)."""
-    K = st["sigma"].shape[-1]
+    K = st.sigma.shape[-1]
     if K == 0:
         return 0.0
     Nk, W, C, D = sufficient_statistics(st, data)
-    lam = st["lam_mean"][:, :, :K]
-    B = np.einsum("sqk,sql->skl", lam, lam) + st["lam_cov"][:, :, :K, :K].sum(axis=1)
-    Rs, gains = optimise_rotations(W[:, :K, :K], B, Nk, data.n_features, st["a_tilde"],
-                                   st["b_star"])
+    lam = st.lam_mean[:, :, :K]
+    B = np.einsum("sqk,sql->skl", lam, lam) + st.lam_cov[:, :, :K, :K].sum(axis=1)
+    Rs, gains = optimise_rotations(W[:, :K, :K], B, Nk, data.n_features, st.a_tilde,
+                                   st.b_star)
     if not np.any(gains > 0.0):
         return 0.0
     before = lower_bound(st, data)
-    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "sigma",
-                                 "logdet_sigma", "xbar")}
+    saved = _saved_posteriors(st)
     rotate_components(st, Rs)
-    st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
+    st.b_tilde = st.b_star + loading_half_second_moments(st)
     after = lower_bound(st, data)
     if not after >= before:
-        st.update(saved)
+        _restore_posteriors(st, saved)
         return 0.0
     return after - before
 
@@ -167,31 +175,33 @@ def rotate_factors(st, data):
 def translate_factors(st, data):
     """The shift move of every component's factors (see ``rotations``); kept only
     when F does not decrease.  Returns the change of F (0.0 when nothing moved)."""
-    if st["sigma"].shape[-1] == 0:
+    if st.sigma.shape[-1] == 0:
         return 0.0
-    t, gains = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
-                                    st["nu_star"], st["mu_star"], st.get("active"))
+    t, gains = optimal_translations(st.resp, st.xbar, st.lam_mean, st.lam_cov,
+                                    st.nu_star, st.mu_star, st.active)
     before = lower_bound(st, data)
     if not gains.sum() > bound_round_off(before):
         # a shift worth no more than round-off would make the fit depend on it
         return 0.0
-    saved = {k: st[k] for k in ("lam_mean", "lam_cov", "xbar")}
+    saved = _saved_posteriors(st)
     translate_components(st, t)
     after = lower_bound(st, data)
     if not after >= before:
-        st.update(saved)
+        _restore_posteriors(st, saved)
         return 0.0
     return after - before
 
 
 def keep_components(st, keep):
     """Keep the components of index ``keep`` (in that order)."""
-    if "active" in st:
-        st["active"] = st["active"][keep]
-    for key in ("resp", "lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
-                "sigma", "logdet_sigma", "ids"):
-        st[key] = st[key][keep] if key != "resp" else st[key][:, keep]
-    st["xbar"] = st["xbar"][:, keep]
+    if st.active is not None:
+        st.active = st.active[keep]
+    st.resp = st.resp[:, keep]
+    st.lam_mean, st.lam_cov = st.lam_mean[keep], st.lam_cov[keep]
+    st.lam_logdet, st.alpha_hat = st.lam_logdet[keep], st.alpha_hat[keep]
+    st.b_tilde, st.sigma = st.b_tilde[keep], st.sigma[keep]
+    st.logdet_sigma, st.ids = st.logdet_sigma[keep], st.ids[keep]
+    st.xbar = st.xbar[:, keep]
 
 
 def kill_components(st, data, death_threshold, shrinking_death_threshold):
@@ -201,16 +211,16 @@ def kill_components(st, data, death_threshold, shrinking_death_threshold):
     records the iteration as a ``"death"`` event and restarts its trace there
     (F is monotone only between structure changes).  Returns whether a component
     died."""
-    Nk = st["resp"].sum(axis=0)
+    Nk = st.resp.sum(axis=0)
     dead = Nk < death_threshold
     if shrinking_death_threshold > 0:
         # masses at the previous q(s) update, by stable id (a new child has none)
-        prev = st.get("prev_mass")
+        prev = st.prev_mass
         if prev is not None:
-            last = dict(zip(prev[0].tolist(), prev[1].tolist()))
-            before = np.array([last.get(i, np.inf) for i in st["ids"].tolist()])
+            last = dict(zip(prev.ids.tolist(), prev.mass.tolist()))
+            before = np.array([last.get(i, np.inf) for i in st.ids.tolist()])
             dead |= (Nk < shrinking_death_threshold) & (Nk < before)
-        st["prev_mass"] = (st["ids"].copy(), Nk)
+        st.prev_mass = ComponentMass(st.ids.copy(), Nk)
     if not np.any(dead):
         return False
     if np.all(dead):
@@ -225,13 +235,13 @@ def split_displacement(st, parent, rng, principal):
     is the parent's strongest loading column (the direction of its largest variance),
     which it is when ``principal`` asks for it and the parent has a nonzero column;
     otherwise a draw from ``N(0, ΛΛᵀ + Ψ)`` of the parent (eq. 4.73) with ``rng``."""
-    K = st["sigma"].shape[-1]
-    lam_x = st["lam_mean"][parent, :, :K]
+    K = st.sigma.shape[-1]
+    lam_x = st.lam_mean[parent, :, :K]
     norms = np.sum(lam_x**2, axis=0)
     if principal and K and norms.max() > 0:
         return lam_x[:, int(np.argmax(norms))].copy(), True
-    p = st["psi"].shape[0]
-    d = lam_x @ rng.standard_normal(K) + np.sqrt(st["psi"]) * rng.standard_normal(p)
+    p = st.psi.shape[0]
+    d = lam_x @ rng.standard_normal(K) + np.sqrt(st.psi) * rng.standard_normal(p)
     return d, False
 
 
@@ -242,9 +252,9 @@ def split_component(st, Z, parent, d, spatial, hardness):
     the side of the hyperplane through ``μ`` normal to ``d`` (``hardness`` 1: all to
     one side); the spatial split (``spatial``) gives each child half of them, for a
     VBE step to replace."""
-    K = st["sigma"].shape[-1]
-    centre = st["lam_mean"][parent, :, K]
-    r_par = st["resp"][:, parent]
+    K = st.sigma.shape[-1]
+    centre = st.lam_mean[parent, :, K]
+    r_par = st.resp[:, parent]
     if spatial:
         # both children are copies of the parent; the VBE step that follows replaces
         # these responsibilities
@@ -254,21 +264,22 @@ def split_component(st, Z, parent, d, spatial, hardness):
         h = hardness
         r_a = r_par * (h * rho + (1 - h) * (1 - rho))
         r_b = r_par * ((1 - h) * rho + h * (1 - rho))
-    S = st["resp"].shape[1]
+    S = st.resp.shape[1]
     order = np.r_[np.arange(S), parent]
-    if "active" in st:
-        st["active"] = st["active"][order]
-    for key in ("lam_mean", "lam_cov", "lam_logdet", "alpha_hat", "b_tilde",
-                "sigma", "logdet_sigma", "ids"):
-        st[key] = st[key][order].copy()
-    st["xbar"] = st["xbar"][:, order].copy()
-    resp = np.concatenate([st["resp"], r_b[:, None]], axis=1)
+    if st.active is not None:
+        st.active = st.active[order]
+    st.lam_mean, st.lam_cov = st.lam_mean[order].copy(), st.lam_cov[order].copy()
+    st.lam_logdet, st.alpha_hat = st.lam_logdet[order].copy(), st.alpha_hat[order].copy()
+    st.b_tilde, st.sigma = st.b_tilde[order].copy(), st.sigma[order].copy()
+    st.logdet_sigma, st.ids = st.logdet_sigma[order].copy(), st.ids[order].copy()
+    st.xbar = st.xbar[:, order].copy()
+    resp = np.concatenate([st.resp, r_b[:, None]], axis=1)
     resp[:, parent] = r_a
-    st["resp"] = resp
-    st["alpha_hat"][parent] *= 0.5
-    st["alpha_hat"][S] *= 0.5
-    st["ids"][parent] = st["next_id"]
-    st["ids"][S] = st["next_id"] + 1
-    st["next_id"] += 2
-    st["lam_mean"][parent, :, K] = centre + d
-    st["lam_mean"][S, :, K] = centre - d
+    st.resp = resp
+    st.alpha_hat[parent] *= 0.5
+    st.alpha_hat[S] *= 0.5
+    st.ids[parent] = st.next_id
+    st.ids[S] = st.next_id + 1
+    st.next_id += 2
+    st.lam_mean[parent, :, K] = centre + d
+    st.lam_mean[S, :, K] = centre - d

@@ -1,13 +1,13 @@
 """The VBEM updates of a mixture-of-factor-analysers state and its bound F.
 
-A state is the dictionary the estimator keeps in ``_vb_`` (fitting units): q(s)
-``resp``; q(x|s) ``sigma``, ``logdet_sigma``, ``xbar``; q(Λ̃) ``lam_mean``,
-``lam_cov``, ``lam_logdet`` (rows of ``[Λ^s, μ^s]``, the centre in the last column);
-q(π) ``alpha_hat``; q(ν) ``a_tilde``, ``b_tilde``; the hyperparameters ``psi``,
-``mu_star``, ``nu_star``, ``a_star``, ``b_star``, ``alpha_star``; the stable component
-``ids`` and ``next_id``; and, once columns are decoupled, ``active`` (see
-``compress_factors``).  ``data`` is the estimator's ``_FitData`` (``Z`` in fitting
-units, ``var``, ``psi_floor``, ``log_jacobian``).
+A state is the :class:`~sklearn_vb.mfa._state.MFAState` the estimator keeps in
+``_vb_`` (fitting units): q(s) ``resp``; q(x|s) ``sigma``, ``logdet_sigma``, ``xbar``;
+q(Λ̃) ``lam_mean``, ``lam_cov``, ``lam_logdet`` (rows of ``[Λ^s, μ^s]``, the centre in
+the last column); q(π) ``alpha_hat``; q(ν) ``a_tilde``, ``b_tilde``; the
+hyperparameters ``psi``, ``mu_star``, ``nu_star``, ``a_star``, ``b_star``,
+``alpha_star``; the stable component ``ids`` and ``next_id``; and, once columns are
+decoupled, ``active`` (see ``compress_factors``).  ``data`` is the estimator's
+``_FitData`` (``Z`` in fitting units, ``var``, ``psi_floor``, ``log_jacobian``).
 
 Each update is an exact coordinate maximisation of F (Beal 2003, Section 4.2) and
 replaces the arrays it changes rather than editing them in place: the sufficient
@@ -22,6 +22,7 @@ from scipy.special import digamma
 from .._core.distributions import dirichlet_kl, gamma_kl
 from . import kernels as _k
 from ._point import noise_update
+from ._state import BoundTerms, MFAPointState, MFAState, StatsCache
 
 __all__ = [
     "n_loading_columns", "bound_terms", "component_scores", "decoupling_masks", "first_updates",
@@ -91,23 +92,23 @@ def initial_state(data, S, K, init_params, alpha, a, b, random_state, noise_esti
     else:
         psi = data.var.copy()
     lam_mean[:, :, :K] += 1e-3 * random_state.standard_normal((S, p, K))
-    return {
-        "resp": resp,
-        "lam_mean": lam_mean,
-        "lam_cov": np.zeros((S, p, K + 1, K + 1)),
-        "lam_logdet": np.zeros((S, p)),
-        "alpha_hat": alpha / S + Nk,
-        "a_tilde": a + 0.5 * p,
-        "b_tilde": np.full((S, K), float(b)),
-        "psi": psi,
-        "mu_star": mu_star,
-        "nu_star": nu_star,
-        "a_star": float(a),
-        "b_star": float(b),
-        "alpha_star": float(alpha),
-        "ids": np.arange(S),
-        "next_id": S,
-    }
+    return MFAState(
+        resp=resp,
+        lam_mean=lam_mean,
+        lam_cov=np.zeros((S, p, K + 1, K + 1)),
+        lam_logdet=np.zeros((S, p)),
+        alpha_hat=alpha / S + Nk,
+        a_tilde=a + 0.5 * p,
+        b_tilde=np.full((S, K), float(b)),
+        psi=psi,
+        mu_star=mu_star,
+        nu_star=nu_star,
+        a_star=float(a),
+        b_star=float(b),
+        alpha_star=float(alpha),
+        ids=np.arange(S),
+        next_id=S,
+    )
 
 
 def first_updates(st, data):
@@ -136,122 +137,117 @@ def sufficient_statistics(st, data):
     """N_s, W_s, C_s, D_s for the stored q(s) and q(x|s), cached by the identity
     of those arrays (every update replaces them, never edits them in place; the
     cache holds references, so an identity cannot be reused while cached)."""
-    cache = st.get("stats_cache")
-    if (
-        cache is not None
-        and cache[0] is st["resp"]
-        and cache[1] is st["xbar"]
-        and cache[2] is st["sigma"]
-        and cache[3] is data.Z
-    ):
-        return cache[4]
-    stats = _k.sufficient_statistics(data.Z, st["resp"], st["xbar"], st["sigma"])
-    st["stats_cache"] = (st["resp"], st["xbar"], st["sigma"], data.Z, stats)
+    cache = st.stats_cache
+    if cache is not None and cache.matches(st.resp, st.xbar, st.sigma, data.Z):
+        return cache.stats
+    stats = _k.sufficient_statistics(data.Z, st.resp, st.xbar, st.sigma)
+    st.stats_cache = StatsCache(st.resp, st.xbar, st.sigma, data.Z, stats)
     return stats
 
 
 def update_factors(st, data):
     """q(x|s) of every row (eqs. 4.51-4.55)."""
-    M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
+    M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
     sigma, logdet = _k.factor_posterior(M)
-    st["sigma"], st["logdet_sigma"] = sigma, logdet
-    st["xbar"] = _k.factor_means(data.Z, st["lam_mean"], st["psi"], sigma, M)
+    st.sigma, st.logdet_sigma = sigma, logdet
+    st.xbar = _k.factor_means(data.Z, st.lam_mean, st.psi, sigma, M)
 
 
 def update_loadings(st, data):
     """q(Λ̃): the joint solve for each row of ``[Λ^s, μ^s]`` (eqs. 4.41-4.50)."""
     Nk, W, C, D = sufficient_statistics(st, data)
-    e_nu = st["a_tilde"] / st["b_tilde"]
-    st["lam_mean"], st["lam_cov"], st["lam_logdet"] = _k.loading_posterior(
-        W, C, st["psi"], e_nu, st["nu_star"], st["mu_star"], st.get("active")
+    e_nu = st.a_tilde / st.b_tilde
+    st.lam_mean, st.lam_cov, st.lam_logdet = _k.loading_posterior(
+        W, C, st.psi, e_nu, st.nu_star, st.mu_star, st.active
     )
 
 
 def log_weights(st, Y):
     """``ln`` of the unnormalised q(s | y) of the rows ``Y``; for a point state, the
     log joint density of row and component."""
-    if st.get("point", False):
-        K = st["lam_mean"].shape[-1] - 1
+    if isinstance(st, MFAPointState):
+        K = st.lam_mean.shape[-1] - 1
         with np.errstate(divide="ignore"):
-            return (_k.fa_log_density(Y, st["lam_mean"][:, :, K], st["lam_mean"][:, :, :K],
-                                      st["psi"]) + np.log(st["weights"])[None])
-    M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
-    xbar = _k.factor_means(Y, st["lam_mean"], st["psi"], st["sigma"], M)
-    elog_pi = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
+            return (_k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K],
+                                      st.psi) + np.log(st.weights)[None])
+    M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
+    xbar = _k.factor_means(Y, st.lam_mean, st.psi, st.sigma, M)
+    elog_pi = digamma(st.alpha_hat) - digamma(st.alpha_hat.sum())
     return _k.log_weights(
-        Y, xbar, st["sigma"], st["logdet_sigma"], st["lam_mean"], M, st["psi"], elog_pi
+        Y, xbar, st.sigma, st.logdet_sigma, st.lam_mean, M, st.psi, elog_pi
     )
 
 
 def update_responsibilities(st, data):
     """q(s) of every row for the stored q(x|s)."""
-    M = _k.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
-    elog_pi = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
+    M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
+    elog_pi = digamma(st.alpha_hat) - digamma(st.alpha_hat.sum())
     ell = _k.log_weights(
-        data.Z, st["xbar"], st["sigma"], st["logdet_sigma"], st["lam_mean"], M,
-        st["psi"], elog_pi,
+        data.Z, st.xbar, st.sigma, st.logdet_sigma, st.lam_mean, M,
+        st.psi, elog_pi,
     )
     ell -= ell.max(axis=1, keepdims=True)
     r = np.exp(ell)
     r /= r.sum(axis=1, keepdims=True)
-    st["resp"] = r
+    st.resp = r
 
 
 def update_weights(st):
     """q(π) = Dir(α*/S + N_s)."""
-    S = st["resp"].shape[1]
-    st["alpha_hat"] = st["alpha_star"] / S + st["resp"].sum(axis=0)
+    S = st.resp.shape[1]
+    st.alpha_hat = st.alpha_star / S + st.resp.sum(axis=0)
 
 
 def update_ard(st, data):
     """q(ν^s_j) = Gamma(a* + p/2, b* + ½ Σ_q E[(Λ^s_qj)²])."""
-    K = st["sigma"].shape[-1]
+    K = st.sigma.shape[-1]
     p = data.n_features
-    st["a_tilde"] = st["a_star"] + 0.5 * p
-    sq = st["lam_mean"][:, :, :K] ** 2 + np.diagonal(
-        st["lam_cov"], axis1=-2, axis2=-1
+    st.a_tilde = st.a_star + 0.5 * p
+    sq = st.lam_mean[:, :, :K] ** 2 + np.diagonal(
+        st.lam_cov, axis1=-2, axis2=-1
     )[:, :, :K]
-    st["b_tilde"] = st["b_star"] + 0.5 * sq.sum(axis=1)
+    st.b_tilde = st.b_star + 0.5 * sq.sum(axis=1)
 
 
 def update_noise(st, data):
     """Ψ, never below ``data.psi_floor``."""
     Nk, W, C, D = sufficient_statistics(st, data)
-    lam, cov = st["lam_mean"], st["lam_cov"]
+    lam, cov = st.lam_mean, st.lam_cov
     second = cov + lam[:, :, :, None] * lam[:, :, None, :]
-    st["psi"] = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
+    st.psi = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
 
 
 # ---------------------------------------------------------------- the bound
 def bound_terms(st, data):
-    """The named terms of F (eq. 4.29): ``pi`` (a number), per component ``nu``,
-    ``loading``, ``assign``, ``factor`` and ``lik``."""
-    S, K = st["b_tilde"].shape
+    """The named terms of F (eq. 4.29), a :class:`~sklearn_vb.mfa._state.BoundTerms`:
+    ``pi`` (a number), per component ``nu``, ``loading``, ``assign``, ``factor`` and
+    ``lik``."""
+    S, K = st.b_tilde.shape
     # F_pi = -KL(Dir(alpha_hat) || Dir(alpha*/S)); F_nu = -KL(q(nu) || p(nu))
-    kl_pi = dirichlet_kl(st["alpha_hat"], np.full(S, st["alpha_star"] / S))
-    f_nu = (-np.sum(gamma_kl(st["a_tilde"], st["b_tilde"], st["a_star"], st["b_star"]),
+    kl_pi = dirichlet_kl(st.alpha_hat, np.full(S, st.alpha_star / S))
+    f_nu = (-np.sum(gamma_kl(st.a_tilde, st.b_tilde, st.a_star, st.b_star),
                     axis=1) if K else np.zeros(S))
     terms = _k.bound_terms(
-        data.Z, st["resp"], st["xbar"], st["sigma"], st["logdet_sigma"],
-        st["lam_mean"], st["lam_cov"], st["lam_logdet"], st["alpha_hat"],
-        st["a_tilde"], st["b_tilde"], st["psi"], st["mu_star"], st["nu_star"],
+        data.Z, st.resp, st.xbar, st.sigma, st.logdet_sigma,
+        st.lam_mean, st.lam_cov, st.lam_logdet, st.alpha_hat,
+        st.a_tilde, st.b_tilde, st.psi, st.mu_star, st.nu_star,
         stats=sufficient_statistics(st, data),
     )
-    return {"pi": -float(kl_pi), "nu": f_nu, **terms}
+    return BoundTerms(-float(kl_pi), f_nu, *terms)
 
 
 def lower_bound(st, data):
     """F of the state, with the Jacobian of the standardisation."""
     t = bound_terms(st, data)
-    total = t["pi"] + sum(float(np.sum(t[k])) for k in ("nu", "loading", "assign", "factor", "lik"))
+    total = t.pi + sum(float(np.sum(v)) for v in (t.nu, t.loading, t.assign, t.factor, t.lik))
     return total + data.log_jacobian
 
 
 def component_scores(st, data):
     """F_s = F_ν^s + F_Λ^s + (F_assign^s + F_x^s + F_lik^s) / N_s (eq. 4.77)."""
     t = bound_terms(st, data)
-    Nk = np.maximum(st["resp"].sum(axis=0), 1e-300)
-    return t["nu"] + t["loading"] + (t["assign"] + t["factor"] + t["lik"]) / Nk
+    Nk = np.maximum(st.resp.sum(axis=0), 1e-300)
+    return t.nu + t.loading + (t.assign + t.factor + t.lik) / Nk
 
 
 # ---------------------------------------------------------------- the state as a vector
@@ -260,24 +256,24 @@ def pack_state(st):
     ``[Λ^s, μ^s]``, the lower Cholesky factors of their covariances with the
     diagonal in logs, ``ln b̃``, ``ln α̂``, ``ln Ψ``, ``ln b*``, ``μ*``, ``ln ν*``,
     ``ln a*`` and ``ln α*`` (every real vector is then a valid state)."""
-    K1 = st["lam_cov"].shape[-1]
-    L = np.linalg.cholesky(st["lam_cov"])
+    K1 = st.lam_cov.shape[-1]
+    L = np.linalg.cholesky(st.lam_cov)
     rows, cols = np.tril_indices(K1)
     chol = L[..., rows, cols]
     diag = rows == cols
     chol[..., diag] = np.log(chol[..., diag])
     return np.concatenate([
-        st["lam_mean"].ravel(), chol.ravel(), np.log(st["b_tilde"]).ravel(),
-        np.log(st["alpha_hat"]), np.log(st["psi"]),
-        [np.log(st["b_star"]), np.log(st["a_star"]), np.log(st["alpha_star"])],
-        st["mu_star"], np.log(st["nu_star"]),
+        st.lam_mean.ravel(), chol.ravel(), np.log(st.b_tilde).ravel(),
+        np.log(st.alpha_hat), np.log(st.psi),
+        [np.log(st.b_star), np.log(st.a_star), np.log(st.alpha_star)],
+        st.mu_star, np.log(st.nu_star),
     ])
 
 
 def unpack_state(st, vector, psi_floor):
     """Store the state of a vector made by :func:`pack_state`; False (state
     unchanged) when it is not finite or would overflow."""
-    S, p, K1 = st["lam_mean"].shape
+    S, p, K1 = st.lam_mean.shape
     n_tri = K1 * (K1 + 1) // 2
     sizes = [S * p * K1, S * p * n_tri, S * (K1 - 1), S, p, 3, p, p]
     parts = np.split(np.asarray(vector, dtype=float), np.cumsum(sizes)[:-1])
@@ -296,21 +292,21 @@ def unpack_state(st, vector, psi_floor):
     L = np.zeros((S, p, K1, K1))
     L[..., rows, cols] = chol
     mean = mean.reshape(S, p, K1)
-    if "active" in st:
+    if st.active is not None:
         # an extrapolation from iterates before a decoupling: keep the decoupled
         # columns decoupled (the factor of a block diagonal Γ is block diagonal)
-        dead1, cross = decoupling_masks(st["active"])
+        dead1, cross = decoupling_masks(st.active)
         L = np.where(cross[:, None], 0.0, L)
         mean = np.where(dead1[:, None, :], 0.0, mean)
     # the floor on Ψ is a constraint of its update: a point below it is moved onto it
     psi = np.maximum(np.exp(log_psi), psi_floor)
-    st["lam_mean"] = mean
-    st["lam_cov"] = L @ np.swapaxes(L, -1, -2)
-    st["lam_logdet"] = 2.0 * np.sum(log_diag, axis=-1)
-    st["b_tilde"] = np.exp(log_b).reshape(S, K1 - 1)
-    st["alpha_hat"] = np.exp(log_alpha)
-    st["psi"] = psi
-    st["b_star"], st["a_star"], st["alpha_star"] = (float(v) for v in np.exp(log_scalars))
-    st["mu_star"] = mu_star
-    st["nu_star"] = np.exp(log_nu_star)
+    st.lam_mean = mean
+    st.lam_cov = L @ np.swapaxes(L, -1, -2)
+    st.lam_logdet = 2.0 * np.sum(log_diag, axis=-1)
+    st.b_tilde = np.exp(log_b).reshape(S, K1 - 1)
+    st.alpha_hat = np.exp(log_alpha)
+    st.psi = psi
+    st.b_star, st.a_star, st.alpha_star = (float(v) for v in np.exp(log_scalars))
+    st.mu_star = mu_star
+    st.nu_star = np.exp(log_nu_star)
     return True

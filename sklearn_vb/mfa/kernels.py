@@ -22,6 +22,7 @@ from scipy.special import digamma
 
 from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import chol_into, chol_inverse_into, spd_inverse_jittered
+from ._state import DataTerms, SufficientStats
 
 __all__ = [
     "expected_loading_quadratic",
@@ -129,7 +130,7 @@ def sufficient_statistics(Y, resp, xbar, sigma):
     W = 0.5 * (W + np.swapaxes(W, -1, -2))
     C = np.transpose(np.matmul(rxeT, Y), (0, 2, 1))
     D = rT @ (Y * Y)
-    return Nk, W, C, D
+    return SufficientStats(Nk, W, C, D)
 
 
 def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star, active=None):
@@ -237,8 +238,8 @@ def bound_terms(
     alpha_hat, a_tilde, b_tilde, psi, mu_star, nu_star, stats=None, expected_log_pi=None,
 ):
     """The named terms of the lower bound F that involve the loadings, the factors or
-    the data, valid for any q: a dict of per-component arrays (S,) ``loading``,
-    ``assign``, ``factor`` and ``lik``.  ``expected_log_pi`` (S,) replaces
+    the data, valid for any q: a :class:`~sklearn_vb.mfa._state.DataTerms` of
+    per-component arrays (S,) ``loading``, ``assign``, ``factor`` and ``lik``.  ``expected_log_pi`` (S,) replaces
     ``E[ln π_s]`` from ``alpha_hat`` (for a subset of the components, whose counts do
     not sum to the Dirichlet's total).
 
@@ -282,12 +283,7 @@ def bound_terms(
     quad = D @ (1.0 / psi) - 2.0 * np.einsum("sqk,sqk,q->s", lam_mean, C, 1.0 / psi)
     quad += np.einsum("skl,slk->s", M, W)
     f_lik = -0.5 * Nk * (p * LOG_2PI + np.sum(np.log(psi))) - 0.5 * quad
-    return {
-        "loading": f_load,
-        "assign": f_assign,
-        "factor": f_x,
-        "lik": f_lik,
-    }
+    return DataTerms(loading=f_load, assign=f_assign, factor=f_x, lik=f_lik)
 
 
 def fa_log_density(Y, means, loadings, psi):

@@ -99,6 +99,7 @@ from .._core.evidence.protocols import EStep, ScoringModelMixin
 from .._core.evidence.point_em import PointEMRun, best_point_em
 from ._point import (factor_posterior, log_prior_density, point_e_step, point_loadings,
                            point_weights, principal_axes)
+from ._state import MFACompleteStats, MFAData
 
 __all__ = ["MFAScoringModel", "MFAPosterior", "aliased_posterior"]
 
@@ -299,10 +300,11 @@ def aliased_posterior(q, alias, model):
 class MFAScoringModel(ScoringModelMixin):
     """The scoring view of a fitted VBMixtureFactorAnalysers (frozen hyperparameters).
 
-    Data: :meth:`prepare_data` returns a dict with ``"Z"`` (the data in fitting units)
-    and ``"log_jac"`` (``-sum_q ln feature_scale_q``, per case).  Expected statistics
-    (``e_step(...).stats``) are a dict with ``Nk`` (S,), ``W`` (S, K+1, K+1),
-    ``C`` (S, p, K+1), ``D`` (S, p) (the estimator's) and ``n``.
+    Data: :meth:`prepare_data` returns an :class:`~sklearn_vb.mfa._state.MFAData` with
+    ``Z`` (the data in fitting units) and ``log_jac`` (``-sum_q ln feature_scale_q``, per
+    case).  Expected statistics (``e_step(...).stats``) are an
+    :class:`~sklearn_vb.mfa._state.MFACompleteStats` with ``Nk`` (S,), ``W`` (S, K+1,
+    K+1), ``C`` (S, p, K+1), ``D`` (S, p) (the estimator's), ``n`` and ``resp``.
     """
 
     @property
@@ -332,7 +334,9 @@ class MFAScoringModel(ScoringModelMixin):
         self.alpha_star = float(est.alpha_prior_)
         self.active = np.asarray(est.active_factors_, dtype=bool).reshape(S, K)
         self.n_factors = np.asarray(est.n_factors_per_component_, dtype=int).reshape(S)
-        self.prior_alpha = {"weights": np.full(S, self.alpha_star / S)}
+        self.weights_prior = np.full(S, self.alpha_star / S)  # Dirichlet counts of p(pi)
+        # the scorers' view: block name -> Dirichlet concentrations of its prior
+        self.prior_alpha = {"weights": self.weights_prior}
         self.param_space = ParamSpace(
             [ParamBlock("weights", (S,), "simplex")]
             + [ParamBlock(n, (p, K + 1), "real") for n in _block_names(S)])
@@ -346,14 +350,14 @@ class MFAScoringModel(ScoringModelMixin):
         if fit_params:
             raise ValueError(f"{type(self).__name__} accepts no fit parameters, got "
                              f"{sorted(fit_params)}.")
-        if isinstance(X, dict) and "Z" in X:
+        if isinstance(X, MFAData):
             return X
         Z = np.ascontiguousarray(self.estimator.check_data(X))
         self._n_last = Z.shape[0]
-        return {"Z": Z, "log_jac": self.log_jac_case}
+        return MFAData(Z, self.log_jac_case)
 
     def n_cases(self, X):
-        return int(X["Z"].shape[0])
+        return int(X.Z.shape[0])
 
     # ------------------------------------------------------------------------ helpers
     def split(self, params):
@@ -369,13 +373,13 @@ class MFAScoringModel(ScoringModelMixin):
     def log_prior(self, params):
         w, lam = self.split(params)
         return log_prior_density(w, lam, self.a_star, self.b_star, self.mu_star, self.nu_star,
-                                 self.prior_alpha["weights"])
+                                 self.weights_prior)
 
     def sample_prior(self, rng, size):
         rng = _rng(rng)
         size = int(size)
         S, p, K = self.S, self.p, self.K
-        w = (dirichlet_sample(self.prior_alpha["weights"], rng, size=size) if S > 1
+        w = (dirichlet_sample(self.weights_prior, rng, size=size) if S > 1
              else np.ones((size, 1)))
         lam = np.empty((size, S, p, K + 1))
         if K:
@@ -388,8 +392,8 @@ class MFAScoringModel(ScoringModelMixin):
     def log_likelihood_per_case(self, params, X):
         """``ln p(x_i | theta)`` of every row in the user's units, shape (C, n)."""
         w, lam = self.split(params)
-        Z = X["Z"]
-        return batch_log_likelihood_per_case(w, lam, self.psi, Z) + X["log_jac"]
+        Z = X.Z
+        return batch_log_likelihood_per_case(w, lam, self.psi, Z) + X.log_jac
 
     def random_completion(self, X, rng):
         """A random completion of the hidden variables of every row: a uniformly random
@@ -408,7 +412,7 @@ class MFAScoringModel(ScoringModelMixin):
         mu_s, Psi)``."""
         labels, factors = Z
         w, lam = self.split(params)
-        Y = X["Z"]
+        Y = X.Z
         K, p = self.K, self.p
         with np.errstate(divide="ignore"):
             out = np.log(w[:, labels])
@@ -420,7 +424,7 @@ class MFAScoringModel(ScoringModelMixin):
                     + lam[:, s, None, :, K])
             resid = Y[rows][None] - mean
             out[:, rows] += const - 0.5 * np.einsum("cnq,q->cn", resid**2, 1.0 / self.psi)
-        return out + X["log_jac"]
+        return out + X.log_jac
 
     def per_case_gradient_gram(self, params_single, X, completion=None):
         """``J J^T`` (n, n): inner products of the per-case gradients in the unconstrained
@@ -438,14 +442,14 @@ class MFAScoringModel(ScoringModelMixin):
         effective dimension of Beal (2003), Algorithm 6.2, without the ``2 max(R, D)``
         perturbed likelihoods (:func:`~sklearn_vb.scoring._dimension.effective_dimension`).
         """
-        Z = X["Z"]
+        Z = X.Z
         n = Z.shape[0]
         w, lam = self.split(params_single)
         w, lam = w[0], lam[0]
         S, K = self.S, self.K
         if completion is None:
             e = point_e_step(Z, w, lam, self.psi)
-            resp, xbar, sigma = e["resp"], e["xbar"], e["sigma"]
+            resp, xbar, sigma = e.resp, e.xbar, e.sigma
         else:
             labels, factors = completion
             resp = np.zeros((n, S))
@@ -665,10 +669,10 @@ class MFAScoringModel(ScoringModelMixin):
         """``ln p(X | theta)`` (user units) and the E step's statistics, without the
         expected complete log-likelihood and entropy that only CS needs (the EM and
         the gradient run this)."""
-        Z = X["Z"]
+        Z = X.Z
         w, lam = self.split(params_single)
         e = point_e_step(Z, w[0], lam[0], self.psi)
-        loglik = e["loglik"] + Z.shape[0] * float(X["log_jac"])
+        loglik = e.loglik + Z.shape[0] * float(X.log_jac)
         return (-np.inf if np.isnan(loglik) else loglik), e
 
     def e_step(self, params_single, X):
@@ -676,15 +680,15 @@ class MFAScoringModel(ScoringModelMixin):
         expected statistics, ``E ln p(s, x, X | theta)`` and the entropy (computed
         directly: ``sum_i H[r_i] + sum_s N_s (K/2 ln 2 pi e + 1/2 ln|Sigma_s|)``).  The user
         units' Jacobian is part of both ``loglik`` and the complete log-likelihood."""
-        Z = X["Z"]
+        Z = X.Z
         w, lam = self.split(params_single)
         K = self.K
         e = point_e_step(Z, w[0], lam[0], self.psi)
-        resp, Nk, logdet_sigma = e["resp"], e["Nk"], e["logdet_sigma"]
-        stats = {"Nk": Nk, "W": e["W"], "C": e["C"], "D": e["D"], "n": int(Z.shape[0]),
-                 "log_jac": float(X["log_jac"]), "resp": resp}
+        resp, Nk, logdet_sigma = e.resp, e.stats.Nk, e.logdet_sigma
+        stats = MFACompleteStats(Nk=Nk, W=e.stats.W, C=e.stats.C, D=e.stats.D,
+                                 n=int(Z.shape[0]), log_jac=float(X.log_jac), resp=resp)
         # the E step's own log-sum-exp over the components is ln p(Z | theta)
-        loglik = e["loglik"] + Z.shape[0] * float(X["log_jac"])
+        loglik = e.loglik + Z.shape[0] * float(X.log_jac)
         if np.isnan(loglik):
             loglik = -np.inf
         ecl = float(self.expected_complete_loglik(params_single, stats))
@@ -696,11 +700,11 @@ class MFAScoringModel(ScoringModelMixin):
         """Parts of ``E ln p(s, x, y | theta)`` that do not depend on theta (the factor
         prior, the normalisers of the noise, ``y^T Psi^-1 y``, the Jacobian)."""
         K, p = self.K, self.p
-        Nk, W, D = stats["Nk"], stats["W"], stats["D"]
+        Nk, W, D = stats.Nk, stats.W, stats.D
         e_x = -0.5 * np.sum(Nk * K * LOG_2PI + np.trace(W[:, :K, :K], axis1=1, axis2=2))
         e_y = (-0.5 * np.sum(Nk) * (p * LOG_2PI + np.sum(np.log(self.psi)))
                - 0.5 * np.sum(D @ (1.0 / self.psi)))
-        return float(e_x + e_y + stats["n"] * stats["log_jac"])
+        return float(e_x + e_y + stats.n * stats.log_jac)
 
     def cs_roundoff_scale(self, stats):
         """Size of the largest terms that cancel in the CS formulas: ``1/2 sum_n
@@ -708,13 +712,13 @@ class MFAScoringModel(ScoringModelMixin):
         log-likelihood and the complete-data evidence are built from these uncentred
         sums of squares; for rows far from every component they cancel to a small
         residual, losing about ``eps`` times this size in absolute accuracy."""
-        return 0.5 * float(np.sum(stats["D"] @ (1.0 / self.psi)))
+        return 0.5 * float(np.sum(stats.D @ (1.0 / self.psi)))
 
     def expected_complete_loglik(self, params_single, stats):
         """``E ln p(s, x, X | theta)`` under the posterior that produced ``stats``."""
         w, lam = self.split(params_single)
         w, lam1 = w[0], lam[0]
-        Nk, W, C = stats["Nk"], stats["W"], stats["C"]
+        Nk, W, C = stats.Nk, stats.W, stats.C
         ipsi = 1.0 / self.psi
         quad = (-2.0 * np.einsum("sqk,sqk,q->", lam1, C, ipsi)
                 + np.einsum("sqk,skl,sql,q->", lam1, W, lam1, ipsi))
@@ -727,7 +731,7 @@ class MFAScoringModel(ScoringModelMixin):
         expected complete log-likelihood> dLambda~`` with the ARD precisions restored:
         alternate q(Lambda~) and q(nu) (each an exact coordinate ascent) to convergence."""
         K, p, S = self.K, self.p, self.S
-        W, C = stats["W"], stats["C"]
+        W, C = stats.W, stats.C
         ipsi = 1.0 / self.psi
         a_t = self.a_star + 0.5 * p
         e_nu = np.full((S, K), self.a_star / self.b_star)
@@ -762,7 +766,7 @@ class MFAScoringModel(ScoringModelMixin):
         ``[lo, hi]`` through log-sum-exp, error far below 1e-8 nats for integrands this
         smooth)."""
         S = self.S
-        W, C = stats["W"], stats["C"]  # (S, 2, 2), (S, p, 2)
+        W, C = stats.W, stats.C  # (S, 2, 2), (S, p, 2)
         u = np.linspace(lo, hi, int(n_grid))
         du = u[1] - u[0]
         nu = np.exp(u)
@@ -796,8 +800,8 @@ class MFAScoringModel(ScoringModelMixin):
         exact Dirichlet integral for ``pi``; for ``(Lambda~, nu)`` exact when K <= 1
         (closed form for K = 0, one-dimensional quadrature over each ARD precision for
         K = 1) and the mean-field lower bound for K >= 2 (``complete_evidence_kind``)."""
-        Nk = stats["Nk"]
-        a0 = self.prior_alpha["weights"]
+        Nk = stats.Nk
+        a0 = self.weights_prior
         e_pi = 0.0
         if self.S > 1:
             e_pi = float(np.sum(gammaln(a0 + Nk)) - gammaln(np.sum(a0 + Nk))
@@ -812,8 +816,8 @@ class MFAScoringModel(ScoringModelMixin):
         principal axes of ``Lambda_s^T Lambda_s`` (:func:`~sklearn_vb.mfa._point.principal_axes`:
         the likelihood is unchanged and the prior maximised over rotations), so that the
         objective rises at least as much as by the plain step."""
-        Nk, W, C = stats["Nk"], stats["W"], stats["C"]
-        a0 = self.prior_alpha["weights"]
+        Nk, W, C = stats.Nk, stats.W, stats.C
+        a0 = self.weights_prior
         w = point_weights(Nk, kind, a0, basis)
         lam_old = None if kind == "ml" else self.split(params_old)[1][0]
         mean = point_loadings(W, C, self.psi, kind, lam_old, self.a_star, self.b_star,
@@ -836,7 +840,7 @@ class MFAScoringModel(ScoringModelMixin):
         """Exponents ``c_s`` of the objective's ``sum_s c_s ln pi_s``."""
         if kind == "ml":
             return Nk
-        a0 = self.prior_alpha["weights"]
+        a0 = self.weights_prior
         return Nk + a0 if basis == "softmax" else Nk + a0 - 1.0
 
     def objective_and_gradient(self, phi, X, kind="map", basis="softmax"):
@@ -854,7 +858,7 @@ class MFAScoringModel(ScoringModelMixin):
         w, lam = self.split(theta)
         w, lam1 = w[0], lam[0]
         K, p = self.K, self.p
-        W, C, Nk = e["W"], e["C"], e["Nk"]
+        W, C, Nk = e.stats.W, e.stats.C, e.stats.Nk
         g_lam = (C - np.einsum("sql,skl->sqk", lam1, W)) / self.psi[None, :, None]
         if kind == "map":
             if K:
@@ -912,7 +916,7 @@ class MFAScoringModel(ScoringModelMixin):
 
         def evaluate(theta):
             loglik, e = self._point_loglik_and_stats(theta, X)
-            return self._objective(theta, loglik, kind, basis), e
+            return self._objective(theta, loglik, kind, basis), e.stats
 
         def finish(run):
             if not polish:
@@ -941,7 +945,7 @@ class MFAScoringModel(ScoringModelMixin):
 
     def _polish(self, theta, obj, X, kind, basis, maxiter=None):
         if self.S > 1 and np.any(self._weight_counts(
-                self._point_loglik_and_stats(theta, X)[1]["Nk"], kind, basis) <= 0):
+                self._point_loglik_and_stats(theta, X)[1].stats.Nk, kind, basis) <= 0):
             return theta, obj, False  # the weights' optimum is on the boundary: EM only
         space = self.param_space
         phi0 = space.to_unconstrained(theta)[0]

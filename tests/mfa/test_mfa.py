@@ -72,17 +72,17 @@ def test_cross_covariance_term_is_needed():
     st = m._vb_
     data = m._check_fit_data(X)
     # make the loading/centre cross-covariances substantial
-    st["lam_cov"] = st["lam_cov"] + 0.3 * np.ones_like(st["lam_cov"]) * np.eye(3)[None, None, 2]
-    st["lam_cov"] = st["lam_cov"] + np.swapaxes(st["lam_cov"], -1, -2)
-    st["lam_cov"][..., 2, 2] = 1.0
-    st["lam_logdet"] = np.linalg.slogdet(st["lam_cov"])[1]
+    st.lam_cov = st.lam_cov + 0.3 * np.ones_like(st.lam_cov) * np.eye(3)[None, None, 2]
+    st.lam_cov = st.lam_cov + np.swapaxes(st.lam_cov, -1, -2)
+    st.lam_cov[..., 2, 2] = 1.0
+    st.lam_logdet = np.linalg.slogdet(st.lam_cov)[1]
     update_factors(m._vb_, data)
     exact = m._lower_bound(data)
-    M = K.expected_loading_quadratic(st["lam_mean"], st["lam_cov"], st["psi"])
+    M = K.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
     M_drop = M.copy()
-    mean = st["lam_mean"]
-    M_drop[:, :2, 2] = np.einsum("sqk,q,sq->sk", mean[:, :, :2], 1 / st["psi"], mean[:, :, 2])
-    st["xbar"] = K.factor_means(data.Z, mean, st["psi"], st["sigma"], M_drop)
+    mean = st.lam_mean
+    M_drop[:, :2, 2] = np.einsum("sqk,q,sq->sk", mean[:, :, :2], 1 / st.psi, mean[:, :, 2])
+    st.xbar = K.factor_means(data.Z, mean, st.psi, st.sigma, M_drop)
     dropped = m._lower_bound(data)
     assert exact > dropped + 1e-3
 
@@ -119,17 +119,17 @@ def test_collapsed_identity_after_responsibilities():
     update_factors(m._vb_, data)
     update_responsibilities(m._vb_, data)
     t = bound_terms(m._vb_, data)
-    data_part = sum(np.sum(t[k]) for k in ("assign", "factor", "lik"))
+    data_part = sum(np.sum(v) for v in (t.assign, t.factor, t.lik))
     ell = log_weights(m._vb_, data.Z)
     from scipy.special import logsumexp
 
     assert data_part == pytest.approx(np.sum(logsumexp(ell, axis=1)), rel=1e-12)
     st = m._vb_
-    st["lam_cov"] = np.zeros_like(st["lam_cov"])
+    st.lam_cov = np.zeros_like(st.lam_cov)
     update_factors(m._vb_, data)
     ell = log_weights(m._vb_, data.Z)
-    elog = digamma(st["alpha_hat"]) - digamma(st["alpha_hat"].sum())
-    dens = K.fa_log_density(data.Z, st["lam_mean"][:, :, 2], st["lam_mean"][:, :, :2], st["psi"])
+    elog = digamma(st.alpha_hat) - digamma(st.alpha_hat.sum())
+    dens = K.fa_log_density(data.Z, st.lam_mean[:, :, 2], st.lam_mean[:, :, :2], st.psi)
     assert np.allclose(ell - elog, dens, atol=1e-9)
 
 
@@ -139,28 +139,29 @@ def test_hyperparameter_fixed_points():
     data = m._check_fit_data(X)
     st = m._vb_
     update_ard_prior(m._vb_, m.ard_rate_min)
-    e_nu = st["a_tilde"] / st["b_tilde"]
-    c_bar = np.mean(digamma(st["a_tilde"]) - np.log(st["b_tilde"]))
-    a, b = st["a_star"], st["b_star"]
+    e_nu = st.a_tilde / st.b_tilde
+    c_bar = np.mean(digamma(st.a_tilde) - np.log(st.b_tilde))
+    a, b = st.a_star, st.b_star
     assert digamma(a) - np.log(a) == pytest.approx(c_bar - np.log(e_nu.mean()), abs=1e-8)
     assert b == pytest.approx(a / e_nu.mean(), rel=1e-10)
     update_alpha_prior(m._vb_)
     S = 3
-    al = st["alpha_star"]
-    c = np.mean(digamma(st["alpha_hat"].sum()) - digamma(st["alpha_hat"]))
+    al = st.alpha_star
+    c = np.mean(digamma(st.alpha_hat.sum()) - digamma(st.alpha_hat))
     assert digamma(al) - digamma(al / S) == pytest.approx(c, abs=1e-8)
     # Ψ, μ*, ν*: F is stationary (finite differences) after their updates
-    for update, key in ((update_noise, "psi"), (update_mean_prior, "mu_star"),
-                        (update_mean_prior, "nu_star")):
+    for update, field in ((update_noise, lambda s: s.psi), (update_mean_prior, lambda s: s.mu_star),
+                          (update_mean_prior, lambda s: s.nu_star)):
         update(m._vb_, data)
         base = m._lower_bound(data)
+        values = field(st)
         for q in range(X.shape[1]):
-            h = 1e-5 * max(abs(st[key][q]), 1e-3)
-            st[key][q] += h
+            h = 1e-5 * max(abs(values[q]), 1e-3)
+            values[q] += h
             up = m._lower_bound(data)
-            st[key][q] -= 2 * h
+            values[q] -= 2 * h
             down = m._lower_bound(data)
-            st[key][q] += h
+            values[q] += h
             # a maximum: both one-sided moves lower F (to second order in h)
             assert up <= base + 1e-8 and down <= base + 1e-8
 
@@ -195,7 +196,7 @@ def test_bound_score_is_below_plugin_train_identity():
     update_responsibilities(m._vb_, data)
     F = m._lower_bound(data)
     t = bound_terms(m._vb_, data)
-    kl = -(t["pi"] + np.sum(t["nu"]) + np.sum(t["loading"]))
+    kl = -(t.pi + np.sum(t.nu) + np.sum(t.loading))
     assert np.sum(m.score_samples(X, method="bound")) - F == pytest.approx(kl, rel=1e-9)
 
 
@@ -273,16 +274,16 @@ def test_component_without_data_reverts_to_its_prior():
     m = _fit(X, n_components=2, n_factors=2, max_iter=5)
     data = m._check_fit_data(X)
     st = m._vb_
-    st["resp"] = np.column_stack([np.ones(X.shape[0]), np.zeros(X.shape[0])])
+    st.resp = np.column_stack([np.ones(X.shape[0]), np.zeros(X.shape[0])])
     update_loadings(m._vb_, data)
-    e_nu = st["a_tilde"] / st["b_tilde"][1]
+    e_nu = st.a_tilde / st.b_tilde[1]
     for q in range(X.shape[1]):
-        expected = np.diag(np.r_[1.0 / e_nu, 1.0 / st["nu_star"][q]])
-        assert np.allclose(st["lam_cov"][1, q], expected, rtol=1e-10, atol=1e-14)
-        assert np.allclose(st["lam_mean"][1, q], np.r_[0.0, 0.0, st["mu_star"][q]], atol=1e-12)
+        expected = np.diag(np.r_[1.0 / e_nu, 1.0 / st.nu_star[q]])
+        assert np.allclose(st.lam_cov[1, q], expected, rtol=1e-10, atol=1e-14)
+        assert np.allclose(st.lam_mean[1, q], np.r_[0.0, 0.0, st.mu_star[q]], atol=1e-12)
     t = bound_terms(m._vb_, data)
     # the loading KL of that component is then only the E_q(ν) part (zero mean gap)
-    assert t["loading"][1] <= 1e-9
+    assert t.loading[1] <= 1e-9
 
 
 def test_quantisation_floor():

@@ -1,5 +1,6 @@
 """SQUAREM extrapolation of the MFA fixed point and the convergence test."""
 
+import copy
 import warnings
 
 import numpy as np
@@ -31,11 +32,17 @@ def test_pack_unpack_is_the_identity():
     X = _problem(0)
     m = _fit(X, max_iter=10)
     data = m._check_fit_data(X)
-    before = {k: np.copy(v) for k, v in m._vb_.items() if isinstance(v, np.ndarray)}
+    before = copy.deepcopy(m._vb_)
     F = m._lower_bound(data)
     assert m._unpack_hyperparameters(m._pack_hyperparameters(), data)
-    for key in ("lam_mean", "lam_cov", "lam_logdet", "b_tilde", "alpha_hat", "psi", "nu_star"):
-        assert np.allclose(m._vb_[key], before[key], rtol=1e-10, atol=1e-12), key
+    after = m._vb_
+    for name, a, b in (("lam_mean", after.lam_mean, before.lam_mean),
+                       ("lam_cov", after.lam_cov, before.lam_cov),
+                       ("lam_logdet", after.lam_logdet, before.lam_logdet),
+                       ("b_tilde", after.b_tilde, before.b_tilde),
+                       ("alpha_hat", after.alpha_hat, before.alpha_hat),
+                       ("psi", after.psi, before.psi), ("nu_star", after.nu_star, before.nu_star)):
+        assert np.allclose(a, b, rtol=1e-10, atol=1e-12), name
     assert m._lower_bound(data) == pytest.approx(F, rel=1e-10)
 
 

@@ -33,31 +33,31 @@ def _fit(X, **kw):
 def decoupled(request):
     X = _problem(request.param)
     m = _fit(X, n_factors=5, prune_factors=True, tol=1e-6, random_state=request.param)
-    assert not m._vb_["active"].all()  # some column is decoupled in some component
+    assert not m._vb_.active.all()  # some column is decoupled in some component
     return m, m._check_fit_data(X)
 
 
 def test_decoupled_columns_are_exactly_decoupled(decoupled):
     m, data = decoupled
     st = m._vb_
-    dead = ~st["active"]
+    dead = ~st.active
     K = dead.shape[1]
     for s, j in zip(*np.nonzero(dead)):
-        assert np.all(st["lam_mean"][s, :, j] == 0.0)
-        assert np.all(st["xbar"][:, s, j] == 0.0)
+        assert np.all(st.lam_mean[s, :, j] == 0.0)
+        assert np.all(st.xbar[:, s, j] == 0.0)
         others = np.r_[0:j, j + 1:K + 1]
-        assert np.all(st["lam_cov"][s, :, j, others] == 0.0)
-        assert np.all(st["sigma"][s, j, np.r_[0:j, j + 1:K]] == 0.0)
+        assert np.all(st.lam_cov[s, :, j, others] == 0.0)
+        assert np.all(st.sigma[s, j, np.r_[0:j, j + 1:K]] == 0.0)
 
 
 def test_compressed_loading_update_equals_the_full_solve(decoupled):
     m, data = decoupled
     st = m._vb_
     Nk, W, C, D = sufficient_statistics(m._vb_, data)
-    e_nu = st["a_tilde"] / st["b_tilde"]
-    args = (W, C, st["psi"], e_nu, st["nu_star"], st["mu_star"])
+    e_nu = st.a_tilde / st.b_tilde
+    args = (W, C, st.psi, e_nu, st.nu_star, st.mu_star)
     full = loading_posterior(*args)
-    compressed = loading_posterior(*args, st["active"])
+    compressed = loading_posterior(*args, st.active)
     for a, b in zip(full, compressed):
         assert np.allclose(a, b, rtol=1e-10, atol=1e-13)
 
@@ -72,7 +72,7 @@ def test_compressed_iterations_give_the_uncompressed_bound(decoupled):
         mm = copy.deepcopy(m)
         mm.bound_check = "steps"
         if not compress:
-            mm._vb_["active"] = np.ones_like(mm._vb_["active"])
+            mm._vb_.active = np.ones_like(mm._vb_.active)
         trace = [mm._lower_bound(data)]
         for it in range(1, 11):
             value, restarted = mm._one_iteration(data, it, trace[-1])
@@ -90,7 +90,7 @@ def test_decoupling_never_lowers_the_bound():
     on = _fit(X, n_factors=5, bound_check="steps", tol=1e-6)
     off = _fit(X, n_factors=5, bound_check="steps", tol=1e-6, compress_factors=False)
     assert np.all(np.diff(on.lower_bounds_) >= -1e-9 * np.abs(on.lower_bounds_[1:]))
-    assert not on._vb_["active"].all() and "active" not in off._vb_
+    assert not on._vb_.active.all() and off._vb_.active is None
     assert on.lower_bound_ >= off.lower_bound_ - 1e-6 * abs(off.lower_bound_)
 
 
@@ -99,4 +99,4 @@ def test_decoupled_fit_is_reproducible():
     a = _fit(X, n_factors=5, random_state=4)
     b = _fit(X, n_factors=5, random_state=4)
     assert np.array_equal(a.lower_bounds_, b.lower_bounds_)
-    assert np.array_equal(a._vb_["active"], b._vb_["active"])
+    assert np.array_equal(a._vb_.active, b._vb_.active)

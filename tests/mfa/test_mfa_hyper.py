@@ -1,5 +1,7 @@
 """The exact maximiser of the MFA bound over the ARD rate b* (``ard_rate_update``)."""
 
+import copy
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
@@ -39,7 +41,7 @@ def _bound_given_b(m, data, b):
     """F with b* = b and q(ν) optimal for it, q(Λ̃) and the rest unchanged."""
     st = m._vb_
     h = loading_half_second_moments(st)
-    st["b_star"], st["b_tilde"] = b, b + h
+    st.b_star, st.b_tilde = b, b + h
     return m._lower_bound(data)
 
 
@@ -50,11 +52,11 @@ def test_update_is_the_maximiser_of_the_full_bound(seed):
     X = _problem(seed)
     m = _fit(X, max_iter=8, ard_rate_update="fixed-point", prune_factors=False)
     data = m._check_fit_data(X)
-    saved = dict(m._vb_)
+    saved = copy.copy(m._vb_)
     before = m._lower_bound(data)
     update_ard_rate(m._vb_, 0.0, "exact")
     after = m._lower_bound(data)
-    b_exact = m._vb_["b_star"]
+    b_exact = m._vb_.b_star
     assert after >= before - 1e-9 * abs(before)
     res = minimize_scalar(lambda u: -_bound_given_b(m, data, np.exp(u)),
                           bounds=(np.log(b_exact) - 8, np.log(b_exact) + 8),

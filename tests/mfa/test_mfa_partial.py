@@ -36,7 +36,7 @@ def _split(seed, **kw):
     data = m._check_fit_data(X)
     update_factors(m._vb_, data)
     update_responsibilities(m._vb_, data)
-    S = m._vb_["resp"].shape[1]
+    S = m._vb_.resp.shape[1]
     m._search_rng = np.random.RandomState(seed)
     m._birth(data, 0)
     return m, data, [0, S]
@@ -49,9 +49,12 @@ def test_children_iterations_never_lower_the_bound(seed):
     do not move, and each row's responsibilities still sum to one."""
     m, data, children = _split(seed)
     st = m._vb_
-    others = [s for s in range(st["resp"].shape[1]) if s not in children]
-    frozen = {k: st[k][others].copy() for k in ("lam_mean", "lam_cov", "b_tilde", "sigma")}
-    frozen_resp = st["resp"][:, others].copy()
+    others = [s for s in range(st.resp.shape[1]) if s not in children]
+    def other_posteriors():
+        return [x[others].copy() for x in (st.lam_mean, st.lam_cov, st.b_tilde, st.sigma)]
+
+    frozen = other_posteriors()
+    frozen_resp = st.resp[:, others].copy()
     trace = [m._lower_bound(data)]
     for _ in range(25):
         children_iteration(st, data.Z, children)
@@ -59,10 +62,10 @@ def test_children_iterations_never_lower_the_bound(seed):
     d = np.diff(trace)
     assert np.all(d >= -1e-9 * np.abs(np.asarray(trace[1:])))
     assert trace[-1] - trace[0] > 1.0  # the children really moved
-    for k, v in frozen.items():
-        assert np.array_equal(st[k][others], v)
-    assert np.array_equal(st["resp"][:, others], frozen_resp)
-    assert np.allclose(st["resp"].sum(axis=1), 1.0)
+    for now, then in zip(other_posteriors(), frozen):
+        assert np.array_equal(now, then)
+    assert np.array_equal(st.resp[:, others], frozen_resp)
+    assert np.allclose(st.resp.sum(axis=1), 1.0)
 
 
 @pytest.mark.parametrize("seed", [0, 3])
@@ -77,12 +80,12 @@ def test_constrained_responsibilities_are_the_exact_maximiser(seed):
     a, b = children
     for _ in range(5):
         mm = copy.deepcopy(m)
-        r = mm._vb_["resp"].copy()
+        r = mm._vb_.resp.copy()
         t = rng.uniform(-0.2, 0.2, size=r.shape[0])
         move = np.clip(t, -r[:, b], r[:, a])  # keep both non-negative
         r[:, a] -= move
         r[:, b] += move
-        mm._vb_["resp"] = r
+        mm._vb_.resp = r
         assert mm._lower_bound(data) <= best + 1e-9 * abs(best)
 
 
@@ -135,13 +138,13 @@ def test_children_iteration_caches_the_statistics_of_the_new_state(seed):
     m._lower_bound(data)  # fills the cache of the state after the split
     for _ in range(3):
         children_iteration(st, data.Z, children, np.zeros(data.n_features), data.psi_floor)
-        cache = st["stats_cache"]
-        assert cache[0] is st["resp"] and cache[1] is st["xbar"] and cache[2] is st["sigma"]
-        fresh = sufficient_statistics(data.Z, st["resp"], st["xbar"], st["sigma"])
-        for got, want in zip(cache[4], fresh):
+        cache = st.stats_cache
+        assert cache.matches(st.resp, st.xbar, st.sigma, data.Z)
+        fresh = sufficient_statistics(data.Z, st.resp, st.xbar, st.sigma)
+        for got, want in zip(cache.stats, fresh):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
         cached_bound = m._lower_bound(data)
-        st.pop("stats_cache")
+        st.stats_cache = None
         assert m._lower_bound(data) == pytest.approx(cached_bound, rel=1e-12)
 
 
@@ -162,7 +165,7 @@ def test_partial_bound_equals_the_complete_bound(seed, ard_rate_update):
         children_iteration(st, data.Z, children, bound.residuals, data.psi_floor, 0.0,
                            ard_rate_update)
         cheap = bound(st)
-        st.pop("stats_cache", None)  # the complete bound from scratch
+        st.stats_cache = None  # the complete bound from scratch
         exact.append(m._lower_bound(data))
         assert cheap == pytest.approx(exact[-1], rel=1e-10, abs=1e-9)
     assert np.all(np.diff(exact) >= -1e-9 * np.abs(np.asarray(exact[1:])))

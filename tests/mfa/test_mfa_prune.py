@@ -59,7 +59,7 @@ def test_reordering_columns_leaves_the_bound_unchanged():
     m, data = _state_after(X)
     before = m._lower_bound(data)
     rng = np.random.default_rng(0)
-    S, K = m._vb_["b_tilde"].shape
+    S, K = m._vb_.b_tilde.shape
     permute_factors(m._vb_, np.array([rng.permutation(K) for _ in range(S)]))
     assert m._lower_bound(data) == pytest.approx(before, rel=1e-13, abs=1e-9)
 
@@ -68,25 +68,25 @@ def _make_last_column_dead(m, data, gamma, sigma_jj):
     """Zero mean and no correlations for the last loading column of every component
     (row variances ``gamma`` (S, p)) and its factor (variance ``sigma_jj`` (S,))."""
     st = m._vb_
-    K = st["sigma"].shape[-1]
+    K = st.sigma.shape[-1]
     j = K - 1
-    st["lam_mean"] = st["lam_mean"].copy()
-    st["lam_mean"][:, :, j] = 0.0
-    cov = st["lam_cov"].copy()
+    st.lam_mean = st.lam_mean.copy()
+    st.lam_mean[:, :, j] = 0.0
+    cov = st.lam_cov.copy()
     cov[:, :, j, :] = 0.0
     cov[:, :, :, j] = 0.0
     cov[:, :, j, j] = gamma
-    st["lam_cov"] = cov
-    st["lam_logdet"] = np.linalg.slogdet(cov)[1]
-    sig = st["sigma"].copy()
+    st.lam_cov = cov
+    st.lam_logdet = np.linalg.slogdet(cov)[1]
+    sig = st.sigma.copy()
     sig[:, j, :] = 0.0
     sig[:, :, j] = 0.0
     sig[:, j, j] = sigma_jj
-    st["sigma"] = sig
-    st["logdet_sigma"] = np.linalg.slogdet(sig)[1]
-    xbar = st["xbar"].copy()
+    st.sigma = sig
+    st.logdet_sigma = np.linalg.slogdet(sig)[1]
+    xbar = st.xbar.copy()
     xbar[:, :, j] = 0.0
-    st["xbar"] = xbar
+    st.xbar = xbar
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -101,7 +101,7 @@ def test_removing_a_dead_column_changes_the_bound_by_its_closed_form_contributio
     m, data = _state_after(X, optimize_hyperparameters=["noise", "ard_prior"])
     st = m._vb_
     rng = np.random.default_rng(seed)
-    S, K = st["b_tilde"].shape
+    S, K = st.b_tilde.shape
     p = X.shape[1]
     gamma = rng.uniform(0.01, 0.5, size=(S, p))
     sigma_jj = rng.uniform(0.3, 1.0, size=S)
@@ -109,18 +109,18 @@ def test_removing_a_dead_column_changes_the_bound_by_its_closed_form_contributio
     m.set_params(prune_threshold=1e-300)  # only the exactly zero column counts as off
     before = m._lower_bound(data)
 
-    a, b = st["a_tilde"], st["b_tilde"][:, K - 1]
+    a, b = st.a_tilde, st.b_tilde[:, K - 1]
     e_nu, elog_nu = a / b, digamma(a) - np.log(b)
-    Nk = st["resp"].sum(axis=0)
+    Nk = st.resp.sum(axis=0)
     contribution = (
-        -gamma_kl(a, b, st["a_star"], st["b_star"])
+        -gamma_kl(a, b, st.a_star, st.b_star)
         + 0.5 * np.sum(np.log(gamma) + 1.0 + elog_nu[:, None] - e_nu[:, None] * gamma, axis=1)
         + 0.5 * Nk * (np.log(sigma_jj) + 1.0 - sigma_jj)
-        - 0.5 * Nk * sigma_jj * (gamma @ (1.0 / st["psi"]))
+        - 0.5 * Nk * sigma_jj * (gamma @ (1.0 / st.psi))
     )
     gain = prune_dead_factors(m._vb_, data, m.prune_threshold)
     after = m._lower_bound(data)
-    assert st["sigma"].shape[-1] == K - 1
+    assert st.sigma.shape[-1] == K - 1
     assert gain > 0
     assert gain == pytest.approx(after - before, rel=1e-10, abs=1e-8)
     assert gain == pytest.approx(-np.sum(contribution), rel=1e-9, abs=1e-8)
@@ -136,8 +136,11 @@ def test_a_removal_that_would_lower_the_bound_is_undone():
     before = m._lower_bound(data)
     assert prune_dead_factors(m._vb_, data, m.prune_threshold) == 0.0
     assert m._lower_bound(data) == before
-    for key in ("lam_mean", "lam_cov", "b_tilde", "sigma", "xbar"):
-        assert np.array_equal(m._vb_[key], saved[key])
+    st = m._vb_
+    for now, then in ((st.lam_mean, saved.lam_mean), (st.lam_cov, saved.lam_cov),
+                      (st.b_tilde, saved.b_tilde), (st.sigma, saved.sigma),
+                      (st.xbar, saved.xbar)):
+        assert np.array_equal(now, then)
 
 
 def test_pruned_fit_finds_the_same_model():

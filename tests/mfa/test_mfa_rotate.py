@@ -17,11 +17,11 @@ def _state(seed, n_iter=6):
              standardize=bool(seed % 2))
     data = m._check_fit_data(X)
     st = m._vb_
-    st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)  # q(ν) optimal
-    K = st["sigma"].shape[-1]
+    st.b_tilde = st.b_star + loading_half_second_moments(st)  # q(ν) optimal
+    K = st.sigma.shape[-1]
     Nk, W, C, D = sufficient_statistics(m._vb_, data)
-    lam = st["lam_mean"][:, :, :K]
-    B = np.einsum("sqk,sql->skl", lam, lam) + st["lam_cov"][:, :, :K, :K].sum(axis=1)
+    lam = st.lam_mean[:, :, :K]
+    B = np.einsum("sqk,sql->skl", lam, lam) + st.lam_cov[:, :, :K, :K].sum(axis=1)
     return m, data, W[:, :K, :K].copy(), B, Nk.copy()
 
 
@@ -31,7 +31,7 @@ def test_gradient_equals_finite_differences(seed):
     st = m._vb_
     rng = np.random.default_rng(seed)
     R = np.eye(W.shape[-1])[None] + 0.2 * rng.normal(size=W.shape)
-    args = (W, B, Nk, data.n_features, st["a_tilde"], st["b_star"])
+    args = (W, B, Nk, data.n_features, st.a_tilde, st.b_star)
     _, grad = rotation_objective(R, *args)
     eps = 1e-6
     num = np.zeros_like(R)
@@ -53,10 +53,10 @@ def test_closed_form_equals_the_recomputed_bound(seed):
     rng = np.random.default_rng(10 + seed)
     S, K, _ = W.shape
     R = np.eye(K)[None] + 0.3 * rng.normal(size=(S, K, K))
-    args = (W, B, Nk, data.n_features, st["a_tilde"], st["b_star"])
+    args = (W, B, Nk, data.n_features, st.a_tilde, st.b_star)
     predicted = rotation_objective(R, *args)[0] - rotation_objective(np.eye(K)[None].repeat(S, 0), *args)[0]
     rotate_components(st, R)
-    st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
+    st.b_tilde = st.b_star + loading_half_second_moments(st)
     after = m._lower_bound(data)
     assert after - before == pytest.approx(predicted, rel=1e-8, abs=1e-8 * abs(before))
 
@@ -65,14 +65,14 @@ def test_closed_form_equals_the_recomputed_bound(seed):
 def test_optimised_rotation_raises_the_bound_and_is_stationary(seed):
     m, data, W, B, Nk = _state(seed)
     st = m._vb_
-    args = (W, B, Nk, data.n_features, st["a_tilde"], st["b_star"])
+    args = (W, B, Nk, data.n_features, st.a_tilde, st.b_star)
     Rs, gains = optimise_rotations(*args, max_iter=200)
     assert np.all(gains >= 0.0) and np.any(gains > 1e-6)
     _, grad = rotation_objective(Rs, *args)
     assert np.abs(grad).max() < 1e-3 * max(1.0, np.abs(rotation_objective(np.eye(W.shape[-1])[None].repeat(W.shape[0], 0), *args)[1]).max())
     before = m._lower_bound(data)
     rotate_components(st, Rs)
-    st["b_tilde"] = st["b_star"] + loading_half_second_moments(st)
+    st.b_tilde = st.b_star + loading_half_second_moments(st)
     assert m._lower_bound(data) - before == pytest.approx(gains.sum(), rel=1e-6)
 
 

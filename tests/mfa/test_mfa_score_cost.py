@@ -51,7 +51,7 @@ def test_point_e_step_factor_means_match_the_direct_formula():
     sigma, _ = factor_posterior(lam, psi)
     for s in range(S):
         direct = (Z - lam[s, :, K]) / psi @ lam[s, :, :K] @ sigma[s]
-        np.testing.assert_allclose(e["xbar"][:, s], direct, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(e.xbar[:, s], direct, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["incomplete", "complete"])
@@ -140,8 +140,8 @@ def test_point_e_step_log_likelihood_matches_scipy():
         lam[s, :, K], lam[s, :, :K] @ lam[s, :, :K].T + np.diag(psi)).logpdf(Z)
         for s in range(S)]
     e = point_e_step(Z, w, lam, psi)
-    assert e["loglik"] == pytest.approx(float(np.sum(logsumexp(comps, axis=0))), rel=1e-12)
-    np.testing.assert_allclose(e["resp"], np.exp(np.array(comps) - logsumexp(comps, axis=0)).T,
+    assert e.loglik == pytest.approx(float(np.sum(logsumexp(comps, axis=0))), rel=1e-12)
+    np.testing.assert_allclose(e.resp, np.exp(np.array(comps) - logsumexp(comps, axis=0)).T,
                                rtol=1e-10, atol=1e-14)
 
 

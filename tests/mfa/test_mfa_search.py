@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_vb.datasets import make_mixed_dimension_clusters, make_noisy_spiral
 from sklearn_vb.mfa import VBMixtureFactorAnalysers
 from sklearn_vb.mfa._birth_death import resolved_max_tries
+from sklearn_vb.mfa._state import ComponentMass
 from sklearn_vb.mfa._structure import kill_components
 from sklearn_vb.mfa._vbem import update_factors, update_responsibilities
 
@@ -54,7 +55,7 @@ def test_search_bookkeeping(blobs_fit):
             assert targets[i] == targets[i - 1]
     # every surviving component holds at least death_threshold points
     assert np.all(m.predict_proba(X).sum(0) > 0)
-    assert np.all(m._vb_["resp"].sum(0) >= m.death_threshold)
+    assert np.all(m._vb_.resp.sum(0) >= m.death_threshold)
     # the final structure's trace never decreases and ends at lower_bound_
     assert np.all(np.diff(m.lower_bounds_) >= -1e-9 * np.abs(m.lower_bounds_[1:]))
     assert m.lower_bounds_[-1] == pytest.approx(m.lower_bound_)
@@ -70,7 +71,7 @@ def test_deaths_remove_superfluous_components():
     X = np.vstack([rng.normal(size=(60, 2)), rng.normal(size=(60, 2)) + 10])
     m = _fit(X, n_components=12, init_params="random", random_state=0, max_tries=1)
     assert m.n_components_ < 12
-    assert np.all(m._vb_["resp"].sum(0) >= 1.0)
+    assert np.all(m._vb_.resp.sum(0) >= 1.0)
     assert "death" in set(m.search_history_["event"])
 
 
@@ -145,20 +146,20 @@ def test_birth_splits_the_parent_responsibilities(blobs_fit, hardness):
     update_factors(m._vb_, data)
     update_responsibilities(m._vb_, data)
     st = m._vb_
-    parent_resp = st["resp"][:, 0].copy()
-    parent_alpha = st["alpha_hat"][0]
-    S = st["resp"].shape[1]
+    parent_resp = st.resp[:, 0].copy()
+    parent_alpha = st.alpha_hat[0]
+    S = st.resp.shape[1]
     m._search_rng = np.random.RandomState(0)
     m._birth(data, 0)
-    a, b = st["resp"][:, 0], st["resp"][:, S]
-    assert st["resp"].shape[1] == S + 1
+    a, b = st.resp[:, 0], st.resp[:, S]
+    assert st.resp.shape[1] == S + 1
     assert np.allclose(a + b, parent_resp, rtol=0, atol=1e-15)
     if hardness == 1.0:
         assert np.all(a * b == 0) and a.sum() > 0 and b.sum() > 0
     else:
         assert np.all((a > 0) == (parent_resp > 0))
-    assert st["alpha_hat"][0] == st["alpha_hat"][S] == pytest.approx(parent_alpha / 2)
-    assert len(set(st["ids"])) == S + 1
+    assert st.alpha_hat[0] == st.alpha_hat[S] == pytest.approx(parent_alpha / 2)
+    assert len(set(st.ids)) == S + 1
 
 
 def test_rejected_parents_are_not_proposed_again_within_a_pass():
@@ -219,7 +220,7 @@ def test_shrinking_component_dies_below_the_shrinking_threshold(blobs_fit, previ
     data = m._check_fit_data(X)
     update_factors(m._vb_, data)
     st = m._vb_
-    resp = st["resp"].copy()
+    resp = st.resp.copy()
     S = resp.shape[1]
     keep = np.argsort(-resp[:, S - 1])[:3]
     moved = np.ones(resp.shape[0], bool)
@@ -228,13 +229,13 @@ def test_shrinking_component_dies_below_the_shrinking_threshold(blobs_fit, previ
     resp[moved, S - 1] = 0.0
     resp[keep] = 0.0
     resp[keep, S - 1] = 1.0
-    st["resp"] = resp
+    st.resp = resp
     mass = resp.sum(0)
     assert mass[S - 1] == pytest.approx(3.0)
     if previous is not None:
-        st["prev_mass"] = (st["ids"].copy(), np.r_[mass[:-1], previous])
-    victim = st["ids"][S - 1]
+        st.prev_mass = ComponentMass(st.ids.copy(), np.r_[mass[:-1], previous])
+    victim = st.ids[S - 1]
     kill_components(m._vb_, data, m.death_threshold, m.shrinking_death_threshold)
-    assert (m._vb_["resp"].shape[1] == S - 1) == dies
-    assert (victim not in m._vb_["ids"]) == dies
-    assert np.allclose(m._vb_["resp"].sum(1), 1.0)
+    assert (m._vb_.resp.shape[1] == S - 1) == dies
+    assert (victim not in m._vb_.ids) == dies
+    assert np.allclose(m._vb_.resp.sum(1), 1.0)

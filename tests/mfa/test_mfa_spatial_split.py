@@ -3,6 +3,7 @@ Section 4.3.2): children are copies of the parent with centres ``μ ± d``, foll
 VBE step."""
 
 import copy
+import dataclasses
 import warnings
 
 import numpy as np
@@ -32,28 +33,28 @@ class _Recording(VBMixtureFactorAnalysers):
 
     def _birth(self, data, parent):
         st = self._vb_
-        before = copy.deepcopy({k: v for k, v in st.items() if k != "stats_cache"})
+        before = copy.deepcopy(dataclasses.replace(st, stats_cache=None))
         self.births_.append((before, self._lower_bound(data)))
-        S = st["resp"].shape[1]
+        S = st.resp.shape[1]
         super()._birth(data, parent)
         st = self._vb_
-        K = st["sigma"].shape[-1]
+        K = st.sigma.shape[-1]
         others = np.setdiff1d(np.arange(S), [parent])
         # copies of the parent, centres symmetric about its centre, α̂ halved
         for child in (parent, S):
-            np.testing.assert_array_equal(st["lam_cov"][child], before["lam_cov"][parent])
-            np.testing.assert_array_equal(st["lam_mean"][child, :, :K],
-                                          before["lam_mean"][parent, :, :K])
-            np.testing.assert_array_equal(st["b_tilde"][child], before["b_tilde"][parent])
-            assert st["alpha_hat"][child] == 0.5 * before["alpha_hat"][parent]
-        np.testing.assert_allclose(st["lam_mean"][parent, :, K] + st["lam_mean"][S, :, K],
-                                   2.0 * before["lam_mean"][parent, :, K], atol=1e-12)
-        assert not np.allclose(st["lam_mean"][parent, :, K], before["lam_mean"][parent, :, K])
-        np.testing.assert_array_equal(st["lam_mean"][others], before["lam_mean"][others])
+            np.testing.assert_array_equal(st.lam_cov[child], before.lam_cov[parent])
+            np.testing.assert_array_equal(st.lam_mean[child, :, :K],
+                                          before.lam_mean[parent, :, :K])
+            np.testing.assert_array_equal(st.b_tilde[child], before.b_tilde[parent])
+            assert st.alpha_hat[child] == 0.5 * before.alpha_hat[parent]
+        np.testing.assert_allclose(st.lam_mean[parent, :, K] + st.lam_mean[S, :, K],
+                                   2.0 * before.lam_mean[parent, :, K], atol=1e-12)
+        assert not np.allclose(st.lam_mean[parent, :, K], before.lam_mean[parent, :, K])
+        np.testing.assert_array_equal(st.lam_mean[others], before.lam_mean[others])
         # q(s) is the VBE update for the new positions, not the parent's split in two
         ell = log_weights(self._vb_, data.Z)
         r = np.exp(ell - ell.max(axis=1, keepdims=True))
-        np.testing.assert_allclose(st["resp"], r / r.sum(axis=1, keepdims=True),
+        np.testing.assert_allclose(st.resp, r / r.sum(axis=1, keepdims=True),
                                    rtol=1e-10, atol=1e-12)
         self.n_checked_ += 1
 
@@ -92,13 +93,13 @@ def test_spatial_births_accepted_only_when_the_bound_rises(partial):
 
 
 def _assert_same_state(a, b):
-    assert a.keys() == b.keys()
-    for key in a:
-        if isinstance(a[key], tuple):  # (ids, masses) of the shrinking-death rule
-            for x, y in zip(a[key], b[key]):
-                np.testing.assert_array_equal(x, y)
+    for field in dataclasses.fields(a):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, tuple):  # (ids, masses) of the shrinking-death rule
+            for u, v in zip(x, y):
+                np.testing.assert_array_equal(u, v)
         else:
-            np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+            np.testing.assert_array_equal(x, y, err_msg=field.name)
 
 
 def test_rejected_spatial_birth_restores_the_state_exactly():

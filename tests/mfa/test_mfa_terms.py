@@ -28,8 +28,8 @@ def state():
     data = m._check_fit_data(X)
     # use a state that is not a fixed point of anything: stale q(x|s) on purpose
     st = m._vb_
-    st["xbar"] = st["xbar"] + 0.3 * rng.normal(size=st["xbar"].shape)
-    st["resp"] = rng.dirichlet(np.ones(2), size=X.shape[0])
+    st.xbar = st.xbar + 0.3 * rng.normal(size=st.xbar.shape)
+    st.resp = rng.dirichlet(np.ones(2), size=X.shape[0])
     return m, data, bound_terms(m._vb_, data), np.random.default_rng(1)
 
 
@@ -42,25 +42,25 @@ def _check(mc_values, exact):
 def test_term_pi(state):
     m, data, t, rng = state
     st = m._vb_
-    S = st["alpha_hat"].shape[0]
-    pi = rng.dirichlet(st["alpha_hat"], size=N_MC)
-    vals = dirichlet_log_pdf(pi, np.full(S, st["alpha_star"] / S)) - dirichlet_log_pdf(
-        pi, st["alpha_hat"]
+    S = st.alpha_hat.shape[0]
+    pi = rng.dirichlet(st.alpha_hat, size=N_MC)
+    vals = dirichlet_log_pdf(pi, np.full(S, st.alpha_star / S)) - dirichlet_log_pdf(
+        pi, st.alpha_hat
     )
-    _check(vals, t["pi"])
+    _check(vals, t.pi)
 
 
 def test_term_nu(state):
     m, data, t, rng = state
     st = m._vb_
     for s in range(2):
-        nu = rng.gamma(st["a_tilde"], 1.0 / st["b_tilde"][s], size=(N_MC, 2))
+        nu = rng.gamma(st.a_tilde, 1.0 / st.b_tilde[s], size=(N_MC, 2))
         vals = np.sum(
-            gamma_log_pdf(nu, st["a_star"], st["b_star"])
-            - gamma_log_pdf(nu, st["a_tilde"], st["b_tilde"][s]),
+            gamma_log_pdf(nu, st.a_star, st.b_star)
+            - gamma_log_pdf(nu, st.a_tilde, st.b_tilde[s]),
             axis=1,
         )
-        _check(vals, t["nu"][s])
+        _check(vals, t.nu[s])
 
 
 def test_term_loading(state):
@@ -68,62 +68,62 @@ def test_term_loading(state):
     st = m._vb_
     p, K = 3, 2
     for s in range(2):
-        nu = rng.gamma(st["a_tilde"], 1.0 / st["b_tilde"][s], size=(N_MC, K))
+        nu = rng.gamma(st.a_tilde, 1.0 / st.b_tilde[s], size=(N_MC, K))
         vals = np.zeros(N_MC)
         for q in range(p):
-            mean, cov = st["lam_mean"][s, q], st["lam_cov"][s, q]
+            mean, cov = st.lam_mean[s, q], st.lam_cov[s, q]
             lam = rng.multivariate_normal(mean, cov, size=N_MC)
-            prior_var = np.column_stack([1.0 / nu, np.full(N_MC, 1.0 / st["nu_star"][q])])
-            prior_mean = np.array([0.0, 0.0, st["mu_star"][q]])
+            prior_var = np.column_stack([1.0 / nu, np.full(N_MC, 1.0 / st.nu_star[q])])
+            prior_mean = np.array([0.0, 0.0, st.mu_star[q]])
             vals += np.sum(
                 -0.5 * np.log(2 * np.pi * prior_var) - 0.5 * (lam - prior_mean) ** 2 / prior_var,
                 axis=1,
             )
             vals -= multivariate_normal(mean, cov).logpdf(lam)
-        _check(vals, t["loading"][s])
+        _check(vals, t.loading[s])
 
 
 def test_term_assign(state):
     m, data, t, rng = state
     st = m._vb_
-    pi = rng.dirichlet(st["alpha_hat"], size=N_MC)
-    r = st["resp"]
+    pi = rng.dirichlet(st.alpha_hat, size=N_MC)
+    r = st.resp
     for s in range(2):
         vals = np.log(pi[:, s]) * r[:, s].sum() - np.sum(r[:, s] * np.log(r[:, s]))
-        _check(vals, t["assign"][s])
+        _check(vals, t.assign[s])
 
 
 def test_term_factor(state):
     m, data, t, rng = state
     st = m._vb_
-    r = st["resp"]
+    r = st.resp
     for s in range(2):
-        sig = st["sigma"][s]
+        sig = st.sigma[s]
         vals = np.zeros(N_MC)
         for i in range(data.n_samples):
-            x = rng.multivariate_normal(st["xbar"][i, s], sig, size=N_MC)
+            x = rng.multivariate_normal(st.xbar[i, s], sig, size=N_MC)
             vals += r[i, s] * (
                 multivariate_normal(np.zeros(2), np.eye(2)).logpdf(x)
-                - multivariate_normal(st["xbar"][i, s], sig).logpdf(x)
+                - multivariate_normal(st.xbar[i, s], sig).logpdf(x)
             )
-        _check(vals, t["factor"][s])
+        _check(vals, t.factor[s])
 
 
 def test_term_likelihood(state):
     m, data, t, rng = state
     st = m._vb_
-    r, Y, psi = st["resp"], data.Z, st["psi"]
+    r, Y, psi = st.resp, data.Z, st.psi
     for s in range(2):
         lam = np.stack(
-            [rng.multivariate_normal(st["lam_mean"][s, q], st["lam_cov"][s, q], size=N_MC)
+            [rng.multivariate_normal(st.lam_mean[s, q], st.lam_cov[s, q], size=N_MC)
              for q in range(3)],
             axis=1,
         )  # (N_MC, p, K+1)
         vals = np.zeros(N_MC)
         for i in range(data.n_samples):
-            x = rng.multivariate_normal(st["xbar"][i, s], st["sigma"][s], size=N_MC)
+            x = rng.multivariate_normal(st.xbar[i, s], st.sigma[s], size=N_MC)
             xt = np.column_stack([x, np.ones(N_MC)])
             pred = np.einsum("mqk,mk->mq", lam, xt)
             ll = np.sum(-0.5 * np.log(2 * np.pi * psi) - 0.5 * (Y[i] - pred) ** 2 / psi, axis=1)
             vals += r[i, s] * ll
-        _check(vals, t["lik"][s])
+        _check(vals, t.lik[s])

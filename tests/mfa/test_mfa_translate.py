@@ -1,6 +1,8 @@
 """Shift moves of the MFA factors (``x -> x - t``, ``μ -> μ + Λ t``;
 :func:`sklearn_vb.mfa._rotate.optimal_translations`), made with the rotations."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -20,12 +22,12 @@ def _state(seed):
 
 
 def _shift(st):
-    return optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
-                                st["nu_star"], st["mu_star"], st.get("active"))[0]
+    return optimal_translations(st.resp, st.xbar, st.lam_mean, st.lam_cov,
+                                st.nu_star, st.mu_star, st.active)[0]
 
 
 def _bound_after(m, data, t):
-    st = dict(m._vb_)
+    st = copy.copy(m._vb_)
     saved, m._vb_ = m._vb_, st
     translate_components(st, t)
     try:
@@ -41,14 +43,15 @@ def test_shift_changes_only_the_two_prior_terms_quadratically(seed):
     move: the model of the data is unchanged."""
     m, data = _state(seed)
     rng = np.random.default_rng(seed)
-    t = rng.normal(size=m._vb_["xbar"].shape[1:])
+    t = rng.normal(size=m._vb_.xbar.shape[1:])
     F = [_bound_after(m, data, a * t)[0] for a in (0.0, 1.0, 2.0, 3.0)]
     second = np.diff(F, 2)
     assert second[0] == pytest.approx(second[1], rel=1e-6, abs=1e-8 * abs(F[0]))
     assert second[0] < 0.0  # concave
     before, after = bound_terms(m._vb_, data), _bound_after(m, data, t)[1]
-    for name in ("lik", "nu", "assign"):
-        np.testing.assert_allclose(after[name], before[name], rtol=1e-10, atol=1e-8)
+    for got, want in ((after.lik, before.lik), (after.nu, before.nu),
+                      (after.assign, before.assign)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-8)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -57,8 +60,8 @@ def test_optimal_shift_is_the_maximiser(seed):
     better, and a second shift from the shifted state is zero."""
     m, data = _state(seed)
     st = m._vb_
-    t, gains = optimal_translations(st["resp"], st["xbar"], st["lam_mean"], st["lam_cov"],
-                                    st["nu_star"], st["mu_star"])
+    t, gains = optimal_translations(st.resp, st.xbar, st.lam_mean, st.lam_cov,
+                                    st.nu_star, st.mu_star)
     F0 = m._lower_bound(data)
     F_opt = _bound_after(m, data, t)[0]
     assert np.all(gains >= 0.0) and gains.sum() > 1e-6
@@ -73,18 +76,18 @@ def test_optimal_shift_is_the_maximiser(seed):
 def test_decoupled_columns_stay_decoupled():
     m, data = _state(0)
     st = m._vb_
-    active = np.ones(st["xbar"].shape[1:], dtype=bool)
+    active = np.ones(st.xbar.shape[1:], dtype=bool)
     active[0, -1] = active[1, 0] = False
-    st["active"] = active
+    st.active = active
     impose_decoupling(st)
     t = _shift(st)
     assert t[0, -1] == 0.0 and t[1, 0] == 0.0
     translate_components(st, t)
     K = active.shape[1]
     dead = ~active
-    assert np.all(st["xbar"][:, dead] == 0.0)
-    assert np.all(st["lam_mean"][:, :, :K][np.broadcast_to(dead[:, None, :], st["lam_mean"][:, :, :K].shape)] == 0.0)
-    assert np.all(st["lam_cov"][0, :, K - 1, K] == 0.0) and np.all(st["lam_cov"][1, :, 0, K] == 0.0)
+    assert np.all(st.xbar[:, dead] == 0.0)
+    assert np.all(st.lam_mean[:, :, :K][np.broadcast_to(dead[:, None, :], st.lam_mean[:, :, :K].shape)] == 0.0)
+    assert np.all(st.lam_cov[0, :, K - 1, K] == 0.0) and np.all(st.lam_cov[1, :, 0, K] == 0.0)
 
 
 def _nearly_collinear(seed=0, n=100):

@@ -97,7 +97,7 @@ def test_registry_and_data_validation(one):
     X0 = X.copy()
     d = model.prepare_data(X)
     np.testing.assert_array_equal(X, X0)
-    np.testing.assert_allclose(d["Z"], (X - est.feature_shift_) / est.feature_scale_)
+    np.testing.assert_allclose(d.Z, (X - est.feature_shift_) / est.feature_scale_)
     assert model.n_cases(d) == 15
     with pytest.raises(ValueError, match="X"):
         model.prepare_data(X[:, :1])
@@ -246,8 +246,8 @@ def test_e_step_is_exact(two):
         e = model.e_step(th, data)
         assert e.loglik == pytest.approx(float(model.log_likelihood(th, data)[0]), abs=1e-9)
         assert e.expected_complete_loglik + e.entropy == pytest.approx(e.loglik, abs=1e-8)
-        np.testing.assert_allclose(e.stats["resp"].sum(1), 1.0)
-        assert e.stats["Nk"].sum() == pytest.approx(20)
+        np.testing.assert_allclose(e.stats.resp.sum(1), 1.0)
+        assert e.stats.Nk.sum() == pytest.approx(20)
 
 
 def test_complete_evidence_exact_without_factors():
@@ -257,7 +257,7 @@ def test_complete_evidence_exact_without_factors():
     est = VBMixtureFactorAnalysers(n_components=1, n_factors=0, search=False).fit(X)
     model = scoring_model_for(est)
     data = model.prepare_data(X)
-    Z = data["Z"]
+    Z = data.Z
     exact = sum(stats.multivariate_normal(
         np.full(12, model.mu_star[q]),
         model.psi[q] * np.eye(12) + np.ones((12, 12)) / model.nu_star[q]).logpdf(Z[:, q])
@@ -280,7 +280,7 @@ def test_complete_evidence_one_factor_against_quadrature(one):
     est, model, X, data = one
     th = model.fit_point(data, rng=0)
     st = model.e_step(th, data).stats
-    W, C, psi = st["W"][0], st["C"][0], model.psi
+    W, C, psi = st.W[0], st.C[0], model.psi
     g = np.linspace(-4, 4, 161)
     l1, l2 = np.meshgrid(g, g, indexing="ij")
     lam = np.stack([l1.ravel(), l2.ravel()], axis=1)

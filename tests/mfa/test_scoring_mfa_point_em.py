@@ -38,7 +38,7 @@ def _climb(model, data, theta, kind, accelerated, max_iter, tol):
     def evaluate(th):
         calls.append(1)
         loglik, e = model._point_loglik_and_stats(th, data)
-        return model._objective(th, loglik, kind, "softmax"), e
+        return model._objective(th, loglik, kind, "softmax"), e.stats
 
     trace = []
     run = em_climb(theta, evaluate, lambda st, th: model.point_from_stats(st, th, kind, "softmax"),
