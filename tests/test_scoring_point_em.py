@@ -284,8 +284,8 @@ def test_mfa_complete_joint_per_case_matches_scipy(mfa):
     for c, i in [(0, 3), (1, 50)]:
         s, x, Lam = labels[i], factors[i], lam[c, labels[i]]
         ref = (np.log(w[c, s]) - 0.5 * (K * np.log(2 * np.pi) + x @ x)
-               + mvn.logpdf(data["Z"][i], Lam[:, :K] @ x + Lam[:, K], np.diag(model.psi))
-               + data["log_jac"])
+               + mvn.logpdf(data.Z[i], Lam[:, :K] @ x + Lam[:, K], np.diag(model.psi))
+               + data.log_jac)
         assert joint[c, i] == pytest.approx(ref, rel=1e-12)
 
 
