@@ -897,12 +897,7 @@ class MFAScoringModel(ScoringModelMixin):
         Beal 2003, Theorem 2.3, holds at any point).
 
         Cost: one E step (the exact factor posteriors and responsibilities, matrix
-        products over all components) per EM iteration or gradient.  On the 1797 digits
-        (S = 15, K = 22, D = 22094) the EM from the fitted posterior's mean converges in
-        about 200 E steps, 6700 nats of objective above its start (without the
-        rotations it was still climbing at its cap of 200, about 1100 nats lower); the
-        whole point estimate (three starts, the second finished) takes about 600 E
-        steps and 100 gradients."""
+        products over all components) per EM iteration or gradient."""
         if kind not in ("map", "ml"):
             raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
         if basis not in ("softmax", "natural"):
