@@ -20,14 +20,15 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._core.base import bound_round_off
+from .._core.base import bound_round_off, predicted_remaining_gain
 from ._hyper import selected_hyperparameters
 from ._search import PartialBound, children_iteration
 from ._state import MFAState
 from ._structure import prune_dead_factors
 from ._vbem import component_scores, first_updates, initial_state, n_loading_columns
 
-__all__ = ["BirthDeathSearch", "RunControl", "birth_verdict", "resolved_max_tries"]
+__all__ = ["BirthDeathSearch", "RunControl", "birth_verdict", "resolved_max_tries",
+           "run_fixed_structure"]
 
 
 @dataclass
@@ -39,6 +40,30 @@ class RunControl:
     searching: bool = False  # no decoupling: a child may use a column its parent switched off
     strict_stop: bool = False  # stop only once the predicted remaining gain is below tol
     trace: list = field(default_factory=list)  # F since the last structure change
+
+    def can_stop(self, tol, accelerated):
+        """The ``tol`` test of the loop holds; in a run that must converge fully
+        (``strict_stop``), also require the predicted remaining gain to be below ``tol``."""
+        if not self.strict_stop:
+            return True
+        if accelerated:
+            # extrapolations every few iterations make single increments jump
+            return predicted_remaining_gain(self.trace, window=3, block=10) < tol
+        return predicted_remaining_gain(self.trace) < tol
+
+
+def run_fixed_structure(estimator, data, control):
+    """VBEM on the estimator's current structure (``search=False``: no births, no
+    deaths) until it converges fully (``strict_stop``) or ``max_iter``; returns the
+    trace and whether it converged."""
+    def watch(iteration, trace, restarted):
+        control.trace = trace  # for can_stop
+
+    control.strict_stop = True
+    try:
+        return estimator._iterate(data, range(1, estimator.max_iter + 1), watch)
+    finally:
+        control.strict_stop = False
 
 
 @dataclass

@@ -46,30 +46,28 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import ClusterMixin, DensityMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
-from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator, predicted_remaining_gain
+from .._core.base import Step, VBEMEstimator
 from .._core.validation import validate_float_data
-from . import kernels as _k
-from ._birth_death import BirthDeathSearch, RunControl
-from ._fitted import VB_ONLY_ATTRIBUTES, point_attributes, vb_attributes
+from ._birth_death import BirthDeathSearch, RunControl, run_fixed_structure
+from ._constraints import PARAMETER_CONSTRAINTS
+from ._fitted import VB_ONLY_ATTRIBUTES, fitted_attributes, plugin_sample
 from ._hyper import (selected_hyperparameters, update_alpha_prior, update_ard_prior,
                      update_ard_rate, update_mean_prior)
-from ._point import em_e_step, em_m_step, em_start
+from ._point import check_point_options, em_e_step, em_m_step, em_start
 from ._state import MFAPointState
-from ._structure import (decouple_dead_factors, kill_components, prune_dead_factors,
-                         rotate_factors, split_component, split_displacement,
-                         translate_factors)
-from ._vbem import (first_updates, initial_state, log_weights, lower_bound, n_loading_columns,
-                    pack_state, unpack_state, update_ard, update_factors,
-                    update_loadings, update_noise, update_responsibilities, update_weights)
+from ._structure import (birth, decouple_dead_factors, kill_components, prune_dead_factors,
+                         rotate_factors, translate_factors)
+from ._vbem import (expected_factors, first_updates, initial_state, log_weights, lower_bound,
+                    n_loading_columns, pack_state, plugin_log_densities, unpack_state,
+                    update_ard, update_factors, update_loadings, update_noise,
+                    update_responsibilities, update_weights)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
@@ -370,8 +368,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         coordinate maximisations, so F never decreases.  ``"exact"`` is not the
         default: from the start, where most of the ``p - 1`` columns carry almost
         nothing, it drops ``b*`` at once, every column is shrunk hard, and ARD
-        switches off factors the data need (on three clusters of intrinsic
-        dimensions 1, 2 and 3 it ends with two factors in each, 1 400 nats lower).
+        switches off factors the data need.
     rotations : bool, default=True
         After the updates of a VBEM iteration (see ``rotation_interval``), change the
         basis of each component's factors, ``x -> R^{-1} x`` and ``Λ^s -> Λ^s R``, by
@@ -503,47 +500,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     (2, [1, 1])
     """
 
-    _parameter_constraints: dict = {
-        **VBEMEstimator._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "n_factors": [Interval(Integral, 0, None, closed="left"), None],
-        "search": ["boolean"],
-        "max_components": [Interval(Integral, 1, None, closed="left"), None],
-        "alpha": [Interval(Real, 0.0, None, closed="neither")],
-        "a": [Interval(Real, 0.0, None, closed="neither")],
-        "b": [Interval(Real, 0.0, None, closed="neither")],
-        "optimize_hyperparameters": ["boolean", list, tuple, set, frozenset],
-        "standardize": ["boolean"],
-        "psi_min": [Interval(Real, 0.0, None, closed="neither"), StrOptions({"auto"})],
-        "death_threshold": [Interval(Real, 0.0, None, closed="left")],
-        "max_tries": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-        "split_direction": [StrOptions({"principal-first", "random"})],
-        "split_hardness": [Interval(Real, 0.5, 1.0, closed="both")],
-        "split": [StrOptions({"responsibility", "spatial"})],
-        "agitation_tol": [Interval(Real, 0.0, None, closed="left")],
-        "epoch_rtol": [Interval(Real, 0.0, None, closed="left")],
-        "max_iter_epoch": [Interval(Integral, 1, None, closed="left")],
-        "refit_final": [Interval(Integral, 0, None, closed="left")],
-        "birth_accept_rtol": [Interval(Real, 0.0, None, closed="left")],
-        "birth_reject_rtol": [Interval(Real, 0.0, None, closed="left")],
-        "skip_rejected_parents": ["boolean"],
-        "birth_partial_iter": [Interval(Integral, 0, None, closed="left")],
-        "birth_partial_reject": ["boolean"],
-        "shrinking_death_threshold": [Interval(Real, 0.0, None, closed="left")],
-        "polish_iter": [Interval(Integral, 0, None, closed="left")],
-        "ard_threshold": [Interval(Real, 0.0, None, closed="left")],
-        "prune_factors": ["boolean"],
-        "prune_threshold": [Interval(Real, 0.0, None, closed="left")],
-        "compress_factors": ["boolean"],
-        "ard_rate_min": [Interval(Real, 0.0, None, closed="left")],
-        "ard_rate_update": [StrOptions({"exact", "fixed-point"})],
-        "rotations": ["boolean"],
-        "rotation_interval": [Interval(Integral, 1, None, closed="left")],
-        "acceleration": ACCELERATION_CONSTRAINT,
-        "score_method": [StrOptions({"plugin", "bound"})],
-        "init_params": [StrOptions({"kmeans", "random"})],
-        "method": [StrOptions({"vb", "map", "ml"})],
-    }
+    _parameter_constraints: dict = {**VBEMEstimator._parameter_constraints,
+                                    **PARAMETER_CONSTRAINTS}
 
     def __init__(
         self,
@@ -651,17 +609,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         if fit_params:
             raise TypeError(f"fit got unexpected argument(s) {sorted(fit_params)}.")
         X = validate_float_data(self, X, ensure_min_samples=1, reset=True)
-        hyper = selected_hyperparameters(self.optimize_hyperparameters)
-        if self.method != "vb":
-            if self.search:
-                raise ValueError(f"method={self.method!r} fits a fixed number of components: "
-                                 "set search=False (the birth/death search maximises the "
-                                 "variational bound).")
-            if self.optimize_hyperparameters is not True and hyper - {"noise"}:
-                raise ValueError(
-                    f"method={self.method!r} estimates only the noise Psi: "
-                    f"optimize_hyperparameters may select 'noise' only, got "
-                    f"{sorted(hyper - {'noise'})}.")
+        check_point_options(self.method, self.search, self.optimize_hyperparameters)
         if (self.warm_start and hasattr(self, "lower_bound_")
                 and self._point_fitted != (self.method != "vb")):
             raise ValueError("warm_start cannot continue a fit made with another method than "
@@ -692,8 +640,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     @property
     def _point_fitted(self):
         """Whether the stored state is a point estimate (``method="ml"/"map"``)."""
-        st = getattr(self, "_vb_", None)
-        return isinstance(st, MFAPointState)
+        return isinstance(getattr(self, "_vb_", None), MFAPointState)
 
     def _step_e(self, data, iteration):
         em_e_step(self._vb_, data, self.method)
@@ -804,28 +751,15 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         """Split of component index ``parent`` into two children, at ``parent`` and at
         the new last index: the responsibility split (eqs. 4.73-4.76) or the spatial
         split (``split``), along the direction of ``split_direction``."""
-        st = self._vb_
         tried = self.__dict__.setdefault("_principal_split_tried", set())
-        parent_id = int(st.ids[parent])
+        parent_id = int(self._vb_.ids[parent])
         # the spatial split moves the children by d itself: the parent's strongest
         # loading column is no displacement when ARD has shrunk every column
         principal = (self.split_direction == "principal-first" and self.split != "spatial"
                      and parent_id not in tried and self.__dict__.get("_restart_index", 0) == 0)
-        d, principal = split_displacement(st, parent, self._search_rng, principal)
-        if principal:
+        if birth(self._vb_, data, parent, self._search_rng, principal, self.split == "spatial",
+                 self.split_hardness, partial_updates_follow=bool(self.birth_partial_iter)):
             tried.add(parent_id)
-        split_component(st, data.Z, parent, d, self.split == "spatial", self.split_hardness)
-        if self.split == "spatial":
-            # VBE step (eqs. 4.51-4.55, then q(s) of every point): the children
-            # take the points near their new centres
-            update_factors(self._vb_, data)
-            update_responsibilities(self._vb_, data)
-            return
-        if self.birth_partial_iter:
-            return  # the partial updates of the children follow
-        for _ in range(2):
-            update_factors(self._vb_, data)
-            update_loadings(self._vb_, data)
 
     # ================================================================ loops
     def fit(self, X, y=None, **fit_params):
@@ -848,8 +782,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
 
     def _run_vbem(self, data):
         # The iterations are many small matrix products: a multi-threaded BLAS
-        # spends more time synchronising its threads than computing (ten times
-        # slower on a busy machine), so the fit runs single-threaded.
+        # spends more time synchronising its threads than computing, so the fit
+        # runs single-threaded.
         with threadpool_limits(limits=1, user_api="blas"):
             bounds, converged = self._run_vbem_unthreaded(data)
         if bounds:
@@ -866,14 +800,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             update_responsibilities(self._vb_, data)
         control = self._control = RunControl()
         if not self.search:
-            def watch(iteration, trace, restarted):
-                control.trace = trace  # for _can_stop
-
-            control.strict_stop = True
-            try:
-                return self._iterate(data, range(1, self.max_iter + 1), watch)
-            finally:
-                control.strict_stop = False
+            return run_fixed_structure(self, data, control)
         search = BirthDeathSearch(self, data, control)
         result = search.run()
         for name, value in search.fitted_attributes().items():
@@ -883,31 +810,19 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def _can_stop(self, iteration):
         """The ``tol`` test of the loop holds; in a run that must converge fully, also
         require the predicted remaining gain to be below ``tol``."""
-        if not self._run_control.strict_stop:
-            return True
-        trace = self._run_control.trace
-        if self._accelerated():
-            # extrapolations every few iterations make single increments jump
-            return predicted_remaining_gain(trace, window=3, block=10) < self.tol
-        return predicted_remaining_gain(trace) < self.tol
+        return self._run_control.can_stop(self.tol, self._accelerated())
 
     def _verbose_details(self):
         return f", {self._vb_.resp.shape[1]} components"
 
     # ================================================================ finalize
     def _finalize(self, data):
-        st = self._vb_
         self._shift_, self._scale_ = data.shift, data.scale
+        fitted = fitted_attributes(self._vb_, data, self.ard_threshold)
         if self._point_fitted:
-            fitted = point_attributes(st, data)
             fitted.update(objective_=self.lower_bound_, objectives_=self.lower_bounds_)
             for name in VB_ONLY_ATTRIBUTES:
                 self.__dict__.pop(name, None)
-            st.stats = None  # statistics of the training data
-        else:
-            fitted = vb_attributes(st, data, self.ard_threshold)
-            st.stats_cache = None  # holds the training data; not part of the model
-            st.prev_mass = None  # search bookkeeping
         if self.search:
             self.n_iter_ = int(self._search_total_iter_)
         else:
@@ -952,9 +867,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         inactive ARD columns give values near 0.
         """
         Z = self._check_new_data(X)
-        st = self._vb_
-        M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
-        xbar = _k.factor_means(Z, st.lam_mean, st.psi, st.sigma, M)
+        xbar = expected_factors(self._vb_, Z)[1]
         if components == "all":
             return xbar
         if components != "best":
@@ -979,12 +892,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
             return logsumexp(log_weights(self._vb_, Z), axis=1) + jac
         if method != "plugin":
             raise ValueError(f"method must be 'plugin' or 'bound'; got {method!r}.")
-        st = self._vb_
-        K = st.sigma.shape[-1]
-        dens = _k.fa_log_density(
-            Z, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi
-        )
-        return logsumexp(dens + np.log(self.weights_)[None, :], axis=1) + jac
+        return plugin_log_densities(self._vb_, Z, self.weights_) + jac
 
     def score(self, X, y=None):
         """Mean log-likelihood per row (see :meth:`score_samples`)."""
@@ -995,17 +903,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
         self._check_is_fitted()
         if n_samples < 1:
             raise ValueError(f"n_samples must be >= 1; got {n_samples}.")
-        rng = check_random_state(self.random_state)
-        S, p, K = self.loadings_.shape
-        counts = rng.multinomial(n_samples, self.weights_)
-        labels = np.repeat(np.arange(S), counts)
-        x = rng.standard_normal((n_samples, K))
-        X = (
-            np.einsum("nqk,nk->nq", self.loadings_[labels], x)
-            + self.means_[labels]
-            + rng.standard_normal((n_samples, p)) * np.sqrt(self.noise_variance_)
-        )
-        return X, labels
+        return plugin_sample(check_random_state(self.random_state), n_samples, self.weights_,
+                             self.means_, self.loadings_, self.noise_variance_)
 
     # ---------------------------------------------------------------- bic / aic
     def _check_new_data(self, X):

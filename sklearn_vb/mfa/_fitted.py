@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._state import MFAPointState
 from ._vbem import bound_terms, component_scores
 
-__all__ = ["VB_ONLY_ATTRIBUTES", "point_attributes", "vb_attributes"]
+__all__ = ["VB_ONLY_ATTRIBUTES", "fitted_attributes", "plugin_sample", "point_attributes",
+           "vb_attributes"]
 
 #: attributes of a variational fit that a point fit does not have
 VB_ONLY_ATTRIBUTES = ("dirichlet_concentration_", "loading_means_", "loading_covariances_",
@@ -76,3 +78,33 @@ def vb_attributes(st, data, ard_threshold):
         component_scores_=component_scores(st, data),
     )
     return out
+
+
+def fitted_attributes(st, data, ard_threshold):
+    """The attributes of a fit of either kind (:func:`point_attributes`,
+    :func:`vb_attributes`); the state then lets go of what it holds of the training
+    data: the statistics and the search's bookkeeping are not part of the model."""
+    if isinstance(st, MFAPointState):
+        fitted = point_attributes(st, data)
+        st.stats = None
+    else:
+        fitted = vb_attributes(st, data, ard_threshold)
+        st.stats_cache = None
+        st.prev_mass = None
+    return fitted
+
+
+def plugin_sample(rng, n_samples, weights, means, loadings, noise_variance):
+    """``(X, labels)``: ``n_samples`` draws from the mixture with the given proportions
+    (S,), centres (S, p), loadings (S, p, K) and noise variances (p,), grouped by
+    component."""
+    S, p, K = loadings.shape
+    counts = rng.multinomial(n_samples, weights)
+    labels = np.repeat(np.arange(S), counts)
+    x = rng.standard_normal((n_samples, K))
+    X = (
+        np.einsum("nqk,nk->nq", loadings[labels], x)
+        + means[labels]
+        + rng.standard_normal((n_samples, p)) * np.sqrt(noise_variance)
+    )
+    return X, labels

@@ -38,11 +38,12 @@ from .._core.distributions import dirichlet_log_pdf
 from . import kernels as _k
 from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import spd_inverse_jittered
+from ._hyper import selected_hyperparameters
 from ._state import MFAPointState, PointEStep
 
 __all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
            "principal_axes", "noise_residual", "noise_update", "log_prior_density",
-           "em_start", "em_e_step", "em_m_step"]
+           "check_point_options", "em_start", "em_e_step", "em_m_step"]
 
 
 def factor_posterior(lam, psi):
@@ -198,6 +199,24 @@ def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):
 # ``nu_star``, ``a_star``, ``b_star``, ``alpha_star``, and after an E step the
 # responsibilities, the factor posteriors, the statistics of the M step, the
 # log-likelihood and the EM objective.
+
+def check_point_options(method, search, optimize_hyperparameters):
+    """ValueError unless the estimator's options fit ``method``: a point fit
+    (``"ml"``, ``"map"``) has a fixed number of components and estimates at most Ψ.  Unknown
+    hyperparameter names are refused for every method."""
+    hyper = selected_hyperparameters(optimize_hyperparameters)
+    if method == "vb":
+        return
+    if search:
+        raise ValueError(f"method={method!r} fits a fixed number of components: "
+                         "set search=False (the birth/death search maximises the "
+                         "variational bound).")
+    if optimize_hyperparameters is not True and hyper - {"noise"}:
+        raise ValueError(
+            f"method={method!r} estimates only the noise Psi: "
+            f"optimize_hyperparameters may select 'noise' only, got "
+            f"{sorted(hyper - {'noise'})}.")
+
 
 def em_start(st, a, b, alpha):
     """The point of a VBEM initial state ``st`` (its proportions, loading means and

@@ -15,10 +15,11 @@ from ._hyper import loading_half_second_moments
 from ._rotate import (optimal_translations, optimise_rotations, rotate_components,
                       translate_components)
 from ._state import ComponentMass
-from ._vbem import decoupling_masks, lower_bound, sufficient_statistics, update_responsibilities
+from ._vbem import (decoupling_masks, lower_bound, sufficient_statistics, update_factors,
+                    update_loadings, update_responsibilities)
 
 __all__ = [
-    "column_norms", "decouple_dead_factors", "drop_trailing_factors", "impose_decoupling",
+    "birth", "column_norms", "decouple_dead_factors", "drop_trailing_factors", "impose_decoupling",
     "keep_components", "kill_components", "permute_factors", "prune_dead_factors",
     "rotate_factors", "split_component", "split_displacement", "translate_factors",
 ]
@@ -283,3 +284,25 @@ def split_component(st, Z, parent, d, spatial, hardness):
     st.next_id += 2
     st.lam_mean[parent, :, K] = centre + d
     st.lam_mean[S, :, K] = centre - d
+
+
+def birth(st, data, parent, rng, principal, spatial, hardness, partial_updates_follow):
+    """Split component index ``parent`` into two children, at ``parent`` and at the new
+    last index (:func:`split_displacement`, then :func:`split_component`), and the first
+    updates of the children; returns whether the split went along the parent's
+    strongest loading column.
+
+    After the spatial split (``spatial``) a VBE step (eqs. 4.51-4.55, then q(s) of
+    every point) lets the children take the points near their new centres.  After the
+    responsibility split, two updates of q(x|s) and q(Λ̃) follow, unless partial
+    updates of the children do (``partial_updates_follow``)."""
+    d, principal = split_displacement(st, parent, rng, principal)
+    split_component(st, data.Z, parent, d, spatial, hardness)
+    if spatial:
+        update_factors(st, data)
+        update_responsibilities(st, data)
+    elif not partial_updates_follow:
+        for _ in range(2):
+            update_factors(st, data)
+            update_loadings(st, data)
+    return principal

@@ -17,7 +17,7 @@ statistics are cached by the identity of the arrays they come from.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import digamma
+from scipy.special import digamma, logsumexp
 
 from .._core.distributions import dirichlet_kl, gamma_kl
 from . import kernels as _k
@@ -25,8 +25,9 @@ from ._point import noise_update
 from ._state import BoundTerms, MFAPointState, MFAState, StatsCache
 
 __all__ = [
-    "n_loading_columns", "bound_terms", "component_scores", "decoupling_masks", "first_updates",
-    "initial_state", "log_weights", "lower_bound", "pack_state", "sufficient_statistics",
+    "n_loading_columns", "bound_terms", "component_scores", "decoupling_masks",
+    "expected_factors", "first_updates", "initial_state", "log_weights", "lower_bound",
+    "pack_state", "plugin_log_densities", "sufficient_statistics",
     "unpack_state", "update_ard", "update_factors", "update_loadings", "update_noise",
     "update_responsibilities", "update_weights",
 ]
@@ -170,12 +171,27 @@ def log_weights(st, Y):
         with np.errstate(divide="ignore"):
             return (_k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K],
                                       st.psi) + np.log(st.weights)[None])
-    M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
-    xbar = _k.factor_means(Y, st.lam_mean, st.psi, st.sigma, M)
+    M, xbar = expected_factors(st, Y)
     elog_pi = digamma(st.alpha_hat) - digamma(st.alpha_hat.sum())
     return _k.log_weights(
         Y, xbar, st.sigma, st.logdet_sigma, st.lam_mean, M, st.psi, elog_pi
     )
+
+
+def expected_factors(st, Y):
+    """``(M, xbar)``: ``E[Λ̃ᵀ Ψ⁻¹ Λ̃]`` of every component (S, K+1, K+1) and the factor
+    means ``E[x | y, s]`` of the rows ``Y`` in every component (N, S, K) for the
+    stored q(x|s) covariances."""
+    M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
+    return M, _k.factor_means(Y, st.lam_mean, st.psi, st.sigma, M)
+
+
+def plugin_log_densities(st, Y, weights):
+    """``ln Σ_s w_s N(y | μ^s, Λ^s Λ^sᵀ + Ψ)`` of the rows ``Y`` at the loading means
+    of the state and the mixing proportions ``weights``."""
+    K = st.lam_mean.shape[-1] - 1
+    dens = _k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi)
+    return logsumexp(dens + np.log(weights)[None, :], axis=1)
 
 
 def update_responsibilities(st, data):
