@@ -216,7 +216,7 @@ class BirthDeathSearch:
         converged: a structure one birth too large can then end above its parent's F
         but below a converged fit at the parent's size.  Returns the refit with the
         higher bound as a :class:`_Kept`, or None when none could run."""
-        sizes = [self.est._vb_["resp"].shape[1], self.size_before_last_birth]
+        sizes = [self.est._vb_.resp.shape[1], self.size_before_last_birth]
         found = None
         for S in dict.fromkeys(s for s in sizes if s is not None and s not in refitted):
             if self.total_iter >= self.est.max_iter:
