@@ -40,6 +40,7 @@ from ._inputs import full_inputs, input_columns
 from ._move_steps import rotate_step, translate_step
 from ._point import point_m_step, point_objective
 from ._prune import prune_step
+from ._state import BoundMemo, HiddenPosterior, HyperparameterTrace, ParameterPosterior
 from ._vbem import (
     SIGMA0_FLOOR,
     exact_hyper_update,
@@ -440,7 +441,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         self._stats = hidden_stats(data, self._q_x)
         self._q_theta = None
         self._point_loglik = self._point_value = -np.inf
-        self._history = {"alpha": [], "beta": [], "gamma": [], "delta": []}
+        self._history = HyperparameterTrace()
 
     # ================================================================ VBM
     def _hyper(self):
@@ -452,18 +453,18 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _vbm(self, data, stats):
         """Optimal q(A, B) and q(C, D, rho) given the hidden statistics (thesis
         Section 5.3.1; :func:`sklearn_vb.lds._vbem.vbm`)."""
-        self._q_theta = vbm(data, stats, self._q_x["omega"], *self._hyper())
+        self._q_theta = vbm(data, stats, self._q_x.omega, *self._hyper())
 
     # ================================================================ VBE
     def _smooth(self, X, Us, Uo, starts, ends, *, smooth, point=False, observed=None):
         """The variational (or, with ``point=True``, the posterior-mean) Kalman filter
         and smoother of q(theta) on all sequences."""
         q = self._q_theta
-        moments = {} if point else {"Sigma_AB": q["Sigma_AB"], "Sigma_CD": q["Sigma_CD"],
-                                    "log_rho": q["log_rho"]}
-        return smooth_states(X, Us, Uo, starts, ends, q["M_AB"], q["M_CD"], q["rho"],
+        spread = (None, None, None) if point else (q.Sigma_AB, q.Sigma_CD, q.log_rho)
+        return smooth_states(X, Us, Uo, starts, ends, q.M_AB, q.M_CD, q.rho,
                              self.init_state_mean_, self.init_state_cov_, smooth=smooth,
-                             observed=observed, **moments)
+                             observed=observed, Sigma_AB=spread[0], Sigma_CD=spread[1],
+                             log_rho=spread[2])
 
     # ================================================================ steps
     def _iteration_steps(self):
@@ -494,7 +495,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _point_fitted(self):
         """Whether the stored parameters are a point estimate (``method="ml"/"map"``)."""
         q = getattr(self, "_q_theta", None)
-        return q is not None and bool(q.get("point", False))
+        return q is not None and q.point
 
     def _step_m(self, data, iteration):
         s = self._stats
@@ -506,19 +507,13 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         prior_ab, prior_cd = np.concatenate([alpha, beta]), np.concatenate([gamma, delta])
         M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, data.YY, s.T, prior_ab,
                                        prior_cd, a, b, self.method)
-        n_ab, n_cd = M_AB.shape[1], M_CD.shape[1]
         # a q(theta) with no spread: the VBE kernel is then the exact smoother
-        self._q_theta = {
-            "point": True, "M_AB": M_AB, "M_CD": M_CD, "rho": rho, "log_rho": np.log(rho),
-            "Sigma_AB": np.zeros((n_ab, n_ab)), "Sigma_CD": np.zeros((n_cd, n_cd)),
-            "k": self.n_states_, "ds": data.Us.shape[1], "do": data.Uo.shape[1],
-        }
+        self._q_theta = ParameterPosterior.at_point(M_AB, M_CD, rho)
 
     def _step_e(self, data, iteration):
         res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True,
                            point=True)
-        self._q_x = {key: getattr(res, key) for key in
-                     ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
+        self._q_x = HiddenPosterior.from_smoother(res)
         self._stats = hidden_stats(data, self._q_x)
         self._point_loglik = float(np.sum(res.log_terms))
         self._point_value = point_objective(self.method, self._point_loglik,
@@ -532,29 +527,27 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             # the joint optimum of the initial-state prior and q(x): the plain update
             # (in the hyperparameter step) moves it only like 1/n towards it
             mu0, cov, gain = optimal_init_state(
-                self._q_x["omega0"], self._q_x["ups0"], self.init_state_mean_,
+                self._q_x.omega0, self._q_x.ups0, self.init_state_mean_,
                 self.init_state_cov_, self.init_state_cov, SIGMA0_FLOOR)
             if gain > self.tol:  # worth a second smoother run
                 self.init_state_mean_, self.init_state_cov_ = mu0, cov
                 self._vbe(data)
-        kept = self.kept_states_
-        for name, value in (("alpha", self.alpha_), ("gamma", self.gamma_)):
-            # per-iteration values in the original state labels (pruned: NaN)
-            full = np.full(self._k_max, np.nan)
-            full[kept] = value
-            self._history[name].append(full)
-        for name, value in (("beta", self.beta_c_), ("delta", self.delta_c_)):
-            self._history[name].append(value.copy())
+        self._history.record(self._in_original_labels(self.alpha_), self.beta_c_.copy(),
+                             self._in_original_labels(self.gamma_), self.delta_c_.copy())
+
+    def _in_original_labels(self, value):
+        """A per-state array in the original state labels (removed ones: NaN)."""
+        full = np.full(self._k_max, np.nan)
+        full[self.kept_states_] = value
+        return full
 
     def _vbe(self, data):
         self._vbm_done = False  # q(theta) is no longer optimal for the new q(x)
         res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True)
-        self._q_x = {key: getattr(res, key) for key in
-                     ("omega", "ups", "cross", "omega0", "ups0", "entropy", "ln_z")}
-        self._ln_z_sigma0 = (self.init_state_mean_.copy(), self.init_state_cov_.copy())
+        self._q_x = HiddenPosterior.from_smoother(res)
         self._stats = hidden_stats(data, self._q_x)
-        self.lower_bound_terms_ = {"ln_Z": float(np.sum(self._q_x["ln_z"])),
-                                   **kl_terms(self._q_theta, *self._hyper())}
+        self.lower_bound_terms_ = {"ln_Z": float(np.sum(self._q_x.ln_z)),
+                                   **kl_terms(self._q_theta, *self._hyper())._asdict()}
 
     def _step_hyper(self, data, iteration):
         self._vbm_done = False
@@ -581,7 +574,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                 data, self._stats, self._hyper(), done >= sched[0] and self._ard_on,
                 done >= sched[1] and self._ard_on, done >= sched[2] and joint_noise)
             if done >= sched[2] and not joint_noise:
-                a, b = gamma_hyper_update(q["rho"], q["log_rho"], self.noise_prior_shape_)
+                a, b = gamma_hyper_update(q.rho, q.log_rho, self.noise_prior_shape_)
                 self.noise_prior_shape_, self.noise_prior_rate_ = a, b
             if done >= sched[2] and self.init_state_cov != "fixed":
                 self._update_init_state()
@@ -602,7 +595,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         """The optimal initial-state prior (mu0, Sigma0) of the chosen form for the
         current q(x_0) (eq. 5.139 and its constrained forms)."""
         self.init_state_mean_, self.init_state_cov_ = init_state_prior(
-            self._q_x["omega0"], self._q_x["ups0"], self.init_state_cov)
+            self._q_x.omega0, self._q_x.ups0, self.init_state_cov)
 
     # ================================================================ the loop
     def _run_vbem(self, data):
@@ -649,11 +642,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
                   self.init_state_mean_, self.init_state_cov_,
                   self.noise_prior_shape_, self.noise_prior_rate_)
         memo = getattr(self, "_bound_memo", None)
-        if memo is not None and all(a is b for a, b in zip(memo[0], key)) and all(
-                np.array_equal(a, b) for a, b in zip(memo[1], values)):
-            return memo[2]
+        if memo is not None and all(a is b for a, b in zip(memo.state, key)) and all(
+                np.array_equal(a, b) for a, b in zip(memo.hyperparameters, values)):
+            return memo.value
         value = self._evaluate_bound(data)
-        self._bound_memo = (key, tuple(np.copy(v) for v in values), value)
+        self._bound_memo = BoundMemo(key, tuple(np.copy(v) for v in values), value)
         return value
 
     def _evaluate_bound(self, data):
@@ -724,29 +717,27 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         d = data.U.shape[1]
         p = data.X.shape[1]
         sc, oc = self.state_inputs_, self.output_inputs_
-        self.A_mean_ = q["M_AB"][:, :k].copy()
+        self.A_mean_ = q.M_AB[:, :k].copy()
         self.B_mean_ = np.zeros((k, d))
-        self.B_mean_[:, sc] = q["M_AB"][:, k:]
-        self.C_mean_ = q["M_CD"][:, :k].copy()
+        self.B_mean_[:, sc] = q.M_AB[:, k:]
+        self.C_mean_ = q.M_CD[:, :k].copy()
         self.D_mean_ = np.zeros((p, d))
-        self.D_mean_[:, oc] = q["M_CD"][:, k:]
+        self.D_mean_[:, oc] = q.M_CD[:, k:]
         point = self._point_fitted
         if point:
             for name in ("Sigma_AB_", "Sigma_CD_", "rho_shape_", "rho_rate_"):
                 self.__dict__.pop(name, None)
         else:
-            self.Sigma_AB_ = q["Sigma_AB"].copy()
-            self.Sigma_CD_ = q["Sigma_CD"].copy()
-            self.rho_shape_ = float(q["rho_shape"])
-            self.rho_rate_ = q["rho_rate"].copy()
-        self.noise_precision_mean_ = q["rho"].copy()
+            self.Sigma_AB_ = q.Sigma_AB.copy()
+            self.Sigma_CD_ = q.Sigma_CD.copy()
+            self.rho_shape_ = float(q.rho_shape)
+            self.rho_rate_ = q.rho_rate.copy()
+        self.noise_precision_mean_ = q.rho.copy()
         self.beta_ = np.full(d, np.inf)
         self.beta_[sc] = self.beta_c_
         self.delta_ = np.full(d, np.inf)
         self.delta_[oc] = self.delta_c_
-        self.hyperparameter_history_ = {} if point else {
-            key: np.asarray(val) for key, val in self._history.items()
-        }
+        self.hyperparameter_history_ = {} if point else self._history.as_arrays()
         self.active_states_ = np.ones(k, dtype=bool) if point else self._active_state_mask()
         self.n_effective_states_ = int(np.sum(self.active_states_))
         self.n_features_in_ = p

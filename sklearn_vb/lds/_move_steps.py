@@ -80,7 +80,7 @@ def rotation_objective(est, data, iteration):
     init_state = est.init_state_cov if rest and est.init_state_cov != "fixed" \
         else "fixed"
     return RotationObjective(
-        est._stats, est._q_theta, data.UUs, est._q_x["omega0"], est._q_x["ups0"],
+        est._stats, est._q_theta, data.UUs, est._q_x.omega0, est._q_x.ups0,
         data.X.shape[0], data.X.shape[1],
         alpha=None if ab else est.alpha_, beta=None if ab else est.beta_c_,
         gamma=None if cd else est.gamma_, init_state=init_state,
@@ -123,7 +123,7 @@ def translation_objective(est, data, iteration):
     state_col, output_col = data.Us.shape[1] - 1, data.Uo.shape[1] - 1
     fixed_x0 = not rest or est.init_state_cov == "fixed"
     return TranslationObjective(
-        est._q_theta, state_col, output_col, est._q_x["omega0"],
+        est._q_theta, state_col, output_col, est._q_x.omega0,
         beta=None if ab else est.beta_c_[state_col],
         delta=None if cd else est.delta_c_[output_col],
         mu0=est.init_state_mean_ if fixed_x0 else None,
@@ -151,9 +151,9 @@ def _level_shifts(q, k, stats):
     lets ``C c`` take over the output intercept (rho-weighted least squares) and
     the one that moves the state intercept into the outputs
     (``(I - A) c = -b``)."""
-    A, b = q["M_AB"][:, :k], q["M_AB"][:, -1]
-    C, d = q["M_CD"][:, :k], q["M_CD"][:, -1]
-    w = np.sqrt(q["rho"])
+    A, b = q.M_AB[:, :k], q.M_AB[:, -1]
+    C, d = q.M_CD[:, :k], q.M_CD[:, -1]
+    w = np.sqrt(q.rho)
     shifts = [np.linalg.lstsq(C * w[:, None], d * w, rcond=None)[0]]
     try:
         shifts.append(np.linalg.solve(np.eye(k) - A, -b))

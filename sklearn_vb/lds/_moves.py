@@ -39,7 +39,11 @@ after re-optimising q(theta), which can only raise it) exceeds the bound before.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+from ._state import HiddenPosterior
 
 __all__ = ["RotationObjective", "TranslationObjective", "optimise_rotation",
            "optimise_translation", "rotate_hidden_posterior", "translate_hidden_posterior"]
@@ -63,8 +67,9 @@ class RotationObjective:
     ----------
     stats : HiddenStatistics
         The estimator's hidden-state statistics (``W_A, S_A, G_A, M, W_C`` are read).
-    q_theta : dict
-        The estimator's ``q(A, B)`` and ``q(C, D, rho)`` (``M_AB, Sigma_AB, E_CD``).
+    q_theta : ParameterPosterior
+        The estimator's ``q(A, B)`` and ``q(C, D, rho)`` (``M_AB, Sigma_AB, E_CD`` are
+        read).
     UUs : array (d_s, d_s)
         ``sum_t u_t u_t'`` of the state inputs.
     omega0, ups0 : arrays (n, k), (n, k, k)
@@ -86,7 +91,7 @@ class RotationObjective:
     def __init__(self, stats, q_theta, UUs, omega0, ups0, n_steps, n_outputs, *,
                  alpha, beta, gamma, init_state, mu0, Sigma0, cap):
         k = stats.W_A.shape[0]
-        M_AB, Sigma_AB = q_theta["M_AB"], q_theta["Sigma_AB"]
+        M_AB, Sigma_AB = q_theta.M_AB, q_theta.Sigma_AB
         self.k = k
         self.ds = M_AB.shape[1] - k
         self.p = n_outputs
@@ -102,7 +107,7 @@ class RotationObjective:
         self.E_e = 0.5 * (E_e + E_e.T)
         self.M_A, self.M_B = M_AB[:, :k], M_AB[:, k:]
         self.Sigma_A, self.Sigma_B = Sigma_AB[:k, :k], Sigma_AB[k:, k:]
-        self.E_C = q_theta["E_CD"][:k, :k]
+        self.E_C = q_theta.E_CD[:k, :k]
         self.alpha, self.beta, self.gamma = alpha, beta, gamma
         self.cap = cap
         # ln|det R| coefficient: q(x_{0:T}), q([A B]), q([C D] | rho)
@@ -289,15 +294,15 @@ def rotate_hidden_posterior(q_x, R, lengths):
     sequence's entropy of ``q(x_{0:T})`` gains ``(T_i + 1) ln|det R|``."""
     _, logdet = np.linalg.slogdet(R)
     Rt = R.T
-    return {
-        "omega": np.ascontiguousarray(q_x["omega"] @ Rt),
-        "ups": np.ascontiguousarray(R @ q_x["ups"] @ Rt),
-        "cross": np.ascontiguousarray(R @ q_x["cross"] @ Rt),
-        "omega0": np.ascontiguousarray(q_x["omega0"] @ Rt),
-        "ups0": np.ascontiguousarray(R @ q_x["ups0"] @ Rt),
-        "entropy": q_x["entropy"] + (np.asarray(lengths) + 1.0) * logdet,
-        "ln_z": q_x["ln_z"],
-    }
+    return HiddenPosterior(
+        omega=np.ascontiguousarray(q_x.omega @ Rt),
+        ups=np.ascontiguousarray(R @ q_x.ups @ Rt),
+        cross=np.ascontiguousarray(R @ q_x.cross @ Rt),
+        omega0=np.ascontiguousarray(q_x.omega0 @ Rt),
+        ups0=np.ascontiguousarray(R @ q_x.ups0 @ Rt),
+        entropy=q_x.entropy + (np.asarray(lengths) + 1.0) * logdet,
+        ln_z=q_x.ln_z,
+    )
 
 
 # ---------------------------------------------------------------- translations
@@ -330,9 +335,9 @@ class TranslationObjective:
 
     Parameters
     ----------
-    q_theta : dict
+    q_theta : ParameterPosterior
         The estimator's q(A, B) and q(C, D, rho) (``M_AB, Sigma_AB, M_CD, Sigma_CD,
-        rho``).
+        rho`` are read).
     state_col, output_col : int
         Positions of the intercept among the columns of B and of D.
     omega0 : array (n, k)
@@ -347,16 +352,16 @@ class TranslationObjective:
 
     def __init__(self, q_theta, state_col, output_col, omega0, *, beta, delta, mu0,
                  Sigma0, cap):
-        k = q_theta["k"]
+        k = q_theta.k
         self.k = k
-        self.p = q_theta["M_CD"].shape[0]
+        self.p = q_theta.M_CD.shape[0]
         ib, i_d = k + state_col, k + output_col
-        M_AB, S_AB = q_theta["M_AB"], q_theta["Sigma_AB"]
+        M_AB, S_AB = q_theta.M_AB, q_theta.Sigma_AB
         self.m_b = M_AB[:, ib]
         self.K_b = np.eye(k) - M_AB[:, :k]
         self.s_bb, self.s_Ab, self.S_AA = S_AB[ib, ib], S_AB[:k, ib], S_AB[:k, :k]
-        M_CD, S_CD = q_theta["M_CD"], q_theta["Sigma_CD"]
-        self.rho = q_theta["rho"]
+        M_CD, S_CD = q_theta.M_CD, q_theta.Sigma_CD
+        self.rho = q_theta.rho
         self.m_d = M_CD[:, i_d]
         self.M_C = M_CD[:, :k]
         self.s_dd, self.s_Cd, self.S_CC = S_CD[i_d, i_d], S_CD[:k, i_d], S_CD[:k, :k]
@@ -416,7 +421,5 @@ def optimise_translation(objective, max_iter=50):
 def translate_hidden_posterior(q_x, c):
     """The posterior of ``x + c`` given that of ``x``: the means move, covariances
     and entropies are unchanged."""
-    moved = dict(q_x)
-    moved["omega"] = np.ascontiguousarray(q_x["omega"] + c)
-    moved["omega0"] = np.ascontiguousarray(q_x["omega0"] + c)
-    return moved
+    return dataclasses.replace(q_x, omega=np.ascontiguousarray(q_x.omega + c),
+                               omega0=np.ascontiguousarray(q_x.omega0 + c))

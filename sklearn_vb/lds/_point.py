@@ -97,6 +97,6 @@ def point_objective(kind, loglik, q, alpha, beta, gamma, delta, a0, b0):
     if kind == "ml":
         return loglik
     prior_ab, prior_cd = np.concatenate([alpha, beta]), np.concatenate([gamma, delta])
-    log_prior = log_prior_density(q["M_AB"][None], q["M_CD"][None], q["rho"][None],
+    log_prior = log_prior_density(q.M_AB[None], q.M_CD[None], q.rho[None],
                                   prior_ab, prior_cd, a0, b0)[0]
-    return loglik + float(log_prior) + float(np.sum(q["log_rho"]))
+    return loglik + float(log_prior) + float(np.sum(q.log_rho))

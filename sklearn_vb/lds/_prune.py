@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.base import bound_round_off
+from ._state import PruneSchedule
 from ._vbem import hidden_stats
 
 __all__ = ["prune_step", "remove_state", "state_strength"]
@@ -21,8 +22,8 @@ def state_strength(q, stats, k):
     the outputs, in noise units, and to the next state, in innovation units:
     ``<C_j' R^-1 C_j> [W_C]_jj + <A_j' A_j> [W_A]_jj`` (``C_j``, ``A_j`` the j-th
     columns, ``k`` the state dimension).  The pruning move proposes the weakest dimension first."""
-    return (np.diag(q["E_CD"])[:k] * np.diag(stats.W_C)
-            + np.diag(q["E_AB"])[:k] * np.diag(stats.W_A))
+    return (np.diag(q.E_CD)[:k] * np.diag(stats.W_C)
+            + np.diag(q.E_AB)[:k] * np.diag(stats.W_A))
 
 
 def remove_state(est, data, j):
@@ -30,16 +31,7 @@ def remove_state(est, data, j):
     C (through q(x), from which the next VBM step rebuilds q(theta)), its ARD
     precisions and its entries of the initial-state prior."""
     keep = np.delete(np.arange(est.n_states_), j)
-    qx = est._q_x
-    est._q_x = {
-        "omega": np.ascontiguousarray(qx["omega"][:, keep]),
-        "ups": np.ascontiguousarray(qx["ups"][:, keep][:, :, keep]),
-        "cross": np.ascontiguousarray(qx["cross"][:, keep][:, :, keep]),
-        "omega0": np.ascontiguousarray(qx["omega0"][:, keep]),
-        "ups0": np.ascontiguousarray(qx["ups0"][:, keep][:, :, keep]),
-        "entropy": qx["entropy"],
-        "ln_z": qx["ln_z"],
-    }
+    est._q_x = est._q_x.keep_states(keep)
     est.n_states_ = keep.size
     est.kept_states_ = est.kept_states_[keep]
     est.alpha_ = est.alpha_[keep]
@@ -81,17 +73,15 @@ def prune_step(est, data, iteration):
     if iteration == 1 or book is None:
         sched = est.hyperparameter_schedule
         started = max(sched) if sched is not None else 0
-        book = est._prune_book = {
-            "next": started + est.prune_interval + 1, "stall_from": started + 1,
-            "last": -np.inf, "stalled": False, "rejected": 0,
-        }
-    rate = max(value - book["last"], 0.0) if np.isfinite(book["last"]) else np.inf
-    book["last"] = value
+        book = est._prune_book = PruneSchedule(next=started + est.prune_interval + 1,
+                                               stall_from=started + 1)
+    rate = max(value - book.last, 0.0) if np.isfinite(book.last) else np.inf
+    book.last = value
     stalled = rate < est.tol
     if not stalled:
-        book["stalled"] = False  # a new stall gets a new round of proposals
-    due = iteration >= book["next"] or (
-        stalled and not book["stalled"] and iteration >= book["stall_from"])
+        book.stalled = False  # a new stall gets a new round of proposals
+    due = iteration >= book.next or (
+        stalled and not book.stalled and iteration >= book.stall_from)
     if not due or est.n_states_ < 2:
         return
     target = value + est.prune_iter * rate
@@ -99,6 +89,7 @@ def prune_step(est, data, iteration):
     accepted = False
     for j in order[: est.n_states_ if stalled else 1]:
         saved = est._get_state()
+        label, n_before = est.kept_states_[j], est.n_states_
         remove_state(est, data, int(j))
         est._vbm(data, est._stats)
         est._vbe(data)
@@ -117,20 +108,20 @@ def prune_step(est, data, iteration):
                 break
         accepted = new > target + bound_round_off(value)
         if est.verbose >= 2:
-            print(f"  iteration {iteration}: remove state {saved['kept_states_'][j]} "
-                  f"of {saved['n_states_']}: bound {value:.6f} -> {new:.6f} after "
+            print(f"  iteration {iteration}: remove state {label} "
+                  f"of {n_before}: bound {value:.6f} -> {new:.6f} after "
                   f"{done} of {est.prune_iter} iterations, needs {target:.6f}: "
                   f"{'accepted' if accepted else 'rejected'}")
         if accepted:
             break
         est._set_state(saved)
     if accepted:
-        book["last"] = est._explicit_bound(data)
-        book["next"] = iteration + 1
-        book["stalled"] = False
-        book["rejected"] = 0
+        book.last = est._explicit_bound(data)
+        book.next = iteration + 1
+        book.stalled = False
+        book.rejected = 0
     else:
         # a stalled run that no removal improves is left to converge
-        book["stalled"] = stalled
-        book["rejected"] += 1
-        book["next"] = iteration + est.prune_interval * 2 ** min(book["rejected"] - 1, 3)
+        book.stalled = stalled
+        book.rejected += 1
+        book.next = iteration + est.prune_interval * 2 ** min(book.rejected - 1, 3)

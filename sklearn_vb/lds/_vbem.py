@@ -1,9 +1,9 @@
 """The VBEM updates of a linear dynamical system and its bound F.
 
-The estimator keeps q(x) in ``_q_x`` (the smoother's ``omega``, ``ups``, ``cross``,
-``omega0``, ``ups0``, ``entropy``, ``ln_z``), its expected statistics in ``_stats``
-(:func:`sklearn_vb.lds.inference.hidden_statistics`) and q(theta) in ``_q_theta``
-(:func:`vbm`); ``data`` is its ``_FitData``.  Each function here computes from these
+The estimator keeps q(x) in ``_q_x`` (a :class:`~sklearn_vb.lds._state.HiddenPosterior`),
+its expected statistics in ``_stats`` (:func:`sklearn_vb.lds.inference.hidden_statistics`)
+and q(theta) in ``_q_theta`` (a :class:`~sklearn_vb.lds._state.ParameterPosterior`,
+:func:`vbm`); ``data`` is its ``_FitData``.  Each function here computes from these
 and the hyperparameters it is given, and changes nothing in place (Beal 2003,
 Chapter 5).
 """
@@ -23,6 +23,7 @@ from ._hyper import (
     update_dynamics_precisions,
     update_output_hyperparameters,
 )
+from ._state import HiddenPosterior, KLTerms, ParameterPosterior
 from .inference import hidden_statistics
 
 __all__ = [
@@ -187,21 +188,21 @@ def initial_hidden_posterior(data, k, init_params, random_state):
             scale = innovation_scale(omega, data.Us, data.starts)
             omega *= scale
             ups_scale = ups_scale * np.outer(scale, scale)
-    return {
-        "omega": omega,
-        "ups": np.broadcast_to(ups_scale * np.eye(k), (N, k, k)).copy(),
-        "cross": np.zeros((N, k, k)),
-        "omega0": omega0,
-        "ups0": np.broadcast_to(np.eye(k), (n_seq, k, k)).copy(),
-        "entropy": np.zeros(n_seq),
-        "ln_z": np.zeros(n_seq),
-    }
+    return HiddenPosterior(
+        omega=omega,
+        ups=np.broadcast_to(ups_scale * np.eye(k), (N, k, k)).copy(),
+        cross=np.zeros((N, k, k)),
+        omega0=omega0,
+        ups0=np.broadcast_to(np.eye(k), (n_seq, k, k)).copy(),
+        entropy=np.zeros(n_seq),
+        ln_z=np.zeros(n_seq),
+    )
 
 
 def hidden_stats(data, q_x):
     """Expected hidden-state statistics of ``q_x`` on ``data``."""
-    return hidden_statistics(q_x["omega"], q_x["ups"], q_x["cross"], q_x["omega0"],
-                             q_x["ups0"], data.starts, data.ends, data.X, data.Us, data.Uo)
+    return hidden_statistics(q_x.omega, q_x.ups, q_x.cross, q_x.omega0,
+                             q_x.ups0, data.starts, data.ends, data.X, data.Us, data.Uo)
 
 
 def vbm(data, stats, omega, alpha, beta, gamma, delta, noise_shape, noise_rate):
@@ -245,64 +246,61 @@ def vbm(data, stats, omega, alpha, beta, gamma, delta, noise_shape, noise_rate):
     rho = shape / rate
     log_rho = gamma_expected_log(shape, rate)
     E_CD = (M_CD.T * rho) @ M_CD + p * Sigma_CD
-    return {
-        "Sigma_AB": Sigma_AB,
-        "logdet_Sigma_AB": -logdet_Sigma_AB_inv,
-        "M_AB": M_AB,
-        "E_AB": E_AB,
-        "Sigma_CD": Sigma_CD,
-        "logdet_Sigma_CD": -logdet_Sigma_CD_inv,
-        "M_CD": M_CD,
-        "E_CD": E_CD,
-        "rho_shape": shape,
-        "rho_rate": rate,
-        "rho": rho,
-        "log_rho": log_rho,
-        "k": k,
-        "ds": ds,
-        "do": do,
-    }
+    return ParameterPosterior(
+        M_AB=M_AB,
+        Sigma_AB=Sigma_AB,
+        M_CD=M_CD,
+        Sigma_CD=Sigma_CD,
+        rho=rho,
+        log_rho=log_rho,
+        E_AB=E_AB,
+        E_CD=E_CD,
+        logdet_Sigma_AB=-logdet_Sigma_AB_inv,
+        logdet_Sigma_CD=-logdet_Sigma_CD_inv,
+        rho_shape=shape,
+        rho_rate=rate,
+    )
 
 
 def kl_terms(q, alpha, beta, gamma, delta, noise_shape, noise_rate):
     """The KL terms of F: q(theta) (from :func:`vbm`) against the prior of the given
     hyperparameters, split into the marginals of B, rho and D and the conditionals of
     A and C."""
-    k, ds, do = q["k"], q["ds"], q["do"]
-    p = q["M_CD"].shape[0]
+    k, ds, do = q.k, q.ds, q.do
+    p = q.M_CD.shape[0]
     prior_ab = np.concatenate([alpha, beta])
     prior_cd = np.concatenate([gamma, delta])
-    kl_ab = 0.5 * np.sum(prior_ab * np.diag(q["E_AB"])) - 0.5 * k * (
-        k + ds + q["logdet_Sigma_AB"] + np.sum(np.log(prior_ab))
+    kl_ab = 0.5 * np.sum(prior_ab * np.diag(q.E_AB)) - 0.5 * k * (
+        k + ds + q.logdet_Sigma_AB + np.sum(np.log(prior_ab))
     )
-    kl_cd = 0.5 * np.sum(prior_cd * np.diag(q["E_CD"])) - 0.5 * p * (
-        k + do + q["logdet_Sigma_CD"] + np.sum(np.log(prior_cd))
+    kl_cd = 0.5 * np.sum(prior_cd * np.diag(q.E_CD)) - 0.5 * p * (
+        k + do + q.logdet_Sigma_CD + np.sum(np.log(prior_cd))
     )
     # split into the marginal of B (D) and the conditional of A (C)
     if ds:
-        Sigma_B = q["Sigma_AB"][k:, k:]
+        Sigma_B = q.Sigma_AB[k:, k:]
         _, ld_B_inv = spd_inv_logdet(Sigma_B)
-        kl_b = 0.5 * np.sum(beta * np.diag(q["E_AB"])[k:]) - 0.5 * k * (
+        kl_b = 0.5 * np.sum(beta * np.diag(q.E_AB)[k:]) - 0.5 * k * (
             ds - ld_B_inv + np.sum(np.log(beta))
         )
     else:
         kl_b = 0.0
     if do:
-        Sigma_D = q["Sigma_CD"][k:, k:]
+        Sigma_D = q.Sigma_CD[k:, k:]
         _, ld_D_inv = spd_inv_logdet(Sigma_D)
-        kl_d = 0.5 * np.sum(delta * np.diag(q["E_CD"])[k:]) - 0.5 * p * (
+        kl_d = 0.5 * np.sum(delta * np.diag(q.E_CD)[k:]) - 0.5 * p * (
             do - ld_D_inv + np.sum(np.log(delta))
         )
     else:
         kl_d = 0.0
-    kl_rho = float(np.sum(gamma_kl(q["rho_shape"], q["rho_rate"], noise_shape, noise_rate)))
-    return {
-        "KL_B": float(kl_b),
-        "KL_A_given_B": float(kl_ab - kl_b),
-        "KL_rho": kl_rho,
-        "KL_D_given_rho": float(kl_d),
-        "KL_C_given_rho_D": float(kl_cd - kl_d),
-    }
+    kl_rho = float(np.sum(gamma_kl(q.rho_shape, q.rho_rate, noise_shape, noise_rate)))
+    return KLTerms(
+        KL_B=float(kl_b),
+        KL_A_given_B=float(kl_ab - kl_b),
+        KL_rho=kl_rho,
+        KL_D_given_rho=float(kl_d),
+        KL_C_given_rho_D=float(kl_cd - kl_d),
+    )
 
 
 def lower_bound(data, q, s, qx, mu0, Sigma0, kl):
@@ -310,14 +308,14 @@ def lower_bound(data, q, s, qx, mu0, Sigma0, kl):
     complete-data log-likelihood plus the entropy of q(x) minus the KL terms ``kl``
     of q(theta) (:func:`kl_terms`; thesis Section 5.3.7 gives the form right after a
     VBE step), with the initial-state prior ``N(mu0, Sigma0)``."""
-    k = q["k"]
+    k = q.k
     p = data.X.shape[1]
     T = s.T
     Sigma0_inv, ld_Sigma0 = spd_inv_logdet(Sigma0)
-    dev = qx["omega0"] - mu0
+    dev = qx.omega0 - mu0
     n_seq = dev.shape[0]
     x0_term = -0.5 * n_seq * (k * LOG_2PI + ld_Sigma0) - 0.5 * (
-        np.sum(Sigma0_inv * qx["ups0"].sum(axis=0)) + np.sum((dev @ Sigma0_inv) * dev)
+        np.sum(Sigma0_inv * qx.ups0.sum(axis=0)) + np.sum((dev @ Sigma0_inv) * dev)
     )
     # statistics of the current q(x) (not those q(theta) was computed from).  The
     # expected squared innovations and output residuals are summed as squared
@@ -326,23 +324,23 @@ def lower_bound(data, q, s, qx, mu0, Sigma0, kl):
     # above the noise, and the differences lose whole nats to cancellation
     W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
     W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
-    M_A, M_B = q["M_AB"][:, :k], q["M_AB"][:, k:]
-    innovation = qx["omega"] - s.prev @ M_A.T - data.Us @ M_B.T
+    M_A, M_B = q.M_AB[:, :k], q.M_AB[:, k:]
+    innovation = qx.omega - s.prev @ M_A.T - data.Us @ M_B.T
     A_cross = M_A @ s.cross_sum
     innovation_cov = (s.ups_sum - A_cross - A_cross.T
                       + M_A @ s.ups_prev_sum @ M_A.T)
     e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
         np.sum(innovation * innovation) + np.trace(innovation_cov)
-        + k * np.sum(q["Sigma_AB"] * W_z)
+        + k * np.sum(q.Sigma_AB * W_z)
     )
-    M_C, M_D = q["M_CD"][:, :k], q["M_CD"][:, k:]
-    residual = data.X - qx["omega"] @ M_C.T - data.Uo @ M_D.T
+    M_C, M_D = q.M_CD[:, :k], q.M_CD[:, k:]
+    residual = data.X - qx.omega @ M_C.T - data.Uo @ M_D.T
     residual_sq = (np.einsum("ts,ts->s", residual, residual)
                    + np.einsum("sj,jl,sl->s", M_C, s.ups_sum, M_C))
-    e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(q["log_rho"]) - 0.5 * (
-        np.sum(q["rho"] * residual_sq) + p * np.sum(q["Sigma_CD"] * W_w)
+    e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(q.log_rho) - 0.5 * (
+        np.sum(q.rho * residual_sq) + p * np.sum(q.Sigma_CD * W_w)
     )
-    return float(x0_term + np.sum(qx["entropy"]) + e_dyn + e_obs - sum(kl.values()))
+    return float(x0_term + np.sum(qx.entropy) + e_dyn + e_obs - kl.total())
 
 
 def init_state_prior(omega0, ups0, form):
@@ -404,15 +402,15 @@ def fixed_point_hyper_update(q, hyper, dynamics, outputs, noise):
     result are ``(alpha, beta, gamma, delta, a, b)``."""
     alpha, beta, gamma, delta, a, b = hyper
     k = alpha.shape[0]
-    p = q["M_CD"].shape[0]
+    p = q.M_CD.shape[0]
     if dynamics:
-        diag = np.diag(q["E_AB"])
+        diag = np.diag(q.E_AB)
         alpha = np.minimum(k / diag[:k], HYPER_CAP)
         beta = np.minimum(k / diag[k:], HYPER_CAP)
     if outputs:
-        diag = np.diag(q["E_CD"])
+        diag = np.diag(q.E_CD)
         gamma = np.minimum(p / diag[:k], HYPER_CAP)
         delta = np.minimum(p / diag[k:], HYPER_CAP)
     if noise:
-        a, b = gamma_hyper_update(q["rho"], q["log_rho"], a)
+        a, b = gamma_hyper_update(q.rho, q.log_rho, a)
     return alpha, beta, gamma, delta, a, b

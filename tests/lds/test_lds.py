@@ -103,10 +103,10 @@ def test_vbm_joint_form_equals_factorised_form():
     Sigma_A_hat = Sigma_A + Sigma_A @ s.G_A @ Sigma_B @ s.G_A.T @ Sigma_A
     AtA = A_bar.T @ A_bar + k * Sigma_A_hat
     AtB = Sigma_A @ (s.S_A @ B_bar - s.G_A @ (B_bar.T @ B_bar + k * Sigma_B))
-    np.testing.assert_allclose(q["M_AB"][:, :k], A_bar, rtol=1e-9)
-    np.testing.assert_allclose(q["M_AB"][:, k:], B_bar, rtol=1e-9)
-    np.testing.assert_allclose(q["E_AB"][:k, :k], AtA, rtol=1e-9)
-    np.testing.assert_allclose(q["E_AB"][:k, k:], AtB, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(q.M_AB[:, :k], A_bar, rtol=1e-9)
+    np.testing.assert_allclose(q.M_AB[:, k:], B_bar, rtol=1e-9)
+    np.testing.assert_allclose(q.E_AB[:k, :k], AtA, rtol=1e-9)
+    np.testing.assert_allclose(q.E_AB[:k, k:], AtB, rtol=1e-9, atol=1e-12)
     # output block
     Sigma_C = inv(np.diag(model.gamma_) + s.W_C)
     Sigma_D = inv(np.diag(model.delta_c_) + data.UUo - s.G_C.T @ Sigma_C @ s.G_C)
@@ -115,19 +115,19 @@ def test_vbm_joint_form_equals_factorised_form():
     C_bar = (s.S_C.T - D_bar @ s.G_C.T) @ Sigma_C
     G = (np.diag(data.YY) - s.S_C.T @ Sigma_C @ s.S_C - D_breve @ Sigma_D @ D_breve.T)
     rate = model.noise_prior_rate_ + 0.5 * np.diag(G)
-    np.testing.assert_allclose(q["M_CD"][:, :k], C_bar, rtol=1e-9)
-    np.testing.assert_allclose(q["M_CD"][:, k:], D_bar, rtol=1e-9)
-    np.testing.assert_allclose(q["rho_rate"], rate, rtol=1e-9)
-    rho = q["rho"]
+    np.testing.assert_allclose(q.M_CD[:, :k], C_bar, rtol=1e-9)
+    np.testing.assert_allclose(q.M_CD[:, k:], D_bar, rtol=1e-9)
+    np.testing.assert_allclose(q.rho_rate, rate, rtol=1e-9)
+    rho = q.rho
     Sigma_C_hat = Sigma_C + Sigma_C @ s.G_C @ Sigma_D @ s.G_C.T @ Sigma_C
     CRC = C_bar.T @ np.diag(rho) @ C_bar + p * Sigma_C_hat
     CRD = Sigma_C @ (s.S_C @ np.diag(rho) @ D_bar
                      - s.G_C @ (D_bar.T @ np.diag(rho) @ D_bar + p * Sigma_D))
-    np.testing.assert_allclose(q["E_CD"][:k, :k], CRC, rtol=1e-9)
-    np.testing.assert_allclose(q["E_CD"][:k, k:], CRD, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(q.E_CD[:k, :k], CRC, rtol=1e-9)
+    np.testing.assert_allclose(q.E_CD[:k, k:], CRD, rtol=1e-9, atol=1e-12)
     # KL split: ln|Sigma_AB| = ln|Sigma_A| + ln|Sigma_B|
     np.testing.assert_allclose(
-        q["logdet_Sigma_AB"], np.linalg.slogdet(Sigma_A)[1] + np.linalg.slogdet(Sigma_B)[1],
+        q.logdet_Sigma_AB, np.linalg.slogdet(Sigma_A)[1] + np.linalg.slogdet(Sigma_B)[1],
         rtol=1e-10)
 
 

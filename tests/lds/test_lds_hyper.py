@@ -178,23 +178,23 @@ def test_init_state_evidence_is_the_change_of_ln_z(lengths):
                                     prune_states=False, init_state_cov="full")
     data = _fitted_steps(model, X, U, lengths, 6)
     mu0, S0 = model.init_state_mean_.copy(), model.init_state_cov_.copy()
-    lnz0 = np.sum(model._q_x["ln_z"])
-    P, h = _messages(model._q_x["omega0"], model._q_x["ups0"], mu0, S0)
+    lnz0 = np.sum(model._q_x.ln_z)
+    P, h = _messages(model._q_x.omega0, model._q_x.ups0, mu0, S0)
     rng = np.random.default_rng(0)
     B = rng.standard_normal((3, 3))
     mu1, S1 = rng.standard_normal(3), B @ B.T + 0.1 * np.eye(3)
     model.init_state_mean_, model.init_state_cov_ = mu1, S1
     model._vbe(data)
-    assert np.sum(model._q_x["ln_z"]) - lnz0 == pytest.approx(
+    assert np.sum(model._q_x.ln_z) - lnz0 == pytest.approx(
         init_state_evidence(P, h, mu1, S1) - init_state_evidence(P, h, mu0, S0), abs=1e-7)
     model.init_state_mean_, model.init_state_cov_ = mu0, S0
     model._vbe(data)
-    mu2, S2, gain = optimal_init_state(model._q_x["omega0"], model._q_x["ups0"], mu0, S0,
+    mu2, S2, gain = optimal_init_state(model._q_x.omega0, model._q_x.ups0, mu0, S0,
                                        "full", 1e-6)
     assert gain > 0
     model.init_state_mean_, model.init_state_cov_ = mu2, S2
     model._vbe(data)
-    assert np.sum(model._q_x["ln_z"]) - lnz0 == pytest.approx(gain, rel=1e-6, abs=1e-8)
+    assert np.sum(model._q_x.ln_z) - lnz0 == pytest.approx(gain, rel=1e-6, abs=1e-8)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -1,9 +1,12 @@
 """VB Kalman filter / RTS smoother against exact oracles."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.special import digamma
 
+from sklearn_vb.lds._state import ParameterPosterior
 from sklearn_vb.lds.inference import smooth_states
 
 LOG_2PI = np.log(2 * np.pi)
@@ -15,39 +18,35 @@ def _random_spd(rng, n, scale=1.0):
 
 
 def random_posterior(rng, k, p, ds, do, spread=0.3):
-    """A random q(theta) in the estimator's internal layout."""
+    """A random q(theta) as the estimator holds it."""
     shape = 3.0 + rng.random()
     rate = shape / (0.5 + rng.random(p))
-    return {
-        "k": k, "ds": ds, "do": do,
-        "M_AB": 0.5 * rng.standard_normal((k, k + ds)),
-        "Sigma_AB": _random_spd(rng, k + ds, spread / k),
-        "M_CD": rng.standard_normal((p, k + do)),
-        "Sigma_CD": _random_spd(rng, k + do, spread / p),
-        "rho_shape": shape,
-        "rho_rate": rate,
-        "rho": shape / rate,
-        "log_rho": digamma(shape) - np.log(rate),
-    }
+    return ParameterPosterior(
+        M_AB=0.5 * rng.standard_normal((k, k + ds)),
+        Sigma_AB=_random_spd(rng, k + ds, spread / k),
+        M_CD=rng.standard_normal((p, k + do)),
+        Sigma_CD=_random_spd(rng, k + do, spread / p),
+        rho=shape / rate,
+        log_rho=digamma(shape) - np.log(rate),
+        rho_shape=shape,
+        rho_rate=rate,
+    )
 
 
 def point_posterior(q):
     """The same means with the parameter uncertainty removed (a point mass)."""
-    q = dict(q)
-    q["Sigma_AB"] = np.zeros_like(q["Sigma_AB"])
-    q["Sigma_CD"] = np.zeros_like(q["Sigma_CD"])
-    q["log_rho"] = np.log(q["rho"])
-    return q
+    return dataclasses.replace(q, Sigma_AB=np.zeros_like(q.Sigma_AB),
+                               Sigma_CD=np.zeros_like(q.Sigma_CD), log_rho=np.log(q.rho))
 
 
 def expected_log_joint(q, x, Y, Us, Uo, mu0, Sigma0, observed=None):
     """<ln p(x_{0:T}, y_{1:T} | theta)>_q(theta) for one sequence, from the expected
     natural parameters <A'A>, <A'B>, ... (not from the mean + penalty split), vectorised
     over time; rows with ``observed`` False contribute no output term."""
-    k, p = q["k"], Y.shape[1]
-    MAB, MCD, rho = q["M_AB"], q["M_CD"], q["rho"]
-    E_AB = MAB.T @ MAB + k * q["Sigma_AB"]
-    E_CD = (MCD.T * rho) @ MCD + p * q["Sigma_CD"]
+    k, p = q.k, Y.shape[1]
+    MAB, MCD, rho = q.M_AB, q.M_CD, q.rho
+    E_AB = MAB.T @ MAB + k * q.Sigma_AB
+    E_CD = (MCD.T * rho) @ MCD + p * q.Sigma_CD
     A, B = MAB[:, :k], MAB[:, k:]
     C, D = MCD[:, :k], MCD[:, k:]
     xp, xt = x[:-1], x[1:]
@@ -57,7 +56,7 @@ def expected_log_joint(q, x, Y, Us, Uo, mu0, Sigma0, observed=None):
         np.sum(xt * xt, 1) - 2 * np.sum(xt * (xp @ A.T), 1) - 2 * np.sum(xt * (Us @ B.T), 1)
         + np.sum(xp * (xp @ E_AB[:k, :k]), 1) + 2 * np.sum(xp * (Us @ E_AB[k:, :k]), 1)
         + np.sum(Us * (Us @ E_AB[k:, k:]), 1)))
-    obs = (-0.5 * p * LOG_2PI + 0.5 * np.sum(q["log_rho"]) - 0.5 * (
+    obs = (-0.5 * p * LOG_2PI + 0.5 * np.sum(q.log_rho) - 0.5 * (
         np.sum(Y * Y * rho, 1) - 2 * np.sum((Y * rho) @ C * xt, 1)
         - 2 * np.sum((Y * rho) @ D * Uo, 1) + np.sum(xt * (xt @ E_CD[:k, :k]), 1)
         + 2 * np.sum(xt * (Uo @ E_CD[k:, :k]), 1) + np.sum(Uo * (Uo @ E_CD[k:, k:]), 1)))
@@ -92,7 +91,7 @@ def gaussian_from_quadratic(f, n, band=None):
 
 def brute_force(q, Y, Us, Uo, mu0, Sigma0):
     """Dense Gaussian over the stacked x_{0:T}: mean, covariance, ln Z'."""
-    k = q["k"]
+    k = q.k
     T = Y.shape[0]
     f = lambda v: expected_log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0)
     mean, cov, ln_z = gaussian_from_quadratic(f, (T + 1) * k)
@@ -101,8 +100,9 @@ def brute_force(q, Y, Us, Uo, mu0, Sigma0):
 
 def smooth_q(q, Y, Us, Uo, starts, ends, mu0, Sigma0, point=False, observed=None):
     """The package's smoother under the q(theta) moments of ``q`` (or at their means)."""
-    moments = {} if point else {name: q[name] for name in ("Sigma_AB", "Sigma_CD", "log_rho")}
-    return smooth_states(Y, Us, Uo, starts, ends, q["M_AB"], q["M_CD"], q["rho"], mu0, Sigma0,
+    moments = {} if point else {"Sigma_AB": q.Sigma_AB, "Sigma_CD": q.Sigma_CD,
+                                "log_rho": q.log_rho}
+    return smooth_states(Y, Us, Uo, starts, ends, q.M_AB, q.M_CD, q.rho, mu0, Sigma0,
                          smooth=True, observed=observed, **moments)
 
 
@@ -177,9 +177,9 @@ def test_point_mass_equals_kalman_filter_and_rts(seed):
     k, p, ds, do, T = 2, 3, 2, 1, 6
     q, Y, Us, Uo, mu0, Sigma0 = _problem(seed, k, p, ds, do, T)
     qp = point_posterior(q)
-    A, B = q["M_AB"][:, :k], q["M_AB"][:, k:]
-    C, D = q["M_CD"][:, :k], q["M_CD"][:, k:]
-    R = np.diag(1.0 / q["rho"])
+    A, B = q.M_AB[:, :k], q.M_AB[:, k:]
+    C, D = q.M_CD[:, :k], q.M_CD[:, k:]
+    R = np.diag(1.0 / q.rho)
     ms, Ps, cross, ll = kalman_reference(A, B, C, D, R, mu0, Sigma0, Y, Us, Uo)
     for res in (run_kernel(qp, Y, Us, Uo, mu0, Sigma0),
                 run_kernel(q, Y, Us, Uo, mu0, Sigma0, point=True)):
@@ -218,8 +218,8 @@ def test_vb_log_normaliser_below_exact_likelihood_at_mean(seed):
     exact = run_kernel(q, Y, Us, Uo, mu0, Sigma0, point=True).ln_z[0]
     assert vb < exact
     # shrinking the uncertainty closes the gap
-    q_small = dict(q, Sigma_AB=1e-6 * q["Sigma_AB"], Sigma_CD=1e-6 * q["Sigma_CD"],
-                   log_rho=np.log(q["rho"]))
+    q_small = dataclasses.replace(q, Sigma_AB=1e-6 * q.Sigma_AB, Sigma_CD=1e-6 * q.Sigma_CD,
+                                  log_rho=np.log(q.rho))
     vb_small = run_kernel(q_small, Y, Us, Uo, mu0, Sigma0).ln_z[0]
     assert vb < vb_small <= exact + 1e-9
     assert exact - vb_small < 1e-3 * (exact - vb)
@@ -244,7 +244,7 @@ def test_smoother_outputs_are_named_by_what_they_hold():
     ``ln_z`` sums ``log_terms``."""
     k, T = 2, 6
     q, Y, Us, Uo, mu0, Sigma0 = _problem(5, k, 3, 2, 1, T)
-    A, B = q["M_AB"][:, :k], q["M_AB"][:, k:]
+    A, B = q.M_AB[:, :k], q.M_AB[:, k:]
     res = run_kernel(q, Y, Us, Uo, mu0, Sigma0, point=True)
     prior_mean = np.vstack([mu0, res.filt_mean[:-1]])
     prior_cov = np.concatenate([Sigma0[None], res.filt_cov[:-1]])
@@ -259,5 +259,5 @@ def test_smoother_outputs_are_named_by_what_they_hold():
 def test_smoother_takes_the_moments_of_q_together():
     q, Y, Us, Uo, mu0, Sigma0 = _problem(0)
     with pytest.raises(ValueError, match="together"):
-        smooth_states(Y, Us, Uo, np.array([0]), np.array([len(Y)]), q["M_AB"], q["M_CD"],
-                      q["rho"], mu0, Sigma0, Sigma_AB=q["Sigma_AB"])
+        smooth_states(Y, Us, Uo, np.array([0]), np.array([len(Y)]), q.M_AB, q.M_CD,
+                      q.rho, mu0, Sigma0, Sigma_AB=q.Sigma_AB)

@@ -13,6 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn_vb.datasets import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem, _prune
 from sklearn_vb.lds._prune import prune_step
+from sklearn_vb.lds._state import PruneSchedule
 from sklearn_vb.lds._vbem import hidden_stats
 from sklearn_vb.scoring import score, scoring_model_for
 
@@ -44,8 +45,7 @@ def _run(model, X, U, lengths, n_iter):
 
 def _force_move(model, last):
     """Make the next pruning step propose a move, with ``last`` as the previous bound."""
-    model._prune_book = {"next": 0, "stall_from": 10**9, "last": last, "stalled": False,
-                         "rejected": 0}
+    model._prune_book = PruneSchedule(next=0, stall_from=10**9, last=last)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_rejected_move_restores_the_state_exactly():
     _force_move(model, before)
     prune_step(model, data, 121)
     # every dimension is real: removing the weakest costs hundreds of nats
-    assert model._prune_book["rejected"] == 1
+    assert model._prune_book.rejected == 1
     assert model._explicit_bound(data) == before
     assert model.n_states_ == 3
     after = model._get_state()
@@ -76,9 +76,9 @@ def test_rejected_move_restores_the_state_exactly():
     for key in ("alpha_", "gamma_", "beta_c_", "delta_c_", "init_state_cov_", "kept_states_"):
         np.testing.assert_array_equal(after[key], state[key])
     for key in ("omega", "ups", "cross"):
-        np.testing.assert_array_equal(after["_q_x"][key], state["_q_x"][key])
-    np.testing.assert_array_equal(after["_q_theta"]["M_AB"], state["_q_theta"]["M_AB"])
-    assert len(after["_history"]["alpha"]) == len(state["_history"]["alpha"])
+        np.testing.assert_array_equal(getattr(after["_q_x"], key), getattr(state["_q_x"], key))
+    np.testing.assert_array_equal(after["_q_theta"].M_AB, state["_q_theta"].M_AB)
+    assert len(after["_history"].alpha) == len(state["_history"].alpha)
 
 
 def test_accepted_move_removes_the_weakest_dimension_and_raises_the_bound():
@@ -98,12 +98,12 @@ def test_accepted_move_removes_the_weakest_dimension_and_raises_the_bound():
     terms = model.lower_bound_terms_
     short = terms["ln_Z"] - sum(v for key, v in terms.items() if key != "ln_Z")
     np.testing.assert_allclose(short, after, rtol=1e-10)
-    assert model._q_theta["M_AB"].shape == (5, 5 + 3)
-    assert model._q_theta["M_CD"].shape == (6, 5 + 3)
+    assert model._q_theta.M_AB.shape == (5, 5 + 3)
+    assert model._q_theta.M_CD.shape == (6, 5 + 3)
     assert model.alpha_.shape == model.gamma_.shape == (5,)
     assert model.init_state_cov_.shape == (5, 5)
     # the next move is tried at the next iteration
-    assert model._prune_book["next"] == 102
+    assert model._prune_book.next == 102
 
 
 def test_the_move_waits_for_the_schedule_and_the_interval(monkeypatch):
@@ -116,9 +116,9 @@ def test_the_move_waits_for_the_schedule_and_the_interval(monkeypatch):
     monkeypatch.setattr(_prune, "remove_state", lambda est, data, j: calls.append(j))
     prune_step(model, data, 1)
     for it in range(2, 81):
-        model._prune_book["last"] = -np.inf  # never stalled
+        model._prune_book.last = -np.inf  # never stalled
         prune_step(model, data, it)
-    assert calls == [] and model._prune_book["next"] == 81
+    assert calls == [] and model._prune_book.next == 81
 
 
 def test_steps_check_and_monotone_history_through_accepted_moves():
@@ -165,9 +165,9 @@ def test_inference_scoring_and_pickle_after_pruning(pruned):
     qx = est._q_x
     est._stats = hidden_stats(fit_data, qx)
     est._vbm(fit_data, est._stats)
-    stats = sm.stats_from_moments(data, qx["omega"], qx["ups"], qx["cross"], qx["omega0"],
-                                  qx["ups0"])
-    collapsed = float(np.sum(qx["entropy"])) + sm.log_complete_evidence(stats)
+    stats = sm.stats_from_moments(data, qx.omega, qx.ups, qx.cross, qx.omega0,
+                                  qx.ups0)
+    collapsed = float(np.sum(qx.entropy)) + sm.log_complete_evidence(stats)
     assert collapsed == pytest.approx(est._explicit_bound(fit_data), rel=1e-10)
     # pickle round trip and reproducibility
     again = pickle.loads(pickle.dumps(model))

@@ -14,7 +14,7 @@ from tests.lds.test_lds_kernel import (_problem, expected_log_joint, gaussian_fr
 def _dense_posterior(q, Y, Us, Uo, mu0, Sigma0, observed):
     """Mean, covariance and ln Z' of the Gaussian q(x_{0:T}) from the (quadratic) log
     joint, its block-tridiagonal precision read off by evaluations."""
-    k, T = q["k"], Y.shape[0]
+    k, T = q.k, Y.shape[0]
     f = lambda v: expected_log_joint(q, v.reshape(T + 1, k), Y, Us, Uo, mu0, Sigma0, observed)
     mean, cov, ln_z = gaussian_from_quadratic(f, (T + 1) * k, band=lambda i: (i // k + 2) * k)
     return mean.reshape(T + 1, k), cov, ln_z
@@ -27,16 +27,16 @@ def _kernel(q, Y, Us, Uo, mu0, Sigma0, observed, point=False):
 
 def _steady_flags(q, Y, Us, Uo, mu0, Sigma0, observed):
     """``same[t]`` of the forward pass: step t reused the covariances of step t - 1."""
-    k, N = q["k"], Y.shape[0]
-    A, B = q["M_AB"][:, :k], q["M_AB"][:, k:]
-    C, D = q["M_CD"][:, :k], q["M_CD"][:, k:]
-    K_AB, K_CD = k * q["Sigma_AB"], Y.shape[1] * q["Sigma_CD"]
+    k, N = q.k, Y.shape[0]
+    A, B = q.M_AB[:, :k], q.M_AB[:, k:]
+    C, D = q.M_CD[:, :k], q.M_CD[:, k:]
+    K_AB, K_CD = k * q.Sigma_AB, Y.shape[1] * q.Sigma_CD
     rows, kk = np.zeros((N, k)), np.zeros((N, k, k))
     same = np.zeros(N, dtype=bool)
     kalman._kalman_filter(
         np.ascontiguousarray(Y - Uo @ D.T), np.ascontiguousarray(Us @ B.T), observed,
         np.array([0]), np.array([N]), np.ascontiguousarray(A), np.ascontiguousarray(C),
-        q["rho"], mu0, Sigma0, True, np.ascontiguousarray(Us @ K_AB[:k, k:].T),
+        q.rho, mu0, Sigma0, True, np.ascontiguousarray(Us @ K_AB[:k, k:].T),
         0.5 * np.einsum("tc,cd,td->t", Us, K_AB[k:, k:], Us),
         np.ascontiguousarray(Uo @ K_CD[:k, k:].T),
         0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo),
@@ -77,9 +77,9 @@ def test_long_vb_smoother_matches_dense_posterior(seed, dims, gaps):
 def test_long_point_smoother_matches_textbook_kalman(seed):
     k, p, ds, do, T = 2, 3, 2, 1, 300
     q, Y, Us, Uo, mu0, Sigma0 = _problem(seed, k, p, ds, do, T)
-    A, B = q["M_AB"][:, :k], q["M_AB"][:, k:]
-    C, D = q["M_CD"][:, :k], q["M_CD"][:, k:]
-    ms, Ps, cross, ll = kalman_reference(A, B, C, D, np.diag(1.0 / q["rho"]), mu0, Sigma0,
+    A, B = q.M_AB[:, :k], q.M_AB[:, k:]
+    C, D = q.M_CD[:, :k], q.M_CD[:, k:]
+    ms, Ps, cross, ll = kalman_reference(A, B, C, D, np.diag(1.0 / q.rho), mu0, Sigma0,
                                          Y, Us, Uo)
     res = _kernel(point_posterior(q), Y, Us, Uo, mu0, Sigma0, np.ones(T, dtype=bool))
     np.testing.assert_allclose(res.omega, ms[1:], rtol=1e-8, atol=1e-10)
@@ -88,6 +88,6 @@ def test_long_point_smoother_matches_textbook_kalman(seed):
     np.testing.assert_allclose(res.ln_z[0], ll, rtol=1e-10)
     # the batched likelihood kernel (the scoring layer's) agrees
     out = np.zeros((1, T))
-    kalman.lds_log_likelihood_terms(A[None], B[None], C[None], D[None], q["rho"][None], Y,
+    kalman.lds_log_likelihood_terms(A[None], B[None], C[None], D[None], q.rho[None], Y,
                                     Us, Uo, np.array([0]), np.array([T]), mu0, Sigma0, out)
     np.testing.assert_allclose(out.sum(), ll, rtol=1e-10)

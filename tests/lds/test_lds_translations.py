@@ -4,6 +4,7 @@ with the bound of the shifted posterior, monotonicity of every step, and the slo
 intercept mode they remove."""
 
 import copy
+import dataclasses
 import warnings
 
 import numpy as np
@@ -87,22 +88,21 @@ def _shifted_state(model, data, objective, c):
     shifted.delta_c_[-1] = delta
     if not objective.fixed_init_state:
         shifted._update_init_state()
-    q = dict(model._q_theta)
-    n_ab, n_cd = q["M_AB"].shape[1], q["M_CD"].shape[1]
+    q = model._q_theta
+    n_ab, n_cd = q.M_AB.shape[1], q.M_CD.shape[1]
     L_ab = np.eye(n_ab)
     L_ab[-1, :k] -= c  # b_j <- b_j - a_j'c  (and + c_j below)
     L_cd = np.eye(n_cd)
     L_cd[-1, :k] -= c  # d_s <- d_s - c_s'c
-    M_AB = q["M_AB"] @ L_ab.T
+    M_AB = q.M_AB @ L_ab.T
     M_AB[:, -1] += c
-    Sigma_AB = L_ab @ q["Sigma_AB"] @ L_ab.T
-    M_CD = q["M_CD"] @ L_cd.T
-    Sigma_CD = L_cd @ q["Sigma_CD"] @ L_cd.T
+    Sigma_AB = L_ab @ q.Sigma_AB @ L_ab.T
+    M_CD = q.M_CD @ L_cd.T
+    Sigma_CD = L_cd @ q.Sigma_CD @ L_cd.T
     p = M_CD.shape[0]
-    q.update(M_AB=M_AB, Sigma_AB=Sigma_AB, E_AB=M_AB.T @ M_AB + k * Sigma_AB,
-             M_CD=M_CD, Sigma_CD=Sigma_CD,
-             E_CD=(M_CD.T * q["rho"]) @ M_CD + p * Sigma_CD)
-    shifted._q_theta = q
+    shifted._q_theta = dataclasses.replace(
+        q, M_AB=M_AB, Sigma_AB=Sigma_AB, E_AB=M_AB.T @ M_AB + k * Sigma_AB,
+        M_CD=M_CD, Sigma_CD=Sigma_CD, E_CD=(M_CD.T * q.rho) @ M_CD + p * Sigma_CD)
     return shifted
 
 

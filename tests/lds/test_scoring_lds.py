@@ -286,13 +286,13 @@ def test_collapsed_bound_identity_against_estimator(with_inputs):
     est._stats = hidden_stats(data, qx)
     est._vbm(data, est._stats)
     F = est._explicit_bound(data)
-    stats = m.stats_from_moments(X, qx["omega"], qx["ups"], qx["cross"], qx["omega0"], qx["ups0"])
-    collapsed = float(np.sum(qx["entropy"])) + m.log_complete_evidence(stats)
+    stats = m.stats_from_moments(X, qx.omega, qx.ups, qx.cross, qx.omega0, qx.ups0)
+    collapsed = float(np.sum(qx.entropy)) + m.log_complete_evidence(stats)
     assert collapsed == pytest.approx(F, rel=1e-10)
     qq = m.q_from_stats(stats)
-    np.testing.assert_allclose(qq.M_AB, est._q_theta["M_AB"], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(qq.M_CD, est._q_theta["M_CD"], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(qq.rate, est._q_theta["rho_rate"], rtol=1e-9)
+    np.testing.assert_allclose(qq.M_AB, est._q_theta.M_AB, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(qq.M_CD, est._q_theta.M_CD, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(qq.rate, est._q_theta.rho_rate, rtol=1e-9)
 
 
 def test_fit_point_is_a_stationary_point_of_the_map_objective(tiny):
