@@ -61,6 +61,7 @@ from scipy.special import digamma, gammaln, polygamma
 
 from .._core.distributions import as_generator as _rng
 from .._core.distributions import gamma_log_pdf
+from ._scoring_records import ParameterBatch, ScoringData, StateCompletion
 from ._point import log_prior_density, point_m_step, spd_solve_inv
 from .._core.kernels.constants import LOG_2PI
 from .inference import HiddenStatistics, hidden_statistics, smooth_states
@@ -160,19 +161,11 @@ class LDSPosterior:
 
     # -- helpers -------------------------------------------------------------------------
     def _split(self, AB, CD, rho):
-        k = self.k
-        out = {"A": AB[:, :, :k], "C": CD[:, :, :k], "rho": rho}
-        if self.ds:
-            out["B"] = AB[:, :, k:]
-        if self.do:
-            out["D"] = CD[:, :, k:]
-        return {key: np.ascontiguousarray(v) for key, v in out.items()}
+        return ParameterBatch.split(AB, CD, rho, self.k).blocks()
 
     def _join(self, params):
-        AB = params["A"] if not self.ds else np.concatenate([params["A"], params["B"]], axis=2)
-        CD = params["C"] if not self.do else np.concatenate([params["C"], params["D"]], axis=2)
-        return (np.asarray(AB, dtype=float), np.asarray(CD, dtype=float),
-                np.asarray(params["rho"], dtype=float))
+        theta = ParameterBatch.from_blocks(params)
+        return theta.AB, theta.CD, theta.rho
 
     def _row_scale(self, rng, shape):
         if self.dof is None:
@@ -299,64 +292,34 @@ class LDSScoringModel(ScoringModelMixin):
     # ------------------------------------------------------------------------ data
     def prepare_data(self, X, U=None, lengths=None, sequence_ids=None):
         """Validate ``X`` (and ``U``, ``lengths`` / ``sequence_ids``) as the estimator does;
-        returns a dict with the outputs, the state / output inputs (intercept included),
-        the sequence offsets and the data statistics."""
+        returns a :class:`~sklearn_vb.lds._scoring_records.ScoringData`: the outputs,
+        the state / output inputs (intercept included), the sequence offsets and the
+        data statistics."""
         seq = self.estimator.check_data(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
         Us = np.ascontiguousarray(seq.Us)
         Uo = np.ascontiguousarray(seq.Uo)
         Y = np.ascontiguousarray(seq.X, dtype=float)
         self._n_last = Y.shape[0]
-        return {
-            "Y": Y, "Us": Us, "Uo": Uo,
-            "starts": np.ascontiguousarray(seq.starts, dtype=np.int64),
-            "ends": np.ascontiguousarray(seq.ends, dtype=np.int64),
-            "UUs": Us.T @ Us, "UUo": Uo.T @ Uo, "UY": Uo.T @ Y,
-            "YY": np.einsum("ts,ts->s", Y, Y),
-        }
+        return ScoringData.from_sequences(
+            Y, Us, Uo, np.ascontiguousarray(seq.starts, dtype=np.int64),
+            np.ascontiguousarray(seq.ends, dtype=np.int64))
 
     def n_cases(self, X):
-        return int(X["Y"].shape[0])
+        return int(X.Y.shape[0])
 
     # ------------------------------------------------------------------------ parameters
-    def _AB(self, params):
-        A = np.asarray(params["A"], dtype=float)
-        if not self.ds:
-            return A
-        return np.concatenate([A, np.asarray(params["B"], dtype=float)], axis=2)
-
-    def _CD(self, params):
-        C = np.asarray(params["C"], dtype=float)
-        if not self.do:
-            return C
-        return np.concatenate([C, np.asarray(params["D"], dtype=float)], axis=2)
-
     def _split(self, AB, CD, rho):
-        k = self.k
-        out = {"A": AB[:, :, :k], "C": CD[:, :, :k], "rho": rho}
-        if self.ds:
-            out["B"] = AB[:, :, k:]
-        if self.do:
-            out["D"] = CD[:, :, k:]
-        return {key: np.ascontiguousarray(v, dtype=float) for key, v in out.items()}
-
-    def _BD(self, params, C):
-        k, p = self.k, self.p
-        B = (np.ascontiguousarray(params["B"], dtype=float) if self.ds
-             else np.zeros((C, k, 0)))
-        D = (np.ascontiguousarray(params["D"], dtype=float) if self.do
-             else np.zeros((C, p, 0)))
-        return B, D
+        return ParameterBatch.split(AB, CD, rho, self.k).blocks(dtype=float)
 
     def change_state_basis(self, params, P):
         """``x -> P x`` (``P`` orthogonal): ``(P A P', P B, C P', D, rho)``."""
-        out = {"A": np.einsum("ij,cjl,ml->cim", P, params["A"], P),
-               "C": np.einsum("csj,mj->csm", params["C"], P),
-               "rho": np.array(params["rho"], dtype=float)}
-        if self.ds:
-            out["B"] = np.einsum("ij,cjd->cid", P, params["B"])
-        if self.do:
-            out["D"] = np.array(params["D"], dtype=float)
-        return out
+        theta = ParameterBatch.from_blocks(params)
+        return ParameterBatch(
+            A=np.einsum("ij,cjl,ml->cim", P, theta.A, P),
+            B=None if theta.B is None else np.einsum("ij,cjd->cid", P, theta.B),
+            C=np.einsum("csj,mj->csm", theta.C, P),
+            D=None if theta.D is None else np.array(theta.D, dtype=float),
+            rho=np.array(theta.rho, dtype=float)).blocks()
 
     def signed_permutations(self):
         """The ``2^k k!`` signed permutation matrices of the states."""
@@ -371,8 +334,8 @@ class LDSScoringModel(ScoringModelMixin):
 
     # ------------------------------------------------------------------------ G0
     def log_prior(self, params):
-        return log_prior_density(self._AB(params), self._CD(params),
-                                 np.asarray(params["rho"], dtype=float), self.prior_ab,
+        theta = ParameterBatch.from_blocks(params)
+        return log_prior_density(theta.AB, theta.CD, theta.rho, self.prior_ab,
                                  self.prior_cd, self.a0, self.b0)
 
     def sample_prior(self, rng, size):
@@ -387,14 +350,14 @@ class LDSScoringModel(ScoringModelMixin):
 
     def log_likelihood_per_case(self, params, X):
         """Per-step prediction-error terms ``ln p(y_t | y_{1:t-1}, theta)``: (C, T)."""
-        A = np.ascontiguousarray(params["A"], dtype=float)
-        C_ = A.shape[0]
-        Cm = np.ascontiguousarray(params["C"], dtype=float)
-        rho = np.ascontiguousarray(params["rho"], dtype=float)
-        B, D = self._BD(params, C_)
-        out = np.empty((C_, X["Y"].shape[0]))
-        lds_log_likelihood_terms(A, B, Cm, D, rho, X["Y"], X["Us"], X["Uo"], X["starts"],
-                                 X["ends"], self.mu0, self.Sigma0, out)
+        theta = ParameterBatch.from_blocks(params)
+        A = np.ascontiguousarray(theta.A)
+        Cm = np.ascontiguousarray(theta.C)
+        rho = np.ascontiguousarray(theta.rho)
+        B, D = theta.input_blocks()
+        out = np.empty((A.shape[0], X.Y.shape[0]))
+        lds_log_likelihood_terms(A, B, Cm, D, rho, X.Y, X.Us, X.Uo, X.starts, X.ends,
+                                 self.mu0, self.Sigma0, out)
         return out
 
     def log_likelihood(self, params, X):
@@ -403,7 +366,7 @@ class LDSScoringModel(ScoringModelMixin):
 
     def log_likelihood_per_sequence(self, params, X):
         terms = self.log_likelihood_per_case(params, X)
-        return np.add.reduceat(terms, X["starts"], axis=1)
+        return np.add.reduceat(terms, X.starts, axis=1)
 
     def _full_inputs(self, U, N):
         """The input matrix of ``N`` simulated steps: the user inputs ``U``, then the
@@ -437,17 +400,17 @@ class LDSScoringModel(ScoringModelMixin):
         Uall = self._full_inputs(U, N)
         Us = Uall[:, self.state_cols]
         Uo = Uall[:, self.out_cols]
-        th = {key: np.asarray(v, dtype=float)[0] for key, v in params_single.items()}
-        bu = Us @ th["B"].T if self.ds else np.zeros((N, self.k))
-        du = Uo @ th["D"].T if self.do else np.zeros((N, self.p))
+        th = ParameterBatch.from_blocks(params_single)
+        bu = Us @ th.B[0].T if self.ds else np.zeros((N, self.k))
+        du = Uo @ th.D[0].T if self.do else np.zeros((N, self.p))
         ends = np.cumsum(lengths)
         starts = ends - lengths
         x0 = rng.multivariate_normal(self.mu0, self.Sigma0, size=lengths.size)
         w = rng.standard_normal((N, self.k))
         v = rng.standard_normal((N, self.p))
         states, Y = simulate_lds(
-            np.ascontiguousarray(th["A"]), np.ascontiguousarray(bu), np.ascontiguousarray(th["C"]),
-            np.ascontiguousarray(du), 1.0 / np.sqrt(th["rho"]), np.ascontiguousarray(x0), w, v,
+            np.ascontiguousarray(th.A[0]), np.ascontiguousarray(bu), np.ascontiguousarray(th.C[0]),
+            np.ascontiguousarray(du), 1.0 / np.sqrt(th.rho[0]), np.ascontiguousarray(x0), w, v,
             starts.astype(np.int64), ends.astype(np.int64))
         return Y, states
 
@@ -458,10 +421,12 @@ class LDSScoringModel(ScoringModelMixin):
         ``x_0`` for every sequence.  The states are continuous, so there is no uniform
         completion; what the algorithm needs is a completion at which the per-case
         complete-data terms have their generic rank, which a draw from any density
-        gives almost surely.  Returns ``{"x": (N, k), "x0": (n_seq, k)}``."""
+        gives almost surely.  Returns a
+        :class:`~sklearn_vb.lds._scoring_records.StateCompletion` (``x`` (N, k), ``x0``
+        (n_seq, k))."""
         rng = _rng(rng)
-        return {"x": rng.standard_normal((self.n_cases(X), self.k)),
-                "x0": rng.standard_normal((X["starts"].size, self.k))}
+        x = rng.standard_normal((self.n_cases(X), self.k))
+        return StateCompletion(x=x, x0=rng.standard_normal((X.starts.size, self.k)))
 
     def log_complete_joint_per_case(self, params, Z, X):
         """(C, N) ``ln p(x_t | x_{t-1}, theta) + ln p(y_t | x_t, theta)`` along the
@@ -469,17 +434,16 @@ class LDSScoringModel(ScoringModelMixin):
         ``ln N(x_0 | mu0, Sigma0)`` at the first step of each sequence, so that a row
         sums to ``ln p(x_{0:N}, Y | theta)``.  Evaluated for
         :data:`_COMPLETE_CHUNK` parameter sets at a time (memory O(chunk N (k + p)))."""
-        x = np.asarray(Z["x"], dtype=float)
-        x0 = np.asarray(Z["x0"], dtype=float)
-        starts = X["starts"]
+        x = np.asarray(Z.x, dtype=float)
+        x0 = np.asarray(Z.x0, dtype=float)
+        starts = X.starts
         prev = np.empty_like(x)
         prev[1:] = x[:-1]
         prev[starts] = x0
-        A = np.asarray(params["A"], dtype=float)
+        theta = ParameterBatch.from_blocks(params)
+        A, Cm, rho = theta.A, theta.C, theta.rho
         n_theta = A.shape[0]
-        Cm = np.asarray(params["C"], dtype=float)
-        rho = np.asarray(params["rho"], dtype=float)
-        B, D = self._BD(params, n_theta)
+        B, D = theta.input_blocks()
         k, p = self.k, self.p
         d0 = x0 - self.mu0
         x0_term = -0.5 * (k * LOG_2PI + self._ld_Sigma0
@@ -488,9 +452,9 @@ class LDSScoringModel(ScoringModelMixin):
         for lo in range(0, n_theta, _COMPLETE_CHUNK):
             c = slice(lo, min(n_theta, lo + _COMPLETE_CHUNK))
             r = (x[None] - np.einsum("cij,tj->cti", A[c], prev)
-                 - np.einsum("cij,tj->cti", B[c], X["Us"]))
-            e = (X["Y"][None] - np.einsum("csj,tj->cts", Cm[c], x)
-                 - np.einsum("csj,tj->cts", D[c], X["Uo"]))
+                 - np.einsum("cij,tj->cti", B[c], X.Us))
+            e = (X.Y[None] - np.einsum("csj,tj->cts", Cm[c], x)
+                 - np.einsum("csj,tj->cts", D[c], X.Uo))
             with np.errstate(divide="ignore", invalid="ignore"):
                 half_logdet = 0.5 * np.sum(np.log(rho[c]), axis=1)
             out[c] = (-0.5 * (k + p) * LOG_2PI - 0.5 * np.sum(r * r, axis=2)
@@ -586,12 +550,12 @@ class LDSScoringModel(ScoringModelMixin):
         ``omega, ups`` (T, k), (T, k, k): means and covariances of ``x_t``; ``cross``
         (T, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0``: moments of each ``x_0``.
         """
-        hidden = hidden_statistics(omega, ups, cross, omega0, ups0, X["starts"], X["ends"],
-                                   X["Y"], X["Us"], X["Uo"])
+        hidden = hidden_statistics(omega, ups, cross, omega0, ups0, X.starts, X.ends,
+                                   X.Y, X.Us, X.Uo)
         dev = omega0 - self.mu0
         x0_quad = float(np.sum(self._Sigma0_inv * ups0.sum(axis=0))
                         + np.sum((dev @ self._Sigma0_inv) * dev))
-        return CompleteDataStatistics(hidden, x0_quad, X["UUs"], X["UUo"], X["UY"], X["YY"])
+        return CompleteDataStatistics(hidden, x0_quad, X.UUs, X.UUo, X.UY, X.YY)
 
     @staticmethod
     def _blocks(stats):
@@ -609,9 +573,8 @@ class LDSScoringModel(ScoringModelMixin):
     def expected_complete_loglik(self, params_single, stats):
         """``E ln p(x_{0:T}, y | theta)`` under the q(x) that produced ``stats``."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
-        M_AB = self._AB(params_single)[0]
-        M_CD = self._CD(params_single)[0]
-        rho = np.asarray(params_single["rho"], dtype=float)[0]
+        theta = ParameterBatch.from_blocks(params_single)
+        M_AB, M_CD, rho = theta.AB[0], theta.CD[0], theta.rho[0]
         T, k, p = stats.hidden.T, self.k, self.p
         e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
             np.trace(stats.hidden.W_C) - 2.0 * np.sum(M_AB * R_AB.T)
@@ -632,9 +595,8 @@ class LDSScoringModel(ScoringModelMixin):
         ``T / (2 rho_s) - quad_s / 2`` for ``rho``.  Costs one smoother pass."""
         e = self.e_step(params_single, X)
         W_z, R_AB, W_w, R_CD = self._blocks(e.stats)
-        M_AB = self._AB(params_single)[0]
-        M_CD = self._CD(params_single)[0]
-        rho = np.asarray(params_single["rho"], dtype=float)[0]
+        theta = ParameterBatch.from_blocks(params_single)
+        M_AB, M_CD, rho = theta.AB[0], theta.CD[0], theta.rho[0]
         T = e.stats.hidden.T
         quad = (e.stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
                 + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
@@ -685,10 +647,9 @@ class LDSScoringModel(ScoringModelMixin):
 
     def _smoother(self, params_single, X):
         """The exact Kalman filter and RTS smoother at one parameter set."""
-        return smooth_states(X["Y"], X["Us"], X["Uo"], X["starts"], X["ends"],
-                             self._AB(params_single)[0], self._CD(params_single)[0],
-                             np.asarray(params_single["rho"][0], dtype=float), self.mu0,
-                             self.Sigma0)
+        theta = ParameterBatch.from_blocks(params_single)
+        return smooth_states(X.Y, X.Us, X.Uo, X.starts, X.ends, theta.AB[0], theta.CD[0],
+                             theta.rho[0], self.mu0, self.Sigma0)
 
     def e_step(self, params_single, X):
         """Exact Kalman/RTS smoother at a point ``theta``: loglik, expected statistics,
@@ -712,7 +673,7 @@ class LDSScoringModel(ScoringModelMixin):
         bounds = [float(estep.entropy + self.log_complete_evidence(stats))]
         for _ in range(int(max_iter)):
             q = self.q_from_stats(stats)
-            r = smooth_states(X["Y"], X["Us"], X["Uo"], X["starts"], X["ends"], q.M_AB,
+            r = smooth_states(X.Y, X.Us, X.Uo, X.starts, X.ends, q.M_AB,
                               q.M_CD, q.shape / q.rate, self.mu0, self.Sigma0,
                               Sigma_AB=q.Sigma_AB, Sigma_CD=q.Sigma_CD,
                               log_rho=digamma(q.shape) - np.log(q.rate))
@@ -739,7 +700,7 @@ class LDSScoringModel(ScoringModelMixin):
             return loglik
         obj = loglik + float(self.log_prior(theta)[0])
         if basis != "natural":
-            obj += float(np.sum(np.log(theta["rho"])))
+            obj += float(np.sum(np.log(ParameterBatch.from_blocks(theta).rho)))
         return obj
 
     def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,

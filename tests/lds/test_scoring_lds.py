@@ -102,8 +102,8 @@ def test_registry_and_structure(with_inputs):
         m.prepare_data(Y, lengths=lengths)
     ids = np.repeat([7, 3], lengths)
     X2 = m.prepare_data(Y, U=U, sequence_ids=ids)
-    np.testing.assert_array_equal(X2["starts"], X["starts"])
-    np.testing.assert_array_equal(X2["Us"], X["Us"])
+    np.testing.assert_array_equal(X2.starts, X.starts)
+    np.testing.assert_array_equal(X2.Us, X.Us)
 
 
 def test_jacobian_of_the_unconstrained_basis(with_inputs):
@@ -143,7 +143,7 @@ def test_log_likelihood_equals_dense_gaussian(with_inputs):
     for c in range(8):
         th = {key: v[c] for key, v in theta.items()}
         for i, (a, b) in enumerate([(0, 5), (5, 9)]):
-            dense, *_ = _dense_loglik(m, th, Ys[a:b], X["Us"][a:b], X["Uo"][a:b])
+            dense, *_ = _dense_loglik(m, th, Ys[a:b], X.Us[a:b], X.Uo[a:b])
             assert per_seq[c, i] == pytest.approx(dense, rel=1e-9, abs=1e-9)
 
 

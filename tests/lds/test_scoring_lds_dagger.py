@@ -44,13 +44,13 @@ def _direct_complete_joint(model, theta, Z, data):
     B = theta["B"][0] if model.ds else np.zeros((model.k, 0))
     D = theta["D"][0] if model.do else np.zeros((model.p, 0))
     total = 0.0
-    for s, (a, b) in enumerate(zip(data["starts"], data["ends"])):
-        prev = Z["x0"][s]
+    for s, (a, b) in enumerate(zip(data.starts, data.ends)):
+        prev = Z.x0[s]
         total += multivariate_normal.logpdf(prev, model.mu0, model.Sigma0)
         for t in range(a, b):
-            x = Z["x"][t]
-            total += multivariate_normal.logpdf(x, A @ prev + B @ data["Us"][t], np.eye(model.k))
-            total += multivariate_normal.logpdf(data["Y"][t], C @ x + D @ data["Uo"][t],
+            x = Z.x[t]
+            total += multivariate_normal.logpdf(x, A @ prev + B @ data.Us[t], np.eye(model.k))
+            total += multivariate_normal.logpdf(data.Y[t], C @ x + D @ data.Uo[t],
                                                 np.diag(1.0 / rho))
             prev = x
     return total
@@ -62,7 +62,7 @@ def test_complete_joint_per_case_equals_the_joint_density(fitted):
     data = model.prepare_data(Y, **fit_params)
     rng = np.random.default_rng(0)
     Z = model.random_completion(data, rng)
-    assert Z["x"].shape == (Y.shape[0], model.k) and Z["x0"].shape == (data["starts"].size, model.k)
+    assert Z.x.shape == (Y.shape[0], model.k) and Z.x0.shape == (data.starts.size, model.k)
     q = model.variational_posterior()
     draws = q.sample(rng, 20)  # more than one chunk of parameter sets
     L = model.log_complete_joint_per_case(draws, Z, data)
