@@ -54,7 +54,7 @@ from ._vbem import (
     output_scale,
     vbm,
 )
-from .inference import smooth_states
+from .inference import StatePosterior, smooth_states
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -785,6 +785,21 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         """Smoothed state means ``E_q[x_t]`` (VBE step with q(theta) fixed)."""
         data = self._check_new_data(X, U, lengths, sequence_ids)
         return self._infer(data, point=False, smooth=True).omega
+
+    def state_posterior(self, X, *, U=None, lengths=None, sequence_ids=None):
+        """Filtered and smoothed beliefs about the hidden state of every row: the
+        variational Kalman filter and RTS smoother (Beal 2003, Sections 5.3.3-5.3.5)
+        with q(theta) fixed, as in :meth:`transform`, whose output is
+        ``smoothed_mean``.
+
+        Returns a :class:`~sklearn_vb.lds.inference.StatePosterior`: the means and
+        covariances of ``x_t`` given the rows up to t of its sequence and given the
+        whole sequence, and the sequences' row offsets ``starts``, ``ends``.
+        """
+        data = self._check_new_data(X, U, lengths, sequence_ids)
+        res = self._infer(data, point=False, smooth=True)
+        return StatePosterior(res.filt_mean, res.filt_cov, res.omega, res.ups,
+                              np.asarray(data.starts), np.asarray(data.ends))
 
     def fit_transform(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """Fit, then return the smoothed state means of the training data."""

@@ -17,7 +17,8 @@ import numpy as np
 
 from .kalman import vb_kalman_smoother
 
-__all__ = ["HiddenStatistics", "SmootherResult", "hidden_statistics", "smooth_states"]
+__all__ = ["HiddenStatistics", "SmootherResult", "StatePosterior", "hidden_statistics",
+           "smooth_states"]
 
 class SmootherResult(NamedTuple):
     """What :func:`smooth_states` returns: the outputs of
@@ -44,6 +45,21 @@ class SmootherResult(NamedTuple):
     entropy: np.ndarray
     #: (n,) ``ln Z'`` per sequence, the sums of ``log_terms``
     ln_z: np.ndarray
+
+
+class StatePosterior(NamedTuple):
+    """The filtered and smoothed beliefs about the hidden states of every row of some
+    sequences (:meth:`~sklearn_vb.lds.VBLinearDynamicalSystem.state_posterior`)."""
+
+    #: (N, k), (N, k, k) mean and covariance of ``x_t`` given ``y_{1:t}`` of its sequence
+    filtered_mean: np.ndarray
+    filtered_cov: np.ndarray
+    #: (N, k), (N, k, k) mean and covariance of ``x_t`` given its whole sequence
+    smoothed_mean: np.ndarray
+    smoothed_cov: np.ndarray
+    #: (n,) first row and (n,) one past the last row of every sequence
+    starts: np.ndarray
+    ends: np.ndarray
 
 
 def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigma_AB=None,

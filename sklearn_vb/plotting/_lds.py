@@ -12,7 +12,8 @@ def plot_lds_states(estimator, X, *, U=None, lengths=None, sequence_ids=None, se
     """Plot the filtered and smoothed state means of one sequence with ``n_sd`` bands.
 
     The variational Kalman filter and smoother (Beal 2003, §5.3.3-5.3.5) are run on ``X``
-    with q(theta) fixed, as in :meth:`~sklearn_vb.VBLinearDynamicalSystem.transform`.
+    with q(theta) fixed
+    (:meth:`~sklearn_vb.VBLinearDynamicalSystem.state_posterior`).
     Filtered states :math:`p(x_t \\mid y_{1:t})` use the past only; smoothed states
     :math:`q(x_t)` use the whole sequence and are never wider.  One panel per state
     dimension.  State coordinates are defined only up to a change of basis, so compare
@@ -57,14 +58,12 @@ def plot_lds_states(estimator, X, *, U=None, lengths=None, sequence_ids=None, se
     check_fitted(estimator, "A_mean_", "plot_lds_states")
     if not (filtered or smoothed):
         raise ValueError("filtered and smoothed cannot both be False.")
-    # the smoother's covariances are not part of the public transform() output
-    data = estimator._check_new_data(X, U, lengths, sequence_ids)
-    res = estimator._infer(data, point=False, smooth=True)
-    starts, ends = np.asarray(data.starts), np.asarray(data.ends)
+    post = estimator.state_posterior(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+    starts, ends = post.starts, post.ends
     if not 0 <= sequence < starts.size:
         raise ValueError(f"sequence must be in [0, {starts.size}); got {sequence}.")
     rows = slice(int(starts[sequence]), int(ends[sequence]))
-    k = res.omega.shape[1]
+    k = post.smoothed_mean.shape[1]
     if dims is None:
         active = np.asarray(getattr(estimator, "active_states_", np.ones(k, dtype=bool)))
         dims = np.flatnonzero(active)[:6] if active.dtype == bool else np.asarray(active)[:6]
@@ -80,9 +79,10 @@ def plot_lds_states(estimator, X, *, U=None, lengths=None, sequence_ids=None, se
     axes = []
     estimates = []
     if filtered:
-        estimates.append(("filtered", res.filt_mean, res.filt_cov, "tab:orange", 0.2))
+        estimates.append(("filtered", post.filtered_mean, post.filtered_cov, "tab:orange",
+                          0.2))
     if smoothed:
-        estimates.append(("smoothed", res.omega, res.ups, "tab:blue", 0.3))
+        estimates.append(("smoothed", post.smoothed_mean, post.smoothed_cov, "tab:blue", 0.3))
     for i, d in enumerate(dims):
         ax = fig.add_subplot(len(dims), 1, i + 1, sharex=axes[0] if axes else None)
         for label, mean, cov, colour, alpha in estimates:

@@ -221,6 +221,27 @@ def test_score_predict_forecast_identities():
     assert Y.shape == (25, 3) and states.shape == (25, 2)
 
 
+def test_state_posterior_holds_the_filter_and_the_smoother_of_every_sequence():
+    X, U, lengths = _data(5, k=2, p=3, d=1, lengths=(35, 25))
+    model = VBLinearDynamicalSystem(n_states=2, max_iter=20, random_state=0).fit(
+        X, U=U, lengths=lengths)
+    post = model.state_posterior(X, U=U, lengths=lengths)
+    np.testing.assert_array_equal(post.starts, [0, 35])
+    np.testing.assert_array_equal(post.ends, [35, 60])
+    np.testing.assert_array_equal(post.smoothed_mean, model.transform(X, U=U, lengths=lengths))
+    assert post.filtered_cov.shape == post.smoothed_cov.shape == (60, 2, 2)
+    # at the last step of a sequence the smoother has nothing more to add; before it,
+    # the later observations only narrow the belief
+    last = post.ends - 1
+    np.testing.assert_allclose(post.smoothed_mean[last], post.filtered_mean[last], rtol=1e-12)
+    np.testing.assert_allclose(post.smoothed_cov[last], post.filtered_cov[last], rtol=1e-12)
+    gap = post.filtered_cov - post.smoothed_cov
+    assert np.all(np.linalg.eigvalsh(0.5 * (gap + gap.transpose(0, 2, 1))) > -1e-12)
+    # the first sequence's beliefs do not depend on the second
+    alone = model.state_posterior(X[:35], U=U[:35])
+    np.testing.assert_allclose(alone.smoothed_mean, post.smoothed_mean[:35], rtol=1e-12)
+
+
 def test_sequence_ids_equal_lengths_and_pickle_round_trip():
     X, U, lengths = _data(8)
     ids = np.repeat([3, 1], lengths)
