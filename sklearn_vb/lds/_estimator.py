@@ -54,7 +54,7 @@ from ._vbem import (
     output_scale,
     vbm,
 )
-from .inference import StatePosterior, smooth_states
+from .inference import StatePosterior, dynamics_moments, output_moments, smooth_states
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -499,10 +499,8 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def _step_m(self, data, iteration):
         s = self._stats
-        W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
-        R_AB = np.vstack([s.S_A, s.M])
-        W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
-        R_CD = np.vstack([s.S_C, data.UY])
+        W_z, R_AB = dynamics_moments(s, data.UUs)
+        W_w, R_CD = output_moments(s, data.UUo, data.UY)
         alpha, beta, gamma, delta, a, b = self._hyper()
         prior_ab, prior_cd = np.concatenate([alpha, beta]), np.concatenate([gamma, delta])
         M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, data.YY, s.T, prior_ab,

@@ -44,6 +44,7 @@ import dataclasses
 import numpy as np
 
 from ._state import HiddenPosterior
+from .inference import dynamics_moments
 
 __all__ = ["RotationObjective", "TranslationObjective", "optimise_rotation",
            "optimise_translation", "rotate_hidden_posterior", "translate_hidden_posterior"]
@@ -97,8 +98,7 @@ class RotationObjective:
         self.p = n_outputs
         n_seq = omega0.shape[0]
         self.n_seq = n_seq
-        W_z = np.block([[stats.W_A, stats.G_A], [stats.G_A.T, UUs]])
-        R_AB = np.vstack([stats.S_A, stats.M])
+        W_z, R_AB = dynamics_moments(stats, UUs)
         # sum_t <e_t e_t'> with e_t = x_t - [A B] z_t, rows of [A B] independent with
         # the shared covariance Sigma_AB
         cross = M_AB @ R_AB

@@ -14,8 +14,9 @@ Model (Beal 2003, chapter 5): ``x_t = A x_{t-1} + B u_t + w_t`` with ``w ~ N(0, 
 
 Statistics of a q(x) (or of the exact smoother): ``W_z`` and ``R_AB`` of the dynamics
 regression (``[[W_A, G_A], [G_A', U_s'U_s]]`` and ``[S_A; M]``), ``W_w`` and ``R_CD`` of
-the output regression, ``YY`` the per-output sums of squares and ``T`` the number of
-time steps.
+the output regression (both built by :func:`sklearn_vb.lds.inference.dynamics_moments`
+and :func:`~sklearn_vb.lds.inference.output_moments`), ``YY`` the per-output sums of
+squares and ``T`` the number of time steps.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from ._hyper import (
     update_output_hyperparameters,
 )
 from ._state import HiddenPosterior, KLTerms, ParameterPosterior
-from .inference import hidden_statistics
+from .inference import dynamics_moments, hidden_statistics, output_moments
 
 __all__ = [
     "covariance_root", "exact_hyper_update", "fixed_point_hyper_update",
@@ -322,8 +322,8 @@ def lower_bound(data, q, s, qx, mu0, Sigma0, kl):
     # residuals of the means plus covariance terms, not as differences of second
     # moments: with explosive dynamics the states grow to many orders of magnitude
     # above the noise, and the differences lose whole nats to cancellation
-    W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
-    W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
+    W_z, _ = dynamics_moments(s, data.UUs)
+    W_w, _ = output_moments(s, data.UUo, data.UY)
     M_A, M_B = q.M_AB[:, :k], q.M_AB[:, k:]
     innovation = qx.omega - s.prev @ M_A.T - data.Us @ M_B.T
     A_cross = M_A @ s.cross_sum
@@ -372,16 +372,14 @@ def exact_hyper_update(data, s, hyper, dynamics, outputs, noise):
     alpha, beta, gamma, delta, a, b = hyper
     k = alpha.shape[0]
     if dynamics:
-        W_z = np.block([[s.W_A, s.G_A], [s.G_A.T, data.UUs]])
-        R_AB = np.vstack([s.S_A, s.M])
+        W_z, R_AB = dynamics_moments(s, data.UUs)
         lam = np.concatenate([alpha, beta])
         new = update_dynamics_precisions(W_z, R_AB, lam, np.ones(lam.size, bool),
                                          EXACT_PRECISION_CAP)
         if dynamics_evidence(W_z, R_AB, new) >= dynamics_evidence(W_z, R_AB, lam):
             alpha, beta = new[:k], new[k:]
     if outputs or noise:
-        W_w = np.block([[s.W_C, s.G_C], [s.G_C.T, data.UUo]])
-        R_CD = np.vstack([s.S_C, data.UY])
+        W_w, R_CD = output_moments(s, data.UUo, data.UY)
         lam = np.concatenate([gamma, delta])
         free = np.full(lam.size, bool(outputs))
         new, a_new, b_new = update_output_hyperparameters(

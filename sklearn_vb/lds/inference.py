@@ -17,8 +17,8 @@ import numpy as np
 
 from .kalman import vb_kalman_smoother
 
-__all__ = ["HiddenStatistics", "SmootherResult", "StatePosterior", "hidden_statistics",
-           "smooth_states"]
+__all__ = ["HiddenStatistics", "SmootherResult", "StatePosterior", "dynamics_moments",
+           "hidden_statistics", "output_moments", "smooth_states"]
 
 class SmootherResult(NamedTuple):
     """What :func:`smooth_states` returns: the outputs of
@@ -152,6 +152,23 @@ class HiddenStatistics(NamedTuple):
     T: int
     #: number of sequences
     n_seq: int
+
+
+def dynamics_moments(s, UUs):
+    """``(W_z, R_AB)`` of the regression of ``x_t`` on ``z_t = [x_{t-1}; us_t]`` for the
+    :class:`HiddenStatistics` ``s`` and ``UUs = sum_t us_t us_t'``:
+    ``W_z = sum_t <z_t z_t'> = [[W_A, G_A], [G_A', UUs]]`` (k + ds, k + ds) and
+    ``R_AB = sum_t <z_t x_t'> = [S_A; M]`` (k + ds, k), whose column j is the target
+    of row j of ``[A B]``."""
+    return np.block([[s.W_A, s.G_A], [s.G_A.T, UUs]]), np.vstack([s.S_A, s.M])
+
+
+def output_moments(s, UUo, UY):
+    """``(W_w, R_CD)`` of the regression of ``y_t`` on ``w_t = [x_t; uo_t]`` for the
+    :class:`HiddenStatistics` ``s``, ``UUo = sum_t uo_t uo_t'`` and ``UY = sum_t uo_t
+    y_t'``: ``W_w = sum_t <w_t w_t'> = [[W_C, G_C], [G_C', UUo]]`` (k + do, k + do) and
+    ``R_CD = sum_t <w_t> y_t' = [S_C; UY]`` (k + do, p)."""
+    return np.block([[s.W_C, s.G_C], [s.G_C.T, UUo]]), np.vstack([s.S_C, UY])
 
 
 def hidden_statistics(omega, ups, cross, omega0, ups0, starts, ends, Y, Us, Uo):

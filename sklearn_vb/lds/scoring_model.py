@@ -64,7 +64,13 @@ from .._core.distributions import gamma_log_pdf
 from ._scoring_records import ParameterBatch, ScoringData, StateCompletion
 from ._point import log_prior_density, point_m_step, spd_solve_inv
 from .._core.kernels.constants import LOG_2PI
-from .inference import HiddenStatistics, hidden_statistics, smooth_states
+from .inference import (
+    HiddenStatistics,
+    dynamics_moments,
+    hidden_statistics,
+    output_moments,
+    smooth_states,
+)
 from .kalman import lds_log_likelihood_terms, simulate_lds
 from .._core.evidence.mcmc_moves import BlockRandomWalkMH
 from .._core.evidence.params import ParamBlock, ParamSpace
@@ -559,11 +565,8 @@ class LDSScoringModel(ScoringModelMixin):
 
     @staticmethod
     def _blocks(stats):
-        W_z = np.block([[stats.hidden.W_A, stats.hidden.G_A], [stats.hidden.G_A.T, stats.UUs]])
-        R_AB = np.vstack([stats.hidden.S_A, stats.hidden.M])  # (k+ds, k): column j is r_j
-        W_w = np.block([[stats.hidden.W_C, stats.hidden.G_C], [stats.hidden.G_C.T, stats.UUo]])
-        R_CD = np.vstack([stats.hidden.S_C, stats.UY])  # (k+do, p)
-        return W_z, R_AB, W_w, R_CD
+        return (*dynamics_moments(stats.hidden, stats.UUs),
+                *output_moments(stats.hidden, stats.UUo, stats.UY))
 
     def _x0_term(self, stats):
         k = self.k

@@ -11,6 +11,7 @@ from sklearn.utils import check_random_state
 
 from sklearn_vb.datasets._lds import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
+from sklearn_vb.lds.inference import dynamics_moments, output_moments
 
 
 @pytest.fixture(autouse=True)
@@ -219,6 +220,40 @@ def test_score_predict_forecast_identities():
     assert np.isfinite(model.bic(X, U=U)) and model.aic(X, U=U) < model.bic(X, U=U)
     Y, states = model.sample(25, U=U[:25], random_state=1)
     assert Y.shape == (25, 3) and states.shape == (25, 2)
+
+
+def test_regression_moments_are_the_expected_sums_over_time_steps():
+    """W_z, R_AB, W_w and R_CD of the VBM step, summed step by step from q(x):
+    z_t = [x_{t-1}; us_t] (x_0 of its sequence at a first step), w_t = [x_t; uo_t]."""
+    X, U, lengths = _data(2, k=2, p=3, d=1, lengths=(9, 6))
+    model = VBLinearDynamicalSystem(n_states=2)
+    data = _fresh(model, X, U=U, lengths=lengths)
+    for step in ("hyper", "vbm", "vbe"):
+        getattr(model, f"_step_{step}")(data, 1)
+    qx, k = model._q_x, 2
+    W_z, R_AB = dynamics_moments(model._stats, data.UUs)
+    W_w, R_CD = output_moments(model._stats, data.UUo, data.UY)
+    ds, do = data.Us.shape[1], data.Uo.shape[1]
+    want = [np.zeros((k + ds, k + ds)), np.zeros((k + ds, k)), np.zeros((k + do, k + do)),
+            np.zeros((k + do, 3))]
+    for s, (a, b) in enumerate(zip(data.starts, data.ends)):
+        for t in range(a, b):
+            first = t == a
+            m_prev = qx.omega0[s] if first else qx.omega[t - 1]
+            V_prev = qx.ups0[s] if first else qx.ups[t - 1]
+            # Cov(x_{t-1}, x_t): the smoother's cross covariance (at a first step, with x_0)
+            z = np.concatenate([m_prev, data.Us[t]])
+            zz = np.outer(z, z)
+            zz[:k, :k] += V_prev
+            zx = np.outer(z, qx.omega[t])
+            zx[:k] += qx.cross[t]
+            w = np.concatenate([qx.omega[t], data.Uo[t]])
+            ww = np.outer(w, w)
+            ww[:k, :k] += qx.ups[t]
+            for total, term in zip(want, (zz, zx, ww, np.outer(w, X[t]))):
+                total += term
+    for got, ref in zip((W_z, R_AB, W_w, R_CD), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-10)
 
 
 def test_state_posterior_holds_the_filter_and_the_smoother_of_every_sequence():
