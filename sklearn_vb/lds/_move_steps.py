@@ -9,6 +9,8 @@ move restores the state exactly.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._core.base import bound_round_off
@@ -20,17 +22,42 @@ from ._moves import (
     rotate_hidden_posterior,
     translate_hidden_posterior,
 )
+from ._state import HiddenPosterior, ParameterPosterior
 from ._vbem import HYPER_CAP, exact_hyper_update, hidden_stats
+from .inference import HiddenStatistics
 
 __all__ = ["rotate_step", "rotation_objective", "rotate", "translate_step",
            "translation_objective", "translate", "hyper_groups_started"]
 
-#: the estimator's attributes that a rotation changes
-_ROTATED = ("_q_x", "_stats", "_q_theta", "alpha_", "beta_c_", "gamma_",
-            "init_state_mean_", "init_state_cov_")
-#: the estimator's attributes that a translation changes
-_TRANSLATED = ("_q_x", "_stats", "_q_theta", "alpha_", "beta_c_", "gamma_", "delta_c_",
-               "init_state_mean_", "init_state_cov_")
+
+@dataclass(frozen=True, eq=False)
+class _MoveSnapshot:
+    """The part of the estimator's state that a rotation or a translation changes
+    (each update replaces these objects, never changes them in place, so holding them
+    is enough to restore the state exactly)."""
+
+    q_x: HiddenPosterior
+    stats: HiddenStatistics
+    q_theta: ParameterPosterior
+    #: the ARD precisions of the present columns of A, B, C, D
+    alpha: np.ndarray
+    beta: np.ndarray
+    gamma: np.ndarray
+    delta: np.ndarray
+    #: the initial-state prior
+    mu0: np.ndarray
+    Sigma0: np.ndarray
+
+    @classmethod
+    def capture(cls, est):
+        return cls(est._q_x, est._stats, est._q_theta, est.alpha_, est.beta_c_, est.gamma_,
+                   est.delta_c_, est.init_state_mean_, est.init_state_cov_)
+
+    def restore(self, est):
+        est._q_x, est._stats, est._q_theta = self.q_x, self.stats, self.q_theta
+        est.alpha_, est.beta_c_, est.gamma_, est.delta_c_ = (self.alpha, self.beta,
+                                                             self.gamma, self.delta)
+        est.init_state_mean_, est.init_state_cov_ = self.mu0, self.Sigma0
 
 
 def hyper_groups_started(est, iteration):
@@ -60,15 +87,14 @@ def _attempt(est, move, data):
         return -np.inf
 
 
-def _try(est, data, move, names):
+def _try(est, data, move):
     """Run ``move`` and keep it only if it raises the bound; otherwise restore the
-    attributes ``names`` exactly."""
+    state exactly."""
     before = est._explicit_bound(data)
-    saved = {name: getattr(est, name) for name in names}
+    saved = _MoveSnapshot.capture(est)
     after = _attempt(est, move, data)
     if not after > before + bound_round_off(before):
-        for name, value in saved.items():
-            setattr(est, name, value)
+        saved.restore(est)
 
 
 # ================================================================ rotations
@@ -110,7 +136,7 @@ def rotate_step(est, data, iteration):
     R, gain = optimise_rotation(objective)
     if gain <= 0.0:
         return
-    _try(est, data, lambda: rotate(est, data, R, objective), _ROTATED)
+    _try(est, data, lambda: rotate(est, data, R, objective))
 
 
 # ================================================================ translations
@@ -197,23 +223,20 @@ def translate_step(est, data, iteration):
     posterior (``TranslationObjective``)."""
     if not (est.translations and est.fit_intercept) or not _moves_due(est, iteration):
         return
-    names = _TRANSLATED
     if est.hyperparameter_update == "exact":
         before = est._explicit_bound(data)
-        saved = {name: getattr(est, name) for name in names}
+        saved = _MoveSnapshot.capture(est)
         best, best_state = before + bound_round_off(before), None
         for c in _level_shifts(est._q_theta, est.n_states_, est._stats):
             value = _attempt(
                 est, lambda c=c: _shift_and_reoptimise(est, data, iteration, c), data)
             if value > best:
-                best, best_state = value, {name: getattr(est, name) for name in names}
-            for name, val in saved.items():
-                setattr(est, name, val)
+                best, best_state = value, _MoveSnapshot.capture(est)
+            saved.restore(est)
         if best_state is not None:
-            for name, val in best_state.items():
-                setattr(est, name, val)
+            best_state.restore(est)
     objective = translation_objective(est, data, iteration)
     c, gain = optimise_translation(objective)
     if gain <= 0.0 or not _shift_allowed(c, est._stats):
         return
-    _try(est, data, lambda: translate(est, data, c, objective), names)
+    _try(est, data, lambda: translate(est, data, c, objective))
