@@ -88,12 +88,9 @@ class ParameterBatch(NamedTuple):
     def blocks(self, **asarray) -> dict:
         """The protocol mapping ``{block name: array}`` (B, D only when present), each
         array through ``np.ascontiguousarray(value, **asarray)``."""
-        out = {"A": self.A, "C": self.C, "rho": self.rho}
-        if self.B is not None:
-            out["B"] = self.B
-        if self.D is not None:
-            out["D"] = self.D
-        return {name: np.ascontiguousarray(value, **asarray) for name, value in out.items()}
+        named = (("A", self.A), ("C", self.C), ("rho", self.rho), ("B", self.B), ("D", self.D))
+        return {name: np.ascontiguousarray(value, **asarray) for name, value in named
+                if value is not None}
 
     @property
     def AB(self) -> np.ndarray:
