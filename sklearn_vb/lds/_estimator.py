@@ -625,16 +625,21 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         return sched is None or iteration - 1 > max(sched)
 
     # ================================================================ bound
-    def _explicit_bound(self, data):
-        """F for the stored (q(x), q(theta), hyperparameters), any q(x): the expected
-        complete-data log-likelihood plus the entropy of q(x) minus the KL terms of
-        q(theta) (thesis Section 5.3.7 gives the form right after a VBE step).
+    def _lower_bound(self, data):
+        """F of the stored state.  For a point fit (``method="ml"/"map"``), the EM
+        objective of the point of the last E step (with ``bound_check="steps"`` the M
+        step is therefore not checked on its own).  Otherwise F for the stored (q(x),
+        q(theta), hyperparameters), any q(x): the expected complete-data
+        log-likelihood plus the entropy of q(x) minus the KL terms of q(theta)
+        (thesis Section 5.3.7 gives the form right after a VBE step).
 
         The moves evaluate F before and after themselves, and an iteration ends with
         it: the value of an unchanged state is reused.  The state is identified by
         the q(x), q(theta) and statistics objects (never changed in place; the memo
         holds them, so their identities cannot be reused) and the hyperparameters'
         values."""
+        if self._point_fitted:
+            return self._point_value
         key = (data, self._q_x, self._q_theta, self._stats)
         values = (self.alpha_, self.beta_c_, self.gamma_, self.delta_c_,
                   self.init_state_mean_, self.init_state_cov_,
@@ -643,22 +648,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         if memo is not None and all(a is b for a, b in zip(memo.state, key)) and all(
                 np.array_equal(a, b) for a, b in zip(memo.hyperparameters, values)):
             return memo.value
-        value = self._evaluate_bound(data)
+        value = lower_bound(data, self._q_theta, self._stats, self._q_x,
+                            self.init_state_mean_, self.init_state_cov_,
+                            kl_terms(self._q_theta, *self._hyper()))
         self._bound_memo = BoundMemo(key, tuple(np.copy(v) for v in values), value)
         return value
-
-    def _evaluate_bound(self, data):
-        """F of the stored state (see :meth:`_explicit_bound`)."""
-        return lower_bound(data, self._q_theta, self._stats, self._q_x,
-                           self.init_state_mean_, self.init_state_cov_,
-                           kl_terms(self._q_theta, *self._hyper()))
-
-    def _lower_bound(self, data):
-        if self._point_fitted:
-            # the EM objective of the point of the last E step (with
-            # bound_check="steps" the M step is therefore not checked on its own)
-            return self._point_value
-        return self._explicit_bound(data)
 
     # ================================================================ state
     def _get_state(self):

@@ -82,7 +82,7 @@ def _attempt(est, move, data):
     definite is not), so that the caller rejects and restores it."""
     try:
         move()
-        return est._explicit_bound(data)
+        return est._lower_bound(data)
     except (np.linalg.LinAlgError, FloatingPointError):
         return -np.inf
 
@@ -90,7 +90,7 @@ def _attempt(est, move, data):
 def _try(est, data, move):
     """Run ``move`` and keep it only if it raises the bound; otherwise restore the
     state exactly."""
-    before = est._explicit_bound(data)
+    before = est._lower_bound(data)
     saved = _MoveSnapshot.capture(est)
     after = _attempt(est, move, data)
     if not after > before + bound_round_off(before):
@@ -224,7 +224,7 @@ def translate_step(est, data, iteration):
     if not (est.translations and est.fit_intercept) or not _moves_due(est, iteration):
         return
     if est.hyperparameter_update == "exact":
-        before = est._explicit_bound(data)
+        before = est._lower_bound(data)
         saved = _MoveSnapshot.capture(est)
         best, best_state = before + bound_round_off(before), None
         for c in _level_shifts(est._q_theta, est.n_states_, est._stats):

@@ -68,7 +68,7 @@ def prune_step(est, data, iteration):
     """
     if est._q_theta is None:
         return
-    value = est._explicit_bound(data)
+    value = est._lower_bound(data)
     book = getattr(est, "_prune_book", None)
     if iteration == 1 or book is None:
         sched = est.hyperparameter_schedule
@@ -93,13 +93,13 @@ def prune_step(est, data, iteration):
         remove_state(est, data, int(j))
         est._vbm(data, est._stats)
         est._vbe(data)
-        new = est._explicit_bound(data)
+        new = est._lower_bound(data)
         done = 1
         for done in range(2, est.prune_iter + 1):
             est._step_hyper(data, iteration)
             est._vbm(data, est._stats)
             est._vbe(data)
-            last, new = new, est._explicit_bound(data)
+            last, new = new, est._lower_bound(data)
             # give up once even the current gain kept up to the end of the
             # budget cannot reach the target (gains that shrink, as they do
             # in VBEM, fall further short)
@@ -116,7 +116,7 @@ def prune_step(est, data, iteration):
             break
         est._set_state(saved)
     if accepted:
-        book.last = est._explicit_bound(data)
+        book.last = est._lower_bound(data)
         book.next = iteration + 1
         book.stalled = False
         book.rejected = 0

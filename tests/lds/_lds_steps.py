@@ -14,7 +14,7 @@ def count_accepted_moves(model, data, n_iter, move):
             step.run(data, it)
             if model._q_theta is None:
                 continue
-            value = model._explicit_bound(data)
+            value = model._lower_bound(data)
             if previous is not None:
                 assert value >= previous - 1e-9 * abs(previous), (it, step.name)
             if step.name == move and model._q_x is not state:

@@ -59,11 +59,11 @@ def test_every_step_raises_the_explicit_bound(cov):
     data = _fresh(model, X, U, lengths)
     model._step_vbm(data, 1)
     model._step_vbe(data, 1)
-    previous = model._explicit_bound(data)
+    previous = model._lower_bound(data)
     for it in range(2, 12):
         for step in ("hyper", "vbm", "vbe"):
             getattr(model, f"_step_{step}")(data, it)
-            value = model._explicit_bound(data)
+            value = model._lower_bound(data)
             assert value >= previous - 1e-9 * abs(previous), (it, step)
             previous = value
 
@@ -78,7 +78,7 @@ def test_short_form_equals_explicit_bound_after_vbe():
         model._step_vbe(data, it)
         terms = model.lower_bound_terms_
         short = terms["ln_Z"] - sum(v for key, v in terms.items() if key != "ln_Z")
-        np.testing.assert_allclose(model._explicit_bound(data), short, rtol=1e-10)
+        np.testing.assert_allclose(model._lower_bound(data), short, rtol=1e-10)
 
 
 def test_vbm_joint_form_equals_factorised_form():
@@ -144,7 +144,7 @@ def test_hyperparameter_updates_are_stationary_points():
         model._step_vbm(data, it)
         model._step_vbe(data, it)
     model._step_hyper(data, 4)
-    base = model._explicit_bound(data)
+    base = model._lower_bound(data)
     for name in ("alpha_", "beta_c_", "gamma_", "delta_c_"):
         value = getattr(model, name)
         for j in range(value.shape[0]):
@@ -152,14 +152,14 @@ def test_hyperparameter_updates_are_stationary_points():
                 moved = value.copy()
                 moved[j] *= np.exp(step)
                 setattr(model, name, moved)
-                assert model._explicit_bound(data) <= base + 1e-9 * abs(base)
+                assert model._lower_bound(data) <= base + 1e-9 * abs(base)
             setattr(model, name, value)
     a, b = model.noise_prior_shape_, model.noise_prior_rate_
     for da, db in ((1e-3, 0), (-1e-3, 0), (0, 1e-3), (0, -1e-3)):
         model.noise_prior_shape_, model.noise_prior_rate_ = a * np.exp(da), b * np.exp(db)
-        assert model._explicit_bound(data) <= base + 1e-9 * abs(base)
+        assert model._lower_bound(data) <= base + 1e-9 * abs(base)
     model.noise_prior_shape_, model.noise_prior_rate_ = a, b
-    assert model._explicit_bound(data) == base
+    assert model._lower_bound(data) == base
 
 
 def test_zero_inputs_equal_the_no_input_model():

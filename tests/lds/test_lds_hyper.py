@@ -159,7 +159,7 @@ def test_collapsed_bounds_equal_the_bound_after_the_vbm_step(seed):
         collapsed = (dynamics_evidence(W_z, R_AB, np.concatenate([alpha, beta]))
                      + output_evidence(W_w, R_CD, data.YY, np.concatenate([gamma, delta]),
                                        a, b, s.T))
-        return model._explicit_bound(data), collapsed
+        return model._lower_bound(data), collapsed
 
     rng = np.random.default_rng(seed)
     first = both(np.ones(k), np.ones(3), np.ones(k), np.ones(3), 1.0, 1.0)

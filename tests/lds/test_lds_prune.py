@@ -63,13 +63,13 @@ def test_rejected_move_restores_the_state_exactly():
     X, U, lengths = _data(0)
     model = VBLinearDynamicalSystem(n_states=3)
     data = _run(model, X, U, lengths, 120)
-    before = model._explicit_bound(data)
+    before = model._lower_bound(data)
     state = copy.deepcopy(model._get_state())
     _force_move(model, before)
     prune_step(model, data, 121)
     # every dimension is real: removing the weakest costs hundreds of nats
     assert model._prune_book.rejected == 1
-    assert model._explicit_bound(data) == before
+    assert model._lower_bound(data) == before
     assert model.n_states_ == 3
     after = model._get_state()
     assert after.keys() == state.keys()
@@ -85,13 +85,13 @@ def test_accepted_move_removes_the_weakest_dimension_and_raises_the_bound():
     X, U, lengths = _data(0)
     model = VBLinearDynamicalSystem(n_states=6, prune_iter=20)
     data = _run(model, X, U, lengths, 100)
-    before = model._explicit_bound(data)
+    before = model._lower_bound(data)
     weakest = int(np.argmin(_prune.state_strength(model._q_theta, model._stats, model.n_states_)))
     _force_move(model, before)
     prune_step(model, data, 101)
     assert model.n_states_ == 5
     assert model.kept_states_.tolist() == [j for j in range(6) if j != weakest]
-    after = model._explicit_bound(data)
+    after = model._lower_bound(data)
     assert after > before
     # the stored state is a complete VBE state of the 5-state model: the short form
     # ln Z - KL of F equals the explicit bound
@@ -168,7 +168,7 @@ def test_inference_scoring_and_pickle_after_pruning(pruned):
     stats = sm.stats_from_moments(data, qx.omega, qx.ups, qx.cross, qx.omega0,
                                   qx.ups0)
     collapsed = float(np.sum(qx.entropy)) + sm.log_complete_evidence(stats)
-    assert collapsed == pytest.approx(est._explicit_bound(fit_data), rel=1e-10)
+    assert collapsed == pytest.approx(est._lower_bound(fit_data), rel=1e-10)
     # pickle round trip and reproducibility
     again = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(again.predict(X, U=U, lengths=lengths),

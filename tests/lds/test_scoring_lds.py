@@ -285,7 +285,7 @@ def test_collapsed_bound_identity_against_estimator(with_inputs):
     qx = est._q_x
     est._stats = hidden_stats(data, qx)
     est._vbm(data, est._stats)
-    F = est._explicit_bound(data)
+    F = est._lower_bound(data)
     stats = m.stats_from_moments(X, qx.omega, qx.ups, qx.cross, qx.omega0, qx.ups0)
     collapsed = float(np.sum(qx.entropy)) + m.log_complete_evidence(stats)
     assert collapsed == pytest.approx(F, rel=1e-10)
