@@ -10,6 +10,7 @@ accelerated fit reaches the plain fit's optimum in fewer iterations.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -144,8 +145,12 @@ def _started_hmm(kind, n_iter=6):
 
 
 def _assert_equal(x, y):
-    """Exact equality of nested dicts / tuples / lists of arrays and numbers."""
-    if isinstance(x, dict):
+    """Exact equality of nested dicts / dataclasses / tuples / lists of arrays and numbers."""
+    if dataclasses.is_dataclass(x):
+        assert type(x) is type(y)
+        for f in dataclasses.fields(x):
+            _assert_equal(getattr(x, f.name), getattr(y, f.name))
+    elif isinstance(x, dict):
         assert x.keys() == y.keys()
         for k in x:
             _assert_equal(x[k], y[k])
@@ -173,7 +178,7 @@ def test_rejected_extrapolation_leaves_the_plain_step(kind):
     bad = est._pack_hyperparameters() * 0.0 + 0.1 if kind != "gaussian-full" else None
     if bad is None:  # Gaussian full: keep the scales valid, move every mean far away
         post = est._emission("posterior")
-        post = {**post, "means": post["means"] + 50.0}
+        post = dataclasses.replace(post, means=post.means + 50.0)
         bad = np.concatenate([np.log(est.startprob_posterior_),
                               np.log(est.transmat_posterior_).ravel(), est._family.pack(post)])
     steps = _ForcedProposal(bad)

@@ -39,8 +39,8 @@ def test_categorical_per_frame_batch_equals_one_pass_per_parameter_set():
     assert got.shape == (7, X.shape[0])
     for c in range(7):
         log_pi, log_A, log_B = (np.log(params[k][c]) for k in ("pi", "A", "B"))
-        ref = forward_backward(log_pi, log_A, np.ascontiguousarray(log_B.T), data["obs"],
-                               data["starts"], data["ends"], False)[1]
+        ref = forward_backward(log_pi, log_A, np.ascontiguousarray(log_B.T), data.symbols,
+                               data.starts, data.ends, False)[1]
         np.testing.assert_allclose(got[c], ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(got.sum(axis=1), model.log_likelihood(params, data), rtol=1e-12)
 
@@ -57,9 +57,9 @@ def test_family_complete_terms_in_chunks_equal_the_per_frame_gather(monkeypatch,
     Z = model.random_completion(data, r)
     monkeypatch.setattr(hmm_family, "_TABLE_CHUNK", 4)  # several chunks, a ragged last one
     got = model.log_complete_joint_per_case(params, Z, data)
-    emis = model.family.log_emission_along(params, Z, data["X"])
+    emis = model.family.log_emission_along(params, Z, data.frames)
     first = np.zeros(Z.size, bool)
-    first[data["starts"]] = True
+    first[data.starts] = True
     prev = np.concatenate([[0], Z[:-1]])
     trans = np.where(first, np.log(params["startprob"][:, Z]),
                      np.log(params["transmat"][:, prev, Z]))

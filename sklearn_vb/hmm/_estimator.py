@@ -19,7 +19,7 @@ with every constant included (also the -D/2 ln 2 pi per frame of Gaussian emissi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -34,7 +34,8 @@ from .forward_backward import forward_backward
 from ._init import initial_posterior, start_point
 from ._point import (complete_log_likelihood, point_e_step, point_emission_attributes,
                      point_log_prior, point_m_step)
-from ._vbem import (DirichletHMM, expected_log_params, frame_marginals, kl_terms,
+from ._state import DirichletHMM
+from ._vbem import (expected_log_params, frame_marginals, kl_terms,
                     lower_bound_after_vbm, optimize_dirichlet_scale, pack_posterior,
                     stats_from_vbe, unpack_posterior, vbe, vbm)
 from .._core.validation import (
@@ -70,8 +71,9 @@ class _FitData:
         categorical emissions, ``arange(n_frames)`` otherwise).
     lengths, starts, ends : ndarray of int64, shape (n_sequences,)
         Length, first frame and end (exclusive) of every sequence.
-    summary : dict
-        Data summaries for data-dependent default priors (training data only).
+    summary : object or None
+        The emission family's data summary for data-dependent default priors (e.g.
+        ``GaussianSummary``; training data only, None otherwise).
     """
 
     X: np.ndarray
@@ -79,7 +81,7 @@ class _FitData:
     lengths: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
-    summary: dict = field(default_factory=dict)
+    summary: object = None
 
     @property
     def n_frames(self):
@@ -396,7 +398,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         family = self._family
         for name, value in family.fit_attributes(data.X, self).items():
             setattr(self, name, value)
-        data.summary.update(family.summarise(data.X))
+        data.summary = family.summarise(data.X)
         return data
 
     # ------------------------------------------------------------------ priors
@@ -404,12 +406,15 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         K = self.n_components
         self.startprob_prior_ = check_dirichlet_prior(self.startprob_prior, "startprob_prior", (K,), 1.0 / K)
         self.transmat_prior_ = check_dirichlet_prior(self.transmat_prior, "transmat_prior", (K, K), 1.0 / K)
-        for name, value in self._family.resolve_prior(self, data.summary).items():
-            setattr(self, f"{name}_prior_", value)
+        family = self._family
+        prior = family.resolve_prior(self, data.summary)
+        for name, value in family.hyper_attributes(prior, "prior").items():
+            setattr(self, name, value)
 
     def _emission(self, kind):
-        """The emission prior (``kind="prior"``) or posterior hyperparameters as a dict."""
-        return {name: getattr(self, f"{name}_{kind}_") for name in self._family.hyper_names}
+        """The emission prior (``kind="prior"``) or posterior hyperparameters, as the
+        family's dataclass (read from the fitted attributes)."""
+        return self._family.hyper_from_attributes(self, kind)
 
     def _hyper(self, kind):
         """The prior (``kind="prior"``) or the posterior q(theta) as a DirichletHMM."""
@@ -419,8 +424,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _set_posterior(self, posterior):
         self.startprob_posterior_ = posterior.startprob
         self.transmat_posterior_ = posterior.transmat
-        for name, value in posterior.emission.items():
-            setattr(self, f"{name}_posterior_", value)
+        for name, value in self._family.hyper_attributes(posterior.emission, "posterior").items():
+            setattr(self, name, value)
 
     # ------------------------------------------------------------------ init
     def _restart_starts(self):
@@ -537,7 +542,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.transmat_ = theta["transmat"][0].copy() if K > 1 else np.ones((1, 1))
         for name, value in point_emission_attributes(self._family, theta).items():
             setattr(self, name, value)
-        self.occupancy_ = self._family.occupancy(self._stats_)
+        self.occupancy_ = self._family.occupancy(self._stats_.emission)
         self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
         self.log_likelihood_ = float(self._loglik_)
         self.objective_ = self.lower_bound_
@@ -608,7 +613,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         family = self._family
         for name, value in family.point_estimates(self._emission("posterior")).items():
             setattr(self, name, value)
-        self.occupancy_ = family.occupancy(self._stats_)
+        self.occupancy_ = family.occupancy(self._stats_.emission)
         self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
 
     # ------------------------------------------------------------------ public API
@@ -748,7 +753,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         n = (K - 1) + K * (K - 1)
         if self._point_fitted:
             # the family counts from hyperparameter shapes; the conjugate update has them
-            post = self._family.vbm(self._emission("prior"), self._stats_)
+            post = self._family.vbm(self._emission("prior"), self._stats_.emission)
             return n + self._family.n_parameters(post)
         return n + self._family.n_parameters(self._emission("posterior"))
 

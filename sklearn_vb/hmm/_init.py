@@ -1,14 +1,15 @@
 """The starts of an HMM fit: the initial q(theta) of every start kind of
 ``init_params``, and the point that starts EM for ``method="ml"``/``"map"``.
 
-``prior`` and the posteriors returned are :class:`~sklearn_vb.hmm._vbem.DirichletHMM`
+``prior`` and the posteriors returned are :class:`~sklearn_vb.hmm._state.DirichletHMM`
 triples; ``data`` is the estimator's ``_FitData``.
 """
 
 from __future__ import annotations
 
 from .emissions._checks import init_posterior_array
-from ._vbem import DirichletHMM, frame_marginals, stats_from_resp, vbm
+from ._state import DirichletHMM
+from ._vbem import frame_marginals, stats_from_resp, vbm
 
 __all__ = ["initial_posterior", "posterior_from_init", "start_point"]
 

@@ -10,7 +10,7 @@ Parameters ``theta`` are dicts of blocks with a leading batch axis of parameter 
 (the scoring layer's convention): ``startprob`` (C, K), ``transmat`` (C, K, K) and the
 family's emission blocks (:meth:`~sklearn_vb.emissions.EmissionFamily.param_blocks`).
 With one state (K = 1) the initial and transition blocks are constants and may be
-absent.
+absent.  Expected statistics are :class:`~sklearn_vb.hmm._state.HMMStats`.
 
 * E step (Beal 2003, eqs 3.19-3.35): ordinary forward-backward at the normalised
   parameters gives ln p(X | theta) and the expected statistics.
@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.distributions import dirichlet_log_pdf
+from ._state import HMMStats
 from .forward_backward import forward_backward
 
 __all__ = ["point_m_step", "point_log_prior", "point_e_step", "complete_log_likelihood",
@@ -57,10 +58,10 @@ def point_m_step(family, startprob_prior, transmat_prior, emission_prior, stats,
     if basis not in ("softmax", "natural"):
         raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
     tiny = 1e-300
-    w_pi = startprob_prior + stats["start"]
-    w_A = transmat_prior + stats["trans"]
+    w_pi = startprob_prior + stats.start
+    w_A = transmat_prior + stats.trans
     if kind == "ml":
-        rows = (stats["start"] + tiny, stats["trans"] + tiny)
+        rows = (stats.start + tiny, stats.trans + tiny)
     elif basis == "softmax":
         rows = (w_pi, w_A)
     else:
@@ -69,7 +70,7 @@ def point_m_step(family, startprob_prior, transmat_prior, emission_prior, stats,
     if np.shape(startprob_prior)[-1] > 1:
         out["startprob"] = (rows[0] / rows[0].sum())[None]
         out["transmat"] = (rows[1] / rows[1].sum(axis=1, keepdims=True))[None]
-    out.update(family.point_from_stats(emission_prior, stats, kind, basis))
+    out.update(family.point_from_stats(emission_prior, stats.emission, kind, basis))
     return out
 
 
@@ -100,9 +101,9 @@ def complete_log_likelihood(family, emission_prior, theta, stats, n_components):
     out = np.zeros(C)
     if n_components > 1:
         lp, la = log_start_transitions(theta, n_components, C)
-        out += np.sum(np.where(stats["start"] > 0, stats["start"] * lp, 0.0), axis=1)
-        out += np.sum(np.where(stats["trans"] > 0, stats["trans"] * la, 0.0), axis=(1, 2))
-    out += family.complete_log_likelihood(theta, stats, emission_prior)
+        out += np.sum(np.where(stats.start > 0, stats.start * lp, 0.0), axis=1)
+        out += np.sum(np.where(stats.trans > 0, stats.trans * la, 0.0), axis=(1, 2))
+    out += family.complete_log_likelihood(theta, stats.emission, emission_prior)
     return out
 
 
@@ -113,8 +114,7 @@ def forward_backward_stats(family, emission_prior, log_pi, log_A, table, X, fram
     log_norm, _, start, trans, gamma = forward_backward(
         np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A),
         np.ascontiguousarray(table), frames, starts, ends, True)
-    stats = {"start": start, "trans": trans}
-    stats.update(family.stats(gamma, X, emission_prior))
+    stats = HMMStats(start=start, trans=trans, emission=family.stats(gamma, X, emission_prior))
     return float(log_norm.sum()), stats
 
 

@@ -20,6 +20,7 @@ from .forward_backward import categorical_hmm_log_likelihood_batch, forward_back
 
 from .._core.evidence.protocols import EStep
 from .._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
+from ._state import SymbolSequences
 from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
                              state_alias_posterior)
 
@@ -29,7 +30,8 @@ __all__ = ["DirichletCategoricalHMM"]
 class DirichletCategoricalHMM(DirichletBlocksModel):
     """K-state HMM with V symbols; Dirichlet(alpha) on the initial, transition and
     emission rows (or the explicit hyperparameter arrays ``priors``).  X is the
-    concatenation of sequences (``lengths=`` as in hmmlearn)."""
+    concatenation of sequences (``lengths=`` as in hmmlearn), prepared as a
+    :class:`~sklearn_vb.hmm._state.SymbolSequences`."""
 
     #: under sparse Dirichlet priors the MAP often lies in another basin than VB's, which
     #: three draws rarely hit (K = 8 on 30k characters of text: 9 draws screened for 15
@@ -70,10 +72,10 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
             raise ValueError("lengths must be positive and sum to len(X).")
         ends = np.cumsum(lengths)
         self._seq_fraction = lengths.size / obs.size
-        return {"obs": obs.astype(np.int64), "starts": ends - lengths, "ends": ends}
+        return SymbolSequences(symbols=obs.astype(np.int64), starts=ends - lengths, ends=ends)
 
     def n_cases(self, X):
-        return int(X["obs"].size)
+        return int(X.symbols.size)
 
     def n_aliases(self):
         return factorial(self.K)
@@ -106,7 +108,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
             np.ascontiguousarray(params["pi"], dtype=float),
             np.ascontiguousarray(params["A"], dtype=float),
             np.ascontiguousarray(params["B"], dtype=float),
-            X["obs"], X["starts"], X["ends"], keep_frames,
+            X.symbols, X.starts, X.ends, keep_frames,
         )
 
     def log_likelihood_per_sequence(self, params, X):
@@ -128,12 +130,12 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         """(C, T) ``ln p(s_t | s_{t-1}) + ln p(x_t | s_t)`` along the completion ``Z``
         (the initial distribution at the first frame of a sequence)."""
         first = np.zeros(Z.size, dtype=bool)
-        first[X["starts"]] = True
+        first[X.starts] = True
         prev = np.concatenate([[0], Z[:-1]])
         with np.errstate(divide="ignore"):  # logs of the (C, K, .) blocks, then gathered
             log_pi, log_A, log_B = (np.log(np.asarray(params[k], dtype=float))
                                     for k in ("pi", "A", "B"))
-        return np.where(first, log_pi[:, Z], log_A[:, prev, Z]) + log_B[:, Z, X["obs"]]
+        return np.where(first, log_pi[:, Z], log_A[:, prev, Z]) + log_B[:, Z, X.symbols]
 
     def loglik_and_stats(self, params_single, X):
         """``(ln p(X | theta), expected counts)`` by one forward-backward pass: the part
@@ -142,7 +144,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
             log_pi, log_A, log_B = (np.log(np.asarray(params_single[k][0], dtype=float))
                                     for k in ("pi", "A", "B"))
         log_norm, _, init, xi, emis_counts = forward_backward(
-            log_pi, log_A, np.ascontiguousarray(log_B.T), X["obs"], X["starts"], X["ends"], True)
+            log_pi, log_A, np.ascontiguousarray(log_B.T), X.symbols, X.starts, X.ends, True)
         return float(log_norm.sum()), {"pi": init, "A": xi, "B": emis_counts.T}
 
     def e_step(self, params_single, X):
@@ -154,7 +156,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
 
     def log_evidence(self, X):
         """Exact ln p(X) by enumerating all K^T joint state paths."""
-        obs, starts = X["obs"], X["starts"]
+        obs, starts = X.symbols, X.starts
         T = obs.size
         if self.K**T > 2**20:
             raise ValueError("too many state paths to enumerate.")

@@ -33,6 +33,7 @@ from .._core.distributions import as_generator as _rng, dirichlet_expected_log, 
 from . import kernels as _k
 from ._point import (complete_log_likelihood, forward_backward_stats,
                             log_start_transitions, point_e_step, point_log_prior, point_m_step)
+from ._state import HMMSequences, HMMStats
 from .emissions import emission_family
 from .._core.evidence.mcmc_moves import (
     BlockRandomWalkMH,
@@ -155,9 +156,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     Data: ``prepare_data(X, lengths=None, sequence_ids=None)`` validates ``X`` with the
     estimator's public :meth:`~sklearn_vb.hmm.VBHiddenMarkov.check_data`, exactly as
-    the estimator does; ``n_cases`` is the total number of frames.  Expected statistics
-    (``e_step(...).stats``) are a dict with ``start`` (K,), ``trans`` (K, K) and the
-    family's own entries, exactly as the estimator's.
+    the estimator does, and returns an :class:`~sklearn_vb.hmm._state.HMMSequences`;
+    ``n_cases`` is the total number of frames.  Expected statistics
+    (``e_step(...).stats``) are an :class:`~sklearn_vb.hmm._state.HMMStats`: ``start``
+    (K,), ``trans`` (K, K) and the family's statistics, exactly as the estimator's.
     """
 
     def __init__(self, estimator):
@@ -184,9 +186,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
                                       self.emission_prior)
 
     def _emission_attributes(self, kind):
-        est = self.estimator
-        return {name: np.array(getattr(est, f"{name}_{kind}_"), dtype=float)
-                for name in self.family.hyper_names}
+        """The estimator's emission prior or posterior (the family's dataclass), every
+        array a float copy."""
+        return self.family.hyper_from_attributes(self.estimator, kind,
+                                                 lambda value: np.array(value, dtype=float))
 
     # -- data ------------------------------------------------------------------------
     def prepare_data(self, X, lengths=None, sequence_ids=None):
@@ -194,11 +197,11 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         Xv = np.ascontiguousarray(d.X)
         starts = np.asarray(d.starts, dtype=np.int64)
         self._seq_fraction = starts.size / Xv.shape[0]
-        return {"X": Xv, "starts": starts, "ends": np.asarray(d.ends, dtype=np.int64),
-                "index": np.arange(Xv.shape[0], dtype=np.int64)}
+        return HMMSequences(frames=Xv, starts=starts, ends=np.asarray(d.ends, dtype=np.int64),
+                            index=np.arange(Xv.shape[0], dtype=np.int64))
 
     def n_cases(self, X):
-        return int(X["X"].shape[0])
+        return int(X.frames.shape[0])
 
     # -- counting ----------------------------------------------------------------------
     def n_parameters(self):
@@ -227,8 +230,8 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         hyperparameter has a state axis when it has as many axes as its posterior."""
         post = self._emission_attributes("posterior")
         arrays = [(self.startprob_prior, "vector"), (self.transmat_prior, "matrix")]
-        arrays += [(h, "rows") for name, h in self.emission_prior.items()
-                   if np.ndim(h) == np.ndim(post[name])]
+        arrays += [(getattr(self.emission_prior, name), "rows") for name in self.family.hyper_names
+                   if np.ndim(getattr(self.emission_prior, name)) == np.ndim(getattr(post, name))]
         return invariant_state_permutations(self.K, arrays)
 
     def alias_posterior(self, q=None, max_components=24):
@@ -257,9 +260,9 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     def posterior_from_stats(self, stats):
         """q(theta) = VBM(stats): the conjugate posterior given expected statistics."""
-        return self._posterior(self.startprob_prior + stats["start"],
-                               self.transmat_prior + stats["trans"],
-                               self.family.vbm(self.emission_prior, stats))
+        return self._posterior(self.startprob_prior + stats.start,
+                               self.transmat_prior + stats.trans,
+                               self.family.vbm(self.emission_prior, stats.emission))
 
     def variational_posterior(self, X=None):
         """q(theta) of the fitted estimator (its ``*_posterior_`` attributes)."""
@@ -313,8 +316,8 @@ class FamilyHMMScoringModel(ScoringModelMixin):
     def _forward(self, params, X):
         log_pi, log_A = self._log_pi_A(params, self.batch_size(params))
         return self.family.log_likelihood_batch(
-            np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A), params, X["X"],
-            X["starts"], X["ends"])
+            np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A), params, X.frames,
+            X.starts, X.ends)
 
     def log_likelihood_per_sequence(self, params, X):
         """(C, n_sequences) exact ln p(sequence | theta_c)."""
@@ -347,11 +350,11 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         for lo in range(0, C, _TABLE_CHUNK):
             chunk = take(params, slice(lo, min(C, lo + _TABLE_CHUNK)))
             out[lo:lo + _TABLE_CHUNK] = self.family.log_likelihood_tables(
-                chunk, X["X"])[:, frames, Z]
+                chunk, X.frames)[:, frames, Z]
         if self.K > 1:
             lp, la = self._log_pi_A(params, self.batch_size(params))
             first = np.zeros(Z.size, dtype=bool)
-            first[X["starts"]] = True
+            first[X.starts] = True
             prev = np.concatenate([[0], Z[:-1]])
             out = out + np.where(first, lp[:, Z], la[:, prev, Z])
         return out
@@ -362,11 +365,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         consecutive rows: exact for hard labels)."""
         R = np.asarray(R, dtype=float)
         inner = np.ones(R.shape[0], dtype=bool)
-        inner[X["starts"]] = False
+        inner[X.starts] = False
         idx = np.flatnonzero(inner)
-        stats = {"start": R[X["starts"]].sum(axis=0), "trans": R[idx - 1].T @ R[idx]}
-        stats.update(self.family.stats(R, X["X"], self.emission_prior))
-        return stats
+        return HMMStats(start=R[X.starts].sum(axis=0), trans=R[idx - 1].T @ R[idx],
+                        emission=self.family.stats(R, X.frames, self.emission_prior))
 
     def complete_loglik(self, params, stats):
         """(C,) ``E_{q(z)} ln p(z, X | theta_c)`` for expected statistics ``stats``."""
@@ -376,13 +378,13 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         """ln Z and the expected statistics of one forward-backward pass over the
         per-frame log emission table (T, K)."""
         return forward_backward_stats(self.family, self.emission_prior, log_pi, log_A, table,
-                                      X["X"], X["index"], X["starts"], X["ends"])
+                                      X.frames, X.index, X.starts, X.ends)
 
     def _loglik_and_stats(self, params_single, X):
         """ln p(X | theta) and the expected statistics of the exact posterior (one
         forward-backward pass, the estimator's kernel)."""
-        return point_e_step(self.family, self.emission_prior, params_single, X["X"],
-                            X["starts"], X["ends"], self.K)
+        return point_e_step(self.family, self.emission_prior, params_single, X.frames,
+                            X.starts, X.ends, self.K)
 
     def e_step(self, params_single, X):
         """Exact posterior over state paths at normalised ``params_single`` (batch of 1)."""
@@ -410,11 +412,11 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         grads = {}
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.K > 1:
-                grads["startprob"] = ((self.startprob_prior - 1.0 + stats["start"])[None]
+                grads["startprob"] = ((self.startprob_prior - 1.0 + stats.start)[None]
                                       / np.asarray(params_single["startprob"], dtype=float))
-                grads["transmat"] = ((self.transmat_prior - 1.0 + stats["trans"])[None]
+                grads["transmat"] = ((self.transmat_prior - 1.0 + stats.trans)[None]
                                      / np.asarray(params_single["transmat"], dtype=float))
-            g_lik = self.family.complete_log_likelihood_gradient(params_single, stats,
+            g_lik = self.family.complete_log_likelihood_gradient(params_single, stats.emission,
                                                                  self.emission_prior)
             g_prior = self._prior.emission.log_pdf_gradient(params_single)
         for name in g_lik:
@@ -432,17 +434,17 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         blocks = {n: np.asarray(params_single[n], dtype=float) for n in names}
         memo = self._table_memo
         changed = range(self.K)
-        if memo is not None and memo[0] is X["X"]:
+        if memo is not None and memo[0] is X.frames:
             changed = [k for k in range(self.K)
                        if any(not np.array_equal(blocks[n][:, k], memo[1][n][:, k]) for n in names)]
         if len(changed) == self.K:
-            table = self.family.log_likelihood_tables(blocks, X["X"])[0]
+            table = self.family.log_likelihood_tables(blocks, X.frames)[0]
         else:
             table = memo[2].copy()
             for k in changed:
                 table[:, k] = self.family.log_likelihood_tables(
-                    {n: blocks[n][:, k:k + 1] for n in names}, X["X"])[0][:, 0]
-        self._table_memo = (X["X"], {n: b.copy() for n, b in blocks.items()}, table)
+                    {n: blocks[n][:, k:k + 1] for n in names}, X.frames)[0][:, 0]
+        self._table_memo = (X.frames, {n: b.copy() for n, b in blocks.items()}, table)
         return table
 
     def log_complete_evidence(self, stats):
@@ -450,9 +452,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         form: Dirichlet integrals x the family's marginal likelihood)."""
         val = 0.0
         if self.K > 1:
-            val += float(dirichlet_evidence(self.startprob_prior, stats["start"]))
-            val += float(dirichlet_evidence(self.transmat_prior, stats["trans"]))
-        return float(val + self.family.log_marginal_likelihood(self.emission_prior, stats))
+            val += float(dirichlet_evidence(self.startprob_prior, stats.start))
+            val += float(dirichlet_evidence(self.transmat_prior, stats.trans))
+        return float(val + self.family.log_marginal_likelihood(self.emission_prior,
+                                                               stats.emission))
 
     def log_evidence(self, X):
         """Exact ln p(X) by enumerating the K^T state paths (tiny problems only): the
@@ -500,7 +503,7 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         eye = np.eye(self.K)
 
         def from_labels():
-            labels = self.family.initial_labels(X["X"], self.K, rng)
+            labels = self.family.initial_labels(X.frames, self.K, rng)
             return self.point_from_stats(self.stats_from_responsibilities(eye[labels], X),
                                          kind, basis)
 
@@ -534,15 +537,15 @@ class FamilyHMMScoringModel(ScoringModelMixin):
             if len(bounds) > 1 and abs(bounds[-1] - bounds[-2]) < tol:
                 break
             if self.K > 1:
-                Lpi = dirichlet_expected_log(self.startprob_prior + stats["start"])
-                LA = dirichlet_expected_log(self.transmat_prior + stats["trans"])
+                Lpi = dirichlet_expected_log(self.startprob_prior + stats.start)
+                LA = dirichlet_expected_log(self.transmat_prior + stats.trans)
             else:
                 Lpi, LA = np.zeros(1), np.zeros((1, 1))
-            expected = family.expected_log_params(family.vbm(prior, stats))
-            log_z, stats = self._fb(Lpi, LA, family.frame_log_table(expected, X["X"]), X)
+            expected = family.expected_log_params(family.vbm(prior, stats.emission))
+            log_z, stats = self._fb(Lpi, LA, family.frame_log_table(expected, X.frames), X)
             # H[q(z)] = ln Z~ - E_q(z) ln p~(z, X) with the VBE potentials
-            e_pot = float(np.sum(stats["start"] * Lpi) + np.sum(stats["trans"] * LA)
-                          + family.expected_log_likelihood(stats, expected, prior))
+            e_pot = float(np.sum(stats.start * Lpi) + np.sum(stats.trans * LA)
+                          + family.expected_log_likelihood(stats.emission, expected, prior))
             H = log_z - e_pot
         return bounds
 

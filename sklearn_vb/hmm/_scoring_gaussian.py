@@ -49,9 +49,11 @@ class GaussianHMMScoringModel(FamilyHMMScoringModel):
         ``dof_prior_``, ``scale_prior_``) are frozen here, as ``m0``, ``beta0``, ``nu0``
         and ``scale0`` for the emissions.
 
-    Expected statistics (``e_step(...).stats``) are a dict ``start`` (K,), ``trans``
-    (K, K), ``N`` (K,), ``S1`` (K, D) and ``S2`` ((K, D, D) or (K, D)) with the frames
-    centred at the prior mean ``m0``, exactly as the estimator's.
+    Expected statistics (``e_step(...).stats``) are an
+    :class:`~sklearn_vb.hmm._state.HMMStats` with ``start`` (K,), ``trans`` (K, K) and
+    an ``emission`` :class:`~sklearn_vb.emissions.GaussianStats` (``N`` (K,), ``S1``
+    (K, D) and ``S2`` ((K, D, D) or (K, D)) with the frames centred at the prior mean
+    ``m0``), exactly as the estimator's.
     """
 
     def __init__(self, estimator):
@@ -62,7 +64,7 @@ class GaussianHMMScoringModel(FamilyHMMScoringModel):
         prior = self.emission_prior
         self.covariance_type = estimator.covariance_type
         self.D = int(estimator.n_features_in_)
-        self.m0 = prior["means"].reshape(self.D)
-        self.beta0 = float(prior["beta"])
-        self.nu0 = float(prior["dof"])
-        self.scale0 = np.array(prior["scale"], dtype=float)
+        self.m0 = prior.means.reshape(self.D)
+        self.beta0 = float(prior.beta)
+        self.nu0 = float(prior.dof)
+        self.scale0 = np.array(prior.scale, dtype=float)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._core.distributions import dirichlet_sample
 from ._joint_kernels import hmm_sample_states_tempered
+from ._state import SymbolSequences
 
 __all__ = ["JointCategoricalHMMMixin"]
 
@@ -35,8 +36,8 @@ def _frame_betas(beta, T):
 
 class JointCategoricalHMMMixin:
     """Latent-level methods for a categorical HMM scoring model with ``K`` states,
-    ``V`` symbols, Dirichlet ``prior_alpha`` blocks ``pi``, ``A``, ``B`` and data dicts
-    ``{"obs", "starts", "ends"}``."""
+    ``V`` symbols, Dirichlet ``prior_alpha`` blocks ``pi``, ``A``, ``B`` and data
+    prepared as :class:`~sklearn_vb.hmm._state.SymbolSequences`."""
 
     def sample_latents_prior(self, params, n, rng):
         """State paths from ``p(z | theta)`` for the sequences of the last prepared data."""
@@ -44,7 +45,8 @@ class JointCategoricalHMMMixin:
         if bounds is None or int(bounds[1].max()) != int(n):
             raise ValueError("sample_latents_prior needs the sequences of the data prepared "
                              "last (prepare_data) and n equal to their number of frames.")
-        data = {"obs": np.zeros(int(n), dtype=np.int64), "starts": bounds[0], "ends": bounds[1]}
+        data = SymbolSequences(symbols=np.zeros(int(n), dtype=np.int64), starts=bounds[0],
+                               ends=bounds[1])
         return self.sample_latents(params, data, rng, 0.0)
 
     def sample_latents(self, params, X, rng, beta=1.0):
@@ -52,11 +54,11 @@ class JointCategoricalHMMMixin:
         ``p(z | theta) prod_t p(x_t | z_t, theta)^beta_t``: (C, T); ``beta`` is a number
         or one exponent per frame."""
         pi = np.ascontiguousarray(params["pi"], dtype=float)
-        C, T = pi.shape[0], X["obs"].size
+        C, T = pi.shape[0], X.symbols.size
         out = np.empty((C, T), dtype=np.int64)
         hmm_sample_states_tempered(pi, np.ascontiguousarray(params["A"], dtype=float),
-                                   np.ascontiguousarray(_logs(params, "B")), X["obs"],
-                                   X["starts"], X["ends"], _frame_betas(beta, T),
+                                   np.ascontiguousarray(_logs(params, "B")), X.symbols,
+                                   X.starts, X.ends, _frame_betas(beta, T),
                                    rng.random((C, T)), out)
         return out
 
@@ -64,7 +66,7 @@ class JointCategoricalHMMMixin:
         """``ln p(x_t | z_t, theta)``, the emission factors: (C, T)."""
         log_B = _logs(params, "B")
         C = log_B.shape[0]
-        return log_B[np.arange(C)[:, None], np.asarray(Z, dtype=np.int64), X["obs"][None, :]]
+        return log_B[np.arange(C)[:, None], np.asarray(Z, dtype=np.int64), X.symbols[None, :]]
 
     def sample_params(self, Z, X, rng, beta=1.0):
         """Initial, transition and emission rows from their conjugate Dirichlets given the
@@ -74,13 +76,13 @@ class JointCategoricalHMMMixin:
         C, T = Z.shape
         K, V = self.K, self.V
         first = np.zeros(T, dtype=bool)
-        first[X["starts"]] = True
+        first[X.starts] = True
         chain = np.arange(C)[:, None]
         n_pi = np.bincount((chain * K + Z[:, first]).ravel(), minlength=C * K).reshape(C, K)
         inner = ~first[1:]  # transitions inside a sequence
         pair = (chain * K + Z[:, :-1][:, inner]) * K + Z[:, 1:][:, inner]
         n_A = np.bincount(pair.ravel(), minlength=C * K * K).reshape(C, K, K)
-        emit = (chain * K + Z) * V + X["obs"][None, :]
+        emit = (chain * K + Z) * V + X.symbols[None, :]
         frame_w = np.broadcast_to(_frame_betas(beta, T), (C, T)).ravel()
         n_B = np.bincount(emit.ravel(), weights=frame_w, minlength=C * K * V).reshape(C, K, V)
         a = self.prior_alpha

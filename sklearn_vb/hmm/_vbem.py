@@ -1,22 +1,21 @@
 """The VBEM updates of the initial-state and transition Dirichlets of an HMM, the
 statistics and expectations that feed them, and the terms of the bound F.
 
-``prior`` and ``posterior`` are :class:`DirichletHMM` triples: the Dirichlet counts of
-the initial distribution (K,) and of the transition rows (K, K), and the emission
-family's hyperparameters as the dict of :meth:`EmissionFamily.vbm`.  ``data`` is the
-estimator's ``_FitData``.  Statistics are the dicts of the emission families (``start``
-and ``trans`` counts plus the family's own).  Nothing here keeps state: the estimator
-stores what these functions return.
+``prior`` and ``posterior`` are :class:`~sklearn_vb.hmm._state.DirichletHMM` triples:
+the Dirichlet counts of the initial distribution (K,) and of the transition rows (K, K),
+and the emission family's hyperparameters (its ``prior_type`` / ``posterior_type``).
+``data`` is the estimator's ``_FitData``.  Statistics are
+:class:`~sklearn_vb.hmm._state.HMMStats` (``start`` and ``trans`` counts and the family's
+statistics).  Nothing here keeps state: the estimator stores what these functions return.
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 from scipy.special import digamma, polygamma
 
 from .._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
+from ._state import DirichletHMM, HMMStats
 from .forward_backward import forward_backward
 
 __all__ = [
@@ -24,15 +23,6 @@ __all__ = [
     "kl_terms", "lower_bound_after_vbm", "optimize_dirichlet_scale", "pack_posterior",
     "stats_from_resp", "stats_from_vbe", "unpack_posterior", "vbe", "vbm",
 ]
-
-
-class DirichletHMM(NamedTuple):
-    """Hyperparameters of q(theta) or p(theta): initial and transition Dirichlet counts
-    and the emission family's hyperparameters."""
-
-    startprob: np.ndarray
-    transmat: np.ndarray
-    emission: dict
 
 
 # ---------------------------------------------------------------------------
@@ -111,15 +101,14 @@ def stats_from_resp(family, resp, data, emission_prior):
     inner[starts] = False
     idx = np.flatnonzero(inner)
     trans = resp[idx - 1].T @ resp[idx]
-    stats = {"start": resp[starts].sum(axis=0), "trans": trans}
-    stats.update(family.stats(resp, data.X, emission_prior))
-    return stats
+    return HMMStats(start=resp[starts].sum(axis=0), trans=trans,
+                    emission=family.stats(resp, data.X, emission_prior))
 
 
 def vbm(family, prior, stats):
     """The VBM step: q(theta) given the statistics of q(s)."""
-    return DirichletHMM(prior.startprob + stats["start"], prior.transmat + stats["trans"],
-                        family.vbm(prior.emission, stats))
+    return DirichletHMM(prior.startprob + stats.start, prior.transmat + stats.trans,
+                        family.vbm(prior.emission, stats.emission))
 
 
 # ---------------------------------------------------------------------------
@@ -136,8 +125,8 @@ def expected_log_params(family, posterior):
 
 def expected_complete_loglik(family, stats, Lpi, LA, LE, emission_prior):
     """E_{q(s) q(theta)} ln p(s, X | theta) from the statistics of q(s)."""
-    value = float(np.dot(stats["start"], Lpi) + np.sum(stats["trans"] * LA))
-    return value + family.expected_log_likelihood(stats, LE, emission_prior)
+    value = float(np.dot(stats.start, Lpi) + np.sum(stats.trans * LA))
+    return value + family.expected_log_likelihood(stats.emission, LE, emission_prior)
 
 
 def kl_terms(family, posterior, prior):
@@ -163,9 +152,8 @@ def vbe(family, posterior, data, want_posteriors=True):
 def stats_from_vbe(family, out, data, emission_prior):
     """The statistics of q(s) from the output of :func:`vbe`."""
     log_norm, _, start, trans, emis_counts = out
-    stats = {"start": start, "trans": trans}
-    stats.update(family.stats_from_table_counts(emis_counts, data.X, emission_prior))
-    return stats
+    return HMMStats(start=start, trans=trans,
+                    emission=family.stats_from_table_counts(emis_counts, data.X, emission_prior))
 
 
 def frame_marginals(family, posterior, data):

@@ -17,6 +17,7 @@ from ._scoring_dirichlet import DirichletCategoricalHMM
 from ._scoring_family import FamilyHMMPosterior, FamilyHMMScoringModel
 from ._scoring_gaussian import GaussianHMMPosterior, GaussianHMMScoringModel
 from ._scoring_joint import JointCategoricalHMMMixin
+from ._state import SymbolSequences
 
 __all__ = ["HMMScoringModel", "FamilyHMMScoringModel", "FamilyHMMPosterior",
            "GaussianHMMScoringModel", "GaussianHMMPosterior", "scoring_model_from_estimator"]
@@ -44,8 +45,8 @@ class HMMScoringModel(JointCategoricalHMMMixin, DirichletCategoricalHMM):
         self._seq_fraction = len(d.starts) / obs.size
         # the sequences the prior draw of joint annealing's state paths needs
         self._sequence_bounds = (np.asarray(d.starts, np.int64), np.asarray(d.ends, np.int64))
-        return {"obs": obs, "starts": np.asarray(d.starts, dtype=np.int64),
-                "ends": np.asarray(d.ends, dtype=np.int64)}
+        return SymbolSequences(symbols=obs, starts=np.asarray(d.starts, dtype=np.int64),
+                               ends=np.asarray(d.ends, dtype=np.int64))
 
     def variational_posterior(self, X=None):
         est = self.estimator

@@ -57,7 +57,7 @@ def test_sampled_state_paths_follow_the_tempered_conditional(hmm, beta):
     C = 20000
     th = {k: np.repeat(v, C, axis=0) for k, v in single.items()}
     Z = model.sample_latents(th, data, np.random.default_rng(3), beta)
-    lz, lx = _path_terms({k: v[0] for k, v in single.items()}, data["obs"])
+    lz, lx = _path_terms({k: v[0] for k, v in single.items()}, data.symbols)
     lt = lz + lx @ np.broadcast_to(beta, (7,))
     p = np.exp(lt - logsumexp(lt))
     _assert_frequencies(Z @ (2 ** np.arange(6, -1, -1)), p, C)
@@ -74,7 +74,7 @@ def test_complete_likelihood_and_conjugate_draws(hmm, beta):
     lc = model.log_complete_likelihood_per_case(th, Z, data)
     for c in range(2):
         single = {k: v[c] for k, v in th.items()}
-        _, lx = _path_terms(single, data["obs"])
+        _, lx = _path_terms(single, data.symbols)
         np.testing.assert_allclose(lc[c], lx[[5, 77][c]], rtol=1e-12)
     C = 20000
     betas = np.broadcast_to(beta, (7,))
@@ -86,7 +86,7 @@ def test_complete_likelihood_and_conjugate_draws(hmm, beta):
             counts["pi"][z[t]] += 1
         else:
             counts["A"][z[t - 1], z[t]] += 1
-        counts["B"][z[t], data["obs"][t]] += betas[t]
+        counts["B"][z[t], data.symbols[t]] += betas[t]
     for k, a in model.prior_alpha.items():
         post = a + counts[k]
         mean = post / post.sum(axis=-1, keepdims=True)
@@ -98,7 +98,7 @@ def _exact_posterior_draws(model, data, size, rng):
     """p(theta | X) exactly: a path weighted by its Dirichlet integrals, then the rows."""
     log_w = np.array([
         sum(float(dirichlet_evidence(model.prior_alpha[k], v))
-            for k, v in _counts(z, data["obs"], model).items()) for z in PATHS])
+            for k, v in _counts(z, data.symbols, model).items()) for z in PATHS])
     assert logsumexp(log_w) == pytest.approx(model.log_evidence(data), rel=1e-10)
     pick = rng.choice(len(PATHS), size=size, p=np.exp(log_w - logsumexp(log_w)))
     return model.sample_params(PATHS[pick], data, rng, 1.0)

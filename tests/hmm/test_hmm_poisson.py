@@ -288,7 +288,7 @@ def test_adapter_e_step_and_complete_evidence(tiny_model):
         e = model.e_step(one, data)
         assert e.loglik == pytest.approx(model.log_likelihood(one, data)[0], abs=1e-9)
         assert e.entropy >= -1e-12
-        assert e.stats["N"].sum() == pytest.approx(len(X_TINY))
+        assert e.stats.emission.N.sum() == pytest.approx(len(X_TINY))
         # conjugacy: ln p(theta) + E ln p(z, X | theta) - ln q(theta) = ln complete
         # evidence for every theta when q = VBM(stats)
         q = model.posterior_from_stats(e.stats)

@@ -38,7 +38,7 @@ def test_categorical_family_adapter_matches_dirichlet_adapter(categorical):
     e = generic.e_step(one, d_gen)
     e_ref = dirichlet.e_step({k: v[:1] for k, v in mapped.items()}, d_dir)
     assert e.loglik == pytest.approx(e_ref.loglik, abs=1e-10)
-    np.testing.assert_allclose(e.stats["emis"], e_ref.stats["B"], atol=1e-12)
+    np.testing.assert_allclose(e.stats.emission.emis, e_ref.stats["B"], atol=1e-12)
     assert generic.log_complete_evidence(e.stats) == pytest.approx(
         dirichlet.log_complete_evidence(e_ref.stats), abs=1e-10)
     mean = generic.variational_posterior().mean()

@@ -228,7 +228,7 @@ def test_likelihood_equals_path_enumeration(which, request):
     for c in range(2):
         e = model.e_step({k: v[c:c + 1] for k, v in th.items()}, data)
         assert e.loglik == pytest.approx(bf[c], abs=1e-9)
-        np.testing.assert_allclose(e.stats["N"], occ[c], atol=1e-9)
+        np.testing.assert_allclose(e.stats.emission.N, occ[c], atol=1e-9)
     # the estimator's plug-in likelihood at the posterior mean, per sequence
     est = model.estimator
     mean = model.variational_posterior().mean()
@@ -414,9 +414,9 @@ def test_e_step_identities(which, request):
         assert e.loglik == pytest.approx(ll[c], abs=1e-9)
         assert e.entropy >= -1e-12
         assert e.expected_complete_loglik + e.entropy == pytest.approx(e.loglik, abs=1e-9)
-        assert e.stats["start"].sum() == pytest.approx(2)
-        assert e.stats["trans"].sum() == pytest.approx(5)
-        assert e.stats["N"].sum() == pytest.approx(7)
+        assert e.stats.start.sum() == pytest.approx(2)
+        assert e.stats.trans.sum() == pytest.approx(5)
+        assert e.stats.emission.N.sum() == pytest.approx(7)
         # conjugacy: ln p(theta) + E ln p(z, X | theta) - ln q(theta) = ln complete evidence
         # for every theta when q = VBM(stats) (the collapsed-bound identity)
         q = model.posterior_from_stats(e.stats)

@@ -59,18 +59,18 @@ def test_emission_table_reuses_unchanged_states_exactly(fitted):
         theta, _ = space.from_unconstrained(p[None])
         calls.clear()
         got = model._emission_table(theta, data)
-        np.testing.assert_array_equal(got, tables(theta, data["X"])[0])
+        np.testing.assert_array_equal(got, tables(theta, data.frames)[0])
         # a move of one coordinate recomputes one state (none for a transition)
         assert calls == ([] if j < model.K - 1 + model.K * (model.K - 1) else [1])
         calls.clear()
         np.testing.assert_array_equal(model._emission_table(theta0, data),
-                                      tables(theta0, data["X"])[0])
+                                      tables(theta0, data.frames)[0])
         assert len(calls) <= 1
     # new data: everything is recomputed
     other = model.prepare_data(X[::-1].copy(), lengths=lengths)
     calls.clear()
     np.testing.assert_array_equal(model._emission_table(theta, other),
-                                  tables(theta, other["X"])[0])
+                                  tables(theta, other.frames)[0])
     assert calls == [model.K]
 
 

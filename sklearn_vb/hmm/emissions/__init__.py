@@ -9,9 +9,12 @@ arguments.  Adding a family means writing one module and one registry entry.
 """
 
 from ._base import EmissionFamily
-from ._categorical import CategoricalEmissions
-from ._gaussian import GaussianDiagEmissions, GaussianFullEmissions
-from ._poisson import PoissonEmissions
+from ._categorical import (CategoricalEmissions, CategoricalPosterior, CategoricalPrior,
+                           CategoricalStats)
+from ._gaussian import (GaussianDiagEmissions, GaussianFullEmissions, GaussianPosterior,
+                        GaussianPrior, GaussianStats, GaussianSummary)
+from ._poisson import (PoissonEmissions, PoissonPosterior, PoissonPrior, PoissonStats,
+                       PoissonSummary)
 
 __all__ = [
     "EmissionFamily",
@@ -19,6 +22,17 @@ __all__ = [
     "GaussianFullEmissions",
     "GaussianDiagEmissions",
     "PoissonEmissions",
+    "CategoricalPrior",
+    "CategoricalPosterior",
+    "CategoricalStats",
+    "GaussianPrior",
+    "GaussianPosterior",
+    "GaussianStats",
+    "GaussianSummary",
+    "PoissonPrior",
+    "PoissonPosterior",
+    "PoissonStats",
+    "PoissonSummary",
     "EMISSION_FAMILIES",
     "emission_family",
 ]

@@ -9,11 +9,12 @@ estimator asks the same family object, so each piece of emission mathematics exi
 once.
 
 Families are stateless: every method is a function of the arrays it is given.
-Hyperparameters travel as dicts keyed by :attr:`EmissionFamily.hyper_names`; the
-estimator stores entry ``name`` of the prior as the fitted attribute ``<name>_prior_``
-and of the posterior as ``<name>_posterior_``.  Expected statistics are dicts too; the
-estimator adds its own ``start`` and ``trans`` counts to the family's entries, so a
-family must not use those two keys.
+Hyperparameters travel as the family's dataclasses (:attr:`EmissionFamily.prior_type`,
+:attr:`EmissionFamily.posterior_type`, e.g. ``GaussianPrior`` and ``GaussianPosterior``),
+whose fields are :attr:`EmissionFamily.hyper_names`; the estimator stores field ``name``
+of the prior as the fitted attribute ``<name>_prior_`` and of the posterior as
+``<name>_posterior_``.  Expected statistics are the family's own dataclass too (e.g.
+``GaussianStats``); the estimator keeps them next to its ``start`` and ``trans`` counts.
 
 Two groups of methods:
 
@@ -51,7 +52,10 @@ class EmissionFamily(ABC):
     emission : str
         The value of ``VBHiddenMarkov(emission=...)`` that selects the family.
     hyper_names : tuple of str
-        Names of the prior / posterior hyperparameter arrays.
+        Names of the prior / posterior hyperparameter arrays: the fields of
+        ``prior_type`` and ``posterior_type``.
+    prior_type, posterior_type : type
+        Dataclasses of the prior and of the posterior hyperparameters.
     dirichlet_blocks : tuple of str
         Hyperparameters that are Dirichlet concentrations, whose overall scale
         ``optimize_prior_strengths=True`` may tune (empty for non-Dirichlet families).
@@ -76,6 +80,8 @@ class EmissionFamily(ABC):
 
     emission: str = ""
     hyper_names: tuple = ()
+    prior_type: type = None
+    posterior_type: type = None
     dirichlet_blocks: tuple = ()
     default_inits: tuple = ("kmeans",)
     random_params_init: bool = False
@@ -98,8 +104,9 @@ class EmissionFamily(ABC):
         return np.arange(X.shape[0], dtype=np.int64)
 
     def summarise(self, X):
-        """Data summaries that data-dependent default priors need (fit data only)."""
-        return {}
+        """Data summaries that data-dependent default priors need (fit data only): the
+        family's summary dataclass, or None when its prior does not depend on the data."""
+        return None
 
     def update_tags(self, tags):
         """Adjust scikit-learn's input tags for this family's kind of X."""
@@ -108,12 +115,29 @@ class EmissionFamily(ABC):
     # ------------------------------------------------------------------ priors
     @abstractmethod
     def resolve_prior(self, estimator, summary):
-        """Prior hyperparameters from the estimator's constructor arguments and the data
-        ``summary`` (see :meth:`summarise`); raises ``ValueError`` naming a bad argument."""
+        """Prior hyperparameters (a :attr:`prior_type`) from the estimator's constructor
+        arguments and the data ``summary`` (see :meth:`summarise`); raises
+        ``ValueError`` naming a bad argument."""
 
     @abstractmethod
     def check_init_posterior(self, init, prior, n_components):
-        """Posterior hyperparameters from ``init_posterior`` (a user dict), validated."""
+        """Posterior hyperparameters (a :attr:`posterior_type`) from ``init_posterior``
+        (a user dict), validated."""
+
+    def hyper_from_attributes(self, owner, kind, convert=None):
+        """The prior (``kind="prior"``) or posterior (``"posterior"``) hyperparameters
+        stored on ``owner`` as the attributes ``<name>_<kind>_``, each passed through
+        ``convert`` when given."""
+        cls = {"prior": self.prior_type, "posterior": self.posterior_type}[kind]
+        values = {name: getattr(owner, f"{name}_{kind}_") for name in self.hyper_names}
+        if convert is not None:
+            values = {name: convert(value) for name, value in values.items()}
+        return cls(**values)
+
+    def hyper_attributes(self, hyper, kind):
+        """The attributes ``<name>_<kind>_`` that store the hyperparameters ``hyper``
+        (inverse of :meth:`hyper_from_attributes`), attribute name -> array."""
+        return {f"{name}_{kind}_": getattr(hyper, name) for name in self.hyper_names}
 
     # ------------------------------------------------------------------ initialisation
     def initial_responsibilities(self, how, X, n_components, random_state):
@@ -152,7 +176,8 @@ class EmissionFamily(ABC):
     # ------------------------------------------------------------------ VBEM
     @abstractmethod
     def stats(self, resp, X, prior):
-        """Expected sufficient statistics of frame responsibilities ``resp`` (n_frames, K)."""
+        """Expected sufficient statistics of frame responsibilities ``resp`` (n_frames, K),
+        as the family's statistics dataclass."""
 
     def stats_from_table_counts(self, counts, X, prior):
         """Statistics from the forward-backward kernel's per-table-row state counts
@@ -162,13 +187,14 @@ class EmissionFamily(ABC):
 
     @abstractmethod
     def vbm(self, prior, stats):
-        """The conjugate update: posterior hyperparameters given the statistics."""
+        """The conjugate update: posterior hyperparameters (a :attr:`posterior_type`)
+        given the statistics."""
 
     def pack(self, post):
         """The posterior hyperparameters as a 1-D vector in coordinates where SQUAREM
         extrapolates (see :mod:`sklearn_vb.base`): every point is, or can be checked to
         be, a valid posterior.  Default: the logarithms of all (positive) entries."""
-        return np.concatenate([np.log(np.asarray(post[name], dtype=float)).ravel()
+        return np.concatenate([np.log(np.asarray(getattr(post, name), dtype=float)).ravel()
                                for name in self.hyper_names])
 
     def unpack(self, vector, like):
@@ -176,13 +202,13 @@ class EmissionFamily(ABC):
         vector is not a valid posterior."""
         out, at = {}, 0
         for name in self.hyper_names:
-            shape = np.shape(like[name])
+            shape = np.shape(getattr(like, name))
             size = int(np.prod(shape))
             out[name] = np.exp(vector[at:at + size]).reshape(shape)
             at += size
         if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in out.values()):
             return None
-        return out
+        return self.posterior_type(**out)
 
     @abstractmethod
     def expected_log_params(self, post):

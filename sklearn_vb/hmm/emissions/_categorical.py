@@ -8,6 +8,8 @@ per symbol, so forward-backward indexes it by the symbols themselves.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy import sparse
 from scipy.special import polygamma
@@ -23,7 +25,29 @@ from ..._core.validation import check_symbols
 from ._base import EmissionFamily
 from ._checks import check_dirichlet_prior, init_posterior_array
 
-__all__ = ["CategoricalEmissions"]
+__all__ = ["CategoricalEmissions", "CategoricalPrior", "CategoricalPosterior",
+           "CategoricalStats"]
+
+
+@dataclass(eq=False)
+class CategoricalPrior:
+    """Dirichlet prior of every state's emission row, ``B_k ~ Dir(emissionprob_k)``."""
+
+    emissionprob: np.ndarray  # u, (K, M): per-entry concentrations
+
+
+@dataclass(eq=False)
+class CategoricalPosterior:
+    """q(B_k) = Dir(emissionprob_k) of every state's emission row."""
+
+    emissionprob: np.ndarray  # w = u + expected symbol counts, (K, M)
+
+
+@dataclass(eq=False)
+class CategoricalStats:
+    """Expected sufficient statistics of state responsibilities r_tk."""
+
+    emis: np.ndarray  # (K, M): sum_t r_tk [x_t = m], the expected symbol counts
 
 
 def _precheck_symbols(X):
@@ -93,13 +117,13 @@ class CategoricalEmissions(EmissionFamily):
     The VBM step adds the expected symbol counts of each state to its prior row:
 
     >>> import numpy as np
-    >>> from sklearn_vb.emissions import CategoricalEmissions
+    >>> from sklearn_vb.emissions import CategoricalEmissions, CategoricalPrior
     >>> family = CategoricalEmissions()
-    >>> prior = {"emissionprob": np.full((2, 3), 1 / 3)}
+    >>> prior = CategoricalPrior(emissionprob=np.full((2, 3), 1 / 3))
     >>> X = np.array([0, 0, 2])                          # symbols
     >>> resp = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])   # q(s_t = k)
     >>> post = family.vbm(prior, family.stats(resp, X, prior))
-    >>> np.round(post["emissionprob"] - prior["emissionprob"], 2)
+    >>> np.round(post.emissionprob - prior.emissionprob, 2)
     array([[1.5, 0. , 0. ],
            [0.5, 0. , 1. ]])
     >>> family.n_parameters(post)                        # K (M - 1)
@@ -108,6 +132,8 @@ class CategoricalEmissions(EmissionFamily):
 
     emission = "categorical"
     hyper_names = ("emissionprob",)
+    prior_type = CategoricalPrior
+    posterior_type = CategoricalPosterior
     dirichlet_blocks = ("emissionprob",)
     # a start near the symmetric point (prunes superfluous states) and one that breaks the
     # symmetry decisively (finds the many-state solutions); the bound decides between them
@@ -142,15 +168,13 @@ class CategoricalEmissions(EmissionFamily):
     # ------------------------------------------------------------------ priors
     def resolve_prior(self, estimator, summary):
         K, M = estimator.n_components, estimator.n_symbols_
-        return {
-            "emissionprob": check_dirichlet_prior(
-                estimator.emissionprob_prior, "emissionprob_prior", (K, M), 1.0 / M
-            )
-        }
+        return CategoricalPrior(emissionprob=check_dirichlet_prior(
+            estimator.emissionprob_prior, "emissionprob_prior", (K, M), 1.0 / M))
 
     def check_init_posterior(self, init, prior, n_components):
-        shape = prior["emissionprob"].shape
-        return {"emissionprob": init_posterior_array(init, "emissionprob", shape, positive=True)}
+        shape = prior.emissionprob.shape
+        return CategoricalPosterior(
+            emissionprob=init_posterior_array(init, "emissionprob", shape, positive=True))
 
     # ------------------------------------------------------------------ initialisation
     def initial_responsibilities(self, how, X, n_components, random_state):
@@ -160,24 +184,24 @@ class CategoricalEmissions(EmissionFamily):
         return random_state.dirichlet(np.ones(n_components), size=X.shape[0])
 
     def random_posterior(self, prior, draw):
-        return {"emissionprob": prior["emissionprob"] + draw(prior["emissionprob"].shape)}
+        return CategoricalPosterior(emissionprob=prior.emissionprob + draw(prior.emissionprob.shape))
 
     # ------------------------------------------------------------------ VBEM
     def stats(self, resp, X, prior):
-        M = prior["emissionprob"].shape[1]
+        M = prior.emissionprob.shape[1]
         counts = np.zeros((M, resp.shape[1]))
         np.add.at(counts, X, resp)
         return self.stats_from_table_counts(counts, X, prior)
 
     def stats_from_table_counts(self, counts, X, prior):
-        return {"emis": np.ascontiguousarray(counts.T)}
+        return CategoricalStats(emis=np.ascontiguousarray(counts.T))
 
     def vbm(self, prior, stats):
-        return {"emissionprob": prior["emissionprob"] + stats["emis"]}
+        return CategoricalPosterior(emissionprob=prior.emissionprob + stats.emis)
 
     def expected_log_params(self, post):
         """E[ln B] (K, M) under the Dirichlet rows."""
-        return dirichlet_expected_log(post["emissionprob"])
+        return dirichlet_expected_log(post.emissionprob)
 
     def plugin_params(self, post):
         """ln of the posterior-mean emission probabilities (K, M)."""
@@ -190,24 +214,24 @@ class CategoricalEmissions(EmissionFamily):
         return np.ascontiguousarray(params.T[X])
 
     def expected_log_likelihood(self, stats, params, prior):
-        return float(np.sum(stats["emis"] * params))
+        return float(np.sum(stats.emis * params))
 
     def kl(self, post, prior):
-        return float(np.sum(dirichlet_kl(post["emissionprob"], prior["emissionprob"])))
+        return float(np.sum(dirichlet_kl(post.emissionprob, prior.emissionprob)))
 
     def occupancy(self, stats):
-        return stats["emis"].sum(axis=1)
+        return stats.emis.sum(axis=1)
 
     @staticmethod
     def _mean(post):
-        w = post["emissionprob"]
+        w = post.emissionprob
         return w / w.sum(axis=1, keepdims=True)
 
     def point_estimates(self, post):
         return {"emissionprob_": self._mean(post)}
 
     def n_parameters(self, post):
-        K, M = post["emissionprob"].shape
+        K, M = post.emissionprob.shape
         return K * (M - 1)
 
     def sample(self, post, states, rng):
@@ -219,10 +243,10 @@ class CategoricalEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ scoring
     def param_blocks(self, prior, n_components):
-        return [("emissionprob", prior["emissionprob"].shape, "simplex")]
+        return [("emissionprob", prior.emissionprob.shape, "simplex")]
 
     def param_density(self, hyper, n_components):
-        return DirichletRows(hyper["emissionprob"])
+        return DirichletRows(hyper.emissionprob)
 
     def log_likelihood_tables(self, params, X):
         with np.errstate(divide="ignore"):
@@ -234,22 +258,22 @@ class CategoricalEmissions(EmissionFamily):
             return np.log(np.asarray(params["emissionprob"], dtype=float)[:, states, X])
 
     def complete_log_likelihood(self, params, stats, prior):
-        emis = stats["emis"]
+        emis = stats.emis
         with np.errstate(divide="ignore"):
             log_B = np.log(np.asarray(params["emissionprob"], dtype=float))
         return np.sum(np.where(emis > 0, emis * log_B, 0.0), axis=(1, 2))
 
     def log_marginal_likelihood(self, prior, stats):
-        alpha = prior["emissionprob"]
-        return np.sum(log_multivariate_beta(alpha + stats["emis"]) - log_multivariate_beta(alpha))
+        alpha = prior.emissionprob
+        return np.sum(log_multivariate_beta(alpha + stats.emis) - log_multivariate_beta(alpha))
 
     def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
         if kind == "ml":
-            w = stats["emis"] + 1e-300
+            w = stats.emis + 1e-300
         elif basis == "natural":
-            w = np.maximum(prior["emissionprob"] + stats["emis"] - 1.0, 1e-300)
+            w = np.maximum(prior.emissionprob + stats.emis - 1.0, 1e-300)
         else:
-            w = prior["emissionprob"] + stats["emis"]
+            w = prior.emissionprob + stats.emis
         return {"emissionprob": (w / w.sum(axis=-1, keepdims=True))[None]}
 
     def point_log_prior_terms(self, params, basis):

@@ -14,6 +14,8 @@ large cancellations: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk (x_t - m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import gammaln, polygamma
 
@@ -41,7 +43,50 @@ from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily
 from ._checks import init_posterior_array
 
-__all__ = ["GaussianFullEmissions", "GaussianDiagEmissions"]
+__all__ = ["GaussianFullEmissions", "GaussianDiagEmissions", "GaussianPrior",
+           "GaussianPosterior", "GaussianStats", "GaussianSummary"]
+
+
+@dataclass(eq=False)
+class GaussianPrior:
+    """The Normal-Wishart (full) or per-dimension Normal-Gamma (diag) prior, shared by
+    every state: ``mu | Lambda ~ N(means, (beta Lambda)^-1)``, ``Lambda ~ Wishart(scale^-1,
+    dof)`` (diag: ``lambda_d ~ Gamma(dof / 2, rate scale_d / 2)``)."""
+
+    means: np.ndarray  # m0, (D,): prior mean of every state's mean
+    beta: float  # beta0: scaling of the precision of the means
+    dof: float  # nu0: Wishart degrees of freedom (diag: twice the Gamma shape)
+    scale: np.ndarray  # S0 = W0^-1, (D, D) (full) or twice the Gamma rates, (D,) (diag)
+
+
+@dataclass(eq=False)
+class GaussianPosterior:
+    """q(mu_k, Lambda_k) of every state: the conjugate family of :class:`GaussianPrior`
+    with per-state hyperparameters."""
+
+    means: np.ndarray  # m, (K, D)
+    beta: np.ndarray  # (K,)
+    dof: np.ndarray  # nu, (K,) (diag: twice the Gamma shapes)
+    scale: np.ndarray  # S = W^-1, (K, D, D) (full) or twice the Gamma rates, (K, D) (diag)
+
+
+@dataclass(eq=False)
+class GaussianStats:
+    """Expected sufficient statistics of state responsibilities r_tk, with the frames
+    centred at the prior mean m0."""
+
+    N: np.ndarray  # (K,): sum_t r_tk
+    S1: np.ndarray  # (K, D): sum_t r_tk (x_t - m0)
+    S2: np.ndarray  # (K, D, D): sum_t r_tk (x_t - m0)(x_t - m0)^T (full); (K, D) its diagonal (diag)
+
+
+@dataclass(eq=False)
+class GaussianSummary:
+    """What the data-dependent default prior needs from the training frames."""
+
+    mean: np.ndarray  # (D,): mean of the frames
+    var: np.ndarray  # (D,): their variances, floored
+    cov: np.ndarray  # (D, D): their covariance, the floor added to the diagonal
 
 
 def _all_positive_definite(matrices):
@@ -59,6 +104,8 @@ class _GaussianEmissions(EmissionFamily):
     emission = "gaussian"
     covariance_type = ""
     hyper_names = ("means", "beta", "dof", "scale")
+    prior_type = GaussianPrior
+    posterior_type = GaussianPosterior
     default_inits = ("kmeans",)
 
     # ------------------------------------------------------------------ data
@@ -80,14 +127,15 @@ class _GaussianEmissions(EmissionFamily):
         if not scale > 0:  # constant data: the scale of the values themselves
             scale = float(np.max(mean**2)) if np.any(mean != 0) else 1.0
         floor = 1e-6 * scale
-        return {"mean": mean, "var": np.maximum(var, floor), "cov": cov + floor * np.eye(X.shape[1])}
+        return GaussianSummary(mean=mean, var=np.maximum(var, floor),
+                               cov=cov + floor * np.eye(X.shape[1]))
 
     # ------------------------------------------------------------------ priors
     def resolve_prior(self, estimator, summary):
-        D = summary["mean"].shape[0]
+        D = summary.mean.shape[0]
         full = self.covariance_type == "full"
         if estimator.means_prior is None:
-            m0 = summary["mean"].copy()
+            m0 = summary.mean.copy()
         else:
             m0 = np.asarray(estimator.means_prior, dtype=float)
             if not np.all(np.isfinite(m0)):
@@ -103,59 +151,54 @@ class _GaussianEmissions(EmissionFamily):
         if full and nu0 <= D - 1:
             raise ValueError(f"dof_prior must exceed n_features - 1 = {D - 1}; got {nu0}.")
         if estimator.scale_prior is None:
-            s0 = nu0 * (summary["cov"] if full else summary["var"])
+            s0 = nu0 * (summary.cov if full else summary.var)
         else:
             s0 = self._check_scale_prior(np.asarray(estimator.scale_prior, dtype=float), D)
-        return {
-            "means": m0,
-            "beta": float(estimator.beta_prior),
-            "dof": nu0,
-            "scale": np.array(s0, dtype=float),
-        }
+        return GaussianPrior(means=m0, beta=float(estimator.beta_prior), dof=nu0,
+                             scale=np.array(s0, dtype=float))
 
     def check_init_posterior(self, init, prior, n_components):
-        K, D = n_components, prior["means"].shape[-1]
-        post = {
-            "means": init_posterior_array(init, "means", (K, D)),
-            "beta": init_posterior_array(init, "beta", (K,), positive=True),
-            "dof": init_posterior_array(init, "dof", (K,), positive=True),
-        }
-        post["scale"] = self._check_init_scale(init, K, D)
-        return post
+        K, D = n_components, prior.means.shape[-1]
+        return GaussianPosterior(
+            means=init_posterior_array(init, "means", (K, D)),
+            beta=init_posterior_array(init, "beta", (K,), positive=True),
+            dof=init_posterior_array(init, "dof", (K,), positive=True),
+            scale=self._check_init_scale(init, K, D),
+        )
 
     # ------------------------------------------------------------------ VBEM
     def stats(self, resp, X, prior):
-        Xc = X - prior["means"]
-        return {"N": resp.sum(axis=0), "S1": resp.T @ Xc, "S2": self._second_moments(resp, Xc)}
+        Xc = X - prior.means
+        return GaussianStats(N=resp.sum(axis=0), S1=resp.T @ Xc, S2=self._second_moments(resp, Xc))
 
     def vbm(self, prior, stats):
-        N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
-        beta = prior["beta"] + N
-        return {
-            "means": prior["means"] + S1 / beta[:, None],
-            "beta": beta,
-            "dof": prior["dof"] + N,
-            "scale": self._scale_update(prior["scale"], S1, S2, beta),
-        }
+        N, S1, S2 = stats.N, stats.S1, stats.S2
+        beta = prior.beta + N
+        return GaussianPosterior(
+            means=prior.means + S1 / beta[:, None],
+            beta=beta,
+            dof=prior.dof + N,
+            scale=self._scale_update(prior.scale, S1, S2, beta),
+        )
 
     def pack(self, post):
         """Natural parameters of every state's Normal-Wishart (Normal-Gamma) factor:
         beta, beta m, scale + beta m m^T (diag: + beta m^2) and dof, the coordinates in
         which the VBM update is affine in the expected statistics."""
-        m, beta = post["means"], post["beta"]
+        m, beta = post.means, post.beta
         if self._scale_ndim == 2:
-            second = post["scale"] + beta[:, None, None] * m[:, :, None] * m[:, None, :]
+            second = post.scale + beta[:, None, None] * m[:, :, None] * m[:, None, :]
         else:
-            second = post["scale"] + beta[:, None] * m * m
-        return np.concatenate([beta, (beta[:, None] * m).ravel(), second.ravel(), post["dof"]])
+            second = post.scale + beta[:, None] * m * m
+        return np.concatenate([beta, (beta[:, None] * m).ravel(), second.ravel(), post.dof])
 
     def unpack(self, vector, like):
         """Inverse of :meth:`pack`; None unless beta > 0, dof > D - 1 (diag: > 0) and
         every scale is positive definite (diag: positive)."""
-        K, D = np.shape(like["means"])
+        K, D = np.shape(like.means)
         beta = vector[:K]
         beta_m = vector[K:K + K * D].reshape(K, D)
-        second = vector[K + K * D:-K].reshape(np.shape(like["scale"]))
+        second = vector[K + K * D:-K].reshape(np.shape(like.scale))
         dof = vector[-K:]
         if not (np.all(np.isfinite(vector)) and np.all(beta > 0)):
             return None
@@ -169,43 +212,43 @@ class _GaussianEmissions(EmissionFamily):
             scale = second - beta[:, None] * m * m
             if np.any(dof <= 0) or np.any(scale <= 0):
                 return None
-        return {"means": m, "beta": beta.copy(), "dof": dof.copy(), "scale": scale}
+        return GaussianPosterior(means=m, beta=beta.copy(), dof=dof.copy(), scale=scale)
 
     def expected_log_params(self, post):
         """Per state: ``const_k``, the precision factor of the quadratic term and the mean,
         with E[ln N(x | mu_k, Lambda_k)] = const_k - 0.5 (x - m_k)^T E[Lambda_k] (x - m_k)."""
-        D = post["means"].shape[1]
-        e_logdet, precision = self._expected_logdet_and_precision(post["dof"], post["scale"])
-        const = 0.5 * e_logdet - 0.5 * D * LOG_2PI - 0.5 * D / post["beta"]
-        return const, precision, post["means"].copy()
+        D = post.means.shape[1]
+        e_logdet, precision = self._expected_logdet_and_precision(post.dof, post.scale)
+        const = 0.5 * e_logdet - 0.5 * D * LOG_2PI - 0.5 * D / post.beta
+        return const, precision, post.means.copy()
 
     def plugin_params(self, post):
         """``const_k``, precision factor and mean at the posterior mean (``means_``, ``covars_``)."""
-        D = post["means"].shape[1]
-        logdet, precision = self._mean_logdet_and_precision(post["dof"], post["scale"])
-        return 0.5 * logdet - 0.5 * D * LOG_2PI, precision, post["means"].copy()
+        D = post.means.shape[1]
+        logdet, precision = self._mean_logdet_and_precision(post.dof, post.scale)
+        return 0.5 * logdet - 0.5 * D * LOG_2PI, precision, post.means.copy()
 
     def expected_log_likelihood(self, stats, params, prior):
         const, precision, means = params
-        N = stats["N"]
-        quad_term = self._expected_quadratic(stats, precision, means - prior["means"])
+        N = stats.N
+        quad_term = self._expected_quadratic(stats, precision, means - prior.means)
         return float(np.sum(N * const - 0.5 * quad_term))
 
     def occupancy(self, stats):
-        return stats["N"].copy()
+        return stats.N.copy()
 
     def n_parameters(self, post):
-        K, D = post["means"].shape
+        K, D = post.means.shape
         return K * (D + self._n_precision_parameters(D))
 
     # ------------------------------------------------------------------ scoring
     def param_density(self, hyper, n_components):
         K = n_components
-        D = np.shape(hyper["means"])[-1]
-        m = np.broadcast_to(np.asarray(hyper["means"], dtype=float), (K, D))
-        beta = np.broadcast_to(np.asarray(hyper["beta"], dtype=float), (K,))
-        nu = np.broadcast_to(np.asarray(hyper["dof"], dtype=float), (K,))
-        scale = np.asarray(hyper["scale"], dtype=float)
+        D = np.shape(hyper.means)[-1]
+        m = np.broadcast_to(np.asarray(hyper.means, dtype=float), (K, D))
+        beta = np.broadcast_to(np.asarray(hyper.beta, dtype=float), (K,))
+        nu = np.broadcast_to(np.asarray(hyper.dof, dtype=float), (K,))
+        scale = np.asarray(hyper.scale, dtype=float)
         if scale.ndim == self._scale_ndim:  # the prior: one scale for every state
             scale = np.broadcast_to(scale, (K,) + scale.shape)
         return self._density(m, beta, nu, scale)
@@ -244,8 +287,8 @@ class _GaussianEmissions(EmissionFamily):
         L = self.precision_cholesky(params)
         with np.errstate(divide="ignore"):
             half_logdet = np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
-        quad = self._batch_quadratic(params, L, self._scatter(stats, mu - prior["means"]))
-        return np.sum(stats["N"] * (half_logdet - 0.5 * D * LOG_2PI) - 0.5 * quad, axis=1)
+        quad = self._batch_quadratic(params, L, self._scatter(stats, mu - prior.means))
+        return np.sum(stats.N * (half_logdet - 0.5 * D * LOG_2PI) - 0.5 * quad, axis=1)
 
     def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
         if kind not in ("map", "ml"):
@@ -253,10 +296,10 @@ class _GaussianEmissions(EmissionFamily):
         if basis not in ("softmax", "natural"):
             raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
         post = self.vbm(prior, stats)
-        m = post["means"]
+        m = post.means
         if kind == "ml":
-            N = np.maximum(stats["N"], 1e-10)
-            m = prior["means"] + stats["S1"] / N[:, None]
+            N = np.maximum(stats.N, 1e-10)
+            m = prior.means + stats.S1 / N[:, None]
             prec = self._ml_precision(prior, stats, N)
         else:
             prec = self._posterior_point_precision(post, basis)
@@ -300,8 +343,8 @@ class GaussianFullEmissions(_GaussianEmissions):
     >>> hmm = VBHiddenMarkov(n_components=2, emission="gaussian", covariance_type="full",
     ...                      random_state=0).fit(X)
     >>> family = GaussianFullEmissions()
-    >>> post = {name: getattr(hmm, name + "_posterior_") for name in family.hyper_names}
-    >>> post["scale"].shape, family.n_parameters(post)     # 2 x (2 means + 3 precision)
+    >>> post = family.hyper_from_attributes(hmm, "posterior")
+    >>> post.scale.shape, family.n_parameters(post)     # 2 x (2 means + 3 precision)
     ((2, 2, 2), 10)
     >>> sorted(family.point_estimates(post))
     ['covars_', 'means_']
@@ -365,7 +408,7 @@ class GaussianFullEmissions(_GaussianEmissions):
     def _scatter(stats, delta):
         """sum_t r_tk (x_t - mu_k)(x_t - mu_k)^T from the centred statistics, for
         ``delta`` = mu_k - m0 of shape (K, D) or a batch (C, K, D)."""
-        N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
+        N, S1, S2 = stats.N, stats.S1, stats.S2
         return (
             S2
             - S1[:, :, None] * delta[..., None, :]
@@ -388,16 +431,16 @@ class GaussianFullEmissions(_GaussianEmissions):
         return float(
             np.sum(
                 normal_wishart_kl_inverse_scale(
-                    post["means"], post["beta"], post["scale"], post["dof"],
-                    prior["means"], prior["beta"], prior["scale"], prior["dof"],
+                    post.means, post.beta, post.scale, post.dof,
+                    prior.means, prior.beta, prior.scale, prior.dof,
                 )
             )
         )
 
     def point_estimates(self, post):
         return {
-            "means_": post["means"].copy(),
-            "covars_": post["scale"] / post["dof"][:, None, None],
+            "means_": post.means.copy(),
+            "covars_": post.scale / post.dof[:, None, None],
         }
 
     @staticmethod
@@ -406,7 +449,7 @@ class GaussianFullEmissions(_GaussianEmissions):
 
     # ------------------------------------------------------------------ scoring
     def param_blocks(self, prior, n_components):
-        K, D = n_components, np.shape(prior["means"])[-1]
+        K, D = n_components, np.shape(prior.means)[-1]
         blocks = [("means", (K, D), "real"), ("prec_chol_diag", (K, D), "positive")]
         if D > 1:
             blocks.append(("prec_chol_offdiag", (K, D * (D - 1) // 2), "real"))
@@ -432,10 +475,10 @@ class GaussianFullEmissions(_GaussianEmissions):
         scatter about ``mu``."""
         mu = np.asarray(params["means"], dtype=float)
         L = self.precision_cholesky(params)
-        delta = mu - prior["means"]
-        N = stats["N"]
+        delta = mu - prior.means
+        N = stats.N
         lam = L @ np.swapaxes(L, -1, -2)
-        g_mu = np.einsum("ckij,ckj->cki", lam, stats["S1"] - N[:, None] * delta)
+        g_mu = np.einsum("ckij,ckj->cki", lam, stats.S1 - N[:, None] * delta)
         g_L = -self._scatter(stats, delta) @ L
         dg = np.diagonal(L, axis1=-2, axis2=-1)
         return self.emission_blocks(g_mu, _with_diagonal_added(g_L, N[:, None] / dg))
@@ -455,13 +498,13 @@ class GaussianFullEmissions(_GaussianEmissions):
         return NormalWishartBlocks(self, m, beta, scale, nu)
 
     def log_marginal_likelihood(self, prior, stats):
-        N = np.asarray(stats["N"], dtype=float)
+        N = np.asarray(stats.N, dtype=float)
         post = self.vbm(prior, stats)
-        beta, nu = post["beta"], post["dof"]
-        beta0, nu0 = prior["beta"], prior["dof"]
-        D = post["means"].shape[1]
-        logdet_S0 = np.linalg.slogdet(prior["scale"])[1]
-        logdet_S = np.linalg.slogdet(post["scale"])[1]
+        beta, nu = post.beta, post.dof
+        beta0, nu0 = prior.beta, prior.dof
+        D = post.means.shape[1]
+        logdet_S0 = np.linalg.slogdet(prior.scale)[1]
+        logdet_S = np.linalg.slogdet(post.scale)[1]
         per = (-0.5 * N * D * np.log(np.pi) + _log_multigamma(0.5 * nu, D)
                - _log_multigamma(0.5 * nu0, D) + 0.5 * nu0 * logdet_S0
                - 0.5 * nu * logdet_S + 0.5 * D * (np.log(beta0) - np.log(beta)))
@@ -469,16 +512,16 @@ class GaussianFullEmissions(_GaussianEmissions):
 
     @staticmethod
     def _ml_precision(prior, stats, N):
-        D = stats["S1"].shape[1]
-        floor = 1e-6 * np.mean(np.diag(np.atleast_2d(prior["scale"]))) / prior["dof"]
-        S1 = stats["S1"]
-        scat = stats["S2"] - S1[:, :, None] * S1[:, None, :] / N[:, None, None]
+        D = stats.S1.shape[1]
+        floor = 1e-6 * np.mean(np.diag(np.atleast_2d(prior.scale))) / prior.dof
+        S1 = stats.S1
+        scat = stats.S2 - S1[:, :, None] * S1[:, None, :] / N[:, None, None]
         cov = scat / N[:, None, None] + floor * np.eye(D)
         return np.linalg.inv(0.5 * (cov + np.swapaxes(cov, 1, 2)))
 
     @staticmethod
     def _posterior_point_precision(post, basis):
-        nu, S = post["dof"], post["scale"]
+        nu, S = post.dof, post.scale
         if basis == "softmax":
             return nu[:, None, None] * np.linalg.inv(S)
         D = S.shape[-1]
@@ -496,7 +539,7 @@ class GaussianFullEmissions(_GaussianEmissions):
 
     def kernel_curvature(self, post, n_components):
         K = n_components
-        nu, S = np.asarray(post["dof"], dtype=float), np.asarray(post["scale"], dtype=float)
+        nu, S = np.asarray(post.dof, dtype=float), np.asarray(post.scale, dtype=float)
         D = S.shape[-1]
         prec = nu[:, None, None] * np.linalg.inv(S)
         cov = S / nu[:, None, None]
@@ -509,10 +552,10 @@ class GaussianFullEmissions(_GaussianEmissions):
         return out
 
     def sample(self, post, states, rng):
-        covars = post["scale"] / post["dof"][:, None, None]
+        covars = post.scale / post.dof[:, None, None]
         z = rng.standard_normal((states.shape[0], covars.shape[-1]))
         L = np.linalg.cholesky(covars)
-        return post["means"][states] + np.einsum("nij,nj->ni", L[states], z)
+        return post.means[states] + np.einsum("nij,nj->ni", L[states], z)
 
 
 class GaussianDiagEmissions(_GaussianEmissions):
@@ -532,8 +575,8 @@ class GaussianDiagEmissions(_GaussianEmissions):
     >>> hmm = VBHiddenMarkov(n_components=2, emission="gaussian", covariance_type="diag",
     ...                      random_state=0).fit(X)
     >>> family = GaussianDiagEmissions()
-    >>> post = {name: getattr(hmm, name + "_posterior_") for name in family.hyper_names}
-    >>> post["scale"].shape, family.n_parameters(post)     # 2 x (2 means + 2 precisions)
+    >>> post = family.hyper_from_attributes(hmm, "posterior")
+    >>> post.scale.shape, family.n_parameters(post)     # 2 x (2 means + 2 precisions)
     ((2, 2), 8)
     """
 
@@ -581,7 +624,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
     @staticmethod
     def _scatter(stats, delta):
         """sum_t r_tk (x_td - mu_kd)^2 from the centred statistics, ``delta`` = mu - m0."""
-        N, S1, S2 = stats["N"], stats["S1"], stats["S2"]
+        N, S1, S2 = stats.N, stats.S1, stats.S2
         return S2 - 2.0 * S1 * delta + N[:, None] * delta**2
 
     def _expected_quadratic(self, stats, precision, delta):
@@ -595,15 +638,15 @@ class GaussianDiagEmissions(_GaussianEmissions):
         return float(
             np.sum(
                 normal_gamma_kl(
-                    post["means"], post["beta"][:, None], 0.5 * post["dof"][:, None],
-                    0.5 * post["scale"],
-                    prior["means"], prior["beta"], 0.5 * prior["dof"], 0.5 * prior["scale"],
+                    post.means, post.beta[:, None], 0.5 * post.dof[:, None],
+                    0.5 * post.scale,
+                    prior.means, prior.beta, 0.5 * prior.dof, 0.5 * prior.scale,
                 )
             )
         )
 
     def point_estimates(self, post):
-        return {"means_": post["means"].copy(), "covars_": post["scale"] / post["dof"][:, None]}
+        return {"means_": post.means.copy(), "covars_": post.scale / post.dof[:, None]}
 
     @staticmethod
     def _n_precision_parameters(D):
@@ -611,7 +654,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
 
     # ------------------------------------------------------------------ scoring
     def param_blocks(self, prior, n_components):
-        K, D = n_components, np.shape(prior["means"])[-1]
+        K, D = n_components, np.shape(prior.means)[-1]
         return [("means", (K, D), "real"), ("precisions", (K, D), "positive")]
 
     def precision_cholesky(self, params):
@@ -630,9 +673,9 @@ class GaussianDiagEmissions(_GaussianEmissions):
         precisions (``delta = mu - m0``, ``Sc`` the scatter about ``mu``)."""
         mu = np.asarray(params["means"], dtype=float)
         lam = np.asarray(params["precisions"], dtype=float)
-        delta = mu - prior["means"]
-        N = stats["N"][:, None]
-        return {"means": lam * (stats["S1"] - N * delta),
+        delta = mu - prior.means
+        N = stats.N[:, None]
+        return {"means": lam * (stats.S1 - N * delta),
                 "precisions": 0.5 * N / lam - 0.5 * self._scatter(stats, delta)}
 
     @staticmethod
@@ -644,25 +687,25 @@ class GaussianDiagEmissions(_GaussianEmissions):
         return NormalGammaBlocks(self, m, beta[:, None], 0.5 * nu[:, None], 0.5 * scale)
 
     def log_marginal_likelihood(self, prior, stats):
-        N = np.asarray(stats["N"], dtype=float)
+        N = np.asarray(stats.N, dtype=float)
         post = self.vbm(prior, stats)
-        a0, b0 = 0.5 * prior["dof"], 0.5 * prior["scale"]
-        a, b = a0 + 0.5 * N[:, None], 0.5 * post["scale"]
+        a0, b0 = 0.5 * prior.dof, 0.5 * prior.scale
+        a, b = a0 + 0.5 * N[:, None], 0.5 * post.scale
         per = (gammaln(a) - gammaln(a0) + a0 * np.log(b0) - a * np.log(b)
-               + 0.5 * (np.log(prior["beta"]) - np.log(post["beta"]))[:, None]
+               + 0.5 * (np.log(prior.beta) - np.log(post.beta))[:, None]
                - 0.5 * N[:, None] * LOG_2PI)
         return np.sum(per)
 
     @staticmethod
     def _ml_precision(prior, stats, N):
-        floor = 1e-6 * np.mean(prior["scale"]) / prior["dof"]
-        S1 = stats["S1"]
-        var = np.maximum(stats["S2"] - S1**2 / N[:, None], 0.0) / N[:, None]
+        floor = 1e-6 * np.mean(prior.scale) / prior.dof
+        S1 = stats.S1
+        var = np.maximum(stats.S2 - S1**2 / N[:, None], 0.0) / N[:, None]
         return 1.0 / (var + floor)
 
     @staticmethod
     def _posterior_point_precision(post, basis):
-        nu, S = post["dof"], post["scale"]
+        nu, S = post.dof, post.scale
         if basis == "softmax":
             return nu[:, None] / S
         return np.maximum(nu - 1.0, 1e-3)[:, None] / S
@@ -676,14 +719,14 @@ class GaussianDiagEmissions(_GaussianEmissions):
 
     def kernel_curvature(self, post, n_components):
         K = n_components
-        nu, S = np.asarray(post["dof"], dtype=float), np.asarray(post["scale"], dtype=float)
+        nu, S = np.asarray(post.dof, dtype=float), np.asarray(post.scale, dtype=float)
         lam = (nu[:, None] / S).mean(axis=0)
         return {"precisions": 0.5 / K, "means": np.tile(lam / K, K)}
 
     def sample(self, post, states, rng):
-        covars = post["scale"] / post["dof"][:, None]
+        covars = post.scale / post.dof[:, None]
         z = rng.standard_normal((states.shape[0], covars.shape[-1]))
-        return post["means"][states] + np.sqrt(covars[states]) * z
+        return post.means[states] + np.sqrt(covars[states]) * z
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,8 @@ the rates.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import gammaln, polygamma
 
@@ -26,11 +28,44 @@ from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily
 from ._checks import check_positive_prior, init_posterior_array
 
-__all__ = ["PoissonEmissions"]
+__all__ = ["PoissonEmissions", "PoissonPrior", "PoissonPosterior", "PoissonStats",
+           "PoissonSummary"]
 
 #: floor of the data mean in the default prior rate, so that an all-zero feature keeps
 #: a proper prior (prior mean rate 1e-3 instead of 0)
 _MEAN_FLOOR = 1e-3
+
+
+@dataclass(eq=False)
+class PoissonPrior:
+    """Gamma(shape, rate) prior of every state's rates, ``lambda_kd ~ Gamma(a_kd, b_kd)``."""
+
+    rate_shape: np.ndarray  # a, (K, D)
+    rate_rate: np.ndarray  # b, (K, D)
+
+
+@dataclass(eq=False)
+class PoissonPosterior:
+    """q(lambda_kd) = Gamma(rate_shape_kd, rate_rate_kd) of every state's rates."""
+
+    rate_shape: np.ndarray  # a + sum_t r_tk x_td, (K, D)
+    rate_rate: np.ndarray  # b + sum_t r_tk, (K, D)
+
+
+@dataclass(eq=False)
+class PoissonStats:
+    """Expected sufficient statistics of state responsibilities r_tk."""
+
+    N: np.ndarray  # (K,): sum_t r_tk
+    S1: np.ndarray  # (K, D): sum_t r_tk x_t
+    log_factorial: np.ndarray  # (K,): sum_t r_tk sum_d ln x_td!
+
+
+@dataclass(eq=False)
+class PoissonSummary:
+    """What the data-dependent default prior needs from the training frames."""
+
+    mean: np.ndarray  # (D,): mean count of every feature
 
 
 def _log_factorial(X):
@@ -92,9 +127,9 @@ class PoissonEmissions(EmissionFamily):
     number of frames to the rates:
 
     >>> import numpy as np
-    >>> from sklearn_vb.emissions import PoissonEmissions
+    >>> from sklearn_vb.emissions import PoissonEmissions, PoissonPrior
     >>> family = PoissonEmissions()
-    >>> prior = {"rate_shape": np.ones((2, 1)), "rate_rate": np.ones((2, 1))}
+    >>> prior = PoissonPrior(rate_shape=np.ones((2, 1)), rate_rate=np.ones((2, 1)))
     >>> X = np.array([[0], [1], [9], [11]])
     >>> resp = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
     >>> post = family.vbm(prior, family.stats(resp, X, prior))
@@ -104,6 +139,8 @@ class PoissonEmissions(EmissionFamily):
 
     emission = "poisson"
     hyper_names = ("rate_shape", "rate_rate")
+    prior_type = PoissonPrior
+    posterior_type = PoissonPosterior
     default_inits = ("kmeans",)
 
     # ------------------------------------------------------------------ data
@@ -114,7 +151,7 @@ class PoissonEmissions(EmissionFamily):
         return X
 
     def summarise(self, X):
-        return {"mean": X.mean(axis=0)}
+        return PoissonSummary(mean=X.mean(axis=0))
 
     def update_tags(self, tags):
         tags.input_tags.positive_only = True
@@ -122,48 +159,48 @@ class PoissonEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ priors
     def resolve_prior(self, estimator, summary):
-        K, D = estimator.n_components, summary["mean"].shape[0]
+        K, D = estimator.n_components, summary.mean.shape[0]
         value = estimator.rate_prior
         if value is None:
-            a0, b0 = 1.0, 1.0 / np.maximum(summary["mean"], _MEAN_FLOOR)
+            a0, b0 = 1.0, 1.0 / np.maximum(summary.mean, _MEAN_FLOOR)
         else:
             if len(value) != 2:
                 raise ValueError(f"rate_prior must be a pair (shape, rate); got {value!r}.")
             a0, b0 = value
-        return {
-            "rate_shape": check_positive_prior(a0, "rate_prior shape", (K, D)),
-            "rate_rate": check_positive_prior(b0, "rate_prior rate", (K, D)),
-        }
+        return PoissonPrior(
+            rate_shape=check_positive_prior(a0, "rate_prior shape", (K, D)),
+            rate_rate=check_positive_prior(b0, "rate_prior rate", (K, D)),
+        )
 
     def check_init_posterior(self, init, prior, n_components):
-        shape = prior["rate_shape"].shape
-        return {
-            name: init_posterior_array(init, name, shape, positive=True)
-            for name in self.hyper_names
-        }
+        shape = prior.rate_shape.shape
+        return PoissonPosterior(
+            rate_shape=init_posterior_array(init, "rate_shape", shape, positive=True),
+            rate_rate=init_posterior_array(init, "rate_rate", shape, positive=True),
+        )
 
     # ------------------------------------------------------------------ VBEM
     def stats(self, resp, X, prior):
-        return {
-            "N": resp.sum(axis=0),
-            "S1": resp.T @ X,
-            "log_factorial": resp.T @ _log_factorial(X),
-        }
+        return PoissonStats(
+            N=resp.sum(axis=0),
+            S1=resp.T @ X,
+            log_factorial=resp.T @ _log_factorial(X),
+        )
 
     def vbm(self, prior, stats):
-        return {
-            "rate_shape": prior["rate_shape"] + stats["S1"],
-            "rate_rate": prior["rate_rate"] + stats["N"][:, None],
-        }
+        return PoissonPosterior(
+            rate_shape=prior.rate_shape + stats.S1,
+            rate_rate=prior.rate_rate + stats.N[:, None],
+        )
 
     def expected_log_params(self, post):
         """E[ln lambda] and E[lambda], each (K, D)."""
-        a, b = post["rate_shape"], post["rate_rate"]
+        a, b = post.rate_shape, post.rate_rate
         return gamma_expected_log(a, b), gamma_mean(a, b)
 
     def plugin_params(self, post):
         """ln lambda and lambda at the posterior mean lambda = a / b."""
-        rates = gamma_mean(post["rate_shape"], post["rate_rate"])
+        rates = gamma_mean(post.rate_shape, post.rate_rate)
         return np.log(rates), rates
 
     def log_table(self, params, X):
@@ -173,35 +210,35 @@ class PoissonEmissions(EmissionFamily):
 
     def expected_log_likelihood(self, stats, params, prior):
         log_rates, rates = params
-        value = np.sum(stats["S1"] * log_rates) - np.sum(stats["N"] * rates.sum(axis=1))
-        return float(value - np.sum(stats["log_factorial"]))
+        value = np.sum(stats.S1 * log_rates) - np.sum(stats.N * rates.sum(axis=1))
+        return float(value - np.sum(stats.log_factorial))
 
     def kl(self, post, prior):
         return float(
             np.sum(
-                gamma_kl(post["rate_shape"], post["rate_rate"], prior["rate_shape"], prior["rate_rate"])
+                gamma_kl(post.rate_shape, post.rate_rate, prior.rate_shape, prior.rate_rate)
             )
         )
 
     def occupancy(self, stats):
-        return stats["N"].copy()
+        return stats.N.copy()
 
     def point_estimates(self, post):
-        return {"rates_": gamma_mean(post["rate_shape"], post["rate_rate"])}
+        return {"rates_": gamma_mean(post.rate_shape, post.rate_rate)}
 
     def n_parameters(self, post):
-        return int(post["rate_shape"].size)
+        return int(post.rate_shape.size)
 
     def sample(self, post, states, rng):
-        rates = gamma_mean(post["rate_shape"], post["rate_rate"])
+        rates = gamma_mean(post.rate_shape, post.rate_rate)
         return rng.poisson(rates[states]).astype(np.int64)
 
     # ------------------------------------------------------------------ scoring
     def param_blocks(self, prior, n_components):
-        return [("rates", prior["rate_shape"].shape, "positive")]
+        return [("rates", prior.rate_shape.shape, "positive")]
 
     def param_density(self, hyper, n_components):
-        return GammaRates(hyper["rate_shape"], hyper["rate_rate"])
+        return GammaRates(hyper.rate_shape, hyper.rate_rate)
 
     def log_likelihood_tables(self, params, X):
         rates = np.asarray(params["rates"], dtype=float)
@@ -220,29 +257,29 @@ class PoissonEmissions(EmissionFamily):
         rates = np.asarray(params["rates"], dtype=float)
         with np.errstate(divide="ignore"):
             log_rates = np.log(rates)
-        value = np.sum(stats["S1"] * log_rates, axis=(1, 2)) - np.sum(
-            stats["N"] * rates.sum(axis=-1), axis=1)
-        return value - np.sum(stats["log_factorial"])
+        value = np.sum(stats.S1 * log_rates, axis=(1, 2)) - np.sum(
+            stats.N * rates.sum(axis=-1), axis=1)
+        return value - np.sum(stats.log_factorial)
 
     def complete_log_likelihood_gradient(self, params, stats, prior):
         """Gradient of :meth:`complete_log_likelihood` in ``rates`` (batch shape):
         ``S1 / lambda - N``."""
         rates = np.asarray(params["rates"], dtype=float)
-        return {"rates": stats["S1"] / rates - stats["N"][:, None]}
+        return {"rates": stats.S1 / rates - stats.N[:, None]}
 
     def log_marginal_likelihood(self, prior, stats):
-        a0, b0 = prior["rate_shape"], prior["rate_rate"]
+        a0, b0 = prior.rate_shape, prior.rate_rate
         post = self.vbm(prior, stats)
-        a, b = post["rate_shape"], post["rate_rate"]
+        a, b = post.rate_shape, post.rate_rate
         value = np.sum(a0 * np.log(b0) - gammaln(a0) + gammaln(a) - a * np.log(b))
-        return value - np.sum(stats["log_factorial"])
+        return value - np.sum(stats.log_factorial)
 
     def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
         if kind == "ml":
-            rates = np.maximum(stats["S1"] / np.maximum(stats["N"], 1e-10)[:, None], 1e-10)
+            rates = np.maximum(stats.S1 / np.maximum(stats.N, 1e-10)[:, None], 1e-10)
         else:
             post = self.vbm(prior, stats)
-            a, b = post["rate_shape"], post["rate_rate"]
+            a, b = post.rate_shape, post.rate_rate
             # posterior mean: the mode in ln lambda; mode: the mode in lambda
             rates = a / b if basis == "softmax" else np.maximum(a - 1.0, 1e-3) / b
         return {"rates": rates[None]}
@@ -258,5 +295,5 @@ class PoissonEmissions(EmissionFamily):
 
     def kernel_curvature(self, post, n_components):
         # d^2/d(ln lambda)^2 of x ln lambda - lambda is -lambda; a state sees ~n / K frames
-        rates = gamma_mean(post["rate_shape"], post["rate_rate"])
+        rates = gamma_mean(post.rate_shape, post.rate_rate)
         return {"rates": (rates / n_components).ravel()}
