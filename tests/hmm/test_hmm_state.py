@@ -1,0 +1,130 @@
+"""The HMM's variational state is typed: the emission families' hyperparameters and
+statistics, the statistics of q(s) and the scoring models' prepared sequences are
+dataclasses read by attribute, and a fitted estimator with them pickles and clones."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import sklearn_vb.hmm
+from sklearn_vb import VBHiddenMarkov
+from sklearn_vb.emissions import EMISSION_FAMILIES
+from sklearn_vb.hmm._state import HMMSequences, HMMStats, SymbolSequences
+from sklearn_vb.hmm.scoring_model import FamilyHMMScoringModel, HMMScoringModel
+
+STATS_TYPES = {"categorical": "CategoricalStats", "gaussian": "GaussianStats",
+               "poisson": "PoissonStats"}
+
+#: names under which the package reads parameter batches (dicts of named blocks with a
+#: leading batch axis: the ParamSpace convention of the scoring layer, shared by every
+#: model) and the block-keyed Dirichlet hyperparameters of DirichletBlocksModel
+BLOCK_DICT_NAMES = {"params", "params_single", "theta", "out", "grads", "a", "prior_alpha"}
+
+
+def _data(emission):
+    rng = np.random.RandomState(0)
+    if emission == "categorical":
+        return np.r_[rng.randint(0, 2, 30), rng.randint(1, 3, 30)].reshape(-1, 1)
+    if emission == "poisson":
+        return np.vstack([rng.poisson(1.0, (30, 2)), rng.poisson(6.0, (30, 2))])
+    return np.vstack([rng.randn(30, 2), rng.randn(30, 2) + 4.0])
+
+
+def _fitted(emission, covariance_type, **kwargs):
+    X = _data(emission)
+    est = VBHiddenMarkov(2, emission=emission, covariance_type=covariance_type,
+                         random_state=0, max_iter=20, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # max_iter=20 may stop before convergence
+        est.fit(X, lengths=[25, 35])
+    return est, X
+
+
+FAMILY_CASES = [(e, c or "full") for e, c in EMISSION_FAMILIES]
+
+
+@pytest.mark.parametrize("emission, covariance_type", FAMILY_CASES)
+def test_every_family_declares_dataclasses_whose_fields_are_its_hyperparameters(
+        emission, covariance_type):
+    family = VBHiddenMarkov(emission=emission, covariance_type=covariance_type)._family
+    for cls in (family.prior_type, family.posterior_type):
+        assert dataclasses.is_dataclass(cls)
+        assert tuple(f.name for f in dataclasses.fields(cls)) == family.hyper_names
+
+
+@pytest.mark.parametrize("emission, covariance_type", FAMILY_CASES)
+def test_fitted_state_is_typed_and_matches_the_public_attributes(emission, covariance_type):
+    est, X = _fitted(emission, covariance_type)
+    family = est._family
+    prior, post = est._emission("prior"), est._emission("posterior")
+    assert isinstance(prior, family.prior_type) and isinstance(post, family.posterior_type)
+    for name in family.hyper_names:
+        assert getattr(post, name) is getattr(est, f"{name}_posterior_")
+        assert getattr(prior, name) is getattr(est, f"{name}_prior_")
+    stats = est._stats_
+    assert isinstance(stats, HMMStats)
+    assert type(stats.emission).__name__ == STATS_TYPES[emission]
+    assert stats.start.shape == (2,) and stats.trans.shape == (2, 2)
+    # the conjugate update of the stored statistics is a posterior of the family's type
+    assert isinstance(family.vbm(prior, stats.emission), family.posterior_type)
+    np.testing.assert_allclose(family.occupancy(stats.emission), est.occupancy_)
+
+
+@pytest.mark.parametrize("emission, covariance_type", FAMILY_CASES)
+@pytest.mark.parametrize("method", ["vb", "map"])
+def test_fitted_estimator_pickles_and_clones(emission, covariance_type, method):
+    est, X = _fitted(emission, covariance_type, method=method)
+    again = pickle.loads(pickle.dumps(est))
+    assert isinstance(again._stats_, HMMStats)
+    np.testing.assert_array_equal(again.predict(X, lengths=[25, 35]),
+                                  est.predict(X, lengths=[25, 35]))
+    assert again.score(X, lengths=[25, 35]) == est.score(X, lengths=[25, 35])
+    assert clone(est).get_params() == est.get_params()
+
+
+@pytest.mark.parametrize("emission, covariance_type", FAMILY_CASES)
+def test_scoring_models_prepare_typed_sequences_and_statistics(emission, covariance_type):
+    est, X = _fitted(emission, covariance_type)
+    model = (HMMScoringModel if emission == "categorical" else FamilyHMMScoringModel)(est)
+    data = model.prepare_data(X, lengths=[25, 35])
+    if emission == "categorical":
+        assert isinstance(data, SymbolSequences) and data.symbols.shape == (60,)
+    else:
+        assert isinstance(data, HMMSequences) and data.frames.shape == (60, 2)
+        e = model.e_step(model.variational_posterior().mean(), data)
+        assert isinstance(e.stats, HMMStats)
+        assert e.stats.start.sum() == pytest.approx(2.0)
+        assert e.stats.trans.sum() == pytest.approx(58.0)
+    np.testing.assert_array_equal(data.starts, [0, 25])
+    np.testing.assert_array_equal(data.ends, [25, 60])
+    assert model.n_cases(data) == 60
+
+
+def _string_key_reads(path):
+    """``(line, name)`` of every ``name["literal"]`` read in a module."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            owner = node.value
+            name = owner.id if isinstance(owner, ast.Name) else (
+                owner.attr if isinstance(owner, ast.Attribute) else type(owner).__name__)
+            out.append((node.lineno, name))
+    return out
+
+
+def test_no_hmm_state_is_read_by_string_key():
+    # only parameter batches (named blocks) may be indexed by a literal name
+    root = Path(sklearn_vb.hmm.__file__).parent
+    bad = [f"{path.relative_to(root)}:{line}: {name}[...]"
+           for path in sorted(root.rglob("*.py"))
+           for line, name in _string_key_reads(path) if name not in BLOCK_DICT_NAMES]
+    assert not bad, "\n".join(bad)
