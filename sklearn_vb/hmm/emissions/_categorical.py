@@ -31,21 +31,53 @@ __all__ = ["CategoricalEmissions", "CategoricalPrior", "CategoricalPosterior",
 
 @dataclass(eq=False)
 class CategoricalPrior:
-    """Dirichlet prior of every state's emission row, ``B_k ~ Dir(emissionprob_k)``."""
+    """Dirichlet prior of every state's emission row, ``B_k ~ Dir(emissionprob_k)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import CategoricalPrior
+    >>> prior = CategoricalPrior(emissionprob=np.full((2, 3), 0.5))
+    >>> prior.emissionprob.sum(axis=1)                 # strength of every row
+    array([1.5, 1.5])
+    """
 
     emissionprob: np.ndarray  # u, (K, M): per-entry concentrations
 
 
 @dataclass(eq=False)
 class CategoricalPosterior:
-    """q(B_k) = Dir(emissionprob_k) of every state's emission row."""
+    """q(B_k) = Dir(emissionprob_k) of every state's emission row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import CategoricalEmissions, CategoricalPrior
+    >>> family = CategoricalEmissions()
+    >>> prior = CategoricalPrior(emissionprob=np.full((2, 3), 0.5))
+    >>> resp = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> family.vbm(prior, family.stats(resp, np.array([0, 1, 2]), prior)).emissionprob
+    array([[1.5, 1.5, 0.5],
+           [0.5, 0.5, 1.5]])
+    """
 
     emissionprob: np.ndarray  # w = u + expected symbol counts, (K, M)
 
 
 @dataclass(eq=False)
 class CategoricalStats:
-    """Expected sufficient statistics of state responsibilities r_tk."""
+    """Expected sufficient statistics of state responsibilities r_tk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import CategoricalEmissions, CategoricalPrior
+    >>> prior = CategoricalPrior(emissionprob=np.full((2, 3), 0.5))
+    >>> resp = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]])
+    >>> CategoricalEmissions().stats(resp, np.array([0, 0, 2]), prior).emis
+    array([[1.5, 0. , 0. ],
+           [0.5, 0. , 1. ]])
+    """
 
     emis: np.ndarray  # (K, M): sum_t r_tk [x_t = m], the expected symbol counts
 

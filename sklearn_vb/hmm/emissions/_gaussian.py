@@ -51,7 +51,17 @@ __all__ = ["GaussianFullEmissions", "GaussianDiagEmissions", "GaussianPrior",
 class GaussianPrior:
     """The Normal-Wishart (full) or per-dimension Normal-Gamma (diag) prior, shared by
     every state: ``mu | Lambda ~ N(means, (beta Lambda)^-1)``, ``Lambda ~ Wishart(scale^-1,
-    dof)`` (diag: ``lambda_d ~ Gamma(dof / 2, rate scale_d / 2)``)."""
+    dof)`` (diag: ``lambda_d ~ Gamma(dof / 2, rate scale_d / 2)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import GaussianPrior
+    >>> prior = GaussianPrior(means=np.zeros(2), beta=1.0, dof=3.0, scale=3.0 * np.eye(2))
+    >>> prior.scale / prior.dof          # the prior mean covariance of every state
+    array([[1., 0.],
+           [0., 1.]])
+    """
 
     means: np.ndarray  # m0, (D,): prior mean of every state's mean
     beta: float  # beta0: scaling of the precision of the means
@@ -62,7 +72,22 @@ class GaussianPrior:
 @dataclass(eq=False)
 class GaussianPosterior:
     """q(mu_k, Lambda_k) of every state: the conjugate family of :class:`GaussianPrior`
-    with per-state hyperparameters."""
+    with per-state hyperparameters.
+
+    Examples
+    --------
+    The conjugate update of two states, one with the frames -1 and 1, one with 5:
+
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import GaussianDiagEmissions, GaussianPrior
+    >>> family = GaussianDiagEmissions()
+    >>> prior = GaussianPrior(means=np.zeros(1), beta=1.0, dof=2.0, scale=np.ones(1))
+    >>> X = np.array([[-1.0], [1.0], [5.0]])
+    >>> resp = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> post = family.vbm(prior, family.stats(resp, X, prior))
+    >>> post.beta, post.means.ravel()                  # beta0 + N, S1 / (beta0 + N)
+    (array([3., 2.]), array([0. , 2.5]))
+    """
 
     means: np.ndarray  # m, (K, D)
     beta: np.ndarray  # (K,)
@@ -73,7 +98,18 @@ class GaussianPosterior:
 @dataclass(eq=False)
 class GaussianStats:
     """Expected sufficient statistics of state responsibilities r_tk, with the frames
-    centred at the prior mean m0."""
+    centred at the prior mean m0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import GaussianDiagEmissions, GaussianPrior
+    >>> prior = GaussianPrior(means=np.zeros(1), beta=1.0, dof=2.0, scale=np.ones(1))
+    >>> resp = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> stats = GaussianDiagEmissions().stats(resp, np.array([[-1.0], [1.0], [5.0]]), prior)
+    >>> stats.N, stats.S1.ravel(), stats.S2.ravel()
+    (array([2., 1.]), array([0., 5.]), array([ 2., 25.]))
+    """
 
     N: np.ndarray  # (K,): sum_t r_tk
     S1: np.ndarray  # (K, D): sum_t r_tk (x_t - m0)
@@ -82,7 +118,16 @@ class GaussianStats:
 
 @dataclass(eq=False)
 class GaussianSummary:
-    """What the data-dependent default prior needs from the training frames."""
+    """What the data-dependent default prior needs from the training frames.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import GaussianFullEmissions
+    >>> summary = GaussianFullEmissions().summarise(np.array([[0.0, 1.0], [2.0, 3.0]]))
+    >>> summary.mean
+    array([1., 2.])
+    """
 
     mean: np.ndarray  # (D,): mean of the frames
     var: np.ndarray  # (D,): their variances, floored

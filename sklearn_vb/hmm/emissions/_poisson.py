@@ -38,7 +38,16 @@ _MEAN_FLOOR = 1e-3
 
 @dataclass(eq=False)
 class PoissonPrior:
-    """Gamma(shape, rate) prior of every state's rates, ``lambda_kd ~ Gamma(a_kd, b_kd)``."""
+    """Gamma(shape, rate) prior of every state's rates, ``lambda_kd ~ Gamma(a_kd, b_kd)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import PoissonPrior
+    >>> prior = PoissonPrior(rate_shape=np.ones((2, 1)), rate_rate=np.full((2, 1), 0.5))
+    >>> (prior.rate_shape / prior.rate_rate).ravel()      # prior mean rates
+    array([2., 2.])
+    """
 
     rate_shape: np.ndarray  # a, (K, D)
     rate_rate: np.ndarray  # b, (K, D)
@@ -46,7 +55,19 @@ class PoissonPrior:
 
 @dataclass(eq=False)
 class PoissonPosterior:
-    """q(lambda_kd) = Gamma(rate_shape_kd, rate_rate_kd) of every state's rates."""
+    """q(lambda_kd) = Gamma(rate_shape_kd, rate_rate_kd) of every state's rates.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import PoissonEmissions, PoissonPrior
+    >>> family = PoissonEmissions()
+    >>> prior = PoissonPrior(rate_shape=np.ones((2, 1)), rate_rate=np.ones((2, 1)))
+    >>> resp = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> post = family.vbm(prior, family.stats(resp, np.array([[2], [3], [5]]), prior))
+    >>> post.rate_shape.ravel(), post.rate_rate.ravel()   # a + sum x, b + n
+    (array([3., 9.]), array([2., 3.]))
+    """
 
     rate_shape: np.ndarray  # a + sum_t r_tk x_td, (K, D)
     rate_rate: np.ndarray  # b + sum_t r_tk, (K, D)
@@ -54,7 +75,18 @@ class PoissonPosterior:
 
 @dataclass(eq=False)
 class PoissonStats:
-    """Expected sufficient statistics of state responsibilities r_tk."""
+    """Expected sufficient statistics of state responsibilities r_tk.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import PoissonEmissions, PoissonPrior
+    >>> prior = PoissonPrior(rate_shape=np.ones((2, 1)), rate_rate=np.ones((2, 1)))
+    >>> resp = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> stats = PoissonEmissions().stats(resp, np.array([[2], [3], [5]]), prior)
+    >>> stats.N, stats.S1.ravel()
+    (array([1., 2.]), array([2., 8.]))
+    """
 
     N: np.ndarray  # (K,): sum_t r_tk
     S1: np.ndarray  # (K, D): sum_t r_tk x_t
@@ -63,7 +95,15 @@ class PoissonStats:
 
 @dataclass(eq=False)
 class PoissonSummary:
-    """What the data-dependent default prior needs from the training frames."""
+    """What the data-dependent default prior needs from the training frames.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import PoissonEmissions
+    >>> PoissonEmissions().summarise(np.array([[0, 4], [2, 6]])).mean
+    array([1., 5.])
+    """
 
     mean: np.ndarray  # (D,): mean count of every feature
 
