@@ -38,9 +38,9 @@ class HMMStats:
     emission: Any  # the family's statistics (e.g. GaussianStats, CategoricalStats)
 
 
-@dataclass(eq=False)
-class HMMSequences:
-    """Sequences prepared by :meth:`FamilyHMMScoringModel.prepare_data`."""
+class HMMSequences(NamedTuple):
+    """Sequences prepared by :meth:`FamilyHMMScoringModel.prepare_data` (immutable; a
+    tuple, so that the scoring layer's point cache can fingerprint it)."""
 
     frames: np.ndarray  # (T,) int64 symbols or (T, D) floats, as the emission family prepared them
     starts: np.ndarray  # (n_sequences,) int64: first frame of every sequence
@@ -48,9 +48,9 @@ class HMMSequences:
     index: np.ndarray  # (T,) int64: arange(T), the table row of every frame
 
 
-@dataclass(eq=False)
-class SymbolSequences:
-    """Symbol sequences prepared by the categorical HMM scoring models."""
+class SymbolSequences(NamedTuple):
+    """Symbol sequences prepared by the categorical HMM scoring models (immutable; a
+    tuple, so that the scoring layer's point cache can fingerprint it)."""
 
     symbols: np.ndarray  # (T,) int64: the symbols of all sequences, concatenated
     starts: np.ndarray  # (n_sequences,) int64: first frame of every sequence

@@ -128,3 +128,30 @@ def test_no_hmm_state_is_read_by_string_key():
            for path in sorted(root.rglob("*.py"))
            for line, name in _string_key_reads(path) if name not in BLOCK_DICT_NAMES]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("emission, covariance_type", [("gaussian", "diag"), ("categorical", "full")])
+def test_scorers_share_one_point_em_on_the_prepared_sequences(monkeypatch, emission,
+                                                             covariance_type):
+    # the scoring layer's point cache fingerprints the prepared data: the typed
+    # sequences must be recognised as the same data on a second score
+    from sklearn_vb.scoring import score
+    from sklearn_vb.scoring._point_cache import clear_point_cache
+
+    est, X = _fitted(emission, covariance_type)
+    owner = HMMScoringModel if emission == "categorical" else FamilyHMMScoringModel
+    calls = []
+    original = owner.fit_point
+
+    def counted(self, X, **kwargs):
+        calls.append(kwargs)
+        return original(self, X, **kwargs)
+
+    monkeypatch.setattr(owner, "fit_point", counted)
+    clear_point_cache()
+    try:
+        first = score(est, X, "bic", lengths=[25, 35]).log_evidence
+        second = score(est, X, "bic", lengths=[25, 35]).log_evidence
+    finally:
+        clear_point_cache()
+    assert len(calls) == 1 and first == second
