@@ -54,7 +54,8 @@ from ._vbem import (
     output_scale,
     vbm,
 )
-from .inference import StatePosterior, dynamics_moments, output_moments, smooth_states
+from .inference import (StatePosterior, data_moments, dynamics_moments, output_moments,
+                        smooth_states)
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -93,10 +94,7 @@ class _FitData(_Sequences):
     YY: np.ndarray = field(init=False)
 
     def __post_init__(self):
-        self.UUs = self.Us.T @ self.Us
-        self.UUo = self.Uo.T @ self.Uo
-        self.UY = self.Uo.T @ self.X
-        self.YY = np.einsum("ts,ts->s", self.X, self.X)
+        self.UUs, self.UUo, self.UY, self.YY = data_moments(self.X, self.Us, self.Uo)
 
 
 class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):

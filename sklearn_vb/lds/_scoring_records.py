@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .inference import data_moments
+
 __all__ = ["ParameterBatch", "ScoringData", "StateCompletion"]
 
 
@@ -38,8 +40,7 @@ class ScoringData(NamedTuple):
     @classmethod
     def from_sequences(cls, Y, Us, Uo, starts, ends) -> ScoringData:
         """The record of validated sequences, with its data statistics."""
-        return cls(Y=Y, Us=Us, Uo=Uo, starts=starts, ends=ends, UUs=Us.T @ Us,
-                   UUo=Uo.T @ Uo, UY=Uo.T @ Y, YY=np.einsum("ts,ts->s", Y, Y))
+        return cls(Y, Us, Uo, starts, ends, *data_moments(Y, Us, Uo))
 
 
 class StateCompletion(NamedTuple):

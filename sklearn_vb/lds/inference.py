@@ -17,8 +17,9 @@ import numpy as np
 
 from .kalman import vb_kalman_smoother
 
-__all__ = ["HiddenStatistics", "SmootherResult", "StatePosterior", "dynamics_moments",
-           "hidden_statistics", "output_moments", "smooth_states"]
+__all__ = ["DataMoments", "HiddenStatistics", "SmootherResult", "StatePosterior",
+           "data_moments", "dynamics_moments", "hidden_statistics", "output_moments",
+           "smooth_states"]
 
 class SmootherResult(NamedTuple):
     """What :func:`smooth_states` returns: the outputs of
@@ -152,6 +153,26 @@ class HiddenStatistics(NamedTuple):
     T: int
     #: number of sequences
     n_seq: int
+
+
+class DataMoments(NamedTuple):
+    """The statistics of the observed sequences that do not depend on q(x)."""
+
+    #: (ds, ds) ``sum_t us_t us_t'``
+    UUs: np.ndarray
+    #: (do, do) ``sum_t uo_t uo_t'``
+    UUo: np.ndarray
+    #: (do, p) ``sum_t uo_t y_t'``
+    UY: np.ndarray
+    #: (p,) ``sum_t y_ts^2`` per output
+    YY: np.ndarray
+
+
+def data_moments(Y, Us, Uo):
+    """The :class:`DataMoments` of outputs ``Y`` (N, p), state inputs ``Us`` (N, ds)
+    and output inputs ``Uo`` (N, do)."""
+    return DataMoments(UUs=Us.T @ Us, UUo=Uo.T @ Uo, UY=Uo.T @ Y,
+                       YY=np.einsum("ts,ts->s", Y, Y))
 
 
 def dynamics_moments(s, UUs):
