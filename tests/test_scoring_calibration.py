@@ -52,7 +52,7 @@ def _sparse_hmm():
     """Two length-6 sequences, K = 2, V = 5, the estimator's sparse Dirichlet prior
     (concentrations 1/5 on the emission rows): 2^12 paths, exact by enumeration."""
     r = np.random.default_rng(1)
-    from sklearn_vb.datasets._hmm import make_hmm_sequences
+    from sklearn_vb.datasets import make_hmm_sequences
 
     A = 0.6 * np.eye(2) + 0.4 * r.dirichlet(np.ones(2), size=2)
     B = r.dirichlet(np.full(5, 0.3), size=2)

@@ -11,7 +11,7 @@ import pytest
 
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.hmm.forward_backward import forward_backward
-from sklearn_vb.datasets._hmm import make_hmm_sequences
+from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.emissions import GaussianFullEmissions
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._dimension import _singular_values

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov
-from sklearn_vb.datasets._hmm import make_hmm_sequences
+from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb._core.progress import Progress
-from sklearn_vb.scoring._result import UnreliableEstimateWarning
+from sklearn_vb.scoring import UnreliableEstimateWarning
 
 HMM_X = np.array([0, 0, 1, 2, 2, 2, 1, 0, 1, 1, 0, 2])[:, None]
 DAG_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])

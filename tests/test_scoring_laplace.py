@@ -13,7 +13,7 @@ from sklearn_vb.datasets import BEAL_TRUE_CODE, bipartite_structure, make_beal_d
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._laplace import _t, _Target, fd_gradient, fd_hessian
 from sklearn_vb.hmm._scoring_dirichlet import DirichletCategoricalHMM
-from sklearn_vb._core.evidence.params import ParamBlock, ParamSpace
+from sklearn_vb.scoring import ParamBlock, ParamSpace
 from tests.oracles.reference_models import BayesianLinearRegression
 
 REGRESSION_X = np.column_stack([[[1, 0], [0, 1], [1, 1]], [1, -1, 0.5]])

@@ -11,7 +11,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from sklearn_vb import VBHiddenMarkov
-from sklearn_vb.datasets._hmm import make_hmm_sequences
+from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._point_cache import clear_point_cache, shared_fit_point
 from sklearn_vb._core.evidence.dirichlet import DirichletBlocksModel

@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn_vb import (VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem,
                         VBMixtureFactorAnalysers)
 from sklearn_vb.datasets import beal_true_structure, make_beal_dag
-from sklearn_vb.datasets._hmm import make_hmm_sequences
+from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.scoring import score, scoring_model_for
 from sklearn_vb.scoring._point_cache import clear_point_cache
 from sklearn_vb.hmm._scoring_dirichlet import DirichletCategoricalHMM

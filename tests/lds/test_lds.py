@@ -9,7 +9,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
-from sklearn_vb.datasets._lds import make_lds, make_lds_params
+from sklearn_vb.datasets import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
 from sklearn_vb.lds.inference import dynamics_moments, output_moments
 

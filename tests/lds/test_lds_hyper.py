@@ -20,7 +20,7 @@ from sklearn_vb.lds._hyper import (
     update_output_hyperparameters,
 )
 from sklearn_vb.base import predicted_remaining_gain
-from sklearn_vb.datasets._lds import make_lds, make_lds_params
+from sklearn_vb.datasets import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
 CAP = 1e12

@@ -15,7 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn_vb.lds._move_steps import rotate, rotation_objective
 from sklearn_vb.lds._moves import optimise_rotation, rotate_hidden_posterior
 from sklearn_vb.lds._vbem import hidden_stats
-from sklearn_vb.datasets._lds import make_lds, make_lds_params
+from sklearn_vb.datasets import make_lds, make_lds_params
 from sklearn_vb.lds import VBLinearDynamicalSystem
 
 from tests.lds._lds_steps import count_accepted_moves
