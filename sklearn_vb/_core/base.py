@@ -129,7 +129,18 @@ ACCELERATION_CONSTRAINT = [StrOptions({"squarem"}), None]
 
 
 class Step(NamedTuple):
-    """One coordinate-ascent step of a VBEM iteration (see ``_iteration_steps``)."""
+    """One coordinate-ascent step of a VBEM iteration: what a model's
+    ``_iteration_steps()`` returns, in order (see :class:`VBEMEstimator`).
+
+    Examples
+    --------
+    >>> from sklearn_vb.base import Step
+    >>> calls = []
+    >>> step = Step("vbe", lambda data, iteration: calls.append(iteration))
+    >>> step.run(None, 3)
+    >>> step.name, calls
+    ('vbe', [3])
+    """
 
     name: str  # as messages and the bound checks name it
     # run(data, iteration), True when it changed the structure; None where a model's
