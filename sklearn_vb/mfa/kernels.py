@@ -247,7 +247,6 @@ def bound_terms(
     estimator takes from the conjugate families.
     """
     N, p = Y.shape
-    S = resp.shape[1]
     K = sigma.shape[-1]
     if stats is None:
         stats = sufficient_statistics(Y, resp, xbar, sigma)
