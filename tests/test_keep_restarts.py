@@ -16,6 +16,8 @@ import pytest
 from sklearn_vb import (VBDiscreteDAG, VBHiddenMarkov, VBLinearDynamicalSystem,
                         VBMixtureFactorAnalysers)
 from sklearn_vb.base import Restart
+from sklearn_vb.emissions import CategoricalPoint
+from sklearn_vb.hmm._state import PointParameters
 from sklearn_vb.scoring import UnreliableEstimateWarning, score, scoring_model_for
 
 pytestmark = pytest.mark.filterwarnings(
@@ -97,4 +99,7 @@ def test_point_fits_keep_their_restarts_too():
     est = VBHiddenMarkov(3, method="ml", n_init=3, keep_restarts=True, random_state=0,
                          max_iter=100).fit(X)
     assert est.lower_bound_ == max(r.lower_bound for r in est.restarts_)
-    assert all("_theta_" in r.state for r in est.restarts_)
+    # every restart keeps its own point estimate, a typed point of the family
+    assert all(isinstance(r.state["_theta_"], PointParameters)
+               and isinstance(r.state["_theta_"].emission, CategoricalPoint)
+               for r in est.restarts_)

@@ -32,8 +32,7 @@ from .._core.distributions import dirichlet_expected_log
 from . import kernels as _k
 from .forward_backward import forward_backward
 from ._init import initial_posterior, start_point
-from ._point import (complete_log_likelihood, point_e_step, point_emission_attributes,
-                     point_log_prior, point_m_step)
+from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
 from ._vbem import (expected_log_params, frame_marginals, kl_terms,
                     lower_bound_after_vbm, optimize_dirichlet_scale, pack_posterior,
@@ -437,7 +436,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _initialize(self, data, random_state, start=None):
         """The initial q(theta) of the start kind ``start`` (default: the first of
         :meth:`_restart_starts`); for point EM, its mean replaces it."""
-        self.__dict__.pop("_theta_", None)
+        self._theta_ = None
         self._resolve_priors(data)
         family = self._family
         how = self._restart_starts()[0] if start is None else start
@@ -448,10 +447,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._stats_ = None
         self._run_bounds = []
         if self.method != "vb":
-            theta = start_point(family, self.n_components, self._hyper("posterior"))
+            point = start_point(family, self.n_components, self._hyper("posterior"))
             for name in ("startprob", "transmat") + tuple(family.hyper_names):
                 self.__dict__.pop(f"{name}_posterior_", None)
-            self._theta_ = theta
+            self._theta_ = point
 
     # ------------------------------------------------------------------ loop steps
     def _iteration_steps(self):
@@ -495,22 +494,27 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._run_bounds.append(self._vbe_bound)
 
     # ------------------------------------------------------------------ point EM steps
+    #: the point estimate of ``method="ml"``/``"map"`` (a PointParameters, set by
+    #: ``_initialize`` and the M step); None for a VB fit or before fitting
+    _theta_ = None
+
     @property
     def _point_fitted(self):
         """Whether the stored state is a point estimate (``method="ml"``/``"map"``)."""
-        return "_theta_" in self.__dict__
+        return self._theta_ is not None
 
-    def _point_log_prior(self, theta):
-        """The prior term of the EM objective (0 for ML; the softmax-basis MAP term)."""
+    def _point_log_prior(self, params):
+        """The prior term of the EM objective (0 for ML; the softmax-basis MAP term) at
+        ``params``, the point's blocks (:meth:`PointParameters.blocks`)."""
         if self.method == "ml":
             return 0.0
         prior = self._emission("prior")
         density = self._family.param_density(prior, self.n_components)
         return point_log_prior(self._family, self.startprob_prior_, self.transmat_prior_,
-                               density, self._theta_ if theta is None else theta)
+                               density, params)
 
-    def _point_complete_loglik(self, theta):
-        return float(complete_log_likelihood(self._family, self._emission("prior"), theta,
+    def _point_complete_loglik(self, params):
+        return float(complete_log_likelihood(self._family, self._emission("prior"), params,
                                              self._stats_, self.n_components)[0])
 
     def _step_m(self, data, iteration):
@@ -522,25 +526,25 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _step_e(self, data, iteration):
         self._fresh = False
-        theta = self._theta_
+        params = self._theta_.blocks()
         self._loglik_, self._stats_ = point_e_step(
-            self._family, self._emission("prior"), theta, data.X, data.starts, data.ends,
+            self._family, self._emission("prior"), params, data.X, data.starts, data.ends,
             self.n_components)
         # H[p(s | X, theta)] = ln p(X | theta) - E ln p(s, X | theta), kept for the bound
         # of the M step (the EM lower bound of the objective at a new theta)
-        self._path_entropy = self._loglik_ - self._point_complete_loglik(theta)
-        self._vbe_bound = self._loglik_ + self._point_log_prior(theta)
+        self._path_entropy = self._loglik_ - self._point_complete_loglik(params)
+        self._vbe_bound = self._loglik_ + self._point_log_prior(params)
         self._at_vbe = True
         if not hasattr(self, "_run_bounds"):
             self._run_bounds = []
         self._run_bounds.append(self._vbe_bound)
 
     def _finalize_point(self):
-        K = self.n_components
-        theta = self._theta_
-        self.startprob_ = theta["startprob"][0].copy() if K > 1 else np.ones(1)
-        self.transmat_ = theta["transmat"][0].copy() if K > 1 else np.ones((1, 1))
-        for name, value in point_emission_attributes(self._family, theta).items():
+        point = self._theta_
+        with_transitions = point.startprob is not None  # K > 1
+        self.startprob_ = point.startprob.copy() if with_transitions else np.ones(1)
+        self.transmat_ = point.transmat.copy() if with_transitions else np.ones((1, 1))
+        for name, value in self._family.point_attributes(point.emission).items():
             setattr(self, name, value)
         self.occupancy_ = self._family.occupancy(self._stats_.emission)
         self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
@@ -590,9 +594,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if getattr(self, "_at_vbe", False):
             return self._vbe_bound
         if self._point_fitted:
-            theta = self._theta_
-            return (self._path_entropy + self._point_complete_loglik(theta)
-                    + self._point_log_prior(theta))
+            params = self._theta_.blocks()
+            return (self._path_entropy + self._point_complete_loglik(params)
+                    + self._point_log_prior(params))
         return lower_bound_after_vbm(self._family, self._hyper("posterior"), self._hyper("prior"),
                                      self._stats_, self._vbe_log_norm_, self._vbe_expected_log_)
 
@@ -643,7 +647,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """The log emission table at the fitted parameters and the table row of every
         frame: the posterior-mean plug-in of VB, or the point of ``method="ml"/"map"``."""
         if self._point_fitted:
-            table = self._family.log_likelihood_tables(self._theta_, data.X)[0]
+            table = self._family.log_likelihood_tables(self._theta_.blocks(), data.X)[0]
             return table, np.arange(data.n_frames, dtype=np.int64)
         family = self._family
         table = family.log_table(family.plugin_params(self._emission("posterior")), data.X)
@@ -744,7 +748,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             self.startprob_, self.transmat_, u, np.array([0]), np.array([n_samples])
         )
         if self._point_fitted:
-            frames = self._family.simulate(self._theta_, states, rng)
+            frames = self._family.simulate(self._theta_.blocks(), states, rng)
             return (frames.reshape(-1, 1) if frames.ndim == 1 else frames), states
         return self._family.sample(self._emission("posterior"), states, rng), states
 

@@ -8,7 +8,7 @@ triples; ``data`` is the estimator's ``_FitData``.
 from __future__ import annotations
 
 from .emissions._checks import init_posterior_array
-from ._state import DirichletHMM
+from ._state import DirichletHMM, PointParameters
 from ._vbem import frame_marginals, stats_from_resp, vbm
 
 __all__ = ["initial_posterior", "posterior_from_init", "start_point"]
@@ -63,12 +63,14 @@ def initial_posterior(how, family, K, prior, data, random_state, init_posterior=
 
 
 def start_point(family, K, posterior):
-    """The mean of q(theta), the start of point-estimate EM (a ``theta`` dict of
-    :mod:`sklearn_vb.hmm._point`)."""
-    theta = {}
+    """The mean of q(theta), the start of point-estimate EM (a
+    :class:`~sklearn_vb.hmm._state.PointParameters`): normalised Dirichlet rows and the
+    mean of the family's density over its blocks, the plug-in the scoring adapter's
+    ``fit_point`` starts from too."""
+    startprob = transmat = None
     if K > 1:
         w_pi, w_A = posterior.startprob, posterior.transmat
-        theta["startprob"] = (w_pi / w_pi.sum())[None]
-        theta["transmat"] = (w_A / w_A.sum(axis=1, keepdims=True))[None]
-    theta.update(family.param_density(posterior.emission, K).mean())
-    return theta
+        startprob = w_pi / w_pi.sum()
+        transmat = w_A / w_A.sum(axis=1, keepdims=True)
+    emission = family.point_type.from_blocks(family.param_density(posterior.emission, K).mean())
+    return PointParameters(startprob=startprob, transmat=transmat, emission=emission)

@@ -6,11 +6,14 @@ steps in its EM loop, and the HMM scoring adapter
 (:mod:`sklearn_vb.hmm._scoring_family`) runs them for its ``fit_point``, so each
 piece exists once.
 
-Parameters ``theta`` are dicts of blocks with a leading batch axis of parameter sets
-(the scoring layer's convention): ``startprob`` (C, K), ``transmat`` (C, K, K) and the
-family's emission blocks (:meth:`~sklearn_vb.emissions.EmissionFamily.param_blocks`).
-With one state (K = 1) the initial and transition blocks are constants and may be
-absent.  Expected statistics are :class:`~sklearn_vb.hmm._state.HMMStats`.
+The M step returns a :class:`~sklearn_vb.hmm._state.PointParameters` (the estimator's
+state).  The other pieces evaluate parameter batches ``params``, dicts of blocks with a
+leading batch axis of parameter sets (the scoring layer's convention, which the
+estimator reaches through :meth:`~sklearn_vb.hmm._state.PointParameters.blocks`):
+``startprob`` (C, K), ``transmat`` (C, K, K) and the family's emission blocks
+(:meth:`~sklearn_vb.emissions.EmissionFamily.param_blocks`).  With one state (K = 1) the
+initial and transition blocks are constants and may be absent.  Expected statistics
+are :class:`~sklearn_vb.hmm._state.HMMStats`.
 
 * E step (Beal 2003, eqs 3.19-3.35): ordinary forward-backward at the normalised
   parameters gives ln p(X | theta) and the expected statistics.
@@ -27,31 +30,32 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.distributions import dirichlet_log_pdf
-from ._state import HMMStats
+from ._state import HMMStats, PointParameters
 from .forward_backward import forward_backward
 
 __all__ = ["point_m_step", "point_log_prior", "point_e_step", "complete_log_likelihood",
-           "log_start_transitions", "point_emission_attributes"]
+           "log_start_transitions"]
 
 
-def log_start_transitions(theta, n_components, batch):
+def log_start_transitions(params, n_components, batch):
     """``ln startprob`` (C, K) and ``ln transmat`` (C, K, K) (zeros when K = 1)."""
     if n_components == 1:
         return np.zeros((batch, 1)), np.zeros((batch, 1, 1))
     with np.errstate(divide="ignore"):
-        return (np.log(np.asarray(theta["startprob"], dtype=float)),
-                np.log(np.asarray(theta["transmat"], dtype=float)))
+        return (np.log(np.asarray(params["startprob"], dtype=float)),
+                np.log(np.asarray(params["transmat"], dtype=float)))
 
 
 def point_m_step(family, startprob_prior, transmat_prior, emission_prior, stats, kind="map",
                  basis="softmax"):
-    """The M step from expected statistics, blocks with a batch of 1.
+    """The M step from expected statistics, a
+    :class:`~sklearn_vb.hmm._state.PointParameters`.
 
     ``kind="ml"``: normalised counts and the family's maximum-likelihood emission point.
     ``"map"`` with ``basis="softmax"`` (default): ``(u + N)`` rows, the posterior mean of
     the conjugate posterior (the VBM arithmetic followed by the plug-in);
     ``basis="natural"``: the joint mode, ``(u + N - 1)`` rows and the family's mode.
-    The initial and transition blocks are omitted when K = 1.
+    The initial and transition rows are None when K = 1.
     """
     if kind not in ("map", "ml"):
         raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
@@ -66,44 +70,46 @@ def point_m_step(family, startprob_prior, transmat_prior, emission_prior, stats,
         rows = (w_pi, w_A)
     else:
         rows = (np.maximum(w_pi - 1.0, tiny), np.maximum(w_A - 1.0, tiny))
-    out = {}
+    startprob = transmat = None
     if np.shape(startprob_prior)[-1] > 1:
-        out["startprob"] = (rows[0] / rows[0].sum())[None]
-        out["transmat"] = (rows[1] / rows[1].sum(axis=1, keepdims=True))[None]
-    out.update(family.point_from_stats(emission_prior, stats.emission, kind, basis))
-    return out
+        startprob = rows[0] / rows[0].sum()
+        transmat = rows[1] / rows[1].sum(axis=1, keepdims=True)
+    return PointParameters(startprob=startprob, transmat=transmat,
+                           emission=family.point_from_stats(emission_prior, stats.emission,
+                                                            kind, basis))
 
 
-def point_log_prior(family, startprob_prior, transmat_prior, emission_density, theta,
+def point_log_prior(family, startprob_prior, transmat_prior, emission_density, params,
                     basis="softmax"):
-    """The log prior term of the MAP objective at one parameter set (a float): the prior
-    density of the blocks (Dirichlet rows, ``emission_density`` the family's prior
-    density, :meth:`~sklearn_vb.emissions.EmissionFamily.param_density`), the family's
+    """The log prior term of the MAP objective at one parameter set ``params`` (a batch
+    of 1; a float): the prior density of the blocks (Dirichlet rows,
+    ``emission_density`` the family's prior density,
+    :meth:`~sklearn_vb.emissions.EmissionFamily.param_density`), the family's
     coordinate terms, and in the softmax basis ``sum ln theta`` over the initial and
     transition rows."""
     with_transitions = np.shape(startprob_prior)[-1] > 1
-    out = emission_density.log_pdf(theta)
+    out = emission_density.log_pdf(params)
     if with_transitions:
         with np.errstate(divide="ignore", invalid="ignore"):
-            out = out + dirichlet_log_pdf(theta["startprob"], startprob_prior) + np.sum(
-                dirichlet_log_pdf(theta["transmat"], transmat_prior), axis=-1)
+            out = out + dirichlet_log_pdf(params["startprob"], startprob_prior) + np.sum(
+                dirichlet_log_pdf(params["transmat"], transmat_prior), axis=-1)
     lp = float(np.asarray(out, dtype=float)[0])
-    for term in family.point_log_prior_terms(theta, basis):
+    for term in family.point_log_prior_terms(params, basis):
         lp += term
     if basis == "softmax" and with_transitions:
-        lp += float(np.sum(np.log(theta["startprob"])) + np.sum(np.log(theta["transmat"])))
+        lp += float(np.sum(np.log(params["startprob"])) + np.sum(np.log(params["transmat"])))
     return lp
 
 
-def complete_log_likelihood(family, emission_prior, theta, stats, n_components):
+def complete_log_likelihood(family, emission_prior, params, stats, n_components):
     """(C,) ``E_{q(s)} ln p(s, X | theta_c)`` from expected statistics ``stats``."""
-    C = np.shape(next(iter(theta.values())))[0]
+    C = np.shape(next(iter(params.values())))[0]
     out = np.zeros(C)
     if n_components > 1:
-        lp, la = log_start_transitions(theta, n_components, C)
+        lp, la = log_start_transitions(params, n_components, C)
         out += np.sum(np.where(stats.start > 0, stats.start * lp, 0.0), axis=1)
         out += np.sum(np.where(stats.trans > 0, stats.trans * la, 0.0), axis=(1, 2))
-    out += family.complete_log_likelihood(theta, stats.emission, emission_prior)
+    out += family.complete_log_likelihood(params, stats.emission, emission_prior)
     return out
 
 
@@ -118,24 +124,13 @@ def forward_backward_stats(family, emission_prior, log_pi, log_A, table, X, fram
     return float(log_norm.sum()), stats
 
 
-def point_e_step(family, emission_prior, theta, X, starts, ends, n_components):
+def point_e_step(family, emission_prior, params, X, starts, ends, n_components):
     """ln p(X | theta) and the expected statistics of the exact posterior over state
-    paths at the single parameter set ``theta`` (one forward-backward pass)."""
-    lp, la = log_start_transitions(theta, n_components, 1)
-    table = family.log_likelihood_tables(theta, X)[0]
+    paths at the single parameter set ``params`` (a batch of 1; one forward-backward
+    pass)."""
+    lp, la = log_start_transitions(params, n_components, 1)
+    table = family.log_likelihood_tables(params, X)[0]
     frames = np.arange(table.shape[0], dtype=np.int64)
     return forward_backward_stats(family, emission_prior, lp[0], la[0], table, X, frames,
                                   starts, ends)
 
-
-def point_emission_attributes(family, theta):
-    """The fitted attributes of the emission point of ``theta`` (those of the VB
-    plug-in: ``emissionprob_``, ``means_``, ``rates_``, ``covars_``)."""
-    out = {f"{name}_": np.array(theta[name][0], dtype=float)
-           for name in ("emissionprob", "means", "rates") if name in theta}
-    if hasattr(family, "precision_cholesky"):
-        L = family.precision_cholesky(theta)[0]
-        cov = np.linalg.inv(L @ np.swapaxes(L, -1, -2))
-        out["covars_"] = cov if family.covariance_type == "full" else np.diagonal(
-            cov, axis1=-2, axis2=-1).copy()
-    return out

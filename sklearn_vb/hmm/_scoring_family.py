@@ -474,16 +474,16 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         emission point.  ``"map"``, ``basis="softmax"`` (default): the posterior mean of the
         conjugate posterior, ``(u + N)`` rows -- the estimator's VBM arithmetic followed by
         its plug-in.  ``basis="natural"``: the joint mode, ``(u + N - 1)`` rows and the
-        family's posterior mode."""
+        family's posterior mode.  A parameter batch of one set."""
         return point_m_step(self.family, self.startprob_prior, self.transmat_prior,
-                            self.emission_prior, stats, kind, basis)
+                            self.emission_prior, stats, kind, basis).blocks()
 
-    def _point_objective_prior(self, theta, basis):
+    def _point_objective_prior(self, params, basis):
         """The log prior term of the EM objective in the basis of ``point_from_stats``:
         the prior density in the family's point coordinates, plus ``sum ln theta_rows``
         for the softmax basis."""
         return point_log_prior(self.family, self.startprob_prior, self.transmat_prior,
-                               self._prior.emission, theta, basis)
+                               self._prior.emission, params, basis)
 
     def fit_point(self, X, kind="map", basis="softmax", rng=None, n_init=3, max_iter=1000,
                   tol_per_case=1e-8):
@@ -509,9 +509,9 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
         start = posterior_then_draws(q.mean, from_labels)
 
-        def evaluate(theta):
-            ll, stats = self._loglik_and_stats(theta, X)
-            prior = 0.0 if kind == "ml" else self._point_objective_prior(theta, basis)
+        def evaluate(params):
+            ll, stats = self._loglik_and_stats(params, X)
+            prior = 0.0 if kind == "ml" else self._point_objective_prior(params, basis)
             return ll + prior, stats
 
         run = best_point_em(start, evaluate, lambda stats, _: self.point_from_stats(stats, kind, basis),

@@ -1,21 +1,23 @@
 """The typed state of an HMM fit and of its scoring models: hyperparameter triples of
-q(theta) and p(theta), expected statistics of q(s), and the prepared sequences that the
-scoring models pass between their methods.
+q(theta) and p(theta), the point estimate of a ``method="ml"``/``"map"`` fit, expected
+statistics of q(s), and the prepared sequences that the scoring models pass between
+their methods.
 
 The emission part of each is the emission family's own dataclass
-(:mod:`sklearn_vb.hmm.emissions`: e.g. ``GaussianPosterior``, ``GaussianStats``).
-Parameter batches of the scoring layer stay dicts of named blocks (the
-:class:`~sklearn_vb._core.evidence.params.ParamSpace` convention every model shares).
+(:mod:`sklearn_vb.hmm.emissions`: e.g. ``GaussianPosterior``, ``GaussianFullPoint``,
+``GaussianStats``).  Parameter batches of the scoring layer stay dicts of named blocks
+(the :class:`~sklearn_vb._core.evidence.params.ParamSpace` convention every model
+shares); :meth:`PointParameters.blocks` is the one conversion of a point to that form.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-__all__ = ["DirichletHMM", "HMMStats", "HMMSequences", "SymbolSequences"]
+__all__ = ["DirichletHMM", "PointParameters", "HMMStats", "HMMSequences", "SymbolSequences"]
 
 
 class DirichletHMM(NamedTuple):
@@ -25,6 +27,29 @@ class DirichletHMM(NamedTuple):
     startprob: np.ndarray  # (K,): Dirichlet counts of the initial distribution
     transmat: np.ndarray  # (K, K): Dirichlet counts of every transition row
     emission: Any  # the family's prior_type or posterior_type (e.g. GaussianPosterior)
+
+
+@dataclass(eq=False)
+class PointParameters:
+    """A point estimate of the HMM's parameters (``method="ml"`` or ``"map"``): the
+    initial distribution, the transition rows and the emission family's point.  With
+    one state (K = 1) the initial and transition parts are the constant 1 and are None."""
+
+    startprob: Optional[np.ndarray]  # (K,): initial distribution; None when K = 1
+    transmat: Optional[np.ndarray]  # (K, K): transition rows; None when K = 1
+    emission: Any  # the family's point_type (e.g. GaussianFullPoint, CategoricalPoint)
+
+    def blocks(self):
+        """The point as a parameter batch of one set (block name -> (1, ...) array), the
+        form of the point-EM pieces shared with the scoring adapter
+        (:mod:`sklearn_vb.hmm._point`); the initial and transition blocks are absent
+        when K = 1."""
+        out = {}
+        if self.startprob is not None:
+            out["startprob"] = self.startprob[None]
+            out["transmat"] = self.transmat[None]
+        out.update(self.emission.blocks())
+        return out
 
 
 @dataclass(eq=False)

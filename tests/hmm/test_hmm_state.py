@@ -1,6 +1,7 @@
 """The HMM's variational state is typed: the emission families' hyperparameters and
-statistics, the statistics of q(s) and the scoring models' prepared sequences are
-dataclasses read by attribute, and a fitted estimator with them pickles and clones."""
+statistics, the point estimate of a ``method="ml"``/``"map"`` fit, the statistics of q(s)
+and the scoring models' prepared sequences are dataclasses read by attribute, and a
+fitted estimator with them pickles and clones."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from sklearn.base import clone
 import sklearn_vb.hmm
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.emissions import EMISSION_FAMILIES
-from sklearn_vb.hmm._state import HMMSequences, HMMStats, SymbolSequences
+from sklearn_vb.hmm._state import HMMSequences, HMMStats, PointParameters, SymbolSequences
 from sklearn_vb.hmm.scoring_model import FamilyHMMScoringModel, HMMScoringModel
 
 STATS_TYPES = {"categorical": "CategoricalStats", "gaussian": "GaussianStats",
@@ -26,7 +27,7 @@ STATS_TYPES = {"categorical": "CategoricalStats", "gaussian": "GaussianStats",
 #: names under which the package reads parameter batches (dicts of named blocks with a
 #: leading batch axis: the ParamSpace convention of the scoring layer, shared by every
 #: model) and the block-keyed Dirichlet hyperparameters of DirichletBlocksModel
-BLOCK_DICT_NAMES = {"params", "params_single", "theta", "out", "grads", "a", "prior_alpha"}
+BLOCK_DICT_NAMES = {"params", "params_single", "out", "grads", "a", "prior_alpha"}
 
 
 def _data(emission):
@@ -78,12 +79,74 @@ def test_fitted_state_is_typed_and_matches_the_public_attributes(emission, covar
     np.testing.assert_allclose(family.occupancy(stats.emission), est.occupancy_)
 
 
+def _precision_cholesky(point, D):
+    """The lower Cholesky factors (K, D, D) of a full-covariance point, built from its
+    fields independently of the family's code."""
+    K = point.means.shape[0]
+    L = np.zeros((K, D, D))
+    L[:, np.arange(D), np.arange(D)] = point.prec_chol_diag
+    if D > 1:
+        rows, cols = np.tril_indices(D, -1)
+        L[:, rows, cols] = point.prec_chol_offdiag
+    return L
+
+
+@pytest.mark.parametrize("emission, covariance_type", FAMILY_CASES)
+def test_point_fit_state_is_typed_and_matches_the_public_attributes(emission, covariance_type):
+    est, X = _fitted(emission, covariance_type, method="map")
+    family, point = est._family, est._theta_
+    assert isinstance(point, PointParameters) and est._point_fitted
+    assert isinstance(point.emission, family.point_type)
+    np.testing.assert_array_equal(point.startprob, est.startprob_)
+    np.testing.assert_array_equal(point.transmat, est.transmat_)
+    e = point.emission
+    if emission == "categorical":
+        np.testing.assert_array_equal(e.emissionprob, est.emissionprob_)
+    elif emission == "poisson":
+        np.testing.assert_array_equal(e.rates, est.rates_)
+    else:
+        np.testing.assert_array_equal(e.means, est.means_)
+        if covariance_type == "diag":
+            np.testing.assert_allclose(1.0 / e.precisions, est.covars_, rtol=1e-12)
+        else:
+            L = _precision_cholesky(e, X.shape[1])
+            np.testing.assert_allclose(np.linalg.inv(L @ np.swapaxes(L, 1, 2)), est.covars_,
+                                       rtol=1e-10)
+    # the point's blocks are the scoring layer's parameter blocks, in their order
+    names = [b[0] for b in family.param_blocks(est._emission("prior"), 2)]
+    blocks = point.blocks()
+    assert list(blocks) == ["startprob", "transmat"] + names
+    assert all(v.shape[0] == 1 for v in blocks.values())
+
+
+@pytest.mark.parametrize("emission, covariance_type", [("gaussian", "full"), ("poisson", "full")])
+def test_point_of_one_state_has_no_transition_part_and_vb_has_no_point(emission,
+                                                                      covariance_type):
+    X = _data(emission)
+    one = VBHiddenMarkov(1, emission=emission, covariance_type=covariance_type,
+                         method="ml", random_state=0).fit(X)
+    assert isinstance(one._theta_, PointParameters)
+    assert one._theta_.startprob is None and one._theta_.transmat is None
+    assert list(one._theta_.blocks()) == [b[0] for b in one._family.param_blocks(
+        one._emission("prior"), 1)]
+    vb, _ = _fitted(emission, covariance_type)
+    assert vb._theta_ is None and not vb._point_fitted
+    # a VB refit of a point fit leaves no point behind
+    refit = one.set_params(method="vb").fit(X)
+    assert refit._theta_ is None and hasattr(refit, "startprob_posterior_")
+
+
 @pytest.mark.parametrize("emission, covariance_type", FAMILY_CASES)
 @pytest.mark.parametrize("method", ["vb", "map"])
 def test_fitted_estimator_pickles_and_clones(emission, covariance_type, method):
     est, X = _fitted(emission, covariance_type, method=method)
     again = pickle.loads(pickle.dumps(est))
     assert isinstance(again._stats_, HMMStats)
+    if method == "map":
+        assert isinstance(again._theta_, PointParameters)
+        assert isinstance(again._theta_.emission, est._family.point_type)
+    else:
+        assert again._theta_ is None
     np.testing.assert_array_equal(again.predict(X, lengths=[25, 35]),
                                   est.predict(X, lengths=[25, 35]))
     assert again.score(X, lengths=[25, 35]) == est.score(X, lengths=[25, 35])

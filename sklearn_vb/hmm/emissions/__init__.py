@@ -8,16 +8,18 @@ the registry below, keyed by the estimator's ``emission`` and ``covariance_type`
 arguments.  Adding a family means writing one module and one registry entry.
 """
 
-from ._base import EmissionFamily
-from ._categorical import (CategoricalEmissions, CategoricalPosterior, CategoricalPrior,
-                           CategoricalStats)
-from ._gaussian import (GaussianDiagEmissions, GaussianFullEmissions, GaussianPosterior,
-                        GaussianPrior, GaussianStats, GaussianSummary)
-from ._poisson import (PoissonEmissions, PoissonPosterior, PoissonPrior, PoissonStats,
-                       PoissonSummary)
+from ._base import EmissionFamily, EmissionPoint
+from ._categorical import (CategoricalEmissions, CategoricalPoint, CategoricalPosterior,
+                           CategoricalPrior, CategoricalStats)
+from ._gaussian import (GaussianDiagEmissions, GaussianDiagPoint, GaussianFullEmissions,
+                        GaussianFullPoint, GaussianPosterior, GaussianPrior, GaussianStats,
+                        GaussianSummary)
+from ._poisson import (PoissonEmissions, PoissonPoint, PoissonPosterior, PoissonPrior,
+                       PoissonStats, PoissonSummary)
 
 __all__ = [
     "EmissionFamily",
+    "EmissionPoint",
     "CategoricalEmissions",
     "GaussianFullEmissions",
     "GaussianDiagEmissions",
@@ -25,14 +27,18 @@ __all__ = [
     "CategoricalPrior",
     "CategoricalPosterior",
     "CategoricalStats",
+    "CategoricalPoint",
     "GaussianPrior",
     "GaussianPosterior",
     "GaussianStats",
     "GaussianSummary",
+    "GaussianFullPoint",
+    "GaussianDiagPoint",
     "PoissonPrior",
     "PoissonPosterior",
     "PoissonStats",
     "PoissonSummary",
+    "PoissonPoint",
     "EMISSION_FAMILIES",
     "emission_family",
 ]

@@ -15,6 +15,8 @@ whose fields are :attr:`EmissionFamily.hyper_names`; the estimator stores field 
 of the prior as the fitted attribute ``<name>_prior_`` and of the posterior as
 ``<name>_posterior_``.  Expected statistics are the family's own dataclass too (e.g.
 ``GaussianStats``); the estimator keeps them next to its ``start`` and ``trans`` counts.
+A point estimate of the emission parameters (the M step of ``method="ml"``/``"map"``)
+is the family's :attr:`EmissionFamily.point_type`, an :class:`EmissionPoint`.
 
 Two groups of methods:
 
@@ -31,12 +33,49 @@ Two groups of methods:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import fields
 
 import numpy as np
 
 from ..forward_backward import forward_backward
 
-__all__ = ["EmissionFamily"]
+__all__ = ["EmissionFamily", "EmissionPoint"]
+
+
+class EmissionPoint:
+    """Base of the families' point estimates of the emission parameters (their
+    :attr:`EmissionFamily.point_type` dataclasses).
+
+    The fields are the family's parameter blocks (:meth:`EmissionFamily.param_blocks`),
+    same names and order, without the batch axis; a field is None where the family
+    has no such block (e.g. the off-diagonal Cholesky entries of one-dimensional
+    Gaussian states).  :meth:`blocks` and :meth:`from_blocks` convert to and from the
+    scoring layer's parameter batches; nothing else does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import PoissonPoint
+    >>> point = PoissonPoint(rates=np.array([[0.5], [4.0]]))
+    >>> point.blocks()["rates"].shape                  # a batch of one parameter set
+    (1, 2, 1)
+    >>> PoissonPoint.from_blocks(point.blocks()).rates.ravel()
+    array([0.5, 4. ])
+    """
+
+    def blocks(self):
+        """The point as a parameter batch of one set: block name -> (1, ...) array."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = np.asarray(value)[None]
+        return out
+
+    @classmethod
+    def from_blocks(cls, blocks, index=0):
+        """Parameter set ``index`` of the parameter batch ``blocks`` (views, no copies)."""
+        return cls(**{f.name: blocks[f.name][index] for f in fields(cls) if f.name in blocks})
 
 
 class EmissionFamily(ABC):
@@ -56,6 +95,10 @@ class EmissionFamily(ABC):
         ``prior_type`` and ``posterior_type``.
     prior_type, posterior_type : type
         Dataclasses of the prior and of the posterior hyperparameters.
+    point_type : type
+        Dataclass (an :class:`EmissionPoint`) of a point estimate of the emission
+        parameters, as :meth:`point_from_stats` returns it; its fields are the names of
+        :meth:`param_blocks`.
     dirichlet_blocks : tuple of str
         Hyperparameters that are Dirichlet concentrations, whose overall scale
         ``optimize_prior_strengths=True`` may tune (empty for non-Dirichlet families).
@@ -82,6 +125,7 @@ class EmissionFamily(ABC):
     hyper_names: tuple = ()
     prior_type: type = None
     posterior_type: type = None
+    point_type: type = None
     dirichlet_blocks: tuple = ()
     default_inits: tuple = ("kmeans",)
     random_params_init: bool = False
@@ -305,9 +349,16 @@ class EmissionFamily(ABC):
 
     @abstractmethod
     def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
-        """The emission M step as blocks with a batch of 1: ``kind="ml"`` the maximum
+        """The emission M step, a :attr:`point_type`: ``kind="ml"`` the maximum
         likelihood point, ``"map"`` with ``basis="softmax"`` the posterior mean of the
         conjugate posterior (the estimator's plug-in), ``basis="natural"`` its mode."""
+
+    def point_attributes(self, point):
+        """The fitted attributes of the emission point ``point`` (a :attr:`point_type`),
+        those :meth:`point_estimates` gives a VB fit; by default ``<block>_`` for every
+        block, a float copy (families whose blocks are other coordinates override it)."""
+        return {f"{f.name}_": np.array(getattr(point, f.name), dtype=float)
+                for f in fields(point) if getattr(point, f.name) is not None}
 
     @abstractmethod
     def point_log_prior_terms(self, params, basis):

@@ -22,11 +22,11 @@ from ..._core.distributions import (
     log_multivariate_beta,
 )
 from ..._core.validation import check_symbols
-from ._base import EmissionFamily
+from ._base import EmissionFamily, EmissionPoint
 from ._checks import check_dirichlet_prior, init_posterior_array
 
 __all__ = ["CategoricalEmissions", "CategoricalPrior", "CategoricalPosterior",
-           "CategoricalStats"]
+           "CategoricalStats", "CategoricalPoint"]
 
 
 @dataclass(eq=False)
@@ -80,6 +80,25 @@ class CategoricalStats:
     """
 
     emis: np.ndarray  # (K, M): sum_t r_tk [x_t = m], the expected symbol counts
+
+
+@dataclass(eq=False)
+class CategoricalPoint(EmissionPoint):
+    """A point estimate of every state's emission row (``method="ml"`` or ``"map"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import CategoricalEmissions, CategoricalPrior
+    >>> family = CategoricalEmissions()
+    >>> prior = CategoricalPrior(emissionprob=np.ones((2, 2)))
+    >>> stats = family.stats(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0, 1]), prior)
+    >>> family.point_from_stats(prior, stats, kind="ml").emissionprob.round(3)
+    array([[1., 0.],
+           [0., 1.]])
+    """
+
+    emissionprob: np.ndarray  # (K, M): emission rows, each summing to 1
 
 
 def _precheck_symbols(X):
@@ -166,6 +185,7 @@ class CategoricalEmissions(EmissionFamily):
     hyper_names = ("emissionprob",)
     prior_type = CategoricalPrior
     posterior_type = CategoricalPosterior
+    point_type = CategoricalPoint
     dirichlet_blocks = ("emissionprob",)
     # a start near the symmetric point (prunes superfluous states) and one that breaks the
     # symmetry decisively (finds the many-state solutions); the bound decides between them
@@ -306,7 +326,7 @@ class CategoricalEmissions(EmissionFamily):
             w = np.maximum(prior.emissionprob + stats.emis - 1.0, 1e-300)
         else:
             w = prior.emissionprob + stats.emis
-        return {"emissionprob": (w / w.sum(axis=-1, keepdims=True))[None]}
+        return CategoricalPoint(emissionprob=w / w.sum(axis=-1, keepdims=True))
 
     def point_log_prior_terms(self, params, basis):
         if basis != "softmax":

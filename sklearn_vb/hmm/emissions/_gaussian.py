@@ -15,6 +15,7 @@ large cancellations: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk (x_t - m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from scipy.special import gammaln, polygamma
@@ -40,11 +41,12 @@ from .. import kernels as _k
 from ..._core.kernels.constants import LOG_2PI
 from ..forward_backward import gaussian_hmm_log_likelihood_batch
 from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
-from ._base import EmissionFamily
+from ._base import EmissionFamily, EmissionPoint
 from ._checks import init_posterior_array
 
 __all__ = ["GaussianFullEmissions", "GaussianDiagEmissions", "GaussianPrior",
-           "GaussianPosterior", "GaussianStats", "GaussianSummary"]
+           "GaussianPosterior", "GaussianStats", "GaussianSummary", "GaussianFullPoint",
+           "GaussianDiagPoint"]
 
 
 @dataclass(eq=False)
@@ -132,6 +134,51 @@ class GaussianSummary:
     mean: np.ndarray  # (D,): mean of the frames
     var: np.ndarray  # (D,): their variances, floored
     cov: np.ndarray  # (D, D): their covariance, the floor added to the diagonal
+
+
+@dataclass(eq=False)
+class GaussianFullPoint(EmissionPoint):
+    """A point estimate of every state's mean and full precision (``method="ml"`` or
+    ``"map"``), the precision ``Lambda_k = L_k L_k^T`` by its lower Cholesky factor.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import GaussianFullEmissions, GaussianPrior
+    >>> family = GaussianFullEmissions()
+    >>> prior = GaussianPrior(means=np.zeros(2), beta=1.0, dof=3.0, scale=3.0 * np.eye(2))
+    >>> X = np.array([[-1.0, 0.0], [1.0, 0.5], [0.0, -0.5], [4.0, 4.0]])
+    >>> resp = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> point = family.point_from_stats(prior, family.stats(resp, X, prior))
+    >>> point.means.shape, point.prec_chol_diag.shape, point.prec_chol_offdiag.shape
+    ((2, 2), (2, 2), (2, 1))
+    """
+
+    means: np.ndarray  # (K, D): state means
+    prec_chol_diag: np.ndarray  # (K, D): diagonal of the lower Cholesky factor L_k
+    # (K, D(D-1)/2): its strictly lower entries in numpy.tril_indices(D, -1) order; None when D = 1
+    prec_chol_offdiag: Optional[np.ndarray] = None
+
+
+@dataclass(eq=False)
+class GaussianDiagPoint(EmissionPoint):
+    """A point estimate of every state's mean and per-dimension precisions
+    (``method="ml"`` or ``"map"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import GaussianDiagEmissions, GaussianPrior
+    >>> family = GaussianDiagEmissions()
+    >>> prior = GaussianPrior(means=np.zeros(1), beta=1.0, dof=2.0, scale=np.ones(1))
+    >>> resp = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    >>> stats = family.stats(resp, np.array([[-1.0], [1.0], [5.0]]), prior)
+    >>> family.point_from_stats(prior, stats, kind="ml").means.ravel()
+    array([0., 5.])
+    """
+
+    means: np.ndarray  # (K, D): state means
+    precisions: np.ndarray  # (K, D): per-dimension precisions
 
 
 def _all_positive_definite(matrices):
@@ -348,7 +395,7 @@ class _GaussianEmissions(EmissionFamily):
             prec = self._ml_precision(prior, stats, N)
         else:
             prec = self._posterior_point_precision(post, basis)
-        return self._point_blocks(m, prec)
+        return self._point(m, prec)
 
     def point_log_prior_terms(self, params, basis):
         L = self.precision_cholesky(params)[0]
@@ -358,6 +405,15 @@ class _GaussianEmissions(EmissionFamily):
             # the posterior mean of the precision is the mode of p(theta) |Lambda|^(1/2)
             terms.append(float(np.sum(log_dg)))
         return terms
+
+    def point_attributes(self, point):
+        """``means_`` and the covariances ``covars_`` of the point ((K, D, D) full,
+        (K, D) diagonal), the attributes of a VB fit's plug-in."""
+        L = self.precision_cholesky(point.blocks())[0]
+        cov = np.linalg.inv(L @ np.swapaxes(L, -1, -2))
+        if self.covariance_type != "full":
+            cov = np.diagonal(cov, axis1=-2, axis2=-1).copy()
+        return {"means_": np.array(point.means, dtype=float), "covars_": cov}
 
     def simulate(self, params, states, rng):
         mu = np.asarray(params["means"], dtype=float)[0]
@@ -396,6 +452,7 @@ class GaussianFullEmissions(_GaussianEmissions):
     """
 
     covariance_type = "full"
+    point_type = GaussianFullPoint
     _scale_ndim = 2
 
     @staticmethod
@@ -572,9 +629,10 @@ class GaussianFullEmissions(_GaussianEmissions):
         D = S.shape[-1]
         return np.maximum(nu - D, 1e-3)[:, None, None] * np.linalg.inv(S)
 
-    def _point_blocks(self, m, prec):
+    def _point(self, m, prec):
         prec = 0.5 * (prec + np.swapaxes(prec, 1, 2))
-        return self.emission_blocks(m[None], np.linalg.cholesky(prec)[None])
+        return GaussianFullPoint.from_blocks(
+            self.emission_blocks(m[None], np.linalg.cholesky(prec)[None]))
 
     @staticmethod
     def _density_coordinate_terms(log_dg):
@@ -626,6 +684,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
     """
 
     covariance_type = "diag"
+    point_type = GaussianDiagPoint
     _scale_ndim = 1
 
     @staticmethod
@@ -755,8 +814,8 @@ class GaussianDiagEmissions(_GaussianEmissions):
             return nu[:, None] / S
         return np.maximum(nu - 1.0, 1e-3)[:, None] / S
 
-    def _point_blocks(self, m, prec):
-        return self.emission_blocks(m[None], prec[None])
+    def _point(self, m, prec):
+        return GaussianDiagPoint.from_blocks(self.emission_blocks(m[None], prec[None]))
 
     @staticmethod
     def _density_coordinate_terms(log_dg):

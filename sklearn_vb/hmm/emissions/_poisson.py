@@ -25,11 +25,11 @@ from ..._core.distributions import (
     gamma_sample,
 )
 from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
-from ._base import EmissionFamily
+from ._base import EmissionFamily, EmissionPoint
 from ._checks import check_positive_prior, init_posterior_array
 
 __all__ = ["PoissonEmissions", "PoissonPrior", "PoissonPosterior", "PoissonStats",
-           "PoissonSummary"]
+           "PoissonSummary", "PoissonPoint"]
 
 #: floor of the data mean in the default prior rate, so that an all-zero feature keeps
 #: a proper prior (prior mean rate 1e-3 instead of 0)
@@ -108,6 +108,25 @@ class PoissonSummary:
     mean: np.ndarray  # (D,): mean count of every feature
 
 
+@dataclass(eq=False)
+class PoissonPoint(EmissionPoint):
+    """A point estimate of every state's rates (``method="ml"`` or ``"map"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.emissions import PoissonEmissions, PoissonPrior
+    >>> family = PoissonEmissions()
+    >>> prior = PoissonPrior(rate_shape=np.ones((2, 1)), rate_rate=np.ones((2, 1)))
+    >>> resp = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    >>> stats = family.stats(resp, np.array([[2], [3], [5]]), prior)
+    >>> family.point_from_stats(prior, stats, kind="ml").rates.ravel()   # mean counts
+    array([2., 4.])
+    """
+
+    rates: np.ndarray  # (K, D): Poisson rates lambda_kd
+
+
 def _log_factorial(X):
     """sum_d ln x_td! per frame, (n_frames,)."""
     return gammaln(X + 1.0).sum(axis=1)
@@ -181,6 +200,7 @@ class PoissonEmissions(EmissionFamily):
     hyper_names = ("rate_shape", "rate_rate")
     prior_type = PoissonPrior
     posterior_type = PoissonPosterior
+    point_type = PoissonPoint
     default_inits = ("kmeans",)
 
     # ------------------------------------------------------------------ data
@@ -322,7 +342,7 @@ class PoissonEmissions(EmissionFamily):
             a, b = post.rate_shape, post.rate_rate
             # posterior mean: the mode in ln lambda; mode: the mode in lambda
             rates = a / b if basis == "softmax" else np.maximum(a - 1.0, 1e-3) / b
-        return {"rates": rates[None]}
+        return PoissonPoint(rates=rates)
 
     def point_log_prior_terms(self, params, basis):
         if basis != "softmax":
