@@ -45,12 +45,12 @@ from ._vbem import (
     SIGMA0_FLOOR,
     exact_hyper_update,
     fixed_point_hyper_update,
-    gamma_hyper_update,
     hidden_stats,
     init_state_prior,
     initial_hidden_posterior,
     kl_terms,
     lower_bound,
+    noise_prior_learned,
     output_scale,
     vbm,
 )
@@ -561,17 +561,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         q = self._q_theta
         p = data.X.shape[1]
         if self.hyperparameter_update == "exact":
-            # with one output the joint optimum of (a, b) is always the shape cap (a
-            # prior fitted to a single precision collapses onto it), and the fits
-            # then crawl; the fixed-point update moves there only gradually
-            joint_noise = p > 1
             (self.alpha_, self.beta_c_, self.gamma_, self.delta_c_, self.noise_prior_shape_,
              self.noise_prior_rate_) = exact_hyper_update(
                 data, self._stats, self._hyper(), done >= sched[0] and self._ard_on,
-                done >= sched[1] and self._ard_on, done >= sched[2] and joint_noise)
-            if done >= sched[2] and not joint_noise:
-                a, b = gamma_hyper_update(q.rho, q.log_rho, self.noise_prior_shape_)
-                self.noise_prior_shape_, self.noise_prior_rate_ = a, b
+                done >= sched[1] and self._ard_on,
+                done >= sched[2] and noise_prior_learned(p))
             if done >= sched[2] and self.init_state_cov != "fixed":
                 self._update_init_state()
             # the updates are optima of the bound with q(theta) optimised jointly: with
@@ -583,7 +577,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         (self.alpha_, self.beta_c_, self.gamma_, self.delta_c_, self.noise_prior_shape_,
          self.noise_prior_rate_) = fixed_point_hyper_update(
             q, self._hyper(), self._ard_on and done >= sched[0],
-            self._ard_on and done >= sched[1], done >= sched[2])
+            self._ard_on and done >= sched[1], done >= sched[2] and noise_prior_learned(p))
         if done >= sched[2] and self.init_state_cov != "fixed":
             self._update_init_state()
 

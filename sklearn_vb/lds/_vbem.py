@@ -30,7 +30,8 @@ __all__ = [
     "covariance_root", "exact_hyper_update", "fixed_point_hyper_update",
     "gamma_hyper_update", "hidden_stats",
     "init_state_prior", "initial_hidden_posterior", "innovation_scale", "kl_terms",
-    "lower_bound", "output_scale", "ridge_regression", "spd_inv_logdet", "vbm",
+    "lower_bound", "noise_prior_learned", "output_scale", "ridge_regression",
+    "spd_inv_logdet", "vbm",
 ]
 
 HYPER_CAP = 1e12
@@ -361,6 +362,18 @@ def init_state_prior(omega0, ups0, form):
         cov = (V * np.maximum(w, SIGMA0_FLOOR)) @ V.T
         cov = 0.5 * (cov + cov.T)
     return mu0, cov
+
+
+def noise_prior_learned(n_outputs):
+    """Whether the Gamma prior (a, b) of the noise precisions is optimised: only with
+    more than one output.  Fitted to a single precision the prior has no finite
+    optimum: in the shape it collapses onto that precision (a grows without end, each
+    thesis update raising it by about T/2), and with the shape held the optimal rate
+    follows the residual, so the noise term loses its penalty and, where the states
+    can explain the series alone, the precision grows without end.  Either way the
+    bound creeps up and the fit never converges; the data-scaled default prior is
+    kept instead."""
+    return n_outputs > 1
 
 
 def exact_hyper_update(data, s, hyper, dynamics, outputs, noise):
