@@ -171,11 +171,10 @@ def initial_hidden_posterior(data, k, init_params, random_state):
     omega0 = random_state.standard_normal((n_seq, k))
     ups_scale = 1.0
     if init_params in ("pca", "scaled-pca"):
-        # unit-variance principal-component scores of the outputs plus a little
-        # noise (so restarts differ); extra dimensions beyond the rank stay random
-        Xc = X - X.mean(axis=0)
-        left, sv, _ = np.linalg.svd(Xc, full_matrices=False)
-        r = min(k, int(np.sum(sv > 1e-10 * max(sv[0], 1e-300))) if sv.size else 0)
+        # unit-variance principal-component scores plus a little noise (so restarts
+        # differ); of the outputs, or of their delay embedding when k exceeds their
+        # rank (see delay_embedding)
+        left, r = _principal_scores(delay_embedding(X, k, data.starts, data.ends), k)
         omega *= 0.1
         omega[:, :r] += np.sqrt(N) * left[:, :r]
         ups_scale = 0.1
@@ -198,6 +197,39 @@ def initial_hidden_posterior(data, k, init_params, random_state):
         entropy=np.zeros(n_seq),
         ln_z=np.zeros(n_seq),
     )
+
+
+def _principal_scores(Z, k):
+    """The left singular vectors of the centred ``Z`` and how many of them (at most
+    ``k``) have a nonzero singular value."""
+    left, sv, _ = np.linalg.svd(Z - Z.mean(axis=0), full_matrices=False)
+    r = min(k, int(np.sum(sv > 1e-10 * max(sv[0], 1e-300))) if sv.size else 0)
+    return left, r
+
+
+def delay_embedding(X, k, starts, ends):
+    """``X`` itself when its rank reaches ``k``; otherwise each row followed by the
+    rows of the previous ``L - 1`` steps of its sequence (the first row of the
+    sequence standing in before its start), ``L = max(2, ceil(k / p))`` copies, or
+    up to ``2 k`` when the shortest sequence allows.
+
+    With fewer outputs than states the principal components of the outputs alone
+    leave ``k - rank`` state dimensions with no signal: their loadings start at
+    zero, every VBEM update keeps the reflection ``x_j -> -x_j`` of such a
+    dimension a symmetry, and the fit converges to the saddle where the dimension
+    stays dead (a one-output series with an oscillation is fitted by one decaying
+    state).  The components of the delay embedding are the singular-spectrum
+    components of the series: their leading pair of an oscillation is a sine and
+    cosine of it, the two states a rotation needs."""
+    p = X.shape[1]
+    if np.linalg.matrix_rank(X - X.mean(axis=0)) >= k:
+        return X
+    shortest = int(np.min(ends - starts))
+    L = max(2, -(-k // p), min(2 * k, shortest // 4))
+    rows = np.arange(X.shape[0])
+    first = np.repeat(starts, ends - starts)
+    lagged = [X[np.maximum(rows - lag, first)] for lag in range(L)]
+    return np.hstack(lagged)
 
 
 def hidden_stats(data, q_x):
