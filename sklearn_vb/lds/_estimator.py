@@ -144,7 +144,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     init_params : {"pca", "scaled-pca", "random"}, default="pca"
         Initial hidden-state statistics for the first VBM step: ``"pca"`` uses the
         unit-variance principal-component scores of X (plus 0.1 N(0, 1) noise, so
-        restarts differ), ``"random"`` the toolbox's N(0, I) draws.  From random
+        restarts differ), or, when ``n_states`` exceeds the rank of X, those of X
+        with lagged copies of itself appended (the delay embedding of singular
+        spectrum analysis: for one output with a cycle, a sine and cosine of the
+        cycle), so that every state starts with a signal to follow;
+        ``"random"`` the toolbox's N(0, I) draws.  From random
         starts ARD often stalls on plateaus with spurious "static" dimensions (alive
         in C, dead in A); the PCA start avoids most of them.  ``"scaled-pca"``
         rescales each PCA score to unit innovation variance under a one-step
