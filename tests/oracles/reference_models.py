@@ -8,7 +8,7 @@ scorer can be checked against exact values; the conjugate models provide their e
 posterior (as ``variational_posterior``) and exact tempered-posterior draws.
 
 The tests refer to the reference problems built from them by these names (the data and
-exact evidences are in ``tests/test_scoring_reference.py``):
+exact evidences are in ``tests/scoring/test_scoring_reference.py``):
 
 * "beta-bernoulli", :class:`BetaBernoulli`: Beta prior, Bernoulli outcomes;
 * "dirichlet-categorical", :class:`DirichletCategorical`: Dirichlet prior, categorical

@@ -24,7 +24,7 @@ import pytest
 
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.scoring import UnreliableEstimateWarning, score, scoring_model_for
-from tests import _bdmc_instances as inst
+from tests.oracles import bdmc_instances as inst
 from tests.oracles.reference_models import BayesianLinearRegression
 
 N_SEEDS = 20
@@ -159,7 +159,7 @@ def _write_results():
         return
     lines = ["# Calibration of the Monte Carlo error bars", "",
              f"Written by `SKLEARN_VB_CALIBRATION_RESULTS={path} pytest "
-             "tests/test_scoring_calibration.py`.  Each row: one estimator on a tiny problem "
+             "tests/scoring/test_scoring_calibration.py`.  Each row: one estimator on a tiny problem "
              f"with exact evidence, {N_SEEDS} seeds unless the seeds column says "
              "otherwise; coverage = fraction of runs whose "
              "+- 2 stderr holds the exact value; flagged = runs with "

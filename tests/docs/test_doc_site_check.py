@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "doc" / "check_site.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "doc" / "check_site.py"
 
 
 def _load():

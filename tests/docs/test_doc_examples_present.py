@@ -4,7 +4,7 @@ The public objects are the callables in ``__all__`` of the package and of each o
 public modules and subpackages (all public names of one without ``__all__``: the names
 the API reference lists), so a model, scorer or helper added later is checked without
 editing this file.  The examples themselves are
-run by ``tests/test_docstring_examples.py`` (a doctest per defining module); here we
+run by ``tests/docs/test_docstring_examples.py`` (a doctest per defining module); here we
 check that they exist, that they contain code, and that none of it is skipped.
 """
 
@@ -117,7 +117,7 @@ def test_public_callable_has_runnable_example(qualname):
 
 
 def test_examples_are_collected_as_doctests():
-    # tests/test_docstring_examples.py runs the doctests of each module that defines an
+    # tests/docs/test_docstring_examples.py runs the doctests of each module that defines an
     # object; an example that its collection misses (an object defined outside the
     # package's modules, a docstring assigned at run time) would never run
     import doctest

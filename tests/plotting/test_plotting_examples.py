@@ -7,7 +7,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "structure_search_pictures.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "structure_search_pictures.py"
 
 
 def test_structure_search_pictures_quick(tmp_path):

@@ -3,7 +3,7 @@
 import pytest
 
 from sklearn_vb.scoring import score
-from tests import _bdmc_instances as inst
+from tests.oracles import bdmc_instances as inst
 
 
 # clusters that overlap enough for the Gibbs chain to swap labels: with well separated

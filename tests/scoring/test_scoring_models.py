@@ -1,5 +1,5 @@
 """Scoring-model adapters of the package estimators against exact evidences of the
-latent-class and discrete-HMM reference problems (``tests/test_scoring_reference.py``)."""
+latent-class and discrete-HMM reference problems (``tests/scoring/test_scoring_reference.py``)."""
 
 import numpy as np
 import pytest

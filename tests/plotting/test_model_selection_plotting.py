@@ -14,9 +14,9 @@ import pytest  # noqa: E402
 from sklearn_vb.model_selection import StructureSearch  # noqa: E402
 from sklearn_vb.plotting import plot_score_vs_size  # noqa: E402
 
-from tests.test_model_selection import X_TOY, NoisyScorer, ToyModel  # noqa: E402
+from tests.model_selection.test_model_selection import X_TOY, NoisyScorer, ToyModel  # noqa: E402
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "model_selection_hmm_states.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "model_selection_hmm_states.py"
 
 
 def test_plot_draws_every_score_with_error_bars_where_stochastic():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 TESTS = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8")
          for p in (ROOT / "tests").rglob("test_*.py") if p != Path(__file__).resolve()}

@@ -17,7 +17,7 @@ import docutils.core
 import docutils.utils
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "doc"
 sys.path.insert(0, str(DOC / "_sphinxext"))
 sys.path.insert(0, str(ROOT))

@@ -206,7 +206,7 @@ def test_quick_mode_skips_every_absent_comparison_library(tmp_path):
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     blocked = tmp_path / "blocked"
     for name in _PEER_MODULES:
         (blocked / name).mkdir(parents=True)

@@ -148,7 +148,7 @@ def _same_results(a, b, columns=("score_vb", "score_bic", "lower_bound", "seed",
 
 def test_finished_search_round_trips_and_n_jobs_does_not_change_results(tmp_path):
     serial = _fit_quiet(_search(1), SYM, lengths=LENGTHS)
-    # threads keep this light; process and dask backends: tests/test_model_selection.py
+    # threads keep this light; process and dask backends: tests/model_selection/test_model_selection.py
     with joblib.parallel_config(backend="threading"):
         parallel = _fit_quiet(_search(2), SYM, lengths=LENGTHS)
     _same_results(serial, parallel)

@@ -1,5 +1,5 @@
 """Scorers against exact evidences of the reference problems
-(``tests/oracles/reference_models.py``, named as in ``tests/test_scoring_reference.py``)."""
+(``tests/oracles/reference_models.py``, named as in ``tests/scoring/test_scoring_reference.py``)."""
 
 import joblib
 import numpy as np

@@ -29,7 +29,7 @@ from sklearn_vb.plotting import (  # noqa: E402
 )
 from sklearn_vb.scoring import ScoreResult  # noqa: E402
 
-from tests.test_model_selection import X_TOY, NoisyScorer, ToyModel  # noqa: E402
+from tests.model_selection.test_model_selection import X_TOY, NoisyScorer, ToyModel  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

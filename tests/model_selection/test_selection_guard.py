@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks.selection.common import run_problem
 
-THRESHOLDS = Path(__file__).resolve().parents[1] / "benchmarks" / "selection_thresholds.json"
+THRESHOLDS = Path(__file__).resolve().parents[2] / "benchmarks" / "selection_thresholds.json"
 
 
 def _load():
