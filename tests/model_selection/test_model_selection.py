@@ -1,8 +1,8 @@
 """StructureSearch: ranking, results table, alias handling, two-stage mode, parallel and
-cached execution, pipelines and the sklearn meta-estimator checks."""
+cached execution and pipelines (the scikit-learn meta-estimator checks are in
+tests/contract/test_estimator_checks.py)."""
 
 import math
-import unittest
 import warnings
 
 import joblib
@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import FitFailedWarning
-from sklearn.mixture import BayesianGaussianMixture, GaussianMixture
+from sklearn.mixture import BayesianGaussianMixture
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_vb._commands.bernoulli_mixture import VBBernoulliMixture
 from sklearn_vb.model_selection import StructureSearch
@@ -438,18 +437,3 @@ def test_pipeline_clone_and_get_params():
     assert np.isfinite(pipe2.score(X))
     assert pipe2.score(X) == pytest.approx(fitted.best_estimator_.score(StandardScaler().fit_transform(X)))
     assert not hasattr(search, "results_")  # clone/pipeline did not fit the original
-
-
-@parametrize_with_checks(
-    [StructureSearch(GaussianMixture(), {"n_components": [1, 2]}, scoring="bic")]
-)
-def test_sklearn_meta_estimator_checks(estimator, check):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            check(estimator)
-        except unittest.SkipTest as exc:
-            # only the array-API check skips itself (without SCIPY_ARRAY_API it cannot
-            # run); the meta-estimator does not claim array-API support
-            assert "array_api" in str(exc).lower() or "SCIPY_ARRAY_API" in str(exc)
-            assert not estimator.__sklearn_tags__().array_api_support
