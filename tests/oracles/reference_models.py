@@ -40,9 +40,8 @@ from sklearn_vb._core.kernels.constants import LOG_2PI
 from sklearn_vb._core.numerics import spawn_generators
 from sklearn_vb._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
 from sklearn_vb.hmm._scoring_dirichlet import DirichletCategoricalHMM
-from sklearn_vb.scoring import ParamBlock, ParamSpace
+from sklearn_vb.scoring import EStep, ParamBlock, ParamSpace, ScoringModelMixin
 from sklearn_vb._core.evidence.posteriors import FactorizedPosterior, GaussianQ
-from sklearn_vb._core.evidence.protocols import EStep, ScoringModelMixin
 
 __all__ = [
     "FittedReference",

@@ -9,8 +9,8 @@ import pytest
 from scipy.stats import genpareto
 
 from sklearn_vb import VBDiscreteDAG, VBHiddenMarkov
-from sklearn_vb.scoring import UnreliableEstimateWarning, score, scoring_model_for
-from sklearn_vb._core.numerics import log_mean_exp, pareto_khat, pareto_khat_threshold
+from sklearn_vb.scoring import UnreliableEstimateWarning, log_mean_exp, score, scoring_model_for
+from sklearn_vb._core.numerics import pareto_khat, pareto_khat_threshold
 
 HMM_X = np.array([0, 0, 1, 2, 2, 2, 1, 0, 1, 1, 0, 2, 2, 1, 0, 0])[:, None]
 DAG_X = np.array([[0, 0], [0, 1], [2, 2], [2, 1], [0, 0], [2, 2]])

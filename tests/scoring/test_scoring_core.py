@@ -4,13 +4,12 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from sklearn_vb.scoring import ParamBlock, ParamSpace, ScoreResult, SCORERS, get_scorer, score
+from sklearn_vb.scoring import (SCORERS, ParamBlock, ParamSpace, ScoreResult,
+                                delta_method_stderr, get_scorer, importance_effective_sample_size,
+                                log_mean_exp, score)
 from sklearn_vb._core.numerics import (
     combine_unbiased_for_inverse_z,
     combine_unbiased_for_z,
-    delta_method_stderr,
-    importance_effective_sample_size,
-    log_mean_exp,
     spawn_generators,
 )
 

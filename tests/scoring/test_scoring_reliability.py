@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from sklearn_vb import VBDiscreteDAG
-from sklearn_vb.scoring import score, scoring_model_for
-from sklearn_vb._core.numerics import between_run_stderr, log_mean_exp, split_runs
+from sklearn_vb.scoring import log_mean_exp, score, scoring_model_for
+from sklearn_vb._core.numerics import between_run_stderr, split_runs
 from sklearn_vb.scoring._reliability import reliability_reasons, runs_disagree
 from sklearn_vb.scoring import UnreliableEstimateWarning
 from tests.oracles.reference_models import (
