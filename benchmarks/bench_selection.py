@@ -19,7 +19,7 @@ A missing peer is reported as skipped; a peer that does not apply to a problem (
 on hidden nodes) says so in its panel entry.  ``python -m benchmarks 'selection-*'``
 writes ``results/selection.json`` and ``.md`` (a full run replaces only the families
 it ran); ``--quick`` runs one or two seeds of small problems.
-``tests/test_selection_guard.py`` runs the ``guard`` size of the same panels and
+``tests/model_selection/test_selection_guard.py`` runs the ``guard`` size of the same panels and
 checks them against ``benchmarks/selection_thresholds.json``.
 """
 

@@ -43,6 +43,7 @@ _NOT_NUMERICS = (
     "test_datasets_text",
     "test_doc_",
     "test_docstring_examples",
+    "test_estimator_checks",
     "test_gallery_coverage",
     "test_hypothesis_bad_input",
     "test_model_selection_plotting",

@@ -54,7 +54,8 @@ Adding an experiment
    unit must depend only on ``(key, config, seed)``.
 2. Import it below (one line, ``from .<name> import <name>``), which also makes
    ``sklearn_vb.reproduce.<name>(...)`` the callable experiment.
-3. Add ``tests/test_reproduce_<name>.py`` running the quick mode (or a smaller
+3. Add ``tests/<model>/test_reproduce_<name>.py`` (``tests/reproduce/`` for an
+   experiment about no single model) running the quick mode (or a smaller
    configuration) and checking its numbers, and commit the full-mode report under
    ``doc/reproduce/``.
 

@@ -21,7 +21,7 @@ by VB to latent-variable data it is the most accurate of ``"is"``, ``"ais"`` and
 -16.79 to -16.83 (its standard errors of 0.2-0.3 miss the 1.1-nat gap), ais -15.57 to
 -16.03; latent-class DAG (n = 18; exact -36.36): vmcmc -36.27 to -36.89, is -37.2, ais
 -36.9 to -37.2; a second latent-class DAG (n = 18, 3 x 3 symbols; exact -39.80, the
-instance of ``tests/test_scoring_vmcmc_models.py``): vmcmc -39.84 and -39.83, is -40.77
+instance of ``tests/scoring/test_scoring_vmcmc_models.py``): vmcmc -39.84 and -39.83, is -40.77
 and -40.79, ais -39.26 ± 0.54 and -39.64 ± 0.36 (two seeds each).  Where q is already close to the posterior (sigmoid belief networks,
 one-state LDS; a one-weight network with n = 30: exact -20.809 by quadrature, vmcmc
 -20.815, is -20.813, ais -20.79 ± 0.05) it agrees with ``"is"`` within 0.02 nats at 10-40 times the cost of

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from sklearn_vb.scoring import UnreliableEstimateWarning, score
-from tests import _bdmc_instances as inst
+from tests.oracles import bdmc_instances as inst
 
 
 @pytest.mark.parametrize("make", [inst.clustering, inst.binary])

@@ -157,7 +157,7 @@ def _reference_models():
     from tests.oracles import reference_models as ref
     # keys R1..R7 are kept as recorded; they are the reference problems beta-bernoulli,
     # dirichlet-categorical, gaussian-mean, linear-regression, latent-class, discrete-hmm
-    # and gaussian-mixture-1d of tests/test_scoring_reference.py, in that order
+    # and gaussian-mixture-1d of tests/scoring/test_scoring_reference.py, in that order
     X4 = np.column_stack([[[1, 0], [0, 1], [1, 1]], [1, -1, 0.5]])
     return [
         ("R1", ref.BetaBernoulli(1, 1), [1] * 7 + [0] * 3, {}),

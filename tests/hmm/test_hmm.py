@@ -653,3 +653,12 @@ def test_scoring_model_and_variational_posterior():
     assert isinstance(gauss_sm, GaussianHMMScoringModel)
     assert gauss_sm.n_parameters() == gauss._n_parameters()
     assert gauss_sm.variational_posterior() is not None
+
+
+@pytest.mark.parametrize("covariance_type", ["diag", "full"])
+def test_gaussian_values_whose_squares_underflow_are_refused_naming_X(covariance_type):
+    X = np.full((4, 2), 6.9e-301)
+    model = VBHiddenMarkov(2, emission="gaussian", covariance_type=covariance_type,
+                           max_iter=3, random_state=0)
+    with pytest.raises(ValueError, match="X: the values are too small"):
+        model.fit(X)

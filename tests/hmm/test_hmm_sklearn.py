@@ -1,5 +1,5 @@
-"""VBHiddenMarkov inside scikit-learn: estimator checks, grid search over sequences,
-pipelines."""
+"""VBHiddenMarkov inside scikit-learn: grid search over sequences, pipelines (the
+estimator checks are in tests/contract/test_estimator_checks.py)."""
 
 import numpy as np
 import sklearn
@@ -7,60 +7,9 @@ import pytest
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.hmm import VBHiddenMarkov
-
-_INDEXES_1D_AS_2D = (
-    "scikit-learn's check converts X to the 1-D symbol array that the categorical "
-    "instance's one_d_array tag asks for, then itself indexes it as 2-D (X[:, 0] or "
-    "X.shape[1]) before the estimator is called"
-)
-CATEGORICAL_EXPECTED_FAILURES = {
-    name: _INDEXES_1D_AS_2D
-    for name in (
-        "check_dont_overwrite_parameters",
-        "check_n_features_in_after_fitting",
-        "check_dtype_object",
-        "check_f_contiguous_array_estimator",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_fit2d_1sample",
-        "check_fit2d_1feature",
-        "check_dict_unchanged",
-        "check_n_features_in",
-        "check_fit2d_predict1d",
-    )
-}
-CATEGORICAL_EXPECTED_FAILURES["check_estimator_sparse_array"] = (
-    "scikit-learn's check converts the 1-D symbol array to a 1-D sparse array and fails "
-    "in scipy ('Cannot convert a 1d sparse array to lil format') before the estimator is "
-    "called; sparse matrices are rejected with a clear TypeError (check_estimator_sparse_matrix "
-    "and check_estimator_sparse_tag pass)"
-)
-
-
-def expected_failed_checks(estimator):
-    return CATEGORICAL_EXPECTED_FAILURES if estimator.emission == "categorical" else {}
-
-
-@parametrize_with_checks(
-    [
-        VBHiddenMarkov(2, emission="gaussian", covariance_type="full", max_iter=5, random_state=0),
-        VBHiddenMarkov(3, emission="gaussian", covariance_type="diag", max_iter=5, random_state=0),
-        VBHiddenMarkov(2, max_iter=5, random_state=0),  # categorical: X is a 1-D array of symbols
-    ],
-    expected_failed_checks=expected_failed_checks,
-)
-def test_sklearn_compatible(estimator, check):
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        check(estimator)
 
 
 def gaussian_sequences(n_seq=12, length=60, seed=0):

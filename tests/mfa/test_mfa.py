@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from scipy.special import digamma
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_vb.mfa import kernels as K
 from sklearn_vb.mfa import (
@@ -255,16 +254,6 @@ def test_bad_input():
     m = _fit(_problem(0), n_components=1, n_factors=1)
     with pytest.raises(ValueError, match="features"):
         m.predict(np.zeros((3, 2)))
-
-
-@parametrize_with_checks(
-    [
-        VBMixtureFactorAnalysers(max_iter=50, max_iter_epoch=20, polish_iter=20, random_state=0),
-        VBMixtureFactorAnalysers(3, search=False, max_iter=30, random_state=0),
-    ]
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def test_component_without_data_reverts_to_its_prior():

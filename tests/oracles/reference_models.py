@@ -8,7 +8,7 @@ scorer can be checked against exact values; the conjugate models provide their e
 posterior (as ``variational_posterior``) and exact tempered-posterior draws.
 
 The tests refer to the reference problems built from them by these names (the data and
-exact evidences are in ``tests/test_scoring_reference.py``):
+exact evidences are in ``tests/scoring/test_scoring_reference.py``):
 
 * "beta-bernoulli", :class:`BetaBernoulli`: Beta prior, Bernoulli outcomes;
 * "dirichlet-categorical", :class:`DirichletCategorical`: Dirichlet prior, categorical
@@ -40,9 +40,8 @@ from sklearn_vb._core.kernels.constants import LOG_2PI
 from sklearn_vb._core.numerics import spawn_generators
 from sklearn_vb._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
 from sklearn_vb.hmm._scoring_dirichlet import DirichletCategoricalHMM
-from sklearn_vb.scoring import ParamBlock, ParamSpace
+from sklearn_vb.scoring import EStep, ParamBlock, ParamSpace, ScoringModelMixin
 from sklearn_vb._core.evidence.posteriors import FactorizedPosterior, GaussianQ
-from sklearn_vb._core.evidence.protocols import EStep, ScoringModelMixin
 
 __all__ = [
     "FittedReference",

@@ -219,6 +219,12 @@ class _GaussianEmissions(EmissionFamily):
         if not scale > 0:  # constant data: the scale of the values themselves
             scale = float(np.max(mean**2)) if np.any(mean != 0) else 1.0
         floor = 1e-6 * scale
+        if not floor > 0:
+            # squares of values this small underflow: no precision could be represented
+            raise ValueError(
+                "X: the values are too small for Gaussian emissions in double precision "
+                f"(largest magnitude {float(np.max(np.abs(X))):.3g}, whose square "
+                "underflows); rescale X.")
         return GaussianSummary(mean=mean, var=np.maximum(var, floor),
                                cov=cov + floor * np.eye(X.shape[1]))
 
