@@ -84,6 +84,10 @@ def prune_step(est, data, iteration):
         stalled and not book.stalled and iteration >= book.stall_from)
     if not due or est.n_states_ < 2:
         return
+    # a removal tried at a stall compares two fits at their optima: the smaller model
+    # may use the iterations the fit has left (it can sit on a plateau for longer than
+    # prune_iter before it climbs past the larger one)
+    budget = max(est.prune_iter, est.max_iter - iteration) if stalled else est.prune_iter
     target = value + est.prune_iter * rate
     order = np.argsort(state_strength(est._q_theta, est._stats, est.n_states_), kind="stable")
     accepted = False
@@ -95,7 +99,7 @@ def prune_step(est, data, iteration):
         est._vbe(data)
         new = est._lower_bound(data)
         done = 1
-        for done in range(2, est.prune_iter + 1):
+        for done in range(2, budget + 1):
             est._step_hyper(data, iteration)
             est._vbm(data, est._stats)
             est._vbe(data)
@@ -103,14 +107,16 @@ def prune_step(est, data, iteration):
             # give up once even the current gain kept up to the end of the
             # budget cannot reach the target (gains that shrink, as they do
             # in VBEM, fall further short)
-            if new + (est.prune_iter - done) * max(new - last, 0.0) \
+            if new > target + bound_round_off(value) and stalled:
+                break  # above the larger model's optimum: the main loop continues
+            if new + (budget - done) * max(new - last, 0.0) \
                     <= target + bound_round_off(value):
                 break
         accepted = new > target + bound_round_off(value)
         if est.verbose >= 2:
             print(f"  iteration {iteration}: remove state {label} "
                   f"of {n_before}: bound {value:.6f} -> {new:.6f} after "
-                  f"{done} of {est.prune_iter} iterations, needs {target:.6f}: "
+                  f"{done} of {budget} iterations, needs {target:.6f}: "
                   f"{'accepted' if accepted else 'rejected'}")
         if accepted:
             break
