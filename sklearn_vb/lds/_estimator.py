@@ -183,7 +183,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
         the first comes ``prune_interval`` iterations after the hyperparameter
         schedule has started every group.
     prune_iter : int, default=20
-        VBEM iterations that re-converge the model after a proposed removal.
+        VBEM iterations that re-converge the model after a proposed removal.  A
+        removal tried when the bound has stalled may use every iteration the fit
+        has left (up to ``max_iter``) and is accepted once it passes the larger
+        model's bound: a smaller model can sit on a plateau for longer than
+        ``prune_iter`` before it climbs past it.
     rotations : bool, default=True
         Once the hyperparameter schedule has started every group, start every
         iteration with a rotation move (Luttinen and Ilin 2010;
