@@ -226,7 +226,7 @@ def test_mixture_beats_q_and_independence_on_logistic_regression():
     for kernel in ("mixture", "independence"):
         s = VariationalMCMC(est, kernel, posterior=q, n_samples=1500, burn_in=150, n_chains=4,
                             random_state=0).fit(X)
-        draws = s.samples_[f"w[y]"].reshape(-1, 2)
+        draws = s.samples_["w[y]"].reshape(-1, 2)
         errs[kernel] = np.linalg.norm(np.cov(draws, rowvar=False) - cov) / np.linalg.norm(cov)
     assert errs["mixture"] < q_err
     assert errs["mixture"] < errs["independence"]

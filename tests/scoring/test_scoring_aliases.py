@@ -1,7 +1,6 @@
 """Proposals and annealing starts that cover every relabelled copy of the posterior,
 and the Pareto k-hat check of importance weights."""
 
-import itertools
 import warnings
 
 import numpy as np
