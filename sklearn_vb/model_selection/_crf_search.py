@@ -19,6 +19,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, column_or_1d
 
 from . import _common as C
 from ._edge_search import EdgeSetSearchBase
@@ -181,7 +182,13 @@ class CRFFeatureSearch(EdgeSetSearchBase):
     def fit(self, X, y, lengths=None, sequence_ids=None):
         """Search the structures for labelled sequences ``(X, y)``."""
         self._validate_params()
-        G = int(np.shape(X)[1])
+        # the shapes of X and y are checked before any candidate is built from X's
+        # width; their values are left to the CRF that every candidate fits (its
+        # messages name what it supports)
+        X = check_array(X, dtype=np.float64, ensure_all_finite=False, ensure_min_samples=1,
+                        accept_sparse="csr", input_name="X")
+        y = column_or_1d(y, warn=True)
+        G = int(X.shape[1])
         # the labels go with the fit parameters: the scorers need them too
         fit_params = {"y": y}
         if lengths is not None:
