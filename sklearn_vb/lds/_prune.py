@@ -51,9 +51,10 @@ def prune_step(est, data, iteration):
     extrapolated at the current per-iteration gain ``dF`` of the unpruned run
     (so a move is not credited with the climb the unpruned run would have made
     anyway).  A removal tried at a stall may instead re-converge for the
-    iterations the fit has left and is accepted as soon as it passes that target.  The re-convergence stops early, rejecting the move, once even its
-    latest per-iteration gain kept up for the rest of the ``prune_iter``
-    iterations cannot reach that target (with shrinking gains, as in VBEM, the
+    iterations the fit has left and is accepted as soon as it passes that
+    target.  The re-convergence stops early, rejecting the move, once even its
+    latest per-iteration gain kept up for the rest of its budget cannot reach
+    that target (with shrinking gains, as in VBEM, the
     full run would fall short too).  A rejected move restores the saved state exactly.  The bound after
     this step is therefore never below the bound before it, and the recorded
     history holds only accepted states.

@@ -174,7 +174,9 @@ def initial_hidden_posterior(data, k, init_params, random_state):
         # unit-variance principal-component scores plus a little noise (so restarts
         # differ); of the outputs, or of their delay embedding when k exceeds their
         # rank (see delay_embedding)
-        left, r = _principal_scores(delay_embedding(X, k, data.starts, data.ends), k)
+        left, r = _principal_scores(X, k)
+        if r < k:
+            left, r = _principal_scores(delay_embedding(X, k, data.starts, data.ends), k)
         omega *= 0.1
         omega[:, :r] += np.sqrt(N) * left[:, :r]
         ups_scale = 0.1
@@ -208,10 +210,10 @@ def _principal_scores(Z, k):
 
 
 def delay_embedding(X, k, starts, ends):
-    """``X`` itself when its rank reaches ``k``; otherwise each row followed by the
-    rows of the previous ``L - 1`` steps of its sequence (the first row of the
-    sequence standing in before its start), ``L = max(2, ceil(k / p))`` copies, or
-    up to ``2 k`` when the shortest sequence allows.
+    """Each row of ``X`` followed by the rows of the previous ``L - 1`` steps of its
+    sequence (the first row of the sequence standing in before its start), for a
+    start with ``k`` states: ``L`` is at least 2 and ``ceil(k / p)``, and up to ``2 k``
+    while the copies span at most a quarter of the shortest sequence.
 
     With fewer outputs than states the principal components of the outputs alone
     leave ``k - rank`` state dimensions with no signal: their loadings start at
@@ -222,8 +224,6 @@ def delay_embedding(X, k, starts, ends):
     components of the series: their leading pair of an oscillation is a sine and
     cosine of it, the two states a rotation needs."""
     p = X.shape[1]
-    if np.linalg.matrix_rank(X - X.mean(axis=0)) >= k:
-        return X
     shortest = int(np.min(ends - starts))
     L = max(2, -(-k // p), min(2 * k, shortest // 4))
     rows = np.arange(X.shape[0])

@@ -43,11 +43,10 @@ def test_fixed_two_state_fit_without_ard_finds_the_cycle_from_every_start():
         assert np.all(np.abs(np.linalg.eigvals(model.A_mean_).imag) > 0.1)
 
 
-def test_delay_embedding_keeps_outputs_of_full_rank_and_lags_within_sequences():
+def test_delay_embedding_lags_within_sequences():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((12, 3))
     starts, ends = np.array([0, 5]), np.array([5, 12])
-    assert delay_embedding(X, 3, starts, ends) is X
     Z = delay_embedding(X[:, :1], 4, starts, ends)
     L = Z.shape[1]
     assert L >= 4
