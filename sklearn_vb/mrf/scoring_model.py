@@ -201,22 +201,38 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
         return self._exact.sample(coef, int(n_samples), rng)
 
     # -- point estimates ------------------------------------------------------------------
-    def map_fit(self, X, kind="map", inference="exact", init="pmm"):
+    def map_fit(self, X, kind="map", inference="exact", init="fitted"):
         """The Newton fit (:func:`~sklearn_vb.mrf.inference.newton_map`) with exact
-        (``inference="exact"``) or BP moments; cached per data set and settings."""
+        (``inference="exact"``) or BP moments; cached per data set and settings.
+
+        ``init="fitted"`` starts from the estimator's weights when they are the same
+        kind of point (a search scores each candidate right after fitting it on the same
+        rows, so Newton then only confirms the optimum); otherwise from pseudo-moment
+        matching (``"pmm"``), zeros (``"zeros"``) or the given vector.  The objective is
+        concave, so the start changes the cost, not the optimum."""
         key = (id(X), kind, inference, init if isinstance(init, str) else "given")
         if key in self._cache and self._cache[key][0] is X:
             return self._cache[key][1]
         eng = self.exact_engine() if inference == "exact" else self.bp_engine()
         P = self.precision if kind == "map" else self.ml_precision
-        if isinstance(init, str):
-            coef0 = self.pmm(X) if init == "pmm" else np.zeros(self.layout.n_features)
-        else:
-            coef0 = np.asarray(init, dtype=float)
+        coef0 = self._start(X, kind, init)
         res = newton_map(eng, X.S, X.N, P, coef0, self.estimator.max_iter, self.estimator.tol)
         res.engine = eng
         self._cache[key] = (X, res)
         return res
+
+    def _start(self, X, kind, init):
+        if not isinstance(init, str):
+            return np.asarray(init, dtype=float)
+        if init == "fitted":
+            init = "estimator" if kind == self.estimator.point else "pmm"
+        if init == "estimator":
+            return np.asarray(self.estimator.coef_, dtype=float).copy()
+        if init == "pmm":
+            return self.pmm(X)
+        if init == "zeros":
+            return np.zeros(self.layout.n_features)
+        raise ValueError(f"init must be 'fitted', 'pmm', 'zeros' or a vector, got {init!r}.")
 
     def fit_point(self, X, kind="map", basis=None, rng=None, n_init=1, inference="exact", **ignored):
         if kind not in ("map", "ml"):

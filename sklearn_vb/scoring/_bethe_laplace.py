@@ -165,7 +165,9 @@ class BetheLaplaceScore(Scorer):
             diag.update(bp_converged=bool(m_bp.info["bp_converged"]),
                         bp_iterations=m_bp.info["bp_iterations"],
                         log_partition_bethe=m_bp.log_partition)
-        m_ex = model.exact_engine(data=data).moments(coef) if tractable else None
+        m_ex = None
+        if tractable:  # the exact Newton fit already holds the exact moments at its optimum
+            m_ex = res.moments if gradient == "exact" else model.exact_engine(data=data).moments(coef)
         if m_ex is not None:
             diag["log_partition_exact"] = m_ex.log_partition
         lp_kind = opts["log_partition"]

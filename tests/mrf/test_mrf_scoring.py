@@ -181,3 +181,20 @@ def test_covariance_auto_drops_the_term_when_the_bp_point_is_biased():
     assert r.diagnostics["bp_bias_sd"] > 1 and not r.diagnostics["covariance_term_included"]
     small = score(est, X[:30], "bethe_laplace", gradient="bp", covariance="auto")
     assert small.diagnostics["covariance_term_included"]
+
+
+def test_map_fit_start_changes_cost_not_optimum():
+    # the scorer starts Newton from the estimator's own MAP when it is one: the optimum
+    # of the concave objective is the same from every start, and from the fitted
+    # weights Newton only confirms it
+    est = PairwiseMRF(TRIANGLE).fit(X_RM4)
+    model = scoring_model_for(est)
+    data = model.prepare_data(X_RM4)
+    fits = {init: model.map_fit(data, init=init) for init in ("fitted", "pmm", "zeros")}
+    for init in ("pmm", "zeros"):
+        np.testing.assert_allclose(fits["fitted"].coef, fits[init].coef, rtol=0, atol=1e-9)
+        assert fits["fitted"].objective == pytest.approx(fits[init].objective, abs=1e-9)
+    assert fits["fitted"].n_iter < fits["pmm"].n_iter
+    np.testing.assert_allclose(fits["fitted"].coef, est.coef_, rtol=0, atol=1e-9)
+    with pytest.raises(ValueError, match="init"):
+        model.map_fit(data, init="warm")
