@@ -8,7 +8,9 @@ the emission parameters, which an emission family of :mod:`sklearn_vb.emissions`
 handles (Dirichlet rows for categorical emissions, Normal-Wishart or per-dimension
 Normal-Gamma for Gaussian ones, ...).  The posterior over the hidden path is computed by
 a scaled forward-backward pass run with the sub-normalised parameters exp E[ln theta]
-(``sklearn_vb.hmm.forward_backward``).
+(``sklearn_vb.hmm.forward_backward``).  ``partial_fit`` and
+``learning_method="online"`` replace the VBM step by natural-gradient steps from
+minibatches of sequences (stochastic variational inference, ``_online``).
 
 The lower bound is recorded after each VBE step, for the stored pair (q(s), q(theta)):
 
@@ -219,7 +221,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check, keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``max_iter`` defaults to 1000, the
         thesis's setting: VB-HMM runs typically need 100-300 iterations to reach
-        ``tol``.  ``tol`` defaults to 1e-4 nats: with 1e-3, fits of many states on
+        ``tol`` (with ``learning_method="online"`` it counts epochs and ``tol`` is per
+        frame).  ``tol`` defaults to 1e-4 nats: with 1e-3, fits of many states on
         long texts can stop on a plateau a few nats below the optimum that a long run
         from the same start reaches.  ``tol`` is in nats on the total
         bound (not per frame: a long data set needs as many iterations to reach it as a
@@ -254,8 +257,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         over all sequences), as in batch mode, and may differ from
         ``lower_bounds_[-1]``.  ``acceleration`` and ``bound_check`` do not apply (the
         estimate may decrease); restarts (``n_init``, and the two starts of
-        ``init_params="auto"``) and ``warm_start`` work as in batch mode.
-        :meth:`partial_fit` always learns online, whatever this is.
+        ``init_params="auto"``) and ``warm_start`` work as in batch mode, the run kept
+        being the one with the highest last estimate.  The steps shrink as they
+        accumulate, so where batch VBEM crosses a long plateau (states that are still
+        copies of one another) an online fit may stop on it.  :meth:`partial_fit`
+        always learns online, whatever this is.
     learning_decay : float in [0, 1], default=0.7
         kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
         t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
@@ -772,7 +778,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     # ------------------------------------------------------------------ public API
     def fit(self, X, y=None, lengths=None, sequence_ids=None):
-        """Fit by VBEM.
+        """Fit by VBEM, or by online VB with ``learning_method="online"``.
 
         Parameters
         ----------
