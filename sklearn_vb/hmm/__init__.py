@@ -1,10 +1,10 @@
 """Hidden Markov models with categorical, Gaussian or Poisson emissions: VBEM, MAP/ML EM.
 
-The package holds the estimator (``_estimator``), its VBEM updates (``_vbem``) and starts
-(``_init``), its point fits by EM (``_point``), the typed containers of its state
-(``_state``), its emission families (``emissions``, public also as
-:mod:`sklearn_vb.emissions`, each with the dataclasses of its hyperparameters and
-statistics), its numba kernels (``kernels``,
+The package holds the estimator (``_estimator``), its VBEM updates (``_vbem``), starts
+(``_init``) and online natural-gradient steps (``_online``), its point fits by EM
+(``_point``), the typed containers of its state (``_state``), its emission families
+(``emissions``, public also as :mod:`sklearn_vb.emissions`, each with the dataclasses of
+its hyperparameters and statistics), its numba kernels (``kernels``,
 ``forward_backward``, ``_joint_kernels``) and its views for the evidence estimators
 (``scoring_model`` and the ``_scoring_*`` modules behind it).
 """

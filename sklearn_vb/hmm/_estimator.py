@@ -8,7 +8,9 @@ the emission parameters, which an emission family of :mod:`sklearn_vb.emissions`
 handles (Dirichlet rows for categorical emissions, Normal-Wishart or per-dimension
 Normal-Gamma for Gaussian ones, ...).  The posterior over the hidden path is computed by
 a scaled forward-backward pass run with the sub-normalised parameters exp E[ln theta]
-(``sklearn_vb.hmm.forward_backward``).
+(``sklearn_vb.hmm.forward_backward``).  ``partial_fit`` and
+``learning_method="online"`` replace the VBM step by natural-gradient steps from
+minibatches of sequences (stochastic variational inference, ``_online``).
 
 The lower bound is recorded after each VBE step, for the stored pair (q(s), q(theta)):
 
@@ -32,6 +34,7 @@ from .._core.distributions import dirichlet_expected_log
 from . import kernels as _k
 from .forward_backward import forward_backward
 from ._init import initial_posterior, start_point
+from ._online import minibatches, natural_step, sequence_frames, step_size
 from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
 from ._vbem import (expected_log_params, frame_marginals, kl_terms,
@@ -85,6 +88,19 @@ class _FitData:
     @property
     def n_frames(self):
         return int(self.X.shape[0])
+
+    @property
+    def n_sequences(self):
+        return int(self.lengths.shape[0])
+
+    def sequences(self, seq, family):
+        """The sequences ``seq`` (indices, in that order) as fit data of their own (a
+        minibatch of online learning); the frames are copied, ``X`` is not touched."""
+        frames, lens = sequence_frames(self.starts, self.lengths, seq)
+        X = self.X[frames]
+        starts, ends = sequence_bounds(lens)
+        return _FitData(X=X, index=family.table_index(X), lengths=lens, starts=starts,
+                        ends=ends)
 
 
 # ---------------------------------------------------------------------------
@@ -205,7 +221,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     max_iter, tol, n_init, random_state, warm_start, verbose, verbose_interval, bound_check, keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``max_iter`` defaults to 1000, the
         thesis's setting: VB-HMM runs typically need 100-300 iterations to reach
-        ``tol``.  ``tol`` defaults to 1e-4 nats: with 1e-3, fits of many states on
+        ``tol`` (with ``learning_method="online"`` it counts epochs and ``tol`` is per
+        frame).  ``tol`` defaults to 1e-4 nats: with 1e-3, fits of many states on
         long texts can stop on a plateau a few nats below the optimum that a long run
         from the same start reaches.  ``tol`` is in nats on the total
         bound (not per frame: a long data set needs as many iterations to reach it as a
@@ -221,7 +238,47 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         when it does not lower the bound, so the bound still never decreases.  It
         starts once the last eight bound increments have shrunk one after another
         (before that, states are still breaking symmetry or being switched off, and
-        extrapolating mostly leads elsewhere).  None runs plain VBEM.
+        extrapolating mostly leads elsewhere).  None runs plain VBEM.  Not used by
+        online learning.
+    learning_method : {"batch", "online"}, default="batch"
+        How ``fit`` updates q(theta) (``method="vb"`` only), as in scikit-learn's
+        ``LatentDirichletAllocation``.  ``"batch"`` runs VBEM on all sequences at every
+        iteration.  ``"online"`` runs stochastic variational inference (Hoffman, Blei,
+        Wang & Paisley 2013): each of at most ``max_iter`` epochs visits the sequences
+        in a random order (``random_state``) in minibatches of ``batch_size``
+        sequences, and every minibatch makes one natural-gradient step (see
+        :meth:`partial_fit`, with ``total_samples`` the number of sequences of ``X``).
+        An epoch records in ``lower_bounds_`` a stochastic estimate of the bound: the
+        sum over its minibatches of ln Z of each (under the q(theta) that its step
+        started from) minus the KL terms of q(theta) at the end of the epoch.  The fit
+        has converged when that estimate changed by less than ``tol`` nats *per frame*
+        (the estimate is noisy at the scale of the total).  ``lower_bound_`` is then
+        the exact bound of the final q(theta) on ``X`` (one more forward-backward pass
+        over all sequences), as in batch mode, and may differ from
+        ``lower_bounds_[-1]``.  ``acceleration`` and ``bound_check`` do not apply (the
+        estimate may decrease); restarts (``n_init``, and the two starts of
+        ``init_params="auto"``) and ``warm_start`` work as in batch mode, the run kept
+        being the one with the highest last estimate.  The steps shrink as they
+        accumulate, so where batch VBEM crosses a long plateau (states that are still
+        copies of one another) an online fit may stop on it.  :meth:`partial_fit`
+        always learns online, whatever this is.
+    learning_decay : float in [0, 1], default=0.7
+        kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
+        t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
+        (0.5, 1] satisfy the conditions under which the steps converge; 0 gives
+        rho = 1 at every step (each step then replaces q(theta) by the VBM update of
+        its minibatch, scaled to ``total_samples`` sequences).
+    learning_offset : float >= 0, default=10.0
+        tau0 of the step sizes: larger values damp the first steps.  With 0 the first
+        step has rho = 1.
+    batch_size : int, default=128
+        Number of sequences in a minibatch (``learning_method="online"`` and
+        :meth:`partial_fit`; sequences are not split).
+    total_samples : float, default=1e6
+        Number of sequences of the whole stream that :meth:`partial_fit` learns from:
+        a minibatch's expected statistics are multiplied by
+        ``total_samples / n_minibatch_sequences`` before the step.  ``fit`` uses the
+        number of sequences of ``X`` instead.
 
     Attributes
     ----------
@@ -241,6 +298,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     rates_ : ndarray (K, D)
         Posterior-mean Poisson rates.
     lower_bound_, lower_bounds_, n_iter_, converged_ : see the base class.
+        Online learning changes what the history holds: see ``learning_method`` and
+        :meth:`partial_fit`.
     lower_bound_terms_ : dict
         ``log_normaliser`` (sum of ln Z over sequences), ``kl_startprob``,
         ``kl_transmat``, ``kl_emission``; ``lower_bound_`` = log_normaliser - the KLs.
@@ -251,6 +310,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         are switched off: their posterior is (nearly) the prior).
     n_features_in_ : int
     n_symbols_ : int (categorical only)
+    n_batch_iter_ : int
+        Online learning only: one more than the number of natural-gradient steps taken,
+        the t of the next step size (scikit-learn's convention).
 
     Notes
     -----
@@ -299,6 +361,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         "init_posterior": [None, dict],
         "acceleration": ACCELERATION_CONSTRAINT,
         "method": [StrOptions({"vb", "map", "ml"})],
+        "learning_method": [StrOptions({"batch", "online"})],
+        "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
+        "learning_offset": [Interval(Real, 0.0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "total_samples": [Interval(Real, 0.0, None, closed="neither")],
     }
 
     def __init__(
@@ -330,6 +397,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         acceleration="squarem",
         method="vb",
         keep_restarts=False,
+        learning_method="batch",
+        learning_decay=0.7,
+        learning_offset=10.0,
+        batch_size=128,
+        total_samples=1e6,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -359,6 +431,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.init_posterior = init_posterior
         self.acceleration = acceleration
         self.method = method
+        self.learning_method = learning_method
+        self.learning_decay = learning_decay
+        self.learning_offset = learning_offset
+        self.batch_size = batch_size
+        self.total_samples = total_samples
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -385,7 +462,19 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends
         )
 
+    def _check_online(self, what):
+        """Arguments that online learning (``what``: the argument or method asking for
+        it) cannot combine with."""
+        if self.method != "vb":
+            raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
+                             f"q(theta)); got method={self.method!r}.")
+        if self.optimize_prior_strengths:
+            raise ValueError(f"{what} cannot be combined with optimize_prior_strengths=True "
+                             "(the steps average q(theta) under one fixed prior).")
+
     def _check_fit_data(self, X, lengths=None, sequence_ids=None):
+        if self.learning_method == "online":
+            self._check_online("learning_method='online'")
         if self.method != "vb" and self.optimize_prior_strengths:
             raise ValueError("optimize_prior_strengths=True needs method='vb' (it maximises "
                              f"the variational bound); got method={self.method!r}.")
@@ -446,6 +535,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._fresh = True
         self._stats_ = None
         self._run_bounds = []
+        # a new start begins the step-size schedule of online learning anew
+        self.__dict__.pop("n_batch_iter_", None)
+        self._online_rng = random_state
         if self.method != "vb":
             point = start_point(family, self.n_components, self._hyper("posterior"))
             for name in ("startprob", "transmat") + tuple(family.hyper_names):
@@ -482,16 +574,72 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _step_vbe(self, data, iteration):
         self._fresh = False
+        self._at_vbe = True
+        self._vbe_bound = self._evaluate_vbe(data)
+        if not hasattr(self, "_run_bounds"):
+            self._run_bounds = []
+        self._run_bounds.append(self._vbe_bound)
+
+    def _evaluate_vbe(self, data):
+        """One VBE pass over ``data`` under the stored q(theta): stores the statistics of
+        q(s), sum ln Z and the expectations that produced them, and returns the bound
+        ln Z - KL of the pair."""
         family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
         out, expected = vbe(family, posterior, data)
         self._stats_ = stats_from_vbe(family, out, data, prior.emission)
         self._vbe_log_norm_ = float(out[0].sum())
         self._vbe_expected_log_ = expected  # q(theta) that produced q(s)
-        self._at_vbe = True
-        self._vbe_bound = self._vbe_log_norm_ - sum(kl_terms(family, posterior, prior))
-        if not hasattr(self, "_run_bounds"):
-            self._run_bounds = []
-        self._run_bounds.append(self._vbe_bound)
+        return self._vbe_log_norm_ - sum(kl_terms(family, posterior, prior))
+
+    # ------------------------------------------------------------------ online VB
+    def _online_step(self, data, total_samples):
+        """One natural-gradient step of q(theta) from the minibatch ``data`` as a sample
+        of ``total_samples`` sequences (:func:`~sklearn_vb.hmm._online.natural_step`).
+        Returns sum ln Z of the minibatch under the q(theta) before the step, and the
+        step."""
+        family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
+        out = vbe(family, posterior, data)[0]
+        stats = stats_from_vbe(family, out, data, prior.emission)
+        rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
+        step = natural_step(family, prior, posterior, stats,
+                            float(total_samples) / data.n_sequences, rho)
+        self._set_posterior(step.posterior)
+        self.n_batch_iter_ += 1
+        return float(out[0].sum()), step
+
+    def _kl_total(self):
+        return sum(kl_terms(self._family, self._hyper("posterior"), self._hyper("prior")))
+
+    def _run_vbem(self, data):
+        if self.learning_method != "online":
+            return super()._run_vbem(data)
+        return self._run_online(data)
+
+    def _run_online(self, data):
+        """Epochs of minibatch steps over the sequences of ``data`` in random orders
+        (``learning_method="online"``); returns the per-epoch bound estimates and
+        whether they converged (see ``learning_method``)."""
+        rng = getattr(self, "_online_rng", None)  # the start's, set by _initialize
+        if rng is None:  # a warm start
+            rng = check_random_state(self.random_state)
+        if not hasattr(self, "n_batch_iter_"):
+            self.n_batch_iter_ = 1
+        self._fresh = False
+        family = self._family
+        trace, converged = [], False
+        self._run_bounds = trace  # what _can_stop reads
+        for epoch in range(1, self.max_iter + 1):
+            log_norm = 0.0
+            for seq in minibatches(data.n_sequences, self.batch_size, rng):
+                log_norm += self._online_step(data.sequences(seq, family), data.n_sequences)[0]
+            trace.append(log_norm - self._kl_total())
+            if self.verbose >= 2 and epoch % self.verbose_interval == 0:
+                print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
+            if (len(trace) > 1 and abs(trace[-1] - trace[-2]) < self.tol * data.n_frames
+                    and self._can_stop(epoch)):
+                converged = True
+                break
+        return trace, converged
 
     # ------------------------------------------------------------------ point EM steps
     #: the point estimate of ``method="ml"``/``"map"`` (a PointParameters, set by
@@ -604,10 +752,18 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if self._point_fitted:
             self._finalize_point()
             return
+        if self.learning_method == "online":
+            # the history holds estimates; the bound of the final q(theta) is exact
+            self.lower_bound_ = float(self._evaluate_vbe(data))
+        self._set_fitted_posterior(self._vbe_log_norm_)
+
+    def _set_fitted_posterior(self, log_normaliser):
+        """The attributes derived from q(theta) and the statistics ``_stats_``: the bound
+        terms (with ``log_normaliser`` their sum ln Z), posterior means, occupancies."""
         kl_start, kl_trans, kl_emis = kl_terms(self._family, self._hyper("posterior"),
                                                self._hyper("prior"))
         self.lower_bound_terms_ = {
-            "log_normaliser": self._vbe_log_norm_,
+            "log_normaliser": log_normaliser,
             "kl_startprob": kl_start,
             "kl_transmat": kl_trans,
             "kl_emission": kl_emis,
@@ -622,7 +778,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     # ------------------------------------------------------------------ public API
     def fit(self, X, y=None, lengths=None, sequence_ids=None):
-        """Fit by VBEM.
+        """Fit by VBEM, or by online VB with ``learning_method="online"``.
 
         Parameters
         ----------
@@ -636,7 +792,110 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             One id per row; rows of a sequence are contiguous and in time order.  This
             form survives sklearn's cross-validation splitters (e.g. ``GroupKFold``).
         """
+        self._online_rng = None
         super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
+        self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
+        self._streamed = False
+        return self
+
+    def partial_fit(self, X, y=None, lengths=None, sequence_ids=None):
+        """Online variational Bayes: natural-gradient steps on q(theta) from the
+        sequences of ``X``.
+
+        ``X`` is split into minibatches of at most ``batch_size`` sequences, in order
+        (as scikit-learn's ``LatentDirichletAllocation.partial_fit`` does; one step when
+        ``X`` holds ``batch_size`` sequences or fewer, and sequences are never split).
+        Each minibatch makes one step of stochastic variational inference (Hoffman,
+        Blei, Wang & Paisley 2013): an exact VBE step on the minibatch (forward-backward
+        under the current exp E[ln theta]), then, for every factor of q(theta) (the
+        initial and transition Dirichlets and the emission posterior), in its natural
+        parameters lambda,
+
+            lambda <- (1 - rho) lambda + rho (prior + total_samples / n_b * statistics),
+
+        with n_b the minibatch's number of sequences, its expected sufficient
+        statistics, and ``rho = (learning_offset + n_batch_iter_)^(-learning_decay)``;
+        then ``n_batch_iter_`` grows by one.  ``X`` is read, never written: a slice of a
+        ``np.memmap`` is copied one minibatch at a time, so a stream of chunks never has
+        to fit in memory at once::
+
+            for X_chunk, lengths_chunk in chunks:
+                model.partial_fit(X_chunk, lengths=lengths_chunk)
+
+        The first call (on an unfitted model) starts q(theta) from the first minibatch's
+        sequences by ``init_params`` (the first start of ``"auto"``, one start, no
+        restarts); the data-dependent default priors (Gaussian and Poisson emissions)
+        and, for categorical emissions, ``n_symbols_`` (unless ``n_symbols`` is given)
+        come from that first ``X``.  Later calls must have the same number of features
+        (and symbols below ``n_symbols_``; give ``n_symbols`` for a stream whose first
+        chunk may not show every symbol).  A fitted model (by ``fit``, batch or
+        online) continues from its q(theta).
+
+        ``n_components`` is fixed: states are never added or removed.  A state that the
+        stream does not support keeps a posterior near its prior, as in batch VBEM
+        (``n_effective_components_`` counts the others).
+
+        After every call the fitted attributes describe the current q(theta), so
+        ``score``, ``predict``, ``predict_proba``, ``sample`` and the rest work.  The
+        bound bookkeeping becomes that of a stream: ``lower_bound_`` is a stochastic
+        estimate of the bound of ``total_samples`` sequences, from the last minibatch
+        (``total_samples / n_b`` times its sum of ln Z under the q(theta) its step
+        started from, minus the KL terms of q(theta) after the step;
+        ``lower_bound_terms_`` holds the two parts); ``lower_bounds_`` holds these
+        estimates for every step since the first ``partial_fit`` after the last
+        ``fit``, ``n_iter_`` their number; ``converged_`` is False (a stream has no
+        convergence test); ``occupancy_`` is the last minibatch's expected state
+        occupancy times ``total_samples / n_b``.  Since ``lower_bound_`` is not a bound
+        on the log evidence of given data, the ``"vb"`` score of
+        :mod:`sklearn_vb.scoring` refuses a model trained by ``partial_fit``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Concatenated sequences (integer symbols in one column for categorical
+            emissions).
+        y : ignored
+        lengths : array-like of int, optional
+            Lengths of the consecutive sequences in ``X``; pass it by keyword (the
+            second positional argument is ``y``).
+        sequence_ids : array-like of shape (n_samples,), optional
+            One id per row, as in :meth:`fit`.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_online("partial_fit")
+        if hasattr(self, "lower_bound_") and self._point_fitted:
+            raise ValueError("partial_fit continues q(theta); this model holds a point "
+                             "estimate of an earlier fit with method='ml' or 'map'.")
+        first = not hasattr(self, "lower_bound_")
+        if first:
+            data = self._check_fit_data(X, lengths, sequence_ids)
+            self._initialize(data, check_random_state(self.random_state))
+        else:
+            data = self._sequence_data(X, lengths, sequence_ids, reset=False)
+        if not hasattr(self, "n_batch_iter_"):
+            self.n_batch_iter_ = 1
+        history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
+        family, total = self._family, float(self.total_samples)
+        for seq in minibatches(data.n_sequences, self.batch_size):
+            batch = data if len(seq) == data.n_sequences else data.sequences(seq, family)
+            log_norm, step = self._online_step(batch, total)
+            log_norm *= total / batch.n_sequences
+            history.append(log_norm - self._kl_total())
+        self._stats_ = step.scaled_stats
+        self._set_fitted_posterior(log_norm)
+        self.lower_bounds_ = np.asarray(history, dtype=float)
+        self.lower_bound_ = float(history[-1])
+        self.n_iter_ = len(history)
+        self.converged_ = False
+        self._streamed = True
+        # the stored q(theta) has no q(s) of any fit data: a warm-started fit begins
+        # with a VBE step, as after a start
+        self._fresh = True
+        self._fit_data_fingerprint = None
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
 

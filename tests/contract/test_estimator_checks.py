@@ -107,6 +107,10 @@ CONTRACTS = (
                             random_state=0), marks=(_IGNORE_CONVERGENCE,)),
     Contract(VBHiddenMarkov(3, emission="gaussian", covariance_type="diag", max_iter=5,
                             random_state=0), marks=(_IGNORE_CONVERGENCE,)),
+    # online VB: epochs of minibatches of sequences
+    Contract(VBHiddenMarkov(2, emission="gaussian", covariance_type="diag",
+                            learning_method="online", batch_size=2, max_iter=5,
+                            random_state=0), marks=(_IGNORE_CONVERGENCE,)),
     # categorical: X is a 1-D array of symbols
     Contract(VBHiddenMarkov(2, max_iter=5, random_state=0),
              HMM_CATEGORICAL_EXPECTED_FAILURES, marks=(_IGNORE_CONVERGENCE,)),

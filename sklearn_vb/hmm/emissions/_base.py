@@ -244,15 +244,48 @@ class EmissionFamily(ABC):
     def unpack(self, vector, like):
         """Inverse of :meth:`pack`, shaped like the posterior ``like``; None when the
         vector is not a valid posterior."""
+        return self._positive_posterior(self._split(vector, like, np.exp))
+
+    def _split(self, vector, like, transform):
+        """``{name: transform(slice of vector)}`` shaped like the fields of ``like``."""
         out, at = {}, 0
         for name in self.hyper_names:
             shape = np.shape(getattr(like, name))
             size = int(np.prod(shape))
-            out[name] = np.exp(vector[at:at + size]).reshape(shape)
+            out[name] = transform(vector[at:at + size]).reshape(shape)
             at += size
-        if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in out.values()):
+        return out
+
+    def _positive_posterior(self, values):
+        """The posterior of the hyperparameters ``values``, or None unless every entry
+        is finite and positive."""
+        if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in values.values()):
             return None
-        return self.posterior_type(**out)
+        return self.posterior_type(**values)
+
+    # ------------------------------------------------------------------ online VB
+    def scale_stats(self, stats, factor):
+        """The statistics of ``factor`` copies of the data of ``stats`` (the
+        minibatch's statistics scaled to the whole stream in online VB).  Default:
+        every field times ``factor``, right for statistics that are sums over frames
+        of terms weighted by the responsibilities."""
+        return type(stats)(**{f.name: factor * getattr(stats, f.name) for f in fields(stats)})
+
+    def natural(self, post, prior):
+        """The posterior hyperparameters as a 1-D vector of coordinates that are an
+        affine function of the natural parameters of q, so that a convex combination
+        of two posteriors in them is their convex combination in natural parameters
+        (the natural-gradient step of online VB, :mod:`sklearn_vb.hmm._online`).  They
+        may depend on ``prior`` (an origin that keeps rounding small).  Default: the
+        hyperparameters themselves, right for families whose :meth:`vbm` adds
+        statistics to them (Dirichlet counts; Gamma shapes and rates)."""
+        return np.concatenate([np.asarray(getattr(post, name), dtype=float).ravel()
+                               for name in self.hyper_names])
+
+    def from_natural(self, vector, prior, like):
+        """Inverse of :meth:`natural`, shaped like the posterior ``like``; None when the
+        vector is not a valid posterior."""
+        return self._positive_posterior(self._split(vector, like, np.array))
 
     @abstractmethod
     def expected_log_params(self, post):

@@ -283,16 +283,36 @@ class _GaussianEmissions(EmissionFamily):
         """Natural parameters of every state's Normal-Wishart (Normal-Gamma) factor:
         beta, beta m, scale + beta m m^T (diag: + beta m^2) and dof, the coordinates in
         which the VBM update is affine in the expected statistics."""
-        m, beta = post.means, post.beta
+        return self._natural_coordinates(post)
+
+    def unpack(self, vector, like):
+        """Inverse of :meth:`pack`; None unless beta > 0, dof > D - 1 (diag: > 0) and
+        every scale is positive definite (diag: positive)."""
+        return self._from_natural_coordinates(vector, like)
+
+    def natural(self, post, prior):
+        """The natural coordinates of :meth:`pack` with the means measured from the
+        prior mean m0: beta, beta (m - m0), scale + beta (m - m0)(m - m0)^T and dof, an
+        affine function of the natural parameters.  After :meth:`vbm` they are
+        beta0 + N, S1, scale0 + S2 and nu0 + N, sums without cancellation (in
+        uncentred coordinates, data far from the origin would lose digits to
+        beta m m^T)."""
+        return self._natural_coordinates(post, prior.means)
+
+    def from_natural(self, vector, prior, like):
+        """Inverse of :meth:`natural` (None when not a valid posterior, as :meth:`unpack`)."""
+        return self._from_natural_coordinates(vector, like, prior.means)
+
+    def _natural_coordinates(self, post, origin=None):
+        m = post.means if origin is None else post.means - origin
+        beta = post.beta
         if self._scale_ndim == 2:
             second = post.scale + beta[:, None, None] * m[:, :, None] * m[:, None, :]
         else:
             second = post.scale + beta[:, None] * m * m
         return np.concatenate([beta, (beta[:, None] * m).ravel(), second.ravel(), post.dof])
 
-    def unpack(self, vector, like):
-        """Inverse of :meth:`pack`; None unless beta > 0, dof > D - 1 (diag: > 0) and
-        every scale is positive definite (diag: positive)."""
+    def _from_natural_coordinates(self, vector, like, origin=None):
         K, D = np.shape(like.means)
         beta = vector[:K]
         beta_m = vector[K:K + K * D].reshape(K, D)
@@ -310,7 +330,8 @@ class _GaussianEmissions(EmissionFamily):
             scale = second - beta[:, None] * m * m
             if np.any(dof <= 0) or np.any(scale <= 0):
                 return None
-        return GaussianPosterior(means=m, beta=beta.copy(), dof=dof.copy(), scale=scale)
+        means = m if origin is None else origin + m
+        return GaussianPosterior(means=means, beta=beta.copy(), dof=dof.copy(), scale=scale)
 
     def expected_log_params(self, post):
         """Per state: ``const_k``, the precision factor of the quadratic term and the mean,
