@@ -17,6 +17,7 @@ __all__ = [
     "check_finite_2d",
     "check_symbols",
     "check_sequences",
+    "check_unused_y",
     "validate_categorical_data",
     "categorical_column",
     "lookup_categories",
@@ -234,6 +235,35 @@ def check_sequences(n_samples, lengths=None, sequence_ids=None):
             "cv=SequenceKFold(...) with groups=sequence_ids."
         )
     return lens
+
+
+def check_unused_y(y, X, method="fit"):
+    """Refuse a ``y`` that a sequence model does not use unless it is a per-row target.
+
+    scikit-learn hands an unsupervised estimator the ``y`` of a pipeline or a check
+    (one entry per row of ``X``), which is ignored.  Anything else is a mistake, most
+    often hmmlearn's ``fit(X, lengths)``: here the second positional argument is ``y``,
+    and taking the lengths for an ignored target would fit ``X`` as one sequence."""
+    # X's own check refuses sparse and scalar X with a message about X
+    if y is None or sp.issparse(X):
+        return
+    shape_X = _shape(X)
+    if not shape_X:
+        return
+    n_rows = shape_X[0]
+    shape = _shape(y)
+    if len(shape) >= 1 and shape[0] == n_rows:
+        return
+    hint = ("; sequence lengths go in lengths= (hmmlearn's fit(X, lengths) puts them in y)"
+            if len(shape) == 1 else "")
+    raise ValueError(f"y is not used by {method}: it must be None or have one entry per "
+                     f"row of X ({n_rows}), got shape {shape}{hint}.")
+
+
+def _shape(a):
+    """The shape of an array-like without computing a lazy (dask) array."""
+    shape = getattr(a, "shape", None)
+    return tuple(np.asarray(a).shape if shape is None else shape)
 
 
 def check_lengths(lengths, name="lengths"):

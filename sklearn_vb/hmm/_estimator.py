@@ -43,6 +43,7 @@ from ._vbem import (expected_log_params, frame_marginals, kl_terms,
 from .._core.validation import (
     check_sequences,
     check_sequences_routed,
+    check_unused_y,
     fitted_from_sequence_ids,
     sequence_bounds,
 )
@@ -792,6 +793,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             One id per row; rows of a sequence are contiguous and in time order.  This
             form survives sklearn's cross-validation splitters (e.g. ``GroupKFold``).
         """
+        check_unused_y(y, X, "fit")
         self._online_rng = None
         super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
@@ -867,6 +869,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """
         self._validate_params()
         self._check_online("partial_fit")
+        check_unused_y(y, X, "partial_fit")
         if hasattr(self, "lower_bound_") and self._point_fitted:
             raise ValueError("partial_fit continues q(theta); this model holds a point "
                              "estimate of an earlier fit with method='ml' or 'map'.")
@@ -939,6 +942,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         A model fitted with ``sequence_ids`` (several sequences) needs ``lengths`` or
         ``sequence_ids`` here too (see :func:`sklearn_vb.model_selection.SequenceKFold`
         for cross-validation with metadata routing)."""
+        check_unused_y(y, X, "score")
         check_sequences_routed(self, lengths, sequence_ids)
         data = self._new_data(X, lengths, sequence_ids)
         return float(self._plugin_forward(data)[0].sum() / data.n_frames)

@@ -29,6 +29,7 @@ from .._core.validation import (
     MISSING_IN_SEQUENCES,
     check_sequences,
     check_sequences_routed,
+    check_unused_y,
     fitted_from_sequence_ids,
     sequence_bounds,
     validate_float_data,
@@ -678,6 +679,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
             One sequence label per row, an alternative to ``lengths`` that survives
             sklearn's cross-validation splitters.
         """
+        check_unused_y(y, X, "fit")
         continuing = self.warm_start and hasattr(self, "lower_bound_")
         if continuing:
             self._warm_data_changed = True
@@ -795,12 +797,14 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
     def fit_transform(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """Fit, then return the smoothed state means of the training data."""
+        check_unused_y(y, X, "fit_transform")
         return self.fit(X, U=U, lengths=lengths, sequence_ids=sequence_ids).transform(
             X, U=U, lengths=lengths, sequence_ids=sequence_ids)
 
     def score_samples(self, X, y=None, *, U=None, lengths=None, sequence_ids=None):
         """One-step-ahead predictive log density ``ln p(y_t | y_{1:t-1}, theta_mean)``
         of every row under the posterior-mean parameters (exact Kalman filter)."""
+        check_unused_y(y, X, "score_samples")
         data = self._check_new_data(X, U, lengths, sequence_ids)
         return self._infer(data, point=True, smooth=False).log_terms
 
@@ -810,6 +814,7 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
 
         A model fitted with ``sequence_ids`` (several sequences) needs ``lengths`` or
         ``sequence_ids`` here too (cross-validation: enable metadata routing)."""
+        check_unused_y(y, X, "score")
         check_sequences_routed(self, lengths, sequence_ids)
         return float(np.mean(self.score_samples(
             X, U=U, lengths=lengths, sequence_ids=sequence_ids)))
