@@ -107,7 +107,6 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 from typing import Callable, NamedTuple
@@ -120,6 +119,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .fingerprint import data_fingerprint
+from .warn import warn_at_caller
 
 __all__ = ["VBEMEstimator", "BoundDecreaseError", "BoundDecreaseWarning", "SquaremSteps",
            "ACCELERATION_CONSTRAINT", "Restart", "Step", "predicted_remaining_gain"]
@@ -590,7 +590,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         if restarts is not None:
             self.restarts_ = restarts
         if not converged:
-            warnings.warn(
+            warn_at_caller(
                 f"{type(self).__name__}: the best of {n_init} restart(s) did not converge "
                 f"within {self._iteration_limit_text()} (tol={self.tol} nats). "
                 "Increase it or tol, or check the data.",
@@ -821,7 +821,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
             "Every VBEM step must raise the bound; this is a bug."
         )
         if self.bound_check == "warn" and not raise_error:
-            warnings.warn(message, BoundDecreaseWarning)
+            warn_at_caller(message, BoundDecreaseWarning)
         else:
             raise BoundDecreaseError(message)
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -57,6 +56,7 @@ from .structure import (
     parse_structure,
     prepare_patterns,
 )
+from .._core.warn import warn_at_caller
 
 __all__ = ["VBDiscreteDAG"]
 
@@ -473,7 +473,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self._prior = self._prior_flat(layout)
         self._basis = self.map_basis
         if self.method == "map" and self.map_basis == "natural" and np.any(self._prior < 1):
-            warnings.warn(
+            warn_at_caller(
                 "map_basis='natural' with Dirichlet hyperparameters below 1 can give negative "
                 "probabilities (eq. 6.23); using the softmax basis (theta ∝ lambda + N) instead.",
                 UserWarning)

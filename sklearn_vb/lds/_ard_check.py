@@ -8,11 +8,11 @@ precisions at ``ard_init``, and the better of the two is kept.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from .._core.base import bound_round_off
+from .._core.warn import warn_at_caller
 
 __all__ = ["active_state_mask", "run_with_ard_check"]
 
@@ -54,7 +54,7 @@ def run_with_ard_check(est, data):
         est.ard_check_iter_ = check_iter
         return bounds, converged
     est.ard_check_iter_ = check_iter
-    warnings.warn(
+    warn_at_caller(
         f"{type(est).__name__}: ARD switched off {est._k_max - n_eff} of "
         f"{est._k_max} state dimensions and lost {loss:.4g} nats of bound against "
         "a fit that first holds the ARD precisions at ard_init and then optimises them "

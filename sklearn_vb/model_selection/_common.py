@@ -14,7 +14,6 @@ import pickle
 import sys
 import time
 import traceback
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -25,6 +24,7 @@ from sklearn.exceptions import FitFailedWarning
 from sklearn.utils import check_random_state
 
 from ..scoring import ScoreResult, score
+from .._core.warn import warn_at_caller
 
 __all__ = [
     "ALIAS_AUTO_METHODS",
@@ -443,7 +443,7 @@ def warn_failures(outs, specs, owner):
         raise exc
     if n_fit:
         first = next(o["fit_error"] for o in outs if o["fit_error"] is not None)
-        warnings.warn(
+        warn_at_caller(
             f"{owner}: {n_fit} of {len(outs)} candidate fits failed; their scores are set "
             f"to error_score. The first error was:\n{first}",
             FitFailedWarning,
@@ -452,7 +452,7 @@ def warn_failures(outs, specs, owner):
         first = next(
             next(iter(o["score_errors"].values())) for o in outs if o["score_errors"]
         )
-        warnings.warn(
+        warn_at_caller(
             f"{owner}: scoring failed for {n_score} candidate(s); their scores are set to "
             f"error_score. The first error was:\n{first}",
             FitFailedWarning,
@@ -494,14 +494,14 @@ def warn_alias_missing(outs, flags, owner):
                 if error is not None:
                     failures.setdefault(name, error)
     if failures:
-        warnings.warn(
+        warn_at_caller(
             f"{owner}: counting the posterior aliases failed for some candidates, which are "
             f"ranked by their raw {sorted(failures)} score (first error: "
             f"{next(iter(failures.values()))}).",
             UserWarning,
         )
     elif missing:
-        warnings.warn(
+        warn_at_caller(
             f"{owner}: the model cannot count its posterior aliases (no n_aliases), so "
             f"{sorted(missing)} are ranked by their raw value without the ln S correction.",
             UserWarning,

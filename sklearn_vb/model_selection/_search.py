@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import warnings
 from copy import deepcopy
 from numbers import Integral, Real
 
@@ -17,6 +16,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, check_memory
 
 from . import _common as C
+from .._core.warn import warn_at_caller
 
 __all__ = ["StructureSearch"]
 
@@ -488,7 +488,7 @@ class StructureSearch(_SearchBase):
             if bounds[i] == "lower" and stage2[i] + 2 * se[i] < stage1[i]
         ]
         if below:
-            warnings.warn(
+            warn_at_caller(
                 f"{second} is below the {first} lower bound for "
                 f"{[C.format_params(candidates[i]) for i in below]}; the {second} estimate is "
                 "biased low (for AIS: too few temperatures).",
@@ -502,7 +502,7 @@ class StructureSearch(_SearchBase):
         best1 = max(top, key=lambda i: (s1[i], -i))
         best2 = max(top, key=lambda i: (s2[i], -i))
         if candidates[best2][size] > candidates[best1][size]:
-            warnings.warn(
+            warn_at_caller(
                 f"among the re-scored candidates {second} prefers {size}="
                 f"{candidates[best2][size]!r} but {first} preferred {candidates[best1][size]!r}: "
                 f"{first} may be biased towards smaller models.",
@@ -574,7 +574,7 @@ def _warn_edge_of_grid(candidates, best, owner):
             side = "smallest"
         else:
             continue
-        warnings.warn(
+        warn_at_caller(
             f"{owner}: the selected {key}={chosen!r} is the {side} value of the grid "
             f"{values}; the best {key} may lie outside it. Extend the grid beyond "
             f"{chosen!r} and search again.",

@@ -18,7 +18,6 @@ An *engine* maps a parameter vector to ``(ln Z, kappa = E f, C = Cov f)``:
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +29,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ._bp_kernels import bp_beliefs, bp_run, gibbs_sweeps, lr_propagation
+from .._core.warn import warn_at_caller
 
 __all__ = ["BPConvergenceWarning", "ExactEngine", "BPEngine", "Moments", "newton_map",
            "grouped_prior_precision", "lbfgs_minimize", "log_prior", "lr_logdet",
@@ -213,12 +213,12 @@ class BPEngine:
         if not converged:
             self.n_unconverged += 1
             if self.warn:
-                warnings.warn(
+                warn_at_caller(
                     f"belief propagation did not converge: residual {res:.3g} > bp_tol="
                     f"{self.tol:g} after {n_iter} sweeps (damping {self.damping:g}, then 0.9); "
                     "the Bethe quantities are unreliable (strong or frustrated couplings). "
                     "Use exact inference when the graph is small, or increase bp_max_iter.",
-                    BPConvergenceWarning, stacklevel=3)
+                    BPConvergenceWarning)
         node_logb = np.empty((L.n_nodes, L.Kmax))
         edge_logb = np.empty((L.n_edges, L.Kmax, L.Kmax))
         lz = bp_beliefs(node, edge, L.n_states, L.edges, L.in_ptr, L.in_dir, msg, node_logb,

@@ -11,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._core.evidence.protocols import has, require
 from ._point_cache import shared_fit_point
 from ._registry import scoring_model_for
+from .._core.warn import warn_at_caller
 
 __all__ = ["Scorer", "log_alias_count", "score_random_state", "resolve_model", "variational_posterior", "prepare_data", "COMMON_OPTIONS"]
 
@@ -167,8 +168,7 @@ class Scorer:
             theta = shared_fit_point(model, data, estimator, **kwargs)
         for w in caught:
             if issubclass(w.category, ConvergenceWarning):
-                warnings.warn(f"scorer {self.name!r}: {w.message}", ConvergenceWarning,
-                              stacklevel=3)
+                warn_at_caller(f"scorer {self.name!r}: {w.message}", ConvergenceWarning)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return theta

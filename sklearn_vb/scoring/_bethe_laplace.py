@@ -37,7 +37,6 @@ need no ``ln Z`` is on the scale of the evidences of the other graphs.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import scipy.sparse.linalg as spla
@@ -46,6 +45,7 @@ from .._core.evidence.protocols import require
 from ..mrf.inference import LOG_2PI, log_prior, lr_logdet
 from ._base import Scorer, prepare_data, resolve_model
 from ._result import ScoreResult, UnreliableEstimateWarning
+from .._core.warn import warn_at_caller
 
 __all__ = ["BetheLaplaceScore", "LR_BELIEF_DIVERGENCE_MAX", "LR_DATA_DIVERGENCE_MAX"]
 
@@ -204,11 +204,11 @@ class BetheLaplaceScore(Scorer):
             reasons = self._bp_reliability(model, data, m_bp, diag)
             if reasons:
                 diag["unreliable_reasons"] = reasons
-                warnings.warn(
+                warn_at_caller(
                     f"{self.name}: the BP-LR evidence of this {F}-feature graph is unreliable ("
                     + "; ".join(reasons) + "); the score is nan. Exact Laplace needs a graph "
                     "with at most max_exact_states joint states (raise the estimator's "
-                    "max_exact_states) or a forest.", UnreliableEstimateWarning, stacklevel=4)
+                    "max_exact_states) or a forest.", UnreliableEstimateWarning)
                 value = np.nan
         return ScoreResult(self.name, float(value), "approx", diagnostics=diag)
 
@@ -277,8 +277,8 @@ class BetheLaplaceScore(Scorer):
             z = float(np.sqrt(max(data.N * d @ spla.spsolve(m_bp.J.tocsc(), d)
                                   + d @ (model.precision * d), 0.0)))
         if z > 1.0:
-            warnings.warn(
+            warn_at_caller(
                 f"bethe_laplace: the BP point lies {z:.2g} posterior standard deviations from the "
                 f"{ref} reference, outside the regime where BP-LR is accurate; prefer the exact "
-                "variants (gradient='exact') when the graph is tractable.", UserWarning, stacklevel=4)
+                "variants (gradient='exact') when the graph is tractable.", UserWarning)
         return ("linear_response" if z <= z_max else "none"), z

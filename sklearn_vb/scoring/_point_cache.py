@@ -28,6 +28,8 @@ from numbers import Number
 
 import numpy as np
 
+from .._core.warn import warn_at_caller
+
 __all__ = ["shared_fit_point", "clear_point_cache"]
 
 #: remembered points per estimator (the oldest is dropped first)
@@ -155,5 +157,5 @@ def _shared(model, fit, data, estimator, kwargs):
     if run is not None:
         model.last_point_run_ = run
     for message, category in caught:
-        warnings.warn(message, category, stacklevel=2)
+        warn_at_caller(message, category)
     return copy.deepcopy(theta)

@@ -10,12 +10,12 @@ such finding is recorded and raised as an :class:`UnreliableEstimateWarning`.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from scipy.stats import chi2
 
 from ._result import UnreliableEstimateWarning
+from .._core.warn import warn_at_caller
 
 __all__ = ["runs_disagree", "reliability_reasons", "warn_unreliable", "known_lower_bound",
            "LOWER_BOUND_Z"]
@@ -98,10 +98,10 @@ def reliability_reasons(ess, min_ess, run_estimates=None, run_stderrs=None, esti
     return reasons
 
 
-def warn_unreliable(method, reasons, advice, stacklevel=4):
+def warn_unreliable(method, reasons, advice):
     """Issue an :class:`UnreliableEstimateWarning` listing ``reasons`` and ``advice``."""
     if reasons:
-        warnings.warn(f"{method} evidence estimate is unreliable: {'; '.join(reasons)}. "
-                      f"{advice}", UnreliableEstimateWarning, stacklevel=stacklevel)
+        warn_at_caller(f"{method} evidence estimate is unreliable: {'; '.join(reasons)}. "
+                      f"{advice}", UnreliableEstimateWarning)
 
 

@@ -21,12 +21,13 @@ A winning run that stopped at ``max_iter`` without meeting the tolerance raises 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+
+from ..warn import warn_at_caller
 
 __all__ = ["PointEMRun", "em_climb", "best_point_em", "posterior_then_draws"]
 
@@ -260,8 +261,8 @@ def best_point_em(starts, evaluate, m_step, *, n_init, max_iter, tol, owner,
         raise RuntimeError(f"{owner}.fit_point: EM failed from every start.")
     best.n_iter = n_steps
     if best.converged is False:
-        warnings.warn(
+        warn_at_caller(
             f"{owner}.fit_point: EM for the point estimate did not converge within "
             f"max_iter={int(max_iter)} iterations (tol={tol:.3g} nats on the objective); "
-            "the score is computed at the last iterate.", ConvergenceWarning, stacklevel=3)
+            "the score is computed at the last iterate.", ConvergenceWarning)
     return best
