@@ -52,6 +52,7 @@ from .structure import (
     exact_log_evidence,
     family_prior_value,
     log_dirichlet_integral,
+    observed_column_names,
     parameter_count,
     parse_structure,
     prepare_patterns,
@@ -283,6 +284,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        # a table of categories (integer codes, labels, pandas categoricals), which
+        # scikit-learn's estimator checks then feed as integer codes
+        tags.input_tags.categorical = True
         return tags
 
     # ------------------------------------------------------------------ input
@@ -452,7 +456,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         n = columns[0].shape[0]
         names = getattr(self, "feature_names_in_", None)
         names = None if names is None else [str(v) for v in names]
-        obs_names = names if names is not None else [f"x{i}" for i in range(len(columns))]
+        obs_names = observed_column_names(names, len(columns))
         structure = parse_structure(self.structure, self.cardinalities, self.hidden,
                                     observed_names=obs_names, n_components=self.n_components)
         self._structure = structure

@@ -21,6 +21,7 @@ __all__ = [
     "DAGStructure",
     "CPTLayout",
     "PatternData",
+    "observed_column_names",
     "parse_structure",
     "prepare_patterns",
     "log_dirichlet_integral",
@@ -133,6 +134,15 @@ def _add_node(names, lookup, name):
         lookup[name] = len(names)
         names.append(name)
     return lookup[name]
+
+
+def observed_column_names(feature_names, n_columns):
+    """The node names of the columns of ``X`` when no structure names them: the column
+    names of a table with string column names (``feature_names_in_``), else ``x0``,
+    ``x1``, ..."""
+    if feature_names is not None:
+        return [str(v) for v in feature_names]
+    return [f"x{i}" for i in range(int(n_columns))]
 
 
 def parse_structure(structure, cardinalities=None, hidden=None, *, observed_names=None, n_components=2):

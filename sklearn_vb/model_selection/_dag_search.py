@@ -8,12 +8,15 @@ import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 
-from ..dag.structure import parse_structure
+from .._core.validation import validate_categorical_data
+from ..dag.structure import observed_column_names, parse_structure
 from . import _common as C
 from ._dag_families import DECOMPOSABLE_METHODS, decomposable_family_scores
 from ._dag_tabu import TabuClimb
 from ._edge_search import EdgeSetSearchBase
+from ._search import _best_has
 
 __all__ = ["DAGStructureSearch"]
 
@@ -228,6 +231,26 @@ class _WarmFromParent:
 
 
 # --------------------------------------------------------------------------- search
+def _best_predicts_hidden(attr):
+    """Availability of ``predict`` / ``predict_proba``: those of the best estimator,
+    which by default predict a hidden node, so not after selecting a structure without
+    one (the default over the columns of ``X``); ``best_estimator_.predict_proba(X,
+    node=...)`` still predicts an observed node from the others."""
+    delegated = _best_has(attr)
+
+    def check(self):
+        delegated(self)
+        structure = getattr(getattr(self, "best_estimator_", None), "structure_", None)
+        if structure is not None and not any(structure.hidden):
+            raise AttributeError(
+                f"{type(self).__name__}.{attr} predicts a hidden node, and the selected "
+                f"structure has none; best_estimator_.{attr}(X, node=...) predicts an "
+                "observed node from the others.")
+        return True
+
+    return check
+
+
 class DAGStructureSearch(EdgeSetSearchBase):
     """Structure search over discrete DAGs with hidden nodes.
 
@@ -240,7 +263,8 @@ class DAGStructureSearch(EdgeSetSearchBase):
         as :class:`StructureSearch` over a ``structure`` grid.
     ``search="greedy"``
         Hill-climbing over single-edge moves (add, remove, reverse) from
-        ``initial_structure`` (default: the estimator's ``structure``), keeping the
+        ``initial_structure`` (default: the estimator's ``structure``; when neither is
+        given, the graph without edges over the columns of ``X``), keeping the
         graph acyclic, within ``max_in_degree``, with ``required_edges`` always
         present and ``forbidden_edges`` never; ``allowed_edges`` restricts the edge
         class (for instance hidden -> observed only).  A hidden node without children
@@ -279,7 +303,11 @@ class DAGStructureSearch(EdgeSetSearchBase):
     ----------
     estimator : VBDiscreteDAG
         Gives the node set, cardinalities, hidden nodes, prior and fitting options;
-        its ``structure`` is the default starting graph.
+        its ``structure`` is the default starting graph.  Without one (and without
+        ``initial_structure``) the greedy search starts from the columns of ``X``
+        without edges and without hidden nodes, named as VBDiscreteDAG names the columns
+        of a table (a DataFrame's string column names, else ``x0``, ``x1``, ...); a
+        hidden node needs a structure that names it.
     search : {"greedy", "exhaustive"}, default="greedy"
     structures : list, default=None
         Exhaustive mode: the candidates, each a structure accepted by
@@ -335,9 +363,26 @@ class DAGStructureSearch(EdgeSetSearchBase):
     best_structure_ : dict
         The selected structure as ``{child: [parents]}``.
     best_estimator_, best_score_, best_index_, best_params_ : as StructureSearch.
+        ``predict`` and ``predict_proba`` (which predict a hidden node by default) are
+        those of ``best_estimator_``, available when the selected structure has a
+        hidden node.
 
     Examples
     --------
+    Without a structure the greedy search takes its nodes from the columns; here the
+    second column copies the first in 90% of the rows and the third is independent:
+
+    >>> import numpy as np
+    >>> from sklearn_vb import VBDiscreteDAG
+    >>> from sklearn_vb.model_selection import DAGStructureSearch
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.integers(0, 3, size=300)
+    >>> b = np.where(rng.random(300) < 0.9, a, rng.integers(0, 3, size=300))
+    >>> X = np.column_stack([a, b, rng.integers(0, 3, size=300)])
+    >>> search = DAGStructureSearch(VBDiscreteDAG(), random_state=0).fit(X)
+    >>> search.best_structure_
+    {'x0': [], 'x1': ['x0'], 'x2': []}
+
     Two candidate structures for four observed columns with one hidden parent:
 
     >>> from sklearn_vb import VBDiscreteDAG
@@ -420,6 +465,19 @@ class DAGStructureSearch(EdgeSetSearchBase):
         self.error_score = error_score
         self.memory = memory
 
+    # ------------------------------------------------------------ delegation
+    @available_if(_best_predicts_hidden("predict"))
+    def predict(self, X, **params):
+        """Call ``predict`` on the best candidate (by default, the most probable state of
+        its first hidden node)."""
+        return self._check_best("predict").predict(X, **params)
+
+    @available_if(_best_predicts_hidden("predict_proba"))
+    def predict_proba(self, X, **params):
+        """Call ``predict_proba`` on the best candidate (by default, the posterior of its
+        first hidden node)."""
+        return self._check_best("predict_proba").predict_proba(X, **params)
+
     # ------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **fit_params):
@@ -440,15 +498,33 @@ class DAGStructureSearch(EdgeSetSearchBase):
         return self._fit_grid(X, y, fit_params, grid, _count_edges)
 
     def _graph_from(self, structure):
-        est = self.estimator
-        if structure is None:
-            raise ValueError(
-                "search='greedy' needs a starting graph: give the estimator a structure (a dict "
-                "listing every node) or initial_structure."
-            )
-        parsed = parse_structure(structure, est.get_params().get("cardinalities"),
-                                 est.get_params().get("hidden"))
+        params = self.estimator.get_params()
+        parsed = parse_structure(structure, params.get("cardinalities"), params.get("hidden"))
         return _Graph(parsed.names, parsed.hidden, parsed.parents)
+
+    def _empty_graph_over_columns(self, X):
+        """The starting graph when neither ``initial_structure`` nor the estimator's
+        ``structure`` gives one: no edges, one observed node per column of ``X``, named as
+        the estimator names the columns of a table without a structure.  No hidden node:
+        the data cannot name one, and a fully observed graph keeps the climb on cached
+        family scores."""
+        params = self.estimator.get_params()
+        if params.get("hidden") not in (None, (), []):
+            raise ValueError(
+                f"hidden={params['hidden']!r} needs a structure that names the hidden node(s): "
+                "give the estimator a structure or the search an initial_structure.")
+        # the estimator's own validation of a categorical table: the same errors, and the
+        # column names it would read
+        probe = clone(self.estimator)
+        columns, _ = validate_categorical_data(probe, X, reset=True)
+        names = observed_column_names(getattr(probe, "feature_names_in_", None), len(columns))
+        graph = self._graph_from({name: [] for name in names})
+        extra = [n for n in graph.names if n not in set(names)]
+        if extra:
+            raise ValueError(
+                f"cardinalities names node(s) {extra} that are not columns of X {names}; "
+                "hidden nodes need a structure (the estimator's or initial_structure).")
+        return graph
 
     def _fit_greedy(self, X, y, fit_params):
         specs = C.resolve_scoring(self.scoring)
@@ -463,10 +539,10 @@ class DAGStructureSearch(EdgeSetSearchBase):
                 "moves must be a non-empty subset of ('add', 'remove', 'reverse', 'attach'); "
                 f"got {self.moves!r}."
             )
-        start = self._graph_from(
-            self.initial_structure if self.initial_structure is not None
-            else self.estimator.get_params().get("structure")
-        )
+        structure = (self.initial_structure if self.initial_structure is not None
+                     else self.estimator.get_params().get("structure"))
+        start = (self._empty_graph_over_columns(X) if structure is None
+                 else self._graph_from(structure))
         moveset = _MoveSet(
             start,
             None if self.allowed_edges is None else _node_pairs(start, self.allowed_edges, "allowed_edges"),
@@ -499,13 +575,15 @@ class DAGStructureSearch(EdgeSetSearchBase):
     def _family_scores(self, X, y, fit_params, specs, start):
         """The family-score cache when the search can run on decomposable scores (no
         hidden node, scores among DECOMPOSABLE_METHODS, complete data), else None."""
-        if any(start.hidden) or y is not None or fit_params or not all(
+        # ``y`` is not looked at: the family scores exist only for VBDiscreteDAG (see
+        # decomposable_family_scores), whose fit ignores it
+        if any(start.hidden) or fit_params or not all(
                 getattr(sp, "method", None) in DECOMPOSABLE_METHODS for sp in specs.values()):
             return None
         # the start graph fitted once: it encodes the data as every candidate would
         est = clone(self.estimator).set_params(structure=start.as_structure())
         try:
-            est.fit(X)
+            est.fit(X, y)
         except Exception:
             return None  # the fit-per-neighbour climb reports the failure as usual
         families = decomposable_family_scores(est, specs, est, X, fit_params, start.hidden)

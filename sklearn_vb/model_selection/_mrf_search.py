@@ -226,7 +226,11 @@ class MRFStructureSearch(EdgeSetSearchBase):
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, **fit_params):
         """Search edge sets for the data ``X`` (one column per node)."""
-        p = np.shape(X)[1]
+        shape = np.shape(X)
+        if len(shape) != 2:
+            raise ValueError(f"X must be a 2-D array (n_samples, n_nodes); got shape {shape}. "
+                             "Reshape your data with X.reshape(-1, 1) for a single node.")
+        p = shape[1]
         if self.search == "exhaustive":
             structures = (enumerate_undirected_graphs(p) if self.structures is None
                           else list(self.structures))

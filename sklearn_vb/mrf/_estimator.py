@@ -65,7 +65,8 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
     n_states : int, sequence of int, or None, default 2
         States per variable (values ``0..K_i - 1``); ``None`` learns the categories of
         each column from the training data (sorted distinct values, as
-        :class:`~sklearn_vb.VBDiscreteDAG`).
+        :class:`~sklearn_vb.VBDiscreteDAG`), which must be integers (negative ones
+        too); non-integral values are refused.
     prior_variance : float, dict or array, default 1.0
         Variance of the independent Gaussian prior of every parameter; ``{"node": v,
         "edge": v}`` or one value per feature.
@@ -188,6 +189,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         if fit:
             self.categories_ = None
             if self.n_states is None:
+                _check_integral_codes(X)
                 self.categories_ = [np.unique(X[:, j]) for j in range(X.shape[1])]
                 self.n_states_ = np.array([max(2, c.size) for c in self.categories_], dtype=np.int64)
             else:
@@ -388,4 +390,21 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        # integer codes of categories, which scikit-learn's estimator checks then feed
+        tags.input_tags.categorical = True
         return tags
+
+
+def _check_integral_codes(X):
+    """Learned categories are integer codes: continuous data would make every distinct
+    value a state (and an edge of two such columns a table of their product)."""
+    bad = X != np.round(X)
+    if np.any(bad):
+        j = int(np.flatnonzero(bad.any(axis=0))[0])
+        col = X[:, j]
+        raise ValueError(
+            f"X: column {j} holds non-integral values such as {col[bad[:, j]][0]!r} "
+            f"({np.unique(col).size} distinct values); PairwiseMRF learns categories from "
+            "integer codes, not continuous data. Discretise the column (e.g. "
+            "sklearn.preprocessing.KBinsDiscretizer with encode='ordinal') or encode its "
+            "labels as integers (sklearn.preprocessing.OrdinalEncoder).")

@@ -217,6 +217,15 @@ CASES = [
      "search", "random"),
     ("dag-search-structures", lambda: DAGStructureSearch(DAG(), search="exhaustive").fit(DAG_X), ValueError,
      "structures", "need|give|require"),
+    ("dag-search-hidden-without-structure", lambda: DAGStructureSearch(
+        VBDiscreteDAG(hidden="h")).fit(DAG_X), ValueError, "hidden", "needs a structure"),
+    ("dag-search-cardinalities-without-structure", lambda: DAGStructureSearch(
+        VBDiscreteDAG(cardinalities={"h": 2})).fit(DAG_X), ValueError, "cardinalities",
+     r"not columns of X"),
+    ("dag-search-non-integral", lambda: DAGStructureSearch(VBDiscreteDAG()).fit(GAUSS), ValueError,
+     r"\bX\b", "non-integral"),
+    ("dag-search-1d", lambda: DAGStructureSearch(VBDiscreteDAG()).fit(DAG_X[:, 0]), ValueError,
+     r"\bX\b|array", "2D|2-D"),
     # ---------------------------------------------------------------- the other public models
     ("crf-nan", lambda: LinearChainCRF().fit(_with(X_CRF, 2, 0, np.nan), Y_CRF), ValueError,
      r"\bX\b", "NaN.*no missing-value support"),
@@ -245,6 +254,8 @@ CASES = [
     ("mrf-state", lambda: PairwiseMRF().fit(BIN + 1), ValueError, r"\bX\b", r"integers in \[0, 2\)"),
     ("mrf-negative", lambda: PairwiseMRF().fit(BIN - 1), ValueError, r"\bX\b", r"integers in \[0, 2\)"),
     ("mrf-float", lambda: PairwiseMRF().fit(BIN + 0.5), ValueError, r"\bX\b", "integers"),
+    ("mrf-learned-float", lambda: PairwiseMRF(n_states=None).fit(GAUSS), ValueError, r"\bX\b",
+     "non-integral"),
     ("mrf-strings", lambda: PairwiseMRF().fit(np.array([["a", "b", "c"]] * 5)), ValueError,
      r"\bX\b", "numeric"),
     ("mrf-self-loop", lambda: PairwiseMRF(structure=[(0, 0)]).fit(BIN), ValueError, "structure",
@@ -311,6 +322,8 @@ CASES = [
      ValueError, "structure", "outside 0..2"),
     ("mrf-search-estimator", lambda: MRFStructureSearch(LinearChainCRF()).fit(BIN), ValueError,
      "structure", "LinearChainCRF"),
+    ("mrf-search-1d", lambda: MRFStructureSearch(PairwiseMRF()).fit(BIN[:, 0]), ValueError,
+     r"\bX\b", "2-D"),
     ("mrf-search-nan", lambda: MRFStructureSearch(PairwiseMRF(), search="greedy")
      .fit(_with(BIN, 2, 0, np.nan)), ValueError, r"\bX\b", "NaN"),
     ("mrf-search-unfitted", lambda: MRFStructureSearch(PairwiseMRF()).score(BIN), NotFittedError,
