@@ -1,0 +1,72 @@
+"""The README's table of estimators says what each one accepts and exposes; every claim
+of its last four columns is checked against a fit."""
+
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sklearn_vb
+
+ROOT = Path(__file__).resolve().parents[2]
+RNG = np.random.default_rng(0)
+GAUSS = RNG.normal(size=(40, 2))
+BINARY = RNG.integers(0, 2, size=(30, 3)).astype(float)
+
+#: small data and settings a fit of each estimator in the table needs
+FITS = {
+    "VBHiddenMarkov": (dict(n_components=2, emission="gaussian", max_iter=5), GAUSS, None),
+    "VBMixtureFactorAnalysers": (dict(search=False, max_iter=5), GAUSS, None),
+    "VBLinearDynamicalSystem": (dict(n_states=1, max_iter=3), GAUSS, None),
+    "VBDiscreteDAG": (dict(max_iter=5, n_init=1), BINARY, None),
+    "VBSigmoidBeliefNetwork": (dict(max_iter=3, n_init=1), BINARY, None),
+    "PairwiseMRF": ({}, BINARY, None),
+    "BoltzmannMachine": ({}, BINARY, None),
+    "LinearChainCRF": ({}, BINARY[:20, :2], RNG.integers(0, 2, size=20)),
+}
+
+
+def model_table():
+    """{estimator: {column: cell}} of the README's "What is in the package" table."""
+    text = (ROOT / "README.md").read_text()
+    lines = text[text.index("| estimator | model |"):].split("\n")
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        rows[cells[0].strip("`")] = dict(zip(header, cells))
+    return rows
+
+
+def _fit(name, X):
+    params, _, y = FITS[name]
+    est = getattr(sklearn_vb, name)(**params)
+    if "random_state" in est.get_params():
+        est.set_params(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return est.fit(X, y) if y is not None else est.fit(X)
+
+
+def test_the_table_lists_every_estimator_checked_here():
+    assert set(model_table()) == set(FITS)
+
+
+@pytest.mark.parametrize("name", sorted(FITS))
+def test_the_readme_row_matches_the_estimator(name):
+    row = model_table()[name]
+    est = _fit(name, FITS[name][1])
+    assert ("lower_bound_" in vars(est)) == (row["`lower_bound_`"] == "yes")
+    assert hasattr(est, "partial_fit") == (row["`partial_fit`"] == "yes")
+    X = np.array(FITS[name][1], dtype=float)
+    X[3, 1] = np.nan
+    if row["NaN in `X`"].startswith("marginalised"):
+        assert np.isfinite(_fit(name, X).score(FITS[name][1][:10]))
+    else:
+        assert row["NaN in `X`"].startswith("refused")
+        with pytest.raises(ValueError, match="NaN"):
+            _fit(name, X)
