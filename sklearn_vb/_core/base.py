@@ -175,6 +175,11 @@ class Restart(NamedTuple):
     lower_bounds: np.ndarray
     converged: bool
 
+    def __repr__(self):
+        # the state holds every fitted array: a list of restarts prints one line each
+        return (f"Restart(lower_bound={self.lower_bound:.6g}, converged={self.converged}, "
+                f"n_iter={len(self.lower_bounds)}, state=<{len(self.state)} attributes>)")
+
 
 class BoundDecreaseError(RuntimeError):
     """The variational lower bound decreased: a coordinate-ascent step is wrong.

@@ -103,3 +103,12 @@ def test_point_fits_keep_their_restarts_too():
     assert all(isinstance(r.state["_theta_"], PointParameters)
                and isinstance(r.state["_theta_"].emission, CategoricalPoint)
                for r in est.restarts_)
+
+
+def test_printing_the_restarts_shows_one_short_line_each():
+    X = np.array([[0], [0], [1], [1], [0], [2], [2], [1]] * 5)
+    hmm = VBHiddenMarkov(n_components=2, n_init=2, keep_restarts=True, random_state=0).fit(X)
+    for restart in hmm.restarts_:
+        text = repr(restart)
+        assert len(text) < 160 and "\n" not in text
+        assert f"{restart.lower_bound:.6g}" in text and "converged" in text
