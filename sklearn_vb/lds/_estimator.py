@@ -21,7 +21,7 @@ from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.base import Step, VBEMEstimator, predicted_remaining_gain
@@ -98,7 +98,7 @@ class _FitData(_Sequences):
         self.UUs, self.UUo, self.UY, self.YY = data_moments(self.X, self.Us, self.Uo)
 
 
-class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
+class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, VBEMEstimator):
     """Variational Bayesian linear-Gaussian state-space model with inputs and ARD.
 
     Parameters
@@ -774,6 +774,11 @@ class VBLinearDynamicalSystem(TransformerMixin, VBEMEstimator):
     def _infer(self, data, *, point, smooth):
         return self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=smooth,
                             point=point)
+
+    @property
+    def _n_features_out(self):
+        """The number of state dimensions of :meth:`transform` (names from ``get_feature_names_out``)."""
+        return int(self.n_states_)
 
     def transform(self, X, *, U=None, lengths=None, sequence_ids=None):
         """Smoothed state means ``E_q[x_t]`` (VBE step with q(theta) fixed)."""

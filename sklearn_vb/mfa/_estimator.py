@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import ClusterMixin, DensityMixin, TransformerMixin
+from sklearn.base import (ClassNamePrefixFeaturesOutMixin, ClusterMixin, DensityMixin,
+                          TransformerMixin)
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
@@ -159,7 +160,8 @@ def _fit_data(X, standardize, psi_min):
     return _FitData(Z, shift, scale, var, floor)
 
 
-class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBEMEstimator):
+class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeaturesOutMixin,
+                               TransformerMixin, VBEMEstimator):
     """Variational Bayesian mixture of factor analysers with ARD and birth/death search.
 
     Each component is a factor analyser ``y = Λ^s x + μ^s + ε`` with ``x ~ N(0, I)``
@@ -856,6 +858,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, TransformerMixin, VBE
     def fit_predict(self, X, y=None):
         """Fit and return the component labels of the training rows."""
         return self.fit(X).labels_
+
+    @property
+    def _n_features_out(self):
+        """The number of factor columns of :meth:`transform` (names from ``get_feature_names_out``)."""
+        return int(self.n_factors_max_)
 
     def transform(self, X, components="best"):
         """Posterior factor means E[x | y, s].
