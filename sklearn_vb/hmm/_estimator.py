@@ -446,6 +446,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             family = self._family
         except ValueError:  # an invalid emission is reported by fit
             return tags
+        # NaN in X is a missing value, marginalised by the families that support it
+        tags.input_tags.allow_nan = family.supports_missing
         return family.update_tags(tags)
 
     # ------------------------------------------------------------------ data

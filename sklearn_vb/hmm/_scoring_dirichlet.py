@@ -31,7 +31,9 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     """K-state HMM with V symbols; Dirichlet(alpha) on the initial, transition and
     emission rows (or the explicit hyperparameter arrays ``priors``).  X is the
     concatenation of sequences (``lengths=`` as in hmmlearn), prepared as a
-    :class:`~sklearn_vb.hmm._state.SymbolSequences`."""
+    :class:`~sklearn_vb.hmm._state.SymbolSequences`, in which the symbol ``V`` marks a
+    missing observation: its emission probability is 1 in every state (marginalised,
+    missing at random), and it adds no emission count."""
 
     #: under sparse Dirichlet priors the MAP often lies in another basin than VB's, which
     #: three draws rarely hit (K = 8 on 30k characters of text: 9 draws screened for 15
@@ -77,6 +79,17 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     def n_cases(self, X):
         return int(X.symbols.size)
 
+    def _has_missing(self, X):
+        return bool(X.symbols.size) and int(X.symbols.max()) >= self.V
+
+    def _emission_probs(self, B, X):
+        """The emission rows ``B`` (..., V) with a column of ones for the missing symbol
+        ``V`` appended when ``X`` has missing symbols (``B`` itself otherwise)."""
+        B = np.asarray(B, dtype=float)
+        if not self._has_missing(X):
+            return B
+        return np.concatenate([B, np.ones(B.shape[:-1] + (1,))], axis=-1)
+
     def n_aliases(self):
         return factorial(self.K)
 
@@ -107,7 +120,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         return categorical_hmm_log_likelihood_batch(
             np.ascontiguousarray(params["pi"], dtype=float),
             np.ascontiguousarray(params["A"], dtype=float),
-            np.ascontiguousarray(params["B"], dtype=float),
+            np.ascontiguousarray(self._emission_probs(params["B"], X)),
             X.symbols, X.starts, X.ends, keep_frames,
         )
 
@@ -133,19 +146,21 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         first[X.starts] = True
         prev = np.concatenate([[0], Z[:-1]])
         with np.errstate(divide="ignore"):  # logs of the (C, K, .) blocks, then gathered
-            log_pi, log_A, log_B = (np.log(np.asarray(params[k], dtype=float))
-                                    for k in ("pi", "A", "B"))
+            log_pi, log_A = (np.log(np.asarray(params[k], dtype=float)) for k in ("pi", "A"))
+            log_B = np.log(self._emission_probs(params["B"], X))
         return np.where(first, log_pi[:, Z], log_A[:, prev, Z]) + log_B[:, Z, X.symbols]
 
     def loglik_and_stats(self, params_single, X):
         """``(ln p(X | theta), expected counts)`` by one forward-backward pass: the part
         of :meth:`e_step` the point EM needs."""
         with np.errstate(divide="ignore"):
-            log_pi, log_A, log_B = (np.log(np.asarray(params_single[k][0], dtype=float))
-                                    for k in ("pi", "A", "B"))
+            log_pi, log_A = (np.log(np.asarray(params_single[k][0], dtype=float))
+                             for k in ("pi", "A"))
+            log_B = np.log(self._emission_probs(params_single["B"][0], X))
         log_norm, _, init, xi, emis_counts = forward_backward(
             log_pi, log_A, np.ascontiguousarray(log_B.T), X.symbols, X.starts, X.ends, True)
-        return float(log_norm.sum()), {"pi": init, "A": xi, "B": emis_counts.T}
+        # the missing symbol's row (if any) carries no emission counts
+        return float(log_norm.sum()), {"pi": init, "A": xi, "B": emis_counts[:self.V].T}
 
     def e_step(self, params_single, X):
         ll, stats = self.loglik_and_stats(params_single, X)
@@ -168,7 +183,8 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         trans = ~first[1:]
         prev, nxt = Z[:, :-1][:, trans], Z[:, 1:][:, trans]
         N_A = np.einsum("mti,mtj->mij", eye[prev], eye[nxt])
-        N_B = np.einsum("mtk,tv->mkv", eye[Z], np.eye(self.V)[obs])
+        # a missing symbol (V) has the row of zeros: no emission count
+        N_B = np.einsum("mtk,tv->mkv", eye[Z], np.eye(self.V + 1)[obs][:, :self.V])
         total = (
             dirichlet_evidence(self.prior_alpha["pi"], N_pi)
             + dirichlet_evidence(self.prior_alpha["A"], N_A)

@@ -21,11 +21,6 @@ from ._state import SymbolSequences
 __all__ = ["JointCategoricalHMMMixin"]
 
 
-def _logs(params, key):
-    with np.errstate(divide="ignore"):
-        return np.log(np.asarray(params[key], dtype=float))
-
-
 def _frame_betas(beta, T):
     """The tempering exponent of every frame (``beta`` a number or one per frame)."""
     b = np.ascontiguousarray(np.broadcast_to(np.asarray(beta, dtype=float), (T,)))
@@ -56,15 +51,19 @@ class JointCategoricalHMMMixin:
         pi = np.ascontiguousarray(params["pi"], dtype=float)
         C, T = pi.shape[0], X.symbols.size
         out = np.empty((C, T), dtype=np.int64)
+        with np.errstate(divide="ignore"):
+            log_B = np.log(self._emission_probs(params["B"], X))
         hmm_sample_states_tempered(pi, np.ascontiguousarray(params["A"], dtype=float),
-                                   np.ascontiguousarray(_logs(params, "B")), X.symbols,
+                                   np.ascontiguousarray(log_B), X.symbols,
                                    X.starts, X.ends, _frame_betas(beta, T),
                                    rng.random((C, T)), out)
         return out
 
     def log_complete_likelihood_per_case(self, params, Z, X):
-        """``ln p(x_t | z_t, theta)``, the emission factors: (C, T)."""
-        log_B = _logs(params, "B")
+        """``ln p(x_t | z_t, theta)``, the emission factors: (C, T) (0 for a missing
+        symbol)."""
+        with np.errstate(divide="ignore"):
+            log_B = np.log(self._emission_probs(params["B"], X))
         C = log_B.shape[0]
         return log_B[np.arange(C)[:, None], np.asarray(Z, dtype=np.int64), X.symbols[None, :]]
 
@@ -82,9 +81,12 @@ class JointCategoricalHMMMixin:
         inner = ~first[1:]  # transitions inside a sequence
         pair = (chain * K + Z[:, :-1][:, inner]) * K + Z[:, 1:][:, inner]
         n_A = np.bincount(pair.ravel(), minlength=C * K * K).reshape(C, K, K)
-        emit = (chain * K + Z) * V + X.symbols[None, :]
+        # a missing symbol (V) is counted in an extra column, then dropped
+        Vx = V + int(self._has_missing(X))
+        emit = (chain * K + Z) * Vx + X.symbols[None, :]
         frame_w = np.broadcast_to(_frame_betas(beta, T), (C, T)).ravel()
-        n_B = np.bincount(emit.ravel(), weights=frame_w, minlength=C * K * V).reshape(C, K, V)
+        n_B = np.bincount(emit.ravel(), weights=frame_w,
+                          minlength=C * K * Vx).reshape(C, K, Vx)[:, :, :V]
         a = self.prior_alpha
         return {"pi": dirichlet_sample(a["pi"][None] + n_pi, rng),
                 "A": dirichlet_sample(a["A"][None] + n_A, rng),

@@ -151,3 +151,24 @@ def gaussian_diag_log_weights(X, means, prec, const):
                 q += prec[k, d] * v * v
             out[t, k] = const[k] - 0.5 * q
     return out
+
+
+@njit(cache=True)
+def gaussian_diag_log_weights_missing(X, means, prec, const_d):
+    """As :func:`gaussian_diag_log_weights` over the observed entries of every frame only
+    (a NaN entry is missing and drops out), with the per-dimension constants
+    ``const_d`` (K, D): the log-density of the marginal of the observed dimensions.  A
+    frame with every entry missing gets 0 (likelihood 1) in every state."""
+    T, D = X.shape
+    K = means.shape[0]
+    out = np.empty((T, K))
+    for t in range(T):
+        for k in range(K):
+            s = 0.0
+            for d in range(D):
+                x = X[t, d]
+                if x == x:  # not NaN
+                    v = x - means[k, d]
+                    s += const_d[k, d] - 0.5 * prec[k, d] * v * v
+            out[t, k] = s
+    return out

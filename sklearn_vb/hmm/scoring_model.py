@@ -18,6 +18,7 @@ from ._scoring_family import FamilyHMMPosterior, FamilyHMMScoringModel
 from ._scoring_gaussian import GaussianHMMPosterior, GaussianHMMScoringModel
 from ._scoring_joint import JointCategoricalHMMMixin
 from ._state import SymbolSequences
+from .emissions._categorical import MISSING_SYMBOL
 
 __all__ = ["HMMScoringModel", "FamilyHMMScoringModel", "FamilyHMMPosterior",
            "GaussianHMMScoringModel", "GaussianHMMPosterior", "scoring_model_from_estimator"]
@@ -42,6 +43,8 @@ class HMMScoringModel(JointCategoricalHMMMixin, DirichletCategoricalHMM):
     def prepare_data(self, X, lengths=None, sequence_ids=None):
         d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
         obs = np.asarray(d.X, dtype=np.int64).ravel()
+        # a missing symbol is the extra symbol V of the scoring model's kernels
+        obs = np.where(obs == MISSING_SYMBOL, self.V, obs)
         self._seq_fraction = len(d.starts) / obs.size
         # the sequences the prior draw of joint annealing's state paths needs
         self._sequence_bounds = (np.asarray(d.starts, np.int64), np.asarray(d.ends, np.int64))

@@ -38,6 +38,7 @@ from dataclasses import fields
 import numpy as np
 
 from ..forward_backward import forward_backward
+from ._missing import impute_column_means
 
 __all__ = ["EmissionFamily", "EmissionPoint"]
 
@@ -129,6 +130,8 @@ class EmissionFamily(ABC):
     dirichlet_blocks: tuple = ()
     default_inits: tuple = ("kmeans",)
     random_params_init: bool = False
+    #: whether X may hold NaN, a missing value marginalised under the model
+    supports_missing: bool = True
 
     # ------------------------------------------------------------------ data
     @abstractmethod
@@ -189,8 +192,10 @@ class EmissionFamily(ABC):
 
         The default suits vector-valued frames: a hard labelling by k-means
         (``how="kmeans"``) or by the nearest of K randomly chosen frames
-        (``how="random"``).
+        (``how="random"``).  Missing entries count as their column's mean here (a
+        start only: the fit itself marginalises them).
         """
+        X = impute_column_means(X)
         K = n_components
         n = X.shape[0]
         if n < K:
@@ -268,8 +273,10 @@ class EmissionFamily(ABC):
         """The statistics of ``factor`` copies of the data of ``stats`` (the
         minibatch's statistics scaled to the whole stream in online VB).  Default:
         every field times ``factor``, right for statistics that are sums over frames
-        of terms weighted by the responsibilities."""
-        return type(stats)(**{f.name: factor * getattr(stats, f.name) for f in fields(stats)})
+        of terms weighted by the responsibilities (a field that is None stays None)."""
+        return type(stats)(**{f.name: (None if getattr(stats, f.name) is None
+                                       else factor * getattr(stats, f.name))
+                              for f in fields(stats)})
 
     def natural(self, post, prior):
         """The posterior hyperparameters as a 1-D vector of coordinates that are an
@@ -400,7 +407,9 @@ class EmissionFamily(ABC):
 
     def initial_labels(self, X, n_components, rng):
         """A hard labelling (n_frames,) to start an EM restart from: every frame to the
-        nearest of K random frames (``rng`` a numpy Generator)."""
+        nearest of K random frames (``rng`` a numpy Generator); missing entries count
+        as their column's mean."""
+        X = impute_column_means(X)
         T = X.shape[0]
         centres = X[rng.choice(T, n_components, replace=T < n_components)]
         d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1)

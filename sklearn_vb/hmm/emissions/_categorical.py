@@ -1,9 +1,12 @@
 """Categorical emissions with a Dirichlet prior on every state's emission row.
 
-X is one column (or a 1-D array) of integer symbols in ``[0, M)``.  Statistics are the
+X is one column (or a 1-D array) of integer symbols in ``[0, M)``; NaN marks a missing
+symbol, held as :data:`MISSING_SYMBOL` in the family's array form.  Statistics are the
 expected symbol counts of every state, ``emis`` (K, M); the posterior is
 ``Dir(u_k + emis_k)`` per state (Beal 2003, eqs. 3.58-3.59).  The emission table has one row
-per symbol, so forward-backward indexes it by the symbols themselves.
+per symbol after a first row of zeros, the log-likelihood 0 of a missing symbol in every
+state (its emission marginalised out), so forward-backward indexes it by the symbols plus
+one; a missing symbol adds nothing to the counts.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ from ._base import EmissionFamily, EmissionPoint
 from ._checks import check_dirichlet_prior, init_posterior_array
 
 __all__ = ["CategoricalEmissions", "CategoricalPrior", "CategoricalPosterior",
-           "CategoricalStats", "CategoricalPoint"]
+           "CategoricalStats", "CategoricalPoint", "MISSING_SYMBOL"]
+
+#: a missing symbol (NaN in X) in the family's int64 array form
+MISSING_SYMBOL = -1
 
 
 @dataclass(eq=False)
@@ -117,13 +123,31 @@ def _precheck_symbols(X):
             "required: X must be one column of integer symbols."
         )
     if arr.dtype.kind in "iuf" and arr.size:
-        if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-            raise ValueError("X contains NaN or infinity; symbols must be integers.")
-        if arr.min() < 0:
+        if arr.dtype.kind == "f" and np.any(np.isinf(arr)):
+            raise ValueError("X contains infinity; symbols must be integers (NaN marks a "
+                             "missing symbol).")
+        if arr.dtype.kind == "f" and np.all(np.isnan(arr)):
+            return
+        low = np.nanmin(arr) if arr.dtype.kind == "f" else arr.min()
+        if low < 0:
             raise ValueError(
-                f"Negative values in data passed to X: symbol {arr.min()} is negative; "
+                f"Negative values in data passed to X: symbol {low} is negative; "
                 "symbols must be integers >= 0."
             )
+
+
+def _missing_mask(X):
+    """Where X (as given) holds NaN, one entry per frame; None when nothing is missing."""
+    arr = np.asarray(X)
+    if arr.dtype.kind != "f":
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            return None  # not numbers: check_symbols reports it
+    missing = np.isnan(arr)
+    if not missing.any():
+        return None
+    return missing.reshape(-1) if missing.ndim == 2 and missing.shape[1] == 1 else missing
 
 
 class DirichletRows:
@@ -198,17 +222,31 @@ class CategoricalEmissions(EmissionFamily):
         n_symbols = None if reset else estimator.n_symbols_
         if reset and estimator.n_symbols is not None:
             n_symbols = estimator.n_symbols
-        symbols = check_symbols(X, "X", n_symbols=n_symbols)
+        missing = _missing_mask(X)
+        if missing is not None and missing.ndim == 1:
+            # validate the observed symbols; the missing ones become MISSING_SYMBOL
+            filled = np.where(np.isnan(np.asarray(X, dtype=np.float64)), 0.0,
+                              np.asarray(X, dtype=np.float64))
+            symbols = check_symbols(filled, "X", n_symbols=n_symbols)
+            symbols[missing] = MISSING_SYMBOL
+        else:
+            symbols = check_symbols(X, "X", n_symbols=n_symbols)
         if reset:
             estimator.n_features_in_ = 1
         return symbols
 
     def fit_attributes(self, X, estimator):
         n = estimator.n_symbols
-        return {"n_symbols_": int(n) if n else int(X.max()) + 1}
+        if n:
+            return {"n_symbols_": int(n)}
+        if not np.any(X != MISSING_SYMBOL):
+            raise ValueError("X: every symbol is missing (NaN); give n_symbols to fit the "
+                             "alphabet size.")
+        return {"n_symbols_": int(X.max()) + 1}
 
     def table_index(self, X):
-        return X
+        # row 0 of the table is the missing symbol's, row m + 1 symbol m's
+        return X + 1
 
     def update_tags(self, tags):
         # X is one sequence of non-negative integer symbols: a 1-D array or a single column
@@ -241,12 +279,13 @@ class CategoricalEmissions(EmissionFamily):
     # ------------------------------------------------------------------ VBEM
     def stats(self, resp, X, prior):
         M = prior.emissionprob.shape[1]
-        counts = np.zeros((M, resp.shape[1]))
-        np.add.at(counts, X, resp)
+        counts = np.zeros((M + 1, resp.shape[1]))
+        np.add.at(counts, self.table_index(X), resp)
         return self.stats_from_table_counts(counts, X, prior)
 
     def stats_from_table_counts(self, counts, X, prior):
-        return CategoricalStats(emis=np.ascontiguousarray(counts.T))
+        # row 0 holds the counts of the missing symbols, which carry no statistics
+        return CategoricalStats(emis=np.ascontiguousarray(counts[1:].T))
 
     def vbm(self, prior, stats):
         return CategoricalPosterior(emissionprob=prior.emissionprob + stats.emis)
@@ -260,10 +299,11 @@ class CategoricalEmissions(EmissionFamily):
         return np.log(self._mean(post))
 
     def log_table(self, params, X):
-        return np.ascontiguousarray(params.T)
+        # a missing symbol has likelihood 1 in every state (row 0)
+        return np.ascontiguousarray(np.vstack([np.zeros((1, params.shape[0])), params.T]))
 
     def frame_log_table(self, params, X):
-        return np.ascontiguousarray(params.T[X])
+        return np.ascontiguousarray(self.log_table(params, X)[self.table_index(X)])
 
     def expected_log_likelihood(self, stats, params, prior):
         return float(np.sum(stats.emis * params))
@@ -303,11 +343,16 @@ class CategoricalEmissions(EmissionFamily):
     def log_likelihood_tables(self, params, X):
         with np.errstate(divide="ignore"):
             log_B = np.log(np.asarray(params["emissionprob"], dtype=float))
-        return np.ascontiguousarray(np.swapaxes(log_B[:, :, X], 1, 2))
+        missing = X == MISSING_SYMBOL
+        table = np.swapaxes(log_B[:, :, np.where(missing, 0, X)], 1, 2)
+        return np.ascontiguousarray(np.where(missing[None, :, None], 0.0, table))
 
     def log_emission_along(self, params, states, X):
+        missing = X == MISSING_SYMBOL
         with np.errstate(divide="ignore"):
-            return np.log(np.asarray(params["emissionprob"], dtype=float)[:, states, X])
+            out = np.log(np.asarray(params["emissionprob"], dtype=float)[
+                :, states, np.where(missing, 0, X)])
+        return np.where(missing[None], 0.0, out)
 
     def complete_log_likelihood(self, params, stats, prior):
         emis = stats.emis

@@ -10,12 +10,19 @@ Hyperparameters (the conjugate updates of Bishop 2006, section 10.2.1):
 Statistics are centred at the prior mean m0 so that the conjugate update needs no
 large cancellations: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk (x_t - m0) and
 ``S2`` = sum_t r_tk (x_t - m0)(x_t - m0)^T ((K, D, D), full) or its diagonal ((K, D)).
+
+Missing entries (NaN; diagonal covariances only, missing at random): given the state the
+dimensions are independent, so a missing entry drops out of its frame's log-density and
+of ``S1`` and ``S2``, and the per-dimension occupancies ``Nd`` (K, D) count the frames in
+which each dimension is observed.  The posterior's ``beta`` and ``dof`` are then per state
+and dimension, (K, D): each dimension's Normal-Gamma factor has seen its own number of
+frames.  Without missing entries ``Nd`` is None and ``beta``, ``dof`` stay (K,).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 from scipy.special import gammaln, polygamma
@@ -43,6 +50,7 @@ from ..forward_backward import gaussian_hmm_log_likelihood_batch
 from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily, EmissionPoint
 from ._checks import init_posterior_array
+from ._missing import check_observed_columns, observed_parts
 
 __all__ = ["GaussianFullEmissions", "GaussianDiagEmissions", "GaussianPrior",
            "GaussianPosterior", "GaussianStats", "GaussianSummary", "GaussianFullPoint",
@@ -116,6 +124,30 @@ class GaussianStats:
     N: np.ndarray  # (K,): sum_t r_tk
     S1: np.ndarray  # (K, D): sum_t r_tk (x_t - m0)
     S2: np.ndarray  # (K, D, D): sum_t r_tk (x_t - m0)(x_t - m0)^T (full); (K, D) its diagonal (diag)
+    # (K, D), diag only: sum_t r_tk [x_td observed]; None when every entry is observed
+    Nd: Optional[np.ndarray] = None
+
+    def dimension_counts(self):
+        """The occupancy of every state in every dimension, (K, D) (or (K, 1) when
+        every entry is observed, the same for every dimension)."""
+        return self.N[:, None] if self.Nd is None else self.Nd
+
+
+class DiagParams(NamedTuple):
+    """What the diagonal family's log tables need: ``const`` (K,) the frame constant
+    with every dimension observed, ``precision`` (K, D), ``means`` (K, D) and
+    ``const_d`` (K, D) the constant of each dimension (used where entries are missing)."""
+
+    const: np.ndarray
+    precision: np.ndarray
+    means: np.ndarray
+    const_d: np.ndarray
+
+
+def _per_dim(v):
+    """A (K,) per-state hyperparameter as a (K, 1) column; a (K, D) one as it is."""
+    v = np.asarray(v)
+    return v[:, None] if v.ndim == 1 else v
 
 
 @dataclass(eq=False)
@@ -202,14 +234,31 @@ class _GaussianEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ data
     def check_X(self, X, estimator, reset):
-        return validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES, ensure_min_samples=1)
+        X = validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES,
+                                allow_nan=True, ensure_min_samples=1)
+        if not self.supports_missing and np.isnan(X).any():
+            where = np.argwhere(np.isnan(X))[0]
+            raise ValueError(
+                f"X contains NaN (first at row {int(where[0])}, column {int(where[1])}): "
+                "missing entries are supported for covariance_type='diag' and for "
+                "categorical and Poisson emissions, not for "
+                f"covariance_type={self.covariance_type!r}. Use covariance_type='diag', "
+                "or impute the missing entries.")
+        return X
 
     def summarise(self, X):
-        mean = X.mean(axis=0)
-        if X.shape[0] > 1:
+        if np.isnan(X).any():
+            # the observed entries of every column (diagonal covariances only)
+            check_observed_columns(X, "Gaussian")
+            mean = np.nanmean(X, axis=0)
+            var = np.nanvar(X, axis=0)
+            cov = np.diag(var)
+        elif X.shape[0] > 1:
+            mean = X.mean(axis=0)
             var = X.var(axis=0)
             cov = np.atleast_2d(np.cov(X, rowvar=False, bias=True))
         else:
+            mean = X.mean(axis=0)
             var = np.zeros(X.shape[1])
             cov = np.zeros((X.shape[1], X.shape[1]))
         # a floor keeps the default prior proper for constant or tiny data sets; it is
@@ -223,7 +272,7 @@ class _GaussianEmissions(EmissionFamily):
             # squares of values this small underflow: no precision could be represented
             raise ValueError(
                 "X: the values are too small for Gaussian emissions in double precision "
-                f"(largest magnitude {float(np.max(np.abs(X))):.3g}, whose square "
+                f"(largest magnitude {float(np.nanmax(np.abs(X))):.3g}, whose square "
                 "underflows); rescale X.")
         return GaussianSummary(mean=mean, var=np.maximum(var, floor),
                                cov=cov + floor * np.eye(X.shape[1]))
@@ -266,16 +315,18 @@ class _GaussianEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ VBEM
     def stats(self, resp, X, prior):
-        Xc = X - prior.means
-        return GaussianStats(N=resp.sum(axis=0), S1=resp.T @ Xc, S2=self._second_moments(resp, Xc))
+        Xc, observed = observed_parts(X - prior.means)
+        return GaussianStats(N=resp.sum(axis=0), S1=resp.T @ Xc, S2=self._second_moments(resp, Xc),
+                             Nd=None if observed is None else resp.T @ observed)
 
     def vbm(self, prior, stats):
         N, S1, S2 = stats.N, stats.S1, stats.S2
-        beta = prior.beta + N
+        counts = N if stats.Nd is None else stats.Nd
+        beta = prior.beta + counts
         return GaussianPosterior(
-            means=prior.means + S1 / beta[:, None],
+            means=prior.means + S1 / _per_dim(beta),
             beta=beta,
-            dof=prior.dof + N,
+            dof=prior.dof + counts,
             scale=self._scale_update(prior.scale, S1, S2, beta),
         )
 
@@ -309,25 +360,33 @@ class _GaussianEmissions(EmissionFamily):
         if self._scale_ndim == 2:
             second = post.scale + beta[:, None, None] * m[:, :, None] * m[:, None, :]
         else:
-            second = post.scale + beta[:, None] * m * m
-        return np.concatenate([beta, (beta[:, None] * m).ravel(), second.ravel(), post.dof])
+            second = post.scale + _per_dim(beta) * m * m
+        return np.concatenate([beta.ravel(), (_per_dim(beta) * m).ravel(), second.ravel(),
+                               np.ravel(post.dof)])
 
     def _from_natural_coordinates(self, vector, like, origin=None):
         K, D = np.shape(like.means)
-        beta = vector[:K]
-        beta_m = vector[K:K + K * D].reshape(K, D)
-        second = vector[K + K * D:-K].reshape(np.shape(like.scale))
-        dof = vector[-K:]
+        # beta and dof per state (K,) or, diag with missing entries, per state and
+        # dimension (K, D): the length of the vector tells which
+        per_dim = self._scale_ndim == 1 and (
+            vector.size == 4 * K * D if D > 1 else np.ndim(like.beta) == 2)
+        nb = K * D if per_dim else K
+        shape = (K, D) if per_dim else (K,)
+        beta = vector[:nb].reshape(shape)
+        beta_m = vector[nb:nb + K * D].reshape(K, D)
+        n_scale = int(np.prod(np.shape(like.scale)))
+        second = vector[nb + K * D:nb + K * D + n_scale].reshape(np.shape(like.scale))
+        dof = vector[nb + K * D + n_scale:].reshape(shape)
         if not (np.all(np.isfinite(vector)) and np.all(beta > 0)):
             return None
-        m = beta_m / beta[:, None]
+        m = beta_m / _per_dim(beta)
         if self._scale_ndim == 2:
             scale = second - beta[:, None, None] * m[:, :, None] * m[:, None, :]
             scale = 0.5 * (scale + np.swapaxes(scale, 1, 2))
             if np.any(dof <= D - 1) or not _all_positive_definite(scale):
                 return None
         else:
-            scale = second - beta[:, None] * m * m
+            scale = second - _per_dim(beta) * m * m
             if np.any(dof <= 0) or np.any(scale <= 0):
                 return None
         means = m if origin is None else origin + m
@@ -365,8 +424,10 @@ class _GaussianEmissions(EmissionFamily):
         K = n_components
         D = np.shape(hyper.means)[-1]
         m = np.broadcast_to(np.asarray(hyper.means, dtype=float), (K, D))
-        beta = np.broadcast_to(np.asarray(hyper.beta, dtype=float), (K,))
-        nu = np.broadcast_to(np.asarray(hyper.dof, dtype=float), (K,))
+        # (K, D) per-dimension counts of a diagonal posterior fitted with missing entries
+        per_state = (K, D) if np.ndim(hyper.beta) == 2 else (K,)
+        beta = np.broadcast_to(np.asarray(hyper.beta, dtype=float), per_state)
+        nu = np.broadcast_to(np.asarray(hyper.dof, dtype=float), per_state)
         scale = np.asarray(hyper.scale, dtype=float)
         if scale.ndim == self._scale_ndim:  # the prior: one scale for every state
             scale = np.broadcast_to(scale, (K,) + scale.shape)
@@ -418,7 +479,7 @@ class _GaussianEmissions(EmissionFamily):
         m = post.means
         if kind == "ml":
             N = np.maximum(stats.N, 1e-10)
-            m = prior.means + stats.S1 / N[:, None]
+            m = prior.means + stats.S1 / np.maximum(stats.dimension_counts(), 1e-10)
             prec = self._ml_precision(prior, stats, N)
         else:
             prec = self._posterior_point_precision(post, basis)
@@ -481,6 +542,9 @@ class GaussianFullEmissions(_GaussianEmissions):
     covariance_type = "full"
     point_type = GaussianFullPoint
     _scale_ndim = 2
+    # the marginal of the observed entries is not conjugate to the Normal-Wishart (the
+    # precision of a sub-vector is a Schur complement); missing entries are refused
+    supports_missing = False
 
     @staticmethod
     def _check_scale_prior(s0, D):
@@ -728,35 +792,92 @@ class GaussianDiagEmissions(_GaussianEmissions):
     def _check_init_scale(init, K, D):
         return init_posterior_array(init, "scale", (K, D), positive=True)
 
+    def natural(self, post, prior):
+        """As the full family's, with ``beta`` and ``dof`` always per state and
+        dimension (K, D), so that a posterior fitted without missing entries ((K,)) and
+        one fitted with them ((K, D)) combine in one online step."""
+        return self._natural_coordinates(self._per_dimension(post), prior.means)
+
+    def from_natural(self, vector, prior, like):
+        post = self._from_natural_coordinates(vector, self._per_dimension(like), prior.means)
+        if post is None or np.ndim(like.beta) == 2:
+            return post
+        # back to one count per state where every dimension has the same
+        if np.all(post.beta == post.beta[:, :1]) and np.all(post.dof == post.dof[:, :1]):
+            post.beta, post.dof = post.beta[:, 0].copy(), post.dof[:, 0].copy()
+        return post
+
+    @staticmethod
+    def _per_dimension(post):
+        """``post`` with ``beta`` and ``dof`` broadcast to (K, D)."""
+        shape = np.shape(post.means)
+        return GaussianPosterior(means=post.means,
+                                 beta=np.broadcast_to(_per_dim(post.beta), shape).copy(),
+                                 dof=np.broadcast_to(_per_dim(post.dof), shape).copy(),
+                                 scale=post.scale)
+
     @staticmethod
     def _second_moments(resp, Xc):
         return resp.T @ (Xc * Xc)
 
     @staticmethod
     def _scale_update(scale0, S1, S2, beta):
-        return scale0 + np.maximum(S2 - S1 * S1 / beta[:, None], 0.0)
+        return scale0 + np.maximum(S2 - S1 * S1 / _per_dim(beta), 0.0)
 
     @staticmethod
     def _expected_logdet_and_precision(nu, scale):
         """sum_d E[ln lambda_d] and E[lambda] (K, D) under Gamma(nu/2, rate scale/2)."""
-        a = 0.5 * nu[:, None]
+        a = 0.5 * _per_dim(nu)
         b = 0.5 * scale
         return gamma_expected_log(a, b).sum(axis=1), gamma_mean(a, b)
 
     @staticmethod
     def _mean_logdet_and_precision(nu, scale):
-        prec = nu[:, None] / scale
+        prec = _per_dim(nu) / scale
         return np.log(prec).sum(axis=1), prec
 
+    def expected_log_params(self, post):
+        """:class:`DiagParams` with E[ln N(x_d | mu_kd, 1/lambda_kd)] =
+        const_d[k, d] - 0.5 E[lambda_kd] (x_d - m_kd)^2 per dimension; ``const`` is the
+        sum over the dimensions."""
+        D = post.means.shape[1]
+        a, b = 0.5 * _per_dim(post.dof), 0.5 * post.scale
+        e_log = gamma_expected_log(a, b)
+        const_d = 0.5 * e_log - 0.5 * LOG_2PI - 0.5 / _per_dim(post.beta)
+        if np.ndim(post.beta) == 1:
+            const = 0.5 * e_log.sum(axis=1) - 0.5 * D * LOG_2PI - 0.5 * D / post.beta
+        else:
+            const = const_d.sum(axis=1)
+        return DiagParams(const, gamma_mean(a, b), post.means.copy(), const_d)
+
+    def plugin_params(self, post):
+        """:class:`DiagParams` at the posterior mean (``means_``, ``covars_``)."""
+        D = post.means.shape[1]
+        prec = _per_dim(post.dof) / post.scale
+        log_prec = np.log(prec)
+        return DiagParams(0.5 * log_prec.sum(axis=1) - 0.5 * D * LOG_2PI, prec,
+                          post.means.copy(), 0.5 * log_prec - 0.5 * LOG_2PI)
+
     def log_table(self, params, X):
-        const, precision, means = params
-        return _k.gaussian_diag_log_weights(X, means, precision, const)
+        if np.isnan(X).any():
+            # the observed dimensions of every frame: the marginal of a diagonal Gaussian
+            return _k.gaussian_diag_log_weights_missing(X, params.means, params.precision,
+                                                       params.const_d)
+        return _k.gaussian_diag_log_weights(X, params.means, params.precision, params.const)
+
+    def expected_log_likelihood(self, stats, params, prior):
+        quad_term = self._expected_quadratic(stats, params.precision,
+                                             params.means - prior.means)
+        if stats.Nd is None:
+            return float(np.sum(stats.N * params.const - 0.5 * quad_term))
+        return float(np.sum(stats.Nd * params.const_d) - 0.5 * np.sum(quad_term))
 
     @staticmethod
     def _scatter(stats, delta):
-        """sum_t r_tk (x_td - mu_kd)^2 from the centred statistics, ``delta`` = mu - m0."""
-        N, S1, S2 = stats.N, stats.S1, stats.S2
-        return S2 - 2.0 * S1 * delta + N[:, None] * delta**2
+        """sum_t r_tk (x_td - mu_kd)^2 over the frames where dimension d is observed,
+        from the centred statistics, ``delta`` = mu - m0."""
+        S1, S2 = stats.S1, stats.S2
+        return S2 - 2.0 * S1 * delta + stats.dimension_counts() * delta**2
 
     def _expected_quadratic(self, stats, precision, delta):
         return np.sum(precision * self._scatter(stats, delta), axis=1)
@@ -769,7 +890,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
         return float(
             np.sum(
                 normal_gamma_kl(
-                    post.means, post.beta[:, None], 0.5 * post.dof[:, None],
+                    post.means, _per_dim(post.beta), 0.5 * _per_dim(post.dof),
                     0.5 * post.scale,
                     prior.means, prior.beta, 0.5 * prior.dof, 0.5 * prior.scale,
                 )
@@ -777,7 +898,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
         )
 
     def point_estimates(self, post):
-        return {"means_": post.means.copy(), "covars_": post.scale / post.dof[:, None]}
+        return {"means_": post.means.copy(), "covars_": post.scale / _per_dim(post.dof)}
 
     @staticmethod
     def _n_precision_parameters(D):
@@ -787,6 +908,46 @@ class GaussianDiagEmissions(_GaussianEmissions):
     def param_blocks(self, prior, n_components):
         K, D = n_components, np.shape(prior.means)[-1]
         return [("means", (K, D), "real"), ("precisions", (K, D), "positive")]
+
+    def log_likelihood_tables(self, params, X):
+        if not np.isnan(X).any():
+            return super().log_likelihood_tables(params, X)
+        mu = np.asarray(params["means"], dtype=float)
+        lam = np.asarray(params["precisions"], dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            const_d = 0.5 * np.log(lam) - 0.5 * LOG_2PI
+        return np.stack([
+            _k.gaussian_diag_log_weights_missing(X, np.ascontiguousarray(mu[c]),
+                                                 np.ascontiguousarray(lam[c]),
+                                                 np.ascontiguousarray(const_d[c]))
+            for c in range(mu.shape[0])
+        ])
+
+    def log_likelihood_batch(self, log_pi, log_A, params, X, starts, ends):
+        if not np.isnan(X).any():
+            return super().log_likelihood_batch(log_pi, log_A, params, X, starts, ends)
+        # the compiled batch kernel has no missing entries: the tables of the family
+        return EmissionFamily.log_likelihood_batch(self, log_pi, log_A, params, X, starts, ends)
+
+    def log_emission_along(self, params, states, X):
+        X0, observed = observed_parts(X)
+        if observed is None:
+            return super().log_emission_along(params, states, X)
+        mu = np.asarray(params["means"], dtype=float)[:, states]  # (C, T, D)
+        lam = np.asarray(params["precisions"], dtype=float)[:, states]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = 0.5 * np.log(lam) - 0.5 * LOG_2PI - 0.5 * lam * (X0 - mu) ** 2
+        return np.sum(np.where(observed > 0, terms, 0.0), axis=-1)
+
+    def complete_log_likelihood(self, params, stats, prior):
+        if stats.Nd is None:
+            return super().complete_log_likelihood(params, stats, prior)
+        mu = np.asarray(params["means"], dtype=float)
+        lam = np.asarray(params["precisions"], dtype=float)
+        with np.errstate(divide="ignore"):
+            per = stats.Nd * (0.5 * np.log(lam) - 0.5 * LOG_2PI)
+        quad = np.sum(lam * self._scatter(stats, mu - prior.means), axis=-1)
+        return np.sum(per, axis=(1, 2)) - 0.5 * np.sum(quad, axis=1)
 
     def precision_cholesky(self, params):
         """Diagonal Cholesky factors sqrt(lambda) of the precisions, (C, K, D, D)."""
@@ -805,7 +966,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
         mu = np.asarray(params["means"], dtype=float)
         lam = np.asarray(params["precisions"], dtype=float)
         delta = mu - prior.means
-        N = stats.N[:, None]
+        N = stats.dimension_counts()
         return {"means": lam * (stats.S1 - N * delta),
                 "precisions": 0.5 * N / lam - 0.5 * self._scatter(stats, delta)}
 
@@ -815,31 +976,32 @@ class GaussianDiagEmissions(_GaussianEmissions):
                 "precisions": np.asarray(precisions, dtype=float)}
 
     def _density(self, m, beta, nu, scale):
-        return NormalGammaBlocks(self, m, beta[:, None], 0.5 * nu[:, None], 0.5 * scale)
+        return NormalGammaBlocks(self, m, _per_dim(beta), 0.5 * _per_dim(nu), 0.5 * scale)
 
     def log_marginal_likelihood(self, prior, stats):
-        N = np.asarray(stats.N, dtype=float)
+        N = np.asarray(stats.dimension_counts(), dtype=float)
         post = self.vbm(prior, stats)
         a0, b0 = 0.5 * prior.dof, 0.5 * prior.scale
-        a, b = a0 + 0.5 * N[:, None], 0.5 * post.scale
+        a, b = a0 + 0.5 * N, 0.5 * post.scale
         per = (gammaln(a) - gammaln(a0) + a0 * np.log(b0) - a * np.log(b)
-               + 0.5 * (np.log(prior.beta) - np.log(post.beta))[:, None]
-               - 0.5 * N[:, None] * LOG_2PI)
+               + 0.5 * _per_dim(np.log(prior.beta) - np.log(post.beta))
+               - 0.5 * N * LOG_2PI)
         return np.sum(per)
 
     @staticmethod
     def _ml_precision(prior, stats, N):
         floor = 1e-6 * np.mean(prior.scale) / prior.dof
         S1 = stats.S1
-        var = np.maximum(stats.S2 - S1**2 / N[:, None], 0.0) / N[:, None]
+        N = np.maximum(stats.dimension_counts(), 1e-10)
+        var = np.maximum(stats.S2 - S1**2 / N, 0.0) / N
         return 1.0 / (var + floor)
 
     @staticmethod
     def _posterior_point_precision(post, basis):
         nu, S = post.dof, post.scale
         if basis == "softmax":
-            return nu[:, None] / S
-        return np.maximum(nu - 1.0, 1e-3)[:, None] / S
+            return _per_dim(nu) / S
+        return _per_dim(np.maximum(nu - 1.0, 1e-3)) / S
 
     def _point(self, m, prec):
         return GaussianDiagPoint.from_blocks(self.emission_blocks(m[None], prec[None]))
@@ -851,11 +1013,11 @@ class GaussianDiagEmissions(_GaussianEmissions):
     def kernel_curvature(self, post, n_components):
         K = n_components
         nu, S = np.asarray(post.dof, dtype=float), np.asarray(post.scale, dtype=float)
-        lam = (nu[:, None] / S).mean(axis=0)
+        lam = (_per_dim(nu) / S).mean(axis=0)
         return {"precisions": 0.5 / K, "means": np.tile(lam / K, K)}
 
     def sample(self, post, states, rng):
-        covars = post.scale / post.dof[:, None]
+        covars = post.scale / _per_dim(post.dof)
         z = rng.standard_normal((states.shape[0], covars.shape[-1]))
         return post.means[states] + np.sqrt(covars[states]) * z
 

@@ -8,11 +8,17 @@ responsibilities r_tk the posterior is ``Gamma(a_kd + sum_t r_tk x_td, b_kd + su
 Statistics: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk x_t and ``log_factorial``
 (K,) = sum_t r_tk sum_d ln x_td!, the part of ln p(x | lambda) that does not depend on
 the rates.
+
+A missing count (NaN) drops out of its frame's likelihood (missing at random): it adds
+nothing to ``S1`` or ``log_factorial``, and the per-dimension occupancies ``Nd`` (K, D)
+count only the frames in which a feature is observed (``Nd`` is None when every count
+is observed, and ``N`` then stands for every dimension).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from scipy.special import gammaln, polygamma
@@ -27,6 +33,7 @@ from ..._core.distributions import (
 from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily, EmissionPoint
 from ._checks import check_positive_prior, init_posterior_array
+from ._missing import check_observed_columns, observed_parts
 
 __all__ = ["PoissonEmissions", "PoissonPrior", "PoissonPosterior", "PoissonStats",
            "PoissonSummary", "PoissonPoint"]
@@ -91,6 +98,12 @@ class PoissonStats:
     N: np.ndarray  # (K,): sum_t r_tk
     S1: np.ndarray  # (K, D): sum_t r_tk x_t
     log_factorial: np.ndarray  # (K,): sum_t r_tk sum_d ln x_td!
+    # (K, D): sum_t r_tk [x_td observed]; None when every count is observed (then N)
+    Nd: Optional[np.ndarray] = None
+
+    def dimension_counts(self):
+        """The occupancy of every state in every dimension, (K, D)."""
+        return self.N[:, None] if self.Nd is None else self.Nd
 
 
 @dataclass(eq=False)
@@ -128,7 +141,7 @@ class PoissonPoint(EmissionPoint):
 
 
 def _log_factorial(X):
-    """sum_d ln x_td! per frame, (n_frames,)."""
+    """sum_d ln x_td! per frame, (n_frames,) (a missing count, held as 0, adds ln 0! = 0)."""
     return gammaln(X + 1.0).sum(axis=1)
 
 
@@ -205,13 +218,17 @@ class PoissonEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ data
     def check_X(self, X, estimator, reset):
-        X = validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES, ensure_min_samples=1)
-        if np.any(X < 0) or np.any(X != np.round(X)):
-            raise ValueError("X must hold non-negative integer counts for Poisson emissions.")
+        X = validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES,
+                                allow_nan=True, ensure_min_samples=1)
+        X0 = np.where(np.isnan(X), 0.0, X)
+        if np.any(X0 < 0) or np.any(X0 != np.round(X0)):
+            raise ValueError("X must hold non-negative integer counts for Poisson emissions "
+                             "(NaN marks a missing count).")
         return X
 
     def summarise(self, X):
-        return PoissonSummary(mean=X.mean(axis=0))
+        check_observed_columns(X, "Poisson")
+        return PoissonSummary(mean=np.nanmean(X, axis=0))
 
     def update_tags(self, tags):
         tags.input_tags.positive_only = True
@@ -241,16 +258,23 @@ class PoissonEmissions(EmissionFamily):
 
     # ------------------------------------------------------------------ VBEM
     def stats(self, resp, X, prior):
+        X0, observed = observed_parts(X)
         return PoissonStats(
             N=resp.sum(axis=0),
-            S1=resp.T @ X,
-            log_factorial=resp.T @ _log_factorial(X),
+            S1=resp.T @ X0,
+            log_factorial=resp.T @ _log_factorial(X0),
+            Nd=None if observed is None else resp.T @ observed,
         )
+
+    def scale_stats(self, stats, factor):
+        return PoissonStats(N=factor * stats.N, S1=factor * stats.S1,
+                            log_factorial=factor * stats.log_factorial,
+                            Nd=None if stats.Nd is None else factor * stats.Nd)
 
     def vbm(self, prior, stats):
         return PoissonPosterior(
             rate_shape=prior.rate_shape + stats.S1,
-            rate_rate=prior.rate_rate + stats.N[:, None],
+            rate_rate=prior.rate_rate + stats.dimension_counts(),
         )
 
     def expected_log_params(self, post):
@@ -264,13 +288,20 @@ class PoissonEmissions(EmissionFamily):
         return np.log(rates), rates
 
     def log_table(self, params, X):
-        # sum_d x_td ln lambda_kd - lambda_kd - ln x_td!, with E[.] of both under q
+        # sum_d x_td ln lambda_kd - lambda_kd - ln x_td!, with E[.] of both under q, over
+        # the observed counts of every frame
         log_rates, rates = params
-        return X @ log_rates.T - rates.sum(axis=1)[None, :] - _log_factorial(X)[:, None]
+        X0, observed = observed_parts(X)
+        rate_term = (rates.sum(axis=1)[None, :] if observed is None
+                     else observed @ rates.T)
+        return X0 @ log_rates.T - rate_term - _log_factorial(X0)[:, None]
 
     def expected_log_likelihood(self, stats, params, prior):
         log_rates, rates = params
-        value = np.sum(stats.S1 * log_rates) - np.sum(stats.N * rates.sum(axis=1))
+        if stats.Nd is None:
+            value = np.sum(stats.S1 * log_rates) - np.sum(stats.N * rates.sum(axis=1))
+        else:
+            value = np.sum(stats.S1 * log_rates) - np.sum(stats.Nd * rates)
         return float(value - np.sum(stats.log_factorial))
 
     def kl(self, post, prior):
@@ -304,28 +335,38 @@ class PoissonEmissions(EmissionFamily):
         rates = np.asarray(params["rates"], dtype=float)
         with np.errstate(divide="ignore"):
             log_rates = np.log(rates)
-        return (np.einsum("td,ckd->ctk", X, log_rates) - rates.sum(axis=-1)[:, None, :]
-                - _log_factorial(X)[None, :, None])
+        X0, observed = observed_parts(X)
+        rate_term = (rates.sum(axis=-1)[:, None, :] if observed is None
+                     else np.einsum("td,ckd->ctk", observed, rates))
+        return (np.einsum("td,ckd->ctk", X0, log_rates) - rate_term
+                - _log_factorial(X0)[None, :, None])
 
     def log_emission_along(self, params, states, X):
         rates = np.asarray(params["rates"], dtype=float)[:, states]  # (C, T, D)
         with np.errstate(divide="ignore"):
             log_rates = np.log(rates)
-        return np.sum(X * log_rates - rates, axis=-1) - _log_factorial(X)
+        X0, observed = observed_parts(X)
+        terms = X0 * log_rates - rates
+        if observed is not None:
+            terms = terms * observed
+        return np.sum(terms, axis=-1) - _log_factorial(X0)
 
     def complete_log_likelihood(self, params, stats, prior):
         rates = np.asarray(params["rates"], dtype=float)
         with np.errstate(divide="ignore"):
             log_rates = np.log(rates)
-        value = np.sum(stats.S1 * log_rates, axis=(1, 2)) - np.sum(
-            stats.N * rates.sum(axis=-1), axis=1)
+        if stats.Nd is None:
+            rate_term = np.sum(stats.N * rates.sum(axis=-1), axis=1)
+        else:
+            rate_term = np.sum(stats.Nd * rates, axis=(1, 2))
+        value = np.sum(stats.S1 * log_rates, axis=(1, 2)) - rate_term
         return value - np.sum(stats.log_factorial)
 
     def complete_log_likelihood_gradient(self, params, stats, prior):
         """Gradient of :meth:`complete_log_likelihood` in ``rates`` (batch shape):
         ``S1 / lambda - N``."""
         rates = np.asarray(params["rates"], dtype=float)
-        return {"rates": stats.S1 / rates - stats.N[:, None]}
+        return {"rates": stats.S1 / rates - stats.dimension_counts()}
 
     def log_marginal_likelihood(self, prior, stats):
         a0, b0 = prior.rate_shape, prior.rate_rate
@@ -336,7 +377,7 @@ class PoissonEmissions(EmissionFamily):
 
     def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
         if kind == "ml":
-            rates = np.maximum(stats.S1 / np.maximum(stats.N, 1e-10)[:, None], 1e-10)
+            rates = np.maximum(stats.S1 / np.maximum(stats.dimension_counts(), 1e-10), 1e-10)
         else:
             post = self.vbm(prior, stats)
             a, b = post.rate_shape, post.rate_rate
