@@ -122,7 +122,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         ``X`` is one column (or 1-D) of integer symbols in ``[0, n_symbols)``; Gaussian
         data is a real (n_samples, n_features) array; Poisson data is an
         (n_samples, n_features) array of non-negative integer counts, independent
-        Poisson features given the state.
+        Poisson features given the state.  NaN in ``X`` marks a missing value, which
+        every method marginalises out under the model, assuming it is missing at random
+        (categorical, Poisson and ``covariance_type="diag"`` Gaussian emissions; full
+        covariances refuse it).
     covariance_type : {"full", "diag"}, default="full"
         Gaussian emissions only: Normal-Wishart (full) or per-dimension Normal-Gamma
         (diagonal) prior and posterior on the state means and precisions.
@@ -287,6 +290,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Dirichlet posterior counts w = u + N.
     means_posterior_, beta_posterior_, dof_posterior_, scale_posterior_ : ndarray
         Gaussian emission posterior (scale = W^-1, or twice the Gamma rates for diag).
+        ``beta_posterior_`` and ``dof_posterior_`` are (K,), or (K, D) for diagonal
+        covariances fitted on data with missing entries (each dimension's own count).
     rate_shape_posterior_, rate_rate_posterior_ : ndarray (K, D)
         Poisson emission posterior: Gamma shapes and rates of the state rates.
     startprob_prior_, transmat_prior_, emissionprob_prior_, means_prior_, beta_prior_,
@@ -787,7 +792,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
             Concatenated sequences (integer symbols in one column for categorical
-            emissions).
+            emissions).  NaN marks a missing value, marginalised out (missing at
+            random; categorical, Poisson and diagonal Gaussian emissions).
         y : ignored
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X`` (hmmlearn convention).
@@ -857,7 +863,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
             Concatenated sequences (integer symbols in one column for categorical
-            emissions).
+            emissions).  NaN marks a missing value, marginalised out (missing at
+            random; categorical, Poisson and diagonal Gaussian emissions).
         y : ignored
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X``; pass it by keyword (the
