@@ -304,7 +304,8 @@ def test_online_steps_mix_complete_and_incomplete_chunks_for_diagonal_gaussians(
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-@pytest.mark.parametrize("method", ["vb", "bic", "cs", "laplace", "map", "is", "ais"])
+@pytest.mark.parametrize("method", ["vb", "bic", "bic_map", "bicp", "cs", "cs_dagger",
+                                    "laplace", "map", "is", "ais", "smc"])
 def test_evidence_scores_accept_missing_values(case, method):
     params, make = CASES[case]
     X = make()[:24]
