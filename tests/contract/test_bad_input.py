@@ -85,7 +85,9 @@ DAG = lambda s=CHAIN, **kw: VBDiscreteDAG(s, max_iter=2, n_init=1, **{"hidden": 
 # (id, call, exception type, what the message must name, what it must say was wrong)
 CASES = [
     # ---------------------------------------------------------------- categorical HMM
-    ("hmm-nan", lambda: HMM().fit(_with(SYM, 3, 0, np.nan)), ValueError, r"\bX\b", "NaN"),
+    # NaN is a missing symbol (marginalised); with nothing observed there is no alphabet
+    ("hmm-all-nan", lambda: HMM().fit(np.full((5, 1), np.nan)), ValueError, r"\bX\b",
+     "every symbol is missing"),
     ("hmm-inf", lambda: HMM().fit(_with(SYM, 3, 0, np.inf)), ValueError, r"\bX\b", "infinity"),
     ("hmm-3d", lambda: HMM().fit(SYM[:, :, None]), ValueError, r"\bX\b", "shape"),
     ("hmm-empty", lambda: HMM().fit(np.zeros((0, 1))), ValueError, r"\bX\b", "empty"),
@@ -120,7 +122,12 @@ CASES = [
     ("hmm-new-alphabet", lambda: fitted("hmm").score(SYM + 3), ValueError, r"\bX\b", "outside the alphabet"),
     ("hmm-new-lengths", lambda: fitted("hmm").predict(SYM, lengths=[41]), ValueError, "lengths", "sum to 41"),
     # ---------------------------------------------------------------- Gaussian HMM
-    ("ghmm-nan", lambda: GHMM().fit(_with(GAUSS, 1, 1, np.nan)), ValueError, r"\bX\b", "no missing-value support"),
+    # missing entries are marginalised for diagonal covariances only
+    ("ghmm-nan", lambda: GHMM().fit(_with(GAUSS, 1, 1, np.nan)), ValueError, r"\bX\b",
+     "NaN.*covariance_type='diag'"),
+    ("ghmm-nan-column", lambda: GHMM(covariance_type="diag").fit(
+        np.column_stack([GAUSS[:, 0], np.full(len(GAUSS), np.nan)])), ValueError, r"\bX\b",
+     "missing \\(NaN\\) in every row"),
     ("ghmm-1d", lambda: GHMM().fit(GAUSS[:, 0]), ValueError, r"\bX\b", "2-D"),
     ("ghmm-empty", lambda: GHMM().fit(np.zeros((0, 2))), ValueError, r"\bX\b", "0 sample"),
     ("ghmm-strings", lambda: GHMM().fit(np.array([["a", "b"], ["c", "d"]])), ValueError, r"\bX\b", "numeric"),
