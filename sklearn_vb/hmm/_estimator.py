@@ -786,7 +786,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         X : array-like of shape (n_samples, n_features)
             Concatenated sequences (integer symbols in one column for categorical
             emissions).
-        y : ignored
+        y : None, or one entry per row (ignored)
+            Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
+            lengths here.
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X`` (hmmlearn convention).
         sequence_ids : array-like of shape (n_samples,), optional
@@ -856,7 +858,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         X : array-like of shape (n_samples, n_features)
             Concatenated sequences (integer symbols in one column for categorical
             emissions).
-        y : ignored
+        y : None, or one entry per row (ignored)
+            Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
+            lengths here.
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X``; pass it by keyword (the
             second positional argument is ``y``).
