@@ -112,6 +112,12 @@ def test_scaled_statistics_average_to_the_full_statistics(family, subchain_lengt
     # a buffer longer than every sequence: each window is its whole sequence
     local = sc.window_pass(fam, post, prior, data, every, 100)
     assert_allclose(every.scale * flat(fam, local.stats), whole, rtol=1e-10, atol=1e-10)
+    # whatever the buffer, every transition and start is owned once: the scaled counts
+    # total the data's numbers of transitions and sequences
+    for B in (0, 2):
+        short = sc.window_pass(fam, post, prior, data, every, B).stats
+        assert every.scale * short.trans.sum() == pytest.approx(len(X) - len(lengths), rel=1e-12)
+        assert every.scale * short.start.sum() == pytest.approx(len(lengths), rel=1e-12)
     # one draw is not the average (the check can fail)
     one = sc.positions_subchains(np.arange(1), data.starts, data.lengths, subchain_length)
     if subchain_length < 60:
