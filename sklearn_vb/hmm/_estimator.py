@@ -35,6 +35,8 @@ from . import kernels as _k
 from .forward_backward import forward_backward
 from ._init import initial_posterior, start_point
 from ._online import minibatches, natural_step, sequence_frames, step_size
+from ._subchains import (BUFFER_START, auto_buffer_pass, n_positions, sample_subchains,
+                         window_pass)
 from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
 from ._vbem import (expected_log_params, frame_marginals, kl_terms,
@@ -262,7 +264,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         being the one with the highest last estimate.  The steps shrink as they
         accumulate, so where batch VBEM crosses a long plateau (states that are still
         copies of one another) an online fit may stop on it.  :meth:`partial_fit`
-        always learns online, whatever this is.
+        always learns online, whatever this is.  For one long sequence (or a few)
+        set ``subchain_length``: the minibatches are then subchains.
     learning_decay : float in [0, 1], default=0.7
         kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
         t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
@@ -274,12 +277,49 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         step has rho = 1.
     batch_size : int, default=128
         Number of sequences in a minibatch (``learning_method="online"`` and
-        :meth:`partial_fit`; sequences are not split).
+        :meth:`partial_fit`; sequences are not split), or of subchains with
+        ``subchain_length``.
     total_samples : float, default=1e6
         Number of sequences of the whole stream that :meth:`partial_fit` learns from:
         a minibatch's expected statistics are multiplied by
         ``total_samples / n_minibatch_sequences`` before the step.  ``fit`` uses the
-        number of sequences of ``X`` instead.
+        number of sequences of ``X`` instead.  Not used with ``subchain_length`` (the
+        subchains are scaled to the frames of ``X``).
+    subchain_length : int or None, default=None
+        Online learning only (:meth:`partial_fit` and ``learning_method="online"``):
+        None makes minibatches of whole sequences; an int L makes every minibatch
+        ``batch_size`` subchains of L frames drawn from the sequences of ``X`` by
+        ``random_state`` (stochastic VB for HMMs, Foti, Xu, Laird & Fox 2014), the way
+        to learn online from one long sequence.  Each subchain's local step is a
+        forward-backward pass over the subchain extended by ``buffer_length`` frames on
+        both sides (clipped to its sequence); the buffers only condition the posterior
+        of the subchain's frames and their statistics are discarded.  Every frame owns
+        its emission statistic and the transition into it (the first frame of a
+        sequence the start statistic instead, so q(pi) learns only from subchains that
+        begin a sequence), and the subchain positions are drawn so that every frame is
+        equally likely to be in a subchain: a sequence of T > L frames has the
+        T + L - 1 stretches of L frames that overlap it, clipped to it; a sequence of
+        at most L frames is always taken whole.  With P such positions over all
+        sequences the statistics of a step are multiplied by ``P / (batch_size * L)``,
+        which makes them exactly unbiased for those of all of ``X`` (for T >> L this is
+        T / (frames sampled) and (T - 1) / (transitions sampled)).  A window that
+        begins inside its sequence starts from the stationary distribution of the
+        posterior-mean transition matrix.  An epoch of ``fit`` (and one call of
+        :meth:`partial_fit`) is ``ceil(P / (batch_size * L))`` steps, as many frames
+        as ``X`` holds in expectation; its bound estimate is the mean over its steps of
+        the scaled sum over subchain frames of ln p(x_t | earlier frames of the window)
+        minus the KL terms.  A value at least as long as every sequence gives
+        whole-sequence steps.  ``fit`` with ``learning_method="batch"`` raises a
+        ValueError when it is set.
+    buffer_length : "auto" or int >= 0, default="auto"
+        Frames added on each side of a subchain (``subchain_length``).  The frame
+        before a subchain is always in its window (the subchain owns the transition
+        into its first frame).  ``"auto"`` (Foti et al.'s growing buffer) doubles the
+        buffer, from 8 frames or the buffer the previous step settled on, until the
+        state marginals q(s_t) at the first and last frame of every subchain of the
+        step change by less than 1e-4 (or the windows are whole sequences), and uses
+        the pass with the larger buffer; ``buffer_length_`` holds the smaller one, the
+        next step's first try.
 
     Attributes
     ----------
@@ -314,6 +354,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     n_batch_iter_ : int
         Online learning only: one more than the number of natural-gradient steps taken,
         the t of the next step size (scikit-learn's convention).
+    buffer_length_ : int
+        Online learning with ``subchain_length`` only: the buffer of the last step (for
+        ``buffer_length="auto"``, the one the growing rule settled on).
 
     Notes
     -----
@@ -367,6 +410,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         "learning_offset": [Interval(Real, 0.0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "total_samples": [Interval(Real, 0.0, None, closed="neither")],
+        "subchain_length": [None, Interval(Integral, 1, None, closed="left")],
+        "buffer_length": [StrOptions({"auto"}), Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(
@@ -403,6 +448,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         learning_offset=10.0,
         batch_size=128,
         total_samples=1e6,
+        subchain_length=None,
+        buffer_length="auto",
     ):
         super().__init__(
             max_iter=max_iter,
@@ -437,6 +484,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.learning_offset = learning_offset
         self.batch_size = batch_size
         self.total_samples = total_samples
+        self.subchain_length = subchain_length
+        self.buffer_length = buffer_length
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -538,6 +587,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._run_bounds = []
         # a new start begins the step-size schedule of online learning anew
         self.__dict__.pop("n_batch_iter_", None)
+        self.__dict__.pop("buffer_length_", None)
         self._online_rng = random_state
         if self.method != "vb":
             point = start_point(family, self.n_components, self._hyper("posterior"))
@@ -601,12 +651,39 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
         out = vbe(family, posterior, data)[0]
         stats = stats_from_vbe(family, out, data, prior.emission)
+        return float(out[0].sum()), self._natural_step(stats, float(total_samples) / data.n_sequences)
+
+    def _natural_step(self, stats, scale):
+        """The natural-gradient step of q(theta) from the statistics ``stats`` scaled by
+        ``scale``, with the next step size; returns the step."""
+        family, prior = self._family, self._hyper("prior")
         rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
-        step = natural_step(family, prior, posterior, stats,
-                            float(total_samples) / data.n_sequences, rho)
+        step = natural_step(family, prior, self._hyper("posterior"), stats, scale, rho)
         self._set_posterior(step.posterior)
         self.n_batch_iter_ += 1
-        return float(out[0].sum()), step
+        return step
+
+    def _subchain_step(self, data, rng):
+        """One natural-gradient step from ``batch_size`` subchains of ``data`` drawn by
+        ``rng`` (:mod:`~sklearn_vb.hmm._subchains`).  Returns the scaled estimate of
+        sum ln Z under the q(theta) before the step, and the step."""
+        family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
+        sub = sample_subchains(data.starts, data.lengths, self.subchain_length,
+                               self.batch_size, rng)
+        if self.buffer_length == "auto":
+            local, self.buffer_length_ = auto_buffer_pass(
+                family, posterior, prior, data, sub,
+                getattr(self, "buffer_length_", BUFFER_START))
+        else:
+            local = window_pass(family, posterior, prior, data, sub, self.buffer_length)
+            self.buffer_length_ = int(self.buffer_length)
+        step = self._natural_step(local.stats, sub.scale)
+        return sub.scale * local.log_norm, step
+
+    def _subchain_steps_per_pass(self, data):
+        """Steps whose subchains hold as many frames as ``data`` in expectation."""
+        P = n_positions(data.lengths, self.subchain_length)
+        return max(1, int(np.ceil(P / (self.batch_size * self.subchain_length))))
 
     def _kl_total(self):
         return sum(kl_terms(self._family, self._hyper("posterior"), self._hyper("prior")))
@@ -631,8 +708,14 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._run_bounds = trace  # what _can_stop reads
         for epoch in range(1, self.max_iter + 1):
             log_norm = 0.0
-            for seq in minibatches(data.n_sequences, self.batch_size, rng):
-                log_norm += self._online_step(data.sequences(seq, family), data.n_sequences)[0]
+            if self.subchain_length is not None:
+                n_steps = self._subchain_steps_per_pass(data)
+                for _ in range(n_steps):
+                    log_norm += self._subchain_step(data, rng)[0] / n_steps
+            else:
+                for seq in minibatches(data.n_sequences, self.batch_size, rng):
+                    log_norm += self._online_step(data.sequences(seq, family),
+                                                  data.n_sequences)[0]
             trace.append(log_norm - self._kl_total())
             if self.verbose >= 2 and epoch % self.verbose_interval == 0:
                 print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
@@ -797,6 +880,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """
         check_unused_y(y, X, "fit")
         self._online_rng = None
+        if self.subchain_length is not None and self.learning_method != "online":
+            raise ValueError("subchain_length applies to online learning (partial_fit or "
+                             "learning_method='online'); got subchain_length="
+                             f"{self.subchain_length!r} with learning_method="
+                             f"{self.learning_method!r}.")
         super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         self._streamed = False
@@ -887,11 +975,19 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             self.n_batch_iter_ = 1
         history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
         family, total = self._family, float(self.total_samples)
-        for seq in minibatches(data.n_sequences, self.batch_size):
-            batch = data if len(seq) == data.n_sequences else data.sequences(seq, family)
-            log_norm, step = self._online_step(batch, total)
-            log_norm *= total / batch.n_sequences
-            history.append(log_norm - self._kl_total())
+        if self.subchain_length is not None:
+            rng = getattr(self, "_online_rng", None)
+            if rng is None:
+                rng = self._online_rng = check_random_state(self.random_state)
+            for _ in range(self._subchain_steps_per_pass(data)):
+                log_norm, step = self._subchain_step(data, rng)
+                history.append(log_norm - self._kl_total())
+        else:
+            for seq in minibatches(data.n_sequences, self.batch_size):
+                batch = data if len(seq) == data.n_sequences else data.sequences(seq, family)
+                log_norm, step = self._online_step(batch, total)
+                log_norm *= total / batch.n_sequences
+                history.append(log_norm - self._kl_total())
         self._stats_ = step.scaled_stats
         self._set_fitted_posterior(log_norm)
         self.lower_bounds_ = np.asarray(history, dtype=float)
