@@ -21,7 +21,6 @@ with every constant included (also the -D/2 ln 2 pi per frame of Gaussian emissi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -33,15 +32,17 @@ from sklearn.utils.validation import check_is_fitted
 from .._core.distributions import dirichlet_expected_log
 from . import kernels as _k
 from .forward_backward import forward_backward
+from ._data import _FitData
+from ._distributed import dask_fit_data, is_dask_array
 from ._init import initial_posterior, start_point
-from ._online import minibatches, natural_step, sequence_frames, step_size
+from ._online import minibatches, natural_step, step_size
 from ._subchains import (BUFFER_START, auto_buffer_pass, n_positions, sample_subchains,
                          window_pass)
 from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
 from ._vbem import (expected_log_params, frame_marginals, kl_terms,
                     lower_bound_after_vbm, optimize_dirichlet_scale, pack_posterior,
-                    stats_from_vbe, unpack_posterior, vbe, vbm)
+                    unpack_posterior, vbe, vbe_statistics, vbm)
 from .._core.validation import (
     check_sequences,
     check_sequences_routed,
@@ -54,56 +55,6 @@ from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior
 
 __all__ = ["VBHiddenMarkov"]
-
-
-# ---------------------------------------------------------------------------
-# fit data
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class _FitData:
-    """Validated sequences: what the steps of ``fit`` read, and what
-    :meth:`VBHiddenMarkov.check_data` returns for new data.
-
-    Attributes
-    ----------
-    X : ndarray
-        The frames as the emission family prepared them: (n_frames,) int64 symbols for
-        categorical emissions, (n_frames, n_features) floats otherwise.
-    index : ndarray of int64, shape (n_frames,)
-        Row of the emission log-likelihood table used by every frame (the symbols for
-        categorical emissions, ``arange(n_frames)`` otherwise).
-    lengths, starts, ends : ndarray of int64, shape (n_sequences,)
-        Length, first frame and end (exclusive) of every sequence.
-    summary : object or None
-        The emission family's data summary for data-dependent default priors (e.g.
-        ``GaussianSummary``; training data only, None otherwise).
-    """
-
-    X: np.ndarray
-    index: np.ndarray
-    lengths: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    summary: object = None
-
-    @property
-    def n_frames(self):
-        return int(self.X.shape[0])
-
-    @property
-    def n_sequences(self):
-        return int(self.lengths.shape[0])
-
-    def sequences(self, seq, family):
-        """The sequences ``seq`` (indices, in that order) as fit data of their own (a
-        minibatch of online learning); the frames are copied, ``X`` is not touched."""
-        frames, lens = sequence_frames(self.starts, self.lengths, seq)
-        X = self.X[frames]
-        starts, ends = sequence_bounds(lens)
-        return _FitData(X=X, index=family.table_index(X), lengths=lens, starts=starts,
-                        ends=ends)
 
 
 # ---------------------------------------------------------------------------
@@ -532,12 +483,25 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                 and self._point_fitted != (self.method != "vb")):
             raise ValueError("warm_start=True continues the previous fit, which used another "
                              f"method than method={self.method!r}; refit without warm_start.")
+        if is_dask_array(X):
+            self._check_dask(sequence_ids)
+            return dask_fit_data(self, X, lengths)
         data = self._sequence_data(X, lengths, sequence_ids, reset=True)
         family = self._family
         for name, value in family.fit_attributes(data.X, self).items():
             setattr(self, name, value)
         data.summary = family.summarise(data.X)
         return data
+
+    def _check_dask(self, sequence_ids):
+        """What a fit on a dask array cannot combine with."""
+        if sequence_ids is not None:
+            raise ValueError("sequence_ids is not supported with a dask array X; give "
+                             "lengths.")
+        if self.method != "vb" or self.learning_method != "batch":
+            raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
+                             f"and learning_method='batch'; got method={self.method!r}, "
+                             f"learning_method={self.learning_method!r}.")
 
     # ------------------------------------------------------------------ priors
     def _resolve_priors(self, data):
@@ -636,10 +600,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         q(s), sum ln Z and the expectations that produced them, and returns the bound
         ln Z - KL of the pair."""
         family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
-        out, expected = vbe(family, posterior, data)
-        self._stats_ = stats_from_vbe(family, out, data, prior.emission)
-        self._vbe_log_norm_ = float(out[0].sum())
-        self._vbe_expected_log_ = expected  # q(theta) that produced q(s)
+        # in memory one pass; on a dask array one task per chunk, summed
+        self._vbe_log_norm_, self._stats_ = data.chunk_sum(family, vbe_statistics, posterior,
+                                                           prior.emission)
+        self._vbe_expected_log_ = expected_log_params(family, posterior)  # q(theta) that produced q(s)
         return self._vbe_log_norm_ - sum(kl_terms(family, posterior, prior))
 
     # ------------------------------------------------------------------ online VB
@@ -649,9 +613,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Returns sum ln Z of the minibatch under the q(theta) before the step, and the
         step."""
         family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
-        out = vbe(family, posterior, data)[0]
-        stats = stats_from_vbe(family, out, data, prior.emission)
-        return float(out[0].sum()), self._natural_step(stats, float(total_samples) / data.n_sequences)
+        log_norm, stats = vbe_statistics(data, family, posterior, prior.emission)
+        return log_norm, self._natural_step(stats, float(total_samples) / data.n_sequences)
 
     def _natural_step(self, stats, scale):
         """The natural-gradient step of q(theta) from the statistics ``stats`` scaled by

@@ -203,9 +203,15 @@ class CategoricalEmissions(EmissionFamily):
             estimator.n_features_in_ = 1
         return symbols
 
-    def fit_attributes(self, X, estimator):
+    def data_moments(self, X):
+        return int(X.max())  # the largest symbol
+
+    def merge_moments(self, parts):
+        return max(parts)
+
+    def fit_attributes_from_moments(self, moments, estimator):
         n = estimator.n_symbols
-        return {"n_symbols_": int(n) if n else int(X.max()) + 1}
+        return {"n_symbols_": int(n) if n else moments + 1}
 
     def table_index(self, X):
         return X

@@ -15,6 +15,7 @@ large cancellations: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk (x_t - m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 from typing import Optional
 
 import numpy as np
@@ -136,6 +137,17 @@ class GaussianSummary:
     cov: np.ndarray  # (D, D): their covariance, the floor added to the diagonal
 
 
+class GaussianMoments(NamedTuple):
+    """Moments of a set of frames, from which :class:`GaussianSummary` is made (and
+    which the chunks of a distributed fit merge)."""
+
+    n: int  # number of frames
+    mean: np.ndarray  # (D,)
+    var: np.ndarray  # (D,): variances (divided by n)
+    cov: np.ndarray  # (D, D): covariance (divided by n)
+    absmax: float  # largest magnitude of a value
+
+
 @dataclass(eq=False)
 class GaussianFullPoint(EmissionPoint):
     """A point estimate of every state's mean and full precision (``method="ml"`` or
@@ -204,7 +216,7 @@ class _GaussianEmissions(EmissionFamily):
     def check_X(self, X, estimator, reset):
         return validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES, ensure_min_samples=1)
 
-    def summarise(self, X):
+    def data_moments(self, X):
         mean = X.mean(axis=0)
         if X.shape[0] > 1:
             var = X.var(axis=0)
@@ -212,6 +224,25 @@ class _GaussianEmissions(EmissionFamily):
         else:
             var = np.zeros(X.shape[1])
             cov = np.zeros((X.shape[1], X.shape[1]))
+        return GaussianMoments(X.shape[0], mean, var, cov, float(np.max(np.abs(X))))
+
+    def merge_moments(self, parts):
+        # pairwise combination of means and (biased) covariances: Chan, Golub & LeVeque
+        # (1979), exact up to rounding however large the mean
+        total = parts[0]
+        for part in parts[1:]:
+            n = total.n + part.n
+            delta = part.mean - total.mean
+            w = total.n * part.n / n
+            total = GaussianMoments(
+                n, total.mean + delta * (part.n / n),
+                (total.n * total.var + part.n * part.var + w * delta**2) / n,
+                (total.n * total.cov + part.n * part.cov + w * np.outer(delta, delta)) / n,
+                max(total.absmax, part.absmax))
+        return total
+
+    def summary_from_moments(self, moments):
+        mean, var, cov = moments.mean, moments.var, moments.cov
         # a floor keeps the default prior proper for constant or tiny data sets; it is
         # relative to the data's own scale, so that data in other units (X * c) get the
         # same fit with the bound shifted by the Jacobian -n D ln c
@@ -223,10 +254,10 @@ class _GaussianEmissions(EmissionFamily):
             # squares of values this small underflow: no precision could be represented
             raise ValueError(
                 "X: the values are too small for Gaussian emissions in double precision "
-                f"(largest magnitude {float(np.max(np.abs(X))):.3g}, whose square "
+                f"(largest magnitude {moments.absmax:.3g}, whose square "
                 "underflows); rescale X.")
         return GaussianSummary(mean=mean, var=np.maximum(var, floor),
-                               cov=cov + floor * np.eye(X.shape[1]))
+                               cov=cov + floor * np.eye(mean.shape[0]))
 
     # ------------------------------------------------------------------ priors
     def resolve_prior(self, estimator, summary):

@@ -13,6 +13,7 @@ the rates.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import gammaln, polygamma
@@ -106,6 +107,13 @@ class PoissonSummary:
     """
 
     mean: np.ndarray  # (D,): mean count of every feature
+
+
+class FrameMeans(NamedTuple):
+    """Number of frames and mean counts of a set of frames (mergeable over chunks)."""
+
+    n: int
+    mean: np.ndarray  # (D,)
 
 
 @dataclass(eq=False)
@@ -210,8 +218,17 @@ class PoissonEmissions(EmissionFamily):
             raise ValueError("X must hold non-negative integer counts for Poisson emissions.")
         return X
 
-    def summarise(self, X):
-        return PoissonSummary(mean=X.mean(axis=0))
+    def data_moments(self, X):
+        return FrameMeans(X.shape[0], X.mean(axis=0))
+
+    def merge_moments(self, parts):
+        if len(parts) == 1:
+            return parts[0]
+        n = sum(part.n for part in parts)
+        return FrameMeans(n, sum(part.n * part.mean for part in parts) / n)
+
+    def summary_from_moments(self, moments):
+        return PoissonSummary(mean=moments.mean)
 
     def update_tags(self, tags):
         tags.input_tags.positive_only = True
