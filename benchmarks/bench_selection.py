@@ -21,6 +21,11 @@ writes ``results/selection.json`` and ``.md`` (a full run replaces only the fami
 it ran); ``--quick`` runs one or two seeds of small problems.
 ``tests/model_selection/test_selection_guard.py`` runs the ``guard`` size of the same panels and
 checks them against ``benchmarks/selection_thresholds.json``.
+
+A full panel can take hours; with ``SKLEARN_VB_SELECTION_JOURNAL=<file>`` every selection
+is also written to that file as it ends, and a run stopped midway and started again with
+the same file (on the same commit) takes the selections it holds from it instead of
+repeating them.
 """
 
 from __future__ import annotations
@@ -40,11 +45,11 @@ def panel_module(family):
 FULL_TIME_CAP_S = 1800.0
 
 
-def _candidate(method, problems, cache, time_cap_s):
+def _candidate(method, problems, cache, time_cap_s, journal=None):
     from .selection.common import overall, run_panel
 
     def run():
-        panel = run_panel(problems, method, cache, time_cap_s=time_cap_s)
+        panel = run_panel(problems, method, cache, time_cap_s=time_cap_s, journal=journal)
         return {"n_iter": None, **overall(panel), "panel": panel}
 
     return run
@@ -54,11 +59,14 @@ def _register(family):
     @workload(f"selection-{family}", per="call", repeats=1, warmup=False, stem="selection",
               compare=False)
     def selection(quick):
+        from .selection.common import journal_for
+
         module = panel_module(family)
         problems = module.problems("quick" if quick else "full")
         cache = {}  # every method sees the same data, generated once
         cap = None if quick else FULL_TIME_CAP_S
-        return {label: _candidate(method, problems, cache, cap)
+        return {label: _candidate(method, problems, cache, cap,
+                                  None if quick else journal_for(f"{family}: {label}"))
                 for label, method in module.METHODS.items()}
 
     return selection

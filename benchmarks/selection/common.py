@@ -23,10 +23,13 @@ Problems without a known structure (real data) report held-out values and times 
 
 from __future__ import annotations
 
+import json
+import os
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 import numpy as np
 
@@ -124,17 +127,60 @@ def _timed_capped(method, problem, data, seed, time_cap_s):
 MEMORY_CAP_MB = 8192.0
 
 
-def run_problem(problem, method, data_cache=None, time_cap_s=None):
+class Journal:
+    """Selections already made, one JSON line each, so that a long panel stopped midway
+    resumes where it stopped (``SKLEARN_VB_SELECTION_JOURNAL=<file>``).  An entry is
+    keyed by the method's label, the problem and the seed; nothing checks that the code
+    is unchanged since it was written, so a journal belongs to one run of one commit."""
+
+    def __init__(self, path, label):
+        self.path, self.label = Path(path), label
+        self.entries = {}
+        if self.path.exists():
+            for line in self.path.read_text().splitlines():
+                entry = json.loads(line)
+                self.entries[(entry["method"], entry["problem"], entry["seed"])] = entry
+
+    def get(self, problem, seed):
+        """``(Outcome, seconds)`` recorded for this selection, or None."""
+        entry = self.entries.get((self.label, problem.name, _jsonable(seed)))
+        if entry is None:
+            return None
+        return Outcome(**entry["outcome"]), entry["seconds"]
+
+    def put(self, problem, seed, outcome, seconds):
+        entry = {"method": self.label, "problem": problem.name, "seed": _jsonable(seed),
+                 "outcome": {f.name: _jsonable(getattr(outcome, f.name))
+                             for f in fields(Outcome)},
+                 "seconds": seconds}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        self.entries[(self.label, problem.name, entry["seed"])] = entry
+
+
+def journal_for(label):
+    """The :class:`Journal` named by ``SKLEARN_VB_SELECTION_JOURNAL``, or None."""
+    path = os.environ.get("SKLEARN_VB_SELECTION_JOURNAL")
+    return Journal(path, label) if path else None
+
+
+def run_problem(problem, method, data_cache=None, time_cap_s=None, journal=None):
     """Run ``method`` on every seed of ``problem``; the per-problem summary (a dict).
 
     ``ImportError`` propagates (the harness reports a missing library as skipped);
     any other exception is recorded for that seed and the other seeds still run.  With
     ``time_cap_s`` every selection runs in a forked child and is stopped after that many
     seconds; such seeds are counted in ``over_time_cap``, as not recovered in
-    ``recovery_rate`` and left out of the other means.
+    ``recovery_rate`` and left out of the other means.  With a :class:`Journal`, the
+    selections it holds are taken from it and every new one is added to it.
     """
     runs, errors, over_cap = [], [], 0
     for seed in problem.seeds:
+        recorded = journal.get(problem, seed) if journal is not None else None
+        if recorded is not None:
+            runs.append((seed, *recorded))
+            continue
         key = (problem.name, seed)
         if data_cache is not None and key in data_cache:
             data = data_cache[key]
@@ -147,6 +193,8 @@ def run_problem(problem, method, data_cache=None, time_cap_s=None):
                 out, seconds = _timed(method, problem, data, seed)
             else:
                 out, seconds = _timed_capped(method, problem, data, seed, time_cap_s)
+            if journal is not None:
+                journal.put(problem, seed, out, seconds)
         except ImportError:
             raise
         except NotApplicable as exc:
@@ -185,13 +233,13 @@ def run_problem(problem, method, data_cache=None, time_cap_s=None):
     return summary
 
 
-def run_panel(problems, method, data_cache=None, log=None, time_cap_s=None):
+def run_panel(problems, method, data_cache=None, log=None, time_cap_s=None, journal=None):
     """``{problem name: summary}`` of ``method`` over the panel, and the overall rates."""
     panel = {}
     for problem in problems:
         if log is not None:
             log(f"    {problem.name} ...")
-        panel[problem.name] = run_problem(problem, method, data_cache, time_cap_s)
+        panel[problem.name] = run_problem(problem, method, data_cache, time_cap_s, journal)
     return panel
 
 

@@ -1,7 +1,8 @@
 """Hidden Markov models with categorical, Gaussian or Poisson emissions: VBEM, MAP/ML EM.
 
 The package holds the estimator (``_estimator``), its VBEM updates (``_vbem``), starts
-(``_init``) and online natural-gradient steps (``_online``), its point fits by EM
+(``_init``), the data it reads in memory (``_data``) or on a dask cluster
+(``_distributed``), online natural-gradient steps (``_online``), its point fits by EM
 (``_point``), the typed containers of its state (``_state``), its emission families
 (``emissions``, public also as :mod:`sklearn_vb.emissions`, each with the dataclasses of
 its hyperparameters and statistics), its numba kernels (``kernels``,
@@ -9,7 +10,8 @@ its hyperparameters and statistics), its numba kernels (``kernels``,
 (``scoring_model`` and the ``_scoring_*`` modules behind it).
 """
 
+from ._distributed import sequence_chunks
 from ._estimator import VBHiddenMarkov
 from ._vbem import optimize_dirichlet_scale
 
-__all__ = ["VBHiddenMarkov"]
+__all__ = ["VBHiddenMarkov", "sequence_chunks"]

@@ -21,7 +21,6 @@ with every constant included (also the -D/2 ln 2 pi per frame of Gaussian emissi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
@@ -33,13 +32,17 @@ from sklearn.utils.validation import check_is_fitted
 from .._core.distributions import dirichlet_expected_log
 from . import kernels as _k
 from .forward_backward import forward_backward
+from ._data import _FitData
+from ._distributed import dask_fit_data, is_dask_array
 from ._init import initial_posterior, start_point
-from ._online import minibatches, natural_step, sequence_frames, step_size
+from ._online import minibatches, natural_step, step_size
+from ._subchains import (BUFFER_START, auto_buffer_pass, n_positions, sample_subchains,
+                         window_pass)
 from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
 from ._vbem import (expected_log_params, frame_marginals, kl_terms,
                     lower_bound_after_vbm, optimize_dirichlet_scale, pack_posterior,
-                    stats_from_vbe, unpack_posterior, vbe, vbm)
+                    unpack_posterior, vbe, vbe_statistics, vbm)
 from .._core.validation import (
     check_sequences,
     check_sequences_routed,
@@ -52,56 +55,6 @@ from .emissions import EMISSION_FAMILIES, emission_family
 from .emissions._checks import check_dirichlet_prior
 
 __all__ = ["VBHiddenMarkov"]
-
-
-# ---------------------------------------------------------------------------
-# fit data
-# ---------------------------------------------------------------------------
-
-
-@dataclass
-class _FitData:
-    """Validated sequences: what the steps of ``fit`` read, and what
-    :meth:`VBHiddenMarkov.check_data` returns for new data.
-
-    Attributes
-    ----------
-    X : ndarray
-        The frames as the emission family prepared them: (n_frames,) int64 symbols for
-        categorical emissions, (n_frames, n_features) floats otherwise.
-    index : ndarray of int64, shape (n_frames,)
-        Row of the emission log-likelihood table used by every frame (the symbols for
-        categorical emissions, ``arange(n_frames)`` otherwise).
-    lengths, starts, ends : ndarray of int64, shape (n_sequences,)
-        Length, first frame and end (exclusive) of every sequence.
-    summary : object or None
-        The emission family's data summary for data-dependent default priors (e.g.
-        ``GaussianSummary``; training data only, None otherwise).
-    """
-
-    X: np.ndarray
-    index: np.ndarray
-    lengths: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    summary: object = None
-
-    @property
-    def n_frames(self):
-        return int(self.X.shape[0])
-
-    @property
-    def n_sequences(self):
-        return int(self.lengths.shape[0])
-
-    def sequences(self, seq, family):
-        """The sequences ``seq`` (indices, in that order) as fit data of their own (a
-        minibatch of online learning); the frames are copied, ``X`` is not touched."""
-        frames, lens = sequence_frames(self.starts, self.lengths, seq)
-        X = self.X[frames]
-        starts, ends = sequence_bounds(lens)
-        return _FitData(X=X, index=family.table_index(X), lengths=lens, starts=starts,
-                        ends=ends)
 
 
 # ---------------------------------------------------------------------------
@@ -265,7 +218,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         being the one with the highest last estimate.  The steps shrink as they
         accumulate, so where batch VBEM crosses a long plateau (states that are still
         copies of one another) an online fit may stop on it.  :meth:`partial_fit`
-        always learns online, whatever this is.
+        always learns online, whatever this is.  For one long sequence (or a few)
+        set ``subchain_length``: the minibatches are then subchains.
     learning_decay : float in [0, 1], default=0.7
         kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
         t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
@@ -277,12 +231,49 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         step has rho = 1.
     batch_size : int, default=128
         Number of sequences in a minibatch (``learning_method="online"`` and
-        :meth:`partial_fit`; sequences are not split).
+        :meth:`partial_fit`; sequences are not split), or of subchains with
+        ``subchain_length``.
     total_samples : float, default=1e6
         Number of sequences of the whole stream that :meth:`partial_fit` learns from:
         a minibatch's expected statistics are multiplied by
         ``total_samples / n_minibatch_sequences`` before the step.  ``fit`` uses the
-        number of sequences of ``X`` instead.
+        number of sequences of ``X`` instead.  Not used with ``subchain_length`` (the
+        subchains are scaled to the frames of ``X``).
+    subchain_length : int or None, default=None
+        Online learning only (:meth:`partial_fit` and ``learning_method="online"``):
+        None makes minibatches of whole sequences; an int L makes every minibatch
+        ``batch_size`` subchains of L frames drawn from the sequences of ``X`` by
+        ``random_state`` (stochastic VB for HMMs, Foti, Xu, Laird & Fox 2014), the way
+        to learn online from one long sequence.  Each subchain's local step is a
+        forward-backward pass over the subchain extended by ``buffer_length`` frames on
+        both sides (clipped to its sequence); the buffers only condition the posterior
+        of the subchain's frames and their statistics are discarded.  Every frame owns
+        its emission statistic and the transition into it (the first frame of a
+        sequence the start statistic instead, so q(pi) learns only from subchains that
+        begin a sequence), and the subchain positions are drawn so that every frame is
+        equally likely to be in a subchain: a sequence of T > L frames has the
+        T + L - 1 stretches of L frames that overlap it, clipped to it; a sequence of
+        at most L frames is always taken whole.  With P such positions over all
+        sequences the statistics of a step are multiplied by ``P / (batch_size * L)``,
+        which makes them exactly unbiased for those of all of ``X`` (for T >> L this is
+        T / (frames sampled) and (T - 1) / (transitions sampled)).  A window that
+        begins inside its sequence starts from the stationary distribution of the
+        posterior-mean transition matrix.  An epoch of ``fit`` (and one call of
+        :meth:`partial_fit`) is ``ceil(P / (batch_size * L))`` steps, as many frames
+        as ``X`` holds in expectation; its bound estimate is the mean over its steps of
+        the scaled sum over subchain frames of ln p(x_t | earlier frames of the window)
+        minus the KL terms.  A value at least as long as every sequence gives
+        whole-sequence steps.  ``fit`` with ``learning_method="batch"`` raises a
+        ValueError when it is set.
+    buffer_length : "auto" or int >= 0, default="auto"
+        Frames added on each side of a subchain (``subchain_length``).  The frame
+        before a subchain is always in its window (the subchain owns the transition
+        into its first frame).  ``"auto"`` (Foti et al.'s growing buffer) doubles the
+        buffer, from 8 frames or the buffer the previous step settled on, until the
+        state marginals q(s_t) at the first and last frame of every subchain of the
+        step change by less than 1e-4 (or the windows are whole sequences), and uses
+        the pass with the larger buffer; ``buffer_length_`` holds the smaller one, the
+        next step's first try.
 
     Attributes
     ----------
@@ -319,6 +310,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     n_batch_iter_ : int
         Online learning only: one more than the number of natural-gradient steps taken,
         the t of the next step size (scikit-learn's convention).
+    buffer_length_ : int
+        Online learning with ``subchain_length`` only: the buffer of the last step (for
+        ``buffer_length="auto"``, the one the growing rule settled on).
 
     Notes
     -----
@@ -372,6 +366,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         "learning_offset": [Interval(Real, 0.0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "total_samples": [Interval(Real, 0.0, None, closed="neither")],
+        "subchain_length": [None, Interval(Integral, 1, None, closed="left")],
+        "buffer_length": [StrOptions({"auto"}), Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(
@@ -408,6 +404,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         learning_offset=10.0,
         batch_size=128,
         total_samples=1e6,
+        subchain_length=None,
+        buffer_length="auto",
     ):
         super().__init__(
             max_iter=max_iter,
@@ -442,6 +440,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.learning_offset = learning_offset
         self.batch_size = batch_size
         self.total_samples = total_samples
+        self.subchain_length = subchain_length
+        self.buffer_length = buffer_length
 
     # ------------------------------------------------------------------ tags
     def __sklearn_tags__(self):
@@ -490,12 +490,25 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                 and self._point_fitted != (self.method != "vb")):
             raise ValueError("warm_start=True continues the previous fit, which used another "
                              f"method than method={self.method!r}; refit without warm_start.")
+        if is_dask_array(X):
+            self._check_dask(sequence_ids)
+            return dask_fit_data(self, X, lengths)
         data = self._sequence_data(X, lengths, sequence_ids, reset=True)
         family = self._family
         for name, value in family.fit_attributes(data.X, self).items():
             setattr(self, name, value)
         data.summary = family.summarise(data.X)
         return data
+
+    def _check_dask(self, sequence_ids):
+        """What a fit on a dask array cannot combine with."""
+        if sequence_ids is not None:
+            raise ValueError("sequence_ids is not supported with a dask array X; give "
+                             "lengths.")
+        if self.method != "vb" or self.learning_method != "batch":
+            raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
+                             f"and learning_method='batch'; got method={self.method!r}, "
+                             f"learning_method={self.learning_method!r}.")
 
     # ------------------------------------------------------------------ priors
     def _resolve_priors(self, data):
@@ -545,6 +558,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._run_bounds = []
         # a new start begins the step-size schedule of online learning anew
         self.__dict__.pop("n_batch_iter_", None)
+        self.__dict__.pop("buffer_length_", None)
         self._online_rng = random_state
         if self.method != "vb":
             point = start_point(family, self.n_components, self._hyper("posterior"))
@@ -593,10 +607,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         q(s), sum ln Z and the expectations that produced them, and returns the bound
         ln Z - KL of the pair."""
         family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
-        out, expected = vbe(family, posterior, data)
-        self._stats_ = stats_from_vbe(family, out, data, prior.emission)
-        self._vbe_log_norm_ = float(out[0].sum())
-        self._vbe_expected_log_ = expected  # q(theta) that produced q(s)
+        # in memory one pass; on a dask array one task per chunk, summed
+        self._vbe_log_norm_, self._stats_ = data.chunk_sum(family, vbe_statistics, posterior,
+                                                           prior.emission)
+        self._vbe_expected_log_ = expected_log_params(family, posterior)  # q(theta) that produced q(s)
         return self._vbe_log_norm_ - sum(kl_terms(family, posterior, prior))
 
     # ------------------------------------------------------------------ online VB
@@ -606,14 +620,40 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Returns sum ln Z of the minibatch under the q(theta) before the step, and the
         step."""
         family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
-        out = vbe(family, posterior, data)[0]
-        stats = stats_from_vbe(family, out, data, prior.emission)
+        log_norm, stats = vbe_statistics(data, family, posterior, prior.emission)
+        return log_norm, self._natural_step(stats, float(total_samples) / data.n_sequences)
+
+    def _natural_step(self, stats, scale):
+        """The natural-gradient step of q(theta) from the statistics ``stats`` scaled by
+        ``scale``, with the next step size; returns the step."""
+        family, prior = self._family, self._hyper("prior")
         rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
-        step = natural_step(family, prior, posterior, stats,
-                            float(total_samples) / data.n_sequences, rho)
+        step = natural_step(family, prior, self._hyper("posterior"), stats, scale, rho)
         self._set_posterior(step.posterior)
         self.n_batch_iter_ += 1
-        return float(out[0].sum()), step
+        return step
+
+    def _subchain_step(self, data, rng):
+        """One natural-gradient step from ``batch_size`` subchains of ``data`` drawn by
+        ``rng`` (:mod:`~sklearn_vb.hmm._subchains`).  Returns the scaled estimate of
+        sum ln Z under the q(theta) before the step, and the step."""
+        family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
+        sub = sample_subchains(data.starts, data.lengths, self.subchain_length,
+                               self.batch_size, rng)
+        if self.buffer_length == "auto":
+            local, self.buffer_length_ = auto_buffer_pass(
+                family, posterior, prior, data, sub,
+                getattr(self, "buffer_length_", BUFFER_START))
+        else:
+            local = window_pass(family, posterior, prior, data, sub, self.buffer_length)
+            self.buffer_length_ = int(self.buffer_length)
+        step = self._natural_step(local.stats, sub.scale)
+        return sub.scale * local.log_norm, step
+
+    def _subchain_steps_per_pass(self, data):
+        """Steps whose subchains hold as many frames as ``data`` in expectation."""
+        P = n_positions(data.lengths, self.subchain_length)
+        return max(1, int(np.ceil(P / (self.batch_size * self.subchain_length))))
 
     def _kl_total(self):
         return sum(kl_terms(self._family, self._hyper("posterior"), self._hyper("prior")))
@@ -638,8 +678,14 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._run_bounds = trace  # what _can_stop reads
         for epoch in range(1, self.max_iter + 1):
             log_norm = 0.0
-            for seq in minibatches(data.n_sequences, self.batch_size, rng):
-                log_norm += self._online_step(data.sequences(seq, family), data.n_sequences)[0]
+            if self.subchain_length is not None:
+                n_steps = self._subchain_steps_per_pass(data)
+                for _ in range(n_steps):
+                    log_norm += self._subchain_step(data, rng)[0] / n_steps
+            else:
+                for seq in minibatches(data.n_sequences, self.batch_size, rng):
+                    log_norm += self._online_step(data.sequences(seq, family),
+                                                  data.n_sequences)[0]
             trace.append(log_norm - self._kl_total())
             if self.verbose >= 2 and epoch % self.verbose_interval == 0:
                 print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
@@ -794,7 +840,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             Concatenated sequences (integer symbols in one column for categorical
             emissions).  NaN marks a missing value, marginalised out (missing at
             random; categorical, Poisson and diagonal Gaussian emissions).
-        y : ignored
+        y : None, or one entry per row (ignored)
+            Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
+            lengths here.
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X`` (hmmlearn convention).
         sequence_ids : array-like of shape (n_samples,), optional
@@ -803,6 +851,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """
         check_unused_y(y, X, "fit")
         self._online_rng = None
+        if self.subchain_length is not None and self.learning_method != "online":
+            raise ValueError("subchain_length applies to online learning (partial_fit or "
+                             "learning_method='online'); got subchain_length="
+                             f"{self.subchain_length!r} with learning_method="
+                             f"{self.learning_method!r}.")
         super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         self._streamed = False
@@ -865,7 +918,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             Concatenated sequences (integer symbols in one column for categorical
             emissions).  NaN marks a missing value, marginalised out (missing at
             random; categorical, Poisson and diagonal Gaussian emissions).
-        y : ignored
+        y : None, or one entry per row (ignored)
+            Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
+            lengths here.
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X``; pass it by keyword (the
             second positional argument is ``y``).
@@ -892,11 +947,19 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             self.n_batch_iter_ = 1
         history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
         family, total = self._family, float(self.total_samples)
-        for seq in minibatches(data.n_sequences, self.batch_size):
-            batch = data if len(seq) == data.n_sequences else data.sequences(seq, family)
-            log_norm, step = self._online_step(batch, total)
-            log_norm *= total / batch.n_sequences
-            history.append(log_norm - self._kl_total())
+        if self.subchain_length is not None:
+            rng = getattr(self, "_online_rng", None)
+            if rng is None:
+                rng = self._online_rng = check_random_state(self.random_state)
+            for _ in range(self._subchain_steps_per_pass(data)):
+                log_norm, step = self._subchain_step(data, rng)
+                history.append(log_norm - self._kl_total())
+        else:
+            for seq in minibatches(data.n_sequences, self.batch_size):
+                batch = data if len(seq) == data.n_sequences else data.sequences(seq, family)
+                log_norm, step = self._online_step(batch, total)
+                log_norm *= total / batch.n_sequences
+                history.append(log_norm - self._kl_total())
         self._stats_ = step.scaled_stats
         self._set_fitted_posterior(log_norm)
         self.lower_bounds_ = np.asarray(history, dtype=float)

@@ -11,7 +11,7 @@ from .emissions._checks import init_posterior_array
 from ._state import DirichletHMM, PointParameters
 from ._vbem import frame_marginals, stats_from_resp, vbm
 
-__all__ = ["initial_posterior", "posterior_from_init", "start_point"]
+__all__ = ["initial_posterior", "marginal_start_stats", "posterior_from_init", "start_point"]
 
 #: weight of the random-parameter state marginals in the "random_marginals" start
 _MARGINAL_SHRINK = 0.3
@@ -55,11 +55,19 @@ def initial_posterior(how, family, K, prior, data, random_state, init_posterior=
                                  family.random_posterior(prior.emission, draw))
         if how == "random_params":
             return posterior
-        resp = (1.0 - _MARGINAL_SHRINK) / K + _MARGINAL_SHRINK * frame_marginals(
-            family, posterior, data)
-        return vbm(family, prior, stats_from_resp(family, resp, data, prior.emission))
-    resp = family.initial_responsibilities(how, data.X, K, random_state)
-    return vbm(family, prior, stats_from_resp(family, resp, data, prior.emission))
+        return vbm(family, prior, data.chunk_sum(family, marginal_start_stats, posterior,
+                                                 prior.emission))
+    return vbm(family, prior, data.start_statistics(how, family, K, prior.emission,
+                                                    random_state))
+
+
+def marginal_start_stats(data, family, posterior, emission_prior):
+    """The statistics of the "random_marginals" start on ``data`` (all sequences or a
+    chunk of them): the state marginals under ``posterior`` shrunk towards uniform."""
+    K = posterior.startprob.shape[0]
+    resp = (1.0 - _MARGINAL_SHRINK) / K + _MARGINAL_SHRINK * frame_marginals(
+        family, posterior, data)
+    return stats_from_resp(family, resp, data, emission_prior)
 
 
 def start_point(family, K, posterior):

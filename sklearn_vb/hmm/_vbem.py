@@ -21,7 +21,8 @@ from .forward_backward import forward_backward
 __all__ = [
     "DirichletHMM", "expected_complete_loglik", "expected_log_params", "frame_marginals",
     "kl_terms", "lower_bound_after_vbm", "optimize_dirichlet_scale", "pack_posterior",
-    "stats_from_resp", "stats_from_vbe", "unpack_posterior", "vbe", "vbm",
+    "stats_from_resp", "stats_from_vbe", "unpack_posterior", "vbe", "vbe_statistics", "vbm",
+    "add_stats",
 ]
 
 
@@ -154,6 +155,20 @@ def stats_from_vbe(family, out, data, emission_prior):
     log_norm, _, start, trans, emis_counts = out
     return HMMStats(start=start, trans=trans,
                     emission=family.stats_from_table_counts(emis_counts, data.X, emission_prior))
+
+
+def vbe_statistics(data, family, posterior, emission_prior):
+    """The VBE step on ``data`` (all sequences, or one chunk of them): sum ln Z and the
+    statistics of q(s) under exp E[ln theta] of ``posterior``.  Both are sums over
+    sequences, so those of chunks of whole sequences add up to those of the data."""
+    out = vbe(family, posterior, data)[0]
+    return float(out[0].sum()), stats_from_vbe(family, out, data, emission_prior)
+
+
+def add_stats(family, a, b):
+    """The statistics of the data of ``a`` and of ``b`` together."""
+    return HMMStats(start=a.start + b.start, trans=a.trans + b.trans,
+                    emission=family.add_stats(a.emission, b.emission))
 
 
 def frame_marginals(family, posterior, data):

@@ -163,7 +163,17 @@ def _fb_arrays(n, T, K, R, want_posteriors):
 @njit(cache=True, nogil=True)
 def forward_backward_scaled(log_startprob, log_transmat, emis, emis_shift, index, starts,
                             ends, want_posteriors):
-    """Scaled forward-backward over all sequences.
+    """Scaled forward-backward over all sequences; the statistics count every frame
+    (:func:`forward_backward_scaled_counted` with the sequences as counted ranges)."""
+    return forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shift,
+                                           index, starts, ends, starts, ends, want_posteriors)
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shift, index,
+                                    starts, ends, counted_starts, counted_ends,
+                                    want_posteriors):
+    """Scaled forward-backward over all sequences, with statistics of the counted frames.
 
     Exact as long as no step multiplies weights below the smallest double; see
     :func:`forward_backward` for the version that detects and repairs that.
@@ -174,6 +184,13 @@ def forward_backward_scaled(log_startprob, log_transmat, emis, emis_shift, index
     log_transmat : (K, K) log transition weights, rows = from-state.
     emis, emis_shift, index : emission table (R, K), row log shifts (R,), frame -> row (T,).
     starts, ends : (n,) int64 sequence offsets (end exclusive).
+    counted_starts, counted_ends : (n,) int64 the frames of each sequence whose
+        statistics are accumulated (a range inside the sequence; the whole sequence
+        for the ordinary pass).  A counted frame contributes its gamma_t to
+        ``emis_counts``, its xi_t (the transition *into* it) to ``trans_counts`` unless
+        it is the sequence's first frame, whose gamma then goes to ``start_counts``.
+        The posteriors are those of the whole sequence either way: the other frames
+        only condition them (the buffers of subchain SVI, ``hmm._subchains``).
     want_posteriors : if False only the forward pass runs.
 
     Returns
@@ -214,12 +231,15 @@ def forward_backward_scaled(log_startprob, log_transmat, emis, emis_shift, index
         if not want_posteriors:
             continue
         # ---------------- backward (scaled beta), marginals accumulated on the fly
+        c0 = counted_starts[s]
+        c1 = counted_ends[s]
         for j in range(K):
             beta[j] = 1.0
         last = t1 - 1
         r = index[last]
-        for j in range(K):
-            emis_counts[r, j] += alpha[last, j]
+        if c0 <= last < c1:
+            for j in range(K):
+                emis_counts[r, j] += alpha[last, j]
         for t in range(last - 1, t0 - 1, -1):
             rn = index[t + 1]
             zn = zeta[t + 1]
@@ -227,22 +247,31 @@ def forward_backward_scaled(log_startprob, log_transmat, emis, emis_shift, index
             for j in range(K):
                 tmp[j] = emis[rn, j] * beta[j] * inv
             g_sum = 0.0
-            for i in range(K):
-                acc = 0.0
-                ai = alpha[t, i]
-                for j in range(K):
-                    x = A[i, j] * tmp[j]
-                    acc += x
-                    trans_counts[i, j] += ai * x
-                beta[i] = acc
-                g_sum += ai * acc
-            r = index[t]
-            ginv = 1.0 / g_sum if g_sum > 0.0 else 0.0
-            for i in range(K):
-                emis_counts[r, i] += alpha[t, i] * beta[i] * ginv
-                if t == t0:
-                    start_counts[i] += alpha[t, i] * beta[i] * ginv
-        if t1 - t0 == 1:
+            if c0 <= t + 1 < c1:  # the transition into frame t + 1 is counted
+                for i in range(K):
+                    acc = 0.0
+                    ai = alpha[t, i]
+                    for j in range(K):
+                        x = A[i, j] * tmp[j]
+                        acc += x
+                        trans_counts[i, j] += ai * x
+                    beta[i] = acc
+                    g_sum += ai * acc
+            else:
+                for i in range(K):
+                    acc = 0.0
+                    for j in range(K):
+                        acc += A[i, j] * tmp[j]
+                    beta[i] = acc
+                    g_sum += alpha[t, i] * acc
+            if c0 <= t < c1:
+                r = index[t]
+                ginv = 1.0 / g_sum if g_sum > 0.0 else 0.0
+                for i in range(K):
+                    emis_counts[r, i] += alpha[t, i] * beta[i] * ginv
+                    if t == t0:
+                        start_counts[i] += alpha[t, i] * beta[i] * ginv
+        if t1 - t0 == 1 and c0 <= t0 < c1:
             for j in range(K):
                 start_counts[j] += alpha[t0, j]
     return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts
@@ -265,8 +294,17 @@ def _logsumexp(v):
 @njit(cache=True, nogil=True)
 def forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, ends,
                          want_posteriors):
+    """Log-space forward-backward whose statistics count every frame
+    (:func:`forward_backward_log_counted` with the sequences as counted ranges)."""
+    return forward_backward_log_counted(log_startprob, log_transmat, log_emis, index,
+                                        starts, ends, starts, ends, want_posteriors)
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_log_counted(log_startprob, log_transmat, log_emis, index, starts, ends,
+                                 counted_starts, counted_ends, want_posteriors):
     """Forward-backward entirely in log space; same outputs as
-    :func:`forward_backward_scaled`.
+    :func:`forward_backward_scaled_counted`.
 
     ``log_emis`` (R, K) holds the (unscaled) log emission weights.  Every product of
     the scaled recursion becomes a sum of logs and every sum a log-sum-exp, so weights
@@ -316,34 +354,40 @@ def forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, e
         log_norm[s] = total
         if not want_posteriors:
             continue
+        c0 = counted_starts[s]
+        c1 = counted_ends[s]
         for j in range(K):
             lb[j] = 0.0
         last = t1 - 1
         r = index[last]
-        for j in range(K):
-            emis_counts[r, j] += np.exp(la[last, j])
+        if c0 <= last < c1:
+            for j in range(K):
+                emis_counts[r, j] += np.exp(la[last, j])
         for t in range(last - 1, t0 - 1, -1):
             rn = index[t + 1]
             lzn = frame_log_norm[t + 1]
             for j in range(K):
                 col[j] = log_emis[rn, j] + lb[j] - lzn
+            counted = c0 <= t + 1 < c1
             for i in range(K):
                 for j in range(K):
                     a[j] = log_transmat[i, j] + col[j]
                 lb_new[i] = _logsumexp(a)
-                for j in range(K):
-                    trans_counts[i, j] += np.exp(la[t, i] + a[j])
+                if counted:
+                    for j in range(K):
+                        trans_counts[i, j] += np.exp(la[t, i] + a[j])
             for i in range(K):
                 lb[i] = lb_new[i]
                 a[i] = la[t, i] + lb[i]
-            lg = _logsumexp(a)  # 0 up to round-off; renormalise as the scaled kernel does
-            r = index[t]
-            for i in range(K):
-                g = np.exp(a[i] - lg)
-                emis_counts[r, i] += g
-                if t == t0:
-                    start_counts[i] += g
-        if t1 - t0 == 1:
+            if c0 <= t < c1:
+                lg = _logsumexp(a)  # 0 up to round-off; renormalise as the scaled kernel does
+                r = index[t]
+                for i in range(K):
+                    g = np.exp(a[i] - lg)
+                    emis_counts[r, i] += g
+                    if t == t0:
+                        start_counts[i] += g
+        if t1 - t0 == 1 and c0 <= t0 < c1:
             for j in range(K):
                 start_counts[j] += np.exp(la[t0, j])
     return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts
@@ -352,7 +396,18 @@ def forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, e
 @njit(cache=True, nogil=True)
 def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
                      want_posteriors):
-    """Forward-backward over all sequences from log-weights, robust to underflow.
+    """Forward-backward over all sequences from log-weights, robust to underflow
+    (:func:`forward_backward_counted` whose statistics count every frame)."""
+    return forward_backward_counted(log_startprob, log_transmat, log_emis, index, starts,
+                                    ends, starts, ends, want_posteriors)
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_counted(log_startprob, log_transmat, log_emis, index, starts, ends,
+                             counted_starts, counted_ends, want_posteriors):
+    """Forward-backward over all sequences from log-weights, robust to underflow, with
+    the statistics of the frames ``counted_starts[s] .. counted_ends[s] - 1`` of every
+    sequence s (see :func:`forward_backward_scaled_counted`).
 
     Runs the scaled recursion (:func:`forward_backward_scaled`) and checks every step's
     normaliser without its shifts: the shifts make the largest weight of each factor
@@ -366,8 +421,9 @@ def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
     weights) and outputs as :func:`forward_backward_log`.
     """
     emis, shift = scale_rows(log_emis)
-    out = forward_backward_scaled(log_startprob, log_transmat, emis, shift, index, starts,
-                                  ends, want_posteriors)
+    out = forward_backward_scaled_counted(log_startprob, log_transmat, emis, shift, index,
+                                          starts, ends, counted_starts, counted_ends,
+                                          want_posteriors)
     log_norm, frame_log_norm = out[0], out[1]
     trusted = True
     for s in range(starts.shape[0]):
@@ -382,8 +438,8 @@ def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
                 trusted = False
     if trusted:
         return out
-    return forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, ends,
-                                want_posteriors)
+    return forward_backward_log_counted(log_startprob, log_transmat, log_emis, index, starts,
+                                        ends, counted_starts, counted_ends, want_posteriors)
 
 
 # ---------------------------------------------------------------------------

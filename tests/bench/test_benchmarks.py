@@ -319,3 +319,39 @@ def test_selection_time_cap_stops_a_slow_selection_and_counts_it_as_not_recovere
     assert "boom" in toy["errors"][0]
     assert toy["recovery_rate"] == 0.5  # the stopped seed counts as not recovered
     assert toy["selected"] == [3] and toy["cpu_s"] >= 0.0
+
+
+def test_selection_journal_resumes_a_stopped_panel(tmp_path, monkeypatch):
+    """With SKLEARN_VB_SELECTION_JOURNAL a rerun takes the selections already made from
+    the journal: the method is called only for the seeds it lacks, and the summary is the
+    one an uninterrupted run gives."""
+    from benchmarks.selection.common import Outcome, Problem, journal_for, run_problem
+
+    class Stopped(BaseException):
+        """What a killed run looks like to run_problem: not an error of one seed."""
+
+    calls, stop_at = [], [2]
+
+    def method(problem, data, seed):
+        calls.append(seed)
+        if seed in stop_at:
+            stop_at.clear()
+            raise Stopped  # the first run is stopped on its third selection
+        return Outcome([seed, 1], recovered=seed == 0, distance=float(seed), heldout=-seed,
+                       gap=0.5, extra={"n_edges": seed})
+
+    problem = Problem("toy", [0, 1], (0, 1, 2), lambda seed: {})
+    monkeypatch.setenv("SKLEARN_VB_SELECTION_JOURNAL", str(tmp_path / "journal.jsonl"))
+    with pytest.raises(Stopped):
+        run_problem(problem, method, journal=journal_for("toy: ours"))
+    calls.clear()
+    resumed = run_problem(problem, method, journal=journal_for("toy: ours"))
+    assert calls == [2]
+    monkeypatch.delenv("SKLEARN_VB_SELECTION_JOURNAL")
+    assert journal_for("toy: ours") is None
+    calls.clear()
+    fresh = run_problem(problem, method)
+    assert calls == [0, 1, 2]
+    for key in ("recovery_rate", "distance", "heldout_loglik", "gap_to_true", "selected",
+                "n_edges"):
+        assert resumed[key] == fresh[key]

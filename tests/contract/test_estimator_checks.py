@@ -128,6 +128,10 @@ CONTRACTS = (
     Contract(VBHiddenMarkov(2, emission="gaussian", covariance_type="diag",
                             learning_method="online", batch_size=2, max_iter=5,
                             random_state=0), marks=(_IGNORE_CONVERGENCE,)),
+    # online VB over buffered subchains of the (one) sequence
+    Contract(VBHiddenMarkov(2, emission="gaussian", covariance_type="diag",
+                            learning_method="online", subchain_length=5, batch_size=2,
+                            max_iter=5, random_state=0), marks=(_IGNORE_CONVERGENCE,)),
     # categorical: X is a 1-D array of symbols
     Contract(VBHiddenMarkov(2, max_iter=5, random_state=0),
              HMM_CATEGORICAL_EXPECTED_FAILURES, marks=(_IGNORE_CONVERGENCE,)),

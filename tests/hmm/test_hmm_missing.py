@@ -8,6 +8,7 @@ observed entries of every dimension, which VB reaches exactly.
 """
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -371,3 +372,61 @@ def test_the_allow_nan_tag_follows_the_family():
                           covariance_type="diag").__sklearn_tags__().input_tags.allow_nan
     assert not VBHiddenMarkov(emission="gaussian",
                               covariance_type="full").__sklearn_tags__().input_tags.allow_nan
+
+
+# ---------------------------------------------------------------------------
+# online VB over subchains of sequences with missing values
+# ---------------------------------------------------------------------------
+
+
+def _subchain_cases():
+    rng = np.random.default_rng(3)
+    cat = np.concatenate([rng.integers(0, 2, 150), rng.integers(1, 3, 150)]).astype(float)
+    cat[[4, 77, 150, 151, 299]] = np.nan
+    return {
+        "categorical": (cat.reshape(-1, 1), dict(emission="categorical", n_symbols=3)),
+        "diag": (_gaussian_data(T=300), dict(emission="gaussian", covariance_type="diag")),
+        "poisson": (_poisson_data(T=300), dict(emission="poisson")),
+    }
+
+
+@pytest.mark.parametrize("case", ["categorical", "diag", "poisson"])
+def test_subchain_online_fit_with_missing_values_gives_a_finite_bound(case):
+    X, params = _subchain_cases()[case]
+    X_copy = X.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a few passes: not converged
+        model = VBHiddenMarkov(n_components=2, learning_method="online", subchain_length=20,
+                               batch_size=4, max_iter=3, random_state=0, **params).fit(X)
+    assert np.all(np.isfinite(model.lower_bounds_))
+    assert np.isfinite(model.score(X))
+    np.testing.assert_array_equal(X, X_copy)
+
+
+@pytest.mark.parametrize("case", ["categorical", "diag", "poisson"])
+def test_subchain_statistics_with_missing_values_average_to_the_whole_data(case):
+    # every subchain position with a buffer covering its sequence: the scaled window
+    # statistics, per-dimension counts of observed entries included, are the data's
+    from sklearn_vb.hmm import _subchains as sc
+    from sklearn_vb.hmm._vbem import stats_from_vbe, vbe
+
+    X, params = _subchain_cases()[case]
+    lengths = [120, 9, 1, 170]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = VBHiddenMarkov(n_components=2, max_iter=3, random_state=0,
+                               **params).fit(X, lengths=lengths)
+    fam, prior, post = model._family, model._hyper("prior"), model._hyper("posterior")
+    data = model._sequence_data(X, lengths, None, reset=False)
+    whole = stats_from_vbe(fam, vbe(fam, post, data)[0], data, prior.emission).emission
+    L = 7
+    every = sc.positions_subchains(np.arange(sc.n_positions(data.lengths, L)), data.starts,
+                                   data.lengths, L)
+    local = sc.window_pass(fam, post, prior, data, every, 400).stats.emission
+    for name in whole.__dataclass_fields__:
+        expected = getattr(whole, name)
+        if name == "Nd":
+            assert expected is not None and getattr(local, name) is not None
+        if expected is not None:
+            np.testing.assert_allclose(every.scale * getattr(local, name), expected,
+                                       rtol=1e-10, atol=1e-10, err_msg=name)

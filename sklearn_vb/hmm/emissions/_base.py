@@ -40,7 +40,20 @@ import numpy as np
 from ..forward_backward import forward_backward
 from ._missing import impute_column_means
 
-__all__ = ["EmissionFamily", "EmissionPoint"]
+__all__ = ["EmissionFamily", "EmissionPoint", "nearest_centre", "one_hot"]
+
+
+def nearest_centre(X, centres):
+    """Index of the nearest of ``centres`` (K, D) to every frame of ``X`` (n, D)."""
+    d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+    return np.argmin(d2, axis=1)
+
+
+def one_hot(labels, K):
+    """Hard responsibilities (n, K) of the labels."""
+    resp = np.zeros((labels.shape[0], K))
+    resp[np.arange(labels.shape[0]), labels] = 1.0
+    return resp
 
 
 class EmissionPoint:
@@ -144,7 +157,7 @@ class EmissionFamily(ABC):
 
     def fit_attributes(self, X, estimator):
         """Fitted attributes that depend on the training data only (e.g. ``n_symbols_``)."""
-        return {}
+        return self.fit_attributes_from_moments(self.data_moments(X), estimator)
 
     def table_index(self, X):
         """Row of the emission table used by every frame (default: one row per frame)."""
@@ -153,6 +166,36 @@ class EmissionFamily(ABC):
     def summarise(self, X):
         """Data summaries that data-dependent default priors need (fit data only): the
         family's summary dataclass, or None when its prior does not depend on the data."""
+        return self.summary_from_moments(self.data_moments(X))
+
+    # The training data's attributes and summary from data given in chunks (a dask
+    # array): every chunk's moments are computed where it lives, merged, and turned
+    # into what fit_attributes and summarise return for the whole data.
+
+    def data_moments(self, X):
+        """What :meth:`fit_attributes` and :meth:`summarise` need from the frames ``X``
+        (one chunk of the training data), in a form :meth:`merge_moments` can combine;
+        None when they need nothing."""
+        return None
+
+    def merge_moments(self, parts):
+        """The moments of the concatenation of the chunks whose moments are ``parts``
+        (in order)."""
+        return None
+
+    def fit_attributes_from_moments(self, moments, estimator):
+        """:meth:`fit_attributes` of data with these moments."""
+        return {}
+
+    def summary_from_moments(self, moments):
+        """:meth:`summarise` of data with these moments."""
+        return None
+
+    def column_means_from_moments(self, moments):
+        """The mean of the observed entries of every column of data with these moments
+        (D,), which stand for the missing entries in the starts of a fit
+        (:func:`~sklearn_vb.hmm.emissions._missing.impute_column_means`); None when the
+        family's starts do not impute."""
         return None
 
     def update_tags(self, tags):
@@ -210,12 +253,8 @@ class EmissionFamily(ABC):
                 n_clusters=K, n_init=1, random_state=random_state.randint(2**31 - 1)
             ).fit_predict(X)
         else:
-            centres = X[random_state.choice(n, K, replace=False)]
-            d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
-            labels = np.argmin(d2, axis=1)
-        resp = np.zeros((n, K))
-        resp[np.arange(n), labels] = 1.0
-        return resp
+            labels = nearest_centre(X, X[random_state.choice(n, K, replace=False)])
+        return one_hot(labels, K)
 
     def random_posterior(self, prior, draw):
         """Posterior ``prior + draw(shape)`` for the random-parameter starts (only when
@@ -269,6 +308,12 @@ class EmissionFamily(ABC):
         return self.posterior_type(**values)
 
     # ------------------------------------------------------------------ online VB
+    def add_stats(self, a, b):
+        """The statistics of the data of ``a`` and ``b`` together (chunks of the data
+        of a distributed fit).  Default: every field summed, right for statistics that
+        are sums over frames."""
+        return type(a)(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in fields(a)})
+
     def scale_stats(self, stats, factor):
         """The statistics of ``factor`` copies of the data of ``stats`` (the
         minibatch's statistics scaled to the whole stream in online VB).  Default:

@@ -235,14 +235,21 @@ class CategoricalEmissions(EmissionFamily):
             estimator.n_features_in_ = 1
         return symbols
 
-    def fit_attributes(self, X, estimator):
+    def data_moments(self, X):
+        # the largest symbol; MISSING_SYMBOL (below every symbol) when all are missing
+        return int(X.max())
+
+    def merge_moments(self, parts):
+        return max(parts)
+
+    def fit_attributes_from_moments(self, moments, estimator):
         n = estimator.n_symbols
         if n:
             return {"n_symbols_": int(n)}
-        if not np.any(X != MISSING_SYMBOL):
+        if moments == MISSING_SYMBOL:
             raise ValueError("X: every symbol is missing (NaN); give n_symbols to fit the "
                              "alphabet size.")
-        return {"n_symbols_": int(X.max()) + 1}
+        return {"n_symbols_": moments + 1}
 
     def table_index(self, X):
         # row 0 of the table is the missing symbol's, row m + 1 symbol m's

@@ -50,7 +50,7 @@ from ..forward_backward import gaussian_hmm_log_likelihood_batch
 from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily, EmissionPoint
 from ._checks import init_posterior_array
-from ._missing import check_observed_columns, observed_parts
+from ._missing import check_observed_counts, observed_counts_and_means, observed_parts
 
 __all__ = ["GaussianFullEmissions", "GaussianDiagEmissions", "GaussianPrior",
            "GaussianPosterior", "GaussianStats", "GaussianSummary", "GaussianFullPoint",
@@ -168,6 +168,19 @@ class GaussianSummary:
     cov: np.ndarray  # (D, D): their covariance, the floor added to the diagonal
 
 
+class GaussianMoments(NamedTuple):
+    """Moments of a set of frames, from which :class:`GaussianSummary` is made (and
+    which the chunks of a distributed fit merge)."""
+
+    n: int  # number of frames
+    mean: np.ndarray  # (D,): of the observed entries of every dimension
+    var: np.ndarray  # (D,): variances of the observed entries (divided by their number)
+    cov: Optional[np.ndarray]  # (D, D): covariance (divided by n); None when some entry
+    #                            is missing (the summary then uses diag(var))
+    absmax: float  # largest magnitude of an observed value
+    n_obs: np.ndarray  # (D,): number of observed entries of every dimension
+
+
 @dataclass(eq=False)
 class GaussianFullPoint(EmissionPoint):
     """A point estimate of every state's mean and full precision (``method="ml"`` or
@@ -246,21 +259,57 @@ class _GaussianEmissions(EmissionFamily):
                 "or impute the missing entries.")
         return X
 
-    def summarise(self, X):
-        if np.isnan(X).any():
-            # the observed entries of every column (diagonal covariances only)
-            check_observed_columns(X, "Gaussian")
-            mean = np.nanmean(X, axis=0)
-            var = np.nanvar(X, axis=0)
-            cov = np.diag(var)
-        elif X.shape[0] > 1:
-            mean = X.mean(axis=0)
+    def data_moments(self, X):
+        X0, observed = observed_parts(X)
+        if observed is not None:
+            # the observed entries of every column (diagonal covariances only: the
+            # covariance is then never used)
+            n_obs, mean = observed_counts_and_means(X)
+            centred = np.where(observed > 0, X0 - mean, 0.0)
+            var = (centred**2).sum(axis=0) / np.maximum(n_obs, 1)
+            return GaussianMoments(X.shape[0], mean, var, None, float(np.max(np.abs(X0))),
+                                   n_obs)
+        mean = X.mean(axis=0)
+        if X.shape[0] > 1:
             var = X.var(axis=0)
             cov = np.atleast_2d(np.cov(X, rowvar=False, bias=True))
         else:
-            mean = X.mean(axis=0)
             var = np.zeros(X.shape[1])
             cov = np.zeros((X.shape[1], X.shape[1]))
+        return GaussianMoments(X.shape[0], mean, var, cov, float(np.max(np.abs(X))),
+                               np.full(X.shape[1], X.shape[0]))
+
+    def merge_moments(self, parts):
+        # pairwise combination of means and (biased) variances of every dimension over
+        # its observed entries, and of the covariances while no entry is missing: Chan,
+        # Golub & LeVeque (1979), exact up to rounding however large the mean
+        total = parts[0]
+        for part in parts[1:]:
+            n = total.n + part.n
+            n_obs = total.n_obs + part.n_obs
+            denom = np.maximum(n_obs, 1)
+            delta = part.mean - total.mean
+            w = total.n_obs * part.n_obs / denom
+            if total.cov is None or part.cov is None:
+                cov = None
+            else:
+                wn = total.n * part.n / n
+                cov = (total.n * total.cov + part.n * part.cov
+                       + wn * np.outer(delta, delta)) / n
+            total = GaussianMoments(
+                n, total.mean + delta * (part.n_obs / denom),
+                (total.n_obs * total.var + part.n_obs * part.var + w * delta**2) / denom,
+                cov, max(total.absmax, part.absmax), n_obs)
+        return total
+
+    def column_means_from_moments(self, moments):
+        return moments.mean
+
+    def summary_from_moments(self, moments):
+        check_observed_counts(moments.n_obs, "Gaussian")
+        mean, var, cov = moments.mean, moments.var, moments.cov
+        if cov is None:  # some entry missing (diagonal covariances only)
+            cov = np.diag(var)
         # a floor keeps the default prior proper for constant or tiny data sets; it is
         # relative to the data's own scale, so that data in other units (X * c) get the
         # same fit with the bound shifted by the Jacobian -n D ln c
@@ -272,10 +321,10 @@ class _GaussianEmissions(EmissionFamily):
             # squares of values this small underflow: no precision could be represented
             raise ValueError(
                 "X: the values are too small for Gaussian emissions in double precision "
-                f"(largest magnitude {float(np.nanmax(np.abs(X))):.3g}, whose square "
+                f"(largest magnitude {moments.absmax:.3g}, whose square "
                 "underflows); rescale X.")
         return GaussianSummary(mean=mean, var=np.maximum(var, floor),
-                               cov=cov + floor * np.eye(X.shape[1]))
+                               cov=cov + floor * np.eye(mean.shape[0]))
 
     # ------------------------------------------------------------------ priors
     def resolve_prior(self, estimator, summary):
@@ -318,6 +367,13 @@ class _GaussianEmissions(EmissionFamily):
         Xc, observed = observed_parts(X - prior.means)
         return GaussianStats(N=resp.sum(axis=0), S1=resp.T @ Xc, S2=self._second_moments(resp, Xc),
                              Nd=None if observed is None else resp.T @ observed)
+
+    def add_stats(self, a, b):
+        if a.Nd is None and b.Nd is None:
+            Nd = None
+        else:  # a chunk without missing entries has every dimension counted N times
+            Nd = a.dimension_counts() + b.dimension_counts()
+        return GaussianStats(N=a.N + b.N, S1=a.S1 + b.S1, S2=a.S2 + b.S2, Nd=Nd)
 
     def vbm(self, prior, stats):
         N, S1, S2 = stats.N, stats.S1, stats.S2

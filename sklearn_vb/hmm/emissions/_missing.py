@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["observed_parts", "impute_column_means"]
+__all__ = ["observed_parts", "impute_column_means", "observed_counts_and_means",
+           "check_observed_counts", "fill_missing"]
 
 
 def observed_parts(X):
@@ -36,10 +37,34 @@ def impute_column_means(X):
     return np.where(missing, means[None, :], X)
 
 
-def check_observed_columns(X, family_name):
-    """Refuse a fit data set in which some feature is never observed: its data-dependent
-    default prior (and its parameters) would have no data at all."""
-    never = np.flatnonzero(np.all(np.isnan(X), axis=0))
+def fill_missing(X, values):
+    """``X`` with the missing entries of every column replaced by ``values`` (D,) (the
+    whole data's column means, for a start computed chunk by chunk); ``X`` itself when
+    nothing is missing or ``values`` is None."""
+    if values is None or X.dtype.kind != "f":
+        return X
+    missing = np.isnan(X)
+    if not missing.any():
+        return X
+    return np.where(missing, np.asarray(values)[None, :], X)
+
+
+def observed_counts_and_means(X):
+    """``(counts, means)`` (D,) of the observed entries of every column of ``X`` (which
+    holds some NaN); a column with no observed entry has mean 0 (so that merging it
+    with other chunks' moments, weighted by its count 0, adds nothing)."""
+    missing = np.isnan(X)
+    counts = (~missing).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(missing, 0.0, X).sum(axis=0) / counts
+    return counts, np.where(counts > 0, means, 0.0)
+
+
+def check_observed_counts(counts, family_name):
+    """Refuse a fit data set in which some feature is never observed (``counts`` (D,)
+    the observed entries of every feature): its data-dependent default prior (and its
+    parameters) would have no data at all."""
+    never = np.flatnonzero(np.asarray(counts) == 0)
     if never.size:
         raise ValueError(
             f"X: feature {int(never[0])} is missing (NaN) in every row; {family_name} "

@@ -18,7 +18,7 @@ is observed, and ``N`` then stands for every dimension).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 from scipy.special import gammaln, polygamma
@@ -33,7 +33,7 @@ from ..._core.distributions import (
 from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily, EmissionPoint
 from ._checks import check_positive_prior, init_posterior_array
-from ._missing import check_observed_columns, observed_parts
+from ._missing import check_observed_counts, observed_counts_and_means, observed_parts
 
 __all__ = ["PoissonEmissions", "PoissonPrior", "PoissonPosterior", "PoissonStats",
            "PoissonSummary", "PoissonPoint"]
@@ -121,6 +121,14 @@ class PoissonSummary:
     mean: np.ndarray  # (D,): mean count of every feature
 
 
+class FrameMeans(NamedTuple):
+    """Number of observed counts and mean observed count of every feature of a set of
+    frames (mergeable over chunks)."""
+
+    n: np.ndarray  # (D,): frames in which every feature is observed
+    mean: np.ndarray  # (D,): 0 for a feature never observed
+
+
 @dataclass(eq=False)
 class PoissonPoint(EmissionPoint):
     """A point estimate of every state's rates (``method="ml"`` or ``"map"``).
@@ -138,6 +146,14 @@ class PoissonPoint(EmissionPoint):
     """
 
     rates: np.ndarray  # (K, D): Poisson rates lambda_kd
+
+
+def _add_counts(a, b):
+    """The per-dimension occupancies ``Nd`` of the statistics ``a`` and ``b`` together
+    (None when neither chunk has a missing count)."""
+    if a.Nd is None and b.Nd is None:
+        return None
+    return a.dimension_counts() + b.dimension_counts()
 
 
 def _log_factorial(X):
@@ -226,9 +242,24 @@ class PoissonEmissions(EmissionFamily):
                              "(NaN marks a missing count).")
         return X
 
-    def summarise(self, X):
-        check_observed_columns(X, "Poisson")
-        return PoissonSummary(mean=np.nanmean(X, axis=0))
+    def data_moments(self, X):
+        X0, observed = observed_parts(X)
+        if observed is not None:
+            return FrameMeans(*observed_counts_and_means(X))
+        return FrameMeans(np.full(X.shape[1], X.shape[0]), X.mean(axis=0))
+
+    def merge_moments(self, parts):
+        if len(parts) == 1:
+            return parts[0]
+        n = sum(part.n for part in parts)
+        return FrameMeans(n, sum(part.n * part.mean for part in parts) / np.maximum(n, 1))
+
+    def column_means_from_moments(self, moments):
+        return moments.mean
+
+    def summary_from_moments(self, moments):
+        check_observed_counts(moments.n, "Poisson")
+        return PoissonSummary(mean=moments.mean)
 
     def update_tags(self, tags):
         tags.input_tags.positive_only = True
@@ -265,6 +296,11 @@ class PoissonEmissions(EmissionFamily):
             log_factorial=resp.T @ _log_factorial(X0),
             Nd=None if observed is None else resp.T @ observed,
         )
+
+    def add_stats(self, a, b):
+        return PoissonStats(N=a.N + b.N, S1=a.S1 + b.S1,
+                            log_factorial=a.log_factorial + b.log_factorial,
+                            Nd=_add_counts(a, b))
 
     def scale_stats(self, stats, factor):
         return PoissonStats(N=factor * stats.N, S1=factor * stats.S1,

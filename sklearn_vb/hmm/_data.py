@@ -1,0 +1,75 @@
+"""The sequences an HMM fit reads: :class:`_FitData`, the frames of all sequences in
+memory.  A fit on a dask array reads :class:`~sklearn_vb.hmm._distributed.DaskFitData`
+instead; both answer :meth:`_FitData.chunk_sum` and :meth:`_FitData.start_statistics`,
+the two ways the fit reads the frames during its iterations and starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core.validation import sequence_bounds
+from ._online import sequence_frames
+from ._vbem import stats_from_resp
+
+__all__ = ["_FitData"]
+
+
+
+@dataclass
+class _FitData:
+    """Validated sequences: what the steps of ``fit`` read, and what
+    :meth:`VBHiddenMarkov.check_data` returns for new data.
+
+    Attributes
+    ----------
+    X : ndarray
+        The frames as the emission family prepared them: (n_frames,) int64 symbols for
+        categorical emissions, (n_frames, n_features) floats otherwise.
+    index : ndarray of int64, shape (n_frames,)
+        Row of the emission log-likelihood table used by every frame (the symbols for
+        categorical emissions, ``arange(n_frames)`` otherwise).
+    lengths, starts, ends : ndarray of int64, shape (n_sequences,)
+        Length, first frame and end (exclusive) of every sequence.
+    summary : object or None
+        The emission family's data summary for data-dependent default priors (e.g.
+        ``GaussianSummary``; training data only, None otherwise).
+    """
+
+    X: np.ndarray
+    index: np.ndarray
+    lengths: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    summary: object = None
+
+    @property
+    def n_frames(self):
+        return int(self.X.shape[0])
+
+    @property
+    def n_sequences(self):
+        return int(self.lengths.shape[0])
+
+    def sequences(self, seq, family):
+        """The sequences ``seq`` (indices, in that order) as fit data of their own (a
+        minibatch of online learning); the frames are copied, ``X`` is not touched."""
+        frames, lens = sequence_frames(self.starts, self.lengths, seq)
+        X = self.X[frames]
+        starts, ends = sequence_bounds(lens)
+        return _FitData(X=X, index=family.table_index(X), lengths=lens, starts=starts,
+                        ends=ends)
+
+    def chunk_sum(self, family, fn, *args):
+        """``fn(chunk, family, *args)`` summed over the chunks of the data: here the
+        data are one chunk.  ``fn`` returns HMM statistics or a tuple of floats and
+        statistics, each a sum over sequences (e.g.
+        :func:`~sklearn_vb.hmm._vbem.vbe_statistics`)."""
+        return fn(self, family, *args)
+
+    def start_statistics(self, how, family, n_components, emission_prior, random_state):
+        """The statistics of the family's initial labelling ``how`` of the frames
+        (:meth:`~sklearn_vb.emissions.EmissionFamily.initial_responsibilities`)."""
+        resp = family.initial_responsibilities(how, self.X, n_components, random_state)
+        return stats_from_resp(family, resp, self, emission_prior)

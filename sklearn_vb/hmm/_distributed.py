@@ -1,0 +1,312 @@
+"""Batch VBEM of an HMM on a dask array: the VBE step runs where the chunks live.
+
+The row chunks of the array must hold whole sequences.  Every chunk is validated once
+and kept where it is (as futures on a ``distributed`` cluster; without a client, as
+delayed objects that the local scheduler recomputes from the array's graph whenever a
+pass needs them, so that only a few chunks are in memory at a time).  Every pass over
+the data (the VBE step of an iteration, a start) then runs one task per chunk that
+calls the same function as the in-memory fit on the chunk's sequences
+(:func:`~sklearn_vb.hmm._vbem.vbe_statistics`, ...) with the small parameter arrays of
+q(theta) as arguments, and sums the results on the client, in chunk order.  The VBM
+step, the bound, the convergence test and SQUAREM run on the client, as in memory.
+
+The parameters travel inside the tasks rather than being scattered to the workers:
+scattered data have no lineage, so they would be lost with a worker, while a task's
+arguments are resent with it.  A lost worker costs the chunks it held and the tasks it
+was running; the scheduler recomputes both elsewhere from the array's graph, and the
+client waits for them, so the iteration completes with the same result.  ``RETRIES``
+more attempts are allowed to a task that raises (e.g. a read error of the storage).
+
+Nothing here imports dask at module level: the package must import without it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+
+from .._core.validation import sequence_bounds
+from ._data import _FitData
+from ._vbem import add_stats, stats_from_resp
+from .emissions._base import nearest_centre, one_hot
+from .emissions._missing import fill_missing
+
+__all__ = ["DaskFitData", "dask_fit_data", "is_dask_array", "sequence_chunks"]
+
+#: further attempts of a chunk task that raises
+RETRIES = 2
+#: frames that the k-means start of a distributed fit clusters (a uniform sample)
+KMEANS_SAMPLE = 100_000
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a dask array (without importing dask: if it was never
+    imported, nothing can be one)."""
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(X, module.Array)
+
+
+def sequence_chunks(lengths, rows_per_chunk):
+    """Row chunk sizes that hold whole sequences: consecutive sequences grouped so that
+    a chunk has about ``rows_per_chunk`` rows (at least one sequence, so a longer
+    sequence makes a chunk of its own).  ``X.rechunk({0: sequence_chunks(lengths, n)})``
+    makes a dask array fit for :meth:`VBHiddenMarkov.fit`.
+
+    Examples
+    --------
+    >>> from sklearn_vb.hmm import sequence_chunks
+    >>> sequence_chunks([3, 4, 2, 6, 1], 6)
+    (7, 8, 1)
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if rows_per_chunk < 1:
+        raise ValueError(f"rows_per_chunk must be positive; got {rows_per_chunk!r}.")
+    chunks, current = [], 0
+    for length in lengths.tolist():
+        current += length
+        if current >= rows_per_chunk:
+            chunks.append(current)
+            current = 0
+    if current:
+        chunks.append(current)
+    return tuple(chunks)
+
+
+def _chunk_sequences(row_chunks, lengths):
+    """The sequences (first, end) of every non-empty row chunk, or ValueError when a
+    chunk boundary falls inside a sequence."""
+    ends = np.cumsum(lengths)
+    bounds = np.cumsum(row_chunks)
+    if bounds[-1] != ends[-1]:
+        raise ValueError(f"lengths must sum to the number of rows of X ({int(bounds[-1])}); "
+                         f"they sum to {int(ends[-1])}.")
+    out, first = [], 0
+    for size, bound in zip(row_chunks, bounds):
+        if size == 0:
+            continue
+        end = int(np.searchsorted(ends, bound)) + 1
+        if ends[end - 1] != bound:
+            start = bound - size
+            seq = end - 1
+            raise ValueError(
+                "X: the row chunks of a dask array must hold whole sequences; the chunk of "
+                f"rows {start}-{bound} ends inside sequence {seq} (rows "
+                f"{int(ends[seq] - lengths[seq])}-{int(ends[seq])}).  Rechunk X, e.g. "
+                "X.rechunk({0: sklearn_vb.hmm.sequence_chunks(lengths, rows_per_chunk)}).")
+        out.append((first, end))
+        first = end
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the functions the workers run
+# ---------------------------------------------------------------------------
+
+
+def _prepare_chunk(block, lengths, family, estimator):
+    """The chunk's frames validated as in memory, as fit data of its own."""
+    X = family.check_X(block, estimator, True)
+    starts, ends = sequence_bounds(lengths)
+    return _FitData(X=X, index=family.table_index(X), lengths=lengths, starts=starts,
+                    ends=ends)
+
+
+def _moments(chunk, family):
+    return family.data_moments(chunk.X)
+
+
+def _rows(chunk, family, rows):
+    return chunk.X[rows]
+
+
+def _nearest_centre_stats(chunk, family, centres, emission_prior, column_means):
+    # a missing entry counts as its column's mean over the whole data, as in memory
+    X = fill_missing(chunk.X, column_means)
+    resp = one_hot(nearest_centre(X, centres), centres.shape[0])
+    return stats_from_resp(family, resp, chunk, emission_prior)
+
+
+# ---------------------------------------------------------------------------
+# running them
+# ---------------------------------------------------------------------------
+
+
+class _ClientRunner:
+    """Chunks as futures on a ``distributed`` cluster."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def keep(self, tasks):
+        return self.client.compute(tasks)
+
+    def map(self, fn, chunks, args):
+        futures = [self.client.submit(fn, chunk, *args, pure=False, retries=RETRIES)
+                   for chunk in chunks]
+        return self.client.gather(futures)
+
+
+class _LocalRunner:
+    """Chunks as delayed objects computed by dask's default scheduler in every pass."""
+
+    def keep(self, tasks):
+        return tasks
+
+    def map(self, fn, chunks, args):
+        import dask
+
+        return list(dask.compute(*[dask.delayed(fn, pure=False)(chunk, *args)
+                                   for chunk in chunks]))
+
+
+def _runner():
+    try:
+        from distributed import default_client
+    except ImportError:
+        return _LocalRunner()
+    try:
+        return _ClientRunner(default_client())
+    except ValueError:  # no client
+        return _LocalRunner()
+
+
+def _add(family, a, b):
+    if isinstance(a, tuple):
+        return tuple(_add(family, x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return a + b
+    return add_stats(family, a, b)
+
+
+@dataclass
+class DaskFitData:
+    """The training sequences of a fit on a dask array: the validated chunks where they
+    live and what the fit needs of the whole (the counterpart of ``_FitData``).
+
+    Attributes
+    ----------
+    chunks : list
+        Every non-empty row chunk as ``_FitData`` of its sequences: futures of the
+        client's cluster, or delayed objects without a client.
+    row_chunks : ndarray of int64
+        The number of rows of every chunk of ``chunks``.
+    lengths : ndarray of int64
+        Length of every sequence.
+    summary : object or None
+        The emission family's summary of the frames (merged over the chunks).
+    column_means : ndarray or None
+        The mean of the observed entries of every column, which stands for a missing
+        entry in the starts (None when the family's starts do not impute).
+    """
+
+    chunks: list
+    row_chunks: np.ndarray
+    lengths: np.ndarray
+    runner: Any
+    summary: object = None
+    column_means: Any = None
+
+    @property
+    def n_frames(self):
+        return int(self.lengths.sum())
+
+    @property
+    def n_sequences(self):
+        return int(self.lengths.shape[0])
+
+    def map(self, fn, *args):
+        """``fn(chunk, *args)`` of every chunk, in chunk order."""
+        return self.runner.map(fn, self.chunks, args)
+
+    def chunk_sum(self, family, fn, *args):
+        """``fn(chunk, family, *args)`` summed over the chunks, in chunk order (see
+        :meth:`_FitData.chunk_sum`)."""
+        results = self.map(fn, family, *args)
+        total = results[0]
+        for result in results[1:]:
+            total = _add(family, total, result)
+        return total
+
+    def frames(self, rows):
+        """The validated frames of the (sorted) global row indices ``rows``."""
+        offsets = np.concatenate([[0], np.cumsum(self.row_chunks)])
+        which = np.searchsorted(offsets, rows, side="right") - 1
+        parts = []
+        for c in np.unique(which):
+            local = rows[which == c] - offsets[c]
+            parts.append(self.runner.map(_rows, [self.chunks[c]], (None, local))[0])
+        return np.concatenate(parts)
+
+    def start_statistics(self, how, family, n_components, emission_prior, random_state):
+        """The statistics of a start by labels (see :meth:`_FitData.start_statistics`):
+        ``"random"`` labels every frame by the nearest of K random frames, as in memory;
+        ``"kmeans"`` by the nearest k-means centre of a uniform sample of at most
+        ``KMEANS_SAMPLE`` frames (all frames, in order, when there are no more: then the
+        same centres as in memory).  Random soft responsibilities of every frame
+        (``"random"`` of categorical emissions) are not drawn for a dask array."""
+        K, n = n_components, self.n_frames
+        if how not in ("kmeans", "random") or family.random_params_init:
+            raise ValueError(
+                f"init_params={how!r} draws responsibilities of every frame and is not "
+                "available for a dask array; use 'auto', 'random_params', "
+                "'random_marginals' or 'posterior'.")
+        if n < K:
+            raise ValueError(f"init_params={how!r} needs at least n_components={K} samples; "
+                             f"got n_samples={n}.")
+        if how == "kmeans":
+            from sklearn.cluster import KMeans
+
+            rows = (np.arange(n) if n <= KMEANS_SAMPLE
+                    else np.sort(random_state.choice(n, KMEANS_SAMPLE, replace=False)))
+            sample = fill_missing(self.frames(rows), self.column_means)
+            centres = KMeans(n_clusters=K, n_init=1,
+                             random_state=random_state.randint(2**31 - 1)).fit(sample)
+            centres = centres.cluster_centers_
+        else:
+            chosen = random_state.choice(n, K, replace=False)
+            order = np.argsort(chosen)
+            frames = fill_missing(self.frames(chosen[order]), self.column_means)
+            centres = np.empty_like(frames)
+            centres[order] = frames
+        return self.chunk_sum(family, _nearest_centre_stats, centres, emission_prior,
+                              self.column_means)
+
+
+def dask_fit_data(estimator, X, lengths):
+    """Validate the dask array ``X`` of sequences of ``lengths`` chunk by chunk where
+    the chunks live, set the estimator's data-dependent fitted attributes
+    (``n_features_in_``, ``n_symbols_``, ...) and return the :class:`DaskFitData`."""
+    import dask
+
+    family = estimator._family
+    if lengths is None:
+        lengths = [X.shape[0]]
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or lengths.size == 0 or not np.issubdtype(lengths.dtype, np.integer) \
+            or np.any(lengths < 1):
+        raise ValueError("lengths must be a non-empty 1-D array of positive integers.")
+    lengths = lengths.astype(np.int64)
+    if X.ndim == 2 and X.numblocks[1] > 1:
+        X = X.rechunk({1: -1})  # whole frames in every chunk; lazy
+    row_chunks = np.asarray(X.chunks[0], dtype=np.int64)
+    spans = _chunk_sequences(row_chunks, lengths)
+    blocks = [b for b, size in zip(X.to_delayed().ravel(), row_chunks) if size > 0]
+    # the attributes that validation sets (n_features_in_, ...), from the first rows
+    family.check_X(np.asarray(X[:1].compute()), estimator, True)
+    checker = clone(estimator)
+    prepare = dask.delayed(_prepare_chunk, pure=True)
+    runner = _runner()
+    chunks = runner.keep([prepare(block, lengths[a:b], family, checker)
+                          for block, (a, b) in zip(blocks, spans)])
+    data = DaskFitData(chunks=chunks, row_chunks=row_chunks[row_chunks > 0],
+                       lengths=lengths, runner=runner)
+    moments = family.merge_moments(data.map(_moments, family))
+    for name, value in family.fit_attributes_from_moments(moments, estimator).items():
+        setattr(estimator, name, value)
+    data.summary = family.summary_from_moments(moments)
+    data.column_means = family.column_means_from_moments(moments)
+    return data
