@@ -139,6 +139,10 @@ CONTRACTS = (
              LDS_EXPECTED_FAILURES),
     Contract(VBDiscreteDAG(max_iter=5, n_init=1, random_state=0), DAG_EXPECTED_FAILURES,
              marks=(_IGNORE_CONVERGENCE,)),
+    # online VB: epochs of minibatches of rows
+    Contract(VBDiscreteDAG(learning_method="online", batch_size=8, max_iter=5, n_init=1,
+                           random_state=0), DAG_EXPECTED_FAILURES,
+             marks=(_IGNORE_CONVERGENCE,)),
     Contract(VBSigmoidBeliefNetwork(binarize=0.0, max_iter=5, n_init=1, random_state=0),
              marks=(_IGNORE_CONVERGENCE,)),
     # categories learned from the data
