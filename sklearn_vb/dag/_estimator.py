@@ -19,6 +19,10 @@ pair (q(hidden), q(theta)): the expected counts times ``E[ln theta]``, plus the 
 of q(hidden), minus ``KL(q(theta) || p(theta))``.  Right after a VBE step it equals
 ``sum_i ln Z_i - KL``; right after a VBM step, the complete-data evidence at the
 expected counts plus the entropy (thesis Section 6.3.4).
+
+``partial_fit`` and ``learning_method="online"`` replace the VBM step by
+natural-gradient steps from minibatches of rows (stochastic variational inference,
+:mod:`sklearn_vb.dag._online`).
 """
 
 from __future__ import annotations
@@ -37,9 +41,12 @@ from sklearn.utils.validation import _check_sample_weight
 
 from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
 from .._core.distributions import dirichlet_expected_log
+from .._core.online import minibatches, step_size
 from .._core.validation import lookup_categories, validate_categorical_data
+from ._online import minibatch_statistics, natural_step
 from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
 from .kernels import (
+    dirichlet_update,
     enumerate_posterior,
     masked_dot,
     normalise_rows,
@@ -67,13 +74,17 @@ class _FitData:
     """What the VBEM steps need: compressed patterns, CPT layout, the prior and, for
     ``init_params="posterior"``, the starting log-tables of the nodes given in
     ``init_posterior`` (None for a node drawn from its prior); ``post`` is a work
-    buffer of the VBE step."""
+    buffer of the VBE step.  ``codes`` and ``row_weights`` are the rows with positive
+    weight before compression (integer codes, -1 missing), from which online learning
+    draws its minibatches."""
 
     pdata: PatternData
     layout: CPTLayout
     prior: np.ndarray
     n_samples: int
     start_tables: list | None = None
+    codes: np.ndarray | None = None
+    row_weights: np.ndarray | None = None
     post: np.ndarray = field(init=False)
 
     def __post_init__(self):
@@ -167,6 +178,47 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     max_configurations : int, default=2**20
         Refuse exact inference when one case has more joint configurations of its
         unobserved nodes than this.
+    learning_method : {"batch", "online"}, default="batch"
+        How ``fit`` updates q(theta) (``method="vb"`` only), as in scikit-learn's
+        ``LatentDirichletAllocation``.  ``"batch"`` runs VBEM on all rows at every
+        iteration.  ``"online"`` runs stochastic variational inference (Hoffman, Blei,
+        Wang & Paisley 2013): the start's q(hidden) gives the first q(theta) (its VBM
+        step), then each of at most ``max_iter`` epochs visits the rows in a random
+        order (``random_state``) in minibatches of ``batch_size`` rows, and every
+        minibatch makes one natural-gradient step (see :meth:`partial_fit`, with
+        ``total_samples`` the number of rows of ``X``, or their total
+        ``sample_weight``).  An epoch records in ``lower_bounds_`` a stochastic
+        estimate of the bound: the sum over its minibatches of ln Z of their rows
+        (under the q(theta) that each step started from) minus the KL of q(theta) at
+        the end of the epoch.  The fit has converged when that estimate changed by
+        less than ``tol`` nats *per row* (the estimate is noisy at the scale of the
+        total).  ``lower_bound_`` is then the exact bound of the final q(theta) on
+        ``X`` (one more VBE step over all rows), as in batch mode, and may differ from
+        ``lower_bounds_[-1]``; ``expected_counts_`` are those of that VBE step.
+        ``acceleration`` and ``bound_check`` do not apply (the estimate may
+        decrease); restarts (``n_init``) and ``warm_start`` work as in batch mode, the
+        run kept being the one with the highest last estimate.  :meth:`partial_fit`
+        always learns online, whatever this is.
+    learning_decay : float in [0, 1], default=0.7
+        kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
+        t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
+        (0.5, 1] satisfy the conditions under which the steps converge; 0 gives
+        rho = 1 at every step (each step then replaces q(theta) by the VBM update of
+        its minibatch, scaled to ``total_samples`` rows).
+    learning_offset : float >= 0, default=10.0
+        tau0 of the step sizes: larger values damp the first steps.  With 0 the first
+        step has rho = 1.
+    batch_size : int, default=128
+        Number of rows in a minibatch (``learning_method="online"`` and
+        :meth:`partial_fit`), as scikit-learn's ``LatentDirichletAllocation``.  A
+        step costs a compression of its rows to patterns and the enumeration of their
+        unobserved configurations, so larger minibatches amortise the compression
+        and average more rows per step.
+    total_samples : float, default=1e6
+        Number of rows of the whole stream that :meth:`partial_fit` learns from
+        (their total weight with ``sample_weight``): a minibatch's expected counts
+        are multiplied by ``total_samples / n_b`` (``n_b`` its rows, or their total
+        weight) before the step.  ``fit`` uses the rows of ``X`` instead.
 
     Attributes
     ----------
@@ -198,6 +250,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         by the automorphism rule of :func:`alias_count`).
     n_parameters_ : int
         Naive parameter count, eq. (6.24).
+    n_batch_iter_ : int
+        Online learning only: one more than the number of natural-gradient steps
+        taken, the t of the next step size (scikit-learn's convention).
 
     Examples
     --------
@@ -228,6 +283,11 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         "max_configurations": [Interval(Integral, 1, None, closed="left")],
         "allow_float_categories": ["boolean"],
         "acceleration": ACCELERATION_CONSTRAINT,
+        "learning_method": [StrOptions({"batch", "online"})],
+        "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
+        "learning_offset": [Interval(Real, 0.0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "total_samples": [Interval(Real, 0.0, None, closed="neither")],
     }
 
     def __init__(
@@ -255,6 +315,11 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         acceleration="squarem",
         keep_restarts=False,
         allow_float_categories=False,
+        learning_method="batch",
+        learning_decay=0.7,
+        learning_offset=10.0,
+        batch_size=128,
+        total_samples=1e6,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -280,6 +345,11 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self.max_configurations = max_configurations
         self.acceleration = acceleration
         self.allow_float_categories = allow_float_categories
+        self.learning_method = learning_method
+        self.learning_decay = learning_decay
+        self.learning_offset = learning_offset
+        self.batch_size = batch_size
+        self.total_samples = total_samples
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -451,7 +521,18 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 tables.append(np.log(alpha / alpha.sum(axis=1, keepdims=True)))
         return tables
 
+    def _check_online(self, what):
+        """Arguments that online learning (``what``: the argument or method asking for
+        it) cannot combine with."""
+        if self.method != "vb":
+            raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
+                             f"q(theta)); got method={self.method!r}.")
+
     def _check_fit_data(self, X, sample_weight=None):
+        if self.learning_method == "online":
+            self._check_online("learning_method='online'")
+        # a fit (or the first partial_fit) begins a new history of bounds
+        self._streamed = False
         columns, declared = validate_categorical_data(self, X, reset=True)
         n = columns[0].shape[0]
         names = getattr(self, "feature_names_in_", None)
@@ -482,14 +563,11 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 "probabilities (eq. 6.23); using the softmax basis (theta ∝ lambda + N) instead.",
                 UserWarning)
             self._basis = "softmax"
-        if weights is not None:
-            codes = codes[weights > 0]
-            weights = weights[weights > 0]
-            if codes.shape[0] == 0:
-                raise ValueError("sample_weight: every weight is zero.")
+        codes, weights = _positive_rows(codes, weights)
         start = self._start_tables(layout) if self.init_params == "posterior" else None
         pdata = prepare_patterns(codes, weights, layout, max_configurations=self.max_configurations)
-        return _FitData(pdata, layout, self._prior, n, start)
+        return _FitData(pdata, layout, self._prior, n, start, codes,
+                        np.ones(codes.shape[0]) if weights is None else weights)
 
     # ------------------------------------------------------------------ VBEM / EM
     # One restart is one compiled call (sklearn_vb.dag.fit_kernels): the M / VBM and
@@ -517,11 +595,19 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 tables.append(table)
             log_phi = layout.join(tables)
         self._infer(data, log_phi)
+        # a new start begins the step-size schedule of online learning anew
+        self.__dict__.pop("n_batch_iter_", None)
+        if self.learning_method == "online":
+            self._online_rng = random_state  # the epochs' orders continue its draws
+        else:
+            self.__dict__.pop("_online_rng", None)
+        self._stale_counts = False
         # placeholders until the first VBM / M step
         if self.method == "vb":
             self._alpha_ = data.prior.copy()
             self._elog_ = np.zeros(layout.size)
             self._kl_ = 0.0
+            self._fresh = True
         else:
             self._theta_ = np.exp(log_phi)
             self._log_theta_ = log_phi
@@ -537,7 +623,16 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self._entropy_ = entropy
 
     def _run_vbem(self, data):
-        """One restart from the stored E-step state, as one compiled call."""
+        """One restart from the stored E-step state, as one compiled call (or epochs of
+        online steps with ``learning_method="online"``)."""
+        if self.method == "vb" and self.learning_method == "online":
+            return self._run_online(data)
+        if getattr(self, "_stale_counts", False):
+            # q(theta) was last moved by partial_fit: the counts of its last minibatch
+            # are not those of these data, so the run begins with a VBE step
+            self._infer(data, self._elog_)
+            self._stale_counts = False
+        self._fresh = False
         pd, layout = data.pdata, data.layout
         counts = self._counts_.copy()
         log_z = np.empty(pd.n_patterns)
@@ -568,6 +663,61 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self._counts_, self._log_z_, self._entropy_ = counts, log_z, entropy
         self._check_run(trace[:n_iter], status, step, before, after)
         return [float(v) for v in trace[:n_iter]], bool(converged)
+
+    # ------------------------------------------------------------------ online VB
+    def _vbm_from_counts(self, prior):
+        """The VBM step of the stored counts (the first q(theta) of an online run)."""
+        self._alpha_ = np.empty(self._layout.size)
+        self._elog_ = np.empty(self._layout.size)
+        self._kl_ = float(dirichlet_update(prior, self._counts_, self._layout.row_ptr,
+                                           self._alpha_, self._elog_))
+        self._fresh = False
+
+    def _online_step(self, codes, weights, total_samples):
+        """One natural-gradient step of q(theta) from the minibatch of rows ``codes``
+        (weights ``weights``) as a sample of ``total_samples`` rows
+        (:func:`~sklearn_vb.dag._online.natural_step`).  Returns the minibatch's
+        statistics (sum w ln Z under the q(theta) before the step) and the step."""
+        stats = minibatch_statistics(self._elog_, codes, weights, self._layout,
+                                     self.max_configurations)
+        rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
+        step = natural_step(self._prior, self._alpha_, stats.counts,
+                            float(total_samples) / stats.weight, rho, self._layout.row_ptr)
+        self._alpha_, self._elog_, self._kl_ = step.alpha, step.expected_log, step.kl
+        self.n_batch_iter_ += 1
+        return stats, step
+
+    def _run_online(self, data):
+        """Epochs of minibatch steps over the rows of ``data`` in random orders
+        (``learning_method="online"``); returns the per-epoch bound estimates and
+        whether they converged (see ``learning_method``)."""
+        rng = self.__dict__.pop("_online_rng", None)  # the start's, set by _initialize
+        if rng is None:  # a warm start
+            rng = check_random_state(self.random_state)
+        if getattr(self, "_fresh", False):
+            self._vbm_from_counts(data.prior)
+        if not hasattr(self, "n_batch_iter_"):
+            self.n_batch_iter_ = 1
+        self._stale_counts = False
+        self._run_extrapolations = None
+        codes, weights = data.codes, data.row_weights
+        total = float(weights.sum())
+        trace, converged = [], False
+        for epoch in range(1, self.max_iter + 1):
+            log_norm = 0.0
+            for rows in minibatches(codes.shape[0], self.batch_size, rng):
+                log_norm += self._online_step(codes[rows], weights[rows], total)[0].log_normaliser
+            trace.append(log_norm - self._kl_)
+            if not np.isfinite(trace[-1]):
+                raise FloatingPointError(
+                    f"{type(self).__name__}: the bound estimate is {trace[-1]} at epoch "
+                    f"{epoch}; the data or the priors are degenerate.")
+            if self.verbose >= 2 and epoch % self.verbose_interval == 0:
+                print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
+            if len(trace) > 1 and abs(trace[-1] - trace[-2]) < self.tol * total:
+                converged = True
+                break
+        return trace, converged
 
     def _check_run(self, trace, status, step, before, after):
         """Raise, warn and print as the base class's loop does after every iteration."""
@@ -631,23 +781,12 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             np.dot(data.pdata.weights, self._entropy_)) - self._kl_
 
     def _finalize(self, data):
-        layout = data.layout
-        s = self._structure
-        self.structure_ = s
-        self.cardinalities_ = {n: int(r) for n, r in zip(s.names, s.cardinalities)}
-        self.categories_ = list(self._categories)
-        self.prior_ = layout.split(data.prior)
-        self.expected_counts_ = layout.split(self._counts_)
-        self.n_parameters_ = parameter_count(s)
-        # S is an exact Python integer (it can exceed 2**64): math.log, not np.log
-        self.log_alias_count_ = math.log(alias_count(s, data.prior, layout))
-        if self.method == "vb":
-            theta = np.empty(layout.size)
-            normalise_rows(self._alpha_, layout.row_ptr, theta)
-            self.posterior_ = layout.split(self._alpha_)
-            self.expected_log_cpts_ = layout.split(self._elog_)
-        else:
-            theta = self._theta_
+        if self.method == "vb" and self.learning_method == "online":
+            # the history holds estimates; the bound of the final q(theta) is exact
+            self._infer(data, self._elog_)
+            self.lower_bound_ = self._bound_form_a(data)
+        theta = self._set_fitted_tables(data.layout, data.prior)
+        if self.method != "vb":
             self.objective_ = self.lower_bound_
             self.objectives_ = self.lower_bounds_
             # the last step was an exact E step at theta_hat: Cheeseman-Stutz (Form B)
@@ -655,19 +794,153 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             self.cheeseman_stutz_ = cs
             self.lower_bound_ = cs
             self.lower_bounds_ = np.array([cs])
-        self._theta_mean = theta
-        self.cpts_ = layout.split(theta)
+        self.log_likelihood_ = self._weighted_log_likelihood(data.pdata, theta)
+
+    def _weighted_log_likelihood(self, pdata, theta):
+        """sum_i w_i ln p(x_i | theta) over the patterns ``pdata``."""
         with np.errstate(divide="ignore"):
             log_theta = np.log(theta)
-        log_z = np.empty(data.pdata.n_patterns)
-        pattern_log_normalisers(log_theta, data.pdata.idx, data.pdata.row_start, log_z)
-        self.log_likelihood_ = float(np.dot(data.pdata.weights, log_z))
+        log_z = np.empty(pdata.n_patterns)
+        pattern_log_normalisers(log_theta, pdata.idx, pdata.row_start, log_z)
+        return float(np.dot(pdata.weights, log_z))
+
+    def _set_fitted_tables(self, layout, prior):
+        """The fitted attributes of the stored state that need no data (structure,
+        prior, counts, q(theta) or the point estimate, CPTs); returns the CPTs, flat."""
+        s = self._structure
+        self.structure_ = s
+        self.cardinalities_ = {n: int(r) for n, r in zip(s.names, s.cardinalities)}
+        self.categories_ = list(self._categories)
+        self.prior_ = layout.split(prior)
+        self.expected_counts_ = layout.split(self._counts_)
+        self.n_parameters_ = parameter_count(s)
+        # S is an exact Python integer (it can exceed 2**64): math.log, not np.log
+        self.log_alias_count_ = math.log(alias_count(s, prior, layout))
+        if self.method == "vb":
+            theta = np.empty(layout.size)
+            normalise_rows(self._alpha_, layout.row_ptr, theta)
+            self.posterior_ = layout.split(self._alpha_)
+            self.expected_log_cpts_ = layout.split(self._elog_)
+        else:
+            theta = self._theta_
+        self._theta_mean = theta
+        self.cpts_ = layout.split(theta)
+        return theta
+
+    # ------------------------------------------------------------------ partial_fit
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Online variational Bayes: natural-gradient steps on q(theta) from the rows
+        of ``X``.
+
+        ``X`` is split into minibatches of at most ``batch_size`` consecutive rows, in
+        order (as scikit-learn's ``LatentDirichletAllocation.partial_fit`` does; one
+        step when ``X`` holds ``batch_size`` rows or fewer).  Each minibatch makes one
+        step of stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013):
+        an exact VBE step on its rows (the posterior over the joint configurations of
+        every row's unobserved nodes under the current ``exp E[ln theta]``), then, for
+        every CPT row's Dirichlet,
+
+            alpha <- (1 - rho) alpha + rho (lambda + total_samples / n_b * N_b),
+
+        with ``lambda`` the prior, ``N_b`` the minibatch's expected family counts, n_b
+        its number of rows (total weight with ``sample_weight``) and
+        ``rho = (learning_offset + n_batch_iter_)^(-learning_decay)``; then
+        ``n_batch_iter_`` grows by one.  ``X`` is read, never written, and encoded as a
+        whole (one integer code per cell), so a stream too large for memory is passed
+        in chunks, e.g. of a ``np.memmap``::
+
+            for X_chunk in chunks:
+                model.partial_fit(X_chunk)
+
+        The first call (on an unfitted model) sets up the structure and, for observed
+        nodes without a declared cardinality, the categories, from that first ``X``;
+        its start is one start of ``init_params`` (no restarts): q(hidden) of the rows
+        of the first ``X`` under the starting tables and the VBM step of its counts.
+        Later calls must have the same columns; a value outside the categories learned
+        from the first ``X`` is then treated as missing, as in ``predict``, so declare
+        the cardinalities of a stream whose first chunk may not show every state.  A
+        fitted model (by ``fit``, batch or online) continues from its q(theta).
+
+        After every call the fitted attributes describe the current q(theta), so
+        ``score``, ``predict``, ``predict_proba``, ``sample`` and the rest work.  The
+        bound bookkeeping becomes that of a stream: ``lower_bound_`` is a stochastic
+        estimate of the bound of ``total_samples`` rows from the last minibatch
+        (``total_samples / n_b`` times its sum of ln Z under the q(theta) its step
+        started from, minus the KL of q(theta) after the step); ``lower_bounds_``
+        holds these estimates for every step since the first ``partial_fit`` after the
+        last ``fit``, ``n_iter_`` their number; ``converged_`` is False (a stream has
+        no convergence test); ``expected_counts_`` are the last minibatch's expected
+        counts times ``total_samples / n_b``; ``log_likelihood_`` is that of the rows
+        of this call's ``X`` under ``cpts_``.  Since ``lower_bound_`` is not a bound on
+        the log evidence of given data, the ``"vb"`` score of :mod:`sklearn_vb.scoring`
+        refuses a model trained by ``partial_fit``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_observed)
+            Observed columns, as for :meth:`fit`.
+        y : ignored
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative row weights; rows of weight zero are left out.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_online("partial_fit")
+        if hasattr(self, "lower_bound_") and not hasattr(self, "posterior_"):
+            raise ValueError("partial_fit continues q(theta); this model holds a point "
+                             "estimate of an earlier fit with method='ml' or 'map'.")
+        if not hasattr(self, "lower_bound_"):
+            data = self._check_fit_data(X, sample_weight)
+            self._initialize(data, check_random_state(self.random_state))
+            self.__dict__.pop("_online_rng", None)
+            self._vbm_from_counts(data.prior)
+            codes, weights, pdata = data.codes, data.row_weights, data.pdata
+        else:
+            codes, weights = _positive_rows(*self._codes(X, sample_weight))
+            weights = np.ones(codes.shape[0]) if weights is None else weights
+            pdata = prepare_patterns(codes, weights, self._layout,
+                                     max_configurations=self.max_configurations)
+        if not hasattr(self, "n_batch_iter_"):
+            self.n_batch_iter_ = 1
+        history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
+        total = float(self.total_samples)
+        for rows in minibatches(codes.shape[0], self.batch_size):
+            whole = rows.shape[0] == codes.shape[0]
+            stats, step = self._online_step(codes if whole else codes[rows],
+                                            weights if whole else weights[rows], total)
+            history.append(total / stats.weight * stats.log_normaliser - self._kl_)
+        self._counts_ = step.scaled_counts
+        theta = self._set_fitted_tables(self._layout, self._prior)
+        self.log_likelihood_ = self._weighted_log_likelihood(pdata, theta)
+        self.lower_bounds_ = np.asarray(history, dtype=float)
+        self.lower_bound_ = float(history[-1])
+        self.n_iter_ = len(history)
+        self.converged_ = False
+        self._streamed = True
+        # the stored counts are a scaled minibatch's, not those of any fit data: a
+        # warm-started batch fit begins with a VBE step
+        self._stale_counts = True
+        self._fit_data_fingerprint = None
+        return self
 
     # ------------------------------------------------------------------ prediction
-    def _prepare(self, X, blank=None):
-        self._check_is_fitted()
+    def _codes(self, X, sample_weight=None):
+        """Integer codes (-1 missing) of the rows of new data ``X`` in observed-node
+        order, and the validated ``sample_weight`` (None when not given)."""
         columns, _ = validate_categorical_data(self, X, reset=False)
         codes = self._encode([columns[c] for c in self._columns], fit=False)
+        weights = None
+        if sample_weight is not None:
+            weights = _check_sample_weight(sample_weight, columns[0][:, None], dtype=np.float64,
+                                           ensure_non_negative=True)
+        return codes, weights
+
+    def _prepare(self, X, blank=None):
+        self._check_is_fitted()
+        codes = self._codes(X)[0]
         if blank is not None:
             codes[:, blank] = -1
         return prepare_patterns(codes, None, self._layout, max_configurations=self.max_configurations)
@@ -795,6 +1068,16 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         of the hidden values.  Exponential cost: tiny data only."""
         pdata = self._prepare(X)
         return exact_log_evidence(self._prior_flat(self._layout), self._layout, pdata, max_terms=max_terms)
+
+
+def _positive_rows(codes, weights):
+    """The rows of positive weight (all of them without weights)."""
+    if weights is None:
+        return codes, None
+    keep = weights > 0
+    if not keep.any():
+        raise ValueError("sample_weight: every weight is zero.")
+    return codes[keep], weights[keep]
 
 
 def sample_states(structure, layout, theta, n_samples, rng):

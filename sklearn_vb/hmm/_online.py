@@ -13,7 +13,9 @@ rows and the emission posterior; the local ones are q(s) of every sequence.  One
    ``scale = total_samples / n_minibatch_sequences`` copies of the minibatch:
    ``lambda_hat = vbm(prior, scale * stats)`` (:func:`~sklearn_vb.hmm._vbem.vbm`);
 3. ``lambda <- (1 - rho) lambda + rho lambda_hat`` in natural parameters, with
-   ``rho = (learning_offset + n_batch_iter)^(-learning_decay)``.
+   ``rho = (learning_offset + n_batch_iter)^(-learning_decay)``
+   (:func:`~sklearn_vb._core.online.step_size`, with the minibatches of
+   :func:`~sklearn_vb._core.online.minibatches`, shared by every online estimator).
 
 In natural parameters the Riemannian (Fisher) gradient of the bound of a
 conjugate-exponential model is ``lambda_hat - lambda``, so step 3 is a natural-gradient
@@ -30,6 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._core.online import minibatches, step_size
 from ._state import DirichletHMM, HMMStats
 from ._vbem import vbm
 
@@ -44,19 +47,6 @@ class OnlineStep(NamedTuple):
     target: DirichletHMM  # lambda_hat = vbm(prior, scale * stats), the step's direction
     rho: float  # the step size used
     scaled_stats: HMMStats  # the minibatch's statistics times scale
-
-
-def step_size(learning_offset, learning_decay, n_batch_iter):
-    """``rho = (learning_offset + n_batch_iter)^(-learning_decay)``.
-
-    ``n_batch_iter`` counts from 1 (scikit-learn's ``n_batch_iter_``), so the first step
-    has ``rho = (learning_offset + 1)^(-learning_decay)``, which is at most 1 for
-    ``learning_offset >= 0``; ``learning_decay = 0`` gives rho = 1 at every step (then
-    one step on all sequences with ``total_samples`` their number is one VBEM
-    iteration), and ``learning_offset = 0`` gives rho = 1 at the first step.  Hoffman et
-    al. (2013) need ``learning_decay`` in (0.5, 1] for the Robbins-Monro conditions.
-    """
-    return float(np.power(float(learning_offset) + float(n_batch_iter), -float(learning_decay)))
 
 
 def scale_stats(family, stats, factor):
@@ -105,13 +95,6 @@ def natural_step(family, prior, posterior, stats, scale, rho):
             "the natural-gradient step left the parameter space (rounding); the data or "
             "the priors are degenerate.")
     return OnlineStep(new, target, rho, scaled)
-
-
-def minibatches(n_sequences, batch_size, rng=None):
-    """Consecutive minibatches of at most ``batch_size`` sequence indices, in order or,
-    with ``rng`` (a RandomState), of a random permutation of the sequences."""
-    order = np.arange(n_sequences) if rng is None else rng.permutation(n_sequences)
-    return [order[i:i + batch_size] for i in range(0, n_sequences, batch_size)]
 
 
 def sequence_frames(starts, lengths, seq):

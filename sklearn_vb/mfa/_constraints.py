@@ -52,4 +52,9 @@ PARAMETER_CONSTRAINTS: dict = {
     "score_method": [StrOptions({"plugin", "bound"})],
     "init_params": [StrOptions({"kmeans", "random"})],
     "method": [StrOptions({"vb", "map", "ml"})],
+    "learning_method": [StrOptions({"batch", "online"})],
+    "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
+    "learning_offset": [Interval(Real, 0.0, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "total_samples": [Interval(Real, 0.0, None, closed="neither")],
 }

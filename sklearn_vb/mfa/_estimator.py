@@ -45,28 +45,31 @@ Choices made here:
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import (ClassNamePrefixFeaturesOutMixin, ClusterMixin, DensityMixin,
                           TransformerMixin)
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from threadpoolctl import threadpool_limits
 
 from .._core.base import Step, VBEMEstimator
+from .._core.online import minibatches, step_size
 from .._core.validation import validate_float_data
 from ._birth_death import BirthDeathSearch, RunControl, run_fixed_structure
 from ._constraints import PARAMETER_CONSTRAINTS
 from ._fitted import VB_ONLY_ATTRIBUTES, fitted_attributes, plugin_sample
+from ._online import natural_step
 from ._hyper import (selected_hyperparameters, update_alpha_prior, update_ard_prior,
                      update_ard_rate, update_mean_prior)
 from ._point import check_point_options, em_e_step, em_m_step, em_start
 from ._state import MFAPointState
 from ._structure import (birth, decouple_dead_factors, kill_components, prune_dead_factors,
                          rotate_factors, translate_factors)
-from ._vbem import (expected_factors, first_updates, initial_state, log_weights, lower_bound,
-                    n_loading_columns, pack_state, plugin_log_densities, unpack_state,
+from ._vbem import (bound_terms, expected_factors, first_updates, initial_state, log_weights,
+                    lower_bound, n_loading_columns, pack_state, plugin_log_densities, unpack_state,
                     update_ard, update_factors, update_loadings, update_noise,
                     update_responsibilities, update_weights)
 
@@ -437,6 +440,42 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         ``predict``, ``score_samples``, ``transform`` and ``sample`` use;
         ``n_factors_per_component_`` counts every column (for ``bic``); the
         posterior attributes are not set, and scoring refuses point fits.
+    learning_method : {"batch", "online"}, default="batch"
+        How ``fit`` updates q(θ) (``method="vb"`` and ``search=False`` only; online
+        learning with ``search=True`` raises a ValueError, as births and deaths need
+        the whole data; with ``search=True`` the estimator has no :meth:`partial_fit`),
+        as in scikit-learn's ``LatentDirichletAllocation``.
+        ``"batch"`` runs VBEM on all rows at every iteration.  ``"online"`` runs
+        stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013): from
+        the start of ``init_params``, each of at most ``max_iter`` epochs visits the
+        rows in a random order (``random_state``) in minibatches of ``batch_size``
+        rows, and every minibatch makes one natural-gradient step (see
+        :meth:`partial_fit`, with ``total_samples`` the number of rows of ``X``);
+        ``rotations``, ``prune_factors``, ``compress_factors`` and ``acceleration``
+        do not apply.  An epoch records in ``lower_bounds_`` a stochastic estimate of
+        the bound: the sum over its minibatches of their row terms after their local
+        steps, plus the terms of q(θ) at the end of the epoch and the Jacobian.  The
+        fit has converged when that estimate changed by less than ``tol`` nats *per
+        row*.  ``lower_bound_`` is then the exact bound of the final q(θ) on ``X``
+        (one more local pass over all rows), and may differ from
+        ``lower_bounds_[-1]``.  Restarts (``n_init``) and ``warm_start`` work as in
+        batch mode, the run kept being the one with the highest last estimate.
+        :meth:`partial_fit` always learns online, whatever this is.
+    learning_decay : float in [0, 1], default=0.7
+        kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
+        t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
+        (0.5, 1] satisfy the conditions under which the steps converge; 0 gives
+        rho = 1 at every step.
+    learning_offset : float >= 0, default=10.0
+        tau0 of the step sizes: larger values damp the first steps.  With 0 the first
+        step has rho = 1.
+    batch_size : int, default=128
+        Number of rows in a minibatch (``learning_method="online"`` and
+        :meth:`partial_fit`).
+    total_samples : float, default=1e6
+        Number of rows of the whole stream that :meth:`partial_fit` learns from: a
+        minibatch's statistics are multiplied by ``total_samples / n_b`` (``n_b`` its
+        rows) before the step.  ``fit`` uses the rows of ``X`` instead.
     n_init, init_params, random_state, warm_start, verbose, verbose_interval, bound_check,
     keep_restarts
         See :class:`sklearn_vb.base.VBEMEstimator`.  With ``search=True`` the restarts
@@ -485,6 +524,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         Partial (children-only) iterations of the search (``birth_partial_iter``),
         not counted in ``n_iter_``.
     labels_ : ndarray (N,)  component of each training point.
+    n_batch_iter_ : int
+        Online learning only: one more than the number of natural-gradient steps
+        taken, the t of the next step size (scikit-learn's convention).
 
     Examples
     --------
@@ -555,6 +597,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         bound_check="raise",
         keep_restarts=False,
         method="vb",
+        learning_method="batch",
+        learning_decay=0.7,
+        learning_offset=10.0,
+        batch_size=128,
+        total_samples=1e6,
     ):
         super().__init__(
             max_iter=max_iter,
@@ -569,6 +616,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         )
         self.keep_restarts = keep_restarts
         self.method = method
+        self.learning_method = learning_method
+        self.learning_decay = learning_decay
+        self.learning_offset = learning_offset
+        self.batch_size = batch_size
+        self.total_samples = total_samples
         self.n_components = n_components
         self.n_factors = n_factors
         self.search = search
@@ -610,6 +662,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
     def _check_fit_data(self, X, **fit_params):
         if fit_params:
             raise TypeError(f"fit got unexpected argument(s) {sorted(fit_params)}.")
+        if self.learning_method == "online":
+            self._check_online("learning_method='online'")
+        # a fit (or the first partial_fit) begins a new history of bounds
+        self._streamed = False
         X = validate_float_data(self, X, ensure_min_samples=1, reset=True)
         check_point_options(self.method, self.search, self.optimize_hyperparameters)
         if (self.warm_start and hasattr(self, "lower_bound_")
@@ -622,7 +678,24 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
             )
         return _fit_data(X, self.standardize, self.psi_min)
 
+    def _check_online(self, what):
+        """Arguments that online learning (``what``: the argument or method asking for
+        it) cannot combine with."""
+        if self.method != "vb":
+            raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
+                             f"q(theta)); got method={self.method!r}.")
+        if self.search:
+            raise ValueError(f"{what} needs search=False: online learning keeps the "
+                             "number of components fixed (no births or deaths).")
+
     def _initialize(self, data, random_state):
+        # a new start begins the step-size schedule of online learning anew
+        self.__dict__.pop("n_batch_iter_", None)
+        if self.learning_method == "online":
+            self._online_rng = random_state  # the epochs' orders continue its draws
+        else:
+            self.__dict__.pop("_online_rng", None)
+        self._stale_locals = False
         # the restarts of one fit (``n_init``) are numbered: a search restart after the
         # first splits along random directions, so that the restarts differ
         self._restart_index = self.__dict__.get("_restart_index", -1) + 1
@@ -797,9 +870,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
             self._search_rng = check_random_state(self.random_state)
         if self._point_fitted:
             self._step_e(data, 0)  # warm start: the statistics of the (new) data
-        elif self._vb_.resp.shape[0] != data.n_samples:  # warm start on new data
-            update_factors(self._vb_, data)
-            update_responsibilities(self._vb_, data)
+        elif (self._vb_.resp.shape[0] != data.n_samples  # warm start on new data
+              or getattr(self, "_stale_locals", False)):  # or after partial_fit
+            self._local_pass(data)
+        self._stale_locals = False
+        if self.learning_method == "online":
+            return self._run_online(data)
         control = self._control = RunControl()
         if not self.search:
             return run_fixed_structure(self, data, control)
@@ -808,6 +884,162 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         for name, value in search.fitted_attributes().items():
             setattr(self, name, value)
         return result
+
+    # ================================================================ online VB
+    def _local_pass(self, data):
+        """q(x|s), then q(s), of every row of ``data`` under the stored q(θ)."""
+        update_factors(self._vb_, data)
+        update_responsibilities(self._vb_, data)
+
+    def _global_hyper_steps(self):
+        """The updates of the selected hyperparameters other than Ψ, which read only
+        q(θ): the steps of the batch iteration, as callables of a minibatch."""
+        names = {"mean_prior", "ard_rate", "ard_prior", "alpha_prior"}
+        return [lambda batch, run=step.run: run(batch, 0)
+                for step in self._iteration_steps() if step.name in names]
+
+    def _online_step(self, batch, total_samples):
+        """One natural-gradient step from the minibatch ``batch`` (fit data of its rows)
+        as a sample of ``total_samples`` rows (:func:`~sklearn_vb.mfa._online.natural_step`)."""
+        rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
+        noise = "noise" in selected_hyperparameters(self.optimize_hyperparameters)
+        step = natural_step(self._vb_, batch, float(total_samples) / batch.n_samples, rho,
+                            noise, self._global_hyper_steps())
+        self.n_batch_iter_ += 1
+        return step
+
+    def _global_terms(self, batch):
+        """The terms of F that do not sum over rows (-KL of q(π), q(ν) and q(Λ̃))."""
+        t = bound_terms(self._vb_, batch)
+        return float(t.pi + np.sum(t.nu) + np.sum(t.loading))
+
+    def _run_online(self, data):
+        """Epochs of minibatch steps over the rows of ``data`` in random orders
+        (``learning_method="online"``); returns the per-epoch bound estimates and
+        whether they converged (see ``learning_method``)."""
+        rng = self.__dict__.pop("_online_rng", None)  # the start's, set by _initialize
+        if rng is None:  # a warm start
+            rng = check_random_state(self.random_state)
+        if not hasattr(self, "n_batch_iter_"):
+            self.n_batch_iter_ = 1
+        self._run_extrapolations = None
+        trace, converged = [], False
+        for epoch in range(1, self.max_iter + 1):
+            local = 0.0
+            for rows in minibatches(data.n_samples, self.batch_size, rng):
+                batch = replace(data, Z=data.Z[rows])
+                local += self._online_step(batch, data.n_samples).data_terms
+            trace.append(local + self._global_terms(batch) + data.log_jacobian)
+            if not np.isfinite(trace[-1]):
+                raise FloatingPointError(
+                    f"{type(self).__name__}: the bound estimate is {trace[-1]} at epoch "
+                    f"{epoch}; the data or the priors are degenerate.")
+            if self.verbose >= 2 and epoch % self.verbose_interval == 0:
+                print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
+            if len(trace) > 1 and abs(trace[-1] - trace[-2]) < self.tol * data.n_samples:
+                converged = True
+                break
+        return trace, converged
+
+    def _fixed_components(self):
+        """Whether :meth:`partial_fit` is available (``search=False``)."""
+        if self.search:
+            raise AttributeError("partial_fit needs search=False: online learning keeps the "
+                                 "number of components fixed (no births or deaths).")
+        return True
+
+    @available_if(_fixed_components)
+    def partial_fit(self, X, y=None):
+        """Online variational Bayes: natural-gradient steps on q(θ) from the rows of
+        ``X``, with the number of components fixed (``search=False``; with
+        ``search=True`` the estimator has no ``partial_fit``, and the AttributeError
+        says why).
+
+        ``X`` is split into minibatches of at most ``batch_size`` consecutive rows, in
+        order (as scikit-learn's ``LatentDirichletAllocation.partial_fit`` does; one
+        step when ``X`` holds ``batch_size`` rows or fewer).  Each minibatch makes one
+        step of stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013;
+        :mod:`sklearn_vb.mfa._online`): q(x|s) and q(s) of its rows under the current
+        q(θ), then, with ``n_b`` its rows, ``scale = total_samples / n_b`` and
+        ``rho = (learning_offset + n_batch_iter_)^(-learning_decay)``,
+
+        * q(π): ``α̂ <- (1 - rho) α̂ + rho (α*/S + scale N_s)``;
+        * every row of q(Λ̃), in its natural parameters (precision ``Γ⁻¹`` and
+          ``Γ⁻¹ λ̄``): ``(1 - rho)`` times the current ones plus ``rho`` times those of
+          the batch update from the statistics times ``scale``;
+        * q(ν): the batch update from the new q(Λ̃) (it reads no data);
+        * Ψ, when estimated (``optimize_hyperparameters``): ``(1 - rho) Ψ + rho Ψ̂``,
+          ``Ψ̂`` the batch estimate from the scaled statistics; the other selected
+          hyperparameters (``b*``, ...) by their batch updates from the current q(θ).
+
+        Then ``n_batch_iter_`` grows by one.  ``rotations``, ``prune_factors``,
+        ``compress_factors`` and ``acceleration`` do not apply (each works on the
+        statistics of all the data).  ``X`` is read, never written, so a stream too
+        large for memory is passed in chunks, e.g. of a ``np.memmap``.
+
+        The first call (on an unfitted model) takes the standardisation
+        (``standardize``), the noise floor (``psi_min``) and the start
+        (``init_params``, one start) from that first ``X``, which needs at least
+        ``n_components`` rows.  A fitted model (by ``fit``, batch or online, with
+        ``search=False`` or not) continues from its q(θ) and its units.
+
+        After every call the fitted attributes describe the current q(θ).  The bound
+        bookkeeping becomes that of a stream: ``lower_bound_`` is a stochastic estimate
+        of the bound of ``total_samples`` rows from the last minibatch (``scale`` times
+        its row terms after its local step, plus the terms of q(θ) after the step, plus
+        the Jacobian of the standardisation for ``total_samples`` rows);
+        ``lower_bounds_`` holds one per step since the first ``partial_fit`` after the
+        last ``fit``, ``n_iter_`` their number; ``converged_`` is False.  ``labels_``,
+        ``bound_terms_`` and ``component_scores_`` are those of this call's rows under
+        the final q(θ) (one more local pass over ``X``).  Since ``lower_bound_`` is not
+        a bound on the log evidence of given data, the ``"vb"`` score of
+        :mod:`sklearn_vb.scoring` refuses a model trained by ``partial_fit``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_online("partial_fit")
+        if hasattr(self, "lower_bound_") and self._point_fitted:
+            raise ValueError("partial_fit continues q(θ); this model holds a point estimate "
+                             "of an earlier fit with method='ml' or 'map'.")
+        with threadpool_limits(limits=1, user_api="blas"):
+            if not hasattr(self, "lower_bound_"):
+                data = self._check_fit_data(X)
+                self._initialize(data, check_random_state(self.random_state))
+                self.__dict__.pop("_online_rng", None)
+            else:
+                X = validate_float_data(self, X, reset=False)
+                data = replace(self._units_, Z=(X - self._units_.shift) / self._units_.scale)
+            if not hasattr(self, "n_batch_iter_"):
+                self.n_batch_iter_ = 1
+            history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
+            total = float(self.total_samples)
+            for rows in minibatches(data.n_samples, self.batch_size):
+                whole = rows.shape[0] == data.n_samples
+                batch = data if whole else replace(data, Z=data.Z[rows])
+                step = self._online_step(batch, total)
+                history.append(step.scale * (step.data_terms + batch.log_jacobian)
+                               + self._global_terms(batch))
+            if self.learning_method != "online":  # (_finalize's own pass otherwise)
+                self._local_pass(data)
+            self._finalize(data)
+        self.lower_bounds_ = np.asarray(history, dtype=float)
+        self.lower_bound_ = float(history[-1])
+        self.n_iter_ = len(history)
+        self.converged_ = False
+        self._streamed = True
+        # the stored q(s), q(x|s) are those of this X: a warm-started fit on other
+        # data begins with a local pass
+        self._stale_locals = True
+        self._fit_data_fingerprint = None
+        return self
 
     def _can_stop(self, iteration):
         """The ``tol`` test of the loop holds; in a run that must converge fully, also
@@ -819,7 +1051,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
 
     # ================================================================ finalize
     def _finalize(self, data):
+        if not self._point_fitted and self.learning_method == "online":
+            # the history holds estimates; the bound of the final q(θ) is exact
+            self._local_pass(data)
+            self.lower_bound_ = float(lower_bound(self._vb_, data))
         self._shift_, self._scale_ = data.shift, data.scale
+        # the fitting units without the data, for partial_fit's later chunks
+        self._units_ = replace(data, Z=data.Z[:0])
         fitted = fitted_attributes(self._vb_, data, self.ard_threshold)
         if self._point_fitted:
             fitted.update(objective_=self.lower_bound_, objectives_=self.lower_bounds_)

@@ -26,10 +26,11 @@ from ._state import BoundTerms, MFAPointState, MFAState, StatsCache
 
 __all__ = [
     "n_loading_columns", "bound_terms", "component_scores", "decoupling_masks",
-    "expected_factors", "first_updates", "initial_state", "log_weights", "lower_bound",
+    "expected_factors", "first_updates", "initial_state", "loadings_from_statistics",
+    "log_weights", "lower_bound", "noise_from_statistics",
     "pack_state", "plugin_log_densities", "sufficient_statistics",
     "unpack_state", "update_ard", "update_factors", "update_loadings", "update_noise",
-    "update_responsibilities", "update_weights",
+    "update_responsibilities", "update_weights", "weights_from_statistics",
 ]
 
 
@@ -157,10 +158,14 @@ def update_factors(st, data):
 def update_loadings(st, data):
     """q(Λ̃): the joint solve for each row of ``[Λ^s, μ^s]`` (eqs. 4.41-4.50)."""
     Nk, W, C, D = sufficient_statistics(st, data)
+    st.lam_mean, st.lam_cov, st.lam_logdet = loadings_from_statistics(st, W, C)
+
+
+def loadings_from_statistics(st, W, C):
+    """``(mean, cov, logdet)`` of q(Λ̃) given the statistics ``W``, ``C`` (of the data,
+    or of a minibatch scaled to the data) and the state's q(ν) and hyperparameters."""
     e_nu = st.a_tilde / st.b_tilde
-    st.lam_mean, st.lam_cov, st.lam_logdet = _k.loading_posterior(
-        W, C, st.psi, e_nu, st.nu_star, st.mu_star, st.active
-    )
+    return _k.loading_posterior(W, C, st.psi, e_nu, st.nu_star, st.mu_star, st.active)
 
 
 def log_weights(st, Y):
@@ -210,8 +215,13 @@ def update_responsibilities(st, data):
 
 def update_weights(st):
     """q(π) = Dir(α*/S + N_s)."""
-    S = st.resp.shape[1]
-    st.alpha_hat = st.alpha_star / S + st.resp.sum(axis=0)
+    st.alpha_hat = weights_from_statistics(st, st.resp.sum(axis=0))
+
+
+def weights_from_statistics(st, Nk):
+    """The Dirichlet counts ``α*/S + N_s`` of q(π) given the masses ``Nk``."""
+    S = Nk.shape[0]
+    return st.alpha_star / S + Nk
 
 
 def update_ard(st, data):
@@ -227,10 +237,17 @@ def update_ard(st, data):
 
 def update_noise(st, data):
     """Ψ, never below ``data.psi_floor``."""
-    Nk, W, C, D = sufficient_statistics(st, data)
+    st.psi = noise_from_statistics(st, sufficient_statistics(st, data), data.n_samples,
+                                   data.psi_floor)
+
+
+def noise_from_statistics(st, stats, n_samples, psi_floor):
+    """The Ψ maximising F given q(Λ̃) and the statistics ``stats`` of ``n_samples``
+    rows, never below ``psi_floor``."""
+    Nk, W, C, D = stats
     lam, cov = st.lam_mean, st.lam_cov
     second = cov + lam[:, :, :, None] * lam[:, :, None, :]
-    st.psi = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
+    return noise_update(D, C, W, lam, second, n_samples, psi_floor)
 
 
 # ---------------------------------------------------------------- the bound

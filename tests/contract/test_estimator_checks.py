@@ -139,9 +139,16 @@ CONTRACTS = (
                                       random_state=0), marks=(_NUMERICS,)),
     Contract(VBMixtureFactorAnalysers(3, search=False, max_iter=30, random_state=0),
              marks=(_NUMERICS,)),
+    # online VB: epochs of minibatches of rows
+    Contract(VBMixtureFactorAnalysers(3, search=False, learning_method="online", batch_size=8,
+                                      max_iter=10, random_state=0), marks=(_NUMERICS,)),
     Contract(VBLinearDynamicalSystem(n_states=2, max_iter=5, random_state=0),
              LDS_EXPECTED_FAILURES),
     Contract(VBDiscreteDAG(max_iter=5, n_init=1, random_state=0), DAG_EXPECTED_FAILURES,
+             marks=(_IGNORE_CONVERGENCE,)),
+    # online VB: epochs of minibatches of rows
+    Contract(VBDiscreteDAG(learning_method="online", batch_size=8, max_iter=5, n_init=1,
+                           random_state=0), DAG_EXPECTED_FAILURES,
              marks=(_IGNORE_CONVERGENCE,)),
     Contract(VBSigmoidBeliefNetwork(binarize=0.0, max_iter=5, n_init=1, random_state=0),
              marks=(_IGNORE_CONVERGENCE,)),

@@ -64,7 +64,7 @@ def test_the_readme_row_matches_the_estimator(name):
     row = model_table()[name]
     est = _fit(name, FITS[name][1])
     assert ("lower_bound_" in vars(est)) == (row["`lower_bound_`"] == "yes")
-    assert hasattr(est, "partial_fit") == (row["`partial_fit`"] == "yes")
+    assert hasattr(est, "partial_fit") == row["`partial_fit`"].startswith("yes")
     X = np.array(FITS[name][1], dtype=float)
     X[3, 1] = np.nan
     if row["NaN in `X`"].startswith("marginalised"):

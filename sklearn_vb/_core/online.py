@@ -1,0 +1,36 @@
+"""Step sizes and minibatches of online (stochastic natural-gradient) variational Bayes.
+
+Hoffman, Blei, Wang & Paisley (2013), "Stochastic variational inference", with
+scikit-learn's ``LatentDirichletAllocation`` conventions (``learning_offset``,
+``learning_decay``, ``n_batch_iter_`` counting from 1).  Every estimator with
+``partial_fit`` / ``learning_method="online"`` takes its step sizes and minibatches from
+here; the natural-gradient step itself is the model's own (``hmm._online``,
+``dag._online``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["minibatches", "step_size"]
+
+
+def step_size(learning_offset, learning_decay, n_batch_iter):
+    """``rho = (learning_offset + n_batch_iter)^(-learning_decay)``.
+
+    ``n_batch_iter`` counts from 1 (scikit-learn's ``n_batch_iter_``), so the first step
+    has ``rho = (learning_offset + 1)^(-learning_decay)``, which is at most 1 for
+    ``learning_offset >= 0``; ``learning_decay = 0`` gives rho = 1 at every step (then
+    one step on all the data with ``total_samples`` their size is one VBEM iteration),
+    and ``learning_offset = 0`` gives rho = 1 at the first step.  Hoffman et al. (2013)
+    need ``learning_decay`` in (0.5, 1] for the Robbins-Monro conditions.
+    """
+    return float(np.power(float(learning_offset) + float(n_batch_iter), -float(learning_decay)))
+
+
+def minibatches(n_items, batch_size, rng=None):
+    """Consecutive minibatches of at most ``batch_size`` indices of ``n_items`` items
+    (sequences, rows), in order or, with ``rng`` (a RandomState), of a random
+    permutation of them."""
+    order = np.arange(n_items) if rng is None else rng.permutation(n_items)
+    return [order[i:i + batch_size] for i in range(0, n_items, batch_size)]
