@@ -9,7 +9,6 @@ fit against batch VBEM on held-out data.
 """
 
 import itertools
-import warnings
 
 import numpy as np
 import pytest

@@ -19,7 +19,7 @@ from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.hmm import _subchains as sc
 from sklearn_vb.hmm._vbem import frame_marginals, stats_from_vbe, vbe
 
-from .test_hmm_online import (FAMILIES, ONE_START, POSTERIOR, assert_same_posterior,
+from .test_hmm_online import (FAMILIES, ONE_START, assert_same_posterior,
                               posterior, sequences)
 
 
