@@ -199,8 +199,7 @@ def test_structure_search_warns_at_the_edge_of_the_grid():
 # ---------------------------------------------------------------- non-finite input
 @pytest.mark.parametrize("make, supported", [
     (lambda: VBLinearDynamicalSystem(n_states=1, max_iter=2), "Split the sequence"),
-    (lambda: VBHiddenMarkov(emission="gaussian", max_iter=2), "Split the sequence"),
-    (lambda: VBHiddenMarkov(emission="poisson", max_iter=2), "Split the sequence"),
+    (lambda: VBHiddenMarkov(emission="gaussian", max_iter=2), "Use covariance_type='diag'"),
     (lambda: VBMixtureFactorAnalysers(max_iter=2), "drop or impute"),
 ])
 def test_non_finite_input_says_what_the_estimator_supports(make, supported):
@@ -210,6 +209,19 @@ def test_non_finite_input_says_what_the_estimator_supports(make, supported):
         make().fit(X)
     assert supported in str(info.value) and "HistGradientBoosting" not in str(info.value)
     assert "row 4, column 1" in str(info.value)
+    X[4, 1] = np.inf
+    with pytest.raises(ValueError, match="X contains infinity"):
+        make().fit(X)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: VBHiddenMarkov(emission="poisson", max_iter=2),
+    lambda: VBHiddenMarkov(emission="gaussian", covariance_type="diag", max_iter=2),
+])
+def test_missing_entries_are_marginalised_where_supported_and_infinity_still_refused(make):
+    X = np.abs(np.random.default_rng(5).normal(size=(30, 2))).round()
+    X[4, 1] = np.nan
+    assert np.isfinite(make().fit(X).score(X))
     X[4, 1] = np.inf
     with pytest.raises(ValueError, match="X contains infinity"):
         make().fit(X)
