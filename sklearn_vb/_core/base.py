@@ -536,6 +536,16 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         """
         return True
 
+    def _record_stream(self, history):
+        """Store the bound estimates of ``partial_fit`` steps (online VB): one per step,
+        the last as ``lower_bound_``; a stream never reports convergence."""
+        self.lower_bounds_ = np.asarray(history, dtype=float)
+        self.lower_bound_ = float(history[-1])
+        self.n_iter_ = len(history)
+        self.converged_ = False
+        self._streamed = True
+        self._fit_data_fingerprint = None
+
     def _finalize(self, data):
         """Called once on the kept state after all restarts (derived attributes)."""
 

@@ -915,15 +915,10 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         self._counts_ = step.scaled_counts
         theta = self._set_fitted_tables(self._layout, self._prior)
         self.log_likelihood_ = self._weighted_log_likelihood(pdata, theta)
-        self.lower_bounds_ = np.asarray(history, dtype=float)
-        self.lower_bound_ = float(history[-1])
-        self.n_iter_ = len(history)
-        self.converged_ = False
-        self._streamed = True
+        self._record_stream(history)
         # the stored counts are a scaled minibatch's, not those of any fit data: a
         # warm-started batch fit begins with a VBE step
         self._stale_counts = True
-        self._fit_data_fingerprint = None
         return self
 
     # ------------------------------------------------------------------ prediction

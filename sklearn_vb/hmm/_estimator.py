@@ -962,15 +962,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                 history.append(log_norm - self._kl_total())
         self._stats_ = step.scaled_stats
         self._set_fitted_posterior(log_norm)
-        self.lower_bounds_ = np.asarray(history, dtype=float)
-        self.lower_bound_ = float(history[-1])
-        self.n_iter_ = len(history)
-        self.converged_ = False
-        self._streamed = True
+        self._record_stream(history)
         # the stored q(theta) has no q(s) of any fit data: a warm-started fit begins
         # with a VBE step, as after a start
         self._fresh = True
-        self._fit_data_fingerprint = None
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
 

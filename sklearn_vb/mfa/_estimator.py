@@ -1030,15 +1030,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
             if self.learning_method != "online":  # (_finalize's own pass otherwise)
                 self._local_pass(data)
             self._finalize(data)
-        self.lower_bounds_ = np.asarray(history, dtype=float)
-        self.lower_bound_ = float(history[-1])
-        self.n_iter_ = len(history)
-        self.converged_ = False
-        self._streamed = True
+        self._record_stream(history)
         # the stored q(s), q(x|s) are those of this X: a warm-started fit on other
         # data begins with a local pass
         self._stale_locals = True
-        self._fit_data_fingerprint = None
         return self
 
     def _can_stop(self, iteration):
