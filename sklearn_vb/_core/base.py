@@ -164,8 +164,8 @@ class Restart(NamedTuple):
     >>> X = np.array([[0], [0], [1], [1], [0], [2], [2], [1]] * 5)
     >>> hmm = VBHiddenMarkov(n_components=2, n_init=3, keep_restarts=True,
     ...                      random_state=0).fit(X)
-    >>> len(hmm.restarts_), type(hmm.restarts_[0]).__name__   # two starts per restart
-    (6, 'Restart')
+    >>> len(hmm.restarts_), type(hmm.restarts_[0]).__name__   # three starts per restart
+    (9, 'Restart')
     >>> bool(hmm.lower_bound_ == max(r.lower_bound for r in hmm.restarts_))
     True
     """

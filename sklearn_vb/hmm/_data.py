@@ -10,7 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.validation import sequence_bounds
+from ._context import context_centres, context_features, context_labels
 from ._online import sequence_frames
+from .emissions._base import one_hot
 from ._vbem import stats_from_resp
 
 __all__ = ["_FitData"]
@@ -69,7 +71,15 @@ class _FitData:
         return fn(self, family, *args)
 
     def start_statistics(self, how, family, n_components, emission_prior, random_state):
-        """The statistics of the family's initial labelling ``how`` of the frames
+        """The statistics of the initial labelling ``how`` of the frames: k-means of
+        every frame with its neighbours for ``"context"``
+        (:mod:`sklearn_vb.hmm._context`), otherwise the family's
         (:meth:`~sklearn_vb.emissions.EmissionFamily.initial_responsibilities`)."""
-        resp = family.initial_responsibilities(how, self.X, n_components, random_state)
+        if how == "context":
+            features = context_features(family.frame_features(self.X, emission_prior),
+                                        self.starts, self.ends)
+            centres = context_centres(features, n_components, random_state)
+            resp = one_hot(context_labels(features, centres), n_components)
+        else:
+            resp = family.initial_responsibilities(how, self.X, n_components, random_state)
         return stats_from_resp(family, resp, self, emission_prior)

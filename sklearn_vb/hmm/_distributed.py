@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.base import clone
 
 from .._core.validation import sequence_bounds
+from ._context import context_centres, context_features, context_labels
 from ._data import _FitData
 from ._vbem import add_stats, stats_from_resp
 from .emissions._base import nearest_centre, one_hot
@@ -127,6 +128,19 @@ def _nearest_centre_stats(chunk, family, centres, emission_prior, column_means):
     # a missing entry counts as its column's mean over the whole data, as in memory
     X = fill_missing(chunk.X, column_means)
     resp = one_hot(nearest_centre(X, centres), centres.shape[0])
+    return stats_from_resp(family, resp, chunk, emission_prior)
+
+
+def _context_rows(chunk, family, emission_prior, rows):
+    # chunks hold whole sequences, so a frame's neighbours are in its chunk
+    features = context_features(family.frame_features(chunk.X, emission_prior),
+                                chunk.starts, chunk.ends)
+    return features[rows]
+
+
+def _nearest_context_stats(chunk, family, centres, emission_prior):
+    features = _context_rows(chunk, family, emission_prior, slice(None))
+    resp = one_hot(context_labels(features, centres), centres.shape[0])
     return stats_from_resp(family, resp, chunk, emission_prior)
 
 
@@ -249,6 +263,8 @@ class DaskFitData:
         same centres as in memory).  Random soft responsibilities of every frame
         (``"random"`` of categorical emissions) are not drawn for a dask array."""
         K, n = n_components, self.n_frames
+        if how == "context":
+            return self._context_statistics(family, K, emission_prior, random_state)
         if how not in ("kmeans", "random") or family.random_params_init:
             raise ValueError(
                 f"init_params={how!r} draws responsibilities of every frame and is not "
@@ -274,6 +290,26 @@ class DaskFitData:
             centres[order] = frames
         return self.chunk_sum(family, _nearest_centre_stats, centres, emission_prior,
                               self.column_means)
+
+    def _context_statistics(self, family, K, emission_prior, random_state):
+        """``"context"``: every frame labelled by the nearest centre of k-means on the
+        window features of a uniform sample of at most ``KMEANS_SAMPLE`` frames (all
+        frames when there are no more: then the same labels as in memory)."""
+        if family.emission != "categorical":
+            # a vector family's missing entries would take their chunk's column means
+            raise ValueError("init_params='context' on a dask array needs categorical "
+                             "emissions; use 'kmeans' or 'random'.")
+        n = self.n_frames
+        rows = (np.arange(n) if n <= KMEANS_SAMPLE
+                else np.sort(random_state.choice(n, KMEANS_SAMPLE, replace=False)))
+        offsets = np.concatenate([[0], np.cumsum(self.row_chunks)])
+        which = np.searchsorted(offsets, rows, side="right") - 1
+        sample = np.concatenate([
+            self.runner.map(_context_rows, [self.chunks[c]],
+                            (family, emission_prior, rows[which == c] - offsets[c]))[0]
+            for c in np.unique(which)])
+        centres = context_centres(sample, K, random_state)
+        return self.chunk_sum(family, _nearest_context_stats, centres, emission_prior)
 
 
 def dask_fit_data(estimator, X, lengths):

@@ -134,7 +134,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         log prior term.  EM never decreases it, and the loop checks this as it checks the
         VB bound.  Point fits have no q(theta), so ``score_bound`` and the scores of
         :mod:`sklearn_vb.scoring` that need one are not available.
-    init_params : {"auto", "random_marginals", "random_params", "random", "kmeans", "posterior"}, default="auto"
+    init_params : {"auto", "random_marginals", "random_params", "context", "random", "kmeans", "posterior"}, default="auto"
         Initial q(theta):
 
         * "random_params" (categorical; the thesis's scheme without its ML pre-run)
@@ -147,15 +147,20 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
           frame (categorical) or from a hard assignment of the frames to the nearest of
           K random frames (Gaussian, Poisson);
         * "kmeans" (Gaussian, Poisson) starts from a k-means labelling;
+        * "context" is one VBM step from a k-means labelling of every frame together
+          with the frames before and after it in its sequence (one-hot symbols for
+          categorical emissions, the frames themselves otherwise;
+          :mod:`sklearn_vb.hmm._context`): states that emit alike but follow
+          different states start apart;
         * "posterior" uses ``init_posterior``;
-        * "auto" (default): for categorical emissions every restart runs two starts,
-          one "random_marginals" and one "random_params", each to convergence, and
+        * "auto" (default): for categorical emissions every restart runs three starts,
+          "random_marginals", "random_params" and "context", each to convergence, and
           the fit keeps the run with the highest bound; for Gaussian and Poisson
           emissions it is "kmeans".
 
         The first recorded bound is that of the initial q(theta).
 
-        Why two starts by default: per-frame random responsibilities ("random")
+        Why these starts by default: per-frame random responsibilities ("random")
         aggregate to almost equal counts for every state (the differences shrink as
         1/sqrt(n_samples)), so q(theta) starts next to the symmetric saddle point where
         all states are copies of one another; VBEM leaves it only slowly or stops there.
@@ -166,8 +171,13 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         random role, and with more states than the data support VB then keeps
         superfluous ones.  Neither kind dominates, and where a start keeps a state the
         data do not support its bound is lower, so the bound chooses between them.
-        The cost is about that of the two runs; ``n_init`` counts restarts, and with
-        ``keep_restarts=True`` ``restarts_`` holds both runs of each.  The measurements
+        Both rarely separate states that emit the same symbols and differ only in
+        what precedes and follows them (cycles such as (abc)* and (acb)*), which the
+        context start does from its first step; on sticky data with noisy emissions
+        it is the weakest of the three, and the bound passes it over.  The context
+        start runs last, so the first two draw the same random numbers as they would
+        alone.  The cost is about that of the three runs; ``n_init`` counts restarts,
+        and with ``keep_restarts=True`` ``restarts_`` holds every run of each.  The measurements
         behind this are in the user guide (Hidden Markov models, "Starting points").
     init_posterior : dict or None
         Initial posterior parameters for ``init_params="posterior"``: keys
@@ -213,7 +223,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         the exact bound of the final q(theta) on ``X`` (one more forward-backward pass
         over all sequences), as in batch mode, and may differ from
         ``lower_bounds_[-1]``.  ``acceleration`` and ``bound_check`` do not apply (the
-        estimate may decrease); restarts (``n_init``, and the two starts of
+        estimate may decrease); restarts (``n_init``, and the three starts of
         ``init_params="auto"``) and ``warm_start`` work as in batch mode, the run kept
         being the one with the highest last estimate.  The steps shrink as they
         accumulate, so where batch VBEM crosses a long plateau (states that are still
@@ -356,7 +366,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         "rate_prior": [None, "array-like"],
         "optimize_prior_strengths": ["boolean"],
         "init_params": [
-            StrOptions({"auto", "random_marginals", "random", "random_params", "kmeans", "posterior"})
+            StrOptions({"auto", "context", "random_marginals", "random", "random_params", "kmeans",
+                        "posterior"})
         ],
         "init_posterior": [None, dict],
         "acceleration": ACCELERATION_CONSTRAINT,

@@ -69,8 +69,8 @@ def plot_bound_trace(estimator, ax=None, *, restarts=True, events=True, clip=Tru
     >>> hmm = VBHiddenMarkov(n_components=2, n_init=3, keep_restarts=True,
     ...                      random_state=0).fit(X, lengths=lengths)
     >>> ax = plot_bound_trace(hmm)
-    >>> len(ax.get_lines())       # three restarts of two starts each, and the kept run
-    7
+    >>> len(ax.get_lines())       # three restarts of three starts each, and the kept run
+    10
     """
     check_fitted(estimator, "lower_bounds_", "plot_bound_trace")
     ax = new_axes(ax)

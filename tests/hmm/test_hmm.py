@@ -3,6 +3,7 @@ API behaviour."""
 
 import itertools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -617,7 +618,9 @@ def test_bad_input_raises(kwargs, X, fit_kw, match):
 
 def test_predict_rejects_unknown_symbols():
     model = VBHiddenMarkov(2, n_symbols=3, max_iter=5, random_state=0)
-    with pytest.warns(Warning):
+    with warnings.catch_warnings():
+        # whether five iterations converge on four frames depends on the start
+        warnings.simplefilter("ignore")
         model.fit(np.array([[0], [1], [2], [1]]))
     with pytest.raises(ValueError, match="alphabet"):
         model.predict(np.array([[3]]))

@@ -82,7 +82,7 @@ CATEGORICAL = dict(n_components=3, max_iter=25)
 GAUSSIAN = dict(n_components=2, emission="gaussian", max_iter=15)
 
 
-@pytest.mark.parametrize("init_params", ["auto", "random_marginals"])
+@pytest.mark.parametrize("init_params", ["auto", "random_marginals", "context"])
 def test_categorical_dask_fit_equals_in_memory(client, init_params):
     X, lengths = _categorical()
     X_before = X.copy()
@@ -223,6 +223,10 @@ def test_what_a_dask_fit_does_not_combine_with():
         VBHiddenMarkov(learning_method="online").fit(Xd, lengths=lengths)
     with pytest.raises(ValueError, match="not available for a dask array"):
         VBHiddenMarkov(init_params="random").fit(Xd, lengths=lengths)
+    G, glengths = _gaussian()
+    Gd = da.from_array(G, chunks=(sequence_chunks(glengths, 70), 1))
+    with pytest.raises(ValueError, match="init_params='context' on a dask array"):
+        VBHiddenMarkov(emission="gaussian", init_params="context").fit(Gd, lengths=glengths)
 
 
 def test_sequence_chunks():

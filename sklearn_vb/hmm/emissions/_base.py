@@ -256,6 +256,13 @@ class EmissionFamily(ABC):
             labels = nearest_centre(X, X[random_state.choice(n, K, replace=False)])
         return one_hot(labels, K)
 
+    def frame_features(self, X, prior):
+        """Features (n_frames, d) of every frame on which the ``"context"`` start runs
+        k-means (:mod:`sklearn_vb.hmm._context`; ``prior`` the emission prior, which
+        knows the family's dimensions): by default the frames themselves, as the
+        ``"kmeans"`` start clusters them, with missing entries at their column's mean."""
+        return impute_column_means(X).astype(float)
+
     def random_posterior(self, prior, draw):
         """Posterior ``prior + draw(shape)`` for the random-parameter starts (only when
         :attr:`random_params_init`; ``draw`` returns random probability vectors)."""

@@ -213,7 +213,7 @@ class CategoricalEmissions(EmissionFamily):
     dirichlet_blocks = ("emissionprob",)
     # a start near the symmetric point (prunes superfluous states) and one that breaks the
     # symmetry decisively (finds the many-state solutions); the bound decides between them
-    default_inits = ("random_marginals", "random_params")
+    default_inits = ("random_marginals", "random_params", "context")
     random_params_init = True
 
     # ------------------------------------------------------------------ data
@@ -279,6 +279,12 @@ class CategoricalEmissions(EmissionFamily):
             raise ValueError("init_params='kmeans' needs Gaussian emissions; use 'random'.")
         # random soft responsibilities for every frame, counted as one VBE step would
         return random_state.dirichlet(np.ones(n_components), size=X.shape[0])
+
+    def frame_features(self, X, prior):
+        # one-hot symbols; a missing symbol (row 0 of the table) has no features
+        features = np.zeros((X.shape[0], prior.emissionprob.shape[1] + 1))
+        features[np.arange(X.shape[0]), self.table_index(X)] = 1.0
+        return features[:, 1:]
 
     def random_posterior(self, prior, draw):
         return CategoricalPosterior(emissionprob=prior.emissionprob + draw(prior.emissionprob.shape))
