@@ -10,7 +10,8 @@ Normal-Gamma for Gaussian ones, ...).  The posterior over the hidden path is com
 a scaled forward-backward pass run with the sub-normalised parameters exp E[ln theta]
 (``sklearn_vb.hmm.forward_backward``).  ``partial_fit`` and
 ``learning_method="online"`` replace the VBM step by natural-gradient steps from
-minibatches of sequences (stochastic variational inference, ``_online``).
+minibatches of sequences (stochastic variational inference, ``_online`` and
+``_online_fit``).
 
 The lower bound is recorded after each VBE step, for the stored pair (q(s), q(theta)):
 
@@ -35,9 +36,7 @@ from .forward_backward import forward_backward
 from ._data import _FitData
 from ._distributed import dask_fit_data, is_dask_array
 from ._init import initial_posterior, start_point
-from ._online import minibatches, natural_step, step_size
-from ._subchains import (BUFFER_START, auto_buffer_pass, n_positions, sample_subchains,
-                         window_pass)
+from ._online_fit import check_online, partial_fit_pass, run_online
 from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
 from ._vbem import (expected_log_params, frame_marginals, kl_terms,
@@ -481,19 +480,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends
         )
 
-    def _check_online(self, what):
-        """Arguments that online learning (``what``: the argument or method asking for
-        it) cannot combine with."""
-        if self.method != "vb":
-            raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
-                             f"q(theta)); got method={self.method!r}.")
-        if self.optimize_prior_strengths:
-            raise ValueError(f"{what} cannot be combined with optimize_prior_strengths=True "
-                             "(the steps average q(theta) under one fixed prior).")
-
     def _check_fit_data(self, X, lengths=None, sequence_ids=None):
         if self.learning_method == "online":
-            self._check_online("learning_method='online'")
+            check_online(self, "learning_method='online'")
         if self.method != "vb" and self.optimize_prior_strengths:
             raise ValueError("optimize_prior_strengths=True needs method='vb' (it maximises "
                              f"the variational bound); got method={self.method!r}.")
@@ -625,86 +614,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return self._vbe_log_norm_ - sum(kl_terms(family, posterior, prior))
 
     # ------------------------------------------------------------------ online VB
-    def _online_step(self, data, total_samples):
-        """One natural-gradient step of q(theta) from the minibatch ``data`` as a sample
-        of ``total_samples`` sequences (:func:`~sklearn_vb.hmm._online.natural_step`).
-        Returns sum ln Z of the minibatch under the q(theta) before the step, and the
-        step."""
-        family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
-        log_norm, stats = vbe_statistics(data, family, posterior, prior.emission)
-        return log_norm, self._natural_step(stats, float(total_samples) / data.n_sequences)
-
-    def _natural_step(self, stats, scale):
-        """The natural-gradient step of q(theta) from the statistics ``stats`` scaled by
-        ``scale``, with the next step size; returns the step."""
-        family, prior = self._family, self._hyper("prior")
-        rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
-        step = natural_step(family, prior, self._hyper("posterior"), stats, scale, rho)
-        self._set_posterior(step.posterior)
-        self.n_batch_iter_ += 1
-        return step
-
-    def _subchain_step(self, data, rng):
-        """One natural-gradient step from ``batch_size`` subchains of ``data`` drawn by
-        ``rng`` (:mod:`~sklearn_vb.hmm._subchains`).  Returns the scaled estimate of
-        sum ln Z under the q(theta) before the step, and the step."""
-        family, prior, posterior = self._family, self._hyper("prior"), self._hyper("posterior")
-        sub = sample_subchains(data.starts, data.lengths, self.subchain_length,
-                               self.batch_size, rng)
-        if self.buffer_length == "auto":
-            local, self.buffer_length_ = auto_buffer_pass(
-                family, posterior, prior, data, sub,
-                getattr(self, "buffer_length_", BUFFER_START))
-        else:
-            local = window_pass(family, posterior, prior, data, sub, self.buffer_length)
-            self.buffer_length_ = int(self.buffer_length)
-        step = self._natural_step(local.stats, sub.scale)
-        return sub.scale * local.log_norm, step
-
-    def _subchain_steps_per_pass(self, data):
-        """Steps whose subchains hold as many frames as ``data`` in expectation."""
-        P = n_positions(data.lengths, self.subchain_length)
-        return max(1, int(np.ceil(P / (self.batch_size * self.subchain_length))))
-
-    def _kl_total(self):
-        return sum(kl_terms(self._family, self._hyper("posterior"), self._hyper("prior")))
-
     def _run_vbem(self, data):
         if self.learning_method != "online":
             return super()._run_vbem(data)
-        return self._run_online(data)
-
-    def _run_online(self, data):
-        """Epochs of minibatch steps over the sequences of ``data`` in random orders
-        (``learning_method="online"``); returns the per-epoch bound estimates and
-        whether they converged (see ``learning_method``)."""
-        rng = getattr(self, "_online_rng", None)  # the start's, set by _initialize
-        if rng is None:  # a warm start
-            rng = check_random_state(self.random_state)
-        if not hasattr(self, "n_batch_iter_"):
-            self.n_batch_iter_ = 1
-        self._fresh = False
-        family = self._family
-        trace, converged = [], False
-        self._run_bounds = trace  # what _can_stop reads
-        for epoch in range(1, self.max_iter + 1):
-            log_norm = 0.0
-            if self.subchain_length is not None:
-                n_steps = self._subchain_steps_per_pass(data)
-                for _ in range(n_steps):
-                    log_norm += self._subchain_step(data, rng)[0] / n_steps
-            else:
-                for seq in minibatches(data.n_sequences, self.batch_size, rng):
-                    log_norm += self._online_step(data.sequences(seq, family),
-                                                  data.n_sequences)[0]
-            trace.append(log_norm - self._kl_total())
-            if self.verbose >= 2 and epoch % self.verbose_interval == 0:
-                print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
-            if (len(trace) > 1 and abs(trace[-1] - trace[-2]) < self.tol * data.n_frames
-                    and self._can_stop(epoch)):
-                converged = True
-                break
-        return trace, converged
+        return run_online(self, data)
 
     # ------------------------------------------------------------------ point EM steps
     #: the point estimate of ``method="ml"``/``"map"`` (a PointParameters, set by
@@ -943,7 +856,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self
         """
         self._validate_params()
-        self._check_online("partial_fit")
+        check_online(self, "partial_fit")
         check_unused_y(y, X, "partial_fit")
         if hasattr(self, "lower_bound_") and self._point_fitted:
             raise ValueError("partial_fit continues q(theta); this model holds a point "
@@ -954,23 +867,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             self._initialize(data, check_random_state(self.random_state))
         else:
             data = self._sequence_data(X, lengths, sequence_ids, reset=False)
-        if not hasattr(self, "n_batch_iter_"):
-            self.n_batch_iter_ = 1
         history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
-        family, total = self._family, float(self.total_samples)
-        if self.subchain_length is not None:
-            rng = getattr(self, "_online_rng", None)
-            if rng is None:
-                rng = self._online_rng = check_random_state(self.random_state)
-            for _ in range(self._subchain_steps_per_pass(data)):
-                log_norm, step = self._subchain_step(data, rng)
-                history.append(log_norm - self._kl_total())
-        else:
-            for seq in minibatches(data.n_sequences, self.batch_size):
-                batch = data if len(seq) == data.n_sequences else data.sequences(seq, family)
-                log_norm, step = self._online_step(batch, total)
-                log_norm *= total / batch.n_sequences
-                history.append(log_norm - self._kl_total())
+        log_norm, step = partial_fit_pass(self, data, history)
         self._stats_ = step.scaled_stats
         self._set_fitted_posterior(log_norm)
         self._record_stream(history)
