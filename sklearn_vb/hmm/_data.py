@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core.validation import sequence_bounds
+from ._clamp import align_with_known
 from ._context import context_centres, context_features, context_labels
 from ._online import sequence_frames
 from .emissions._base import one_hot
@@ -37,6 +38,9 @@ class _FitData:
     summary : object or None
         The emission family's data summary for data-dependent default priors (e.g.
         ``GaussianSummary``; training data only, None otherwise).
+    known_states : ndarray of int64, shape (n_frames,), or None
+        The state of every frame where it is known, -1 elsewhere (``states=``; see
+        :mod:`sklearn_vb.hmm._clamp`); None when no state is known.
     """
 
     X: np.ndarray
@@ -45,6 +49,7 @@ class _FitData:
     starts: np.ndarray
     ends: np.ndarray
     summary: object = None
+    known_states: np.ndarray = None
 
     @property
     def n_frames(self):
@@ -60,8 +65,9 @@ class _FitData:
         frames, lens = sequence_frames(self.starts, self.lengths, seq)
         X = self.X[frames]
         starts, ends = sequence_bounds(lens)
+        known = None if self.known_states is None else self.known_states[frames]
         return _FitData(X=X, index=family.table_index(X), lengths=lens, starts=starts,
-                        ends=ends)
+                        ends=ends, known_states=known)
 
     def chunk_sum(self, family, fn, *args):
         """``fn(chunk, family, *args)`` summed over the chunks of the data: here the
@@ -82,4 +88,6 @@ class _FitData:
             resp = one_hot(context_labels(features, centres), n_components)
         else:
             resp = family.initial_responsibilities(how, self.X, n_components, random_state)
+        if self.known_states is not None:
+            resp = align_with_known(resp, self.known_states)
         return stats_from_resp(family, resp, self, emission_prior)

@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._core.distributions import dirichlet_expected_log
 from . import kernels as _k
 from .forward_backward import forward_backward
+from ._clamp import check_states, clamp_table
 from ._data import _FitData
 from ._distributed import dask_fit_data, is_dask_array
 from ._init import initial_posterior, start_point
@@ -471,16 +472,17 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """The emission family of ``emission`` / ``covariance_type`` (stateless)."""
         return emission_family(self.emission, self.covariance_type)
 
-    def _sequence_data(self, X, lengths, sequence_ids, reset):
+    def _sequence_data(self, X, lengths, sequence_ids, reset, states=None):
         family = self._family
         Xv = family.check_X(X, self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
         return _FitData(
-            X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends
+            X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends,
+            known_states=check_states(states, Xv.shape[0], self.n_components),
         )
 
-    def _check_fit_data(self, X, lengths=None, sequence_ids=None):
+    def _check_fit_data(self, X, lengths=None, sequence_ids=None, states=None):
         if self.learning_method == "online":
             check_online(self, "learning_method='online'")
         if self.method != "vb" and self.optimize_prior_strengths:
@@ -490,10 +492,15 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                 and self._point_fitted != (self.method != "vb")):
             raise ValueError("warm_start=True continues the previous fit, which used another "
                              f"method than method={self.method!r}; refit without warm_start.")
+        if states is not None and self.subchain_length is not None:
+            raise ValueError("states (known states) cannot be combined with subchain_length: "
+                             "the subchains' buffered passes do not clamp q(s).")
         if is_dask_array(X):
             self._check_dask(sequence_ids)
+            if states is not None:
+                raise ValueError("states (known states) is not supported with a dask array X.")
             return dask_fit_data(self, X, lengths)
-        data = self._sequence_data(X, lengths, sequence_ids, reset=True)
+        data = self._sequence_data(X, lengths, sequence_ids, reset=True, states=states)
         family = self._family
         for name, value in family.fit_attributes(data.X, self).items():
             setattr(self, name, value)
@@ -655,7 +662,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         params = self._theta_.blocks()
         self._loglik_, self._stats_ = point_e_step(
             self._family, self._emission("prior"), params, data.X, data.starts, data.ends,
-            self.n_components)
+            self.n_components, data.known_states)
         # H[p(s | X, theta)] = ln p(X | theta) - E ln p(s, X | theta), kept for the bound
         # of the M step (the EM lower bound of the objective at a new theta)
         self._path_entropy = self._loglik_ - self._point_complete_loglik(params)
@@ -755,7 +762,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
 
     # ------------------------------------------------------------------ public API
-    def fit(self, X, y=None, lengths=None, sequence_ids=None):
+    def fit(self, X, y=None, lengths=None, sequence_ids=None, states=None):
         """Fit by VBEM, or by online VB with ``learning_method="online"``.
 
         Parameters
@@ -772,6 +779,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         sequence_ids : array-like of shape (n_samples,), optional
             One id per row; rows of a sequence are contiguous and in time order.  This
             form survives sklearn's cross-validation splitters (e.g. ``GroupKFold``).
+        states : array-like of int of shape (n_samples,), optional
+            Known states (partial labels): the state of every row where it is known,
+            -1 elsewhere.  q(s) is clamped to them (every path through another state
+            there has probability zero), so the bound is a bound on
+            ln p(X, known states) and the known frames count fully towards their
+            states' parameters.  Not with ``subchain_length`` or a dask array.
         """
         check_unused_y(y, X, "fit")
         self._online_rng = None
@@ -780,12 +793,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                              "learning_method='online'); got subchain_length="
                              f"{self.subchain_length!r} with learning_method="
                              f"{self.learning_method!r}.")
-        super().fit(X, lengths=lengths, sequence_ids=sequence_ids)
+        super().fit(X, lengths=lengths, sequence_ids=sequence_ids, states=states)
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         self._streamed = False
         return self
 
-    def partial_fit(self, X, y=None, lengths=None, sequence_ids=None):
+    def partial_fit(self, X, y=None, lengths=None, sequence_ids=None, states=None):
         """Online variational Bayes: natural-gradient steps on q(theta) from the
         sequences of ``X``.
 
@@ -850,6 +863,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             second positional argument is ``y``).
         sequence_ids : array-like of shape (n_samples,), optional
             One id per row, as in :meth:`fit`.
+        states : array-like of int of shape (n_samples,), optional
+            Known states, -1 where unknown, as in :meth:`fit`.
 
         Returns
         -------
@@ -863,10 +878,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                              "estimate of an earlier fit with method='ml' or 'map'.")
         first = not hasattr(self, "lower_bound_")
         if first:
-            data = self._check_fit_data(X, lengths, sequence_ids)
+            data = self._check_fit_data(X, lengths, sequence_ids, states)
             self._initialize(data, check_random_state(self.random_state))
         else:
-            data = self._sequence_data(X, lengths, sequence_ids, reset=False)
+            if states is not None and self.subchain_length is not None:
+                self._check_fit_data(X, lengths, sequence_ids, states)  # raises
+            data = self._sequence_data(X, lengths, sequence_ids, reset=False, states=states)
         history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
         log_norm, step = partial_fit_pass(self, data, history)
         self._stats_ = step.scaled_stats
@@ -878,8 +895,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
 
-    def _new_data(self, X, lengths, sequence_ids):
-        return self.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
+    def _new_data(self, X, lengths, sequence_ids, states=None):
+        data = self.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
+        data.known_states = check_states(states, data.n_frames, self.n_components)
+        return data
 
     def _plugin_table_index(self, data):
         """The log emission table at the fitted parameters and the table row of every
@@ -936,42 +955,51 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         out = vbe(self._family, self._hyper("posterior"), data, want_posteriors=False)[0]
         return float(out[0].sum())
 
-    def predict_proba(self, X, lengths=None, sequence_ids=None):
-        """Variational state marginals q(s_t = k) of X with q(theta) fixed, (n_samples, K)."""
-        data = self._new_data(X, lengths, sequence_ids)
+    def predict_proba(self, X, lengths=None, sequence_ids=None, states=None):
+        """Variational state marginals q(s_t = k) of X with q(theta) fixed, (n_samples, K);
+        with ``states`` (-1 where unknown, as in :meth:`fit`) given the known states."""
+        data = self._new_data(X, lengths, sequence_ids, states)
         return self._frame_marginals(data)
 
     def _frame_marginals(self, data):
         """q(s_t) of every frame under the current q(theta), (n_frames, K) (for a point
         fit: p(s_t | X, theta) at the point)."""
         if self._point_fitted:
-            return self._plugin_forward(data, want_posteriors=True)[4]
+            table, index = self._plugin_table_index(data)  # one row per frame
+            table, index, _ = clamp_table(table, index, data.known_states)
+            out = forward_backward(np.log(self.startprob_), np.log(self.transmat_), table,
+                                   index, data.starts, data.ends, True)
+            return out[4][index]
         return frame_marginals(self._family, self._hyper("posterior"), data)
 
-    def decode(self, X, lengths=None, sequence_ids=None, parameters="mean"):
+    def decode(self, X, lengths=None, sequence_ids=None, parameters="mean", states=None):
         """Viterbi path.  Returns (log-weight of the best paths summed, states).
 
         ``parameters="mean"`` uses the posterior-mean parameters (the log-weight is then
         ln p(X, s* | theta_bar)); ``"expected_log"`` uses exp E[ln theta], whose best path
-        is the mode of q(s).
+        is the mode of q(s).  With ``states`` (-1 where unknown, as in :meth:`fit`) the
+        best path through the known states.
         """
         if parameters not in ("mean", "expected_log"):
             raise ValueError(f"parameters must be 'mean' or 'expected_log'; got {parameters!r}.")
-        data = self._new_data(X, lengths, sequence_ids)
+        data = self._new_data(X, lengths, sequence_ids, states)
         if parameters == "mean" or self._point_fitted:
             log_pi, log_A = np.log(self.startprob_), np.log(self.transmat_)
             table, index = self._plugin_table_index(data)
         else:
             log_pi, log_A, LE = expected_log_params(self._family, self._hyper("posterior"))
             table, index = self._family.log_table(LE, data.X), data.index
-        states, best = _k.viterbi(
+        table, index, _ = clamp_table(table, index, data.known_states)
+        path, best = _k.viterbi(
             log_pi, log_A, np.ascontiguousarray(table), index, data.starts, data.ends
         )
-        return float(best.sum()), states
+        return float(best.sum()), path
 
-    def predict(self, X, lengths=None, sequence_ids=None):
-        """Most probable state path under the posterior-mean parameters (Viterbi)."""
-        return self.decode(X, lengths, sequence_ids, parameters="mean")[1]
+    def predict(self, X, lengths=None, sequence_ids=None, states=None):
+        """Most probable state path under the posterior-mean parameters (Viterbi); with
+        ``states`` (-1 where unknown, as in :meth:`fit`) it keeps the known states and
+        fills in the rest."""
+        return self.decode(X, lengths, sequence_ids, parameters="mean", states=states)[1]
 
     def sample(self, n_samples=1, random_state=None):
         """Draw one sequence of ``n_samples`` frames from the posterior-mean model.

@@ -124,12 +124,21 @@ def forward_backward_stats(family, emission_prior, log_pi, log_A, table, X, fram
     return float(log_norm.sum()), stats
 
 
-def point_e_step(family, emission_prior, params, X, starts, ends, n_components):
+def point_e_step(family, emission_prior, params, X, starts, ends, n_components,
+                 known_states=None):
     """ln p(X | theta) and the expected statistics of the exact posterior over state
     paths at the single parameter set ``params`` (a batch of 1; one forward-backward
-    pass)."""
+    pass); with ``known_states`` (-1: unknown) ln p(X, known states | theta) and the
+    posterior given them."""
     lp, la = log_start_transitions(params, n_components, 1)
     table = family.log_likelihood_tables(params, X)[0]
+    if known_states is not None:
+        known = np.flatnonzero(known_states >= 0)
+        # one row per frame: the other states of a known frame are impossible
+        allowed = table[known, known_states[known]]
+        table = np.array(table, copy=True)
+        table[known] = -np.inf
+        table[known, known_states[known]] = allowed
     frames = np.arange(table.shape[0], dtype=np.int64)
     return forward_backward_stats(family, emission_prior, lp[0], la[0], table, X, frames,
                                   starts, ends)

@@ -15,6 +15,7 @@ import numpy as np
 from scipy.special import digamma, polygamma
 
 from .._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
+from ._clamp import clamp_table, fold_counts
 from ._state import DirichletHMM, HMMStats
 from .forward_backward import forward_backward
 
@@ -143,10 +144,11 @@ def vbe(family, posterior, data, want_posteriors=True):
     """The forward-backward pass at exp E[ln theta]; returns its output and the
     expectations (Lpi, LA, LE) that produced it."""
     Lpi, LA, LE = expected_log_params(family, posterior)
-    out = forward_backward(
-        Lpi, LA, family.log_table(LE, data.X), data.index, data.starts, data.ends,
-        want_posteriors,
-    )
+    known = getattr(data, "known_states", None)
+    table, index, n_shared = clamp_table(family.log_table(LE, data.X), data.index, known)
+    out = forward_backward(Lpi, LA, table, index, data.starts, data.ends, want_posteriors)
+    if n_shared is not None and want_posteriors:
+        out = out[:4] + (fold_counts(out[4], data.index, known, n_shared),)
     return out, (Lpi, LA, LE)
 
 
@@ -175,12 +177,12 @@ def frame_marginals(family, posterior, data):
     """q(s_t) of every frame under q(theta), (n_frames, K)."""
     Lpi, LA, LE = expected_log_params(family, posterior)
     # one table row per frame, so that the kernel's emission counts are the marginals
-    table = family.frame_log_table(LE, data.X)
-    out = forward_backward(
-        Lpi, LA, table, np.arange(data.n_frames, dtype=np.int64),
-        data.starts, data.ends, True,
-    )
-    return out[4]
+    frames = np.arange(data.n_frames, dtype=np.int64)
+    table, index, _ = clamp_table(family.frame_log_table(LE, data.X), frames,
+                                  getattr(data, "known_states", None))
+    out = forward_backward(Lpi, LA, table, index, data.starts, data.ends, True)
+    # a known frame's marginals are on its own appended row
+    return out[4] if out[4].shape[0] == data.n_frames else out[4][index]
 
 
 def lower_bound_after_vbm(family, posterior, prior, stats, vbe_log_norm, vbe_expected_log):

@@ -1,6 +1,7 @@
 """The README's table of estimators says what each one accepts and exposes; every claim
-of its last four columns is checked against a fit."""
+of its last five columns is checked against a fit."""
 
+import inspect
 import re
 import warnings
 from pathlib import Path
@@ -65,6 +66,8 @@ def test_the_readme_row_matches_the_estimator(name):
     est = _fit(name, FITS[name][1])
     assert ("lower_bound_" in vars(est)) == (row["`lower_bound_`"] == "yes")
     assert hasattr(est, "partial_fit") == row["`partial_fit`"].startswith("yes")
+    takes_states = "states" in inspect.signature(est.fit).parameters
+    assert takes_states == row["known states"].startswith("`states=`")
     X = np.array(FITS[name][1], dtype=float)
     X[3, 1] = np.nan
     if row["NaN in `X`"].startswith("marginalised"):
