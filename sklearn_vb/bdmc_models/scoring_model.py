@@ -7,6 +7,8 @@ the latent-level group used by joint (theta, z) annealing, Chib-style estimators
 data-augmentation moves: exact tempered conditionals of the latents given W and of W
 given the latents (``beta`` a number or one exponent per case), with their
 log-densities (checked against the joint by the conditional-joint identity).
+``log_latent_prior(params, Z, X=None)`` takes the data as the discrete DAG's does (there a
+hidden node may have observed parents); here the latents' prior does not involve it.
 """
 
 from __future__ import annotations
@@ -170,7 +172,7 @@ class ClusteringScoringModel(_FactorScoringModel):
         C = np.asarray(params[self.name]).shape[0]
         return rng.choice(self.K, size=(C, int(n)), p=np.exp(self.log_weights))
 
-    def log_latent_prior(self, params, Z):
+    def log_latent_prior(self, params, Z, X=None):
         return self.log_weights[np.asarray(Z)].sum(axis=1)
 
     def sample_latents(self, params, X, rng, beta=1.0):
@@ -207,7 +209,7 @@ class BinaryAttributesScoringModel(_FactorScoringModel):
         C = np.asarray(params[self.name]).shape[0]
         return (rng.random((C, int(n), self.K)) < np.exp(self.log_p)).astype(float)
 
-    def log_latent_prior(self, params, Z):
+    def log_latent_prior(self, params, Z, X=None):
         Z = np.asarray(Z, dtype=float)
         return np.sum(Z * self.log_p + (1.0 - Z) * self.log_1mp, axis=(1, 2))
 
@@ -245,7 +247,7 @@ class LowRankScoringModel(_FactorScoringModel):
         C = np.asarray(params[self.name]).shape[0]
         return np.sqrt(self.latent_var) * rng.standard_normal((C, int(n), self.K))
 
-    def log_latent_prior(self, params, Z):
+    def log_latent_prior(self, params, Z, X=None):
         Z = np.asarray(Z, dtype=float)
         return (-0.5 * np.sum(Z * Z, axis=(1, 2)) / self.latent_var
                 - 0.5 * Z.shape[1] * self.K * (LOG_2PI + np.log(self.latent_var)))

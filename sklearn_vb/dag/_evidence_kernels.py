@@ -28,7 +28,7 @@ from .kernels import pattern_log_normaliser
 
 __all__ = ["dag_pattern_loglik", "dag_ais_init", "dag_ais_chains", "dag_ais_chains_from_start",
            "dag_ais_chains_from_mixture", "dag_mixture_log_density", "dag_prior_log_density",
-           "dag_sample_hidden"]
+           "dag_sample_hidden", "dag_log_hidden_conditional"]
 
 
 @njit(cache=True, nogil=True)
@@ -498,6 +498,45 @@ def dag_ais_chains_from_mixture(theta, ll, lp, ls, log_w, betas, k0, k1, prior, 
 
 
 @njit(cache=True, nogil=True)
+def _row_potentials(lt, idx, tempered_u, a, H, hid, obs):
+    """Split every configuration row ``a .. a+H-1`` of one pattern into the sum of its
+    untempered columns' log-entries (``hid``) and of its tempered ones (``obs``, the
+    observed values present)."""
+    for h in range(H):
+        r = a + h
+        ph = 0.0
+        po = 0.0
+        for j in range(idx.shape[1]):
+            if tempered_u[j]:
+                po += lt[idx[r, j]]
+            else:
+                ph += lt[idx[r, j]]
+        hid[h] = ph
+        obs[h] = po
+
+
+@njit(cache=True, nogil=True)
+def _tempered_potentials(hid, obs, H, beta, pot):
+    """``pot[h] = hid[h] + beta obs[h]`` (beta = 0: the observed factors drop out, no
+    ``0 * -inf``); returns the largest potential."""
+    top = -np.inf
+    for h in range(H):
+        p = hid[h] + beta * obs[h] if beta > 0.0 else hid[h]
+        pot[h] = p
+        if p > top:
+            top = p
+    return top
+
+
+@njit(cache=True, nogil=True)
+def _pattern_width(row_start):
+    width = 1
+    for u in range(row_start.shape[0] - 1):
+        width = max(width, row_start[u + 1] - row_start[u])
+    return width
+
+
+@njit(cache=True, nogil=True)
 def dag_sample_hidden(log_theta, idx, tempered, row_start, case_order, case_ptr, betas,
                       uniforms, out):
     """Draw every case's hidden configuration from ``p(z | theta) p(x | z, theta)^beta_i``
@@ -516,9 +555,7 @@ def dag_sample_hidden(log_theta, idx, tempered, row_start, case_order, case_ptr,
     """
     C = log_theta.shape[0]
     U = row_start.shape[0] - 1
-    width = 1
-    for u in range(U):
-        width = max(width, row_start[u + 1] - row_start[u])
+    width = _pattern_width(row_start)
     hid = np.empty(width)
     obs = np.empty(width)
     cdf = np.empty(width)
@@ -527,30 +564,14 @@ def dag_sample_hidden(log_theta, idx, tempered, row_start, case_order, case_ptr,
         for u in range(U):
             a = row_start[u]
             H = row_start[u + 1] - a
-            for h in range(H):
-                r = a + h
-                ph = 0.0
-                po = 0.0
-                for j in range(idx.shape[1]):
-                    if tempered[u, j]:
-                        po += lt[idx[r, j]]
-                    else:
-                        ph += lt[idx[r, j]]
-                hid[h] = ph
-                obs[h] = po
+            _row_potentials(lt, idx, tempered[u], a, H, hid, obs)
             last = -1.0  # exponents are >= 0: forces the first build
             acc = 0.0
             for k in range(case_ptr[u], case_ptr[u + 1]):
                 i = case_order[k]
                 beta = betas[i]
                 if beta != last:
-                    top = -np.inf
-                    for h in range(H):
-                        # beta = 0: the observed factors drop out (no 0 * -inf)
-                        pot = hid[h] + beta * obs[h] if beta > 0.0 else hid[h]
-                        cdf[h] = pot
-                        if pot > top:
-                            top = pot
+                    top = _tempered_potentials(hid, obs, H, beta, cdf)
                     acc = 0.0
                     for h in range(H):
                         acc += math.exp(cdf[h] - top)
@@ -565,3 +586,39 @@ def dag_sample_hidden(log_theta, idx, tempered, row_start, case_order, case_ptr,
                     else:
                         lo = mid + 1
                 out[c, i] = lo
+
+
+@njit(cache=True, nogil=True)
+def dag_log_hidden_conditional(log_theta, idx, tempered, row_start, case_order, case_ptr,
+                               betas, Z, out):
+    """``out[c] = sum_i ln [p(z_i | theta) p(x_i | z_i, theta)^beta_i / normaliser]``: the
+    log-density of the hidden configurations ``Z`` (C, n) (offsets within each case's
+    pattern rows) under the tempered conditional that :func:`dag_sample_hidden` draws
+    from, with the same potentials and the same case grouping."""
+    C = log_theta.shape[0]
+    U = row_start.shape[0] - 1
+    width = _pattern_width(row_start)
+    hid = np.empty(width)
+    obs = np.empty(width)
+    pot = np.empty(width)
+    for c in range(C):
+        lt = log_theta[c]
+        total = 0.0
+        for u in range(U):
+            a = row_start[u]
+            H = row_start[u + 1] - a
+            _row_potentials(lt, idx, tempered[u], a, H, hid, obs)
+            last = -1.0
+            log_norm = 0.0
+            for k in range(case_ptr[u], case_ptr[u + 1]):
+                i = case_order[k]
+                beta = betas[i]
+                if beta != last:
+                    top = _tempered_potentials(hid, obs, H, beta, pot)
+                    acc = 0.0
+                    for h in range(H):
+                        acc += math.exp(pot[h] - top)
+                    log_norm = top + math.log(acc)
+                    last = beta
+                total += pot[Z[c, i]] - log_norm
+        out[c] = total

@@ -19,7 +19,8 @@ from .._core.evidence.posteriors import MappedPosterior, MixturePosterior
 from .._core.evidence.protocols import EStep
 from ._evidence_kernels import (dag_ais_chains, dag_ais_chains_from_mixture,
                                      dag_ais_chains_from_start, dag_ais_init,
-                                     dag_mixture_log_density, dag_sample_hidden)
+                                     dag_log_hidden_conditional, dag_mixture_log_density,
+                                     dag_sample_hidden)
 from .kernels import enumerate_posterior, pattern_log_normalisers
 from .structure import CPTLayout, exact_log_evidence
 
@@ -495,31 +496,74 @@ class DAGScoringModel(DirichletBlocksModel):
                           rng.random((C, n)), out)
         return out
 
-    def log_complete_likelihood_per_case(self, params, Z, X):
-        """``ln p(x_i | z_i, theta)``, the factors of the observed values present: (C, n)."""
+    def log_latent_conditional(self, params, Z, X, beta=1.0):
+        """``sum_i ln p(z_i | x_i, theta)`` under the tempered conditional that
+        :meth:`sample_latents` draws from (``p(z | theta) p(x | z, theta)^beta``,
+        normalised over every case's configurations): (C,)."""
+        betas = self._case_betas(beta, X)
+        order, ptr = self._joint_cases(X, betas)
+        logs = self._flat_logs(params)
+        Z = np.ascontiguousarray(np.broadcast_to(np.asarray(Z, dtype=np.int64),
+                                                 (logs.shape[0], X.inverse.size)))
+        out = np.empty(logs.shape[0])
+        dag_log_hidden_conditional(logs, X.idx, self._tempered(X), X.row_start, order, ptr,
+                                   betas, Z, out)
+        return out
+
+    def _case_factors(self, params, Z, X):
+        """``(terms, tempered)``: every case's log CPT entries at its completion ``Z``
+        (C, n, J), and which of them are factors of observed values present (n, J)."""
         logs = self._flat_logs(params)
         C = logs.shape[0]
         ent = X.idx[self._case_rows(Z, X)]
         terms = np.take_along_axis(logs, ent.reshape(C, -1), axis=1).reshape(ent.shape)
-        return np.where(self._tempered(X)[X.inverse], terms, 0.0).sum(axis=2)
+        return terms, self._tempered(X)[X.inverse]
+
+    def log_complete_likelihood_per_case(self, params, Z, X):
+        """``ln p(x_i | z_i, theta)``, the factors of the observed values present: (C, n)."""
+        terms, tempered = self._case_factors(params, Z, X)
+        return np.where(tempered, terms, 0.0).sum(axis=2)
+
+    def log_latent_prior(self, params, Z, X):
+        """``sum_i ln p(z_i | theta)``, the other factors (hidden nodes and missing values,
+        given their parents, which may be observed: hence ``X``): (C,).  With
+        :meth:`log_complete_likelihood_per_case` it makes ``ln p(z, X | theta)``."""
+        terms, tempered = self._case_factors(params, Z, X)
+        return np.where(tempered, 0.0, terms).sum(axis=(1, 2))
+
+    def _completed_counts(self, Z, X, beta):
+        """The CPT counts of every chain's completed data, (C, P): the hidden nodes'
+        entries whole, those of the observed values present times ``beta`` (a number or
+        one per case)."""
+        ent = X.idx[self._case_rows(Z, X)]  # (C, n, J)
+        C, P = ent.shape[0], self.layout.size
+        weight = np.where(self._tempered(X)[X.inverse], self._case_betas(beta, X)[:, None], 1.0)
+        flat = (ent + P * np.arange(C)[:, None, None]).ravel()
+        return np.bincount(flat, weights=np.broadcast_to(weight, ent.shape).ravel(),
+                           minlength=C * P).reshape(C, P)
+
+    def _conjugate_alphas(self, Z, X, beta):
+        """The Dirichlet concentrations of ``p(theta | z, X)`` (tempered), per chain."""
+        counts = self._completed_counts(Z, X, beta)
+        C = counts.shape[0]
+        out = {}
+        for j, b in enumerate(self.block_names):
+            a = self.prior_alpha[b]
+            block = counts[:, self.layout.offsets[j]:self.layout.offsets[j + 1]]
+            out[b] = a[None] + block.reshape((C,) + a.shape)
+        return out
 
     def sample_params(self, Z, X, rng, beta=1.0):
         """Every CPT row from its conjugate Dirichlet given the completed data, drawn from
         ``p(theta) p(z | theta) p(x | z, theta)^beta``: the hidden nodes' counts enter
         whole, the counts of the observed values present times ``beta`` (a number or one
         per case)."""
-        ent = X.idx[self._case_rows(Z, X)]  # (C, n, J)
-        C, P = ent.shape[0], self.layout.size
-        weight = np.where(self._tempered(X)[X.inverse], self._case_betas(beta, X)[:, None], 1.0)
-        flat = (ent + P * np.arange(C)[:, None, None]).ravel()
-        counts = np.bincount(flat, weights=np.broadcast_to(weight, ent.shape).ravel(),
-                             minlength=C * P).reshape(C, P)
-        out = {}
-        for j, b in enumerate(self.block_names):
-            a = self.prior_alpha[b]
-            block = counts[:, self.layout.offsets[j]:self.layout.offsets[j + 1]]
-            out[b] = dirichlet_sample(a[None] + block.reshape((C,) + a.shape), rng)
-        return out
+        return {b: dirichlet_sample(a, rng) for b, a in self._conjugate_alphas(Z, X, beta).items()}
+
+    def log_param_conditional(self, params, Z, X, beta=1.0):
+        """``ln p(theta | z, X)`` (tempered as in :meth:`sample_params`), one chain of
+        ``Z`` per parameter set: (C,)."""
+        return self.log_dirichlet_blocks(params, self._conjugate_alphas(Z, X, beta))
 
     def variational_posterior(self, X=None):
         post = getattr(self.estimator, "posterior_", None)

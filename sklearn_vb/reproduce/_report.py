@@ -3,8 +3,31 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-__all__ = ["markdown_table", "save_figure", "format_number", "pyplot", "compute_time_line"]
+__all__ = ["markdown_table", "save_figure", "format_number", "pyplot", "compute_time_line",
+           "Verdict", "verdict_table"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One line of a report's comparison with its source: what the source says, what we
+    get, and whether they agree (``agree``: "yes", "no", "partly", "not run", ... followed
+    by why, e.g. "no: ours is better, because ...")."""
+
+    paper: str
+    ours: str
+    agree: str
+
+
+def verdict_table(verdicts, title="Paper says / we get"):
+    """The section every reproduction report opens with: one row per finding of the
+    source (including the parts of its protocol we replaced or did not run)."""
+    lines = [f"## {title}", "", "| the paper says | we get | agree? |", "|---|---|---|"]
+    for v in verdicts:
+        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in (v.paper, v.ours, v.agree))
+                     + " |")
+    return "\n".join(lines) + "\n"
 
 
 def format_number(value, digits=1):

@@ -8,7 +8,9 @@ draw from the reverse operator ``T~(. | x*)`` (theta given z*, then latents give
 and extend it forwards with T and backwards with T~; then ``(1/S) sum_s T(x* | x_s)``
 has expectation such that the estimate of p(X) is unbiased (Grosse, Ghahramani & Adams
 2015, §5.2, eqs. 42-44), hence a stochastic lower bound on ln p(X).  Needs a model with
-exact conditionals and their densities (the latent-level group); with symmetric
+exact conditionals and their densities (the latent-level group: the BDMC latent-factor
+models, and the discrete DAG, whose latents are the hidden nodes and missing values and whose
+``log_latent_prior`` takes the data because a hidden node may have observed parents); with symmetric
 posteriors (relabellings) the chain must visit x*'s mode, which a chain started next to
 it does.
 """
@@ -64,7 +66,7 @@ class CMSScore(Scorer):
             theta = {k: np.asarray(v, dtype=float) for k, v in q.mean().items()}
         z = (np.asarray(opts["exact_latents"])[None] if opts["exact_latents"] is not None
              else model.sample_latents(theta, data, rng))
-        log_num = float(model.log_prior(theta)[0] + model.log_latent_prior(theta, z)[0]
+        log_num = float(model.log_prior(theta)[0] + model.log_latent_prior(theta, z, data)[0]
                         + model.log_complete_likelihood_per_case(theta, z, data).sum())
         log_theta_cond = float(model.log_param_conditional(theta, z, data)[0])
         zR = np.repeat(z, R, axis=0)

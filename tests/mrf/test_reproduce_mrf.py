@@ -30,3 +30,7 @@ def test_report(run):
     assert "Fig. 1" in run.report and "mrf_fig3.png" in run.report
     assert "Hidden units" in run.report and run.summary["hidden"]["n_units"] == 3
     assert len(run.summary["fig2"]["50"]) == 11
+    # the comparison with the paper names what we could not reproduce as the paper did
+    table = run.report.split("## Paper says / we get")[1].split("\n## ")[0]
+    assert "| the paper says | we get | agree? |" in table
+    assert "not obtainable offline" in table and "2 of the paper's 50 structures" in table

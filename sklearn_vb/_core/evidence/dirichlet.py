@@ -50,8 +50,15 @@ class DirichletBlocksModel(ScoringModelMixin):
         )
 
     def log_prior(self, params):
+        return self.log_dirichlet_blocks(params, self.prior_alpha)
+
+    @staticmethod
+    def log_dirichlet_blocks(params, alphas):
+        """``sum over blocks and rows of ln Dir(theta_row | alpha_row)`` for a batch of
+        parameter sets, (C,); ``alphas`` (block name -> concentrations) has each block's
+        shape, or a leading batch axis of size C (e.g. a conjugate posterior per set)."""
         out = 0.0
-        for k, a in self.prior_alpha.items():
+        for k, a in alphas.items():
             lp = dirichlet_log_pdf(params[k], a)
             out = out + lp.reshape(lp.shape[0], -1).sum(axis=1)
         return np.asarray(out, dtype=float)
