@@ -28,7 +28,7 @@ from ..dag import VBDiscreteDAG
 from ..dag.structure import family_prior_value
 from ..scoring import ScoreResult
 from ._common import _NamedMethod
-from ._dag_kernels import family_logliks, family_table, table_loglik
+from ._dag_kernels import family_bics, family_table, table_loglik
 
 __all__ = ["FamilyScores", "decomposable_family_scores"]
 
@@ -96,19 +96,15 @@ class FamilyScores:
             for ps in parent_sets:
                 self._cache[(j, ps)] = self._compute(j, ps)
             return
-        r = self.r[j]
-        small = [ps for ps in parent_sets if math.prod(self.r[p] for p in ps) * r < _KEY_LIMIT]
-        for ps in parent_sets:
-            if math.prod(self.r[p] for p in ps) * r >= _KEY_LIMIT:
-                self._cache[(j, ps)] = self._compute(j, ps)
-        if not small:
-            return
-        offsets = np.cumsum([0] + [len(ps) for ps in small])
-        flat = np.fromiter((p for ps in small for p in ps), dtype=np.int64, count=offsets[-1])
-        ll = family_logliks(self.codes, self.weights, np.full(len(small), j, dtype=np.int64),
-                            flat, offsets.astype(np.int64), self._radices)
-        for ps, v in zip(small, ll.tolist()):
-            self._cache[(j, ps)] = np.array([v - self._penalty(j, ps)])
+        offsets = np.zeros(len(parent_sets) + 1, dtype=np.int64)
+        np.cumsum([len(ps) for ps in parent_sets], out=offsets[1:])
+        flat = np.fromiter((p for ps in parent_sets for p in ps), dtype=np.int64,
+                           count=offsets[-1])
+        values = family_bics(self.codes, self.weights, j, flat, offsets, self._radices,
+                             self.log_n, _KEY_LIMIT)
+        for ps, v in zip(parent_sets, values.tolist()):
+            # NaN: too many cells for the kernel's int64 configuration code
+            self._cache[(j, ps)] = np.array([v]) if v == v else self._compute(j, ps)
 
     def _penalty(self, j, parents):
         return 0.5 * (self.r[j] - 1) * math.prod(self.r[p] for p in parents) * self.log_n

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["family_table", "family_loglik", "family_logliks", "legal_moves", "best_move",
+__all__ = ["family_table", "family_loglik", "family_bics", "legal_moves", "best_move",
            "pairwise_sum"]
 
 # a dense (q, r) table is filled directly when it has at most this many cells, or
@@ -175,13 +175,27 @@ def family_loglik(codes, weights, j, parents, radices):
 
 
 @njit(cache=True, nogil=True)
-def family_logliks(codes, weights, nodes, parents_flat, offsets, radices):
-    """:func:`family_loglik` of several families: family ``i`` is node ``nodes[i]``
-    with parents ``parents_flat[offsets[i]:offsets[i + 1]]``."""
-    out = np.empty(nodes.size)
-    for i in range(nodes.size):
-        out[i] = family_loglik(codes, weights, nodes[i], parents_flat[offsets[i]:offsets[i + 1]],
-                               radices)
+def family_bics(codes, weights, j, parents_flat, offsets, radices, log_n, key_limit):
+    """The BIC term ``loglik - (r_j - 1) q ln(n) / 2`` of the families of node ``j``
+    with parents ``parents_flat[offsets[i]:offsets[i + 1]]``; NaN for a family with
+    ``q r_j >= key_limit`` cells (left to the caller)."""
+    n_fam = offsets.size - 1
+    out = np.empty(n_fam)
+    r = radices[j]
+    for i in range(n_fam):
+        parents = parents_flat[offsets[i]:offsets[i + 1]]
+        q = 1
+        big = False
+        for p in parents:
+            if q > key_limit // (radices[p] * r):
+                big = True
+                break
+            q *= radices[p]
+        if big:
+            out[i] = np.nan
+            continue
+        ll = family_loglik(codes, weights, j, parents, radices)
+        out[i] = ll - 0.5 * (r - 1) * q * log_n
     return out
 
 

@@ -65,6 +65,8 @@ class TabuClimb:
         # the nodes that may be added to each family, in index order
         self._candidates = [[p for p in range(J) if p != c and self.pair_ok[p, c]]
                             for c in range(J)]
+        # (family, parents) -> its gain columns, kept across restarts
+        self._columns = {}
         # Zobrist keys: a graph's hash is the XOR of its edges' keys, updated per move
         self._zobrist = np.random.default_rng(0x5EED).integers(
             0, 2**63 - 1, size=(J, J), dtype=np.int64)
@@ -85,6 +87,15 @@ class TabuClimb:
 
     def _refresh(self, c):
         """Gains of adding each node to / removing each parent from family ``c``."""
+        key = (c, self.parents[c])
+        cols = self._columns.get(key)
+        if cols is None:
+            cols = self._columns[key] = self._gain_columns(c)
+        self.add_gain[:, c], self.rem_gain[:, c] = cols
+
+    def _gain_columns(self, c):
+        """The add and remove gain columns of family ``c`` with its current parents (they
+        depend on that family alone, so a climb that comes back to it reuses them)."""
         s, ps = self.select, self.parents[c]
         base = self.fam[c, s]
         full = self.max_in_degree is not None and len(ps) >= self.max_in_degree
@@ -93,10 +104,11 @@ class TabuClimb:
         sets = [ps[:i] + ps[i + 1:] for i in range(len(ps))]
         sets += [tuple(sorted(ps + (p,))) for p in add]
         values = self.scores.select_values(c, sets, s) - base
-        self.add_gain[:, c] = -np.inf
-        self.rem_gain[:, c] = -np.inf
-        self.rem_gain[rem, c] = values[:len(rem)]
-        self.add_gain[add, c] = values[len(rem):]
+        col_add = np.full(self.J, -np.inf)
+        col_rem = np.full(self.J, -np.inf)
+        col_rem[rem] = values[:len(rem)]
+        col_add[add] = values[len(rem):]
+        return col_add, col_rem
 
     def _set_family(self, c, ps):
         self.parents[c] = tuple(sorted(ps))
