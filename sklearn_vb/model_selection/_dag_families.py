@@ -49,6 +49,8 @@ class FamilyScores:
 
     def __init__(self, codes, weights, cardinalities, methods, prior=1.0, ess=1.0):
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        # one row per node: the kernels read a node's states contiguously
+        self._codes_t = np.ascontiguousarray(self.codes.T)
         self.weights = np.asarray(weights, dtype=float)
         self.r = [int(c) for c in cardinalities]
         self.methods = tuple(methods)
@@ -64,7 +66,7 @@ class FamilyScores:
         parents = list(parents)
         r = self.r[j]
         if math.prod(self.r[p] for p in parents) * r < _KEY_LIMIT:
-            return family_table(self.codes, self.weights, j, np.asarray(parents, dtype=np.int64),
+            return family_table(self._codes_t, self.weights, j, np.asarray(parents, dtype=np.int64),
                                 self._radices)
         # too many configurations for one int64 code: the rows of the parent columns
         _, rows = np.unique(self.codes[:, parents], axis=0, return_inverse=True)
@@ -100,7 +102,7 @@ class FamilyScores:
         np.cumsum([len(ps) for ps in parent_sets], out=offsets[1:])
         flat = np.fromiter((p for ps in parent_sets for p in ps), dtype=np.int64,
                            count=offsets[-1])
-        values = family_bics(self.codes, self.weights, j, flat, offsets, self._radices,
+        values = family_bics(self._codes_t, self.weights, j, flat, offsets, self._radices,
                              self.log_n, _KEY_LIMIT)
         for ps, v in zip(parent_sets, values.tolist()):
             # NaN: too many cells for the kernel's int64 configuration code

@@ -23,10 +23,11 @@ from numba import njit
 __all__ = ["family_table", "family_loglik", "family_bics", "legal_moves", "best_move",
            "pairwise_sum"]
 
-# a dense (q, r) table is filled directly when it has at most this many cells, or
-# twice the number of patterns if that is more; larger ones go through a sort of the
-# patterns' configuration codes
+# a (q, r) count table is filled densely when it has at most _DENSE_CELLS cells or
+# _DENSE_PER_PATTERN per data pattern; sparser ones go through a sort of the patterns'
+# configuration codes
 _DENSE_CELLS = 1 << 16
+_DENSE_PER_PATTERN = 8
 
 
 @njit(cache=True, nogil=True)
@@ -96,48 +97,74 @@ def pairwise_sum(a, lo, n):
 
 
 @njit(cache=True, nogil=True)
-def _configurations(codes, parents, radices):
-    """Mixed-radix code of every pattern's parent configuration (last parent fastest)
-    and the number of configurations ``q``."""
-    U = codes.shape[0]
-    key = np.zeros(U, dtype=np.int64)
+def _n_configurations(parents, radices):
     q = 1
     for i in range(parents.size):
-        p = parents[i]
-        rp = radices[p]
-        q *= rp
-        for u in range(U):
-            key[u] = key[u] * rp + codes[u, p]
-    return key, q
+        q *= radices[parents[i]]
+    return q
 
 
 @njit(cache=True, nogil=True)
-def family_table(codes, weights, j, parents, radices):
-    """The ``(observed configurations, r_j)`` count table of node ``j`` given
-    ``parents`` (int64 array, in the order that defines the configuration code).
-    ``radices`` are the node cardinalities; the number of configurations must fit in
-    int64 with room for ``r_j`` (the caller checks)."""
-    U = codes.shape[0]
+def _is_dense(q, r, U):
+    return q * r <= max(_DENSE_CELLS, _DENSE_PER_PATTERN * U)
+
+
+@njit(cache=True, nogil=True)
+def _dense_counts(codes_t, weights, j, parents, radices, q):
+    """``(q, r_j)`` counts of every configuration and whether each occurs, in one pass
+    over the patterns (configuration code: first parent most significant)."""
+    U = codes_t.shape[1]
     r = radices[j]
-    key, q = _configurations(codes, parents, radices)
-    if q * r <= max(_DENSE_CELLS, 2 * U):
-        dense = np.zeros((q, r))
-        seen = np.zeros(q, dtype=np.bool_)
+    k = parents.size
+    rad = np.empty(k, dtype=np.int64)
+    for i in range(k):
+        rad[i] = radices[parents[i]]
+    dense = np.zeros((q, r))
+    seen = np.zeros(q, dtype=np.bool_)
+    xj = codes_t[j]
+    for u in range(U):
+        key = 0
+        for i in range(k):
+            key = key * rad[i] + codes_t[parents[i], u]
+        dense[key, xj[u]] += weights[u]
+        seen[key] = True
+    return dense, seen
+
+
+@njit(cache=True, nogil=True)
+def _sorted_configurations(codes_t, j, parents, radices):
+    """Configuration code of every pattern and the patterns in increasing code order
+    (for tables too sparse to hold densely)."""
+    U = codes_t.shape[1]
+    key = np.zeros(U, dtype=np.int64)
+    for i in range(parents.size):
+        p = parents[i]
+        rp = radices[p]
         for u in range(U):
-            dense[key[u], codes[u, j]] += weights[u]
-            seen[key[u]] = True
-        n_rows = 0
-        for l in range(q):
-            if seen[l]:
-                n_rows += 1
-        out = np.empty((n_rows, r))
+            key[u] = key[u] * rp + codes_t[p, u]
+    return key, np.argsort(key, kind="mergesort")
+
+
+@njit(cache=True, nogil=True)
+def family_table(codes_t, weights, j, parents, radices):
+    """The ``(observed configurations, r_j)`` count table of node ``j`` given
+    ``parents`` (int64 array, in the order that defines the configuration code: first
+    parent most significant), rows in increasing code order.  ``codes_t`` holds the
+    patterns one row per node; ``radices`` are the node cardinalities.  The number of
+    cells ``q r_j`` must fit in int64 (the caller checks)."""
+    U = codes_t.shape[1]
+    r = radices[j]
+    q = _n_configurations(parents, radices)
+    if _is_dense(q, r, U):
+        dense, seen = _dense_counts(codes_t, weights, j, parents, radices, q)
+        out = np.empty((seen.sum(), r))
         i = 0
         for l in range(q):
             if seen[l]:
                 out[i] = dense[l]
                 i += 1
         return out
-    order = np.argsort(key, kind="mergesort")
+    key, order = _sorted_configurations(codes_t, j, parents, radices)
     n_rows = 0
     for i in range(U):
         if i == 0 or key[order[i]] != key[order[i - 1]]:
@@ -148,8 +175,19 @@ def family_table(codes, weights, j, parents, radices):
         u = order[i]
         if i == 0 or key[u] != key[order[i - 1]]:
             l += 1
-        out[l, codes[u, j]] += weights[u]
+        out[l, codes_t[j, u]] += weights[u]
     return out
+
+
+@njit(cache=True, nogil=True)
+def _add_row_terms(row, terms, m):
+    """Append ``N_k ln(N_k / N)`` of a table row's nonzero cells to ``terms[m:]``."""
+    total = pairwise_sum(row, 0, row.size)
+    for k in range(row.size):
+        if row[k] > 0:
+            terms[m] = row[k] * math.log(row[k] / total)
+            m += 1
+    return m
 
 
 @njit(cache=True, nogil=True)
@@ -160,22 +198,38 @@ def table_loglik(N):
     terms = np.empty(n_rows * r)
     m = 0
     for l in range(n_rows):
-        row = pairwise_sum(N[l], 0, r)
-        for k in range(r):
-            if N[l, k] > 0:
-                terms[m] = N[l, k] * math.log(N[l, k] / row)
-                m += 1
+        m = _add_row_terms(N[l], terms, m)
     return pairwise_sum(terms, 0, m)
 
 
 @njit(cache=True, nogil=True)
-def family_loglik(codes, weights, j, parents, radices):
-    """The maximised log-likelihood of family ``(j, parents)`` (see :func:`table_loglik`)."""
-    return table_loglik(family_table(codes, weights, j, parents, radices))
+def family_loglik(codes_t, weights, j, parents, radices):
+    """``table_loglik(family_table(...))`` without building the compact table: rows
+    that never occur have no nonzero cell, so they add no term."""
+    U = codes_t.shape[1]
+    r = radices[j]
+    q = _n_configurations(parents, radices)
+    terms = np.empty(U)  # one nonzero cell at most per pattern
+    m = 0
+    if _is_dense(q, r, U):
+        dense, seen = _dense_counts(codes_t, weights, j, parents, radices, q)
+        for l in range(q):
+            if seen[l]:
+                m = _add_row_terms(dense[l], terms, m)
+        return pairwise_sum(terms, 0, m)
+    key, order = _sorted_configurations(codes_t, j, parents, radices)
+    row = np.zeros(r)
+    for i in range(U):
+        u = order[i]
+        row[codes_t[j, u]] += weights[u]
+        if i == U - 1 or key[order[i + 1]] != key[u]:
+            m = _add_row_terms(row, terms, m)
+            row[:] = 0.0
+    return pairwise_sum(terms, 0, m)
 
 
 @njit(cache=True, nogil=True)
-def family_bics(codes, weights, j, parents_flat, offsets, radices, log_n, key_limit):
+def family_bics(codes_t, weights, j, parents_flat, offsets, radices, log_n, key_limit):
     """The BIC term ``loglik - (r_j - 1) q ln(n) / 2`` of the families of node ``j``
     with parents ``parents_flat[offsets[i]:offsets[i + 1]]``; NaN for a family with
     ``q r_j >= key_limit`` cells (left to the caller)."""
@@ -194,7 +248,7 @@ def family_bics(codes, weights, j, parents_flat, offsets, radices, log_n, key_li
         if big:
             out[i] = np.nan
             continue
-        ll = family_loglik(codes, weights, j, parents, radices)
+        ll = family_loglik(codes_t, weights, j, parents, radices)
         out[i] = ll - 0.5 * (r - 1) * q * log_n
     return out
 
