@@ -15,8 +15,7 @@ graph so far perturbed by a few random legal moves.
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,7 +26,7 @@ __all__ = ["TabuClimb", "Visit"]
 _KINDS = ("add", "remove", "reverse")
 
 
-@dataclass
+@dataclass(slots=True)
 class Visit:
     """One graph on the path of a climb."""
 
@@ -36,7 +35,6 @@ class Visit:
     restart: int
     step: int
     move: tuple | None = None  # (kind, parent, child) in node indices
-    extra: dict = field(default_factory=dict)
 
 
 class TabuClimb:
@@ -149,15 +147,15 @@ class TabuClimb:
         """Climb from ``start`` (parent index lists); ``on_visit(Visit)`` sees every
         graph on the path.  Returns the best Visit."""
         self._set_state(start)
-        tabu = deque([self.hash], maxlen=max(self.tabu_length, 1))
+        # the hashes of the last tabu_length graphs, a ring (order does not matter)
+        ring = np.empty(max(self.tabu_length, 1), dtype=np.int64)
+        ring[0], n_ring = self.hash, 1
         best = Visit(tuple(self.parents), self.total(), restart, 0)
         on_visit(best)
         since_best = 0
         step = 0
-        no_tabu = np.empty(0, dtype=np.int64)
         while self.max_steps is None or step < self.max_steps:
-            banned = (np.fromiter(tabu, dtype=np.int64, count=len(tabu)) if self.tabu_length
-                      else no_tabu)
+            banned = ring[:n_ring] if self.tabu_length else ring[:0]
             n_legal, kind, p, c, gain, _ = best_move(*self._move_args(), banned)
             if n_legal == 0 or kind < 0:
                 break
@@ -166,7 +164,8 @@ class TabuClimb:
             step += 1
             move = (_KINDS[kind], int(p), int(c))
             self.apply(*move)
-            tabu.append(self.hash)
+            ring[step % ring.size] = self.hash
+            n_ring = min(n_ring + 1, ring.size)
             visit = Visit(tuple(self.parents), self.total(), restart, step, move)
             on_visit(visit)
             if visit.totals[self.select] > best.totals[self.select] + self.tol:
