@@ -28,11 +28,15 @@ from ..dag import VBDiscreteDAG
 from ..dag.structure import family_prior_value
 from ..scoring import ScoreResult
 from ._common import _NamedMethod
+from ._dag_kernels import family_bics, family_table, table_loglik
 
 __all__ = ["FamilyScores", "decomposable_family_scores"]
 
 DECOMPOSABLE_METHODS = ("bic", "bic_map", "vb")
 _BOUND = {"bic": "approx", "bic_map": "approx", "vb": "lower"}
+# families with at least this many cells (configurations x states) are counted by rows
+# of the parent columns instead of one int64 code per configuration
+_KEY_LIMIT = 2**62
 
 
 class FamilyScores:
@@ -45,26 +49,27 @@ class FamilyScores:
 
     def __init__(self, codes, weights, cardinalities, methods, prior=1.0, ess=1.0):
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        # one row per node: the kernels read a node's states contiguously
+        self._codes_t = np.ascontiguousarray(self.codes.T)
         self.weights = np.asarray(weights, dtype=float)
         self.r = [int(c) for c in cardinalities]
         self.methods = tuple(methods)
         self.prior, self.ess = prior, ess
         self.log_n = math.log(float(np.sum(self.weights)))
+        self._radices = np.asarray(self.r, dtype=np.int64)
         self._cache = {}
 
     def counts(self, j, parents):
         """The (observed parent configurations, r_j) count table of node ``j`` given
-        ``parents`` (configurations never seen are left out: their terms are zero)."""
+        ``parents`` (configurations never seen are left out: their terms are zero), rows
+        in increasing order of the configuration (first parent most significant)."""
         parents = list(parents)
         r = self.r[j]
-        if not parents:
-            return np.bincount(self.codes[:, j], self.weights, minlength=r)[None, :]
-        q = math.prod(self.r[p] for p in parents)
-        if q <= 2**40:
-            key = self.codes[:, parents] @ np.cumprod([1] + [self.r[p] for p in parents[:0:-1]])[::-1]
-            _, rows = np.unique(key, return_inverse=True)
-        else:
-            _, rows = np.unique(self.codes[:, parents], axis=0, return_inverse=True)
+        if math.prod(self.r[p] for p in parents) * r < _KEY_LIMIT:
+            return family_table(self._codes_t, self.weights, j, np.asarray(parents, dtype=np.int64),
+                                self._radices)
+        # too many configurations for one int64 code: the rows of the parent columns
+        _, rows = np.unique(self.codes[:, parents], axis=0, return_inverse=True)
         rows = rows.reshape(-1)
         n_rows = int(rows.max()) + 1
         return np.bincount(rows * r + self.codes[:, j], self.weights,
@@ -78,17 +83,44 @@ class FamilyScores:
             out = self._cache[key] = self._compute(j, parents)
         return out
 
+    def select_values(self, j, parent_sets, s):
+        """Method ``s``'s term of the families ``(j, ps)`` for every ``ps`` of
+        ``parent_sets`` (sorted tuples), as an array; the ones not cached yet are computed
+        together."""
+        cache = self._cache
+        missing = [ps for ps in parent_sets if (j, ps) not in cache]
+        if missing:
+            self._compute_many(j, missing)
+        return np.array([cache[(j, ps)][s] for ps in parent_sets], dtype=float)
+
+    def _compute_many(self, j, parent_sets):
+        if self.methods != ("bic",):
+            for ps in parent_sets:
+                self._cache[(j, ps)] = self._compute(j, ps)
+            return
+        offsets = np.zeros(len(parent_sets) + 1, dtype=np.int64)
+        np.cumsum([len(ps) for ps in parent_sets], out=offsets[1:])
+        flat = np.fromiter((p for ps in parent_sets for p in ps), dtype=np.int64,
+                           count=offsets[-1])
+        values = family_bics(self._codes_t, self.weights, j, flat, offsets, self._radices,
+                             self.log_n, _KEY_LIMIT)
+        for ps, v in zip(parent_sets, values.tolist()):
+            # NaN: too many cells for the kernel's int64 configuration code
+            self._cache[(j, ps)] = np.array([v]) if v == v else self._compute(j, ps)
+
+    def _penalty(self, j, parents):
+        return 0.5 * (self.r[j] - 1) * math.prod(self.r[p] for p in parents) * self.log_n
+
     def _compute(self, j, parents):
         N = self.counts(j, parents)
         r = self.r[j]
         q = math.prod(self.r[p] for p in parents)
-        penalty = 0.5 * (r - 1) * q * self.log_n
+        penalty = self._penalty(j, parents)
         rows = N.sum(axis=1, keepdims=True)
         out = np.empty(len(self.methods))
         for i, m in enumerate(self.methods):
             if m == "bic":
-                nz = N > 0
-                out[i] = float(np.sum(N[nz] * np.log((N / rows)[nz]))) - penalty
+                out[i] = table_loglik(N) - penalty
             else:
                 lam = family_prior_value(self.prior, self.ess, q, r)
                 if m == "bic_map":

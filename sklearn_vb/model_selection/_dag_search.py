@@ -614,11 +614,12 @@ class DAGStructureSearch(EdgeSetSearchBase):
         n_restarts = 10 if self.n_restarts == "auto" else self.n_restarts
         entropy = C.base_entropy(self.random_state)
         rng = check_random_state(entropy)
-        visits, seen = [], set()
+        visits = []
 
         def on_visit(v):
-            self._log(f"restart {v.restart} step {v.step}: {v.move} "
-                      f"{selection}={v.totals[select]:.4f}", level=2)
+            if self.verbose >= 2:
+                self._log(f"restart {v.restart} step {v.step}: {v.move} "
+                          f"{selection}={v.totals[select]:.4f}", level=2)
             visits.append(v)
 
         best = climb.climb([list(p) for p in start.parents], 0, on_visit)
@@ -630,19 +631,21 @@ class DAGStructureSearch(EdgeSetSearchBase):
                 best = found
 
         graphs, outs, meta, path = [], [], [], []
-        row = {}
+        row = set()
+        node = start.names
         for v in visits:
-            g = start.with_parents(v.parents)
             move = None
             if v.move is not None:
                 kind, p, c = v.move
-                move = (kind, g.names[p], g.names[c])
+                move = (kind, node[p], node[c])
+            # a visit's parents are already the sorted index tuples that key a graph
             path.append({"restart": v.restart, "step": v.step, "move": move,
-                         "score": float(v.totals[select]), "structure": g.as_structure()})
-            if g.key in row:
+                         "score": float(v.totals[select]),
+                         "structure": {n: [node[p] for p in ps] for n, ps in zip(node, v.parents)}})
+            if v.parents in row:
                 continue
-            row[g.key] = len(outs)
-            graphs.append(g)
+            row.add(v.parents)
+            graphs.append(start.with_parents(v.parents))
             meta.append((v.restart, v.step))
             outs.append(_family_out(families, v.totals))
         # the best graph (the first of the highest score, as the ranking takes it) is

@@ -15,17 +15,18 @@ graph so far perturbed by a few random legal moves.
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+
+from ._dag_kernels import best_move, legal_moves
 
 __all__ = ["TabuClimb", "Visit"]
 
 _KINDS = ("add", "remove", "reverse")
 
 
-@dataclass
+@dataclass(slots=True)
 class Visit:
     """One graph on the path of a climb."""
 
@@ -34,7 +35,6 @@ class Visit:
     restart: int
     step: int
     move: tuple | None = None  # (kind, parent, child) in node indices
-    extra: dict = field(default_factory=dict)
 
 
 class TabuClimb:
@@ -57,8 +57,14 @@ class TabuClimb:
         self.max_steps = max_steps
         self.tol = tol
         self.kinds = tuple(k in kinds for k in _KINDS)
+        self._kinds = np.array(self.kinds, dtype=bool)
         J = self.pair_ok.shape[0]
         self.J = J
+        # the nodes that may be added to each family, in index order
+        self._candidates = [[p for p in range(J) if p != c and self.pair_ok[p, c]]
+                            for c in range(J)]
+        # (family, parents) -> its gain columns, kept across restarts
+        self._columns = {}
         # Zobrist keys: a graph's hash is the XOR of its edges' keys, updated per move
         self._zobrist = np.random.default_rng(0x5EED).integers(
             0, 2**63 - 1, size=(J, J), dtype=np.int64)
@@ -79,21 +85,28 @@ class TabuClimb:
 
     def _refresh(self, c):
         """Gains of adding each node to / removing each parent from family ``c``."""
+        key = (c, self.parents[c])
+        cols = self._columns.get(key)
+        if cols is None:
+            cols = self._columns[key] = self._gain_columns(c)
+        self.add_gain[:, c], self.rem_gain[:, c] = cols
+
+    def _gain_columns(self, c):
+        """The add and remove gain columns of family ``c`` with its current parents (they
+        depend on that family alone, so a climb that comes back to it reuses them)."""
         s, ps = self.select, self.parents[c]
         base = self.fam[c, s]
+        full = self.max_in_degree is not None and len(ps) >= self.max_in_degree
+        rem = list(ps)
+        add = [] if full else [p for p in self._candidates[c] if p not in ps]
+        sets = [ps[:i] + ps[i + 1:] for i in range(len(ps))]
+        sets += [tuple(sorted(ps + (p,))) for p in add]
+        values = self.scores.select_values(c, sets, s) - base
         col_add = np.full(self.J, -np.inf)
         col_rem = np.full(self.J, -np.inf)
-        full = self.max_in_degree is not None and len(ps) >= self.max_in_degree
-        for p in range(self.J):
-            if p == c:
-                continue
-            if p in ps:
-                rest = tuple(x for x in ps if x != p)
-                col_rem[p] = self.scores.local(c, rest)[s] - base
-            elif not full and self.pair_ok[p, c]:
-                col_add[p] = self.scores.local(c, tuple(sorted(ps + (p,))))[s] - base
-        self.add_gain[:, c] = col_add
-        self.rem_gain[:, c] = col_rem
+        col_rem[rem] = values[:len(rem)]
+        col_add[add] = values[len(rem):]
+        return col_add, col_rem
 
     def _set_family(self, c, ps):
         self.parents[c] = tuple(sorted(ps))
@@ -120,67 +133,39 @@ class TabuClimb:
         return self.fam.sum(axis=0)
 
     # ------------------------------------------------------------ moves
-    def _reach(self):
-        """``R[u, v]``: a directed path of length >= 1 from u to v."""
-        R = self.E.copy()
-        while True:
-            nxt = R | ((R.astype(np.int32) @ R.astype(np.int32)) > 0)
-            if np.array_equal(nxt, R):
-                return R
-            R = nxt
+    def _move_args(self):
+        return (self.E, self.add_gain, self.rem_gain, self.pair_ok, self.required,
+                -1 if self.max_in_degree is None else self.max_in_degree, self._kinds,
+                self._zobrist, self.hash)
 
     def moves(self):
         """Every legal move as arrays (kind index, parent, child, gain, hash after)."""
-        E, R = self.E, self._reach()
-        indeg = E.sum(axis=0)
-        room = (np.ones(self.J, bool) if self.max_in_degree is None
-                else indeg < self.max_in_degree)
-        add = np.isfinite(self.add_gain) & ~E & ~E.T & ~R.T
-        rem = E & ~self.required
-        # p -> c reversible when no other path p ~> c exists (it would close a cycle)
-        other_path = (E.astype(np.int32) @ R.astype(np.int32)) > 0
-        rev = rem & self.pair_ok.T & room[:, None] & ~other_path
-        z = self._zobrist
-        out = []
-        for k, mask in enumerate((add, rem, rev)):
-            p, c = np.nonzero(mask & self.kinds[k])
-            if k == 0:
-                gain = self.add_gain[p, c]
-                h = self.hash ^ z[p, c]
-            elif k == 1:
-                gain = self.rem_gain[p, c]
-                h = self.hash ^ z[p, c]
-            else:
-                gain = self.rem_gain[p, c] + self.add_gain[c, p]  # finite: pair_ok.T & room
-                h = self.hash ^ z[p, c] ^ z[c, p]
-            out.append((np.full(p.size, k), p, c, gain, h))
-        return tuple(np.concatenate(a) for a in zip(*out))
+        return legal_moves(*self._move_args())
 
     # ------------------------------------------------------------ search
     def climb(self, start, restart, on_visit):
         """Climb from ``start`` (parent index lists); ``on_visit(Visit)`` sees every
         graph on the path.  Returns the best Visit."""
         self._set_state(start)
-        tabu = deque([self.hash], maxlen=max(self.tabu_length, 1))
+        # the hashes of the last tabu_length graphs, a ring (order does not matter)
+        ring = np.empty(max(self.tabu_length, 1), dtype=np.int64)
+        ring[0], n_ring = self.hash, 1
         best = Visit(tuple(self.parents), self.total(), restart, 0)
         on_visit(best)
         since_best = 0
         step = 0
         while self.max_steps is None or step < self.max_steps:
-            kind, p, c, gain, h = self.moves()
-            if gain.size == 0:
+            banned = ring[:n_ring] if self.tabu_length else ring[:0]
+            n_legal, kind, p, c, gain, _ = best_move(*self._move_args(), banned)
+            if n_legal == 0 or kind < 0:
                 break
-            banned = set(tabu) if self.tabu_length else set()
-            order = np.argsort(-gain, kind="stable")
-            pick = next((i for i in order if int(h[i]) not in banned), None)
-            if pick is None:
-                break
-            if gain[pick] <= self.tol and since_best >= self.tabu_steps:
+            if gain <= self.tol and since_best >= self.tabu_steps:
                 break
             step += 1
-            move = (_KINDS[kind[pick]], int(p[pick]), int(c[pick]))
+            move = (_KINDS[kind], int(p), int(c))
             self.apply(*move)
-            tabu.append(self.hash)
+            ring[step % ring.size] = self.hash
+            n_ring = min(n_ring + 1, ring.size)
             visit = Visit(tuple(self.parents), self.total(), restart, step, move)
             on_visit(visit)
             if visit.totals[self.select] > best.totals[self.select] + self.tol:
