@@ -137,6 +137,49 @@ def write_api(doc=DOC):
     _write_if_changed(doc / "_api_sections.rst", "\n".join(out))
 
 
+def defined_in_package(obj):
+    """Whether a class member is sklearn_vb's own (not scikit-learn's or Python's).
+
+    scikit-learn's estimator methods (``get_params``, ``set_params``, the
+    ``set_*_request`` methods of metadata routing) are documented by scikit-learn;
+    the class pages name them without repeating their docstrings.
+    """
+    for attr in ("fget", "__func__"):
+        obj = getattr(obj, attr, None) or obj
+    return (getattr(obj, "__module__", None) or "").startswith("sklearn_vb")
+
+
+def class_members():
+    """``{class path: {"own": [...], "foreign": [...]}}`` for every class of the API pages.
+
+    The public methods of each class (as listed under the module that documents it),
+    split by :func:`defined_in_package`; plain lists, so that Sphinx can cache them
+    in its configuration (``autosummary_context``).
+    """
+    table = {}
+    for module, _, entries in api_sections():
+        for name, obj in entries:
+            if not inspect.isclass(obj):
+                continue
+            own, foreign = [], []
+            for member in dir(obj):
+                if member.startswith("_"):
+                    continue
+                value = getattr(obj, member, None)
+                if inspect.isroutine(value):
+                    (own if defined_in_package(value) else foreign).append(member)
+            table[f"{module}.{name}"] = {"own": own, "foreign": foreign}
+    return table
+
+
+def skip_foreign_members(app, what, name, obj, skip, options):
+    """autodoc: render the routines and properties sklearn_vb defines, not inherited ones."""
+    if what == "class" and (inspect.isroutine(obj) or isinstance(obj, property)):
+        if not defined_in_package(obj):
+            return True
+    return None
+
+
 def write_scorers_table(doc=DOC):
     from sklearn_vb.scoring import SCORERS
 
@@ -174,4 +217,5 @@ def _generate(app):
 
 def setup(app):
     app.connect("builder-inited", _generate, priority=100)
+    app.connect("autodoc-skip-member", skip_foreign_members)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
