@@ -197,6 +197,8 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
                                  self.engine(layout))
 
     def precision(self, layout=None):
+        """The prior precision of every canonical parameter, from ``prior_variance``, for
+        the fitted layout unless ``layout`` is given."""
         return prior_precision_vector(self.prior_variance, self._layout if layout is None else layout)
 
     def fit(self, X, y=None, sample_weight=None):

@@ -318,6 +318,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         return self._engine(X, None, lengths, sequence_ids).marginals(self.coef_)[1]
 
     def predict_log_proba(self, X, lengths=None, sequence_ids=None):
+        """The logarithm of :meth:`predict_proba` (n_samples, n_classes)."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X, lengths, sequence_ids))
 

@@ -1028,6 +1028,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
 
     @staticmethod
     def emission_blocks(means, precisions):
+        """Blocks from means (C, K, D) and per-dimension precisions (C, K, D)."""
         return {"means": np.asarray(means, dtype=float),
                 "precisions": np.asarray(precisions, dtype=float)}
 
