@@ -110,6 +110,38 @@ def test_benchmarks_page_parses_and_covers_every_results_file():
         assert f"benchmarks/results/{path.stem}.json" in rst
 
 
+def test_benchmark_tables_drop_the_columns_no_measurement_fills():
+    result = {"workload": "w", "per": "iteration", "measurements": [
+        {"label": "ours", "status": "ok", "median_s": 1.0, "metrics": {}},
+        {"label": "theirs", "status": "ok", "median_s": 2.0, "ratio_ours_over_theirs": 0.5,
+         "metrics": {}},
+    ]}
+    table = "\n".join(report._workload_table(result))
+    header = table.split("   * - ours")[0]
+    for kept in ("library", "status", "median (s)", "ours ÷ theirs"):
+        assert kept in header
+    for dropped in ("first call (s)", "ms per iteration", "ratios", "metrics"):
+        assert dropped not in header
+    # every row has as many cells as the header
+    rows = table.split("   * - ")[1:]
+    assert len({row.count("     - ") for row in rows}) == 1
+
+
+def test_benchmark_figures_each_in_their_own_section(tmp_path):
+    for name in ("selection.json", "selection_quick.json", "scaling.json"):
+        (tmp_path / name).write_text("{}")
+    for name in ("selection.png", "selection_quick.png", "scaling.png", "scaling_memory.png"):
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in report.figures("selection", tmp_path)] == ["selection.png"]
+    assert [p.name for p in report.figures("selection_quick", tmp_path)] == [
+        "selection_quick.png"]
+    assert [p.name for p in report.figures("scaling", tmp_path)] == [
+        "scaling.png", "scaling_memory.png"]
+    page = report.rst_page(image_prefix="/img/")
+    for png in (ROOT / "benchmarks" / "results").glob("*.png"):
+        assert page.count(f"/img/{png.name}") == 1, png.name
+
+
 def test_readme_speed_table_is_generated_from_the_results():
     text = (ROOT / "README.md").read_text()
     assert report.README_START in text and report.README_END in text
