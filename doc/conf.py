@@ -58,6 +58,7 @@ nitpicky = True
 # publish none in Debian's packages; they appear in signatures' type hints.
 nitpick_ignore = [
     ("py:class", "numpy.ndarray"),
+    ("py:class", "np.ndarray"),
     ("py:class", "pandas.DataFrame"),
 ]
 # The inventories are shipped in _inv/ (from Debian's documentation packages), so the

@@ -86,15 +86,27 @@ API_SECTIONS = [
 
 
 def _public_names(module):
-    names = getattr(module, "__all__", None)
-    if names is None:
-        names = [n for n in vars(module) if not n.startswith("_")]
+    """Classes and functions, and the constants (named in ``__all__``, or upper-case
+    names of a module without one): the constants become ``:data:`` targets."""
+    listed = getattr(module, "__all__", None)
+    names = listed if listed is not None else [n for n in vars(module) if not n.startswith("_")]
     out = []
     for name in names:
         obj = getattr(module, name, None)
         if inspect.isclass(obj) or inspect.isfunction(obj):
             out.append((name, obj))
+        elif (listed is not None or name.isupper()) and not name.startswith("_") and not (
+                inspect.ismodule(obj) or callable(obj)):
+            out.append((name, _Constant(module.__name__, (name, id(obj)))))
     return out
+
+
+class _Constant:
+    """Stands for a module-level constant in :func:`api_sections` (its value may be shared)."""
+
+    def __init__(self, module, key):
+        self.__module__ = module
+        self.key = key
 
 
 def api_sections():
@@ -116,9 +128,10 @@ def api_sections():
             continue
         entries = []
         for obj_name, obj in _public_names(module):
-            if id(obj) in seen or not (obj.__module__ or "").startswith("sklearn_vb"):
+            key = getattr(obj, "key", id(obj)) if isinstance(obj, _Constant) else id(obj)
+            if key in seen or not (obj.__module__ or "").startswith("sklearn_vb"):
                 continue
-            seen.add(id(obj))
+            seen.add(key)
             entries.append((obj_name, obj))
         if entries:
             title = titles.get(name) or f"``{name}``"
@@ -129,7 +142,8 @@ def api_sections():
 def write_api(doc=DOC):
     out = []
     for module, title, entries in api_sections():
-        out += [title, "-" * (len(title) + 2), "", f".. currentmodule:: {module}", ""]
+        # ``module`` (not ``currentmodule``): the section is the target of :mod: links
+        out += [title, "-" * (len(title) + 2), "", f".. module:: {module}", ""]
         first = (inspect.getdoc(importlib.import_module(module)) or "").split("\n\n")[0]
         if module != "sklearn_vb" and first:
             out += [first, ""]

@@ -888,7 +888,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         return float(-2.0 * log_likelihood + 2.0 * self._n_parameters())
 
     def check_data(self, X, **fit_params):
-        """Validate new data against the fitted model, as :meth:`score` and :meth:`bic` do.
+        """Validate new data against the fitted model, as ``score`` and :meth:`bic` do.
 
         Public so that code built on a fitted model (its scoring model in
         :mod:`sklearn_vb.scoring`, for one) prepares data exactly as the estimator does.

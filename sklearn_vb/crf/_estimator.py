@@ -202,7 +202,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         return codes.astype(np.int64)
 
     def check_data(self, X, y=None, lengths=None, sequence_ids=None):
-        """The :class:`~sklearn_vb.crf._layout.CRFData` of ``X`` (and labels ``y``) for
+        """The ``CRFData`` of ``X`` (and labels ``y``) for
         the fitted model (validated)."""
         check_is_fitted(self, "coef_")
         X = validate_float_data(self, X, reset=False, missing=MISSING_IN_SEQUENCES, max_abs=None,
@@ -351,7 +351,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
 
     @property
     def layout_(self):
-        """The :class:`~sklearn_vb.crf._layout.CRFLayout` of the fitted structure."""
+        """The ``CRFLayout`` of the fitted structure."""
         check_is_fitted(self, "coef_")
         return self._layout
 

@@ -77,7 +77,7 @@ class ScoringModel(Protocol):
     """The G0 core of the interface; the optional groups G1 to G6 are listed in the
     module docstring.
 
-    ``X`` passed to every method is whatever :meth:`prepare_data` returned for the
+    ``X`` passed to every method is whatever ``prepare_data`` (e.g. :meth:`ScoringModelMixin.prepare_data`) returned for the
     user's ``X`` and fit parameters (``lengths=``, ``sequence_ids=``, ``U=`` ...).
 
     Examples
