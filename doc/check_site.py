@@ -177,6 +177,8 @@ PAGE_STATE = """(async () => {
     await Promise.race([MathJax.startup.promise, new Promise(r => setTimeout(r, 10000))]);
   }
   const width = document.documentElement.clientWidth;
+  // the permalink "#" after a title is hidden until hovered: measure the title without it
+  main.querySelectorAll('h1 .headerlink').forEach(a => { a.style.display = 'none'; });
   const mathjax = Array.from(document.scripts).map(s => s.src)
                        .filter(src => /mathjax/i.test(src));
   return {

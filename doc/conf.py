@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_sphinxext"))
 
 import sklearn_vb  # noqa: E402
-from vb_pages import class_members  # noqa: E402
+from vb_pages import class_members, constant_docs  # noqa: E402
 
 project = "sklearn_vb"
 copyright = "the sklearn_vb developers"
@@ -47,9 +47,13 @@ html_theme_options = {
     "show_toc_level": 2,
 }
 html_show_sourcelink = False
+# "fit()" rather than "VBHiddenMarkov.fit()" in a page's table of contents (it fits the
+# right-hand column)
+toc_object_entries_show_parents = "hide"
 templates_path = ["_templates"]
 # _templates/autosummary/class.rst: a table of the methods, then each method's docstring
-autosummary_context = {"vb_members": class_members()}
+# and _templates/autosummary/data.rst: a constant with its ``#:`` comment
+autosummary_context = {"vb_members": class_members(), "vb_constants": constant_docs()}
 exclude_patterns = ["_build", "_generated", "_api_sections.rst", "reproduce/README*",
                     "**/GALLERY_HEADER.rst"]
 # every cross-reference must resolve (``make doc`` also passes -n)
@@ -86,4 +90,6 @@ sphinx_gallery_conf = {
     "backreferences_dir": "generated/backreferences",
     "reference_url": {"sklearn_vb": None},
     "remove_config_comments": True,
+    # its pages load their table scripts from a CDN, which an offline reader lacks
+    "write_computation_times": False,
 }

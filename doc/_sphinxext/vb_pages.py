@@ -186,6 +186,37 @@ def class_members():
     return table
 
 
+def constant_docs():
+    """``{constant path: {"doc": ..., "value": ...}}`` for the constants of the API pages.
+
+    The text is the constant's ``#:`` comment in the module that assigns it (autodoc
+    would look in the public module that re-exports it, find none, and show the
+    docstring of the value's type); the value is its ``repr`` when that is short.
+    """
+    from sphinx.pycode import ModuleAnalyzer
+
+    table = {}
+    for module, _, entries in api_sections():
+        for name, obj in entries:
+            if not isinstance(obj, _Constant):
+                continue
+            value = getattr(importlib.import_module(module), name)
+            doc = []
+            for mod in sorted(m for m in list(sys.modules) if m.startswith("sklearn_vb")):
+                if getattr(sys.modules[mod], name, None) is value:
+                    try:
+                        found = ModuleAnalyzer.for_module(mod).find_attr_docs().get(("", name))
+                    except Exception:  # a module without source
+                        found = None
+                    if found:
+                        doc = [line for line in found if line.strip()]
+                        break
+            text = repr(value)
+            table[f"{module}.{name}"] = {"doc": " ".join(doc),
+                                         "value": text if len(text) <= 70 else ""}
+    return table
+
+
 def skip_foreign_members(app, what, name, obj, skip, options):
     """autodoc: render the routines and properties sklearn_vb defines, not inherited ones."""
     if what == "class" and (inspect.isroutine(obj) or isinstance(obj, property)):
