@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -252,6 +253,31 @@ def write_reproduction_toc(doc=DOC):
     _write_if_changed(doc / "_generated" / "reproduce_toc.rst", text + "\n")
 
 
+#: Titles of one identifier this long may be wider than the page's column at 1280 px.
+LONG_TITLE = 20
+_BREAK = re.compile(r"([_.])|(?<=[a-z])(?=[A-Z])")
+
+
+def break_long_titles(app, doctree, docname):
+    """Let a long identifier in a section title wrap after its underscores and dots and
+    between the words of a CamelCase name.
+
+    A zero-width space at each of those places in the rendered heading (the page
+    titles of the sidebar, the search index and ``<title>`` are taken before this and
+    keep the plain name): ``make_structure_discovery_sequences`` would otherwise run past
+    its column, or be broken inside a word.
+    """
+    from docutils import nodes
+
+    for title in doctree.findall(nodes.title):
+        text = title.astext()
+        if len(text) < LONG_TITLE or any(c.isspace() for c in text):
+            continue
+        for child in list(title.findall(nodes.Text)):
+            broken = _BREAK.sub(lambda m: (m.group(1) or "") + "\u200b", child.astext())
+            child.parent.replace(child, nodes.Text(broken))
+
+
 def _generate(app):
     doc = Path(app.srcdir)
     write_api(doc)
@@ -263,4 +289,5 @@ def _generate(app):
 def setup(app):
     app.connect("builder-inited", _generate, priority=100)
     app.connect("autodoc-skip-member", skip_foreign_members)
+    app.connect("doctree-resolved", break_long_titles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

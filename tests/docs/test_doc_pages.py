@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import docutils.core
+import docutils.nodes
 import docutils.utils
 import pytest
 
@@ -209,3 +210,15 @@ def test_getting_started_code_is_valid_python():
     assert len(blocks) >= 5
     for block in blocks:
         compile("\n".join(line[4:] for line in block.splitlines()), "getting_started", "exec")
+
+
+def test_long_identifier_titles_wrap_between_words():
+    import vb_pages
+
+    rst = ("make_structure_discovery_sequences\n==================================\n\ntext\n\n"
+           "VBMixtureFactorAnalysers\n------------------------\n\nShort title\n-----------\n")
+    doctree = docutils.core.publish_doctree(rst, settings_overrides={"report_level": 5})
+    vb_pages.break_long_titles(None, doctree, "page")
+    titles = [t.astext() for t in doctree.findall(docutils.nodes.title)]
+    assert titles == ["make_\u200bstructure_\u200bdiscovery_\u200bsequences",
+                      "VBMixture\u200bFactor\u200bAnalysers", "Short title"]
