@@ -47,6 +47,9 @@ html_theme_options = {
     "show_toc_level": 2,
 }
 html_show_sourcelink = False
+# pages without sub-pages: no empty "Section Navigation" column (the tables get its width)
+html_sidebars = {page: [] for page in ("getting_started", "scores", "limits", "benchmarks",
+                                       "architecture", "extending")}
 # "fit()" rather than "VBHiddenMarkov.fit()" in a page's table of contents (it fits the
 # right-hand column)
 toc_object_entries_show_parents = "hide"
