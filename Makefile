@@ -62,11 +62,11 @@ else
 	$(PY) -m benchmarks.report --readme
 endif
 
-# -W: every warning is an error.  The gallery runs the examples' quick modes;
-# SKLEARN_VB_GALLERY=full runs the full experiments, =skip does not run them.
+# -n -W: every cross-reference resolves, every warning is an error.  The gallery runs the
+# examples' quick modes; SKLEARN_VB_GALLERY=full runs the full experiments, =skip does not run them.
 doc: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[doc]"
-	MPLBACKEND=Agg $(PY) -m sphinx -W --keep-going -b html doc doc/_build/html
+	MPLBACKEND=Agg $(PY) -m sphinx -n -W --keep-going -b html doc doc/_build/html
 	@echo "documentation: doc/_build/html/index.html"
 
 # every page, image, internal link and the search of the built site, in headless

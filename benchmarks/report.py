@@ -150,12 +150,19 @@ def _workload_table(result):
                       if isinstance(v, (int, float))),
             "; ".join(_metric(k, v) for k, v in (m.get("metrics") or {}).items()),
         ])
-    if not any(r[6] for r in rows[1:]):
-        rows = [r[:6] + r[7:] for r in rows]
+    return _list_table(rows)
+
+
+def _list_table(rows):
+    """``rows`` (the first one the header) as an RST list-table, without the columns
+    that are empty in every other row (a metric no library of the workload reports)."""
+    header, body = rows[0], rows[1:]
+    keep = [j for j in range(len(header))
+            if not body or any(str(row[j]).strip() for row in body)]
     out = [".. list-table::", "   :header-rows: 1", ""]
     for row in rows:
-        for j, cell in enumerate(row):
-            out.append(("   * - " if j == 0 else "     - ") + _rst_cell(cell))
+        for n, j in enumerate(keep):
+            out.append(("   * - " if n == 0 else "     - ") + _rst_cell(row[j]))
     return out
 
 
@@ -164,10 +171,17 @@ def _heading(text, char):
 
 
 def figures(stem, directory=RESULTS_DIR):
-    """The figures drawn from ``<stem>.json``: ``<stem>.png`` and ``<stem>_*.png``."""
+    """The figures drawn from ``<stem>.json``: ``<stem>.png`` and ``<stem>_*.png``, less
+    those of another results file whose name extends it (``selection_quick.png`` belongs
+    to ``selection_quick.json``, not to ``selection.json``)."""
     directory = Path(directory)
+
+    def drawn_from(png, name):
+        return png.stem == name or png.stem.startswith(name + "_")
+
+    others = [p.stem for p in directory.glob(f"{stem}_*.json")]
     return sorted(p for p in directory.glob(f"{stem}*.png")
-                  if p.stem == stem or p.stem.startswith(stem + "_"))
+                  if drawn_from(p, stem) and not any(drawn_from(p, o) for o in others))
 
 
 def rst_page(directory=RESULTS_DIR, image_prefix=None):
@@ -202,9 +216,9 @@ def rst_page(directory=RESULTS_DIR, image_prefix=None):
                 f"(from {source}).", ""]
         if stem.startswith("selection"):
             from .harness import load_results
-            from .selection_report import rst
+            from .selection_report import COLUMNS, rows
 
-            out += rst(load_results(directory / f"{stem}.json"), _rst_cell)
+            out += _list_table([COLUMNS, *rows(load_results(directory / f"{stem}.json"))])
             out.append("")
             continue
         for result in payload["results"]:

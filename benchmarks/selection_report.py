@@ -1,6 +1,6 @@
 """Tables of the selection panels (``results/selection.json``): one row per problem and
-library, as Markdown (written as ``results/selection.md`` by ``python -m benchmarks``)
-and as reStructuredText (the documentation's benchmarks page)."""
+library, as Markdown (written as ``results/selection.md`` by ``python -m benchmarks``);
+the same rows make the table of the documentation's benchmarks page (``report.py``)."""
 
 from __future__ import annotations
 
@@ -82,12 +82,3 @@ def write_markdown(json_path):
     path = Path(json_path).with_suffix(".md")
     path.write_text(markdown(results))
     return path
-
-
-def rst(results, cell):
-    """The per-problem table as an RST list-table; ``cell`` escapes a cell."""
-    out = [".. list-table::", "   :header-rows: 1", ""]
-    for row in [COLUMNS] + rows(results):
-        for j, c in enumerate(row):
-            out.append(("   * - " if j == 0 else "     - ") + cell(c))
-    return out

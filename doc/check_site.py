@@ -11,6 +11,10 @@ protocol on a pipe (``--remote-debugging-pipe``: no extra Python packages), and 
 * every image of every page loaded (``complete`` with a non-zero natural width);
 * every internal link resolves: the target file exists, and a ``#fragment`` names an
   element ``id`` of the target page;
+* every formula is typeset: MathJax, loaded from the site itself (not from a CDN), has
+  replaced the TeX of every ``.math`` element (no raw ``\\(`` left);
+* every page title fits: at a 1280 x 900 window no ``<h1>`` is wider than its box or
+  than the window;
 * the search page finds ``VBHiddenMarkov`` and ``lower bound``.
 
 Exits with status 1 and a list of the problems if any check fails, 0 otherwise, and 0
@@ -37,6 +41,7 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
 SEARCHES = ("VBHiddenMarkov", "lower bound")
+WIDTH, HEIGHT = 1280, 900
 
 
 def find_chromium():
@@ -67,9 +72,13 @@ class Browser:
         to_browser_r, self._to_browser = os.pipe()
         self._from_browser, from_browser_w = os.pipe()
         self._profile = Path(os.environ.get("TMPDIR", "/tmp")) / f"check_site_{os.getpid()}"
-        args = [binary, "--headless", "--no-sandbox", "--disable-gpu",
-                "--disable-dev-shm-usage", "--no-first-run", "--remote-debugging-pipe",
-                f"--user-data-dir={self._profile}", "about:blank"]
+        # the background-networking flags keep Chromium from calling home on a machine
+        # without a network (each refused connection costs time)
+        args = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--disable-dev-shm-usage", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--remote-debugging-pipe",
+                f"--window-size={WIDTH},{HEIGHT}", f"--user-data-dir={self._profile}",
+                "about:blank"]
 
         def child_fds():
             os.dup2(to_browser_r, 3)
@@ -87,6 +96,8 @@ class Browser:
                                  flatten=True)["sessionId"]
         for domain in ("Page", "Runtime"):
             self.call(f"{domain}.enable", session=True)
+        self.call("Emulation.setDeviceMetricsOverride", session=True, width=WIDTH,
+                  height=HEIGHT, deviceScaleFactor=1, mobile=False)
 
     def _send(self, message):
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
@@ -158,15 +169,32 @@ class Browser:
         shutil.rmtree(self._profile, ignore_errors=True)
 
 
-PAGE_STATE = """(() => {
+PAGE_STATE = """(async () => {
   const main = document.querySelector('main') || document.body;
   const imgs = Array.from(document.images);
+  const maths = Array.from(document.querySelectorAll('.math'));
+  if (maths.length && window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await Promise.race([MathJax.startup.promise, new Promise(r => setTimeout(r, 10000))]);
+  }
+  const width = document.documentElement.clientWidth;
+  // the permalink "#" after a title is hidden until hovered: measure the title without it
+  main.querySelectorAll('h1 .headerlink').forEach(a => { a.style.display = 'none'; });
+  const mathjax = Array.from(document.scripts).map(s => s.src)
+                       .filter(src => /mathjax/i.test(src));
   return {
+    raw_math: maths.filter(m => !m.querySelector('mjx-container'))
+                   .map(m => m.textContent.trim().slice(0, 60)),
+    mathjax_sources: mathjax,
+    wide_titles: Array.from(main.querySelectorAll('h1'))
+      .filter(h => h.scrollWidth > h.clientWidth + 1
+                   || h.getBoundingClientRect().right > width + 1)
+      .map(h => h.textContent.trim().slice(0, 60)),
     heading: !!main.querySelector('h1'),
     text: main.innerText.trim().length,
     broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0))
                        .map(i => i.getAttribute('src')),
     n_images: imgs.length,
+    n_math: maths.length,
     links: Array.from(document.querySelectorAll('a[href]')).map(a => a.href),
   };
 })()"""
@@ -206,7 +234,7 @@ def check(root, max_pages=None, verbose=True):
     browser = Browser(binary)
     try:
         queue, seen = deque(["index.html"]), {"index.html"}
-        n_pages = n_images = n_links = 0
+        n_pages = n_images = n_links = n_formulas = 0
         while queue and (max_pages is None or n_pages < max_pages):
             page = queue.popleft()
             errors = browser.open(base + page)
@@ -219,6 +247,14 @@ def check(root, max_pages=None, verbose=True):
                 problems.append(f"{page}: renders no heading or no text in <main>")
             for src in state["broken_images"]:
                 problems.append(f"{page}: image did not load: {src}")
+            for tex in state["raw_math"]:
+                problems.append(f"{page}: formula not typeset: {tex}")
+            for src in state["mathjax_sources"]:
+                if not src.startswith(base):
+                    problems.append(f"{page}: MathJax loaded from outside the site: {src}")
+            for title in state["wide_titles"]:
+                problems.append(f"{page}: title wider than its box at {WIDTH} px: {title}")
+            n_formulas += state["n_math"] - len(state["raw_math"])
             for link in state["links"]:
                 url, fragment = urldefrag(link)
                 if not url.startswith(base):
@@ -244,8 +280,8 @@ def check(root, max_pages=None, verbose=True):
             elif verbose:
                 print(f"check_site: search {term!r}: {hits} results")
         if verbose:
-            print(f"check_site: {n_pages} pages, {n_images} images, {n_links} internal links "
-                  f"checked in Chromium ({Path(binary).name}).")
+            print(f"check_site: {n_pages} pages, {n_images} images, {n_formulas} typeset formulas, "
+                  f"{n_links} internal links checked in Chromium ({Path(binary).name}).")
     finally:
         browser.close()
         server.shutdown()
@@ -265,8 +301,8 @@ def main(argv=None):
     if problems:
         print(f"check_site: {len(problems)} problem(s).")
         return 1
-    print("check_site: every page renders, every image loads, every internal link resolves, "
-          "search works.")
+    print("check_site: every page renders, every image loads, every formula is typeset, "
+          "every title fits, every internal link resolves, search works.")
     return 0
 
 

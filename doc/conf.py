@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_sphinxext"))
 
 import sklearn_vb  # noqa: E402
+from vb_pages import class_members, constant_docs  # noqa: E402
 
 project = "sklearn_vb"
 copyright = "the sklearn_vb developers"
@@ -26,6 +27,8 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax 3 copied into _static/mathjax: formulas render without the network
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "vb_gallery",
@@ -34,7 +37,6 @@ extensions = [
 ]
 # the API tables are generated (vb_pages) before autosummary scans these files
 autosummary_generate = ["api.rst", "_api_sections.rst"]
-autodoc_default_options = {"inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
 numpydoc_xref_param_type = False
@@ -45,11 +47,34 @@ html_theme_options = {
     "show_toc_level": 2,
 }
 html_show_sourcelink = False
+# pages without sub-pages: no empty "Section Navigation" column (the tables get its width)
+html_sidebars = {page: [] for page in ("getting_started", "scores", "limits", "benchmarks",
+                                       "architecture", "extending")}
+# "fit()" rather than "VBHiddenMarkov.fit()" in a page's table of contents (it fits the
+# right-hand column)
+toc_object_entries_show_parents = "hide"
 templates_path = ["_templates"]
+# _templates/autosummary/class.rst: a table of the methods, then each method's docstring
+# and _templates/autosummary/data.rst: a constant with its ``#:`` comment
+autosummary_context = {"vb_members": class_members(), "vb_constants": constant_docs()}
 exclude_patterns = ["_build", "_generated", "_api_sections.rst", "reproduce/README*",
                     "**/GALLERY_HEADER.rst"]
-# intersphinx needs the network; links to other projects' pages are written out instead
-intersphinx_mapping = {}
+# every cross-reference must resolve (``make doc`` also passes -n)
+nitpicky = True
+# Types for which no inventory is available offline (see _inv/README): NumPy and pandas
+# publish none in Debian's packages; they appear in signatures' type hints.
+nitpick_ignore = [
+    ("py:class", "numpy.ndarray"),
+    ("py:class", "np.ndarray"),
+    ("py:class", "pandas.DataFrame"),
+]
+# The inventories are shipped in _inv/ (from Debian's documentation packages), so the
+# build needs no network; the links point to each project's online documentation.
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3/", "_inv/python.inv"),
+    "scipy": ("https://docs.scipy.org/doc/scipy/", "_inv/scipy.inv"),
+    "sklearn": ("https://scikit-learn.org/stable/", "_inv/sklearn.inv"),
+}
 
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
@@ -68,4 +93,6 @@ sphinx_gallery_conf = {
     "backreferences_dir": "generated/backreferences",
     "reference_url": {"sklearn_vb": None},
     "remove_config_comments": True,
+    # its pages load their table scripts from a CDN, which an offline reader lacks
+    "write_computation_times": False,
 }

@@ -2,7 +2,7 @@
 =================================================================
 
 Sequences are drawn from a 3-state HMM over 6 symbols (each state mostly emits its own
-pair of symbols, and stays put with probability 0.9).  :class:`StructureSearch` fits an
+pair of symbols, and stays put with probability 0.9).  :class:`~sklearn_vb.model_selection.StructureSearch` fits an
 HMM with K = 1..8 states to the whole data set (several restarts each, seeds derived
 from ``random_state`` and K) and ranks the candidates by the VB lower bound and by BIC
 (both as log-evidence estimates in nats, higher is better).  The figure shows both

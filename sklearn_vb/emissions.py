@@ -1,5 +1,5 @@
-"""Emission families of :class:`~sklearn_vb.hmm.VBHiddenMarkov` (the public address of
-:mod:`sklearn_vb.hmm.emissions`, where they are defined), with the typed containers of
+"""Emission families of :class:`~sklearn_vb.VBHiddenMarkov` (the public address of
+``sklearn_vb.hmm.emissions``, where they are defined), with the typed containers of
 their hyperparameters and statistics."""
 
 from .hmm.emissions import *  # noqa: F403 (every name of its __all__)

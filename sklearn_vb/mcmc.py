@@ -155,18 +155,22 @@ class UnconstrainedGaussianQ:
             return previous
 
     def sample(self, rng, size):
+        """``size`` draws, mapped to the constrained parameters (a dict of blocks)."""
         phi = self.mean_ + rng.standard_normal((int(size), self.mean_.size)) @ self.L.T
         return self.space.from_unconstrained(phi)[0]
 
     def log_pdf(self, params):
+        """The density of the constrained ``params`` (C sets), shape (C,)."""
         phi = self.space.to_unconstrained(params)
         return (_gauss_logpdf(phi, self.mean_, self.L_inv, self.logdet)
                 - self.space.log_det_jacobian(params))
 
     def mean(self):
+        """The unconstrained mean mapped to the constrained parameters (a batch of one)."""
         return self.space.from_unconstrained(self.mean_[None])[0]
 
     def unconstrained_sd(self, space=None):
+        """The standard deviation of each unconstrained coordinate, shape (D,)."""
         return np.sqrt(np.diag(self.cov))
 
 

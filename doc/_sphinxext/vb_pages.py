@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -86,15 +87,27 @@ API_SECTIONS = [
 
 
 def _public_names(module):
-    names = getattr(module, "__all__", None)
-    if names is None:
-        names = [n for n in vars(module) if not n.startswith("_")]
+    """Classes and functions, and the constants (named in ``__all__``, or upper-case
+    names of a module without one): the constants become ``:data:`` targets."""
+    listed = getattr(module, "__all__", None)
+    names = listed if listed is not None else [n for n in vars(module) if not n.startswith("_")]
     out = []
     for name in names:
         obj = getattr(module, name, None)
         if inspect.isclass(obj) or inspect.isfunction(obj):
             out.append((name, obj))
+        elif (listed is not None or name.isupper()) and not name.startswith("_") and not (
+                inspect.ismodule(obj) or callable(obj)):
+            out.append((name, _Constant(module.__name__, (name, id(obj)))))
     return out
+
+
+class _Constant:
+    """Stands for a module-level constant in :func:`api_sections` (its value may be shared)."""
+
+    def __init__(self, module, key):
+        self.__module__ = module
+        self.key = key
 
 
 def api_sections():
@@ -116,9 +129,10 @@ def api_sections():
             continue
         entries = []
         for obj_name, obj in _public_names(module):
-            if id(obj) in seen or not (obj.__module__ or "").startswith("sklearn_vb"):
+            key = getattr(obj, "key", id(obj)) if isinstance(obj, _Constant) else id(obj)
+            if key in seen or not (obj.__module__ or "").startswith("sklearn_vb"):
                 continue
-            seen.add(id(obj))
+            seen.add(key)
             entries.append((obj_name, obj))
         if entries:
             title = titles.get(name) or f"``{name}``"
@@ -129,12 +143,87 @@ def api_sections():
 def write_api(doc=DOC):
     out = []
     for module, title, entries in api_sections():
-        out += [title, "-" * (len(title) + 2), "", f".. currentmodule:: {module}", ""]
+        # ``module`` (not ``currentmodule``): the section is the target of :mod: links
+        out += [title, "-" * (len(title) + 2), "", f".. module:: {module}", ""]
         first = (inspect.getdoc(importlib.import_module(module)) or "").split("\n\n")[0]
         if module != "sklearn_vb" and first:
             out += [first, ""]
         out += [".. autosummary::", "   :toctree: generated/", "", *[f"   {n}" for n, _ in entries], ""]
     _write_if_changed(doc / "_api_sections.rst", "\n".join(out))
+
+
+def defined_in_package(obj):
+    """Whether a class member is sklearn_vb's own (not scikit-learn's or Python's).
+
+    scikit-learn's estimator methods (``get_params``, ``set_params``, the
+    ``set_*_request`` methods of metadata routing) are documented by scikit-learn;
+    the class pages name them without repeating their docstrings.
+    """
+    for attr in ("fget", "__func__"):
+        obj = getattr(obj, attr, None) or obj
+    return (getattr(obj, "__module__", None) or "").startswith("sklearn_vb")
+
+
+def class_members():
+    """``{class path: {"own": [...], "foreign": [...]}}`` for every class of the API pages.
+
+    The public methods of each class (as listed under the module that documents it),
+    split by :func:`defined_in_package`; plain lists, so that Sphinx can cache them
+    in its configuration (``autosummary_context``).
+    """
+    table = {}
+    for module, _, entries in api_sections():
+        for name, obj in entries:
+            if not inspect.isclass(obj):
+                continue
+            own, foreign = [], []
+            for member in dir(obj):
+                if member.startswith("_"):
+                    continue
+                value = getattr(obj, member, None)
+                if inspect.isroutine(value):
+                    (own if defined_in_package(value) else foreign).append(member)
+            table[f"{module}.{name}"] = {"own": own, "foreign": foreign}
+    return table
+
+
+def constant_docs():
+    """``{constant path: {"doc": ..., "value": ...}}`` for the constants of the API pages.
+
+    The text is the constant's ``#:`` comment in the module that assigns it (autodoc
+    would look in the public module that re-exports it, find none, and show the
+    docstring of the value's type); the value is its ``repr`` when that is short.
+    """
+    from sphinx.pycode import ModuleAnalyzer
+
+    table = {}
+    for module, _, entries in api_sections():
+        for name, obj in entries:
+            if not isinstance(obj, _Constant):
+                continue
+            value = getattr(importlib.import_module(module), name)
+            doc = []
+            for mod in sorted(m for m in list(sys.modules) if m.startswith("sklearn_vb")):
+                if getattr(sys.modules[mod], name, None) is value:
+                    try:
+                        found = ModuleAnalyzer.for_module(mod).find_attr_docs().get(("", name))
+                    except Exception:  # a module without source
+                        found = None
+                    if found:
+                        doc = [line for line in found if line.strip()]
+                        break
+            text = repr(value)
+            table[f"{module}.{name}"] = {"doc": " ".join(doc),
+                                         "value": text if len(text) <= 70 else ""}
+    return table
+
+
+def skip_foreign_members(app, what, name, obj, skip, options):
+    """autodoc: render the routines and properties sklearn_vb defines, not inherited ones."""
+    if what == "class" and (inspect.isroutine(obj) or isinstance(obj, property)):
+        if not defined_in_package(obj):
+            return True
+    return None
 
 
 def write_scorers_table(doc=DOC):
@@ -164,6 +253,31 @@ def write_reproduction_toc(doc=DOC):
     _write_if_changed(doc / "_generated" / "reproduce_toc.rst", text + "\n")
 
 
+#: Titles of one identifier this long may be wider than the page's column at 1280 px.
+LONG_TITLE = 20
+_BREAK = re.compile(r"([_.])|(?<=[a-z])(?=[A-Z])")
+
+
+def break_long_titles(app, doctree, docname):
+    """Let a long identifier in a section title wrap after its underscores and dots and
+    between the words of a CamelCase name.
+
+    A zero-width space at each of those places in the rendered heading (the page
+    titles of the sidebar, the search index and ``<title>`` are taken before this and
+    keep the plain name): ``make_structure_discovery_sequences`` would otherwise run past
+    its column, or be broken inside a word.
+    """
+    from docutils import nodes
+
+    for title in doctree.findall(nodes.title):
+        text = title.astext()
+        if len(text) < LONG_TITLE or any(c.isspace() for c in text):
+            continue
+        for child in list(title.findall(nodes.Text)):
+            broken = _BREAK.sub(lambda m: (m.group(1) or "") + "\u200b", child.astext())
+            child.parent.replace(child, nodes.Text(broken))
+
+
 def _generate(app):
     doc = Path(app.srcdir)
     write_api(doc)
@@ -174,4 +288,6 @@ def _generate(app):
 
 def setup(app):
     app.connect("builder-inited", _generate, priority=100)
+    app.connect("autodoc-skip-member", skip_foreign_members)
+    app.connect("doctree-resolved", break_long_titles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

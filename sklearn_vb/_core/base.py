@@ -338,15 +338,18 @@ class SquaremSteps:
         self.rejected = 0
 
     def reset(self, point=None):
+        """Forget the recorded iterates; keep ``point`` as the first one if given."""
         self.points = [] if point is None else [point]
 
     def record(self, point):
+        """Add a plain iterate (the last three are kept; a change of shape restarts)."""
         if self.points and self.points[-1].shape != point.shape:
             self.points = []
         self.points = (self.points + [point])[-3:]
 
     @property
     def ready(self):
+        """Whether three iterates are recorded, so that :meth:`proposal` can extrapolate."""
         return len(self.points) == 3
 
     def proposal(self, shrink=1.0):
@@ -363,6 +366,8 @@ class SquaremSteps:
         return theta0 + 2.0 * s * r + s * s * v
 
     def accept(self, point):
+        """The proposal was taken: count it, let the cap grow (:meth:`plain`) and
+        restart the iterates from ``point``."""
         self.accepted += 1
         self.plain()
         self.points = [point]
@@ -374,6 +379,8 @@ class SquaremSteps:
             self.step_max *= self.growth
 
     def reject(self):
+        """The proposal was refused: count it, lower the cap towards the last step
+        length and keep only the last plain iterate."""
         self.rejected += 1
         self.step_max = max(1.0, self.step / self.growth)
         self.points = self.points[-1:]
@@ -881,7 +888,7 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
         return float(-2.0 * log_likelihood + 2.0 * self._n_parameters())
 
     def check_data(self, X, **fit_params):
-        """Validate new data against the fitted model, as :meth:`score` and :meth:`bic` do.
+        """Validate new data against the fitted model, as ``score`` and :meth:`bic` do.
 
         Public so that code built on a fitted model (its scoring model in
         :mod:`sklearn_vb.scoring`, for one) prepares data exactly as the estimator does.

@@ -187,7 +187,7 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
                         max_iter=self.bp_max_iter, warn=warn)
 
     def visible_likelihood(self, codes, weights=None, layout=None):
-        """The :class:`~sklearn_vb.boltzmann._inference.VisibleLikelihood` of int rows."""
+        """The ``VisibleLikelihood`` of int rows."""
         layout = self._layout if layout is None else layout
         w = np.ones(codes.shape[0]) if weights is None else np.asarray(weights, dtype=float)
         patterns, inverse = np.unique(codes, axis=0, return_inverse=True)
@@ -197,6 +197,8 @@ class BoltzmannMachine(DensityMixin, TransformerMixin, BaseEstimator):
                                  self.engine(layout))
 
     def precision(self, layout=None):
+        """The prior precision of every canonical parameter, from ``prior_variance``, for
+        the fitted layout unless ``layout`` is given."""
         return prior_precision_vector(self.prior_variance, self._layout if layout is None else layout)
 
     def fit(self, X, y=None, sample_weight=None):

@@ -202,7 +202,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         return codes.astype(np.int64)
 
     def check_data(self, X, y=None, lengths=None, sequence_ids=None):
-        """The :class:`~sklearn_vb.crf._layout.CRFData` of ``X`` (and labels ``y``) for
+        """The ``CRFData`` of ``X`` (and labels ``y``) for
         the fitted model (validated)."""
         check_is_fitted(self, "coef_")
         X = validate_float_data(self, X, reset=False, missing=MISSING_IN_SEQUENCES, max_abs=None,
@@ -318,6 +318,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
         return self._engine(X, None, lengths, sequence_ids).marginals(self.coef_)[1]
 
     def predict_log_proba(self, X, lengths=None, sequence_ids=None):
+        """The logarithm of :meth:`predict_proba` (n_samples, n_classes)."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X, lengths, sequence_ids))
 
@@ -350,7 +351,7 @@ class LinearChainCRF(ClassifierMixin, BaseEstimator):
 
     @property
     def layout_(self):
-        """The :class:`~sklearn_vb.crf._layout.CRFLayout` of the fitted structure."""
+        """The ``CRFLayout`` of the fitted structure."""
         check_is_fitted(self, "coef_")
         return self._layout
 

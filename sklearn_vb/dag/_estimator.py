@@ -164,7 +164,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         See :class:`sklearn_vb.base.VBEMEstimator`.  ``tol`` is in nats on the
         total bound (the thesis used ``1e-6 * n_samples``).  With ``warm_start=True``
         a refit continues from the fitted state and ``init_params`` is not used.  Each
-        restart runs as one compiled call (:mod:`sklearn_vb.dag.fit_kernels`): the
+        restart runs as one compiled call (``sklearn_vb.dag.fit_kernels``): the
         bound checks and the messages of ``verbose=2`` follow when the restart ends.
     acceleration : {"squarem"} or None, default="squarem"
         ``method="vb"`` only: extrapolate the VBEM fixed point in log Dirichlet counts
@@ -247,7 +247,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         ln p(X | ``cpts_``).
     log_alias_count_ : float
         ln S, the number of equivalent relabellings (thesis Section 6.3.2; counted
-        by the automorphism rule of :func:`alias_count`).
+        by the automorphism rule of ``alias_count``).
     n_parameters_ : int
         Naive parameter count, eq. (6.24).
     n_batch_iter_ : int

@@ -55,7 +55,7 @@ def sequence_chunks(lengths, rows_per_chunk):
     """Row chunk sizes that hold whole sequences: consecutive sequences grouped so that
     a chunk has about ``rows_per_chunk`` rows (at least one sequence, so a longer
     sequence makes a chunk of its own).  ``X.rechunk({0: sequence_chunks(lengths, n)})``
-    makes a dask array fit for :meth:`VBHiddenMarkov.fit`.
+    makes a dask array fit for :meth:`sklearn_vb.VBHiddenMarkov.fit`.
 
     Examples
     --------

@@ -150,7 +150,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         * "context" is one VBM step from a k-means labelling of every frame together
           with the frames before and after it in its sequence (one-hot symbols for
           categorical emissions, the frames themselves otherwise;
-          :mod:`sklearn_vb.hmm._context`): states that emit alike but follow
+          ``sklearn_vb.hmm._context``): states that emit alike but follow
           different states start apart;
         * "posterior" uses ``init_posterior``;
         * "auto" (default): for categorical emissions every restart runs three starts,

@@ -791,7 +791,7 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         with q(theta) fixed, as in :meth:`transform`, whose output is
         ``smoothed_mean``.
 
-        Returns a :class:`~sklearn_vb.lds.inference.StatePosterior`: the means and
+        Returns a ``StatePosterior``: the means and
         covariances of ``x_t`` given the rows up to t of its sequence and given the
         whole sequence, and the sequences' row offsets ``starts``, ``ends``.
         """

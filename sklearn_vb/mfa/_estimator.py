@@ -369,7 +369,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         How ``"ard_rate"`` re-estimates ``b*``.  ``"fixed-point"`` is the thesis
         update ``b* = a* / mean E[ν]`` with ``q(ν)`` held fixed; ``"exact"`` sets
         ``b*`` and every ``q(ν)`` jointly to their maximiser of F given ``q(Λ̃)`` (a
-        one-dimensional root, :mod:`sklearn_vb.mfa._hyper`).  Both are exact
+        one-dimensional root, ``sklearn_vb.mfa._hyper``).  Both are exact
         coordinate maximisations, so F never decreases.  ``"exact"`` is not the
         default: from the start, where most of the ``p - 1`` columns carry almost
         nothing, it drops ``b*`` at once, every column is shrunk hard, and ARD
@@ -378,7 +378,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         After the updates of a VBEM iteration (see ``rotation_interval``), change the
         basis of each component's factors, ``x -> R^{-1} x`` and ``Λ^s -> Λ^s R``, by
         the ``R`` that maximises F with q(ν) re-optimised (Luttinen & Ilin 2010;
-        :mod:`sklearn_vb.mfa._rotate`), then shift them, ``x -> x - t`` and
+        ``sklearn_vb.mfa._rotate``), then shift them, ``x -> x - t`` and
         ``μ^s -> μ^s + Λ^s t``, by the ``t`` that maximises F (closed form): the model
         of the data is unchanged, but VBEM alone moves along these directions in
         hundreds or thousands of tiny steps.  Each move is kept only when the bound
@@ -424,7 +424,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         initial state as VBEM, with the same restarts and convergence rule.
         ``"map"`` adds the package's priors at fixed hyperparameters, in fitting
         units: ``π ~ Dir(α/S)`` (its mode in the softmax basis, counts
-        ``α/S + N_s``, as for :class:`~sklearn_vb.hmm.VBHiddenMarkov`), each loading
+        ``α/S + N_s``, as for :class:`~sklearn_vb.VBHiddenMarkov`), each loading
         column a Student-t, the ARD precision ``Gamma(a, b)`` integrated out (the M
         step minorises it by a Gaussian at the current loadings, which never lowers
         the objective), centres ``N(μ*, diag(1/ν*))`` at the data mean and inverse
@@ -959,7 +959,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         order (as scikit-learn's ``LatentDirichletAllocation.partial_fit`` does; one
         step when ``X`` holds ``batch_size`` rows or fewer).  Each minibatch makes one
         step of stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013;
-        :mod:`sklearn_vb.mfa._online`): q(x|s) and q(s) of its rows under the current
+        ``sklearn_vb.mfa._online``): q(x|s) and q(s) of its rows under the current
         q(θ), then, with ``n_b`` its rows, ``scale = total_samples / n_b`` and
         ``rho = (learning_offset + n_batch_iter_)^(-learning_decay)``,
 

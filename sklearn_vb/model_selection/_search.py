@@ -212,7 +212,7 @@ class StructureSearch(_SearchBase):
         extended) search with the same ``memory`` and ``random_state`` loads finished
         candidates instead of refitting them.
     pre_dispatch : int or str, default="2*n_jobs"
-        Passed to :class:`joblib.Parallel`.
+        Passed to ``joblib.Parallel``.
 
     Attributes
     ----------

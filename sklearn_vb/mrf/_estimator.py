@@ -383,7 +383,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
 
     @property
     def layout_(self):
-        """The :class:`~sklearn_vb.mrf.layout.MRFLayout` of the fitted structure."""
+        """The ``MRFLayout`` of the fitted structure."""
         check_is_fitted(self, "coef_")
         return self._layout
 

@@ -191,7 +191,7 @@ def run(experiment, **kwargs):
 
     Keywords: ``quick``, ``out``, ``n_jobs``, ``seed``, ``resume``, ``verbose``,
     ``cache``, ``chunk_size``, ``backend`` and any setting of the configuration; see
-    :func:`sklearn_vb.reproduce._runner.run_experiment`.  Returns a
+    ``sklearn_vb.reproduce._runner.run_experiment``.  Returns a
     :class:`~sklearn_vb.reproduce.ReproductionRun`.
 
     Examples

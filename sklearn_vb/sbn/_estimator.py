@@ -60,7 +60,7 @@ class SBNPatterns:
     ``states`` (rows, J) holds 0/1 values of all nodes; the rows of pattern ``p`` are
     ``row_start[p]:row_start[p+1]`` (one per configuration of its unobserved nodes);
     ``weights`` counts the cases of each pattern and ``inverse`` maps every case to its
-    pattern.  :meth:`VBSigmoidBeliefNetwork.check_data` returns one for new data.
+    pattern.  :meth:`sklearn_vb.VBSigmoidBeliefNetwork.check_data` returns one for new data.
 
     Examples
     --------
@@ -215,7 +215,7 @@ def map_weights(patterns, layout, prior_variance, w_init, max_iter=5000, tol=1e-
     Parameters
     ----------
     patterns : SBNPatterns
-        The data, e.g. from :meth:`VBSigmoidBeliefNetwork.check_data`.
+        The data, e.g. from :meth:`sklearn_vb.VBSigmoidBeliefNetwork.check_data`.
     layout : object
         ``weight_layout_`` of a fitted network (where each node's weights sit).
     prior_variance : float

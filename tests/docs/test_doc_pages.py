@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import docutils.core
+import docutils.nodes
 import docutils.utils
 import pytest
 
@@ -110,6 +111,38 @@ def test_benchmarks_page_parses_and_covers_every_results_file():
         assert f"benchmarks/results/{path.stem}.json" in rst
 
 
+def test_benchmark_tables_drop_the_columns_no_measurement_fills():
+    result = {"workload": "w", "per": "iteration", "measurements": [
+        {"label": "ours", "status": "ok", "median_s": 1.0, "metrics": {}},
+        {"label": "theirs", "status": "ok", "median_s": 2.0, "ratio_ours_over_theirs": 0.5,
+         "metrics": {}},
+    ]}
+    table = "\n".join(report._workload_table(result))
+    header = table.split("   * - ours")[0]
+    for kept in ("library", "status", "median (s)", "ours ÷ theirs"):
+        assert kept in header
+    for dropped in ("first call (s)", "ms per iteration", "ratios", "metrics"):
+        assert dropped not in header
+    # every row has as many cells as the header
+    rows = table.split("   * - ")[1:]
+    assert len({row.count("     - ") for row in rows}) == 1
+
+
+def test_benchmark_figures_each_in_their_own_section(tmp_path):
+    for name in ("selection.json", "selection_quick.json", "scaling.json"):
+        (tmp_path / name).write_text("{}")
+    for name in ("selection.png", "selection_quick.png", "scaling.png", "scaling_memory.png"):
+        (tmp_path / name).write_bytes(b"")
+    assert [p.name for p in report.figures("selection", tmp_path)] == ["selection.png"]
+    assert [p.name for p in report.figures("selection_quick", tmp_path)] == [
+        "selection_quick.png"]
+    assert [p.name for p in report.figures("scaling", tmp_path)] == [
+        "scaling.png", "scaling_memory.png"]
+    page = report.rst_page(image_prefix="/img/")
+    for png in (ROOT / "benchmarks" / "results").glob("*.png"):
+        assert page.count(f"/img/{png.name}") == 1, png.name
+
+
 def test_readme_speed_table_is_generated_from_the_results():
     text = (ROOT / "README.md").read_text()
     assert report.README_START in text and report.README_END in text
@@ -177,3 +210,15 @@ def test_getting_started_code_is_valid_python():
     assert len(blocks) >= 5
     for block in blocks:
         compile("\n".join(line[4:] for line in block.splitlines()), "getting_started", "exec")
+
+
+def test_long_identifier_titles_wrap_between_words():
+    import vb_pages
+
+    rst = ("make_structure_discovery_sequences\n==================================\n\ntext\n\n"
+           "VBMixtureFactorAnalysers\n------------------------\n\nShort title\n-----------\n")
+    doctree = docutils.core.publish_doctree(rst, settings_overrides={"report_level": 5})
+    vb_pages.break_long_titles(None, doctree, "page")
+    titles = [t.astext() for t in doctree.findall(docutils.nodes.title)]
+    assert titles == ["make_\u200bstructure_\u200bdiscovery_\u200bsequences",
+                      "VBMixture\u200bFactor\u200bAnalysers", "Short title"]

@@ -28,13 +28,21 @@ PNG = bytes.fromhex(
 def _site(root, broken):
     root.mkdir()
     (root / "fig.png").write_bytes(PNG)
-    extra = '<img src="missing.png"><a href="nowhere.html">x</a><a href="b.html#nope">y</a>' if broken else ""
+    extra = ('<img src="missing.png"><a href="nowhere.html">x</a><a href="b.html#nope">y</a>'
+             '<a href="c.html">c</a>') if broken else ""
     (root / "index.html").write_text(
         f'<html><body><main><h1 id="top">Site</h1><p>text</p><img src="fig.png">'
         f'<a href="b.html#sec">b</a>{extra}</main></body></html>')
     (root / "b.html").write_text(
         '<html><body><main><h1>B</h1><p id="sec">section</p>'
         '<a href="index.html#top">back</a></main></body></html>')
+    # a formula left as TeX (its MathJax, off the site, does not load: a closed loopback
+    # port), and a title too wide for 1280 px
+    (root / "c.html").write_text(
+        '<html><head><script src="http://127.0.0.1:9/mathjax/tex-chtml.js">'
+        '</script></head><body><main>'
+        '<h1 style="white-space: nowrap">' + "Title " * 300 + '</h1>'
+        '<p><span class="math">\\(x^2\\)</span></p></main></body></html>')
     # a search page whose results appear after load, as Sphinx's does
     (root / "search.html").write_text(
         "<html><body><main><h1>Search</h1><ul id='search-results'></ul></main><script>"
@@ -51,7 +59,7 @@ def test_skips_cleanly_without_chromium(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.skipif(_load().find_chromium() is None, reason="Chromium is not installed")
-def test_finds_broken_images_links_and_anchors(tmp_path):
+def test_finds_broken_images_links_anchors_formulas_and_titles(tmp_path):
     module = _load()
     _site(tmp_path / "good", broken=False)
     assert module.check(tmp_path / "good", verbose=False) == []
@@ -60,4 +68,7 @@ def test_finds_broken_images_links_and_anchors(tmp_path):
     assert any("image did not load: missing.png" in p for p in problems)
     assert any("broken link to nowhere.html" in p for p in problems)
     assert any("b.html#nope: no such anchor" in p for p in problems)
-    assert len(problems) == 3
+    assert any(p.startswith("c.html: formula not typeset: \\(x^2\\)") for p in problems)
+    assert any(p.startswith("c.html: MathJax loaded from outside the site") for p in problems)
+    assert any(p.startswith("c.html: title wider than its box at 1280 px") for p in problems)
+    assert len(problems) == 6, problems

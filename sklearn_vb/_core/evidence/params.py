@@ -100,6 +100,9 @@ class ParamBlock:
 
     # -- per-block transforms (batch axis first) -------------------------------------
     def to_unconstrained(self, value):
+        """``phi`` of shape ``(C, dim)`` for a batch ``value`` of shape ``(C,) + shape``:
+        the value itself (real), its logarithm (positive), or the log-ratios to the last
+        entry of each row (simplex)."""
         value = np.asarray(value, dtype=float)
         C = value.shape[0]
         if self.constraint == "real":
@@ -113,6 +116,8 @@ class ParamBlock:
         return phi.reshape(C, -1)
 
     def from_unconstrained(self, phi):
+        """``(value, log_det_jac)``: the inverse of :meth:`to_unconstrained` for ``phi``
+        of shape ``(C, dim)``, and ``ln|det d theta / d phi|`` of shape ``(C,)``."""
         phi = np.asarray(phi, dtype=float)
         C = phi.shape[0]
         if self.constraint == "real":
@@ -158,6 +163,7 @@ class ParamBlock:
         return (1.0 - self.shape[-1] * value[..., :-1]).reshape(C, -1)
 
     def check_value(self, value, C=None):
+        """``value`` as a float array; ValueError unless its shape is ``(C,) + shape``."""
         value = np.asarray(value, dtype=float)
         if value.shape[1:] != self.shape:
             raise ValueError(
@@ -285,6 +291,7 @@ class ParamSpace:
         )
 
     def unflatten(self, flat):
+        """The inverse of :meth:`flatten`: a dict of blocks from ``(C, flat_size)`` values."""
         flat = np.atleast_2d(np.asarray(flat, dtype=float))
         C = flat.shape[0]
         return {b.name: flat[:, self.flat_slices[b.name]].reshape((C,) + b.shape).copy()

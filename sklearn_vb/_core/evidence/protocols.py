@@ -77,7 +77,7 @@ class ScoringModel(Protocol):
     """The G0 core of the interface; the optional groups G1 to G6 are listed in the
     module docstring.
 
-    ``X`` passed to every method is whatever :meth:`prepare_data` returned for the
+    ``X`` passed to every method is whatever ``prepare_data`` (e.g. :meth:`ScoringModelMixin.prepare_data`) returned for the
     user's ``X`` and fit parameters (``lengths=``, ``sequence_ids=``, ``U=`` ...).
 
     Examples
@@ -114,13 +114,21 @@ class ScoringModel(Protocol):
 
     param_space: ParamSpace
 
-    def log_prior(self, params) -> np.ndarray: ...
+    def log_prior(self, params) -> np.ndarray:
+        """ln p(theta) of each of the ``C`` parameter sets of the batch, shape (C,)."""
+        ...
 
-    def sample_prior(self, rng, size: int) -> dict: ...
+    def sample_prior(self, rng, size: int) -> dict:
+        """``size`` draws from the prior, a dict of blocks of shape ``(size,) + shape``."""
+        ...
 
-    def log_likelihood(self, params, X) -> np.ndarray: ...
+    def log_likelihood(self, params, X) -> np.ndarray:
+        """ln p(X | theta), the hidden variables summed or integrated out, shape (C,)."""
+        ...
 
-    def n_cases(self, X) -> int: ...
+    def n_cases(self, X) -> int:
+        """The number of cases (rows or sequences) of the prepared data."""
+        ...
 
 
 @runtime_checkable
@@ -151,18 +159,24 @@ class VariationalPosterior(Protocol):
     True
     """
 
-    def sample(self, rng, size: int) -> dict: ...
+    def sample(self, rng, size: int) -> dict:
+        """``size`` draws from q, a dict of blocks of shape ``(size,) + shape``."""
+        ...
 
-    def log_pdf(self, params) -> np.ndarray: ...
+    def log_pdf(self, params) -> np.ndarray:
+        """ln q(theta) of each parameter set of the batch, shape (C,)."""
+        ...
 
-    def mean(self) -> dict: ...
+    def mean(self) -> dict:
+        """The mean of q, a dict of blocks of shape ``(1,) + shape``."""
+        ...
 
 
 @runtime_checkable
 class Kernel(Protocol):
     """An MCMC kernel leaving ``f_beta`` invariant for every beta (group G6).
 
-    Optional model-side hooks read by :func:`sklearn_vb._core.evidence.mcmc_moves.make_kernel`:
+    Optional model-side hooks read by ``sklearn_vb._core.evidence.mcmc_moves.make_kernel``:
 
     * ``annealing_kernel(X=None, scale=1.0) -> Kernel``: the model's own kernel, used by
       ``kernel="auto"`` of AIS, reverse AIS, BDMC (when the model has no compiled
@@ -197,9 +211,14 @@ class Kernel(Protocol):
 
     reversible: bool
 
-    def step(self, params, X, beta: float, rng, n_steps: int = 1): ...
+    def step(self, params, X, beta: float, rng, n_steps: int = 1):
+        """``n_steps`` transitions of every chain of the batch ``params`` at inverse
+        temperature ``beta``; returns the new batch."""
+        ...
 
-    def adjoint(self) -> "Kernel": ...
+    def adjoint(self) -> "Kernel":
+        """The kernel that runs these transitions backwards (itself when reversible)."""
+        ...
 
 
 def has(model, name):
@@ -237,6 +256,8 @@ class ScoringModelMixin:
     """
 
     def prepare_data(self, X, **fit_params):
+        """The ``X`` that the other methods receive: here ``np.asarray(X)``, and a
+        ValueError for any fit parameter."""
         if fit_params:
             raise ValueError(
                 f"{type(self).__name__} accepts no fit parameters, got {sorted(fit_params)}."
@@ -251,4 +272,5 @@ class ScoringModelMixin:
         )
 
     def batch_size(self, params):
+        """The number ``C`` of parameter sets in the batch ``params``."""
         return batch_size(params)

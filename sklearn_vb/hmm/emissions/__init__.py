@@ -1,4 +1,4 @@
-"""Emission families of :class:`~sklearn_vb.hmm.VBHiddenMarkov`, as separate pieces.
+"""Emission families of :class:`~sklearn_vb.VBHiddenMarkov`, as separate pieces.
 
 Each family (:class:`EmissionFamily`) supplies everything that depends on how a frame is
 drawn given its hidden state: validation of X, prior, statistics, conjugate update,

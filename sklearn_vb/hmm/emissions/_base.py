@@ -9,14 +9,14 @@ estimator asks the same family object, so each piece of emission mathematics exi
 once.
 
 Families are stateless: every method is a function of the arrays it is given.
-Hyperparameters travel as the family's dataclasses (:attr:`EmissionFamily.prior_type`,
-:attr:`EmissionFamily.posterior_type`, e.g. ``GaussianPrior`` and ``GaussianPosterior``),
+Hyperparameters travel as the family's dataclasses (``EmissionFamily.prior_type``,
+``EmissionFamily.posterior_type``, e.g. ``GaussianPrior`` and ``GaussianPosterior``),
 whose fields are :attr:`EmissionFamily.hyper_names`; the estimator stores field ``name``
 of the prior as the fitted attribute ``<name>_prior_`` and of the posterior as
 ``<name>_posterior_``.  Expected statistics are the family's own dataclass too (e.g.
 ``GaussianStats``); the estimator keeps them next to its ``start`` and ``trans`` counts.
 A point estimate of the emission parameters (the M step of ``method="ml"``/``"map"``)
-is the family's :attr:`EmissionFamily.point_type`, an :class:`EmissionPoint`.
+is the family's ``EmissionFamily.point_type``, an :class:`EmissionPoint`.
 
 Two groups of methods:
 
@@ -58,7 +58,7 @@ def one_hot(labels, K):
 
 class EmissionPoint:
     """Base of the families' point estimates of the emission parameters (their
-    :attr:`EmissionFamily.point_type` dataclasses).
+    ``EmissionFamily.point_type`` dataclasses).
 
     The fields are the family's parameter blocks (:meth:`EmissionFamily.param_blocks`),
     same names and order, without the batch axis; a field is None where the family
@@ -194,7 +194,7 @@ class EmissionFamily(ABC):
     def column_means_from_moments(self, moments):
         """The mean of the observed entries of every column of data with these moments
         (D,), which stand for the missing entries in the starts of a fit
-        (:func:`~sklearn_vb.hmm.emissions._missing.impute_column_means`); None when the
+        (``impute_column_means``); None when the
         family's starts do not impute."""
         return None
 
@@ -205,13 +205,13 @@ class EmissionFamily(ABC):
     # ------------------------------------------------------------------ priors
     @abstractmethod
     def resolve_prior(self, estimator, summary):
-        """Prior hyperparameters (a :attr:`prior_type`) from the estimator's constructor
+        """Prior hyperparameters (a ``prior_type``) from the estimator's constructor
         arguments and the data ``summary`` (see :meth:`summarise`); raises
         ``ValueError`` naming a bad argument."""
 
     @abstractmethod
     def check_init_posterior(self, init, prior, n_components):
-        """Posterior hyperparameters (a :attr:`posterior_type`) from ``init_posterior``
+        """Posterior hyperparameters (a ``posterior_type``) from ``init_posterior``
         (a user dict), validated."""
 
     def hyper_from_attributes(self, owner, kind, convert=None):
@@ -258,14 +258,14 @@ class EmissionFamily(ABC):
 
     def frame_features(self, X, prior):
         """Features (n_frames, d) of every frame on which the ``"context"`` start runs
-        k-means (:mod:`sklearn_vb.hmm._context`; ``prior`` the emission prior, which
+        k-means (``sklearn_vb.hmm._context``; ``prior`` the emission prior, which
         knows the family's dimensions): by default the frames themselves, as the
         ``"kmeans"`` start clusters them, with missing entries at their column's mean."""
         return impute_column_means(X).astype(float)
 
     def random_posterior(self, prior, draw):
         """Posterior ``prior + draw(shape)`` for the random-parameter starts (only when
-        :attr:`random_params_init`; ``draw`` returns random probability vectors)."""
+        ``random_params_init``; ``draw`` returns random probability vectors)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ VBEM
@@ -282,7 +282,7 @@ class EmissionFamily(ABC):
 
     @abstractmethod
     def vbm(self, prior, stats):
-        """The conjugate update: posterior hyperparameters (a :attr:`posterior_type`)
+        """The conjugate update: posterior hyperparameters (a ``posterior_type``)
         given the statistics."""
 
     def pack(self, post):
@@ -334,7 +334,7 @@ class EmissionFamily(ABC):
         """The posterior hyperparameters as a 1-D vector of coordinates that are an
         affine function of the natural parameters of q, so that a convex combination
         of two posteriors in them is their convex combination in natural parameters
-        (the natural-gradient step of online VB, :mod:`sklearn_vb.hmm._online`).  They
+        (the natural-gradient step of online VB, ``sklearn_vb.hmm._online``).  They
         may depend on ``prior`` (an origin that keeps rounding small).  Default: the
         hyperparameters themselves, right for families whose :meth:`vbm` adds
         statistics to them (Dirichlet counts; Gamma shapes and rates)."""
@@ -441,12 +441,12 @@ class EmissionFamily(ABC):
 
     @abstractmethod
     def point_from_stats(self, prior, stats, kind="map", basis="softmax"):
-        """The emission M step, a :attr:`point_type`: ``kind="ml"`` the maximum
+        """The emission M step, a ``point_type``: ``kind="ml"`` the maximum
         likelihood point, ``"map"`` with ``basis="softmax"`` the posterior mean of the
         conjugate posterior (the estimator's plug-in), ``basis="natural"`` its mode."""
 
     def point_attributes(self, point):
-        """The fitted attributes of the emission point ``point`` (a :attr:`point_type`),
+        """The fitted attributes of the emission point ``point`` (a ``point_type``),
         those :meth:`point_estimates` gives a VB fit; by default ``<block>_`` for every
         block, a float copy (families whose blocks are other coordinates override it)."""
         return {f"{f.name}_": np.array(getattr(point, f.name), dtype=float)

@@ -893,7 +893,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
         return np.log(prec).sum(axis=1), prec
 
     def expected_log_params(self, post):
-        """:class:`DiagParams` with E[ln N(x_d | mu_kd, 1/lambda_kd)] =
+        """``DiagParams`` with E[ln N(x_d | mu_kd, 1/lambda_kd)] =
         const_d[k, d] - 0.5 E[lambda_kd] (x_d - m_kd)^2 per dimension; ``const`` is the
         sum over the dimensions."""
         D = post.means.shape[1]
@@ -907,7 +907,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
         return DiagParams(const, gamma_mean(a, b), post.means.copy(), const_d)
 
     def plugin_params(self, post):
-        """:class:`DiagParams` at the posterior mean (``means_``, ``covars_``)."""
+        """``DiagParams`` at the posterior mean (``means_``, ``covars_``)."""
         D = post.means.shape[1]
         prec = _per_dim(post.dof) / post.scale
         log_prec = np.log(prec)
@@ -1028,6 +1028,7 @@ class GaussianDiagEmissions(_GaussianEmissions):
 
     @staticmethod
     def emission_blocks(means, precisions):
+        """Blocks from means (C, K, D) and per-dimension precisions (C, K, D)."""
         return {"means": np.asarray(means, dtype=float),
                 "precisions": np.asarray(precisions, dtype=float)}
 
