@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["minibatches", "step_size"]
+__all__ = ["check_online_method", "minibatches", "step_size"]
+
+
+def check_online_method(method, what):
+    """Online learning takes natural-gradient steps on q(theta): refuse a point-estimate
+    ``method`` (``what``: the argument or method asking for online learning)."""
+    if method != "vb":
+        raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
+                         f"q(theta)); got method={method!r}.")
 
 
 def step_size(learning_offset, learning_decay, n_batch_iter):

@@ -41,7 +41,7 @@ from sklearn.utils.validation import _check_sample_weight
 
 from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
 from .._core.distributions import dirichlet_expected_log
-from .._core.online import minibatches, step_size
+from .._core.online import check_online_method, minibatches, step_size
 from .._core.validation import lookup_categories, validate_categorical_data
 from ._online import minibatch_statistics, natural_step
 from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
@@ -524,9 +524,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     def _check_online(self, what):
         """Arguments that online learning (``what``: the argument or method asking for
         it) cannot combine with."""
-        if self.method != "vb":
-            raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
-                             f"q(theta)); got method={self.method!r}.")
+        check_online_method(self.method, what)
 
     def _check_fit_data(self, X, sample_weight=None):
         if self.learning_method == "online":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._core.online import check_online_method
 from ._online import minibatches, natural_step, step_size
 from ._subchains import (BUFFER_START, auto_buffer_pass, n_positions, sample_subchains,
                          window_pass)
@@ -26,9 +27,7 @@ __all__ = ["check_online", "kl_total", "minibatch_step", "partial_fit_pass", "ru
 def check_online(est, what):
     """Refuse the settings online learning (``what``: the argument or method asking for
     it) cannot combine with."""
-    if est.method != "vb":
-        raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
-                         f"q(theta)); got method={est.method!r}.")
+    check_online_method(est.method, what)
     if est.optimize_prior_strengths:
         raise ValueError(f"{what} cannot be combined with optimize_prior_strengths=True "
                          "(the steps average q(theta) under one fixed prior).")

@@ -56,7 +56,7 @@ from sklearn.utils.metaestimators import available_if
 from threadpoolctl import threadpool_limits
 
 from .._core.base import Step, VBEMEstimator
-from .._core.online import minibatches, step_size
+from .._core.online import check_online_method, minibatches, step_size
 from .._core.validation import validate_float_data
 from ._birth_death import BirthDeathSearch, RunControl, run_fixed_structure
 from ._constraints import PARAMETER_CONSTRAINTS
@@ -681,9 +681,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
     def _check_online(self, what):
         """Arguments that online learning (``what``: the argument or method asking for
         it) cannot combine with."""
-        if self.method != "vb":
-            raise ValueError(f"{what} needs method='vb' (natural-gradient steps on "
-                             f"q(theta)); got method={self.method!r}.")
+        check_online_method(self.method, what)
         if self.search:
             raise ValueError(f"{what} needs search=False: online learning keeps the "
                              "number of components fixed (no births or deaths).")

@@ -11,39 +11,16 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy.special import gammaln, logsumexp
+from scipy.special import logsumexp
 
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.datasets import make_hmm_sequences
-
-
-def _log_beta(a):
-    return np.sum(gammaln(a), axis=-1) - gammaln(np.sum(a, axis=-1))
-
-
-def _evidence(alpha, counts):
-    return float(np.sum(_log_beta(alpha + counts) - _log_beta(alpha)))
+from tests.oracles.hmm_paths import exact_categorical_log_evidence
 
 
 def exact_log_joint(x, lengths, known, K, M, a_pi, a_A, a_B):
-    """ln p(X, s_t = known_t where known_t >= 0), summing the Dirichlet integrals of
-    every state path that agrees with the known states."""
-    T = len(x)
-    first = np.zeros(T, dtype=bool)
-    first[np.cumsum(lengths) - lengths] = True
-    terms = []
-    for path in itertools.product(range(K), repeat=T):
-        if any(k >= 0 and s != k for s, k in zip(path, known)):
-            continue
-        n_pi, n_A, n_B = np.zeros(K), np.zeros((K, K)), np.zeros((K, M))
-        for t, s in enumerate(path):
-            if first[t]:
-                n_pi[s] += 1
-            else:
-                n_A[path[t - 1], s] += 1
-            n_B[s, x[t]] += 1
-        terms.append(_evidence(a_pi, n_pi) + _evidence(a_A, n_A) + _evidence(a_B, n_B))
-    return float(logsumexp(terms))
+    """ln p(X, s_t = known_t where known_t >= 0) by enumerating the agreeing paths."""
+    return exact_categorical_log_evidence(x, lengths, K, M, a_pi, a_A, a_B, known=known)
 
 
 X = np.array([0, 0, 2, 2, 1, 1, 0, 2]).reshape(-1, 1)

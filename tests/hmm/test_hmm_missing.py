@@ -18,41 +18,12 @@ from scipy.stats import norm
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring import scoring_model_for
+from tests.oracles.hmm_paths import dirichlet_evidence as _dirichlet_evidence
+from tests.oracles.hmm_paths import exact_categorical_log_evidence
 
 # ---------------------------------------------------------------------------
 # independent oracles
 # ---------------------------------------------------------------------------
-
-
-def _log_beta(a):
-    return np.sum(gammaln(a), axis=-1) - gammaln(np.sum(a, axis=-1))
-
-
-def _dirichlet_evidence(alpha, counts):
-    return float(np.sum(_log_beta(alpha + counts) - _log_beta(alpha)))
-
-
-def exact_categorical_log_evidence(x, lengths, K, M, a_pi, a_A, a_B):
-    """ln p(X) of a categorical HMM with Dirichlet priors: the sum over every joint state
-    path of the Dirichlet integrals of its counts; a missing symbol (NaN) adds no count."""
-    x = np.asarray(x, dtype=float)
-    T = x.size
-    starts = np.cumsum(lengths) - lengths
-    first = np.zeros(T, dtype=bool)
-    first[starts] = True
-    terms = []
-    for path in itertools.product(range(K), repeat=T):
-        n_pi, n_A, n_B = np.zeros(K), np.zeros((K, K)), np.zeros((K, M))
-        for t, s in enumerate(path):
-            if first[t]:
-                n_pi[s] += 1
-            else:
-                n_A[path[t - 1], s] += 1
-            if not np.isnan(x[t]):
-                n_B[s, int(x[t])] += 1
-        terms.append(_dirichlet_evidence(a_pi, n_pi) + _dirichlet_evidence(a_A, n_A)
-                     + _dirichlet_evidence(a_B, n_B))
-    return float(logsumexp(terms))
 
 
 def enumerated_log_likelihood(log_emission, startprob, transmat):
@@ -135,7 +106,7 @@ def test_categorical_one_state_bound_is_the_exact_evidence_of_the_observed_symbo
     model = VBHiddenMarkov(n_components=1, n_symbols=3, random_state=0).fit(X)
     counts = np.bincount(X[~np.isnan(X)].astype(int), minlength=3)
     alpha = model.emissionprob_prior_[0]
-    expected = float(_log_beta(alpha + counts) - _log_beta(alpha))
+    expected = _dirichlet_evidence(alpha, counts)
     assert model.lower_bound_ == pytest.approx(expected, abs=1e-9)
 
 
