@@ -37,6 +37,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from ..._core.kernels.kmeans import kmeans
 from ..forward_backward import forward_backward
 from ._missing import impute_column_means
 
@@ -247,11 +248,7 @@ class EmissionFamily(ABC):
                 f"got n_samples={n}."
             )
         if how == "kmeans":
-            from sklearn.cluster import KMeans
-
-            labels = KMeans(
-                n_clusters=K, n_init=1, random_state=random_state.randint(2**31 - 1)
-            ).fit_predict(X)
+            labels = kmeans(X, K, random_state.randint(2**31 - 1))[0]
         else:
             labels = nearest_centre(X, X[random_state.choice(n, K, replace=False)])
         return one_hot(labels, K)
