@@ -506,9 +506,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             return dask_fit_data(self, X, lengths)
         data = self._sequence_data(X, lengths, sequence_ids, reset=True)
         family = self._family
-        for name, value in family.fit_attributes(data.X, self).items():
+        attributes, data.summary = family.fit_attributes_and_summary(data.X, self)
+        for name, value in attributes.items():
             setattr(self, name, value)
-        data.summary = family.summarise(data.X)
         return data
 
     def _check_dask(self, sequence_ids):

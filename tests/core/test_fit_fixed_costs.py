@@ -107,3 +107,35 @@ def test_fitted_kl_terms_follow_a_replaced_posterior():
     kl = kl_terms(m._family, m._hyper("posterior"), m._hyper("prior"))
     terms = m.lower_bound_terms_
     assert (terms["kl_startprob"], terms["kl_transmat"], terms["kl_emission"]) == kl
+
+
+def test_data_moments_are_computed_once_per_fit(monkeypatch):
+    family_type = type(_fit(n_components=2, max_iter=1)._family)
+    calls = []
+    real = family_type.data_moments
+
+    def counting(self, X):
+        calls.append(1)
+        return real(self, X)
+
+    monkeypatch.setattr(family_type, "data_moments", counting)
+    _fit(n_components=2, max_iter=1)
+    assert len(calls) == 1
+
+
+def test_a_family_overriding_summarise_is_still_asked():
+    from sklearn_vb.emissions import emission_family
+
+    base_family = emission_family("gaussian", "full")
+    asked = []
+
+    class Summarising(type(base_family)):
+        def summarise(self, X):
+            asked.append(1)
+            return super().summarise(X)
+
+    X = _frames()
+    attributes, summary = Summarising().fit_attributes_and_summary(X, VBHiddenMarkov())
+    assert asked == [1]
+    expected = base_family.summarise(X)
+    np.testing.assert_array_equal(summary.mean, expected.mean)

@@ -160,6 +160,18 @@ class EmissionFamily(ABC):
         """Fitted attributes that depend on the training data only (e.g. ``n_symbols_``)."""
         return self.fit_attributes_from_moments(self.data_moments(X), estimator)
 
+    def fit_attributes_and_summary(self, X, estimator):
+        """:meth:`fit_attributes` and :meth:`summarise` of the training data ``X``
+        together: one :meth:`data_moments` pass serves both unless a family overrides
+        either of them."""
+        base = EmissionFamily
+        if (type(self).fit_attributes is base.fit_attributes
+                and type(self).summarise is base.summarise):
+            moments = self.data_moments(X)
+            return (self.fit_attributes_from_moments(moments, estimator),
+                    self.summary_from_moments(moments))
+        return self.fit_attributes(X, estimator), self.summarise(X)
+
     def table_index(self, X):
         """Row of the emission table used by every frame (default: one row per frame)."""
         return np.arange(X.shape[0], dtype=np.int64)
