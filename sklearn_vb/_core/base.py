@@ -115,7 +115,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
 from sklearn.utils.validation import check_is_fitted
 
 from .fingerprint import data_fingerprint
@@ -237,6 +237,22 @@ def _param_names(cls):
     if cls not in _PARAM_NAMES:
         _PARAM_NAMES[cls] = frozenset(cls._get_param_names())
     return _PARAM_NAMES[cls]
+
+
+_MADE_CONSTRAINTS = {}
+
+
+def _made_constraints(cls, constraints):
+    """scikit-learn's constraint objects of the ``_parameter_constraints`` dict
+    ``constraints`` of ``cls``, made once (``validate_parameter_constraints`` makes
+    them anew on every call); parameters marked "no_validation" are left out."""
+    entry = _MADE_CONSTRAINTS.get(cls)
+    if entry is None or entry[0] is not constraints:
+        made = {name: [make_constraint(c) for c in allowed]
+                for name, allowed in constraints.items()
+                if not (isinstance(allowed, str) and allowed == "no_validation")}
+        entry = _MADE_CONSTRAINTS[cls] = (constraints, made)
+    return entry[1]
 
 
 def _copy_state_value(value):
@@ -556,6 +572,20 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
     def _finalize(self, data):
         """Called once on the kept state after all restarts (derived attributes)."""
 
+    def _validate_params(self):
+        """scikit-learn's validation of the constructor parameters against
+        ``_parameter_constraints``, with the constraint objects and the parameter
+        names made once per class: making them is most of the cost of validation, a
+        fixed cost of every fit of a structure search.  A value that no constraint
+        accepts goes to scikit-learn's own validation, which raises its message."""
+        names = _param_names(type(self))
+        for name, allowed in _made_constraints(type(self), self._parameter_constraints).items():
+            if name in names:
+                value = getattr(self, name)
+                if not any(c.is_satisfied_by(value) for c in allowed):
+                    super()._validate_params()
+                    return
+
     # ------------------------------------------------------------------ loop
     def fit(self, X, y=None, **fit_params):
         """Fit the model by VBEM, keeping the best of ``n_init`` restarts.
@@ -592,13 +622,15 @@ class VBEMEstimator(BaseEstimator, metaclass=ABCMeta):
                     f"{'' if converged else ' (not converged)'}"
                 )
             if best is None or bounds[-1] > best[0]:
-                best = (bounds[-1], self._get_state(), bounds, converged,
-                        getattr(self, "_run_extrapolations", None))
+                # a single run is kept as it stands: nothing can replace it
+                best = (bounds[-1], self._get_state() if len(runs) > 1 else None, bounds,
+                        converged, getattr(self, "_run_extrapolations", None))
             if restarts is not None:
                 restarts.append(self._restart_record(data, bounds, converged))
 
         lower_bound, state, bounds, converged, extrapolations = best
-        self._set_state(state)
+        if state is not None:
+            self._set_state(state)
         if extrapolations is not None:
             self.extrapolations_ = extrapolations
         self.lower_bounds_ = np.asarray(previous + bounds, dtype=float)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.kernels.kmeans import kmeans
+
 __all__ = ["NEIGHBOUR_WEIGHT", "context_centres", "context_features", "context_labels"]
 
 #: weight of the previous and the next frame's features beside the frame's own
@@ -43,13 +45,11 @@ def context_centres(features, n_components, random_state):
     distinct windows than states the distinct windows are the centres (k-means would
     warn and duplicate them): the surplus states start empty and the VBM step gives
     them the prior, as it does on repeated frames."""
-    from sklearn.cluster import KMeans
-
     distinct = np.unique(features, axis=0)
     seed = random_state.randint(2**31 - 1)
     if distinct.shape[0] <= n_components:
         return distinct
-    return KMeans(n_clusters=n_components, n_init=1, random_state=seed).fit(features).cluster_centers_
+    return kmeans(features, n_components, seed)[1]
 
 
 def context_labels(features, centres):

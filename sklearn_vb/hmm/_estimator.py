@@ -502,9 +502,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             return dask_fit_data(self, X, lengths)
         data = self._sequence_data(X, lengths, sequence_ids, reset=True, states=states)
         family = self._family
-        for name, value in family.fit_attributes(data.X, self).items():
+        attributes, data.summary = family.fit_attributes_and_summary(data.X, self)
+        for name, value in attributes.items():
             setattr(self, name, value)
-        data.summary = family.summarise(data.X)
         return data
 
     def _check_dask(self, sequence_ids):
@@ -618,7 +618,26 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._vbe_log_norm_, self._stats_ = data.chunk_sum(family, vbe_statistics, posterior,
                                                            prior.emission)
         self._vbe_expected_log_ = expected_log_params(family, posterior)  # q(theta) that produced q(s)
-        return self._vbe_log_norm_ - sum(kl_terms(family, posterior, prior))
+        kl = kl_terms(family, posterior, prior)
+        self._vbe_kl = (self._hyper_arrays(), kl)
+        return self._vbe_log_norm_ - sum(kl)
+
+    def _hyper_arrays(self):
+        """The stored arrays of the prior and of q(theta) themselves (not copies), to
+        tell whether either was replaced since a quantity was computed from them."""
+        names = ("startprob", "transmat") + tuple(self._family.hyper_names)
+        return tuple(getattr(self, f"{name}_{kind}_") for kind in ("prior", "posterior")
+                     for name in names)
+
+    def _kl_terms(self):
+        """:func:`kl_terms` of the stored q(theta) and prior; those of the last VBE step
+        when it evaluated these very arrays (the fitted state after VBEM)."""
+        cached = getattr(self, "_vbe_kl", None)
+        if cached is not None:
+            arrays = self._hyper_arrays()
+            if len(arrays) == len(cached[0]) and all(a is b for a, b in zip(arrays, cached[0])):
+                return cached[1]
+        return kl_terms(self._family, self._hyper("posterior"), self._hyper("prior"))
 
     # ------------------------------------------------------------------ online VB
     def _run_vbem(self, data):
@@ -745,8 +764,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _set_fitted_posterior(self, log_normaliser):
         """The attributes derived from q(theta) and the statistics ``_stats_``: the bound
         terms (with ``log_normaliser`` their sum ln Z), posterior means, occupancies."""
-        kl_start, kl_trans, kl_emis = kl_terms(self._family, self._hyper("posterior"),
-                                               self._hyper("prior"))
+        kl_start, kl_trans, kl_emis = self._kl_terms()
         self.lower_bound_terms_ = {
             "log_normaliser": log_normaliser,
             "kl_startprob": kl_start,

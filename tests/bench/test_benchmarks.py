@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from benchmarks import harness
@@ -355,3 +356,23 @@ def test_selection_journal_resumes_a_stopped_panel(tmp_path, monkeypatch):
     for key in ("recovery_rate", "distance", "heldout_loglik", "gap_to_true", "selected",
                 "n_edges"):
         assert resumed[key] == fresh[key]
+
+
+def test_small_hmm_workloads_quick_subset():
+    """The small-fit workloads (JOSS setup): one per K = 2..10 with a fixed 5 iterations,
+    three to convergence, all written to ``hmm_small``; every library runs exactly the
+    fixed iterations."""
+    from benchmarks import bench_hmm_small  # noqa: F401  (registers the workloads)
+
+    fixed = sorted(n for n in harness.WORKLOADS if n.startswith("hmm-small-k"))
+    assert fixed == [f"hmm-small-k{K:02d}" for K in range(2, 11)]
+    assert {"hmm-small-converge-k02", "hmm-small-converge-k10"} <= set(harness.WORKLOADS)
+    assert all(harness.WORKLOADS[n].stem == "hmm_small" and harness.WORKLOADS[n].per == "call"
+               for n in harness.WORKLOADS if n.startswith("hmm-small-"))
+    result = _run_subset("hmm-small-k03", {"sklearn_vb", "hmmlearn-em"})
+    ours, peer = result["measurements"]
+    assert ours.status == "ok" and ours.n_iter == 5 and ours.median_s > 0
+    assert np.isfinite(ours.metrics["bound_per_frame"])
+    assert peer.status in ("ok", "skipped")
+    if peer.status == "ok":
+        assert peer.n_iter == 5 and peer.ratio_ours_over_theirs > 0

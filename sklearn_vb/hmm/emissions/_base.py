@@ -37,6 +37,7 @@ from dataclasses import fields
 
 import numpy as np
 
+from ..._core.kernels.kmeans import kmeans
 from ..forward_backward import forward_backward
 from ._missing import impute_column_means
 
@@ -159,6 +160,18 @@ class EmissionFamily(ABC):
         """Fitted attributes that depend on the training data only (e.g. ``n_symbols_``)."""
         return self.fit_attributes_from_moments(self.data_moments(X), estimator)
 
+    def fit_attributes_and_summary(self, X, estimator):
+        """:meth:`fit_attributes` and :meth:`summarise` of the training data ``X``
+        together: one :meth:`data_moments` pass serves both unless a family overrides
+        either of them."""
+        base = EmissionFamily
+        if (type(self).fit_attributes is base.fit_attributes
+                and type(self).summarise is base.summarise):
+            moments = self.data_moments(X)
+            return (self.fit_attributes_from_moments(moments, estimator),
+                    self.summary_from_moments(moments))
+        return self.fit_attributes(X, estimator), self.summarise(X)
+
     def table_index(self, X):
         """Row of the emission table used by every frame (default: one row per frame)."""
         return np.arange(X.shape[0], dtype=np.int64)
@@ -247,11 +260,7 @@ class EmissionFamily(ABC):
                 f"got n_samples={n}."
             )
         if how == "kmeans":
-            from sklearn.cluster import KMeans
-
-            labels = KMeans(
-                n_clusters=K, n_init=1, random_state=random_state.randint(2**31 - 1)
-            ).fit_predict(X)
+            labels = kmeans(X, K, random_state.randint(2**31 - 1))[0]
         else:
             labels = nearest_centre(X, X[random_state.choice(n, K, replace=False)])
         return one_hot(labels, K)
