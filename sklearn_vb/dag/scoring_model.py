@@ -8,7 +8,7 @@ distinct data pattern (the estimator's own compressed patterns and enumeration k
 from __future__ import annotations
 
 import itertools
-from math import exp, prod
+from math import exp
 
 import numpy as np
 from scipy.special import gammaln
