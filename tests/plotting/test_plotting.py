@@ -134,8 +134,8 @@ def test_bound_trace_draws_every_restart_and_the_kept_run(hmm, tmp_path):
     ax = plot_bound_trace(hmm)
     _render(ax.figure, tmp_path)
     lines = ax.get_lines()
-    # n_init=3 restarts, each of the categorical default's two starts, and the kept run
-    assert len(lines) == len(hmm.restarts_) + 1 == 7
+    # n_init=3 restarts, each of the categorical default's three starts, and the kept run
+    assert len(lines) == len(hmm.restarts_) + 1 == 10
     np.testing.assert_allclose(lines[-1].get_ydata(), hmm.lower_bounds_)
     assert lines[-1].get_linewidth() > lines[0].get_linewidth()
     assert ax.get_ylabel() == "lower bound F (nats)"
