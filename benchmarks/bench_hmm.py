@@ -82,6 +82,27 @@ def categorical_large(quick):
     return _categorical_candidates(K, M, X, lengths, post, 5 if quick else 30)
 
 
+def pomegranate_gaussian_fit(data, K, covariance_type, max_iter, tol):
+    """Fit pomegranate's ``DenseHMM`` of K Gaussian states to the torch tensor ``data``
+    (sequences, frames, features); returns (EM iterations run, model).  pomegranate
+    does not report its iteration count, so its M step is counted."""
+    from pomegranate.distributions import Normal
+    from pomegranate.hmm import DenseHMM
+
+    m = DenseHMM([Normal(covariance_type=covariance_type) for _ in range(K)],
+                 max_iter=max_iter, tol=tol, verbose=False)
+    iterations = [0]
+    m_step = m.from_summaries
+
+    def counted_m_step():
+        iterations[0] += 1
+        return m_step()
+
+    m.from_summaries = counted_m_step
+    m.fit(data)
+    return max(iterations[0], 1), m
+
+
 def _gaussian(covariance_type, quick):
     from sklearn_vb.datasets import make_hmm_sequences
 
@@ -153,22 +174,10 @@ def _gaussian(covariance_type, quick):
 
     def pomegranate():
         import torch
-        from pomegranate.distributions import Normal
-        from pomegranate.hmm import DenseHMM
 
         torch.set_num_threads(1)
-        m = DenseHMM([Normal(covariance_type=covariance_type) for _ in range(K)],
-                     max_iter=n_iter, tol=0.0, verbose=False)
-        iterations = [0]
-        m_step = m.from_summaries
-
-        def counted_m_step():
-            iterations[0] += 1
-            return m_step()
-
-        m.from_summaries = counted_m_step
-        m.fit(torch.tensor(X.reshape(len(lengths), -1, D)))
-        return max(iterations[0], 1)
+        data = torch.tensor(X.reshape(len(lengths), -1, D))
+        return pomegranate_gaussian_fit(data, K, covariance_type, n_iter, 0.0)[0]
 
     return {"sklearn_vb": ours, "hmmlearn-log": hmmlearn("log"), "hmmlearn-scaling": hmmlearn("scaling"),
             "pomegranate-em": pomegranate}

@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from .bench_hmm import pomegranate_gaussian_fit
 from .harness import workload
 
 N_SEQUENCES, LENGTH, FIXED_ITER = 50, 100, 5
@@ -103,25 +104,12 @@ def _candidates(K, X, lengths, max_iter, tol, with_dynamax):
 
     def pomegranate():
         import torch
-        from pomegranate.distributions import Normal
-        from pomegranate.hmm import DenseHMM
 
         torch.set_num_threads(1)
         data = torch.tensor(X.reshape(len(lengths), -1, 1))
 
         def fit():
-            m = DenseHMM([Normal(covariance_type="diag") for _ in range(K)],
-                         max_iter=max_iter, tol=tol, verbose=False)
-            iterations = [0]
-            m_step = m.from_summaries
-
-            def counted_m_step():
-                iterations[0] += 1
-                return m_step()
-
-            m.from_summaries = counted_m_step
-            m.fit(data)
-            return max(iterations[0], 1), m
+            return pomegranate_gaussian_fit(data, K, "diag", max_iter, tol)
 
         def loglik(m):
             return {"loglik_per_frame": float(m.log_probability(data).sum()) / T}
