@@ -14,7 +14,7 @@ protocol on a pipe (``--remote-debugging-pipe``: no extra Python packages), and 
 * every formula is typeset: MathJax, loaded from the site itself (not from a CDN), has
   replaced the TeX of every ``.math`` element (no raw ``\\(`` left);
 * every page title fits: at a 1280 x 900 window no ``<h1>`` is wider than its box or
-  than the window;
+  than the window, and the header (title, links, search, theme switch) is one row;
 * the search page finds ``VBHiddenMarkov`` and ``lower bound``.
 
 Exits with status 1 and a list of the problems if any check fails, 0 otherwise, and 0
@@ -189,6 +189,15 @@ PAGE_STATE = """(async () => {
       .filter(h => h.scrollWidth > h.clientWidth + 1
                    || h.getBoundingClientRect().right > width + 1)
       .map(h => h.textContent.trim().slice(0, 60)),
+    header_rows: (() => {
+      // the header's height over the theme's one-row height (--pst-header-height)
+      const header = document.querySelector('header');
+      const row = getComputedStyle(document.documentElement)
+                    .getPropertyValue('--pst-header-height').trim();
+      if (!header || !row.endsWith('rem')) return 1;
+      const rem = parseFloat(getComputedStyle(document.documentElement).fontSize);
+      return header.getBoundingClientRect().height / (parseFloat(row) * rem);
+    })(),
     heading: !!main.querySelector('h1'),
     text: main.innerText.trim().length,
     broken_images: imgs.filter(i => !(i.complete && i.naturalWidth > 0))
@@ -254,6 +263,9 @@ def check(root, max_pages=None, verbose=True):
                     problems.append(f"{page}: MathJax loaded from outside the site: {src}")
             for title in state["wide_titles"]:
                 problems.append(f"{page}: title wider than its box at {WIDTH} px: {title}")
+            if state["header_rows"] > 1.25:
+                problems.append(f"{page}: the header wraps onto a second row at {WIDTH} px "
+                                f"({state['header_rows']:.1f} times its one-row height)")
             n_formulas += state["n_math"] - len(state["raw_math"])
             for link in state["links"]:
                 url, fragment = urldefrag(link)

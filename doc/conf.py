@@ -45,6 +45,9 @@ html_title = f"sklearn_vb {version}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    # a search icon (Ctrl+K opens the same search box) rather than a search field, which at
+    # 1280 px wrapped the header onto a second row
+    "navbar_persistent": ["search-button"],
 }
 html_show_sourcelink = False
 # pages without sub-pages: no empty "Section Navigation" column (the tables get its width)
