@@ -35,8 +35,9 @@ extensions = [
     "vb_pages",
     "sphinx_gallery.gen_gallery",
 ]
-# the API tables are generated (vb_pages) before autosummary scans these files
-autosummary_generate = ["api.rst", "_api_sections.rst"]
+# the API pages api/<module>.rst are generated (vb_pages), which then names them here
+# for autosummary to scan
+autosummary_generate = []
 numpydoc_show_class_members = False
 numpydoc_validation_checks = set()
 numpydoc_xref_param_type = False

@@ -1,14 +1,14 @@
 """Pages generated at build time from files the code writes.
 
-The included pieces go to ``_generated/`` (excluded as documents); the API table is
-``_api_sections.rst`` next to ``api.rst``, so that autosummary (which is told to scan it)
-and the page that includes it resolve ``:toctree: generated/`` to the same directory.
+The included pieces go to ``_generated/`` (excluded as documents); the API overview is
+``_api_sections.rst`` next to ``api.rst``, which includes it.
 
 * ``_generated/benchmarks_results.rst``: every ``benchmarks/results/*.json`` rendered by
   :mod:`benchmarks.report` (included by ``benchmarks.rst``);
-* ``_api_sections.rst``: an autosummary table of every public class and function
-  (the names in ``__all__`` of the package and of each public subpackage, each listed once,
-  so models and modules added later appear without editing the page);
+* ``api/<module>.rst``: a page per public module with an autosummary table of its classes
+  and functions, whose pages go to ``generated/`` (the names in ``__all__`` of the package
+  and of each public subpackage, each listed once, so models and modules added later
+  appear without editing a page); ``_api_sections.rst``: the overview of those pages;
 * ``_generated/scorers_table.rst``: every registered scoring method;
 * ``generated/reproduce/<name>.rst``: every Markdown report ``reproduce/<name>.md``
   converted to reStructuredText (listed by ``reproduction.rst``).  Reports written as
@@ -135,21 +135,36 @@ def api_sections():
             seen.add(key)
             entries.append((obj_name, obj))
         if entries:
-            title = titles.get(name) or f"``{name}``"
+            title = titles.get(name) or name
             sections.append((name, title, entries))
     return sections
 
 
 def write_api(doc=DOC):
-    out = []
+    """One page per module under ``api/`` (its objects' pages are its children, so the API
+    pages' sidebar is grouped by module) and the overview included by ``api.rst``: each
+    module's title, first paragraph and a table of its objects.  Returns the pages written."""
+    overview, pages = [], []
     for module, title, entries in api_sections():
-        # ``module`` (not ``currentmodule``): the section is the target of :mod: links
-        out += [title, "-" * (len(title) + 2), "", f".. module:: {module}", ""]
         first = (inspect.getdoc(importlib.import_module(module)) or "").split("\n\n")[0]
-        if module != "sklearn_vb" and first:
-            out += [first, ""]
-        out += [".. autosummary::", "   :toctree: generated/", "", *[f"   {n}" for n, _ in entries], ""]
-    _write_if_changed(doc / "_api_sections.rst", "\n".join(out))
+        blurb = [first, ""] if module != "sklearn_vb" and first else []
+        names = [f"   {n}" for n, _ in entries]
+        page = f"api/{module}"
+        pages.append(page)
+        # ``module`` (not ``currentmodule``) on the module's page: the target of :mod: links
+        _write_if_changed(doc / f"{page}.rst", "\n".join([
+            title, "=" * (len(title) + 2), "", f".. module:: {module}", "", *blurb,
+            ".. autosummary::", "   :toctree: ../generated/", "", *names, ""]))
+        overview += [title, "-" * (len(title) + 2), "", f".. currentmodule:: {module}", "",
+                     f":mod:`{module}`" + (f": {first}" if blurb else ""), "",
+                     ".. autosummary::", "", *names, ""]
+    overview[:0] = [".. toctree::", "   :hidden:", "", *[f"   {p}" for p in pages], ""]
+    _write_if_changed(doc / "_api_sections.rst", "\n".join(overview))
+    keep = {f"{module}.rst" for module, _, _ in api_sections()}
+    for stale in (doc / "api").glob("*.rst"):
+        if stale.name not in keep:
+            stale.unlink()
+    return pages
 
 
 def defined_in_package(obj):
@@ -280,7 +295,8 @@ def break_long_titles(app, doctree, docname):
 
 def _generate(app):
     doc = Path(app.srcdir)
-    write_api(doc)
+    # autosummary (connected after this) writes the object pages the module pages list
+    app.config.autosummary_generate = [f"{page}.rst" for page in write_api(doc)]
     write_scorers_table(doc)
     write_benchmarks(doc)
     write_reproduction_toc(doc)
