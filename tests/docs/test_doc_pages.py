@@ -166,6 +166,27 @@ def test_api_reference_lists_every_public_class_and_function():
                 assert id(obj) in listed, f"{module_name}.{name} is not in the API reference"
 
 
+def test_api_reference_has_a_page_per_module(tmp_path):
+    import vb_pages
+
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "sklearn_vb.gone.rst").write_text("a module no longer public")
+    pages = vb_pages.write_api(tmp_path)
+    modules = [module for module, _, _ in vb_pages.api_sections()]
+    assert pages == [f"api/{module}" for module in modules]
+    assert sorted(p.name for p in (tmp_path / "api").iterdir()) == sorted(
+        f"{module}.rst" for module in modules)
+    hmm = (tmp_path / "api" / "sklearn_vb.rst").read_text()
+    assert ".. module:: sklearn_vb\n" in hmm and "   :toctree: ../generated/" in hmm
+    assert "   VBHiddenMarkov" in hmm
+    overview = (tmp_path / "_api_sections.rst").read_text()
+    toctree = overview.split("\n\n")[1].split()
+    assert toctree == pages
+    # the overview links each object and names each module without declaring either
+    assert ".. module::" not in overview and ":toctree:" not in overview.split("\n\n", 2)[2]
+    assert all(f":mod:`{module}`" in overview for module in modules)
+
+
 def test_scorers_table_lists_every_method(tmp_path):
     import vb_pages
     from sklearn_vb.scoring import SCORERS

@@ -30,8 +30,10 @@ def _site(root, broken):
     (root / "fig.png").write_bytes(PNG)
     extra = ('<img src="missing.png"><a href="nowhere.html">x</a><a href="b.html#nope">y</a>'
              '<a href="c.html">c</a>') if broken else ""
+    # the theme's header: one row (4rem) on every page but c.html, where it wraps
+    header = '<style>:root {{ --pst-header-height: 4rem; }}</style><header style="height: {}">x</header>'
     (root / "index.html").write_text(
-        f'<html><body><main><h1 id="top">Site</h1><p>text</p><img src="fig.png">'
+        f'<html><body>{header.format("4rem")}<main><h1 id="top">Site</h1><p>text</p><img src="fig.png">'
         f'<a href="b.html#sec">b</a>{extra}</main></body></html>')
     (root / "b.html").write_text(
         '<html><body><main><h1>B</h1><p id="sec">section</p>'
@@ -40,7 +42,7 @@ def _site(root, broken):
     # port), and a title too wide for 1280 px
     (root / "c.html").write_text(
         '<html><head><script src="http://127.0.0.1:9/mathjax/tex-chtml.js">'
-        '</script></head><body><main>'
+        '</script></head><body>' + header.format("8rem") + '<main>'
         '<h1 style="white-space: nowrap">' + "Title " * 300 + '</h1>'
         '<p><span class="math">\\(x^2\\)</span></p></main></body></html>')
     # a search page whose results appear after load, as Sphinx's does
@@ -71,4 +73,5 @@ def test_finds_broken_images_links_anchors_formulas_and_titles(tmp_path):
     assert any(p.startswith("c.html: formula not typeset: \\(x^2\\)") for p in problems)
     assert any(p.startswith("c.html: MathJax loaded from outside the site") for p in problems)
     assert any(p.startswith("c.html: title wider than its box at 1280 px") for p in problems)
-    assert len(problems) == 6, problems
+    assert any(p.startswith("c.html: the header wraps onto a second row") for p in problems)
+    assert len(problems) == 7, problems
