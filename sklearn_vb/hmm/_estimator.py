@@ -581,7 +581,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _resolve_priors(self, data):
         K = self.n_components
         self.startprob_prior_ = check_dirichlet_prior(self.startprob_prior, "startprob_prior", (K,), 1.0 / K)
-        trans_shape = (K, K) if data.levels is None else (data.n_levels, K, K)
+        levels = getattr(data, "levels", None)  # a dask fit has no inputs
+        trans_shape = (K, K) if levels is None else (data.n_levels, K, K)
         self.transmat_prior_ = check_dirichlet_prior(self.transmat_prior, "transmat_prior",
                                                      trans_shape, 1.0 / K)
         family = self._family
