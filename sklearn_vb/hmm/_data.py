@@ -41,6 +41,12 @@ class _FitData:
     known_states : ndarray of int64, shape (n_frames,), or None
         The state of every frame where it is known, -1 elsewhere (``states=``; see
         :mod:`sklearn_vb.hmm._clamp`); None when no state is known.
+    levels : ndarray of int64, shape (n_frames,), or None
+        The input level of every frame (``U=`` of a model with
+        ``transition_inputs="categorical"``; see :mod:`sklearn_vb.hmm._inputs`); None
+        for a plain HMM.
+    n_levels : int or None
+        The model's number of input levels L (None for a plain HMM).
     """
 
     X: np.ndarray
@@ -50,6 +56,8 @@ class _FitData:
     ends: np.ndarray
     summary: object = None
     known_states: np.ndarray = None
+    levels: np.ndarray = None
+    n_levels: int = None
 
     @property
     def n_frames(self):
@@ -66,8 +74,9 @@ class _FitData:
         X = self.X[frames]
         starts, ends = sequence_bounds(lens)
         known = None if self.known_states is None else self.known_states[frames]
+        levels = None if self.levels is None else self.levels[frames]
         return _FitData(X=X, index=family.table_index(X), lengths=lens, starts=starts,
-                        ends=ends, known_states=known)
+                        ends=ends, known_states=known, levels=levels, n_levels=self.n_levels)
 
     def chunk_sum(self, family, fn, *args):
         """``fn(chunk, family, *args)`` summed over the chunks of the data: here the

@@ -37,6 +37,7 @@ from ._clamp import check_states, clamp_table
 from ._data import _FitData
 from ._distributed import dask_fit_data, is_dask_array
 from ._init import initial_posterior, start_point
+from ._inputs import check_levels, forward_backward_inputs, viterbi_inputs
 from ._online_fit import check_online, partial_fit_pass, run_online
 from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
@@ -87,7 +88,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     startprob_prior, transmat_prior : float, array-like or None
         Dirichlet prior of the initial distribution and of every transition row, as
         *per-entry* concentrations (a scalar is broadcast to every entry; arrays of shape
-        (K,) or, for ``transmat_prior``, (K, K)).  Default None: 1/K per entry, total
+        (K,) or, for ``transmat_prior``, (K, K), or (L, K, K) with transition inputs,
+        where a (K, K) array is used for every level).  Default None: 1/K per entry, total
         concentration 1 per row (Beal's and hmmlearn's convention).  The thesis's
         strength f corresponds to the scalar f/K.
     emissionprob_prior : float, array-like or None
@@ -111,6 +113,22 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         (K, n_features).  Default None: a0 = 1 and b0 = 1 / mean(X) per feature (an
         exponential prior whose mean is the data mean, data-dependent; a feature mean
         below 1e-3 counts as 1e-3).
+    transition_inputs : {"categorical"} or None, default=None
+        Input-driven transitions (an input-output HMM).  None: a plain HMM.
+        ``"categorical"``: every row of ``X`` carries an input level u_t in
+        ``[0, n_input_levels)``, passed as ``U`` (one integer per row) to ``fit`` and
+        to every method that reads sequences, and the transition into frame t is drawn
+        from the matrix of its level, p(s_t = j | s_{t-1} = i, u_t = l) = A[l, i, j];
+        each of the L * K rows has its own Dirichlet prior (``transmat_prior``), so VB
+        stays exactly conjugate.  The input of the first frame of a sequence is not
+        used (its state follows the initial distribution).  ``transmat_posterior_``,
+        ``transmat_prior_`` and ``transmat_`` then have shape (L, K, K).  Needs
+        ``method="vb"`` and ``learning_method="batch"``.  See the user guide (Hidden
+        Markov models, "Input-driven transitions").
+    n_input_levels : int or None, default=None
+        Number of input levels L for ``transition_inputs="categorical"`` (default: the
+        largest level in the training ``U`` plus one).  Give it when a level may be
+        absent from the training data: its matrices then keep their prior.
     optimize_prior_strengths : bool, default=False
         If True, before every VBM step the overall scale of each Dirichlet prior block
         (initial, transition, categorical emission) is set to maximise the bound
@@ -365,6 +383,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         "scale_prior": [None, Real, "array-like"],
         "rate_prior": [None, "array-like"],
         "optimize_prior_strengths": ["boolean"],
+        "transition_inputs": [None, StrOptions({"categorical"})],
+        "n_input_levels": [None, Interval(Integral, 1, None, closed="left")],
         "init_params": [
             StrOptions({"auto", "context", "random_marginals", "random", "random_params", "kmeans",
                         "posterior"})
@@ -397,6 +417,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         scale_prior=None,
         rate_prior=None,
         optimize_prior_strengths=False,
+        transition_inputs=None,
+        n_input_levels=None,
         max_iter=1000,
         tol=1e-4,
         n_init=1,
@@ -443,6 +465,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.scale_prior = scale_prior
         self.rate_prior = rate_prior
         self.optimize_prior_strengths = optimize_prior_strengths
+        self.transition_inputs = transition_inputs
+        self.n_input_levels = n_input_levels
         self.init_posterior = init_posterior
         self.acceleration = acceleration
         self.method = method
@@ -472,17 +496,46 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """The emission family of ``emission`` / ``covariance_type`` (stateless)."""
         return emission_family(self.emission, self.covariance_type)
 
-    def _sequence_data(self, X, lengths, sequence_ids, reset, states=None):
+    def _sequence_data(self, X, lengths, sequence_ids, reset, states=None, U=None):
         family = self._family
         Xv = family.check_X(X, self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
+        levels, n_levels = self._check_inputs(U, Xv.shape[0], reset)
         return _FitData(
             X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends,
             known_states=check_states(states, Xv.shape[0], self.n_components),
+            levels=levels, n_levels=n_levels,
         )
 
-    def _check_fit_data(self, X, lengths=None, sequence_ids=None, states=None):
+    def _check_inputs(self, U, n_frames, reset):
+        """The input levels of ``U`` (or None for a plain HMM) and the number of levels;
+        on the training data (``reset``) that number is set as ``n_input_levels_``."""
+        if self.transition_inputs is None:
+            if U is not None:
+                raise ValueError("U (transition inputs) was given to a VBHiddenMarkov "
+                                 "with transition_inputs=None; set "
+                                 "transition_inputs='categorical' to fit input-driven "
+                                 "transitions.")
+            if reset:
+                self.__dict__.pop("n_input_levels_", None)
+            return None, None
+        if U is None:
+            raise ValueError("U is required: this VBHiddenMarkov has "
+                             f"transition_inputs={self.transition_inputs!r}; give U, one "
+                             "input level per row of X.")
+        if reset:
+            levels = check_levels(U, n_frames, self.n_input_levels)
+            self.n_input_levels_ = int(self.n_input_levels if self.n_input_levels is not None
+                                       else levels.max(initial=0) + 1)
+            return levels, self.n_input_levels_
+        n_levels = getattr(self, "n_input_levels_", None)
+        if n_levels is None:
+            raise ValueError("U (transition inputs) was given, but this VBHiddenMarkov was "
+                             "fitted without them; refit it with U.")
+        return check_levels(U, n_frames, n_levels), n_levels
+
+    def _check_fit_data(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         if self.learning_method == "online":
             check_online(self, "learning_method='online'")
         if self.method != "vb" and self.optimize_prior_strengths:
@@ -495,12 +548,19 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if states is not None and self.subchain_length is not None:
             raise ValueError("states (known states) cannot be combined with subchain_length: "
                              "the subchains' buffered passes do not clamp q(s).")
+        if self.transition_inputs is not None and (
+                self.method != "vb" or self.learning_method != "batch" or is_dask_array(X)):
+            raise ValueError("transition_inputs is fitted by batch VBEM in memory: it needs "
+                             f"method='vb', learning_method='batch' and an in-memory X; got "
+                             f"method={self.method!r}, learning_method="
+                             f"{self.learning_method!r}"
+                             + (" and a dask array X." if is_dask_array(X) else "."))
         if is_dask_array(X):
             self._check_dask(sequence_ids)
             if states is not None:
                 raise ValueError("states (known states) is not supported with a dask array X.")
             return dask_fit_data(self, X, lengths)
-        data = self._sequence_data(X, lengths, sequence_ids, reset=True, states=states)
+        data = self._sequence_data(X, lengths, sequence_ids, reset=True, states=states, U=U)
         family = self._family
         attributes, data.summary = family.fit_attributes_and_summary(data.X, self)
         for name, value in attributes.items():
@@ -521,7 +581,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _resolve_priors(self, data):
         K = self.n_components
         self.startprob_prior_ = check_dirichlet_prior(self.startprob_prior, "startprob_prior", (K,), 1.0 / K)
-        self.transmat_prior_ = check_dirichlet_prior(self.transmat_prior, "transmat_prior", (K, K), 1.0 / K)
+        levels = getattr(data, "levels", None)  # a dask fit has no inputs
+        trans_shape = (K, K) if levels is None else (data.n_levels, K, K)
+        self.transmat_prior_ = check_dirichlet_prior(self.transmat_prior, "transmat_prior",
+                                                     trans_shape, 1.0 / K)
         family = self._family
         prior = family.resolve_prior(self, data.summary)
         for name, value in family.hyper_attributes(prior, "prior").items():
@@ -772,7 +835,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             "kl_emission": kl_emis,
         }
         self.startprob_ = self.startprob_posterior_ / self.startprob_posterior_.sum()
-        self.transmat_ = self.transmat_posterior_ / self.transmat_posterior_.sum(axis=1, keepdims=True)
+        self.transmat_ = self.transmat_posterior_ / self.transmat_posterior_.sum(axis=-1,
+                                                                                keepdims=True)
         family = self._family
         for name, value in family.point_estimates(self._emission("posterior")).items():
             setattr(self, name, value)
@@ -780,7 +844,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
 
     # ------------------------------------------------------------------ public API
-    def fit(self, X, y=None, lengths=None, sequence_ids=None, states=None):
+    def fit(self, X, y=None, lengths=None, sequence_ids=None, states=None, U=None):
         """Fit by VBEM, or by online VB with ``learning_method="online"``.
 
         Parameters
@@ -803,6 +867,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             there has probability zero), so the bound is a bound on
             ln p(X, known states) and the known frames count fully towards their
             states' parameters.  Not with ``subchain_length`` or a dask array.
+        U : array-like of int of shape (n_samples,), optional
+            Transition inputs (``transition_inputs="categorical"``; required there and
+            refused otherwise): the input level of every row, in
+            ``[0, n_input_levels)``.  The transition into row t is drawn from the
+            transition matrix of level ``U[t]`` (the level of a sequence's first row is
+            not used), and the bound is a bound on ln p(X | U).
         """
         check_unused_y(y, X, "fit")
         self._online_rng = None
@@ -811,7 +881,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                              "learning_method='online'); got subchain_length="
                              f"{self.subchain_length!r} with learning_method="
                              f"{self.learning_method!r}.")
-        super().fit(X, lengths=lengths, sequence_ids=sequence_ids, states=states)
+        fit_params = dict(lengths=lengths, sequence_ids=sequence_ids, states=states)
+        if U is not None:
+            fit_params["U"] = U
+        super().fit(X, **fit_params)
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         self._streamed = False
         return self
@@ -889,6 +962,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self
         """
         self._validate_params()
+        if self.transition_inputs is not None:
+            raise ValueError("partial_fit (online VB) does not support transition_inputs; "
+                             "fit the input-driven model by fit (batch VBEM).")
         check_online(self, "partial_fit")
         check_unused_y(y, X, "partial_fit")
         if hasattr(self, "lower_bound_") and self._point_fitted:
@@ -913,8 +989,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
 
-    def _new_data(self, X, lengths, sequence_ids, states=None):
-        data = self.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
+    def _new_data(self, X, lengths, sequence_ids, states=None, U=None):
+        data = self.check_data(X, lengths=lengths, sequence_ids=sequence_ids, U=U)
         data.known_states = check_states(states, data.n_frames, self.n_components)
         return data
 
@@ -932,51 +1008,55 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         log_pi = np.log(self.startprob_)
         log_A = np.log(self.transmat_)
         table, index = self._plugin_table_index(data)
-        return forward_backward(
-            log_pi, log_A, table, index, data.starts, data.ends, want_posteriors,
+        return forward_backward_inputs(
+            log_pi, log_A, data.levels, table, index, data.starts, data.ends, want_posteriors,
         )
 
-    def score_samples(self, X, lengths=None, sequence_ids=None, per="frame"):
+    def score_samples(self, X, lengths=None, sequence_ids=None, per="frame", U=None):
         """Log-likelihood under the posterior-mean parameters.
 
         ``per="frame"`` (default) returns ln p(x_t | x_1..x_{t-1}) for every row (they
         sum to the log-likelihood of each sequence); ``per="sequence"`` returns the
-        log-likelihood of each sequence.
+        log-likelihood of each sequence.  ``U``: the input levels, as in :meth:`fit`
+        (the likelihoods are then conditional on them).
         """
         if per not in ("frame", "sequence"):
             raise ValueError(f"per must be 'frame' or 'sequence'; got {per!r}.")
-        data = self._new_data(X, lengths, sequence_ids)
+        data = self._new_data(X, lengths, sequence_ids, U=U)
         log_norm, frame_log_norm = self._plugin_forward(data)[:2]
         return frame_log_norm if per == "frame" else log_norm
 
-    def score(self, X, y=None, lengths=None, sequence_ids=None):
-        """Mean log-likelihood per row (frame) under the posterior-mean parameters.
+    def score(self, X, y=None, lengths=None, sequence_ids=None, U=None):
+        """Mean log-likelihood per row (frame) under the posterior-mean parameters
+        (given the input levels ``U`` of a model with transition inputs).
 
         A model fitted with ``sequence_ids`` (several sequences) needs ``lengths`` or
         ``sequence_ids`` here too (see :func:`sklearn_vb.model_selection.SequenceKFold`
         for cross-validation with metadata routing)."""
         check_unused_y(y, X, "score")
         check_sequences_routed(self, lengths, sequence_ids)
-        data = self._new_data(X, lengths, sequence_ids)
+        data = self._new_data(X, lengths, sequence_ids, U=U)
         return float(self._plugin_forward(data)[0].sum() / data.n_frames)
 
-    def score_bound(self, X, lengths=None, sequence_ids=None):
+    def score_bound(self, X, lengths=None, sequence_ids=None, U=None):
         """Total sum_i ln Z_i of one VBE pass on X with q(theta) fixed.
 
         This is the lower bound on the log-likelihood of new data under the fitted
-        q(theta) without the KL terms (the parameters are not re-estimated).
+        q(theta) without the KL terms (the parameters are not re-estimated); with
+        transition inputs, of X given the input levels ``U``.
         """
-        data = self._new_data(X, lengths, sequence_ids)
+        data = self._new_data(X, lengths, sequence_ids, U=U)
         if self._point_fitted:
             raise ValueError(f"score_bound needs q(theta); this model was fitted with "
                              f"method={self.method!r}.")
         out = vbe(self._family, self._hyper("posterior"), data, want_posteriors=False)[0]
         return float(out[0].sum())
 
-    def predict_proba(self, X, lengths=None, sequence_ids=None, states=None):
+    def predict_proba(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         """Variational state marginals q(s_t = k) of X with q(theta) fixed, (n_samples, K);
-        with ``states`` (-1 where unknown, as in :meth:`fit`) given the known states."""
-        data = self._new_data(X, lengths, sequence_ids, states)
+        with ``states`` (-1 where unknown, as in :meth:`fit`) given the known states, and
+        with ``U`` (as in :meth:`fit`) given the input levels."""
+        data = self._new_data(X, lengths, sequence_ids, states, U=U)
         return self._frame_marginals(data)
 
     def _frame_marginals(self, data):
@@ -990,17 +1070,18 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             return out[4][index]
         return frame_marginals(self._family, self._hyper("posterior"), data)
 
-    def decode(self, X, lengths=None, sequence_ids=None, parameters="mean", states=None):
+    def decode(self, X, lengths=None, sequence_ids=None, parameters="mean", states=None,
+               U=None):
         """Viterbi path.  Returns (log-weight of the best paths summed, states).
 
         ``parameters="mean"`` uses the posterior-mean parameters (the log-weight is then
         ln p(X, s* | theta_bar)); ``"expected_log"`` uses exp E[ln theta], whose best path
         is the mode of q(s).  With ``states`` (-1 where unknown, as in :meth:`fit`) the
-        best path through the known states.
+        best path through the known states; ``U``: the input levels, as in :meth:`fit`.
         """
         if parameters not in ("mean", "expected_log"):
             raise ValueError(f"parameters must be 'mean' or 'expected_log'; got {parameters!r}.")
-        data = self._new_data(X, lengths, sequence_ids, states)
+        data = self._new_data(X, lengths, sequence_ids, states, U=U)
         if parameters == "mean" or self._point_fitted:
             log_pi, log_A = np.log(self.startprob_), np.log(self.transmat_)
             table, index = self._plugin_table_index(data)
@@ -1008,30 +1089,37 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             log_pi, log_A, LE = expected_log_params(self._family, self._hyper("posterior"))
             table, index = self._family.log_table(LE, data.X), data.index
         table, index, _ = clamp_table(table, index, data.known_states)
-        path, best = _k.viterbi(
-            log_pi, log_A, np.ascontiguousarray(table), index, data.starts, data.ends
+        path, best = viterbi_inputs(
+            log_pi, log_A, data.levels, np.ascontiguousarray(table), index, data.starts,
+            data.ends,
         )
         return float(best.sum()), path
 
-    def predict(self, X, lengths=None, sequence_ids=None, states=None):
+    def predict(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         """Most probable state path under the posterior-mean parameters (Viterbi); with
         ``states`` (-1 where unknown, as in :meth:`fit`) it keeps the known states and
-        fills in the rest."""
-        return self.decode(X, lengths, sequence_ids, parameters="mean", states=states)[1]
+        fills in the rest; ``U``: the input levels, as in :meth:`fit`."""
+        return self.decode(X, lengths, sequence_ids, parameters="mean", states=states,
+                           U=U)[1]
 
-    def sample(self, n_samples=1, random_state=None):
-        """Draw one sequence of ``n_samples`` frames from the posterior-mean model.
+    def sample(self, n_samples=1, random_state=None, U=None):
+        """Draw one sequence of ``n_samples`` frames from the posterior-mean model; a
+        model with transition inputs needs ``U``, the input level of every frame to draw.
 
         Returns ``(X, states)``.
         """
         check_is_fitted(self, "lower_bound_")
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        levels, _ = self._check_inputs(U, n_samples, reset=False)
         rng = check_random_state(random_state if random_state is not None else self.random_state)
         u = rng.random_sample(n_samples)
-        states = _k.sample_states(
-            self.startprob_, self.transmat_, u, np.array([0]), np.array([n_samples])
-        )
+        bounds = np.array([0]), np.array([n_samples])
+        if levels is None:
+            states = _k.sample_states(self.startprob_, self.transmat_, u, *bounds)
+        else:
+            states = _k.sample_states_levels(self.startprob_, self.transmat_, levels, u,
+                                             *bounds)
         if self._point_fitted:
             frames = self._family.simulate(self._theta_.blocks(), states, rng)
             return (frames.reshape(-1, 1) if frames.ndim == 1 else frames), states
@@ -1039,15 +1127,15 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _n_parameters(self):
         K = self.n_components
-        n = (K - 1) + K * (K - 1)
+        n = (K - 1) + K * (K - 1) * getattr(self, "n_input_levels_", 1)
         if self._point_fitted:
             # the family counts from hyperparameter shapes; the conjugate update has them
             post = self._family.vbm(self._emission("prior"), self._stats_.emission)
             return n + self._family.n_parameters(post)
         return n + self._family.n_parameters(self._emission("posterior"))
 
-    def _check_new_data(self, X, lengths=None, sequence_ids=None):
-        return self._sequence_data(X, lengths, sequence_ids, reset=False)
+    def _check_new_data(self, X, lengths=None, sequence_ids=None, U=None):
+        return self._sequence_data(X, lengths, sequence_ids, reset=False, U=U)
 
     def _log_likelihood(self, data):
         return float(self._plugin_forward(data)[0].sum())

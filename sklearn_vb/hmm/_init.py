@@ -23,7 +23,7 @@ def posterior_from_init(family, init_posterior, K, prior):
     if post is None:
         raise ValueError("init_params='posterior' needs init_posterior (a dict of arrays).")
     startprob = init_posterior_array(post, "startprob", (K,), positive=True)
-    transmat = init_posterior_array(post, "transmat", (K, K), positive=True)
+    transmat = init_posterior_array(post, "transmat", prior.transmat.shape, positive=True)
     return DirichletHMM(startprob, transmat,
                         family.check_init_posterior(post, prior.emission, K))
 
@@ -50,7 +50,7 @@ def initial_posterior(how, family, K, prior, data, random_state, init_posterior=
                 "vectors (categorical emissions)."
             )
         startprob = prior.startprob + draw(K)
-        transmat = prior.transmat + draw((K, K))
+        transmat = prior.transmat + draw(prior.transmat.shape)
         posterior = DirichletHMM(startprob, transmat,
                                  family.random_posterior(prior.emission, draw))
         if how == "random_params":

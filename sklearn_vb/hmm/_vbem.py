@@ -4,7 +4,9 @@ statistics and expectations that feed them, and the terms of the bound F.
 ``prior`` and ``posterior`` are :class:`~sklearn_vb.hmm._state.DirichletHMM` triples:
 the Dirichlet counts of the initial distribution (K,) and of the transition rows (K, K),
 and the emission family's hyperparameters (its ``prior_type`` / ``posterior_type``).
-``data`` is the estimator's ``_FitData``.  Statistics are
+``data`` is the estimator's ``_FitData``.  With categorical transition inputs
+(:mod:`._inputs`) the transition counts, statistics and expectations have a leading
+level axis, (L, K, K), and every function here works on that form unchanged.  Statistics are
 :class:`~sklearn_vb.hmm._state.HMMStats` (``start`` and ``trans`` counts and the family's
 statistics).  Nothing here keeps state: the estimator stores what these functions return.
 """
@@ -16,8 +18,8 @@ from scipy.special import digamma, polygamma
 
 from .._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
 from ._clamp import clamp_table, fold_counts
+from ._inputs import forward_backward_inputs, transition_counts_from_resp
 from ._state import DirichletHMM, HMMStats
-from .forward_backward import forward_backward
 
 __all__ = [
     "DirichletHMM", "expected_complete_loglik", "expected_log_params", "frame_marginals",
@@ -99,10 +101,8 @@ def stats_from_resp(family, resp, data, emission_prior):
     """Sufficient statistics of a hard or soft labelling ``resp`` (n_frames, K) (used
     for initialisation)."""
     starts = data.starts
-    inner = np.ones(data.n_frames, dtype=bool)
-    inner[starts] = False
-    idx = np.flatnonzero(inner)
-    trans = resp[idx - 1].T @ resp[idx]
+    trans = transition_counts_from_resp(resp, starts, getattr(data, "levels", None),
+                                        getattr(data, "n_levels", None))
     return HMMStats(start=resp[starts].sum(axis=0), trans=trans,
                     emission=family.stats(resp, data.X, emission_prior))
 
@@ -146,7 +146,8 @@ def vbe(family, posterior, data, want_posteriors=True):
     Lpi, LA, LE = expected_log_params(family, posterior)
     known = getattr(data, "known_states", None)
     table, index, n_shared = clamp_table(family.log_table(LE, data.X), data.index, known)
-    out = forward_backward(Lpi, LA, table, index, data.starts, data.ends, want_posteriors)
+    out = forward_backward_inputs(Lpi, LA, getattr(data, "levels", None), table, index,
+                                  data.starts, data.ends, want_posteriors)
     if n_shared is not None and want_posteriors:
         out = out[:4] + (fold_counts(out[4], data.index, known, n_shared),)
     return out, (Lpi, LA, LE)
@@ -180,7 +181,8 @@ def frame_marginals(family, posterior, data):
     frames = np.arange(data.n_frames, dtype=np.int64)
     table, index, _ = clamp_table(family.frame_log_table(LE, data.X), frames,
                                   getattr(data, "known_states", None))
-    out = forward_backward(Lpi, LA, table, index, data.starts, data.ends, True)
+    out = forward_backward_inputs(Lpi, LA, getattr(data, "levels", None), table, index,
+                                  data.starts, data.ends, True)
     # a known frame's marginals are on its own appended row
     return out[4] if out[4].shape[0] == data.n_frames else out[4][index]
 
@@ -202,8 +204,9 @@ def lower_bound_after_vbm(family, posterior, prior, stats, vbe_log_norm, vbe_exp
 
 
 def pack_posterior(family, posterior):
-    """q(theta) as log Dirichlet counts of the initial and transition rows followed by
-    the emission family's coordinates (:meth:`EmissionFamily.pack`)."""
+    """q(theta) as log Dirichlet counts of the initial and transition rows (of every
+    input level) followed by the emission family's coordinates
+    (:meth:`EmissionFamily.pack`)."""
     return np.concatenate([
         np.log(posterior.startprob), np.log(posterior.transmat).ravel(),
         family.pack(posterior.emission),
@@ -213,9 +216,10 @@ def pack_posterior(family, posterior):
 def unpack_posterior(family, vector, K, posterior):
     """The q(theta) of the coordinates ``vector`` (the inverse of :func:`pack_posterior`),
     or None when they leave the parameter space."""
-    emission = family.unpack(vector[K + K * K:], posterior.emission)
+    n_trans = posterior.transmat.size
+    emission = family.unpack(vector[K + n_trans:], posterior.emission)
     start = np.exp(vector[:K])
-    trans = np.exp(vector[K:K + K * K]).reshape(K, K)
+    trans = np.exp(vector[K:K + n_trans]).reshape(posterior.transmat.shape)
     if emission is None or not (np.all(start > 0) and np.all(trans > 0)
                                 and np.all(np.isfinite(start)) and np.all(np.isfinite(trans))):
         return None

@@ -12,6 +12,13 @@ alphabet size and ``index`` the symbols; for continuous emissions R = T and ``in
 (``emis_counts[index[t]] += gamma_t``), so for continuous emissions ``emis_counts`` is
 the (T, K) matrix of smoothed state marginals.
 
+Transitions: every recursion takes one transition matrix per *input level*, (L, K, K),
+and the level of every frame, ``level`` (T,): the transition into frame t uses matrix
+``level[t]`` (an input-driven HMM with categorical inputs,
+``VBHiddenMarkov(transition_inputs="categorical")``).  The expected transition counts
+come out per level, (L, K, K).  A plain HMM is the case L = 1: the kernels named
+without ``levels`` take one (K, K) matrix and return (K, K) counts.
+
 Initial and transition weights need not be normalised, so the same recursion serves the
 variational E step (sub-normalised weights exp E[ln theta]) and the ordinary forward
 algorithm (probabilities).
@@ -57,13 +64,16 @@ def scale_log_weights(log_w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _forward_sequence(pi, pi_shift, A, a_shift, emis, emis_shift, index, t0, t1, alpha,
-                      keep_alpha, zeta, frame_log_norm, likelihood_only, divide, a):
+def _forward_sequence(pi, pi_shift, A, a_shift, level, emis, emis_shift, index, t0, t1,
+                      alpha, keep_alpha, zeta, frame_log_norm, likelihood_only, divide, a):
     """Scaled forward recursion over the frames ``t0 .. t1-1`` of one sequence; returns
     its ln Z and writes each frame's ln zeta_t into ``frame_log_norm[t]``.
 
-    ``pi``, ``A`` are weights scaled by ``exp(-pi_shift)``, ``exp(-a_shift)``.  Each step
-    computes ``a = pi * emis[r]`` (first frame) or ``a = (alpha_prev @ A) * emis[r]``,
+    ``A`` (L, K, K) holds one transition matrix per input level and ``level`` (T,) the
+    level of every frame: the transition into frame t uses ``A[level[t]]`` (a plain HMM
+    has L = 1 and every level 0).  ``pi``, ``A[l]`` are weights scaled by
+    ``exp(-pi_shift)``, ``exp(-a_shift[l])``.  Each step
+    computes ``a = pi * emis[r]`` (first frame) or ``a = (alpha_prev @ A[l]) * emis[r]``,
     its normaliser ``zeta_t = sum(a)`` and ``alpha_t = a / zeta_t``; ``alpha_t`` goes to
     row t of ``alpha`` with ``keep_alpha`` (which also stores ``zeta[t]`` for the
     backward pass), otherwise to a two-row ring buffer.
@@ -96,11 +106,12 @@ def _forward_sequence(pi, pi_shift, A, a_shift, emis, emis_shift, index, t0, t1,
             # a = alpha_prev @ A, summed over i in the same order either way: as one
             # dot product per j for few states, as SIMD row updates (skipping the
             # states the sequence cannot be in) from about a dozen states on
+            lv = level[t]
             if K <= _FEW_STATES:
                 for j in range(K):
                     acc = 0.0
                     for i in range(K):
-                        acc += alpha[prev, i] * A[i, j]
+                        acc += alpha[prev, i] * A[lv, i, j]
                     a[j] = acc * emis[r, j]
             else:
                 for j in range(K):
@@ -109,10 +120,10 @@ def _forward_sequence(pi, pi_shift, A, a_shift, emis, emis_shift, index, t0, t1,
                     ai = alpha[prev, i]
                     if ai != 0.0:
                         for j in range(K):
-                            a[j] += ai * A[i, j]
+                            a[j] += ai * A[lv, i, j]
                 for j in range(K):
                     a[j] *= emis[r, j]
-            shift = a_shift + emis_shift[r]
+            shift = a_shift[lv] + emis_shift[r]
         z = 0.0
         for j in range(K):
             z += a[j]
@@ -143,14 +154,14 @@ def _forward_sequence(pi, pi_shift, A, a_shift, emis, emis_shift, index, t0, t1,
 
 
 @njit(cache=True, nogil=True)
-def _fb_arrays(n, T, K, R, want_posteriors):
+def _fb_arrays(n, T, K, L, R, want_posteriors):
     """Outputs of the forward-backward kernels (log_norm, frame_log_norm, start_counts,
-    trans_counts, emis_counts) and the (T, K) table of forward variables; without
-    posteriors, emis_counts is (0, K) and the forward table keeps two rows only."""
+    trans_counts (L, K, K), emis_counts) and the (T, K) table of forward variables;
+    without posteriors, emis_counts is (0, K) and the forward table keeps two rows only."""
     log_norm = np.zeros(n)
     frame_log_norm = np.empty(T)
     start_counts = np.zeros(K)
-    trans_counts = np.zeros((K, K))
+    trans_counts = np.zeros((L, K, K))
     if want_posteriors:
         emis_counts = np.zeros((R, K))
         fwd = np.empty((T, K))
@@ -158,6 +169,19 @@ def _fb_arrays(n, T, K, R, want_posteriors):
         emis_counts = np.zeros((0, K))
         fwd = np.empty((2, K))
     return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, fwd
+
+
+@njit(cache=True, nogil=True)
+def one_level(log_transmat, T):
+    """A (K, K) transition matrix as the single level (1, K, K) of the levelled kernels,
+    and level 0 for each of ``T`` frames: a plain HMM is an input-driven one whose
+    input never changes."""
+    K = log_transmat.shape[0]
+    out = np.empty((1, K, K))
+    for i in range(K):
+        for j in range(K):
+            out[0, i, j] = log_transmat[i, j]
+    return out, np.zeros(T, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -173,15 +197,31 @@ def forward_backward_scaled(log_startprob, log_transmat, emis, emis_shift, index
 def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shift, index,
                                     starts, ends, counted_starts, counted_ends,
                                     want_posteriors):
+    """:func:`forward_backward_scaled_levels` with one transition matrix
+    ``log_transmat`` (K, K) for every step; ``trans_counts`` is (K, K)."""
+    A3, level = one_level(log_transmat, index.shape[0])
+    out = forward_backward_scaled_levels(log_startprob, A3, level, emis, emis_shift, index,
+                                         starts, ends, counted_starts, counted_ends,
+                                         want_posteriors)
+    return out[0], out[1], out[2], out[3][0], out[4]
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_scaled_levels(log_startprob, log_transmats, level, emis, emis_shift,
+                                   index, starts, ends, counted_starts, counted_ends,
+                                   want_posteriors):
     """Scaled forward-backward over all sequences, with statistics of the counted frames.
 
     Exact as long as no step multiplies weights below the smallest double; see
-    :func:`forward_backward` for the version that detects and repairs that.
+    :func:`forward_backward_levels` for the version that detects and repairs that.
 
     Parameters
     ----------
     log_startprob : (K,) log initial weights.
-    log_transmat : (K, K) log transition weights, rows = from-state.
+    log_transmats : (L, K, K) log transition weights of every input level, rows =
+        from-state.
+    level : (T,) int64 the input level of every frame: the transition into frame t
+        (not the first of its sequence) uses ``log_transmats[level[t]]``.
     emis, emis_shift, index : emission table (R, K), row log shifts (R,), frame -> row (T,).
     starts, ends : (n,) int64 sequence offsets (end exclusive).
     counted_starts, counted_ends : (n,) int64 the frames of each sequence whose
@@ -198,13 +238,15 @@ def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shif
     log_norm : (n,) ln Z of each sequence (the sum of the log per-step normalisers).
     frame_log_norm : (T,) per-step log normalisers ln zeta_t (they sum to ln Z).
     start_counts : (K,) sum over sequences of gamma at the first frame.
-    trans_counts : (K, K) sum over sequences and t >= 2 of xi_t.
+    trans_counts : (L, K, K) sum over sequences and t >= 2 of xi_t, on the level of
+        frame t (the expected transition counts of every input level).
     emis_counts : (R, K) sum of gamma_t over the frames mapped to each row.
     """
     K = log_startprob.shape[0]
     T = index.shape[0]
     n = starts.shape[0]
     R = emis.shape[0]
+    L = log_transmats.shape[0]
 
     pi_max = -np.inf
     for j in range(K):
@@ -213,10 +255,14 @@ def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shif
     pi = np.empty(K)
     for j in range(K):
         pi[j] = np.exp(log_startprob[j] - pi_max)
-    A, a_shift = scale_log_weights(log_transmat)
+    A = np.empty((L, K, K))
+    a_shift = np.empty(L)
+    for lv in range(L):
+        A_l, a_shift[lv] = scale_log_weights(log_transmats[lv])
+        A[lv] = A_l
 
     log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, alpha = _fb_arrays(
-        n, T, K, R, want_posteriors)
+        n, T, K, L, R, want_posteriors)
     zeta = np.empty(T) if want_posteriors else np.empty(0)
 
     a = np.empty(K)
@@ -225,9 +271,9 @@ def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shif
     for s in range(n):
         t0 = starts[s]
         t1 = ends[s]
-        log_norm[s] = _forward_sequence(pi, pi_max, A, a_shift, emis, emis_shift, index, t0,
-                                        t1, alpha, want_posteriors, zeta, frame_log_norm,
-                                        False, False, a)
+        log_norm[s] = _forward_sequence(pi, pi_max, A, a_shift, level, emis, emis_shift,
+                                        index, t0, t1, alpha, want_posteriors, zeta,
+                                        frame_log_norm, False, False, a)
         if not want_posteriors:
             continue
         # ---------------- backward (scaled beta), marginals accumulated on the fly
@@ -242,6 +288,7 @@ def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shif
                 emis_counts[r, j] += alpha[last, j]
         for t in range(last - 1, t0 - 1, -1):
             rn = index[t + 1]
+            lv = level[t + 1]
             zn = zeta[t + 1]
             inv = 1.0 / zn if zn > 0.0 else 0.0
             for j in range(K):
@@ -252,16 +299,16 @@ def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shif
                     acc = 0.0
                     ai = alpha[t, i]
                     for j in range(K):
-                        x = A[i, j] * tmp[j]
+                        x = A[lv, i, j] * tmp[j]
                         acc += x
-                        trans_counts[i, j] += ai * x
+                        trans_counts[lv, i, j] += ai * x
                     beta[i] = acc
                     g_sum += ai * acc
             else:
                 for i in range(K):
                     acc = 0.0
                     for j in range(K):
-                        acc += A[i, j] * tmp[j]
+                        acc += A[lv, i, j] * tmp[j]
                     beta[i] = acc
                     g_sum += alpha[t, i] * acc
             if c0 <= t < c1:
@@ -294,33 +341,39 @@ def _logsumexp(v):
 @njit(cache=True, nogil=True)
 def forward_backward_log(log_startprob, log_transmat, log_emis, index, starts, ends,
                          want_posteriors):
-    """Log-space forward-backward whose statistics count every frame
-    (:func:`forward_backward_log_counted` with the sequences as counted ranges)."""
-    return forward_backward_log_counted(log_startprob, log_transmat, log_emis, index,
-                                        starts, ends, starts, ends, want_posteriors)
+    """Log-space forward-backward whose statistics count every frame, with one
+    transition matrix (:func:`forward_backward_log_levels` with one level and the
+    sequences as counted ranges); ``trans_counts`` is (K, K)."""
+    A3, level = one_level(log_transmat, index.shape[0])
+    out = forward_backward_log_levels(log_startprob, A3, level, log_emis, index, starts,
+                                      ends, starts, ends, want_posteriors)
+    return out[0], out[1], out[2], out[3][0], out[4]
 
 
 @njit(cache=True, nogil=True)
-def forward_backward_log_counted(log_startprob, log_transmat, log_emis, index, starts, ends,
-                                 counted_starts, counted_ends, want_posteriors):
-    """Forward-backward entirely in log space; same outputs as
-    :func:`forward_backward_scaled_counted`.
+def forward_backward_log_levels(log_startprob, log_transmats, level, log_emis, index,
+                                starts, ends, counted_starts, counted_ends,
+                                want_posteriors):
+    """Forward-backward entirely in log space; same arguments (``log_emis`` the
+    unscaled (R, K) log emission weights) and outputs as
+    :func:`forward_backward_scaled_levels`.
 
-    ``log_emis`` (R, K) holds the (unscaled) log emission weights.  Every product of
-    the scaled recursion becomes a sum of logs and every sum a log-sum-exp, so weights
-    far below the smallest double (exp E[ln theta] of very weak Dirichlet posteriors,
-    e.g. exp(-1200)) are handled exactly.  Costs one exp per (t, i, j) instead of a
-    multiplication; :func:`forward_backward_scaled` is the fast path.
+    Every product of the scaled recursion becomes a sum of logs and every sum a
+    log-sum-exp, so weights far below the smallest double (exp E[ln theta] of very weak
+    Dirichlet posteriors, e.g. exp(-1200)) are handled exactly.  Costs one exp per
+    (t, i, j) instead of a multiplication; the scaled recursion is the fast path.
 
-    The loops follow :func:`forward_backward_scaled` step for step (same skeleton,
-    log-space arithmetic), so that a change to one is easily carried to the other.
+    The loops follow :func:`forward_backward_scaled_levels` step for step (same
+    skeleton, log-space arithmetic), so that a change to one is easily carried to the
+    other.
     """
     K = log_startprob.shape[0]
     T = index.shape[0]
     n = starts.shape[0]
     R = log_emis.shape[0]
+    L = log_transmats.shape[0]
     log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, la = _fb_arrays(
-        n, T, K, R, want_posteriors)
+        n, T, K, L, R, want_posteriors)
     a = np.empty(K)
     col = np.empty(K)
     lb = np.empty(K)
@@ -336,9 +389,10 @@ def forward_backward_log_counted(log_startprob, log_transmat, log_emis, index, s
                 for j in range(K):
                     a[j] = log_startprob[j] + log_emis[r, j]
             else:
+                lv = level[t]
                 for j in range(K):
                     for i in range(K):
-                        col[i] = la[prev, i] + log_transmat[i, j]
+                        col[i] = la[prev, i] + log_transmats[lv, i, j]
                     a[j] = _logsumexp(col) + log_emis[r, j]
             lz = _logsumexp(a)
             cur = t if want_posteriors else (t - t0) % 2
@@ -365,17 +419,18 @@ def forward_backward_log_counted(log_startprob, log_transmat, log_emis, index, s
                 emis_counts[r, j] += np.exp(la[last, j])
         for t in range(last - 1, t0 - 1, -1):
             rn = index[t + 1]
+            lv = level[t + 1]
             lzn = frame_log_norm[t + 1]
             for j in range(K):
                 col[j] = log_emis[rn, j] + lb[j] - lzn
             counted = c0 <= t + 1 < c1
             for i in range(K):
                 for j in range(K):
-                    a[j] = log_transmat[i, j] + col[j]
+                    a[j] = log_transmats[lv, i, j] + col[j]
                 lb_new[i] = _logsumexp(a)
                 if counted:
                     for j in range(K):
-                        trans_counts[i, j] += np.exp(la[t, i] + a[j])
+                        trans_counts[lv, i, j] += np.exp(la[t, i] + a[j])
             for i in range(K):
                 lb[i] = lb_new[i]
                 a[i] = la[t, i] + lb[i]
@@ -405,59 +460,90 @@ def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
 @njit(cache=True, nogil=True)
 def forward_backward_counted(log_startprob, log_transmat, log_emis, index, starts, ends,
                              counted_starts, counted_ends, want_posteriors):
+    """:func:`forward_backward_levels_counted` with one transition matrix
+    ``log_transmat`` (K, K) for every step; ``trans_counts`` is (K, K)."""
+    A3, level = one_level(log_transmat, index.shape[0])
+    out = forward_backward_levels_counted(log_startprob, A3, level, log_emis, index, starts,
+                                          ends, counted_starts, counted_ends,
+                                          want_posteriors)
+    return out[0], out[1], out[2], out[3][0], out[4]
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_levels(log_startprob, log_transmats, level, log_emis, index, starts,
+                            ends, want_posteriors):
+    """Forward-backward with a transition matrix per input level, robust to underflow
+    (:func:`forward_backward_levels_counted` whose statistics count every frame)."""
+    return forward_backward_levels_counted(log_startprob, log_transmats, level, log_emis,
+                                           index, starts, ends, starts, ends,
+                                           want_posteriors)
+
+
+@njit(cache=True, nogil=True)
+def forward_backward_levels_counted(log_startprob, log_transmats, level, log_emis, index,
+                                    starts, ends, counted_starts, counted_ends,
+                                    want_posteriors):
     """Forward-backward over all sequences from log-weights, robust to underflow, with
     the statistics of the frames ``counted_starts[s] .. counted_ends[s] - 1`` of every
-    sequence s (see :func:`forward_backward_scaled_counted`).
+    sequence s and a transition matrix ``log_transmats[level[t]]`` into every frame t
+    (see :func:`forward_backward_scaled_levels`).
 
-    Runs the scaled recursion (:func:`forward_backward_scaled`) and checks every step's
-    normaliser without its shifts: the shifts make the largest weight of each factor
-    one, so a step whose normaliser is below exp(:data:`SCALED_LOG_FLOOR`) (or zero)
-    multiplied weights that are, or nearly are, below the smallest double.  That
-    happens with very weak Dirichlet priors (per-entry concentration below ~1e-3, where
-    exp E[ln theta] = exp(psi(w) - psi(w_0)) ~ exp(-1/w) underflows) when the data need
-    a transition or emission the posterior has (almost) no counts for.  All sequences
-    are then recomputed by the log-space recursion (:func:`forward_backward_log`),
-    which is exact at any scale.  Same arguments (``log_emis`` the (R, K) log emission
-    weights) and outputs as :func:`forward_backward_log`.
+    Runs the scaled recursion and checks every step's normaliser without its shifts:
+    the shifts make the largest weight of each factor one, so a step whose normaliser
+    is below exp(:data:`SCALED_LOG_FLOOR`) (or zero) multiplied weights that are, or
+    nearly are, below the smallest double.  That happens with very weak Dirichlet
+    priors (per-entry concentration below ~1e-3, where exp E[ln theta] =
+    exp(psi(w) - psi(w_0)) ~ exp(-1/w) underflows) when the data need a transition or
+    emission the posterior has (almost) no counts for.  All sequences are then
+    recomputed by the log-space recursion (:func:`forward_backward_log_levels`), which
+    is exact at any scale.  Same arguments (``log_emis`` the (R, K) log emission
+    weights) and outputs as :func:`forward_backward_log_levels`.
     """
     emis, shift = scale_rows(log_emis)
-    out = forward_backward_scaled_counted(log_startprob, log_transmat, emis, shift, index,
-                                          starts, ends, counted_starts, counted_ends,
-                                          want_posteriors)
+    out = forward_backward_scaled_levels(log_startprob, log_transmats, level, emis, shift,
+                                         index, starts, ends, counted_starts, counted_ends,
+                                         want_posteriors)
     log_norm, frame_log_norm = out[0], out[1]
     trusted = True
     for s in range(starts.shape[0]):
         if not np.isfinite(log_norm[s]):
             trusted = False
     pi_max = np.max(log_startprob)
-    a_max = np.max(log_transmat)
+    L = log_transmats.shape[0]
+    a_max = np.empty(L)
+    for lv in range(L):
+        a_max[lv] = np.max(log_transmats[lv])
     for s in range(starts.shape[0]):
         for t in range(starts[s], ends[s]):
-            step_shift = shift[index[t]] + (pi_max if t == starts[s] else a_max)
+            step_shift = shift[index[t]] + (pi_max if t == starts[s] else a_max[level[t]])
             if not frame_log_norm[t] - step_shift > SCALED_LOG_FLOOR:  # also catches NaN
                 trusted = False
     if trusted:
         return out
-    return forward_backward_log_counted(log_startprob, log_transmat, log_emis, index, starts,
-                                        ends, counted_starts, counted_ends, want_posteriors)
-
+    return forward_backward_log_levels(log_startprob, log_transmats, level, log_emis, index,
+                                       starts, ends, counted_starts, counted_ends,
+                                       want_posteriors)
 
 # ---------------------------------------------------------------------------
 # likelihoods of a batch of parameter draws (the scoring layer's forward algorithm)
 # ---------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _batch_forward_into(pi, A, emis, emis_shift, index, starts, ends, divide, seq, frame):
-    """Likelihoods of one parameter set with probabilities ``pi``, ``A`` (no shifts):
-    ``seq[s]`` = ln p(sequence s), ``frame[t]`` = ln p(x_t | x_<t); a frame of
-    probability zero ends its sequence (see :func:`_forward_sequence`)."""
+def _batch_forward_into(pi, A, level, emis, emis_shift, index, starts, ends, divide, seq,
+                        frame):
+    """Likelihoods of one parameter set with probabilities ``pi``, ``A`` (L, K, K) and
+    the frames' input levels ``level`` (no shifts): ``seq[s]`` = ln p(sequence s),
+    ``frame[t]`` = ln p(x_t | x_<t); a frame of probability zero ends its sequence (see
+    :func:`_forward_sequence`)."""
     K = pi.shape[0]
     alpha = np.empty((2, K))
     a = np.empty(K)
     no_zeta = np.empty(0)
+    no_shift = np.zeros(A.shape[0])
     for s in range(starts.shape[0]):
-        seq[s] = _forward_sequence(pi, 0.0, A, 0.0, emis, emis_shift, index, starts[s],
-                                   ends[s], alpha, False, no_zeta, frame, True, divide, a)
+        seq[s] = _forward_sequence(pi, 0.0, A, no_shift, level, emis, emis_shift, index,
+                                   starts[s], ends[s], alpha, False, no_zeta, frame, True,
+                                   divide, a)
 
 
 @njit(cache=True, nogil=True)
@@ -479,12 +565,13 @@ def categorical_hmm_log_likelihood_batch(pi, A, B, obs, starts, ends, keep_frame
     frame = np.zeros((C if keep_frames else 1, T))
     emis = np.empty((V, K))
     no_shift = np.zeros(V)
+    level = np.zeros(T, dtype=np.int64)  # one transition matrix
     for c in range(C):
         for k in range(K):
             for v in range(V):
                 emis[v, k] = B[c, k, v]
-        _batch_forward_into(pi[c], A[c], emis, no_shift, obs, starts, ends, True, seq[c],
-                            frame[c if keep_frames else 0])
+        _batch_forward_into(pi[c], A[c:c + 1], level, emis, no_shift, obs, starts, ends, True,
+                            seq[c], frame[c if keep_frames else 0])
     return seq, frame
 
 
@@ -518,7 +605,8 @@ def gaussian_hmm_log_likelihood_batch(log_pi, log_A, means, prec_chol, X, starts
     frame = np.zeros((C, T))
     const = np.empty(K)
     pi = np.empty(K)
-    A = np.empty((K, K))
+    A = np.empty((1, K, K))  # one transition matrix, level 0 for every frame
+    level = np.zeros(T, dtype=np.int64)
     log_w = np.empty((T, K))
     emis = np.empty((T, K))
     emis_shift = np.empty(T)
@@ -531,9 +619,9 @@ def gaussian_hmm_log_likelihood_batch(log_pi, log_A, means, prec_chol, X, starts
             const[k] = s - 0.5 * D * LOG_2PI
             pi[k] = np.exp(log_pi[c, k])
             for j in range(K):
-                A[k, j] = np.exp(log_A[c, k, j])
+                A[0, k, j] = np.exp(log_A[c, k, j])
         gaussian_full_log_weights_into(X, means[c], prec_chol[c], const, log_w)
         scale_rows_into(log_w, emis, emis_shift, False)
-        _batch_forward_into(pi, A, emis, emis_shift, index, starts, ends, False, seq[c],
-                            frame[c])
+        _batch_forward_into(pi, A, level, emis, emis_shift, index, starts, ends, False,
+                            seq[c], frame[c])
     return seq, frame

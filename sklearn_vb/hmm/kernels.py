@@ -46,10 +46,24 @@ def scale_rows(log_w):
 
 @njit(cache=True, nogil=True)
 def viterbi(log_startprob, log_transmat, log_emis, index, starts, ends):
+    """Most probable state path of every sequence under log-weights, with one transition
+    matrix (K, K) (:func:`viterbi_levels` with one level)."""
+    K = log_startprob.shape[0]
+    A3 = np.empty((1, K, K))
+    A3[0] = log_transmat
+    return viterbi_levels(log_startprob, A3, np.zeros(index.shape[0], dtype=np.int64),
+                          log_emis, index, starts, ends)
+
+
+@njit(cache=True, nogil=True)
+def viterbi_levels(log_startprob, log_transmats, level, log_emis, index, starts, ends):
     """Most probable state path of every sequence under log-weights.
 
-    ``log_emis`` (R, K) holds log emission weights, ``index`` (T,) maps frames to rows.
-    Returns the states (T,) and the log-weight of each best path (n,).
+    ``log_transmats`` (L, K, K) holds a transition matrix per input level and ``level``
+    (T,) the level of every frame (the transition into frame t uses
+    ``log_transmats[level[t]]``).  ``log_emis`` (R, K) holds log emission weights,
+    ``index`` (T,) maps frames to rows.  Returns the states (T,) and the log-weight of
+    each best path (n,).
     """
     K = log_startprob.shape[0]
     T = index.shape[0]
@@ -67,11 +81,12 @@ def viterbi(log_startprob, log_transmat, log_emis, index, starts, ends):
             delta[j] = log_startprob[j] + log_emis[r, j]
         for t in range(t0 + 1, t1):
             r = index[t]
+            lv = level[t]
             for j in range(K):
                 m = -np.inf
                 arg = 0
                 for i in range(K):
-                    v = delta[i] + log_transmat[i, j]
+                    v = delta[i] + log_transmats[lv, i, j]
                     if v > m:
                         m = v
                         arg = i
@@ -95,7 +110,19 @@ def viterbi(log_startprob, log_transmat, log_emis, index, starts, ends):
 
 @njit(cache=True, nogil=True)
 def sample_states(startprob, transmat, uniforms, starts, ends):
-    """Draw state paths by inverse-CDF sampling from pre-drawn uniforms (T,)."""
+    """Draw state paths by inverse-CDF sampling from pre-drawn uniforms (T,), with one
+    transition matrix (K, K) (:func:`sample_states_levels` with one level)."""
+    K = startprob.shape[0]
+    A3 = np.empty((1, K, K))
+    A3[0] = transmat
+    return sample_states_levels(startprob, A3, np.zeros(uniforms.shape[0], dtype=np.int64),
+                                uniforms, starts, ends)
+
+
+@njit(cache=True, nogil=True)
+def sample_states_levels(startprob, transmats, level, uniforms, starts, ends):
+    """Draw state paths by inverse-CDF sampling from pre-drawn uniforms (T,); the step
+    into frame t uses ``transmats[level[t]]`` (L, K, K)."""
     K = startprob.shape[0]
     T = uniforms.shape[0]
     states = np.empty(T, dtype=np.int64)
@@ -105,8 +132,9 @@ def sample_states(startprob, transmat, uniforms, starts, ends):
             u = uniforms[t]
             acc = 0.0
             pick = K - 1
+            lv = level[t]
             for j in range(K):
-                acc += startprob[j] if prev < 0 else transmat[prev, j]
+                acc += startprob[j] if prev < 0 else transmats[lv, prev, j]
                 if u < acc:
                     pick = j
                     break

@@ -32,6 +32,11 @@ def resolve_model(estimator, scorer_name, required=True):
     """
     model = scoring_model_for(estimator, default=None)
     if model is None and required:
+        try:
+            scoring_model_for(estimator)
+        except NotImplementedError as exc:
+            # the estimator's factory says why it has no model for this configuration
+            raise NotImplementedError(f"{scorer_name} needs scoring_model: {exc}") from None
         raise NotImplementedError(f"{scorer_name} needs scoring_model")
     return model
 

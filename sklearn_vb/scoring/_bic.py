@@ -70,6 +70,10 @@ class BICScore(Scorer):
         if opts["estimate"] not in ("map", "ml"):
             raise ValueError(f"estimate must be 'map' or 'ml', got {opts['estimate']!r}.")
         model = resolve_model(estimator, self.name, required=False)
+        if model is None and getattr(estimator, "transition_inputs", None) is not None:
+            # the estimator's own bic is at its posterior mean, not at the ML point the
+            # score means: not comparable with the scores of models without inputs
+            resolve_model(estimator, self.name, required=True)  # raises with the reason
         if model is None:
             if self.with_prior or not has(estimator, "bic"):
                 raise NotImplementedError(f"{self.name} needs scoring_model")

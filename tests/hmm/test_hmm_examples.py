@@ -28,3 +28,11 @@ def test_english_states_example(tmp_path):
     assert len(bounds) == len(sizes) and np.all(np.isfinite(heldout))
     # more states than one are supported by English text
     assert max(bounds) > bounds[0]
+
+
+def test_input_driven_example(tmp_path):
+    results = run_example("hmm_input_driven.py", tmp_path)
+    io, plain = results["input matters"]
+    assert io.lower_bound_ > plain.lower_bound_ + 10.0
+    io, plain = results["input irrelevant"]
+    assert plain.lower_bound_ > io.lower_bound_

@@ -40,6 +40,11 @@ _HMM_SCORING_MODELS = {"categorical": HMMScoringModel, "gaussian": GaussianHMMSc
 def _hmm_scoring_model(estimator):
     check_is_fitted(estimator, "lower_bound_")
     _refuse_point_fit(estimator)
+    if getattr(estimator, "transition_inputs", None) is not None:
+        raise NotImplementedError(
+            "the scoring models of VBHiddenMarkov do not condition on transition inputs "
+            "(U) yet; of the scores, only 'vb' (the fit's lower_bound_) is available for "
+            "a model with transition_inputs.")
     return _HMM_SCORING_MODELS.get(estimator.emission, FamilyHMMScoringModel)(estimator)
 
 
