@@ -899,6 +899,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if hasattr(self, "lower_bound_") and self._point_fitted:
             raise ValueError("partial_fit continues q(theta); this model holds a point "
                              "estimate of an earlier fit with method='ml' or 'map'.")
+        if is_dask_array(X):
+            # a chunk of a stream (dask-ml's Incremental feeds blocks one by one): one
+            # call holds its X in memory anyway
+            X = X.compute()
         first = not hasattr(self, "lower_bound_")
         if first:
             data = self._check_fit_data(X, lengths, sequence_ids, states)
