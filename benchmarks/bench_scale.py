@@ -80,7 +80,7 @@ def long_sequence(quick):
 
 #: the sizes of a full run (the brief's goal is 10^5 sequences of 100 symbols; see
 #: benchmarks/README.md for the sizes a full run used and why)
-CATEGORICAL_FULL = dict(n_sequences=10_000, length=100, n_test=1_000, K=20,
+CATEGORICAL_FULL = dict(n_sequences=3_000, length=100, n_test=1_000, K=20,
                         batch_max_iter=100, online_epochs=10, batch_size=100,
                         hmmlearn_max_iter=40, cap_s=1500.0)
 CATEGORICAL_QUICK = dict(n_sequences=100, length=100, n_test=20, K=20, batch_max_iter=8,
@@ -163,7 +163,7 @@ def categorical_many_sequences(quick):
 # ---------------------------------------------------------------------------
 
 #: (symbols, sequence length, address space the child may add after its warm-up, MB)
-MEMORY_LIMIT_FULL = (50_000_000, 1000, 320)
+MEMORY_LIMIT_FULL = (20_000_000, 1000, 150)
 MEMORY_LIMIT_QUICK = (1_000_000, 1000, 150)
 
 _MEMORY_LIMIT_CHILD = """

@@ -8,11 +8,11 @@ from benchmarks import bench_scale  # noqa: F401  (registers the workloads)
 from benchmarks import harness
 
 
-def _run(name):
+def _run(name, with_result=False):
     result = harness.run_workload(name, quick=True, verbose=False)
     for m in result["measurements"]:
         assert m.status in ("ok", "skipped"), (name, m.label, m.message)
-    return result["measurements"]
+    return (result["measurements"], result) if with_result else result["measurements"]
 
 
 def test_scale_workloads_register_under_the_scale_stem():
@@ -22,8 +22,10 @@ def test_scale_workloads_register_under_the_scale_stem():
     assert all(harness.WORKLOADS[n].stem == "scale" for n in names)
 
 
-def test_categorical_many_sequences_quick():
-    batch, online, peer = _run("scale-hmm-categorical")
+def test_categorical_many_sequences_quick(tmp_path):
+    from benchmarks import figures, report
+
+    (batch, online, peer), result = _run("scale-hmm-categorical", with_result=True)
     for m in (batch, online) + ((peer,) if peer.status == "ok" else ()):
         trace = m.trace
         assert len(trace["seconds"]) == len(trace["heldout"]) >= (1 if m is peer else 2)
@@ -34,6 +36,11 @@ def test_categorical_many_sequences_quick():
     assert len(batch.trace["seconds"]) == batch.n_iter  # one point per iteration
     assert "heldout_rel_gap_to_batch" in online.metrics
     assert online.ratios["time / batch time"] > 0
+    # the held-out-against-time figure and the docs page's section
+    json_path, _ = harness.write_results([result], "scale", directory=tmp_path)
+    assert figures.scale_figure(harness.load_results(json_path), tmp_path / "scale.png").is_file()
+    page = report.rst_page(directory=tmp_path)
+    assert report.SECTIONS["scale"].split(":")[0] in page and "scale-hmm-categorical" in page
 
 
 def test_memory_limit_quick():
