@@ -110,8 +110,10 @@ def batch_vbem(path, X_test, length, K, max_iter, tol):
             **_final(_trace(snapshots, X_test, length))}
 
 
-def online_vb(path, X_test, length, K, epochs, batch_size, chunk_sequences=CHUNK_SEQUENCES):
-    """partial_fit on memmap slices of ``chunk_sequences`` sequences, ``epochs`` passes."""
+def online_vb(path, X_test, length, K, epochs, batch_size, chunk_sequences=CHUNK_SEQUENCES,
+              **steps):
+    """partial_fit on memmap slices of ``chunk_sequences`` sequences, ``epochs`` passes;
+    ``steps``: ``learning_offset`` and ``learning_decay`` if not the defaults."""
     from sklearn_vb import VBHiddenMarkov
 
     n_frames = path.stat().st_size
@@ -121,7 +123,7 @@ def online_vb(path, X_test, length, K, epochs, batch_size, chunk_sequences=CHUNK
     every = max(1, len(starts) // SNAPSHOTS_PER_EPOCH)
     model = VBHiddenMarkov(n_components=K, batch_size=batch_size,
                            total_samples=n_sequences, init_params="random_marginals",
-                           random_state=0)
+                           random_state=0, **steps)
     snapshots = []
     t0 = time.perf_counter()
     for _ in range(epochs):

@@ -25,8 +25,8 @@ def test_scale_workloads_register_under_the_scale_stem():
 def test_categorical_many_sequences_quick(tmp_path):
     from benchmarks import figures, report
 
-    (batch, online, peer), result = _run("scale-hmm-categorical", with_result=True)
-    for m in (batch, online) + ((peer,) if peer.status == "ok" else ()):
+    (batch, online, fast, peer), result = _run("scale-hmm-categorical", with_result=True)
+    for m in (batch, online, fast) + ((peer,) if peer.status == "ok" else ()):
         trace = m.trace
         assert len(trace["seconds"]) == len(trace["heldout"]) >= (1 if m is peer else 2)
         assert np.all(np.diff(trace["seconds"]) > 0)
@@ -34,8 +34,9 @@ def test_categorical_many_sequences_quick(tmp_path):
         assert m.metrics["peak_rss_mb"] >= m.metrics["start_rss_mb"] > 0
         assert m.metrics["n_symbols"] == 10_000
     assert len(batch.trace["seconds"]) == batch.n_iter  # one point per iteration
-    assert "heldout_rel_gap_to_batch" in online.metrics
-    assert online.ratios["time / batch time"] > 0
+    assert "heldout_rel_gap_to_batch" in online.metrics and "heldout_rel_gap_to_batch" in fast.metrics
+    assert online.ratios["time / batch time"] > 0 and fast.ratios["time / batch time"] > 0
+    assert batch.metrics["heldout_true_model"] < 0
     # the held-out-against-time figure and the docs page's section
     json_path, _ = harness.write_results([result], "scale", directory=tmp_path)
     assert figures.scale_figure(harness.load_results(json_path), tmp_path / "scale.png").is_file()
