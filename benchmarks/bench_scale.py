@@ -15,6 +15,7 @@ first, so the times exclude numba compilation.
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -37,6 +38,11 @@ def _problem(K, T, T_test, seed=0):
     return X, X_test
 
 
+#: T and the held-out T of a full run (the goal is 10^7 and 10^6: see the README for the
+#: sizes a full run used and why)
+LONG_SEQUENCE_FULL = (1_000_000, 100_000)
+
+
 def _fit(model, X, X_test):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an SVI run of a fixed number of epochs
@@ -52,7 +58,7 @@ def _fit(model, X, X_test):
 def long_sequence(quick):
     from sklearn_vb import VBHiddenMarkov
 
-    K, T, T_test = (3, 20_000, 5_000) if quick else (8, 10_000_000, 1_000_000)
+    K, T, T_test = (3, 20_000, 5_000) if quick else (8, *LONG_SEQUENCE_FULL)
     X, X_test = _problem(K, T, T_test)
     common = dict(n_components=K, emission="gaussian", init_params="kmeans", random_state=0)
     svi = dict(learning_method="online", subchain_length=100, batch_size=20, max_iter=2)
@@ -60,7 +66,297 @@ def long_sequence(quick):
     small, small_test = _problem(K, 2_000, 500, seed=1)
     for kw in (svi, batch):  # compile the kernels outside the timed calls
         _fit(VBHiddenMarkov(**common, **kw), small, small_test)
+    sizes = {"T": T, "T_test": T_test, "n_components": K}
     return {
-        "sklearn_vb subchain SVI": lambda: _fit(VBHiddenMarkov(**common, **svi), X, X_test),
-        "sklearn_vb batch VBEM": lambda: _fit(VBHiddenMarkov(**common, **batch), X, X_test),
+        "sklearn_vb subchain SVI": lambda: sizes | _fit(VBHiddenMarkov(**common, **svi), X, X_test),
+        "sklearn_vb batch VBEM": lambda: sizes | _fit(VBHiddenMarkov(**common, **batch), X,
+                                                      X_test),
     }
+
+
+# ---------------------------------------------------------------------------
+# many sequences: batch VBEM, online VB from a memmap, hmmlearn EM
+# ---------------------------------------------------------------------------
+
+#: the sizes of a full run (the brief's goal is 10^5 sequences of 100 symbols; see
+#: benchmarks/README.md for the sizes a full run used and why)
+CATEGORICAL_FULL = dict(n_sequences=3_000, length=100, n_test=1_000, K=20,
+                        batch_max_iter=100, online_epochs=30, batch_size=100,
+                        hmmlearn_max_iter=40, cap_s=1500.0)
+CATEGORICAL_QUICK = dict(n_sequences=100, length=100, n_test=20, K=20, batch_max_iter=8,
+                         online_epochs=2, batch_size=25, hmmlearn_max_iter=5, cap_s=300.0)
+
+
+#: a faster step schedule than the defaults (tau0 = 10, kappa = 0.7): the steps stay
+#: long enough for the states to leave the symmetric start within a few epochs
+FAST_STEPS = dict(learning_offset=1.0, learning_decay=0.5)
+
+
+def _capped_metrics(call, cap_s):
+    """``call()`` in a forked child: its metrics with the child's peak resident memory."""
+    from .capped_call import run_capped
+    from .harness import OverCap
+
+    outcome = run_capped(call, cap_s, memory_cap_mb=16_000.0)
+    memory = {"peak_rss_mb": outcome.peak_rss_mb, "start_rss_mb": outcome.start_rss_mb}
+    if outcome.status == "over time cap":
+        raise OverCap(cap_s, memory)
+    if outcome.status != "ok":
+        raise RuntimeError(f"{outcome.status}: {outcome.message}")
+    metrics = dict(outcome.values[0])
+    metrics["elapsed_s"] = metrics.pop("fit_s")  # the fit alone, not the held-out passes
+    return {**metrics, **memory}
+
+
+@workload("scale-hmm-categorical", per="call", repeats=1, warmup=False, stem="scale")
+def categorical_many_sequences(quick):
+    import tempfile
+
+    from . import scale_categorical as sc
+
+    size = CATEGORICAL_QUICK if quick else CATEGORICAL_FULL
+    directory = tempfile.mkdtemp(prefix="bench_scale_")
+    path, X_test = sc.make_data(directory, size["n_sequences"], size["length"],
+                                size["n_test"])
+    L, K = size["length"], size["K"]
+    sizes = {"n_symbols": size["n_sequences"] * L, "n_sequences": size["n_sequences"],
+             "length": L, "n_components": K, "file_mb": path.stat().st_size / 2**20,
+             "heldout_symbols": int(X_test.size)}
+    small_path, small_test = sc.make_data(tempfile.mkdtemp(prefix="bench_scale_"), 40, L, 5)
+    # compile the kernels outside the timed calls
+    sc.batch_vbem(small_path, small_test, L, K, 3, 1e-4)
+    sc.online_vb(small_path, small_test, L, K, 1, 20, chunk_sequences=20)
+    chunk = min(sc.CHUNK_SEQUENCES, size["n_sequences"])
+    candidates = {
+        "sklearn_vb batch VBEM": lambda: {**sizes, **_capped_metrics(
+            lambda: sc.batch_vbem(path, X_test, L, K, size["batch_max_iter"], 1e-4),
+            size["cap_s"])},
+        "sklearn_vb online VB (partial_fit from memmap)": lambda: {
+            **sizes, "batch_size": size["batch_size"], "chunk_sequences": chunk,
+            **_capped_metrics(lambda: sc.online_vb(path, X_test, L, K, size["online_epochs"],
+                                                   size["batch_size"], chunk),
+                              size["cap_s"])},
+        "sklearn_vb online VB, learning_offset=1, learning_decay=0.5": lambda: {
+            **sizes, "batch_size": size["batch_size"], "chunk_sequences": chunk,
+            **_capped_metrics(lambda: sc.online_vb(path, X_test, L, K, size["online_epochs"],
+                                                   size["batch_size"], chunk,
+                                                   **FAST_STEPS), size["cap_s"])},
+        "hmmlearn CategoricalHMM EM": lambda: {**sizes, **_capped_metrics(
+            lambda: sc.hmmlearn_em(path, X_test, L, K, size["hmmlearn_max_iter"],
+                                   0.8 * size["cap_s"]), size["cap_s"])},
+    }
+
+    def summarize(measurements):
+        batch = measurements[0]
+        if batch.status != "ok":
+            return
+        target = batch.metrics["heldout_loglik_per_symbol"]
+        batch.metrics["heldout_true_model"] = sc.held_out(*sc.known_hmm(), X_test, L)
+        for online in measurements[1:3]:
+            if online.status != "ok":
+                continue
+            reached = sc.within(online.trace, target, 0.005)
+            online.metrics["time_within_0.5pct_of_batch_s"] = reached
+            if reached is not None:
+                online.ratios["time to within 0.5 % / batch time"] = reached / batch.median_s
+            online.ratios["time / batch time"] = online.median_s / batch.median_s
+            online.ratios["peak rss / batch peak rss"] = (online.metrics["peak_rss_mb"]
+                                                          / batch.metrics["peak_rss_mb"])
+        for m in measurements[1:]:
+            if m.status == "ok":
+                m.metrics["heldout_rel_gap_to_batch"] = (
+                    (target - m.metrics["heldout_loglik_per_symbol"]) / abs(target))
+
+    return candidates, summarize
+
+
+# ---------------------------------------------------------------------------
+# data larger than the memory the process may use
+# ---------------------------------------------------------------------------
+
+#: (symbols, sequence length, address space the child may add after its warm-up, MB)
+MEMORY_LIMIT_FULL = (20_000_000, 1000, 150)
+MEMORY_LIMIT_QUICK = (1_000_000, 1000, 150)
+
+_MEMORY_LIMIT_CHILD = """
+import json, resource, sys, time
+import numpy as np
+from sklearn_vb import VBHiddenMarkov
+from sklearn_vb._core.memory import _proc_kb
+
+path, T, L, K, budget_mb, chunk_sequences = sys.argv[1], *map(int, sys.argv[2:])
+small = np.random.RandomState(1).randint(4, size=(400, 1))
+VBHiddenMarkov(n_components=K, max_iter=2).fit(small, lengths=[200, 200])  # compiled
+VBHiddenMarkov(n_components=K).partial_fit(small, lengths=[200, 200])
+used = _proc_kb("/proc/self/status", "VmSize")
+resource.setrlimit(resource.RLIMIT_AS, (used + budget_mb * 2**20, resource.RLIM_INFINITY))
+out = {"vmsize_before_limit_mb": used / 2**20, "limit_above_it_mb": budget_mb,
+       "rss_before_limit_mb": _proc_kb("/proc/self/status", "VmRSS") / 2**20}
+X = np.memmap(path, dtype=np.uint8, mode="r").reshape(-1, 1)
+start = time.perf_counter()
+try:
+    VBHiddenMarkov(n_components=K).fit(X, lengths=np.full(T // L, L))
+    out["batch"] = "completed"
+except MemoryError as exc:
+    out["batch"], out["batch_message"] = "refused", str(exc)
+out["batch_s"] = time.perf_counter() - start
+del X
+model = VBHiddenMarkov(n_components=K, random_state=0, total_samples=T // L,
+                       batch_size=100)
+start = time.perf_counter()
+rows = chunk_sequences * L
+for first in range(0, T, rows):
+    X = np.memmap(path, dtype=np.uint8, mode="r", offset=first, shape=(min(rows, T - first), 1))
+    model.partial_fit(X, lengths=np.full(X.shape[0] // L, L))
+    del X
+out["online_s"] = time.perf_counter() - start
+out["online_steps"] = int(model.n_batch_iter_ - 1)
+out["online_bound_estimate"] = float(model.lower_bound_)
+out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(out))
+"""
+
+
+@workload("scale-hmm-memory-limit", per="call", repeats=1, warmup=False, stem="scale")
+def memory_limit(quick):
+    """A child process whose address space may grow by ``budget`` MB after its warm-up
+    (``RLIMIT_AS``): a batch fit on a ``np.memmap`` of ``T`` uint8 symbols is refused up
+    front (its forward-backward arrays are counted before any is allocated), and
+    ``partial_fit`` over memmap slices of ``CHUNK_SEQUENCES`` sequences of the same file
+    completes one pass.  The data decoded to int64 (what a batch fit holds) are larger
+    than the budget; the file itself must be smaller, since under RLIMIT_AS a mapping
+    of the whole file counts against the limit."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from sklearn_vb.hmm._working_set import batch_fit_bytes
+
+    from . import scale_categorical as sc
+
+    T, L, budget = MEMORY_LIMIT_QUICK if quick else MEMORY_LIMIT_FULL
+    K = 20
+    path = Path(tempfile.mkdtemp(prefix="bench_scale_")) / "symbols.u1"
+    rng = np.random.RandomState(0)
+    with open(path, "wb") as out:
+        for first in range(0, T, 10_000_000):
+            out.write(rng.randint(sc.N_SYMBOLS, size=min(10_000_000, T - first))
+                      .astype(np.uint8).tobytes())
+    chunk = min(sc.CHUNK_SEQUENCES, T // L)
+    root = Path(__file__).resolve().parents[1]
+
+    def run():
+        env = {**os.environ, "PYTHONPATH": str(root), "OPENBLAS_NUM_THREADS": "1",
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        done = subprocess.run([sys.executable, "-c", _MEMORY_LIMIT_CHILD, str(path), str(T),
+                               str(L), str(K), str(budget), str(chunk)],
+                              capture_output=True, text=True, env=env, timeout=3600)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-2000:])
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        return {"elapsed_s": out.pop("online_s"), "n_symbols": T, "length": L,
+                "n_components": K, "file_mb": path.stat().st_size / 2**20,
+                "int64_data_mb": 8 * T / 2**20,
+                "batch_needs_mb": batch_fit_bytes(T, 1, K, True, sc.N_SYMBOLS) / 2**20,
+                "chunk_sequences": chunk, **out}
+
+    return {"sklearn_vb partial_fit over memmap slices under RLIMIT_AS": run}
+
+
+# ---------------------------------------------------------------------------
+# a dask cluster of two workers against in memory
+# ---------------------------------------------------------------------------
+
+def _cluster(quick):
+    import distributed
+
+    # in-process workers in quick mode (started in a fraction of a second); two worker
+    # processes of one thread each in a full run
+    return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=not quick,
+                                    dashboard_address=None)
+
+
+def _dask_pair(quick, make_model, X, Xd, fit_kwargs):
+    """In-memory fit and the same fit of the dask array on a two-worker cluster."""
+    import distributed
+
+    def fit(data):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            model = make_model().fit(data, **fit_kwargs)
+            return model, time.perf_counter() - start
+
+    fit(X)  # compiled
+    memory, memory_s = fit(X)
+    with _cluster(quick) as cluster, distributed.Client(cluster):
+        fit(Xd)  # the workers load the kernels
+        on_cluster, cluster_s = fit(Xd)
+    rel = abs(on_cluster.lower_bound_ - memory.lower_bound_) / abs(memory.lower_bound_)
+    same = {"n_iter_in_memory": int(memory.n_iter_), "n_iter_dask": int(on_cluster.n_iter_),
+            "bound_in_memory": float(memory.lower_bound_),
+            "bound_dask": float(on_cluster.lower_bound_), "bound_rel_diff": rel,
+            "n_chunks": int(Xd.numblocks[0])}
+    return ({"elapsed_s": memory_s, "n_iter": int(memory.n_iter_), **same},
+            {"elapsed_s": cluster_s, "n_iter": int(on_cluster.n_iter_), **same})
+
+
+def _dask_workload(pair):
+    cache = {}
+
+    def get(i):
+        if not cache:
+            cache["pair"] = pair()
+        return cache["pair"][i]
+
+    candidates = {"in memory": lambda: get(0), "dask LocalCluster, 2 workers": lambda: get(1)}
+
+    def summarize(measurements):
+        memory, dask_row = measurements
+        if memory.status == "ok" and dask_row.status == "ok":
+            dask_row.ratios["dask time / in-memory time"] = dask_row.median_s / memory.median_s
+
+    return candidates, summarize
+
+
+@workload("scale-dask-hmm", per="call", repeats=1, warmup=False, stem="scale",
+          compare=False)
+def dask_hmm(quick):
+    import dask.array as da
+
+    from sklearn_vb import VBHiddenMarkov
+    from sklearn_vb.datasets import make_hmm_sequences
+    from sklearn_vb.hmm import sequence_chunks
+
+    from . import scale_categorical as sc
+
+    n_seq, rows = (200, 5_000) if quick else (10_000, 100_000)
+    X, _, lengths = make_hmm_sequences(*sc.known_hmm(), [100] * n_seq, random_state=3)
+    X = np.asarray(X)
+    Xd = da.from_array(X, chunks=(sequence_chunks(lengths, rows), 1))
+    make = lambda: VBHiddenMarkov(n_components=8, max_iter=10 if quick else 30,  # noqa: E731
+                                  init_params="random_marginals", random_state=0)
+    return _dask_workload(lambda: _dask_pair(quick, make, X, Xd, {"lengths": lengths}))
+
+
+@workload("scale-dask-dag", per="call", repeats=1, warmup=False, stem="scale",
+          compare=False)
+def dask_dag(quick):
+    import dask.array as da
+
+    from sklearn_vb import VBDiscreteDAG
+
+    n, rows = (5_000, 1_000) if quick else (1_000_000, 100_000)
+    rng = np.random.RandomState(0)
+    z = rng.randint(4, size=n)
+    X = np.column_stack([np.minimum(2, (rng.rand(n) < 0.1 + 0.25 * z)
+                                    + (rng.rand(n) < 0.1 + 0.2 * (z % 2)))
+                         for _ in range(8)]).astype(float)
+    X[rng.rand(*X.shape) < 0.02] = np.nan
+    Xd = da.from_array(X, chunks=(rows, 8))
+    make = lambda: VBDiscreteDAG(n_components=4, n_init=1,  # noqa: E731
+                                 max_iter=20 if quick else 100, random_state=0)
+    return _dask_workload(lambda: _dask_pair(quick, make, X, Xd, {}))

@@ -6,7 +6,11 @@
 * ``results/scaling_memory.png``: the extra peak resident memory of the same fits;
 * ``results/selection.png``: the structure-selection panels, one bar per library and
   problem with a known truth, its exact-recovery rate over the seeds, one panel per
-  family (``results/selection.json``; ``selection_quick.png`` from the quick panels).
+  family (``results/selection.json``; ``selection_quick.png`` from the quick panels);
+* ``results/scale.png``: held-out log-likelihood per symbol against wall time of batch
+  VBEM, online VB and hmmlearn's EM on many categorical sequences
+  (``scale-hmm-categorical`` in ``results/scale.json``), with the band within 0.5 % of
+  batch VBEM's final value.
 
 The documentation's benchmarks page shows every ``results/*.png`` under the results
 file whose name it starts with.
@@ -137,6 +141,38 @@ def selection_figure(results, path):
     return path
 
 
+def scale_figure(results, path):
+    """Held-out log-likelihood against time of the ``scale-hmm-categorical`` rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in results if r["workload"] == "scale-hmm-categorical"]
+    if not rows:
+        return None
+    measurements = [m for m in rows[0]["measurements"] if m.status == "ok" and m.trace]
+    if not measurements:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for m in measurements:
+        ax.plot(m.trace["seconds"], m.trace["heldout"], marker=".", label=m.label)
+    target = measurements[0].metrics["heldout_loglik_per_symbol"]
+    ax.axhline(target - 0.005 * abs(target), color="grey", linestyle=":",
+               label="within 0.5 % of batch VBEM's final value")
+    ax.set_xscale("log")
+    ax.set_xlabel("wall time of the fit (s)")
+    ax.set_ylabel("held-out log-likelihood per symbol")
+    sizes = measurements[0].metrics
+    ax.set_title(f"categorical HMM, K = {sizes['n_components']}, {sizes['n_symbols']:,} "
+                 f"symbols in {sizes['n_sequences']:,} sequences", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.figures", description=__doc__)
     parser.add_argument("--results-dir", default=str(RESULTS_DIR))
@@ -148,6 +184,11 @@ def main(argv=None):
             path = selection_figure(load_results(source), directory / f"{stem}.png")
             if path is not None:
                 print(f"written: {path}")
+    source = directory / "scale.json"
+    if source.is_file():
+        path = scale_figure(load_results(source), directory / "scale.png")
+        if path is not None:
+            print(f"written: {path}")
     source = directory / "scaling.json"
     if not source.is_file():
         print(f"no {source}: run python -m benchmarks 'scaling-*' first")

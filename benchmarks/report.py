@@ -38,6 +38,8 @@ SECTIONS = {
     "score_cost": "Cost of each score relative to the fit",
     "scoring_quick": "Scoring quick runs",
     "scaling": "Scaling: seconds per iteration and peak memory against problem size",
+    "scale": "Scale: many sequences, one long sequence, data over the memory limit, dask "
+             "clusters",
     "machine": "How close to the machine: our kernels against the same arithmetic and BLAS",
     "mrf": "Pairwise MRFs: loopy BP against pomegranate, exact tree BP against pgmpy",
     "peers": "Comparison libraries installed for the last run",

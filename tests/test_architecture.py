@@ -69,7 +69,8 @@ LAYERS = [
     # numba kernels of general use; a model's own kernels live in its package
     ("shared kernels", ["_core.kernels", "_core.__init__"]),
     ("shared maths", ["_core.distributions", "_core.validation", "_core.fingerprint",
-                      "_core.numerics", "_core.progress", "_core.online", "_core.warn"]),
+                      "_core.numerics", "_core.progress", "_core.online", "_core.warn",
+                      "_core.distributed", "_core.memory"]),
     # sklearn_vb.base is the public address of _core.base
     ("estimator template", ["_core.base", "base"]),
     # what a model's scoring_model implements and builds from

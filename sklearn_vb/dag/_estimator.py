@@ -41,9 +41,12 @@ from sklearn.utils.validation import _check_sample_weight
 
 from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
 from .._core.distributions import dirichlet_expected_log
+from .._core.distributed import is_dask_array
 from .._core.online import check_online_method, minibatches, step_size
 from .._core.validation import lookup_categories, validate_categorical_data
+from ._distributed import DaskFitData, dask_fit_data
 from ._online import minibatch_statistics, natural_step
+from ._vbe import log_likelihood, vbe_patterns, vbe_statistics
 from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
 from .kernels import (
     dirichlet_update,
@@ -89,6 +92,11 @@ class _FitData:
 
     def __post_init__(self):
         self.post = np.empty(self.pdata.idx.shape[0])
+
+    def chunk_sum(self, fn, *args):
+        """``fn(patterns, *args)`` summed over the chunks of the data: here the data
+        are one chunk (see :class:`~sklearn_vb.dag._distributed.DaskFitData`)."""
+        return fn(self.pdata, *args)
 
 
 class VBDiscreteDAG(DensityMixin, VBEMEstimator):
@@ -531,6 +539,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             self._check_online("learning_method='online'")
         # a fit (or the first partial_fit) begins a new history of bounds
         self._streamed = False
+        if is_dask_array(X):
+            self._check_dask(sample_weight)
+            return dask_fit_data(self, X)
         columns, declared = validate_categorical_data(self, X, reset=True)
         n = columns[0].shape[0]
         names = getattr(self, "feature_names_in_", None)
@@ -567,6 +578,15 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return _FitData(pdata, layout, self._prior, n, start, codes,
                         np.ones(codes.shape[0]) if weights is None else weights)
 
+    def _check_dask(self, sample_weight):
+        """What a fit on a dask array cannot combine with."""
+        if self.method != "vb" or self.learning_method != "batch":
+            raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
+                             f"and learning_method='batch'; got method={self.method!r}, "
+                             f"learning_method={self.learning_method!r}.")
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported with a dask array X.")
+
     # ------------------------------------------------------------------ VBEM / EM
     # One restart is one compiled call (sklearn_vb.dag.fit_kernels): the M / VBM and
     # E / VBE steps, SQUAREM and the stopping rule run there; the base class keeps the
@@ -574,8 +594,33 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     def _iteration_steps(self):
         # the compiled loop (dag/fit_kernels.py) runs the steps; they are named here
         # for its messages
-        names = ("vbm", "vbe") if self.method == "vb" else ("m", "e")
-        return tuple(Step(name, None) for name in names)
+        if self.method == "vb":
+            # the iteration the compiled run reproduces; a fit on a dask array runs it
+            return (Step("vbm", self._step_vbm), Step("vbe", self._step_vbe))
+        return (Step("m", None), Step("e", None))
+
+    def _step_vbm(self, data, iteration):
+        self._alpha_ = np.empty(data.layout.size)
+        self._elog_ = np.empty(data.layout.size)
+        self._kl_ = float(dirichlet_update(data.prior, self._counts_, data.layout.row_ptr,
+                                           self._alpha_, self._elog_))
+
+    def _step_vbe(self, data, iteration):
+        self._infer(data, self._elog_)
+
+    def _pack_hyperparameters(self):
+        # SQUAREM extrapolates ln alpha, as the compiled run does
+        return np.log(self._alpha_)
+
+    def _unpack_hyperparameters(self, vector, data):
+        trial = np.exp(vector)
+        if not np.all((trial > 0) & np.isfinite(trial)):
+            return False
+        self._alpha_ = np.empty(data.layout.size)
+        self._elog_ = np.empty(data.layout.size)
+        self._kl_ = float(dirichlet_update(data.prior, trial - data.prior,
+                                           data.layout.row_ptr, self._alpha_, self._elog_))
+        return True
 
     def _initialize(self, data, random_state):
         layout = data.layout
@@ -611,20 +656,30 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             self._log_theta_ = log_phi
 
     def _infer(self, data, log_phi):
-        pd = data.pdata
-        counts = np.empty(data.layout.size)
-        log_z = np.empty(pd.n_patterns)
-        entropy = np.empty(pd.n_patterns)
-        enumerate_posterior(log_phi, pd.idx, pd.row_start, pd.weights, counts, data.post, log_z, entropy)
-        self._counts_ = counts
-        self._log_z_ = log_z
-        self._entropy_ = entropy
+        """The (V)E step under the flat log tables ``log_phi``: expected counts and, per
+        pattern in memory or summed over the chunks of a dask array, ln Z and the
+        entropy of q(hidden)."""
+        if isinstance(data, DaskFitData):
+            stats = data.chunk_sum(vbe_statistics, log_phi)
+            self._counts_ = stats.counts
+            self._log_z_ = np.array([stats.log_normaliser])
+            self._entropy_ = np.array([stats.entropy])
+            return
+        self._counts_, self._log_z_, self._entropy_ = vbe_patterns(data.pdata, log_phi,
+                                                                   data.post)
 
     def _run_vbem(self, data):
         """One restart from the stored E-step state, as one compiled call (or epochs of
         online steps with ``learning_method="online"``)."""
         if self.method == "vb" and self.learning_method == "online":
             return self._run_online(data)
+        if isinstance(data, DaskFitData):
+            # the VBE steps are tasks on the chunks: the iteration runs here
+            if getattr(self, "_stale_counts", False):
+                self._infer(data, self._elog_)
+                self._stale_counts = False
+            self._fresh = False
+            return self._iterate(data, range(1, self.max_iter + 1))
         if getattr(self, "_stale_counts", False):
             # q(theta) was last moved by partial_fit: the counts of its last minibatch
             # are not those of these data, so the run begins with a VBE step
@@ -758,7 +813,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         the compiled run records the same value after every iteration."""
         if self.method == "vb":
             return self._bound_form_c(data)
-        ent = float(np.dot(data.pdata.weights, self._entropy_))
+        ent = float(np.dot(_pattern_weights(data), self._entropy_))
         return masked_dot(self._counts_, self._log_theta_) + ent + (
             self._log_prior_constant(data) + masked_dot(self._em_offset(data), self._log_theta_))
 
@@ -766,17 +821,17 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     # step (A) and right after a VBM step (B); tests check they agree where each is valid
     def _bound_form_a(self, data):
         """Valid right after a VBE step: sum_i w_i ln Z_i(theta~) - KL(q(theta)||p(theta))."""
-        return float(np.dot(data.pdata.weights, self._log_z_)) - self._kl_
+        return float(np.dot(_pattern_weights(data), self._log_z_)) - self._kl_
 
     def _bound_form_b(self, data):
         """Valid right after a VBM step: complete-data evidence at N(q_s) + entropy of q_s."""
         return log_dirichlet_integral(data.prior, self._counts_, data.layout) + float(
-            np.dot(data.pdata.weights, self._entropy_))
+            np.dot(_pattern_weights(data), self._entropy_))
 
     def _bound_form_c(self, data):
         """General form, valid for any stored pair (q_s, q_theta)."""
         return masked_dot(self._counts_, self._elog_) + float(
-            np.dot(data.pdata.weights, self._entropy_)) - self._kl_
+            np.dot(_pattern_weights(data), self._entropy_)) - self._kl_
 
     def _finalize(self, data):
         if self.method == "vb" and self.learning_method == "online":
@@ -792,15 +847,15 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
             self.cheeseman_stutz_ = cs
             self.lower_bound_ = cs
             self.lower_bounds_ = np.array([cs])
-        self.log_likelihood_ = self._weighted_log_likelihood(data.pdata, theta)
+        with np.errstate(divide="ignore"):
+            log_theta = np.log(theta)
+        self.log_likelihood_ = data.chunk_sum(log_likelihood, log_theta)
 
     def _weighted_log_likelihood(self, pdata, theta):
         """sum_i w_i ln p(x_i | theta) over the patterns ``pdata``."""
         with np.errstate(divide="ignore"):
             log_theta = np.log(theta)
-        log_z = np.empty(pdata.n_patterns)
-        pattern_log_normalisers(log_theta, pdata.idx, pdata.row_start, log_z)
-        return float(np.dot(pdata.weights, log_z))
+        return log_likelihood(pdata, log_theta)
 
     def _set_fitted_tables(self, layout, prior):
         """The fitted attributes of the stored state that need no data (structure,
@@ -1061,6 +1116,12 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         of the hidden values.  Exponential cost: tiny data only."""
         pdata = self._prepare(X)
         return exact_log_evidence(self._prior_flat(self._layout), self._layout, pdata, max_terms=max_terms)
+
+
+def _pattern_weights(data):
+    """The weights of the per-pattern ln Z and entropies the estimator stores: the
+    patterns' in memory; one for the sums over the chunks of a dask array."""
+    return np.ones(1) if isinstance(data, DaskFitData) else data.pdata.weights
 
 
 def _positive_rows(codes, weights):

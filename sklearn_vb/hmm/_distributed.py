@@ -22,13 +22,13 @@ Nothing here imports dask at module level: the package must import without it.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from sklearn.base import clone
 
+from .._core.distributed import RETRIES, ClientRunner, LocalRunner, chunk_runner, is_dask_array
 from .._core.validation import sequence_bounds
 from ._context import context_centres, context_features, context_labels
 from ._data import _FitData
@@ -38,17 +38,11 @@ from .emissions._missing import fill_missing
 
 __all__ = ["DaskFitData", "dask_fit_data", "is_dask_array", "sequence_chunks"]
 
-#: further attempts of a chunk task that raises
-RETRIES = 2
+# the runners, under the names this module has always given them
+_ClientRunner, _LocalRunner = ClientRunner, LocalRunner
+
 #: frames that the k-means start of a distributed fit clusters (a uniform sample)
 KMEANS_SAMPLE = 100_000
-
-
-def is_dask_array(X):
-    """Whether ``X`` is a dask array (without importing dask: if it was never
-    imported, nothing can be one)."""
-    module = sys.modules.get("dask.array")
-    return module is not None and isinstance(X, module.Array)
 
 
 def sequence_chunks(lengths, rows_per_chunk):
@@ -147,45 +141,6 @@ def _nearest_context_stats(chunk, family, centres, emission_prior):
 # ---------------------------------------------------------------------------
 # running them
 # ---------------------------------------------------------------------------
-
-
-class _ClientRunner:
-    """Chunks as futures on a ``distributed`` cluster."""
-
-    def __init__(self, client):
-        self.client = client
-
-    def keep(self, tasks):
-        return self.client.compute(tasks)
-
-    def map(self, fn, chunks, args):
-        futures = [self.client.submit(fn, chunk, *args, pure=False, retries=RETRIES)
-                   for chunk in chunks]
-        return self.client.gather(futures)
-
-
-class _LocalRunner:
-    """Chunks as delayed objects computed by dask's default scheduler in every pass."""
-
-    def keep(self, tasks):
-        return tasks
-
-    def map(self, fn, chunks, args):
-        import dask
-
-        return list(dask.compute(*[dask.delayed(fn, pure=False)(chunk, *args)
-                                   for chunk in chunks]))
-
-
-def _runner():
-    try:
-        from distributed import default_client
-    except ImportError:
-        return _LocalRunner()
-    try:
-        return _ClientRunner(default_client())
-    except ValueError:  # no client
-        return _LocalRunner()
 
 
 def _add(family, a, b):
@@ -335,7 +290,7 @@ def dask_fit_data(estimator, X, lengths):
     family.check_X(np.asarray(X[:1].compute()), estimator, True)
     checker = clone(estimator)
     prepare = dask.delayed(_prepare_chunk, pure=True)
-    runner = _runner()
+    runner = chunk_runner()
     chunks = runner.keep([prepare(block, lengths[a:b], family, checker)
                           for block, (a, b) in zip(blocks, spans)])
     data = DaskFitData(chunks=chunks, row_chunks=row_chunks[row_chunks > 0],

@@ -36,6 +36,7 @@ from .forward_backward import forward_backward
 from ._clamp import check_states, clamp_table
 from ._data import _FitData
 from ._distributed import dask_fit_data, is_dask_array
+from ._working_set import check_batch_fit_memory
 from ._init import initial_posterior, start_point
 from ._inputs import check_levels, forward_backward_inputs, viterbi_inputs
 from ._online_fit import check_online, partial_fit_pass, run_online
@@ -881,6 +882,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                              "learning_method='online'); got subchain_length="
                              f"{self.subchain_length!r} with learning_method="
                              f"{self.learning_method!r}.")
+        if self.learning_method == "batch" and not is_dask_array(X):
+            self._validate_params()
+            # before validation, whose copy of X may be the first large allocation
+            check_batch_fit_memory(self, X)
         fit_params = dict(lengths=lengths, sequence_ids=sequence_ids, states=states)
         if U is not None:
             fit_params["U"] = U
@@ -970,10 +975,14 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if hasattr(self, "lower_bound_") and self._point_fitted:
             raise ValueError("partial_fit continues q(theta); this model holds a point "
                              "estimate of an earlier fit with method='ml' or 'map'.")
+        if is_dask_array(X):
+            # a chunk of a stream (dask-ml's Incremental feeds blocks one by one): one
+            # call holds its X in memory anyway
+            X = X.compute()
         first = not hasattr(self, "lower_bound_")
         if first:
             data = self._check_fit_data(X, lengths, sequence_ids, states)
-            self._initialize(data, check_random_state(self.random_state))
+            self._initialize(self._first_minibatch(data), check_random_state(self.random_state))
         else:
             if states is not None and self.subchain_length is not None:
                 self._check_fit_data(X, lengths, sequence_ids, states)  # raises
@@ -988,6 +997,17 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._fresh = True
         self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
         return self
+
+    def _first_minibatch(self, data):
+        """The sequences the first ``partial_fit`` starts q(theta) from: its first
+        minibatch (all of ``data`` with ``subchain_length``, whose minibatches are drawn
+        from all of it), with the summary of all of ``data`` for the default priors.
+        A start from the whole call would hold arrays of all its frames at once."""
+        if self.subchain_length is not None or data.n_sequences <= self.batch_size:
+            return data
+        first = data.sequences(np.arange(self.batch_size), self._family)
+        first.summary = data.summary
+        return first
 
     def _new_data(self, X, lengths, sequence_ids, states=None, U=None):
         data = self.check_data(X, lengths=lengths, sequence_ids=sequence_ids, U=U)

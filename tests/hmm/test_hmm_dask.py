@@ -238,3 +238,43 @@ def test_sequence_chunks():
 def test_the_package_imports_without_dask():
     code = "import sys, sklearn_vb, sklearn_vb.hmm; assert 'dask' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _stream_equals(a, b):
+    np.testing.assert_array_equal(a.lower_bounds_, b.lower_bounds_)
+    for name in ("startprob_posterior_", "transmat_posterior_", "emissionprob_posterior_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+def test_partial_fit_takes_the_chunks_of_a_dask_array_one_by_one():
+    """Every block of a dask array of sequences given to partial_fit in turn (as dask
+    arrays) makes the steps that partial_fit on all the rows in memory makes, when a
+    block is one minibatch: the first call starts from its first minibatch either way."""
+    X, _, lengths = make_hmm_sequences(
+        [0.6, 0.4], [[0.9, 0.1], [0.2, 0.8]], [[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]],
+        [50] * 12, random_state=0)
+    Xd = da.from_array(X, chunks=(100, 1))  # two sequences a block
+    params = dict(n_components=2, random_state=0, batch_size=2, total_samples=12)
+    streamed = VBHiddenMarkov(**params)
+    for block in Xd.blocks:
+        streamed.partial_fit(block, lengths=[50, 50])
+    _stream_equals(streamed, VBHiddenMarkov(**params).partial_fit(X, lengths=lengths))
+    assert streamed.n_iter_ == 6
+
+
+def test_dask_ml_incremental_feeds_partial_fit():
+    """dask-ml's Incremental wrapper calls partial_fit on every block in order: each
+    block is one sequence (Incremental passes the same keyword arguments to every
+    block) and y one entry per row (Incremental passes y blocks)."""
+    wrappers = pytest.importorskip("dask_ml.wrappers")
+    X, _, _ = make_hmm_sequences(
+        [0.6, 0.4], [[0.9, 0.1], [0.2, 0.8]], [[0.7, 0.2, 0.1], [0.1, 0.2, 0.7]],
+        [80] * 5, random_state=1)
+    Xd = da.from_array(X, chunks=(80, 1))
+    params = dict(n_components=2, random_state=0, batch_size=1, total_samples=5)
+    inc = wrappers.Incremental(VBHiddenMarkov(**params), shuffle_blocks=False)
+    inc.fit(Xd, da.zeros(Xd.shape[0], chunks=Xd.chunks[0]))
+    loop = VBHiddenMarkov(**params)
+    for block in Xd.blocks:
+        loop.partial_fit(block)
+    _stream_equals(inc.estimator_, loop)
