@@ -78,8 +78,8 @@ class EdgeSetSearchBase(_SearchBase):
         ``warm_from`` hook of :func:`~sklearn_vb.model_selection._common.fit_and_score`.
 
         ``screener`` (or None: every neighbour is fitted) has a ``width`` and a
-        ``margin`` and maps ``(parent_estimator, moves)`` to predicted score changes (or
-        None); then only the ``width`` neighbours predicted best are fitted, and when
+        ``margin`` and maps ``(parent_estimator, neighbours)`` to predicted score changes
+        (or None); then only the ``width`` neighbours predicted best are fitted, and when
         none of them improves, those of the others predicted above ``-margin`` (and any
         without a prediction) are fitted too before the climb stops."""
         entropy = C.base_entropy(self.random_state)
@@ -233,7 +233,7 @@ def _screen(screener, parent, neighbours):
     others predicted above ``-margin`` or without a prediction."""
     if screener is None or parent is None or len(neighbours) <= screener.width:
         return [neighbours]
-    gains = screener(parent, [m for m, _ in neighbours])
+    gains = screener(parent, neighbours)
     if gains is None:
         return [neighbours]
     gains = np.asarray(gains, dtype=float)

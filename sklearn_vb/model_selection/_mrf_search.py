@@ -107,10 +107,13 @@ class _UndirectedMoves:
 
 class _WarmFromParent:
     """Start a neighbour's Newton fit from its parent's parameters: the shared features
-    keep their values, a new edge starts at 0 (``init="coef"``)."""
+    keep their values, a new edge starts at 0 (``init="coef"``); or, when the screen
+    predicted the move, from the parent's MAP plus the Newton step of the neighbour's
+    posterior there (one Newton iteration fewer)."""
 
-    def __init__(self, parent, graph):
+    def __init__(self, parent, graph, predictions=None, move_index=None):
         self.parent, self.graph = parent, graph
+        self.predictions, self.move_index = predictions, move_index
 
     def __call__(self, est, X, fit_params):
         parent = self.parent
@@ -118,8 +121,12 @@ class _WarmFromParent:
             return est
         layout = MRFLayout(parent.n_states_, parse_structure(self.graph.as_structure(),
                                                              len(self.graph.names)))
-        known = dict(zip(parent.feature_names_, parent.coef_))
-        coef = np.array([known.get(name, 0.0) for name in layout.feature_names()])
+        coef = None
+        if self.predictions is not None:
+            coef = self.predictions.start(self.move_index, layout)
+        if coef is None or not np.all(np.isfinite(coef)):
+            known = dict(zip(parent.feature_names_, parent.coef_))
+            coef = np.array([known.get(name, 0.0) for name in layout.feature_names()])
         return est.set_params(init="coef", init_coef=coef)
 
 
@@ -131,8 +138,24 @@ class _EdgeGainScreen:
     def __init__(self, X, width, margin):
         self.X, self.width, self.margin = X, int(width), float(margin)
         self.features = None
+        self.last = None  # (parent, predictions, graph key -> move index)
 
-    def __call__(self, parent, moves):
+    def warm_factory(self, parent, graph):
+        """``_WarmFromParent`` for a neighbour, from the Newton step of the last
+        prediction when it was made from ``parent``."""
+        if self.last is not None and self.last[0] is parent and graph.key in self.last[2]:
+            return _WarmFromParent(parent, graph, self.last[1], self.last[2][graph.key])
+        return _WarmFromParent(parent, graph)
+
+    def __call__(self, parent, neighbours):
+        self.last = None
+        pred = self._predict(parent, [m for m, _ in neighbours])
+        if pred is None:
+            return None
+        self.last = (parent, pred, {g.key: k for k, (_, g) in enumerate(neighbours)})
+        return pred.gains
+
+    def _predict(self, parent, moves):
         if getattr(parent, "point", None) != "map" or getattr(parent, "inference_", None) != "exact":
             return None
         var = parent.prior_variance
@@ -304,6 +327,9 @@ class MRFStructureSearch(EdgeSetSearchBase):
         moveset.check(start, "initial_structure")
         screener = (None if self.screen is None
                     else _EdgeGainScreen(X, self.screen, self.screen_margin))
-        self._climb(X, y, fit_params, specs, names, selection, flags, start, moveset,
-                    _WarmFromParent if self.warm_start else None, screener=screener)
+        warm = None
+        if self.warm_start:
+            warm = _WarmFromParent if screener is None else screener.warm_factory
+        self._climb(X, y, fit_params, specs, names, selection, flags, start, moveset, warm,
+                    screener=screener)
         return self

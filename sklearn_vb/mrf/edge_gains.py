@@ -32,7 +32,7 @@ from scipy.linalg import cho_factor, cho_solve
 from .inference import ExactEngine
 from .layout import MRFLayout
 
-__all__ = ["CompleteGraphFeatures", "predicted_gains"]
+__all__ = ["CompleteGraphFeatures", "EdgeMovePredictions", "predicted_gains"]
 
 
 @dataclass
@@ -63,12 +63,42 @@ class CompleteGraphFeatures:
         return cls(layout, S, float(codes.shape[0]), Phi, blocks)
 
 
+@dataclass
+class EdgeMovePredictions:
+    """``gains[k]``: the predicted change of the Laplace evidence of move ``k`` (nan
+    where the quadratic model has no maximum); ``steps[k]``: the Newton step of the
+    enlarged (or reduced) posterior from the parent's MAP, as ``(delta of the parent's
+    weights, the added block's weights)`` (``None`` for the block of a removal)."""
+
+    gains: np.ndarray
+    steps: list
+    parent_names: np.ndarray
+    moves: list
+
+    def start(self, k, layout):
+        """The weights, in the order of ``layout`` (the graph after move ``k``), at which
+        the Newton fit of that graph starts: the parent's MAP plus the Newton step."""
+        step = self.steps[k]
+        if step is None:
+            return None
+        delta, block = step
+        values = dict(zip(self.parent_names, delta))
+        names = layout.feature_names()
+        if block is not None:
+            kind, a, b = self.moves[k]
+            K = layout.n_states
+            e = int(np.flatnonzero((layout.edges[:, 0] == a) & (layout.edges[:, 1] == b))[0])
+            values.update(zip(names[layout.edge_feat[e, 1:K[a], 1:K[b]].ravel()], block))
+        return np.array([values.get(n, 0.0) for n in names])
+
+
 def predicted_gains(estimator, features, moves, precision, new_edge_precision):
-    """Predicted change of the Laplace log evidence of each move ``("add", i, j)`` or
-    ``("remove", i, j)`` from the fitted ``estimator`` (a :class:`PairwiseMRF` with
-    exact inference, ``point="map"``); ``None`` when the prediction does not apply
-    (another inference, no enumerated features).  ``precision`` is the prior precision
-    of the estimator's features, ``new_edge_precision`` that of an added edge's."""
+    """Predicted changes of the Laplace log evidence (:class:`EdgeMovePredictions`) of
+    the moves ``("add", i, j)`` and ``("remove", i, j)`` from the fitted ``estimator`` (a
+    :class:`PairwiseMRF` with exact inference, ``point="map"``); ``None`` when the
+    prediction does not apply (another inference, no enumerated features).
+    ``precision`` is the prior precision of the estimator's features,
+    ``new_edge_precision`` that of an added edge's."""
     engine = getattr(estimator, "_engine_", None)
     if (not isinstance(engine, ExactEngine) or features.Phi is None
             or estimator.feature_covariance_ is None):
@@ -84,7 +114,8 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
         return None
     pi, _ = engine.probabilities(coef)
     D_old = engine.Phi - pi @ engine.Phi
-    out = np.full(len(moves), np.nan)
+    gains = np.full(len(moves), np.nan)
+    steps = [None] * len(moves)
     adds = [(k, m) for k, m in enumerate(moves) if m[0] == "add"]
     if adds:
         cols = np.concatenate([features.blocks[(m[1], m[2])] for _, m in adds])
@@ -107,8 +138,10 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
             except np.linalg.LinAlgError:
                 continue
             z = np.linalg.solve(Lh, g[sl])
-            out[k] = (0.5 * float(z @ z) + 0.5 * float(np.sum(np.log(Pb)))
-                      - float(np.sum(np.log(np.diag(Lh)))))
+            gains[k] = (0.5 * float(z @ z) + 0.5 * float(np.sum(np.log(Pb)))
+                        - float(np.sum(np.log(np.diag(Lh)))))
+            w = np.linalg.solve(Lh.T, z)               # H^-1 g
+            steps[k] = (coef - Y[:, sl] @ w, w)
     removes = [(k, m) for k, m in enumerate(moves) if m[0] == "remove"]
     if removes:
         Ainv = cho_solve(cho, np.eye(A.shape[0]))
@@ -124,6 +157,8 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
             except np.linalg.LinAlgError:
                 continue
             z = np.linalg.solve(Lb, coef[idx])
-            out[k] = (-0.5 * float(z @ z) - 0.5 * float(np.sum(np.log(P_old[idx])))
-                      - float(np.sum(np.log(np.diag(Lb)))))
-    return out
+            gains[k] = (-0.5 * float(z @ z) - 0.5 * float(np.sum(np.log(P_old[idx])))
+                        - float(np.sum(np.log(np.diag(Lb)))))
+            # the optimum of the quadratic model with the block at 0
+            steps[k] = (coef - Ainv[:, idx] @ np.linalg.solve(Lb.T, z), None)
+    return EdgeMovePredictions(gains, steps, layout.feature_names(), list(moves))

@@ -126,7 +126,8 @@ def test_predicted_gains_match_the_evidence_changes_of_weak_moves():
     moves = [("add", i, j) for i in range(6) for j in range(i + 1, 6) if (i, j) not in current]
     moves += [("remove",) + e for e in current]
     feats = CompleteGraphFeatures.from_codes(parent.n_states_, parent.check_data(X), 2**16)
-    pred = predicted_gains(parent, feats, moves, prior_precision_vector(1.0, parent.layout_), 1.0)
+    pred = predicted_gains(parent, feats, moves, prior_precision_vector(1.0, parent.layout_),
+                           1.0).gains
     actual = []
     for m in moves:
         g = current + [m[1:]] if m[0] == "add" else [e for e in current if e != m[1:]]
