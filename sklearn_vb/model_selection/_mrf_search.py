@@ -214,7 +214,7 @@ class MRFStructureSearch(EdgeSetSearchBase):
     required_edges, forbidden_edges : iterables of node pairs
     moves : tuple, default=("add", "remove")
     n_restarts, max_steps, tol, warm_start : as :class:`DAGStructureSearch`.
-    screen : int >= 1 or None, default=8
+    screen : int >= 1 or None, default=2
         How many neighbours, predicted best, each step fits; None fits them all.
     screen_margin : float >= 0, default=2.0
         Before the climb stops, the neighbours predicted to lose less than this (nats)
@@ -266,7 +266,7 @@ class MRFStructureSearch(EdgeSetSearchBase):
     def __init__(self, estimator, *, search="greedy", structures=None, initial_structure=None,
                  scoring="bethe_laplace", alias_correction="auto", max_degree=None,
                  required_edges=(), forbidden_edges=(), moves=("add", "remove"), n_restarts=0,
-                 max_steps=100, tol=1e-6, warm_start=True, screen=8, screen_margin=2.0,
+                 max_steps=100, tol=1e-6, warm_start=True, screen=2, screen_margin=2.0,
                  refit=True, n_jobs=None, random_state=None, verbose=0, error_score=np.nan,
                  memory=None):
         self.estimator = estimator
