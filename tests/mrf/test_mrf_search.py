@@ -101,6 +101,21 @@ def test_screened_search_matches_the_unscreened_search(seed):
         assert v == pytest.approx(by_graph[g], abs=1e-8)
 
 
+def test_screened_search_with_three_states_and_grouped_prior():
+    # blocks of four features per edge, edge prior apart from the node prior
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 3, size=(400, 5))
+    X[:, 1] = np.where(rng.rand(400) < 0.7, X[:, 0], X[:, 1])
+    X[:, 3] = np.where(rng.rand(400) < 0.6, X[:, 2], X[:, 3])
+    X[:, 4] = np.where(rng.rand(400) < 0.6, X[:, 3], X[:, 4])
+    est = PairwiseMRF(n_states=3, prior_variance={"node": 2.0, "edge": 0.5})
+    full = MRFStructureSearch(est, screen=None).fit(X)
+    screened = MRFStructureSearch(est, screen=1).fit(X)
+    assert screened.n_candidates_ < full.n_candidates_
+    assert screened.best_structure_ == full.best_structure_
+    assert screened.best_score_ == pytest.approx(full.best_score_, abs=1e-8)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_screened_search_finds_the_exhaustive_best(seed):
     X = _ising_data(4, 600, seed)
