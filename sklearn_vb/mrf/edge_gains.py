@@ -113,7 +113,6 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
     except np.linalg.LinAlgError:
         return None
     pi, _ = engine.probabilities(coef)
-    D_old = engine.Phi - pi @ engine.Phi
     gains = np.full(len(moves), np.nan)
     steps = [None] * len(moves)
     adds = [(k, m) for k, m in enumerate(moves) if m[0] == "add"]
@@ -123,9 +122,20 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
         kappa_n = pi @ Fn
         Dn = Fn - kappa_n
         Dw = Dn * pi[:, None]
-        C_no = Dw.T @ D_old                            # (n_new, F)
+        C_no = Dw.T @ engine.Phi  # (n_new, F); the columns of Dw sum to 0: no centring
         g = features.S[cols] - N * kappa_n
         Y = cho_solve(cho, N * C_no.T)                 # A_oo^-1 A_ob, (F, n_new)
+        if cols.size == len(adds):  # one feature per edge (binary nodes): H is a scalar
+            Pn = float(new_edge_precision)
+            H = N * np.einsum("mk,mk->k", Dw, Dn) + Pn - N * np.einsum("kf,fk->k", C_no, Y)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                gk = 0.5 * g**2 / H + 0.5 * np.log(Pn) - 0.5 * np.log(H)
+            for c, (k, m) in enumerate(adds):
+                if H[c] > 0:
+                    gains[k] = gk[c]
+                    w = np.array([g[c] / H[c]])
+                    steps[k] = (coef - Y[:, c] * w[0], w)
+            adds = []
         start = 0
         for k, m in adds:
             b = features.blocks[(m[1], m[2])].size
