@@ -70,12 +70,18 @@ class EdgeSetSearchBase(_SearchBase):
         return self
 
     def _climb(self, X, y, fit_params, specs, names, selection, flags, start, moveset,
-               warm_factory, n_restarts=None, max_steps=None):
+               warm_factory, n_restarts=None, max_steps=None, screener=None):
         """Hill climbing from ``start`` (and ``n_restarts`` random graphs) over the moves
         of ``moveset``; every graph is fitted once, all neighbours of the current graph in
         parallel, and the climb takes the best one while it improves the selection score by
         more than ``tol``.  ``warm_factory(parent_estimator, graph)`` (or None) returns the
-        ``warm_from`` hook of :func:`~sklearn_vb.model_selection._common.fit_and_score`."""
+        ``warm_from`` hook of :func:`~sklearn_vb.model_selection._common.fit_and_score`.
+
+        ``screener`` (or None: every neighbour is fitted) has a ``width`` and a
+        ``margin`` and maps ``(parent_estimator, neighbours)`` to predicted score changes
+        (or None); then only the ``width`` neighbours predicted best are fitted, and when
+        none of them improves, those of the others predicted above ``-margin`` (and any
+        without a prediction) are fitted too before the climb stops."""
         entropy = C.base_entropy(self.random_state)
         memory = check_memory(self.memory)
         cached = memory.cache(C.fit_and_score)
@@ -145,12 +151,24 @@ class EdgeSetSearchBase(_SearchBase):
                 if not neighbours:
                     break
                 parent_est = outs[ci]["estimator"]
-                evaluate([(g, parent_est) for _, g in neighbours], restart, step)
-                best_move, best_graph, best_val = None, None, value(ci)
-                for move, g in neighbours:
-                    v = value(evaluated[g.key])
-                    if v > best_val + self.tol:
-                        best_move, best_graph, best_val = move, g, v
+
+                def best_of(nbrs):
+                    """The first neighbour (in move order) of the running best score, among
+                    the fitted ones, if it beats the current graph by more than ``tol``."""
+                    best = (None, None, value(ci))
+                    for move, g in nbrs:
+                        if g.key in evaluated:
+                            v = value(evaluated[g.key])
+                            if v > best[2] + self.tol:
+                                best = (move, g, v)
+                    return best
+
+                batches = _screen(screener, parent_est, neighbours)
+                for batch in batches:
+                    evaluate([(g, parent_est) for _, g in batch], restart, step)
+                    best_move, best_graph, best_val = best_of(neighbours)
+                    if best_graph is not None:
+                        break
                 if best_graph is None:
                     break
                 current, ci = best_graph, evaluated[best_graph.key]
@@ -207,6 +225,23 @@ class EdgeSetSearchBase(_SearchBase):
             del self.best_estimator_
         self._log(f"best of {len(outs)} structures: {selection}={self.best_score_:.4f}")
         return self
+
+
+def _screen(screener, parent, neighbours):
+    """The neighbours in the batches the climb fits one after the other: all at once
+    without a screen (or a prediction), else the ``width`` predicted best, then the
+    others predicted above ``-margin`` or without a prediction."""
+    if screener is None or parent is None or len(neighbours) <= screener.width:
+        return [neighbours]
+    gains = screener(parent, neighbours)
+    if gains is None:
+        return [neighbours]
+    gains = np.asarray(gains, dtype=float)
+    known = np.isfinite(gains)
+    order = np.argsort(np.where(known, -gains, np.inf), kind="stable")
+    first = order[:screener.width]
+    rest = [k for k in order[screener.width:] if not known[k] or gains[k] > -screener.margin]
+    return [[neighbours[k] for k in sorted(first)], [neighbours[k] for k in sorted(rest)]]
 
 
 def _drop_fitted(outs, keep):

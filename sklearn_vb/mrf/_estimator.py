@@ -277,6 +277,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
             res = newton_map(engine, S, N, P, coef0, self.max_iter, self.tol, self.verbose)
             coef, t, n_iter, converged = res.coef, res.objective, res.n_iter, res.converged
             m = res.moments
+            self._newton = (res, S, N, P)  # the scores of the training data start from it
         else:
             def neg(c):
                 mm = engine.moments(c, covariance=False)
@@ -286,6 +287,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
             r = lbfgs_minimize(neg, coef0, maxiter=50 * self.max_iter, gtol=1e-9, ftol=1e-15)
             coef, t, n_iter, converged = r.x, -float(r.fun), int(r.nit), bool(r.success)
             m = engine.moments(coef)
+            self._newton = None
         self._layout = layout
         self._engine_ = engine
         self.edges_ = layout.edges.copy()

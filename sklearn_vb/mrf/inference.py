@@ -118,24 +118,36 @@ class ExactEngine:
         self.layout = layout
         self.states = layout.all_states()
         self.Phi = layout.feature_matrix(self.states)
+        self._last = None  # (coef, probabilities, ln Z, kappa) of the last call
 
     def log_partition(self, coefs):
         """``ln Z`` for a batch ``(C, F)`` of parameter vectors."""
         return logsumexp(np.atleast_2d(coefs) @ self.Phi.T, axis=1)
 
     def probabilities(self, coef):
-        en = self.Phi @ np.asarray(coef, dtype=float)
-        lz = logsumexp(en)
-        return np.exp(en - lz), float(lz)
+        coef = np.asarray(coef, dtype=float)
+        last = self._last
+        if last is not None and np.array_equal(last[0], coef):
+            return last[1], last[2]
+        en = self.Phi @ coef
+        lz = float(logsumexp(en))
+        pi = np.exp(en - lz)
+        self._last = (coef.copy(), pi, lz, None)
+        return pi, lz
 
     def moments(self, coef, covariance=True):
+        # a Newton step evaluates its accepted point twice (line search, then with the
+        # covariance): the probabilities and kappa of the last point are kept
         pi, lz = self.probabilities(coef)
-        kappa = pi @ self.Phi
+        kappa = self._last[3]
+        if kappa is None:
+            kappa = pi @ self.Phi
+            self._last = self._last[:3] + (kappa,)
         cov = None
         if covariance:
             D = self.Phi - kappa  # centred: E f f^T - kappa kappa^T cancels near determinism
             cov = (D * pi[:, None]).T @ D
-        return Moments(lz, kappa, cov, info={"inference": "exact"})
+        return Moments(lz, kappa.copy(), cov, info={"inference": "exact"})
 
     def sample(self, coef, n_samples, rng):
         pi, _ = self.probabilities(coef)

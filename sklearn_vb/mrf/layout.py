@@ -245,10 +245,28 @@ class MRFLayout:
 
     def feature_matrix(self, codes):
         """Dense ``(N, F)`` 0/1 feature matrix."""
-        act = self.active_features(codes)
-        out = np.zeros((act.shape[0], self.n_features + 1))
-        np.put_along_axis(out, act, 1.0, axis=1)
-        return out[:, :self.n_features]
+        codes = np.asarray(codes, dtype=np.int64)
+        # every feature is an indicator of one node state or of a pair of node states,
+        # gathered as whole rows of the one-hot codes (an enumeration has 2^p rows), built
+        # feature-major
+        onehot = np.ascontiguousarray(codes.T)[:, None, :] == np.arange(self.Kmax)[None, :, None]
+        node, state, a, ka, b, kb = self._feature_cells()
+        out = np.empty((self.n_features, codes.shape[0]))
+        out[:self.n_node_features] = onehot[node, state]
+        out[self.n_node_features:] = onehot[a, ka] & onehot[b, kb]
+        return np.ascontiguousarray(out.T)
+
+    def _feature_cells(self):
+        """Per node feature its ``(node, state)``, per edge feature its
+        ``(node a, state a, node b, state b)``, in feature order."""
+        if getattr(self, "_fcells", None) is None:
+            i, k = np.nonzero(self.node_feat >= 0)
+            o = np.argsort(self.node_feat[i, k])
+            e, ka, kb = np.nonzero(self.edge_feat >= 0)
+            q = np.argsort(self.edge_feat[e, ka, kb])
+            e, ka, kb = e[q], ka[q], kb[q]
+            self._fcells = (i[o], k[o], self.edges[e, 0], ka, self.edges[e, 1], kb)
+        return self._fcells
 
     # -- cells: beliefs affine in the mean parameters ------------------------------
     def cells(self):

@@ -13,7 +13,7 @@ pseudo-moment matching, the BP-MAP and the pseudo-likelihood MAP.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -127,8 +127,14 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
         self.ml_precision = np.full(self.layout.n_features, 1.0 / float(estimator.ml_prior_variance))
         self.param_space = ParamSpace([ParamBlock("coef", (self.layout.n_features,), "real")])
         self.max_exact_states = int(estimator.max_exact_states)
-        self._exact = (ExactEngine(self.layout)
-                       if self.layout.n_states_total <= self.max_exact_states else None)
+        # the fitted estimator's enumeration serves the scores too (an exact engine is
+        # only built within max_exact_states)
+        fitted = getattr(estimator, "_engine_", None)
+        if isinstance(fitted, ExactEngine) and fitted.layout is self.layout:
+            self._exact = fitted
+        else:
+            self._exact = (ExactEngine(self.layout)
+                           if self.layout.n_states_total <= self.max_exact_states else None)
         self._cache = {}
 
     # -- engines ----------------------------------------------------------------------
@@ -215,11 +221,33 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
             return self._cache[key][1]
         eng = self.exact_engine() if inference == "exact" else self.bp_engine()
         P = self.precision if kind == "map" else self.ml_precision
+        fitted = self._fitted_newton(X, kind, eng, P) if init == "fitted" else None
+        if fitted is not None:
+            self._cache[key] = (X, fitted)
+            return fitted
         coef0 = self._start(X, kind, init)
         res = newton_map(eng, X.S, X.N, P, coef0, self.estimator.max_iter, self.estimator.tol)
         res.engine = eng
         self._cache[key] = (X, res)
         return res
+
+    def _fitted_newton(self, X, kind, engine, P):
+        """The estimator's own converged Newton fit when it is this fit: the same kind of
+        point, engine, statistics and prior (the training data of a search's candidate);
+        Newton would only confirm it."""
+        est = self.estimator
+        stored = getattr(est, "_newton", None)
+        if stored is None or kind != est.point or engine is not getattr(est, "_engine_", None):
+            return None
+        res, S, N, P_fit = stored
+        if not res.converged or not np.isfinite(res.logdet_A) or res.moments.cov is None:
+            return None
+        if X.N != N or not np.array_equal(X.S, S) or not np.array_equal(P, P_fit):
+            return None
+        # no Newton step is taken for the score
+        out = replace(res, n_iter=0, objectives=[res.objective])
+        out.engine = engine
+        return out
 
     def _start(self, X, kind, init):
         if not isinstance(init, str):

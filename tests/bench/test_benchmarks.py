@@ -376,3 +376,19 @@ def test_small_hmm_workloads_quick_subset():
     assert peer.status in ("ok", "skipped")
     if peer.status == "ok":
         assert peer.n_iter == 5 and peer.ratio_ours_over_theirs > 0
+
+
+def test_mrf_search_workload_runs_in_quick_mode():
+    from benchmarks import bench_mrf_search  # noqa: F401  (registers the workloads)
+
+    result = harness.run_workload("mrf-search-wine-13", quick=True, verbose=False)
+    ours, *peers = result["measurements"]
+    assert [m.label for m in result["measurements"]] == [
+        "sklearn_vb", "GraphicalLassoCV", "GraphicalLasso (CV alpha)",
+        "L1-logistic neighbourhood (OR)"]
+    assert ours.status == "ok" and ours.metrics["data"] == bench_mrf_search.QUICK
+    assert np.isfinite(ours.metrics["heldout"]) and ours.metrics["cpu_s"] > 0
+    for m in peers:
+        assert m.status == "ok", (m.label, m.message)
+        assert m.ratio_ours_over_theirs > 0 and "heldout ours - theirs" in m.ratios
+        assert isinstance(m.metrics["same_edges_as_sklearn_vb"], bool)
