@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 import textwrap
 
-__all__ = ["PARTIAL_FIT_NOT_SCORED", "fill_doc", "online_step_params", "partial_fit_minibatches",
-           "partial_fit_stream"]
+__all__ = ["ONLINE_LEARNING_RESTARTS", "PARTIAL_FIT_NOT_SCORED", "fill_doc",
+           "online_learning_epochs", "online_learning_result", "online_step_params",
+           "partial_fit_minibatches", "partial_fit_stream"]
 
 _PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}[ \t]*$")
 
@@ -74,6 +75,37 @@ learning_decay : float in [0, 1], default=0.7
 learning_offset : float >= 0, default=10.0
     tau0 of the step sizes: larger values damp the first steps.  With 0 the first
     step has rho = 1.
+"""
+
+
+def online_learning_epochs(unit):
+    """What ``learning_method`` selects between, for minibatches of ``unit`` (the
+    sentences after the model's own first one)."""
+    return _paragraph(
+        f"``\"batch\"`` runs VBEM on all {unit} at every iteration.  ``\"online\"`` runs "
+        "stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013): each of "
+        f"at most ``max_iter`` epochs visits the {unit} in a random order "
+        f"(``random_state``) in minibatches of ``batch_size`` {unit}, and every "
+        "minibatch makes one natural-gradient step (see :meth:`partial_fit`, with "
+        f"``total_samples`` the number of {unit} of ``X``).")
+
+
+def online_learning_result(unit, per, final_pass, theta="q(theta)"):
+    """When an online ``fit`` has converged and what its ``lower_bound_`` is: ``per``
+    names the unit of ``tol``, ``final_pass`` the pass that computes the exact bound."""
+    return _paragraph(
+        "The fit has converged when that estimate changed by less than ``tol`` nats "
+        f"*per {per}* (the estimate is noisy at the scale of the total).  "
+        f"``lower_bound_`` is then the exact bound of the final {theta} on ``X`` (one "
+        f"more {final_pass} over all {unit}), as in batch mode, and may differ from "
+        "``lower_bounds_[-1]``.")
+
+
+#: how restarts and ``partial_fit`` go with ``learning_method="online"``
+ONLINE_LEARNING_RESTARTS = """\
+Restarts (``n_init``) and ``warm_start`` work as in batch mode, the run kept being
+the one with the highest last estimate.  :meth:`partial_fit` always learns online,
+whatever this is.
 """
 
 

@@ -40,8 +40,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
 from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
-from .._core.docstrings import (PARTIAL_FIT_NOT_SCORED, fill_doc, online_step_params,
-                                partial_fit_minibatches, partial_fit_stream)
+from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED, fill_doc,
+                                online_learning_epochs, online_learning_result,
+                                online_step_params, partial_fit_minibatches,
+                                partial_fit_stream)
 from .._core.online import check_online_method
 from .._core.validation import validate_categorical_data
 from ._encoding import encode_columns, observed_columns, positive_rows, prior_flat, start_tables
@@ -91,7 +93,10 @@ class _FitData:
         self.post = np.empty(self.pdata.idx.shape[0])
 
 
-@fill_doc(online_step_params=online_step_params("rows"),
+@fill_doc(online_learning_epochs=online_learning_epochs("rows"),
+          online_learning_result=online_learning_result("rows", "row", "VBE step"),
+          online_learning_restarts=ONLINE_LEARNING_RESTARTS,
+          online_step_params=online_step_params("rows"),
           partial_fit_minibatches=partial_fit_minibatches("rows"),
           partial_fit_stream=partial_fit_stream("rows"),
           partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED)
@@ -184,25 +189,17 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         unobserved nodes than this.
     learning_method : {"batch", "online"}, default="batch"
         How ``fit`` updates q(theta) (``method="vb"`` only), as in scikit-learn's
-        ``LatentDirichletAllocation``.  ``"batch"`` runs VBEM on all rows at every
-        iteration.  ``"online"`` runs stochastic variational inference (Hoffman, Blei,
-        Wang & Paisley 2013): the start's q(hidden) gives the first q(theta) (its VBM
-        step), then each of at most ``max_iter`` epochs visits the rows in a random
-        order (``random_state``) in minibatches of ``batch_size`` rows, and every
-        minibatch makes one natural-gradient step (see :meth:`partial_fit`, with
-        ``total_samples`` the number of rows of ``X``, or their total
-        ``sample_weight``).  An epoch records in ``lower_bounds_`` a stochastic
-        estimate of the bound: the sum over its minibatches of ln Z of their rows
-        (under the q(theta) that each step started from) minus the KL of q(theta) at
-        the end of the epoch.  The fit has converged when that estimate changed by
-        less than ``tol`` nats *per row* (the estimate is noisy at the scale of the
-        total).  ``lower_bound_`` is then the exact bound of the final q(theta) on
-        ``X`` (one more VBE step over all rows), as in batch mode, and may differ from
-        ``lower_bounds_[-1]``; ``expected_counts_`` are those of that VBE step.
-        ``acceleration`` and ``bound_check`` do not apply (the estimate may
-        decrease); restarts (``n_init``) and ``warm_start`` work as in batch mode, the
-        run kept being the one with the highest last estimate.  :meth:`partial_fit`
-        always learns online, whatever this is.
+        ``LatentDirichletAllocation``.
+        {online_learning_epochs}
+        The first q(theta) is the VBM step of the start's q(hidden); with
+        ``sample_weight``, ``total_samples`` is the rows' total weight.  An epoch
+        records in ``lower_bounds_`` a stochastic estimate of the bound: the sum over
+        its minibatches of ln Z of their rows (under the q(theta) that each step
+        started from) minus the KL of q(theta) at the end of the epoch.
+        {online_learning_result}
+        ``expected_counts_`` are those of that VBE step.  ``acceleration`` and
+        ``bound_check`` do not apply (the estimate may decrease).
+        {online_learning_restarts}
     {online_step_params}
     batch_size : int, default=128
         Number of rows in a minibatch (``learning_method="online"`` and

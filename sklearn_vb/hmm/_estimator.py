@@ -31,8 +31,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.distributions import dirichlet_expected_log
-from .._core.docstrings import (PARTIAL_FIT_NOT_SCORED, fill_doc, online_step_params,
-                                partial_fit_minibatches, partial_fit_stream)
+from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED, fill_doc,
+                                online_learning_epochs, online_learning_result,
+                                online_step_params, partial_fit_minibatches,
+                                partial_fit_stream)
 from ._clamp import check_states
 from ._data import _FitData
 from ._fitted import hyper_arrays, set_fitted_posterior
@@ -75,7 +77,11 @@ y : None, or one entry per row (ignored)
 # ---------------------------------------------------------------------------
 
 
-@fill_doc(online_step_params=online_step_params("sequences"),
+@fill_doc(online_learning_epochs=online_learning_epochs("sequences"),
+          online_learning_result=online_learning_result("sequences", "frame",
+                                                        "forward-backward pass"),
+          online_learning_restarts=ONLINE_LEARNING_RESTARTS,
+          online_step_params=online_step_params("sequences"),
           partial_fit_minibatches=partial_fit_minibatches("sequences",
                                                           ", and sequences are never split"),
           partial_fit_stream=partial_fit_stream("sequences"),
@@ -227,27 +233,19 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         online learning.
     learning_method : {"batch", "online"}, default="batch"
         How ``fit`` updates q(theta) (``method="vb"`` only), as in scikit-learn's
-        ``LatentDirichletAllocation``.  ``"batch"`` runs VBEM on all sequences at every
-        iteration.  ``"online"`` runs stochastic variational inference (Hoffman, Blei,
-        Wang & Paisley 2013): each of at most ``max_iter`` epochs visits the sequences
-        in a random order (``random_state``) in minibatches of ``batch_size``
-        sequences, and every minibatch makes one natural-gradient step (see
-        :meth:`partial_fit`, with ``total_samples`` the number of sequences of ``X``).
+        ``LatentDirichletAllocation``.
+        {online_learning_epochs}
         An epoch records in ``lower_bounds_`` a stochastic estimate of the bound: the
         sum over its minibatches of ln Z of each (under the q(theta) that its step
-        started from) minus the KL terms of q(theta) at the end of the epoch.  The fit
-        has converged when that estimate changed by less than ``tol`` nats *per frame*
-        (the estimate is noisy at the scale of the total).  ``lower_bound_`` is then
-        the exact bound of the final q(theta) on ``X`` (one more forward-backward pass
-        over all sequences), as in batch mode, and may differ from
-        ``lower_bounds_[-1]``.  ``acceleration`` and ``bound_check`` do not apply (the
-        estimate may decrease); restarts (``n_init``, and the three starts of
-        ``init_params="auto"``) and ``warm_start`` work as in batch mode, the run kept
-        being the one with the highest last estimate.  The steps shrink as they
-        accumulate, so where batch VBEM crosses a long plateau (states that are still
-        copies of one another) an online fit may stop on it.  :meth:`partial_fit`
-        always learns online, whatever this is.  For one long sequence (or a few)
-        set ``subchain_length``: the minibatches are then subchains.
+        started from) minus the KL terms of q(theta) at the end of the epoch.
+        {online_learning_result}
+        ``acceleration`` and ``bound_check`` do not apply (the estimate may decrease).
+        {online_learning_restarts}
+        The three starts of ``init_params="auto"`` are run online too, and the kept
+        one is chosen as between restarts.  The steps shrink as they accumulate, so
+        where batch VBEM crosses a long plateau (states that are still copies of one
+        another) an online fit may stop on it.  For one long sequence (or a few) set
+        ``subchain_length``: the minibatches are then subchains.
     {online_step_params}
     batch_size : int, default=128
         Number of sequences in a minibatch (``learning_method="online"`` and
