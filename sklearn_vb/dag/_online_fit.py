@@ -50,15 +50,9 @@ def run_online(est, data):
     """Epochs of minibatch steps over the rows of ``data`` in random orders
     (``learning_method="online"``); returns the per-epoch bound estimates and
     whether they converged (see ``learning_method``)."""
-    rng = est.__dict__.pop("_online_rng", None)  # the start's, set by _initialize
-    if rng is None:  # a warm start
-        rng = check_random_state(est.random_state)
     if getattr(est, "_fresh", False):
         vbm_from_counts(est, data.prior)
-    if not hasattr(est, "n_batch_iter_"):
-        est.n_batch_iter_ = 1
     est._stale_counts = False
-    est._run_extrapolations = None
     codes, weights = data.codes, data.row_weights
     total = float(weights.sum())
 
@@ -68,7 +62,7 @@ def run_online(est, data):
             log_norm += online_step(est, codes[rows], weights[rows], total)[0].log_normaliser
         return log_norm - est._kl_
 
-    return run_epochs(est, codes.shape[0], epoch, total, rng)
+    return run_epochs(est, codes.shape[0], epoch, total)
 
 
 def partial_fit(est, X, sample_weight):

@@ -53,13 +53,6 @@ def run_online(est, data):
     """Epochs of minibatch steps over the rows of ``data`` in random orders
     (``learning_method="online"``); returns the per-epoch bound estimates and
     whether they converged (see ``learning_method``)."""
-    rng = est.__dict__.pop("_online_rng", None)  # the start's, set by _initialize
-    if rng is None:  # a warm start
-        rng = check_random_state(est.random_state)
-    if not hasattr(est, "n_batch_iter_"):
-        est.n_batch_iter_ = 1
-    est._run_extrapolations = None
-
     def epoch(batches):
         local = 0.0
         for rows in batches:
@@ -67,7 +60,7 @@ def run_online(est, data):
             local += _online_step(est, batch, data.n_samples).data_terms
         return local + _global_terms(est._vb_, batch) + data.log_jacobian
 
-    return run_epochs(est, data.n_samples, epoch, data.n_samples, rng)
+    return run_epochs(est, data.n_samples, epoch, data.n_samples)
 
 
 def partial_fit(est, X):
