@@ -70,7 +70,7 @@ LAYERS = [
     ("shared kernels", ["_core.kernels", "_core.__init__"]),
     ("shared maths", ["_core.distributions", "_core.validation", "_core.fingerprint",
                       "_core.numerics", "_core.progress", "_core.online", "_core.warn",
-                      "_core.distributed", "_core.memory"]),
+                      "_core.distributed", "_core.memory", "_core.docstrings"]),
     # sklearn_vb.base is the public address of _core.base
     ("estimator template", ["_core.base", "base"]),
     # what a model's scoring_model implements and builds from
@@ -439,6 +439,58 @@ def test_scoring_models_use_only_public_estimator_attributes():
     assert not bad, "\n".join(bad)
 
 
+#: No class of the package may be longer than this many source lines (docstrings
+#: included) or hold more methods than this: a class past these has more than one job,
+#: and its groups of methods belong in functions or objects of their own.
+MAX_CLASS_LINES = 800
+MAX_CLASS_METHODS = 50
+
+
+@dataclass(frozen=True)
+class ClassSize:
+    where: str
+    name: str
+    lines: int  # of the ``class`` statement, its docstring and body
+    methods: int  # functions defined directly in the class body (properties included)
+
+
+def class_sizes(package_dir):
+    """The size of every class (nested ones too) of the modules under ``package_dir``,
+    read with ``ast``."""
+    package_dir = Path(package_dir)
+    out = []
+    for path in sorted(package_dir.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                methods = sum(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                              for item in node.body)
+                out.append(ClassSize(f"{path.relative_to(package_dir.parent)}:{node.lineno}",
+                                     node.name, node.end_lineno - node.lineno + 1, methods))
+    return out
+
+
+def oversized_classes(sizes, max_lines=MAX_CLASS_LINES, max_methods=MAX_CLASS_METHODS):
+    """The message of the size check: None when every class is within the limits,
+    otherwise the classes past them and the largest classes."""
+    over = [c for c in sizes if c.lines > max_lines or c.methods > max_methods]
+    if not over:
+        return None
+    largest = sorted(sizes, key=lambda c: (c.lines, c.methods), reverse=True)[:8]
+    def row(c):
+        return f"    {c.name} ({c.where}): {c.lines} lines, {c.methods} methods"
+    return (f"classes over {max_lines} lines or {max_methods} methods:\n"
+            + "\n".join(row(c) for c in over)
+            + "\nthe largest classes:\n" + "\n".join(row(c) for c in largest))
+
+
+def test_no_class_is_too_large():
+    sizes = class_sizes(PACKAGE_DIR)
+    assert any(c.name == "VBHiddenMarkov" for c in sizes)
+    message = oversized_classes(sizes)
+    assert message is None, message
+
+
 # --------------------------------------------------------------------------- the checker
 
 
@@ -666,3 +718,18 @@ def test_pending_type_reads_are_still_there():
     for module, names in PENDING_TYPE_READS.items():
         for name in names:
             assert (module, name) in found, f"{module}: no type(...).{name} any more"
+
+
+def test_size_check_catches_a_planted_large_class(tmp_path):
+    methods = "".join(f"    def m{i}(self):\n        return {i}\n" for i in range(3))
+    body = "class Small:\n" + methods + "\n\nclass Large:\n    \"\"\"Doc.\n" + "\n" * 20 \
+        + "    \"\"\"\n" + methods
+    pkg = _write_package(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": body})
+    sizes = {c.name: c for c in class_sizes(pkg)}
+    assert sizes["Small"].methods == sizes["Large"].methods == 3
+    assert sizes["Large"].lines > 20 > sizes["Small"].lines
+    message = oversized_classes(sizes.values(), max_lines=20, max_methods=3)
+    assert "Large" in message.split("the largest")[0] and "Small (" not in message.split("the largest")[0]
+    assert "Small (" in message  # listed among the largest
+    assert "Large" in oversized_classes(sizes.values(), max_lines=100, max_methods=2)
+    assert oversized_classes(sizes.values(), max_lines=100, max_methods=3) is None

@@ -11,8 +11,9 @@ here; the natural-gradient step itself is the model's own (``hmm._online``,
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils import check_random_state
 
-__all__ = ["check_online_method", "minibatches", "step_size"]
+__all__ = ["check_online_method", "minibatches", "run_epochs", "step_size"]
 
 
 def check_online_method(method, what):
@@ -42,3 +43,35 @@ def minibatches(n_items, batch_size, rng=None):
     permutation of them."""
     order = np.arange(n_items) if rng is None else rng.permutation(n_items)
     return [order[i:i + batch_size] for i in range(0, n_items, batch_size)]
+
+
+def run_epochs(est, n_items, epoch, tol_scale):
+    """The epochs of ``learning_method="online"``: at most ``est.max_iter`` passes over
+    ``n_items`` items (rows, sequences) in random orders, each in minibatches of
+    ``est.batch_size``; ``epoch(batches)`` takes the steps of one pass and returns its
+    bound estimate.  The run has converged once the estimate changes by less than
+    ``est.tol * tol_scale``.  Returns the estimates and whether it converged.
+
+    The orders continue the draws of the start's generator (``est._online_rng``, set
+    by the estimator's ``_initialize``), or of ``random_state`` on a warm start; the
+    step count ``n_batch_iter_`` begins at 1 on a new start.
+    """
+    rng = est.__dict__.pop("_online_rng", None)
+    if rng is None:  # a warm start
+        rng = check_random_state(est.random_state)
+    if not hasattr(est, "n_batch_iter_"):
+        est.n_batch_iter_ = 1
+    est._run_extrapolations = None
+    trace, converged = [], False
+    for number in range(1, est.max_iter + 1):
+        trace.append(epoch(minibatches(n_items, est.batch_size, rng)))
+        if not np.isfinite(trace[-1]):
+            raise FloatingPointError(
+                f"{type(est).__name__}: the bound estimate is {trace[-1]} at epoch "
+                f"{number}; the data or the priors are degenerate.")
+        if est.verbose >= 2 and number % est.verbose_interval == 0:
+            print(f"  epoch {number}: bound estimate {trace[-1]:.6f}")
+        if len(trace) > 1 and abs(trace[-1] - trace[-2]) < est.tol * tol_scale:
+            converged = True
+            break
+    return trace, converged

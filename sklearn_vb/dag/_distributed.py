@@ -28,6 +28,8 @@ import numpy as np
 
 from .._core.distributed import chunk_runner
 from .._core.validation import categorical_column, validate_categorical_data
+from ._encoding import (encode_columns, learn_categories, observed_columns, prior_flat,
+                        start_tables)
 from .structure import CPTLayout, observed_column_names, parse_structure, prepare_patterns
 
 __all__ = ["DaskFitData", "dask_fit_data"]
@@ -81,8 +83,8 @@ def _prepare_chunk(block, encoder):
     """A chunk's rows encoded by ``encoder`` (a copy of the estimator holding the
     learned categories) and compressed to patterns."""
     block = np.asarray(block)
-    codes = encoder._encode([categorical_column(block[:, c], c) for c in encoder._columns],
-                            fit=False)
+    codes = encode_columns([categorical_column(block[:, c], c) for c in encoder._columns],
+                           encoder._structure, encoder._categories)[0]
     return prepare_patterns(codes, None, encoder._layout,
                             max_configurations=encoder.max_configurations)
 
@@ -108,7 +110,7 @@ def dask_fit_data(est, X):
                                 observed_names=observed_column_names(None, len(columns)),
                                 n_components=est.n_components)
     est._structure = structure
-    est._columns = est._observed_columns(None, len(columns), structure)
+    est._columns = observed_columns(structure, None, len(columns), est.structure is None)
     est._cardinalities_list = list(structure.cardinalities)
     blocks = [b for b, size in zip(X.to_delayed().ravel(), X.chunks[0]) if size > 0]
     values = dask.compute(*[dask.delayed(_column_values, pure=True)(b, est._columns)
@@ -116,17 +118,18 @@ def dask_fit_data(est, X):
     est._categories = []
     for c, j in enumerate(structure.observed):
         union = np.unique(np.concatenate([v[c] for v in values]))
-        est._categories.append(est._learn_categories(
+        est._categories.append(learn_categories(
             union, np.zeros(union.size, dtype=bool), False, structure.names[j],
-            structure.cardinalities[j], None, None))
+            structure.cardinalities[j], None, None, est.allow_float_categories))
         if est._categories[c] is not None:
             est._cardinalities_list[j] = int(est._categories[c].size)
     est._structure = structure.with_cardinalities(est._cardinalities_list)
     layout = CPTLayout(est._structure)
     est._layout = layout
-    est._prior = est._prior_flat(layout)
+    est._prior = prior_flat(est.prior, est.ess, layout)
     est._basis = est.map_basis
-    start = est._start_tables(layout) if est.init_params == "posterior" else None
+    start = (start_tables(est.init_posterior, layout, est.method)
+             if est.init_params == "posterior" else None)
     encoder = copy.copy(est)  # the learned encoding, frozen for the tasks
     prepare = dask.delayed(_prepare_chunk, pure=True)
     runner = chunk_runner()

@@ -40,12 +40,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight
 
 from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
-from .._core.distributions import dirichlet_expected_log
+from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED, fill_doc,
+                                online_learning_epochs, online_learning_result,
+                                online_step_params, partial_fit_minibatches,
+                                partial_fit_stream)
 from .._core.distributed import is_dask_array
-from .._core.online import check_online_method, minibatches, step_size
-from .._core.validation import lookup_categories, validate_categorical_data
+from .._core.online import check_online_method
+from .._core.validation import validate_categorical_data
 from ._distributed import DaskFitData, dask_fit_data
-from ._online import minibatch_statistics, natural_step
+from ._encoding import encode_columns, observed_columns, positive_rows, prior_flat, start_tables
+from ._online_fit import partial_fit, run_online
 from ._vbe import log_likelihood, vbe_patterns, vbe_statistics
 from .fit_kernels import DECREASED, NOT_FINITE, em_run, vbem_run
 from .kernels import (
@@ -60,7 +64,6 @@ from .structure import (
     CPTLayout,
     PatternData,
     exact_log_evidence,
-    family_prior_value,
     log_dirichlet_integral,
     observed_column_names,
     parameter_count,
@@ -99,6 +102,13 @@ class _FitData:
         return fn(self.pdata, *args)
 
 
+@fill_doc(online_learning_epochs=online_learning_epochs("rows"),
+          online_learning_result=online_learning_result("rows", "row", "VBE step"),
+          online_learning_restarts=ONLINE_LEARNING_RESTARTS,
+          online_step_params=online_step_params("rows"),
+          partial_fit_minibatches=partial_fit_minibatches("rows"),
+          partial_fit_stream=partial_fit_stream("rows"),
+          partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED)
 class VBDiscreteDAG(DensityMixin, VBEMEstimator):
     """Variational Bayesian discrete DAG with hidden nodes (Beal 2003, Chapter 6).
 
@@ -188,34 +198,18 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         unobserved nodes than this.
     learning_method : {"batch", "online"}, default="batch"
         How ``fit`` updates q(theta) (``method="vb"`` only), as in scikit-learn's
-        ``LatentDirichletAllocation``.  ``"batch"`` runs VBEM on all rows at every
-        iteration.  ``"online"`` runs stochastic variational inference (Hoffman, Blei,
-        Wang & Paisley 2013): the start's q(hidden) gives the first q(theta) (its VBM
-        step), then each of at most ``max_iter`` epochs visits the rows in a random
-        order (``random_state``) in minibatches of ``batch_size`` rows, and every
-        minibatch makes one natural-gradient step (see :meth:`partial_fit`, with
-        ``total_samples`` the number of rows of ``X``, or their total
-        ``sample_weight``).  An epoch records in ``lower_bounds_`` a stochastic
-        estimate of the bound: the sum over its minibatches of ln Z of their rows
-        (under the q(theta) that each step started from) minus the KL of q(theta) at
-        the end of the epoch.  The fit has converged when that estimate changed by
-        less than ``tol`` nats *per row* (the estimate is noisy at the scale of the
-        total).  ``lower_bound_`` is then the exact bound of the final q(theta) on
-        ``X`` (one more VBE step over all rows), as in batch mode, and may differ from
-        ``lower_bounds_[-1]``; ``expected_counts_`` are those of that VBE step.
-        ``acceleration`` and ``bound_check`` do not apply (the estimate may
-        decrease); restarts (``n_init``) and ``warm_start`` work as in batch mode, the
-        run kept being the one with the highest last estimate.  :meth:`partial_fit`
-        always learns online, whatever this is.
-    learning_decay : float in [0, 1], default=0.7
-        kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
-        t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
-        (0.5, 1] satisfy the conditions under which the steps converge; 0 gives
-        rho = 1 at every step (each step then replaces q(theta) by the VBM update of
-        its minibatch, scaled to ``total_samples`` rows).
-    learning_offset : float >= 0, default=10.0
-        tau0 of the step sizes: larger values damp the first steps.  With 0 the first
-        step has rho = 1.
+        ``LatentDirichletAllocation``.
+        {online_learning_epochs}
+        The first q(theta) is the VBM step of the start's q(hidden); with
+        ``sample_weight``, ``total_samples`` is the rows' total weight.  An epoch
+        records in ``lower_bounds_`` a stochastic estimate of the bound: the sum over
+        its minibatches of ln Z of their rows (under the q(theta) that each step
+        started from) minus the KL of q(theta) at the end of the epoch.
+        {online_learning_result}
+        ``expected_counts_`` are those of that VBE step.  ``acceleration`` and
+        ``bound_check`` do not apply (the estimate may decrease).
+        {online_learning_restarts}
+    {online_step_params}
     batch_size : int, default=128
         Number of rows in a minibatch (``learning_method="online"`` and
         :meth:`partial_fit`), as scikit-learn's ``LatentDirichletAllocation``.  A
@@ -368,167 +362,6 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return tags
 
     # ------------------------------------------------------------------ input
-    def _observed_columns(self, X_names, n_features, structure):
-        """Column of X for every observed node (in node order)."""
-        obs = structure.observed
-        obs_names = [structure.names[j] for j in obs]
-        if self.structure is None:
-            return np.arange(n_features)
-        for j in structure.hidden_nodes:
-            if X_names is not None and str(structure.names[j]) in X_names:
-                raise ValueError(
-                    f"X has a column {structure.names[j]!r}, but that node is declared hidden "
-                    "(hidden nodes are never observed).")
-        if X_names is not None and all(isinstance(n, str) for n in obs_names):
-            lookup = {str(n): i for i, n in enumerate(X_names)}
-            missing = [n for n in obs_names if n not in lookup]
-            extra = [n for n in X_names if n not in set(obs_names)]
-            if missing or extra:
-                raise ValueError(
-                    "the observed columns of X do not match the observed nodes of the structure: "
-                    f"missing columns {missing}, unexpected columns {extra}.")
-            return np.array([lookup[n] for n in obs_names], dtype=np.int64)
-        if n_features != len(obs):
-            raise ValueError(
-                f"X has {n_features} columns, but the structure has {len(obs)} observed nodes "
-                f"{obs_names} (one column per observed node, in node order).")
-        return np.arange(n_features)
-
-    def _encode(self, columns, fit, weights=None, declared_categories=None):
-        """Columns in observed-node order (float64 or object labels, see
-        :func:`~sklearn_vb._core.validation.categorical_column`) -> int codes, -1 = missing."""
-        s = self._structure
-        n = columns[0].shape[0] if columns else 0
-        codes = np.full((n, len(columns)), -1, dtype=np.int64)
-        if fit:
-            self._categories = []
-        for c, j in enumerate(s.observed):
-            col = columns[c]
-            labels = col.dtype == object
-            missing = np.equal(col, None) if labels else np.isnan(col)
-            name = s.names[j]
-            if fit:
-                self._categories.append(self._learn_categories(
-                    col, missing, labels, name, s.cardinalities[j], weights,
-                    None if declared_categories is None else declared_categories[c]))
-            cats = self._categories[c]
-            if cats is None:
-                if labels:
-                    raise ValueError(
-                        f"X: column for node {name!r} holds labels such as "
-                        f"{col[~missing][0]!r}, but the node has a declared cardinality and "
-                        "takes integers 0..r-1; leave its cardinality undeclared (None) to "
-                        "learn the categories from the data.")
-                r = self._cardinalities_list[j]
-                ok = ~missing & (col != -1)
-                vals = col[ok]
-                if vals.size and (np.any(vals != np.round(vals)) or vals.min() < 0 or vals.max() >= r):
-                    bad = vals[(vals != np.round(vals)) | (vals < 0) | (vals >= r)][0]
-                    raise ValueError(
-                        f"X: column for node {name!r} contains {bad:g}; values must be integers in "
-                        f"[0, {r}) (cardinality {r}), with -1 or NaN for missing.")
-                codes[ok, c] = vals.astype(np.int64)
-                continue
-            if not missing.all() and labels != (cats.dtype == object):
-                kinds = ("labels", "numbers") if labels else ("numbers", "labels")
-                raise ValueError(
-                    f"X: column for node {name!r} holds {kinds[0]}, but the model learned "
-                    f"{kinds[1]} as its categories {list(cats)}.")
-            present = ~missing
-            codes[present, c] = lookup_categories(cats, col[present])
-        return codes
-
-    def _learn_categories(self, col, missing, labels, name, declared, weights, pandas_categories):
-        """The categories of one observed column (None when its cardinality is declared)."""
-        if declared is not None:
-            return None
-        if pandas_categories is not None:
-            cats = np.asarray(pandas_categories)
-            if cats.dtype.kind in "US":
-                cats = cats.astype(str).astype(object)
-            elif cats.dtype.kind in "iub":
-                cats = cats.astype(np.float64)
-            return cats
-        keep = ~missing if weights is None else (~missing & (weights > 0))
-        if not keep.any():
-            raise ValueError(
-                f"X: observed node {name!r} has no observed value with positive weight, so "
-                "its categories cannot be learned; declare its cardinality.")
-        if labels:
-            return np.unique(col[keep].astype(str)).astype(object)
-        cats = np.unique(col[keep])
-        fractional = cats[cats != np.round(cats)]
-        if fractional.size and not self.allow_float_categories:
-            raise ValueError(
-                f"X: column for node {name!r} holds non-integral values such as "
-                f"{float(fractional[0])!r} ({cats.size} distinct values); VBDiscreteDAG models "
-                "categories, not continuous data. Discretise the column (e.g. "
-                "sklearn.preprocessing.KBinsDiscretizer), pass it as strings or a pandas "
-                "categorical, or set allow_float_categories=True to make every distinct "
-                "value a category.")
-        return cats
-
-    def _prior_flat(self, layout):
-        s = layout.structure
-        p = self.prior
-        if isinstance(p, (str, Real)):
-            return np.concatenate([
-                np.full(int(q * r), family_prior_value(p, self.ess, int(q), int(r)))
-                for q, r in zip(layout.q, layout.r)])
-        if isinstance(p, dict):
-            unknown = [k for k in p if k not in s.names]
-            if unknown:
-                raise ValueError(f"prior names unknown nodes {unknown}; nodes are {list(s.names)}.")
-            tables = [p.get(n, 1.0) for n in s.names]
-        else:
-            tables = list(p)
-            if len(tables) != s.n_nodes:
-                raise ValueError(f"prior has {len(tables)} entries but the structure has {s.n_nodes} nodes.")
-        out = []
-        for j, t in enumerate(tables):
-            shape = (int(layout.q[j]), int(layout.r[j]))
-            t = np.asarray(t, dtype=float)
-            try:
-                t = np.broadcast_to(t, shape)
-            except ValueError:
-                raise ValueError(
-                    f"prior for node {s.names[j]!r} must broadcast to shape {shape}; got {t.shape}.") from None
-            if not np.all(np.isfinite(t)) or np.any(t <= 0):
-                raise ValueError(f"prior for node {s.names[j]!r} must be positive and finite.")
-            out.append(t.ravel())
-        return np.concatenate(out)
-
-    def _start_tables(self, layout):
-        """Validated ``init_posterior`` as starting log-tables per node (None: not given)."""
-        given = self.init_posterior
-        if given is None:
-            raise ValueError(
-                "init_params='posterior' needs init_posterior: a dict mapping node names to "
-                "Dirichlet parameter tables of shape (parent configurations, states).")
-        s = layout.structure
-        unknown = [k for k in given if k not in s.names]
-        if unknown:
-            raise ValueError(f"init_posterior names unknown node(s) {unknown}; nodes are {list(s.names)}.")
-        tables = []
-        for j, name in enumerate(s.names):
-            if name not in given:
-                tables.append(None)
-                continue
-            shape = (int(layout.q[j]), int(layout.r[j]))
-            alpha = np.array(given[name], dtype=float)
-            if alpha.shape != shape:
-                raise ValueError(
-                    f"init_posterior[{name!r}] must have shape {shape} (parent configurations x "
-                    f"states of node {name!r}); got {alpha.shape}.")
-            if not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
-                raise ValueError(
-                    f"init_posterior[{name!r}] must hold positive finite Dirichlet parameters.")
-            if self.method == "vb":
-                tables.append(dirichlet_expected_log(alpha))
-            else:
-                tables.append(np.log(alpha / alpha.sum(axis=1, keepdims=True)))
-        return tables
-
     def _check_online(self, what):
         """Arguments that online learning (``what``: the argument or method asking for
         it) cannot combine with."""
@@ -550,21 +383,23 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         structure = parse_structure(self.structure, self.cardinalities, self.hidden,
                                     observed_names=obs_names, n_components=self.n_components)
         self._structure = structure
-        self._columns = self._observed_columns(names, len(columns), structure)
+        self._columns = observed_columns(structure, names, len(columns), self.structure is None)
         weights = None
         if sample_weight is not None:
             weights = _check_sample_weight(sample_weight, columns[0][:, None], dtype=np.float64,
                                            ensure_non_negative=True)
-        self._cardinalities_list = list(structure.cardinalities)
-        codes = self._encode([columns[c] for c in self._columns], fit=True, weights=weights,
-                             declared_categories=[declared[c] for c in self._columns])
+        codes, self._categories = encode_columns(
+            [columns[c] for c in self._columns], structure, weights=weights,
+            declared_categories=[declared[c] for c in self._columns],
+            allow_float_categories=self.allow_float_categories)
+        cardinalities = list(structure.cardinalities)
         for c, j in enumerate(structure.observed):
             if self._categories[c] is not None:
-                self._cardinalities_list[j] = int(self._categories[c].size)
-        self._structure = structure.with_cardinalities(self._cardinalities_list)
+                cardinalities[j] = int(self._categories[c].size)
+        self._structure = structure.with_cardinalities(cardinalities)
         layout = CPTLayout(self._structure)
         self._layout = layout
-        self._prior = self._prior_flat(layout)
+        self._prior = prior_flat(self.prior, self.ess, layout)
         self._basis = self.map_basis
         if self.method == "map" and self.map_basis == "natural" and np.any(self._prior < 1):
             warn_at_caller(
@@ -572,8 +407,9 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
                 "probabilities (eq. 6.23); using the softmax basis (theta ∝ lambda + N) instead.",
                 UserWarning)
             self._basis = "softmax"
-        codes, weights = _positive_rows(codes, weights)
-        start = self._start_tables(layout) if self.init_params == "posterior" else None
+        codes, weights = positive_rows(codes, weights)
+        start = (start_tables(self.init_posterior, layout, self.method)
+                 if self.init_params == "posterior" else None)
         pdata = prepare_patterns(codes, weights, layout, max_configurations=self.max_configurations)
         return _FitData(pdata, layout, self._prior, n, start, codes,
                         np.ones(codes.shape[0]) if weights is None else weights)
@@ -672,7 +508,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         """One restart from the stored E-step state, as one compiled call (or epochs of
         online steps with ``learning_method="online"``)."""
         if self.method == "vb" and self.learning_method == "online":
-            return self._run_online(data)
+            return run_online(self, data)
         if isinstance(data, DaskFitData):
             # the VBE steps are tasks on the chunks: the iteration runs here
             if getattr(self, "_stale_counts", False):
@@ -718,60 +554,6 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         return [float(v) for v in trace[:n_iter]], bool(converged)
 
     # ------------------------------------------------------------------ online VB
-    def _vbm_from_counts(self, prior):
-        """The VBM step of the stored counts (the first q(theta) of an online run)."""
-        self._alpha_ = np.empty(self._layout.size)
-        self._elog_ = np.empty(self._layout.size)
-        self._kl_ = float(dirichlet_update(prior, self._counts_, self._layout.row_ptr,
-                                           self._alpha_, self._elog_))
-        self._fresh = False
-
-    def _online_step(self, codes, weights, total_samples):
-        """One natural-gradient step of q(theta) from the minibatch of rows ``codes``
-        (weights ``weights``) as a sample of ``total_samples`` rows
-        (:func:`~sklearn_vb.dag._online.natural_step`).  Returns the minibatch's
-        statistics (sum w ln Z under the q(theta) before the step) and the step."""
-        stats = minibatch_statistics(self._elog_, codes, weights, self._layout,
-                                     self.max_configurations)
-        rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
-        step = natural_step(self._prior, self._alpha_, stats.counts,
-                            float(total_samples) / stats.weight, rho, self._layout.row_ptr)
-        self._alpha_, self._elog_, self._kl_ = step.alpha, step.expected_log, step.kl
-        self.n_batch_iter_ += 1
-        return stats, step
-
-    def _run_online(self, data):
-        """Epochs of minibatch steps over the rows of ``data`` in random orders
-        (``learning_method="online"``); returns the per-epoch bound estimates and
-        whether they converged (see ``learning_method``)."""
-        rng = self.__dict__.pop("_online_rng", None)  # the start's, set by _initialize
-        if rng is None:  # a warm start
-            rng = check_random_state(self.random_state)
-        if getattr(self, "_fresh", False):
-            self._vbm_from_counts(data.prior)
-        if not hasattr(self, "n_batch_iter_"):
-            self.n_batch_iter_ = 1
-        self._stale_counts = False
-        self._run_extrapolations = None
-        codes, weights = data.codes, data.row_weights
-        total = float(weights.sum())
-        trace, converged = [], False
-        for epoch in range(1, self.max_iter + 1):
-            log_norm = 0.0
-            for rows in minibatches(codes.shape[0], self.batch_size, rng):
-                log_norm += self._online_step(codes[rows], weights[rows], total)[0].log_normaliser
-            trace.append(log_norm - self._kl_)
-            if not np.isfinite(trace[-1]):
-                raise FloatingPointError(
-                    f"{type(self).__name__}: the bound estimate is {trace[-1]} at epoch "
-                    f"{epoch}; the data or the priors are degenerate.")
-            if self.verbose >= 2 and epoch % self.verbose_interval == 0:
-                print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
-            if len(trace) > 1 and abs(trace[-1] - trace[-2]) < self.tol * total:
-                converged = True
-                break
-        return trace, converged
-
     def _check_run(self, trace, status, step, before, after):
         """Raise, warn and print as the base class's loop does after every iteration."""
         iteration = trace.shape[0] + 1  # where a failed run stopped
@@ -885,13 +667,10 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         """Online variational Bayes: natural-gradient steps on q(theta) from the rows
         of ``X``.
 
-        ``X`` is split into minibatches of at most ``batch_size`` consecutive rows, in
-        order (as scikit-learn's ``LatentDirichletAllocation.partial_fit`` does; one
-        step when ``X`` holds ``batch_size`` rows or fewer).  Each minibatch makes one
-        step of stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013):
-        an exact VBE step on its rows (the posterior over the joint configurations of
-        every row's unobserved nodes under the current ``exp E[ln theta]``), then, for
-        every CPT row's Dirichlet,
+        {partial_fit_minibatches}
+        The step is an exact VBE step on its rows (the posterior over the joint
+        configurations of every row's unobserved nodes under the current
+        ``exp E[ln theta]``), then, for every CPT row's Dirichlet,
 
             alpha <- (1 - rho) alpha + rho (lambda + total_samples / n_b * N_b),
 
@@ -914,19 +693,13 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         the cardinalities of a stream whose first chunk may not show every state.  A
         fitted model (by ``fit``, batch or online) continues from its q(theta).
 
-        After every call the fitted attributes describe the current q(theta), so
-        ``score``, ``predict``, ``predict_proba``, ``sample`` and the rest work.  The
-        bound bookkeeping becomes that of a stream: ``lower_bound_`` is a stochastic
-        estimate of the bound of ``total_samples`` rows from the last minibatch
-        (``total_samples / n_b`` times its sum of ln Z under the q(theta) its step
-        started from, minus the KL of q(theta) after the step); ``lower_bounds_``
-        holds these estimates for every step since the first ``partial_fit`` after the
-        last ``fit``, ``n_iter_`` their number; ``converged_`` is False (a stream has
-        no convergence test); ``expected_counts_`` are the last minibatch's expected
-        counts times ``total_samples / n_b``; ``log_likelihood_`` is that of the rows
-        of this call's ``X`` under ``cpts_``.  Since ``lower_bound_`` is not a bound on
-        the log evidence of given data, the ``"vb"`` score of :mod:`sklearn_vb.scoring`
-        refuses a model trained by ``partial_fit``.
+        {partial_fit_stream}
+        The estimate is ``total_samples / n_b`` times the minibatch's sum of ln Z under
+        the q(theta) its step started from, minus the KL of q(theta) after the step;
+        ``expected_counts_`` are the last minibatch's expected counts times
+        ``total_samples / n_b``; ``log_likelihood_`` is that of the rows of this
+        call's ``X`` under ``cpts_``.
+        {partial_fit_not_scored}
 
         Parameters
         ----------
@@ -940,46 +713,15 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         -------
         self
         """
-        self._validate_params()
-        self._check_online("partial_fit")
-        if hasattr(self, "lower_bound_") and not hasattr(self, "posterior_"):
-            raise ValueError("partial_fit continues q(theta); this model holds a point "
-                             "estimate of an earlier fit with method='ml' or 'map'.")
-        if not hasattr(self, "lower_bound_"):
-            data = self._check_fit_data(X, sample_weight)
-            self._initialize(data, check_random_state(self.random_state))
-            self.__dict__.pop("_online_rng", None)
-            self._vbm_from_counts(data.prior)
-            codes, weights, pdata = data.codes, data.row_weights, data.pdata
-        else:
-            codes, weights = _positive_rows(*self._codes(X, sample_weight))
-            weights = np.ones(codes.shape[0]) if weights is None else weights
-            pdata = prepare_patterns(codes, weights, self._layout,
-                                     max_configurations=self.max_configurations)
-        if not hasattr(self, "n_batch_iter_"):
-            self.n_batch_iter_ = 1
-        history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
-        total = float(self.total_samples)
-        for rows in minibatches(codes.shape[0], self.batch_size):
-            whole = rows.shape[0] == codes.shape[0]
-            stats, step = self._online_step(codes if whole else codes[rows],
-                                            weights if whole else weights[rows], total)
-            history.append(total / stats.weight * stats.log_normaliser - self._kl_)
-        self._counts_ = step.scaled_counts
-        theta = self._set_fitted_tables(self._layout, self._prior)
-        self.log_likelihood_ = self._weighted_log_likelihood(pdata, theta)
-        self._record_stream(history)
-        # the stored counts are a scaled minibatch's, not those of any fit data: a
-        # warm-started batch fit begins with a VBE step
-        self._stale_counts = True
-        return self
+        return partial_fit(self, X, sample_weight)
 
     # ------------------------------------------------------------------ prediction
     def _codes(self, X, sample_weight=None):
         """Integer codes (-1 missing) of the rows of new data ``X`` in observed-node
         order, and the validated ``sample_weight`` (None when not given)."""
         columns, _ = validate_categorical_data(self, X, reset=False)
-        codes = self._encode([columns[c] for c in self._columns], fit=False)
+        codes = encode_columns([columns[c] for c in self._columns], self._structure,
+                               self._categories)[0]
         weights = None
         if sample_weight is not None:
             weights = _check_sample_weight(sample_weight, columns[0][:, None], dtype=np.float64,
@@ -1115,23 +857,13 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         """ln p(X | structure, prior) by brute-force summation over all completions
         of the hidden values.  Exponential cost: tiny data only."""
         pdata = self._prepare(X)
-        return exact_log_evidence(self._prior_flat(self._layout), self._layout, pdata, max_terms=max_terms)
+        return exact_log_evidence(prior_flat(self.prior, self.ess, self._layout), self._layout, pdata, max_terms=max_terms)
 
 
 def _pattern_weights(data):
     """The weights of the per-pattern ln Z and entropies the estimator stores: the
     patterns' in memory; one for the sums over the chunks of a dask array."""
     return np.ones(1) if isinstance(data, DaskFitData) else data.pdata.weights
-
-
-def _positive_rows(codes, weights):
-    """The rows of positive weight (all of them without weights)."""
-    if weights is None:
-        return codes, None
-    keep = weights > 0
-    if not keep.any():
-        raise ValueError("sample_weight: every weight is zero.")
-    return codes[keep], weights[keep]
 
 
 def sample_states(structure, layout, theta, n_samples, rng):

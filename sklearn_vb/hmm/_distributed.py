@@ -267,10 +267,26 @@ class DaskFitData:
         return self.chunk_sum(family, _nearest_context_stats, centres, emission_prior)
 
 
-def dask_fit_data(estimator, X, lengths):
+def _check_dask_fit(estimator, sequence_ids, states):
+    """What a fit on a dask array cannot combine with."""
+    if sequence_ids is not None:
+        raise ValueError("sequence_ids is not supported with a dask array X; give "
+                         "lengths.")
+    if estimator.method != "vb" or estimator.learning_method != "batch":
+        raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
+                         f"and learning_method='batch'; got method={estimator.method!r}, "
+                         f"learning_method={estimator.learning_method!r}.")
+    if states is not None:
+        raise ValueError("states (known states) is not supported with a dask array X.")
+
+
+def dask_fit_data(estimator, X, lengths, sequence_ids=None, states=None):
     """Validate the dask array ``X`` of sequences of ``lengths`` chunk by chunk where
     the chunks live, set the estimator's data-dependent fitted attributes
-    (``n_features_in_``, ``n_symbols_``, ...) and return the :class:`DaskFitData`."""
+    (``n_features_in_``, ``n_symbols_``, ...) and return the :class:`DaskFitData`;
+    ``sequence_ids`` and known ``states`` are refused, as are the settings that do not
+    fit by batch VBEM."""
+    _check_dask_fit(estimator, sequence_ids, states)
     import dask
 
     family = estimator._family

@@ -22,27 +22,32 @@ with every constant included (also the -D/2 ln 2 pi per frame of Gaussian emissi
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import DensityMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._core.distributions import dirichlet_expected_log
-from . import kernels as _k
-from .forward_backward import forward_backward
-from ._clamp import check_states, clamp_table
+from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED, fill_doc,
+                                online_learning_epochs, online_learning_result,
+                                online_step_params, partial_fit_minibatches,
+                                partial_fit_stream)
+from ._clamp import check_states
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._data import _FitData
+from ._fitted import hyper_arrays, set_fitted_posterior
 from ._distributed import dask_fit_data, is_dask_array
 from ._working_set import check_batch_fit_memory
+from ._fit_combinations import check_fit_combinations
 from ._init import initial_posterior, start_point
-from ._inputs import check_levels, forward_backward_inputs, viterbi_inputs
-from ._online_fit import check_online, partial_fit_pass, run_online
-from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
+from ._inputs import input_levels
+from ._online_fit import partial_fit, run_online
+from ._point_fit import e_step, m_step, objective as point_objective, set_fitted_point
+from ._predict import plugin_forward, sample_sequence, state_marginals, viterbi_path
 from ._state import DirichletHMM
-from ._vbem import (expected_log_params, frame_marginals, kl_terms,
+from ._vbem import (expected_log_params, kl_terms,
                     lower_bound_after_vbm, optimize_dirichlet_scale, pack_posterior,
                     unpack_posterior, vbe, vbe_statistics, vbm)
 from .._core.validation import (
@@ -52,11 +57,22 @@ from .._core.validation import (
     fitted_from_sequence_ids,
     sequence_bounds,
 )
-from .._core.base import ACCELERATION_CONSTRAINT, Step, VBEMEstimator
-from .emissions import EMISSION_FAMILIES, emission_family
+from .._core.base import Step, VBEMEstimator
+from .emissions import emission_family
 from .emissions._checks import check_dirichlet_prior
 
 __all__ = ["VBHiddenMarkov"]
+
+#: ``X`` and ``y`` of the methods that fit
+_SEQUENCES_X_Y = """\
+X : array-like of shape (n_samples, n_features)
+    Concatenated sequences (integer symbols in one column for categorical
+    emissions).  NaN marks a missing value, marginalised out (missing at
+    random; categorical, Poisson and diagonal Gaussian emissions).
+y : None, or one entry per row (ignored)
+    Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
+    lengths here.
+"""
 
 
 # ---------------------------------------------------------------------------
@@ -64,6 +80,15 @@ __all__ = ["VBHiddenMarkov"]
 # ---------------------------------------------------------------------------
 
 
+@fill_doc(online_learning_epochs=online_learning_epochs("sequences"),
+          online_learning_result=online_learning_result("sequences", "frame",
+                                                        "forward-backward pass"),
+          online_learning_restarts=ONLINE_LEARNING_RESTARTS,
+          online_step_params=online_step_params("sequences"),
+          partial_fit_minibatches=partial_fit_minibatches("sequences",
+                                                          ", and sequences are never split"),
+          partial_fit_stream=partial_fit_stream("sequences"),
+          partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED, sequences_X_y=_SEQUENCES_X_Y)
 class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     """Variational Bayesian hidden Markov model with categorical, Gaussian or Poisson emissions.
 
@@ -228,36 +253,20 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         online learning.
     learning_method : {"batch", "online"}, default="batch"
         How ``fit`` updates q(theta) (``method="vb"`` only), as in scikit-learn's
-        ``LatentDirichletAllocation``.  ``"batch"`` runs VBEM on all sequences at every
-        iteration.  ``"online"`` runs stochastic variational inference (Hoffman, Blei,
-        Wang & Paisley 2013): each of at most ``max_iter`` epochs visits the sequences
-        in a random order (``random_state``) in minibatches of ``batch_size``
-        sequences, and every minibatch makes one natural-gradient step (see
-        :meth:`partial_fit`, with ``total_samples`` the number of sequences of ``X``).
+        ``LatentDirichletAllocation``.
+        {online_learning_epochs}
         An epoch records in ``lower_bounds_`` a stochastic estimate of the bound: the
         sum over its minibatches of ln Z of each (under the q(theta) that its step
-        started from) minus the KL terms of q(theta) at the end of the epoch.  The fit
-        has converged when that estimate changed by less than ``tol`` nats *per frame*
-        (the estimate is noisy at the scale of the total).  ``lower_bound_`` is then
-        the exact bound of the final q(theta) on ``X`` (one more forward-backward pass
-        over all sequences), as in batch mode, and may differ from
-        ``lower_bounds_[-1]``.  ``acceleration`` and ``bound_check`` do not apply (the
-        estimate may decrease); restarts (``n_init``, and the three starts of
-        ``init_params="auto"``) and ``warm_start`` work as in batch mode, the run kept
-        being the one with the highest last estimate.  The steps shrink as they
-        accumulate, so where batch VBEM crosses a long plateau (states that are still
-        copies of one another) an online fit may stop on it.  :meth:`partial_fit`
-        always learns online, whatever this is.  For one long sequence (or a few)
-        set ``subchain_length``: the minibatches are then subchains.
-    learning_decay : float in [0, 1], default=0.7
-        kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
-        t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
-        (0.5, 1] satisfy the conditions under which the steps converge; 0 gives
-        rho = 1 at every step (each step then replaces q(theta) by the VBM update of
-        its minibatch, scaled to ``total_samples`` sequences).
-    learning_offset : float >= 0, default=10.0
-        tau0 of the step sizes: larger values damp the first steps.  With 0 the first
-        step has rho = 1.
+        started from) minus the KL terms of q(theta) at the end of the epoch.
+        {online_learning_result}
+        ``acceleration`` and ``bound_check`` do not apply (the estimate may decrease).
+        {online_learning_restarts}
+        The three starts of ``init_params="auto"`` are run online too, and the kept
+        one is chosen as between restarts.  The steps shrink as they accumulate, so
+        where batch VBEM crosses a long plateau (states that are still copies of one
+        another) an online fit may stop on it.  For one long sequence (or a few) set
+        ``subchain_length``: the minibatches are then subchains.
+    {online_step_params}
     batch_size : int, default=128
         Number of sequences in a minibatch (``learning_method="online"`` and
         :meth:`partial_fit`; sequences are not split), or of subchains with
@@ -369,38 +378,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     (500,)
     """
 
-    _parameter_constraints: dict = {
-        **VBEMEstimator._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "emission": [StrOptions({emission for emission, _ in EMISSION_FAMILIES})],
-        "covariance_type": [StrOptions({"full", "diag"})],
-        "n_symbols": [None, Interval(Integral, 1, None, closed="left")],
-        "startprob_prior": [None, Real, "array-like"],
-        "transmat_prior": [None, Real, "array-like"],
-        "emissionprob_prior": [None, Real, "array-like"],
-        "means_prior": [None, Real, "array-like"],
-        "beta_prior": [Interval(Real, 0.0, None, closed="neither")],
-        "dof_prior": [None, Interval(Real, 0.0, None, closed="neither")],
-        "scale_prior": [None, Real, "array-like"],
-        "rate_prior": [None, "array-like"],
-        "optimize_prior_strengths": ["boolean"],
-        "transition_inputs": [None, StrOptions({"categorical"})],
-        "n_input_levels": [None, Interval(Integral, 1, None, closed="left")],
-        "init_params": [
-            StrOptions({"auto", "context", "random_marginals", "random", "random_params", "kmeans",
-                        "posterior"})
-        ],
-        "init_posterior": [None, dict],
-        "acceleration": ACCELERATION_CONSTRAINT,
-        "method": [StrOptions({"vb", "map", "ml"})],
-        "learning_method": [StrOptions({"batch", "online"})],
-        "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
-        "learning_offset": [Interval(Real, 0.0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "total_samples": [Interval(Real, 0.0, None, closed="neither")],
-        "subchain_length": [None, Interval(Integral, 1, None, closed="left")],
-        "buffer_length": [StrOptions({"auto"}), Interval(Integral, 0, None, closed="left")],
-    }
+    _parameter_constraints: dict = {**VBEMEstimator._parameter_constraints,
+                                    **PARAMETER_CONSTRAINTS}
 
     def __init__(
         self,
@@ -502,81 +481,23 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Xv = family.check_X(X, self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
-        levels, n_levels = self._check_inputs(U, Xv.shape[0], reset)
+        levels, n_levels = input_levels(self, U, Xv.shape[0], reset)
         return _FitData(
             X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends,
             known_states=check_states(states, Xv.shape[0], self.n_components),
             levels=levels, n_levels=n_levels,
         )
 
-    def _check_inputs(self, U, n_frames, reset):
-        """The input levels of ``U`` (or None for a plain HMM) and the number of levels;
-        on the training data (``reset``) that number is set as ``n_input_levels_``."""
-        if self.transition_inputs is None:
-            if U is not None:
-                raise ValueError("U (transition inputs) was given to a VBHiddenMarkov "
-                                 "with transition_inputs=None; set "
-                                 "transition_inputs='categorical' to fit input-driven "
-                                 "transitions.")
-            if reset:
-                self.__dict__.pop("n_input_levels_", None)
-            return None, None
-        if U is None:
-            raise ValueError("U is required: this VBHiddenMarkov has "
-                             f"transition_inputs={self.transition_inputs!r}; give U, one "
-                             "input level per row of X.")
-        if reset:
-            levels = check_levels(U, n_frames, self.n_input_levels)
-            self.n_input_levels_ = int(self.n_input_levels if self.n_input_levels is not None
-                                       else levels.max(initial=0) + 1)
-            return levels, self.n_input_levels_
-        n_levels = getattr(self, "n_input_levels_", None)
-        if n_levels is None:
-            raise ValueError("U (transition inputs) was given, but this VBHiddenMarkov was "
-                             "fitted without them; refit it with U.")
-        return check_levels(U, n_frames, n_levels), n_levels
-
     def _check_fit_data(self, X, lengths=None, sequence_ids=None, states=None, U=None):
-        if self.learning_method == "online":
-            check_online(self, "learning_method='online'")
-        if self.method != "vb" and self.optimize_prior_strengths:
-            raise ValueError("optimize_prior_strengths=True needs method='vb' (it maximises "
-                             f"the variational bound); got method={self.method!r}.")
-        if (self.warm_start and hasattr(self, "lower_bound_")
-                and self._point_fitted != (self.method != "vb")):
-            raise ValueError("warm_start=True continues the previous fit, which used another "
-                             f"method than method={self.method!r}; refit without warm_start.")
-        if states is not None and self.subchain_length is not None:
-            raise ValueError("states (known states) cannot be combined with subchain_length: "
-                             "the subchains' buffered passes do not clamp q(s).")
-        if self.transition_inputs is not None and (
-                self.method != "vb" or self.learning_method != "batch" or is_dask_array(X)):
-            raise ValueError("transition_inputs is fitted by batch VBEM in memory: it needs "
-                             f"method='vb', learning_method='batch' and an in-memory X; got "
-                             f"method={self.method!r}, learning_method="
-                             f"{self.learning_method!r}"
-                             + (" and a dask array X." if is_dask_array(X) else "."))
+        check_fit_combinations(self, X, states)
         if is_dask_array(X):
-            self._check_dask(sequence_ids)
-            if states is not None:
-                raise ValueError("states (known states) is not supported with a dask array X.")
-            return dask_fit_data(self, X, lengths)
+            return dask_fit_data(self, X, lengths, sequence_ids, states)
         data = self._sequence_data(X, lengths, sequence_ids, reset=True, states=states, U=U)
         family = self._family
         attributes, data.summary = family.fit_attributes_and_summary(data.X, self)
         for name, value in attributes.items():
             setattr(self, name, value)
         return data
-
-    def _check_dask(self, sequence_ids):
-        """What a fit on a dask array cannot combine with."""
-        if sequence_ids is not None:
-            raise ValueError("sequence_ids is not supported with a dask array X; give "
-                             "lengths.")
-        if self.method != "vb" or self.learning_method != "batch":
-            raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
-                             f"and learning_method='batch'; got method={self.method!r}, "
-                             f"learning_method={self.learning_method!r}.")
 
     # ------------------------------------------------------------------ priors
     def _resolve_priors(self, data):
@@ -640,7 +561,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     # ------------------------------------------------------------------ loop steps
     def _iteration_steps(self):
         if self.method != "vb":
-            return (Step("m", self._step_m), Step("e", self._step_e))
+            return (Step("m", lambda data, it: m_step(self)),
+                    Step("e", lambda data, it: e_step(self, data)))
         if self.optimize_prior_strengths:
             return (Step("prior", self._step_prior), Step("vbm", self._step_vbm),
                     Step("vbe", self._step_vbe))
@@ -683,25 +605,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                                                            prior.emission)
         self._vbe_expected_log_ = expected_log_params(family, posterior)  # q(theta) that produced q(s)
         kl = kl_terms(family, posterior, prior)
-        self._vbe_kl = (self._hyper_arrays(), kl)
+        self._vbe_kl = (hyper_arrays(self), kl)
         return self._vbe_log_norm_ - sum(kl)
-
-    def _hyper_arrays(self):
-        """The stored arrays of the prior and of q(theta) themselves (not copies), to
-        tell whether either was replaced since a quantity was computed from them."""
-        names = ("startprob", "transmat") + tuple(self._family.hyper_names)
-        return tuple(getattr(self, f"{name}_{kind}_") for kind in ("prior", "posterior")
-                     for name in names)
-
-    def _kl_terms(self):
-        """:func:`kl_terms` of the stored q(theta) and prior; those of the last VBE step
-        when it evaluated these very arrays (the fitted state after VBEM)."""
-        cached = getattr(self, "_vbe_kl", None)
-        if cached is not None:
-            arrays = self._hyper_arrays()
-            if len(arrays) == len(cached[0]) and all(a is b for a, b in zip(arrays, cached[0])):
-                return cached[1]
-        return kl_terms(self._family, self._hyper("posterior"), self._hyper("prior"))
 
     # ------------------------------------------------------------------ online VB
     def _run_vbem(self, data):
@@ -718,55 +623,6 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _point_fitted(self):
         """Whether the stored state is a point estimate (``method="ml"``/``"map"``)."""
         return self._theta_ is not None
-
-    def _point_log_prior(self, params):
-        """The prior term of the EM objective (0 for ML; the softmax-basis MAP term) at
-        ``params``, the point's blocks (:meth:`PointParameters.blocks`)."""
-        if self.method == "ml":
-            return 0.0
-        prior = self._emission("prior")
-        density = self._family.param_density(prior, self.n_components)
-        return point_log_prior(self._family, self.startprob_prior_, self.transmat_prior_,
-                               density, params)
-
-    def _point_complete_loglik(self, params):
-        return float(complete_log_likelihood(self._family, self._emission("prior"), params,
-                                             self._stats_, self.n_components)[0])
-
-    def _step_m(self, data, iteration):
-        if getattr(self, "_fresh", False):
-            return  # the starting point is evaluated first
-        self._theta_ = point_m_step(self._family, self.startprob_prior_, self.transmat_prior_,
-                                    self._emission("prior"), self._stats_, self.method)
-        self._at_vbe = False
-
-    def _step_e(self, data, iteration):
-        self._fresh = False
-        params = self._theta_.blocks()
-        self._loglik_, self._stats_ = point_e_step(
-            self._family, self._emission("prior"), params, data.X, data.starts, data.ends,
-            self.n_components, data.known_states)
-        # H[p(s | X, theta)] = ln p(X | theta) - E ln p(s, X | theta), kept for the bound
-        # of the M step (the EM lower bound of the objective at a new theta)
-        self._path_entropy = self._loglik_ - self._point_complete_loglik(params)
-        self._vbe_bound = self._loglik_ + self._point_log_prior(params)
-        self._at_vbe = True
-        if not hasattr(self, "_run_bounds"):
-            self._run_bounds = []
-        self._run_bounds.append(self._vbe_bound)
-
-    def _finalize_point(self):
-        point = self._theta_
-        with_transitions = point.startprob is not None  # K > 1
-        self.startprob_ = point.startprob.copy() if with_transitions else np.ones(1)
-        self.transmat_ = point.transmat.copy() if with_transitions else np.ones((1, 1))
-        for name, value in self._family.point_attributes(point.emission).items():
-            setattr(self, name, value)
-        self.occupancy_ = self._family.occupancy(self._stats_.emission)
-        self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
-        self.log_likelihood_ = float(self._loglik_)
-        self.objective_ = self.lower_bound_
-        self.objectives_ = self.lower_bounds_
 
     # ------------------------------------------------------------------ acceleration
     #: extrapolate only after this many shrinking increments (see ``_settled`` in base)
@@ -810,39 +666,18 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if getattr(self, "_at_vbe", False):
             return self._vbe_bound
         if self._point_fitted:
-            params = self._theta_.blocks()
-            return (self._path_entropy + self._point_complete_loglik(params)
-                    + self._point_log_prior(params))
+            return point_objective(self)
         return lower_bound_after_vbm(self._family, self._hyper("posterior"), self._hyper("prior"),
                                      self._stats_, self._vbe_log_norm_, self._vbe_expected_log_)
 
     def _finalize(self, data):
         if self._point_fitted:
-            self._finalize_point()
+            set_fitted_point(self)
             return
         if self.learning_method == "online":
             # the history holds estimates; the bound of the final q(theta) is exact
             self.lower_bound_ = float(self._evaluate_vbe(data))
-        self._set_fitted_posterior(self._vbe_log_norm_)
-
-    def _set_fitted_posterior(self, log_normaliser):
-        """The attributes derived from q(theta) and the statistics ``_stats_``: the bound
-        terms (with ``log_normaliser`` their sum ln Z), posterior means, occupancies."""
-        kl_start, kl_trans, kl_emis = self._kl_terms()
-        self.lower_bound_terms_ = {
-            "log_normaliser": log_normaliser,
-            "kl_startprob": kl_start,
-            "kl_transmat": kl_trans,
-            "kl_emission": kl_emis,
-        }
-        self.startprob_ = self.startprob_posterior_ / self.startprob_posterior_.sum()
-        self.transmat_ = self.transmat_posterior_ / self.transmat_posterior_.sum(axis=-1,
-                                                                                keepdims=True)
-        family = self._family
-        for name, value in family.point_estimates(self._emission("posterior")).items():
-            setattr(self, name, value)
-        self.occupancy_ = family.occupancy(self._stats_.emission)
-        self.n_effective_components_ = int(np.sum(self.occupancy_ >= 1.0))
+        set_fitted_posterior(self, self._vbe_log_norm_)
 
     # ------------------------------------------------------------------ public API
     def fit(self, X, y=None, lengths=None, sequence_ids=None, states=None, U=None):
@@ -850,13 +685,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Concatenated sequences (integer symbols in one column for categorical
-            emissions).  NaN marks a missing value, marginalised out (missing at
-            random; categorical, Poisson and diagonal Gaussian emissions).
-        y : None, or one entry per row (ignored)
-            Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
-            lengths here.
+        {sequences_X_y}
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X`` (hmmlearn convention).
         sequence_ids : array-like of shape (n_samples,), optional
@@ -898,14 +727,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """Online variational Bayes: natural-gradient steps on q(theta) from the
         sequences of ``X``.
 
-        ``X`` is split into minibatches of at most ``batch_size`` sequences, in order
-        (as scikit-learn's ``LatentDirichletAllocation.partial_fit`` does; one step when
-        ``X`` holds ``batch_size`` sequences or fewer, and sequences are never split).
-        Each minibatch makes one step of stochastic variational inference (Hoffman,
-        Blei, Wang & Paisley 2013): an exact VBE step on the minibatch (forward-backward
-        under the current exp E[ln theta]), then, for every factor of q(theta) (the
-        initial and transition Dirichlets and the emission posterior), in its natural
-        parameters lambda,
+        {partial_fit_minibatches}
+        The step is an exact VBE step on the minibatch (forward-backward under the
+        current exp E[ln theta]), then, for every factor of q(theta) (the initial and
+        transition Dirichlets and the emission posterior), in its natural parameters
+        lambda,
 
             lambda <- (1 - rho) lambda + rho (prior + total_samples / n_b * statistics),
 
@@ -931,29 +757,16 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         stream does not support keeps a posterior near its prior, as in batch VBEM
         (``n_effective_components_`` counts the others).
 
-        After every call the fitted attributes describe the current q(theta), so
-        ``score``, ``predict``, ``predict_proba``, ``sample`` and the rest work.  The
-        bound bookkeeping becomes that of a stream: ``lower_bound_`` is a stochastic
-        estimate of the bound of ``total_samples`` sequences, from the last minibatch
-        (``total_samples / n_b`` times its sum of ln Z under the q(theta) its step
-        started from, minus the KL terms of q(theta) after the step;
-        ``lower_bound_terms_`` holds the two parts); ``lower_bounds_`` holds these
-        estimates for every step since the first ``partial_fit`` after the last
-        ``fit``, ``n_iter_`` their number; ``converged_`` is False (a stream has no
-        convergence test); ``occupancy_`` is the last minibatch's expected state
-        occupancy times ``total_samples / n_b``.  Since ``lower_bound_`` is not a bound
-        on the log evidence of given data, the ``"vb"`` score of
-        :mod:`sklearn_vb.scoring` refuses a model trained by ``partial_fit``.
+        {partial_fit_stream}
+        The estimate is ``total_samples / n_b`` times the minibatch's sum of ln Z under
+        the q(theta) its step started from, minus the KL terms of q(theta) after the
+        step (``lower_bound_terms_`` holds the two parts); ``occupancy_`` is the last
+        minibatch's expected state occupancy times ``total_samples / n_b``.
+        {partial_fit_not_scored}
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Concatenated sequences (integer symbols in one column for categorical
-            emissions).  NaN marks a missing value, marginalised out (missing at
-            random; categorical, Poisson and diagonal Gaussian emissions).
-        y : None, or one entry per row (ignored)
-            Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
-            lengths here.
+        {sequences_X_y}
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X``; pass it by keyword (the
             second positional argument is ``y``).
@@ -966,71 +779,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         -------
         self
         """
-        self._validate_params()
-        if self.transition_inputs is not None:
-            raise ValueError("partial_fit (online VB) does not support transition_inputs; "
-                             "fit the input-driven model by fit (batch VBEM).")
-        check_online(self, "partial_fit")
-        check_unused_y(y, X, "partial_fit")
-        if hasattr(self, "lower_bound_") and self._point_fitted:
-            raise ValueError("partial_fit continues q(theta); this model holds a point "
-                             "estimate of an earlier fit with method='ml' or 'map'.")
-        if is_dask_array(X):
-            # a chunk of a stream (dask-ml's Incremental feeds blocks one by one): one
-            # call holds its X in memory anyway
-            X = X.compute()
-        first = not hasattr(self, "lower_bound_")
-        if first:
-            data = self._check_fit_data(X, lengths, sequence_ids, states)
-            self._initialize(self._first_minibatch(data), check_random_state(self.random_state))
-        else:
-            if states is not None and self.subchain_length is not None:
-                self._check_fit_data(X, lengths, sequence_ids, states)  # raises
-            data = self._sequence_data(X, lengths, sequence_ids, reset=False, states=states)
-        history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
-        log_norm, step = partial_fit_pass(self, data, history)
-        self._stats_ = step.scaled_stats
-        self._set_fitted_posterior(log_norm)
-        self._record_stream(history)
-        # the stored q(theta) has no q(s) of any fit data: a warm-started fit begins
-        # with a VBE step, as after a start
-        self._fresh = True
-        self._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
-        return self
-
-    def _first_minibatch(self, data):
-        """The sequences the first ``partial_fit`` starts q(theta) from: its first
-        minibatch (all of ``data`` with ``subchain_length``, whose minibatches are drawn
-        from all of it), with the summary of all of ``data`` for the default priors.
-        A start from the whole call would hold arrays of all its frames at once."""
-        if self.subchain_length is not None or data.n_sequences <= self.batch_size:
-            return data
-        first = data.sequences(np.arange(self.batch_size), self._family)
-        first.summary = data.summary
-        return first
+        return partial_fit(self, X, y, lengths, sequence_ids, states)
 
     def _new_data(self, X, lengths, sequence_ids, states=None, U=None):
         data = self.check_data(X, lengths=lengths, sequence_ids=sequence_ids, U=U)
         data.known_states = check_states(states, data.n_frames, self.n_components)
         return data
-
-    def _plugin_table_index(self, data):
-        """The log emission table at the fitted parameters and the table row of every
-        frame: the posterior-mean plug-in of VB, or the point of ``method="ml"/"map"``."""
-        if self._point_fitted:
-            table = self._family.log_likelihood_tables(self._theta_.blocks(), data.X)[0]
-            return table, np.arange(data.n_frames, dtype=np.int64)
-        family = self._family
-        table = family.log_table(family.plugin_params(self._emission("posterior")), data.X)
-        return table, data.index
-
-    def _plugin_forward(self, data, want_posteriors=False):
-        log_pi = np.log(self.startprob_)
-        log_A = np.log(self.transmat_)
-        table, index = self._plugin_table_index(data)
-        return forward_backward_inputs(
-            log_pi, log_A, data.levels, table, index, data.starts, data.ends, want_posteriors,
-        )
 
     def score_samples(self, X, lengths=None, sequence_ids=None, per="frame", U=None):
         """Log-likelihood under the posterior-mean parameters.
@@ -1043,7 +797,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         if per not in ("frame", "sequence"):
             raise ValueError(f"per must be 'frame' or 'sequence'; got {per!r}.")
         data = self._new_data(X, lengths, sequence_ids, U=U)
-        log_norm, frame_log_norm = self._plugin_forward(data)[:2]
+        log_norm, frame_log_norm = plugin_forward(self, data)[:2]
         return frame_log_norm if per == "frame" else log_norm
 
     def score(self, X, y=None, lengths=None, sequence_ids=None, U=None):
@@ -1056,7 +810,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         check_unused_y(y, X, "score")
         check_sequences_routed(self, lengths, sequence_ids)
         data = self._new_data(X, lengths, sequence_ids, U=U)
-        return float(self._plugin_forward(data)[0].sum() / data.n_frames)
+        return float(plugin_forward(self, data)[0].sum() / data.n_frames)
 
     def score_bound(self, X, lengths=None, sequence_ids=None, U=None):
         """Total sum_i ln Z_i of one VBE pass on X with q(theta) fixed.
@@ -1076,19 +830,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """Variational state marginals q(s_t = k) of X with q(theta) fixed, (n_samples, K);
         with ``states`` (-1 where unknown, as in :meth:`fit`) given the known states, and
         with ``U`` (as in :meth:`fit`) given the input levels."""
-        data = self._new_data(X, lengths, sequence_ids, states, U=U)
-        return self._frame_marginals(data)
-
-    def _frame_marginals(self, data):
-        """q(s_t) of every frame under the current q(theta), (n_frames, K) (for a point
-        fit: p(s_t | X, theta) at the point)."""
-        if self._point_fitted:
-            table, index = self._plugin_table_index(data)  # one row per frame
-            table, index, _ = clamp_table(table, index, data.known_states)
-            out = forward_backward(np.log(self.startprob_), np.log(self.transmat_), table,
-                                   index, data.starts, data.ends, True)
-            return out[4][index]
-        return frame_marginals(self._family, self._hyper("posterior"), data)
+        return state_marginals(self, self._new_data(X, lengths, sequence_ids, states, U=U))
 
     def decode(self, X, lengths=None, sequence_ids=None, parameters="mean", states=None,
                U=None):
@@ -1101,19 +843,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         """
         if parameters not in ("mean", "expected_log"):
             raise ValueError(f"parameters must be 'mean' or 'expected_log'; got {parameters!r}.")
-        data = self._new_data(X, lengths, sequence_ids, states, U=U)
-        if parameters == "mean" or self._point_fitted:
-            log_pi, log_A = np.log(self.startprob_), np.log(self.transmat_)
-            table, index = self._plugin_table_index(data)
-        else:
-            log_pi, log_A, LE = expected_log_params(self._family, self._hyper("posterior"))
-            table, index = self._family.log_table(LE, data.X), data.index
-        table, index, _ = clamp_table(table, index, data.known_states)
-        path, best = viterbi_inputs(
-            log_pi, log_A, data.levels, np.ascontiguousarray(table), index, data.starts,
-            data.ends,
-        )
-        return float(best.sum()), path
+        return viterbi_path(self, self._new_data(X, lengths, sequence_ids, states, U=U),
+                            parameters)
 
     def predict(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         """Most probable state path under the posterior-mean parameters (Viterbi); with
@@ -1131,19 +862,9 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         check_is_fitted(self, "lower_bound_")
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
-        levels, _ = self._check_inputs(U, n_samples, reset=False)
+        levels, _ = input_levels(self, U, n_samples, reset=False)
         rng = check_random_state(random_state if random_state is not None else self.random_state)
-        u = rng.random_sample(n_samples)
-        bounds = np.array([0]), np.array([n_samples])
-        if levels is None:
-            states = _k.sample_states(self.startprob_, self.transmat_, u, *bounds)
-        else:
-            states = _k.sample_states_levels(self.startprob_, self.transmat_, levels, u,
-                                             *bounds)
-        if self._point_fitted:
-            frames = self._family.simulate(self._theta_.blocks(), states, rng)
-            return (frames.reshape(-1, 1) if frames.ndim == 1 else frames), states
-        return self._family.sample(self._emission("posterior"), states, rng), states
+        return sample_sequence(self, n_samples, rng, levels)
 
     def _n_parameters(self):
         K = self.n_components
@@ -1158,7 +879,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         return self._sequence_data(X, lengths, sequence_ids, reset=False, U=U)
 
     def _log_likelihood(self, data):
-        return float(self._plugin_forward(data)[0].sum())
+        return float(plugin_forward(self, data)[0].sum())
 
     def _n_observations(self, data):
         return data.n_frames

@@ -22,8 +22,8 @@ import numpy as np
 from .forward_backward import forward_backward, forward_backward_levels
 from .kernels import viterbi, viterbi_levels
 
-__all__ = ["check_levels", "forward_backward_inputs", "transition_counts_from_resp",
-           "viterbi_inputs"]
+__all__ = ["check_levels", "forward_backward_inputs", "input_levels",
+           "transition_counts_from_resp", "viterbi_inputs"]
 
 
 def check_levels(U, n_frames, n_levels=None):
@@ -50,6 +50,35 @@ def check_levels(U, n_frames, n_levels=None):
         raise ValueError(f"U holds input level {arr.max()}, outside the model's levels "
                          f"[0, {n_levels}) (n_input_levels_).")
     return arr
+
+
+def input_levels(est, U, n_frames, reset):
+    """The input levels of ``U`` for the estimator ``est`` (None for a plain HMM) and
+    the number of levels, with a clear error when ``U`` and the model disagree; on the
+    training data (``reset``) that number is set as ``n_input_levels_``."""
+    if est.transition_inputs is None:
+        if U is not None:
+            raise ValueError("U (transition inputs) was given to a VBHiddenMarkov "
+                             "with transition_inputs=None; set "
+                             "transition_inputs='categorical' to fit input-driven "
+                             "transitions.")
+        if reset:
+            est.__dict__.pop("n_input_levels_", None)
+        return None, None
+    if U is None:
+        raise ValueError("U is required: this VBHiddenMarkov has "
+                         f"transition_inputs={est.transition_inputs!r}; give U, one "
+                         "input level per row of X.")
+    if reset:
+        levels = check_levels(U, n_frames, est.n_input_levels)
+        est.n_input_levels_ = int(est.n_input_levels if est.n_input_levels is not None
+                                   else levels.max(initial=0) + 1)
+        return levels, est.n_input_levels_
+    n_levels = getattr(est, "n_input_levels_", None)
+    if n_levels is None:
+        raise ValueError("U (transition inputs) was given, but this VBHiddenMarkov was "
+                         "fitted without them; refit it with U.")
+    return check_levels(U, n_frames, n_levels), n_levels
 
 
 def forward_backward_inputs(log_startprob, log_transmat, levels, log_emis, index, starts,

@@ -14,14 +14,17 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._core.distributed import is_dask_array
 from .._core.online import check_online_method
+from .._core.validation import check_unused_y, fitted_from_sequence_ids
+from ._fitted import set_fitted_posterior
 from ._online import minibatches, natural_step, step_size
 from ._subchains import (BUFFER_START, auto_buffer_pass, n_positions, sample_subchains,
                          window_pass)
 from ._vbem import kl_terms, vbe_statistics
 
-__all__ = ["check_online", "kl_total", "minibatch_step", "partial_fit_pass", "run_online",
-           "subchain_step", "subchain_steps_per_pass"]
+__all__ = ["check_online", "kl_total", "minibatch_step", "partial_fit", "partial_fit_pass",
+           "run_online", "subchain_step", "subchain_steps_per_pass"]
 
 
 def check_online(est, what):
@@ -131,3 +134,50 @@ def partial_fit_pass(est, data, history):
         log_norm *= total / batch.n_sequences
         history.append(log_norm - kl_total(est))
     return log_norm, step
+
+
+def first_minibatch(est, data):
+    """The sequences the first ``partial_fit`` starts q(theta) from: its first
+    minibatch (all of ``data`` with ``subchain_length``, whose minibatches are drawn
+    from all of it), with the summary of all of ``data`` for the default priors.
+    A start from the whole call would hold arrays of all its frames at once."""
+    if est.subchain_length is not None or data.n_sequences <= est.batch_size:
+        return data
+    first = data.sequences(np.arange(est.batch_size), est._family)
+    first.summary = data.summary
+    return first
+
+
+def partial_fit(est, X, y, lengths, sequence_ids, states):
+    """:meth:`~sklearn_vb.hmm.VBHiddenMarkov.partial_fit`: the steps from the sequences
+    of ``X``, from a start on them when ``est`` is not fitted yet."""
+    est._validate_params()
+    if est.transition_inputs is not None:
+        raise ValueError("partial_fit (online VB) does not support transition_inputs; "
+                         "fit the input-driven model by fit (batch VBEM).")
+    check_online(est, "partial_fit")
+    check_unused_y(y, X, "partial_fit")
+    if hasattr(est, "lower_bound_") and est._point_fitted:
+        raise ValueError("partial_fit continues q(theta); this model holds a point "
+                         "estimate of an earlier fit with method='ml' or 'map'.")
+    if is_dask_array(X):
+        # a chunk of a stream (dask-ml's Incremental feeds blocks one by one): one
+        # call holds its X in memory anyway
+        X = X.compute()
+    if not hasattr(est, "lower_bound_"):
+        data = est._check_fit_data(X, lengths, sequence_ids, states)
+        est._initialize(first_minibatch(est, data), check_random_state(est.random_state))
+    else:
+        if states is not None and est.subchain_length is not None:
+            est._check_fit_data(X, lengths, sequence_ids, states)  # raises
+        data = est._sequence_data(X, lengths, sequence_ids, reset=False, states=states)
+    history = list(est.lower_bounds_) if getattr(est, "_streamed", False) else []
+    log_norm, step = partial_fit_pass(est, data, history)
+    est._stats_ = step.scaled_stats
+    set_fitted_posterior(est, log_norm)
+    est._record_stream(history)
+    # the stored q(theta) has no q(s) of any fit data: a warm-started fit begins
+    # with a VBE step, as after a start
+    est._fresh = True
+    est._fitted_from_sequence_ids = fitted_from_sequence_ids(sequence_ids)
+    return est

@@ -24,11 +24,11 @@ from .._core.base import bound_round_off, predicted_remaining_gain
 from ._hyper import selected_hyperparameters
 from ._search import PartialBound, children_iteration
 from ._state import MFAState
-from ._structure import prune_dead_factors
+from ._structure import birth, prune_dead_factors
 from ._vbem import component_scores, first_updates, initial_state, n_loading_columns
 
-__all__ = ["BirthDeathSearch", "RunControl", "birth_verdict", "resolved_max_tries",
-           "run_fixed_structure"]
+__all__ = ["BirthDeathSearch", "RunControl", "birth_verdict", "propose_birth",
+           "resolved_max_tries", "run_fixed_structure"]
 
 
 @dataclass
@@ -64,6 +64,21 @@ def run_fixed_structure(estimator, data, control):
         return estimator._iterate(data, range(1, estimator.max_iter + 1), watch)
     finally:
         control.strict_stop = False
+
+
+def propose_birth(est, data, parent):
+    """Split of component index ``parent`` of ``est``'s state into two children, at
+    ``parent`` and at the new last index: the responsibility split (eqs. 4.73-4.76) or
+    the spatial split (``split``), along the direction of ``split_direction``."""
+    tried = est.__dict__.setdefault("_principal_split_tried", set())
+    parent_id = int(est._vb_.ids[parent])
+    # the spatial split moves the children by d itself: the parent's strongest
+    # loading column is no displacement when ARD has shrunk every column
+    principal = (est.split_direction == "principal-first" and est.split != "spatial"
+                 and parent_id not in tried and est.__dict__.get("_restart_index", 0) == 0)
+    if birth(est._vb_, data, parent, est._search_rng, principal, est.split == "spatial",
+             est.split_hardness, partial_updates_follow=bool(est.birth_partial_iter)):
+        tried.add(parent_id)
 
 
 @dataclass

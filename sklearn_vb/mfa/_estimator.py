@@ -45,7 +45,7 @@ Choices made here:
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import logsumexp
@@ -56,22 +56,22 @@ from sklearn.utils.metaestimators import available_if
 from threadpoolctl import threadpool_limits
 
 from .._core.base import Step, VBEMEstimator
-from .._core.online import check_online_method, minibatches, step_size
+from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED, fill_doc,
+                                online_learning_epochs, online_learning_result,
+                                online_step_params, partial_fit_minibatches,
+                                partial_fit_stream)
+from .._core.online import check_online_method
 from .._core.validation import validate_float_data
-from ._birth_death import BirthDeathSearch, RunControl, run_fixed_structure
+from ._birth_death import BirthDeathSearch, RunControl, propose_birth, run_fixed_structure
 from ._constraints import PARAMETER_CONSTRAINTS
-from ._fitted import VB_ONLY_ATTRIBUTES, fitted_attributes, plugin_sample
-from ._online import natural_step
-from ._hyper import (selected_hyperparameters, update_alpha_prior, update_ard_prior,
-                     update_ard_rate, update_mean_prior)
-from ._point import check_point_options, em_e_step, em_m_step, em_start
+from ._fitted import plugin_sample, set_fitted
+from ._online_fit import partial_fit, run_online
+from ._hyper import selected_hyperparameters
+from ._point import check_point_options, em_start
 from ._state import MFAPointState
-from ._structure import (birth, decouple_dead_factors, kill_components, prune_dead_factors,
-                         rotate_factors, translate_factors)
-from ._vbem import (bound_terms, expected_factors, first_updates, initial_state, log_weights,
-                    lower_bound, n_loading_columns, pack_state, plugin_log_densities, unpack_state,
-                    update_ard, update_factors, update_loadings, update_noise,
-                    update_responsibilities, update_weights)
+from ._steps import iteration_steps, point_e_step, run_control
+from ._vbem import (expected_factors, first_updates, initial_state, local_updates, log_weights,
+                    lower_bound, n_loading_columns, pack_state, plugin_log_densities, unpack_state)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
@@ -163,6 +163,22 @@ def _fit_data(X, standardize, psi_min):
     return _FitData(Z, shift, scale, var, floor)
 
 
+def _fixed_components(estimator):
+    """Whether :meth:`~VBMixtureFactorAnalysers.partial_fit` is available
+    (``search=False``)."""
+    if estimator.search:
+        raise AttributeError("partial_fit needs search=False: online learning keeps the "
+                             "number of components fixed (no births or deaths).")
+    return True
+
+
+@fill_doc(online_learning_epochs=online_learning_epochs("rows"),
+          online_learning_result=online_learning_result("rows", "row", "local pass", "q(θ)"),
+          online_learning_restarts=ONLINE_LEARNING_RESTARTS,
+          online_step_params=online_step_params("rows", "q(θ)"),
+          partial_fit_minibatches=partial_fit_minibatches("rows"),
+          partial_fit_stream=partial_fit_stream("rows", "q(θ)"),
+          partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED)
 class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeaturesOutMixin,
                                TransformerMixin, VBEMEstimator):
     """Variational Bayesian mixture of factor analysers with ARD and birth/death search.
@@ -445,30 +461,15 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         learning with ``search=True`` raises a ValueError, as births and deaths need
         the whole data; with ``search=True`` the estimator has no :meth:`partial_fit`),
         as in scikit-learn's ``LatentDirichletAllocation``.
-        ``"batch"`` runs VBEM on all rows at every iteration.  ``"online"`` runs
-        stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013): from
-        the start of ``init_params``, each of at most ``max_iter`` epochs visits the
-        rows in a random order (``random_state``) in minibatches of ``batch_size``
-        rows, and every minibatch makes one natural-gradient step (see
-        :meth:`partial_fit`, with ``total_samples`` the number of rows of ``X``);
-        ``rotations``, ``prune_factors``, ``compress_factors`` and ``acceleration``
-        do not apply.  An epoch records in ``lower_bounds_`` a stochastic estimate of
-        the bound: the sum over its minibatches of their row terms after their local
-        steps, plus the terms of q(θ) at the end of the epoch and the Jacobian.  The
-        fit has converged when that estimate changed by less than ``tol`` nats *per
-        row*.  ``lower_bound_`` is then the exact bound of the final q(θ) on ``X``
-        (one more local pass over all rows), and may differ from
-        ``lower_bounds_[-1]``.  Restarts (``n_init``) and ``warm_start`` work as in
-        batch mode, the run kept being the one with the highest last estimate.
-        :meth:`partial_fit` always learns online, whatever this is.
-    learning_decay : float in [0, 1], default=0.7
-        kappa of the step sizes ``rho_t = (learning_offset + t)^(-learning_decay)``,
-        t = ``n_batch_iter_`` = 1, 2, ... (scikit-learn's convention).  Values in
-        (0.5, 1] satisfy the conditions under which the steps converge; 0 gives
-        rho = 1 at every step.
-    learning_offset : float >= 0, default=10.0
-        tau0 of the step sizes: larger values damp the first steps.  With 0 the first
-        step has rho = 1.
+        {online_learning_epochs}
+        The epochs begin at the start of ``init_params``; ``rotations``,
+        ``prune_factors``, ``compress_factors`` and ``acceleration`` do not apply.  An
+        epoch records in ``lower_bounds_`` a stochastic estimate of the bound: the sum
+        over its minibatches of their row terms after their local steps, plus the
+        terms of q(θ) at the end of the epoch and the Jacobian.
+        {online_learning_result}
+        {online_learning_restarts}
+    {online_step_params}
     batch_size : int, default=128
         Number of rows in a minibatch (``learning_method="online"`` and
         :meth:`partial_fit`).
@@ -707,7 +708,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         first_updates(self._vb_, data)
         if self.method != "vb":
             self._vb_ = em_start(self._vb_, self.a, self.b, self.alpha)
-            self._step_e(data, 0)
+            point_e_step(self, data)
 
     # ================================================================ point EM
     @property
@@ -715,71 +716,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         """Whether the stored state is a point estimate (``method="ml"/"map"``)."""
         return isinstance(getattr(self, "_vb_", None), MFAPointState)
 
-    def _step_e(self, data, iteration):
-        em_e_step(self._vb_, data, self.method)
-
-    def _step_m(self, data, iteration):
-        noise = "noise" in selected_hyperparameters(self.optimize_hyperparameters)
-        em_m_step(self._vb_, data, self.method, noise)
-
     # ================================================================ updates
     # ---------------------------------------------------------------- steps
     def _iteration_steps(self):
-        if self.method != "vb":
-            return (Step("m", self._step_m), Step("e", self._step_e))
-        # each step reads the state when it runs: a restore replaces it
-        steps = [
-            Step("factors", lambda data, it: update_factors(self._vb_, data)),
-            Step("loadings", lambda data, it: update_loadings(self._vb_, data)),
-            Step("responsibilities", self._step_responsibilities),
-            Step("weights", lambda data, it: update_weights(self._vb_)),
-            Step("ard", lambda data, it: update_ard(self._vb_, data)),
-        ]
-        hyper = selected_hyperparameters(self.optimize_hyperparameters)
-        hyper_steps = (  # in the order of HYPER_NAMES
-            Step("noise", lambda data, it: update_noise(self._vb_, data)),
-            Step("mean_prior", lambda data, it: update_mean_prior(self._vb_, data)),
-            Step("ard_rate", lambda data, it: update_ard_rate(self._vb_, self.ard_rate_min,
-                                                              self.ard_rate_update)),
-            Step("ard_prior", lambda data, it: update_ard_prior(self._vb_, self.ard_rate_min)),
-            Step("alpha_prior", lambda data, it: update_alpha_prior(self._vb_)),
-        )
-        steps += [step for step in hyper_steps if step.name in hyper]
-        if self.rotations:
-            steps.append(Step("rotate", self._step_rotate))
-        if self.prune_factors:
-            steps.append(Step("prune", self._step_prune))
-        return tuple(steps)
-
-    @property
-    def _run_control(self):
-        """The :class:`~sklearn_vb.mfa._birth_death.RunControl` of the current run; a
-        step run on its own (between fits) gets the defaults: no deaths, pruning and
-        decoupling allowed, the plain ``tol`` test."""
-        return self.__dict__.get("_control") or RunControl()
-
-    def _step_responsibilities(self, data, iteration):
-        update_responsibilities(self._vb_, data)
-        if self._run_control.deaths_allowed:
-            return kill_components(self._vb_, data, self.death_threshold,
-                                   self.shrinking_death_threshold)
-        return False
-
-    def _step_rotate(self, data, iteration):
-        if iteration % self.rotation_interval == 0:
-            rotate_factors(self._vb_, data)
-            translate_factors(self._vb_, data)
-
-    def _step_prune(self, data, iteration):
-        # a birth epoch must not be credited with the gain of removing columns its
-        # parent state could lose as well: the search prunes before each proposal
-        control = self._run_control
-        if not control.in_birth_epoch:
-            if self.compress_factors and not control.searching:
-                # (not in the search: a child must be able to use a column its
-                # parent had switched off)
-                decouple_dead_factors(self._vb_, data, self.prune_threshold)
-            prune_dead_factors(self._vb_, data, self.prune_threshold)
+        return iteration_steps(self)
 
     # ---------------------------------------------------------------- acceleration
     #: extrapolate only after this many shrinking increments (see ``_settled`` in base)
@@ -794,13 +734,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         return unpack_state(self._vb_, vector, data.psi_floor)
 
     def _evaluation_steps(self):
-        return (Step("evaluate", self._step_evaluate),)
-
-    def _step_evaluate(self, data, iteration):
-        """q(x|s) and q(s) for an extrapolated q(θ) (no deaths), whose bound is then
-        recorded."""
-        update_factors(self._vb_, data)
-        update_responsibilities(self._vb_, data)
+        # q(x|s) and q(s) for an extrapolated q(θ) (no deaths), whose bound is then recorded
+        return (Step("evaluate", lambda data, it: local_updates(self._vb_, data)),)
 
     def _accelerated(self):
         return self.method == "vb" and super()._accelerated()
@@ -821,18 +756,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
 
     # ================================================================ structure
     def _birth(self, data, parent):
-        """Split of component index ``parent`` into two children, at ``parent`` and at
-        the new last index: the responsibility split (eqs. 4.73-4.76) or the spatial
-        split (``split``), along the direction of ``split_direction``."""
-        tried = self.__dict__.setdefault("_principal_split_tried", set())
-        parent_id = int(self._vb_.ids[parent])
-        # the spatial split moves the children by d itself: the parent's strongest
-        # loading column is no displacement when ARD has shrunk every column
-        principal = (self.split_direction == "principal-first" and self.split != "spatial"
-                     and parent_id not in tried and self.__dict__.get("_restart_index", 0) == 0)
-        if birth(self._vb_, data, parent, self._search_rng, principal, self.split == "spatial",
-                 self.split_hardness, partial_updates_follow=bool(self.birth_partial_iter)):
-            tried.add(parent_id)
+        """The birth the search proposes at component ``parent`` (see
+        :func:`~sklearn_vb.mfa._birth_death.propose_birth`)."""
+        propose_birth(self, data, parent)
 
     # ================================================================ loops
     def fit(self, X, y=None, **fit_params):
@@ -867,13 +793,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         if not hasattr(self, "_search_rng"):  # warm start
             self._search_rng = check_random_state(self.random_state)
         if self._point_fitted:
-            self._step_e(data, 0)  # warm start: the statistics of the (new) data
+            point_e_step(self, data)  # warm start: the statistics of the (new) data
         elif (self._vb_.resp.shape[0] != data.n_samples  # warm start on new data
               or getattr(self, "_stale_locals", False)):  # or after partial_fit
-            self._local_pass(data)
+            local_updates(self._vb_, data)
         self._stale_locals = False
         if self.learning_method == "online":
-            return self._run_online(data)
+            return run_online(self, data)
         control = self._control = RunControl()
         if not self.search:
             return run_fixed_structure(self, data, control)
@@ -884,68 +810,6 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         return result
 
     # ================================================================ online VB
-    def _local_pass(self, data):
-        """q(x|s), then q(s), of every row of ``data`` under the stored q(θ)."""
-        update_factors(self._vb_, data)
-        update_responsibilities(self._vb_, data)
-
-    def _global_hyper_steps(self):
-        """The updates of the selected hyperparameters other than Ψ, which read only
-        q(θ): the steps of the batch iteration, as callables of a minibatch."""
-        names = {"mean_prior", "ard_rate", "ard_prior", "alpha_prior"}
-        return [lambda batch, run=step.run: run(batch, 0)
-                for step in self._iteration_steps() if step.name in names]
-
-    def _online_step(self, batch, total_samples):
-        """One natural-gradient step from the minibatch ``batch`` (fit data of its rows)
-        as a sample of ``total_samples`` rows (:func:`~sklearn_vb.mfa._online.natural_step`)."""
-        rho = step_size(self.learning_offset, self.learning_decay, self.n_batch_iter_)
-        noise = "noise" in selected_hyperparameters(self.optimize_hyperparameters)
-        step = natural_step(self._vb_, batch, float(total_samples) / batch.n_samples, rho,
-                            noise, self._global_hyper_steps())
-        self.n_batch_iter_ += 1
-        return step
-
-    def _global_terms(self, batch):
-        """The terms of F that do not sum over rows (-KL of q(π), q(ν) and q(Λ̃))."""
-        t = bound_terms(self._vb_, batch)
-        return float(t.pi + np.sum(t.nu) + np.sum(t.loading))
-
-    def _run_online(self, data):
-        """Epochs of minibatch steps over the rows of ``data`` in random orders
-        (``learning_method="online"``); returns the per-epoch bound estimates and
-        whether they converged (see ``learning_method``)."""
-        rng = self.__dict__.pop("_online_rng", None)  # the start's, set by _initialize
-        if rng is None:  # a warm start
-            rng = check_random_state(self.random_state)
-        if not hasattr(self, "n_batch_iter_"):
-            self.n_batch_iter_ = 1
-        self._run_extrapolations = None
-        trace, converged = [], False
-        for epoch in range(1, self.max_iter + 1):
-            local = 0.0
-            for rows in minibatches(data.n_samples, self.batch_size, rng):
-                batch = replace(data, Z=data.Z[rows])
-                local += self._online_step(batch, data.n_samples).data_terms
-            trace.append(local + self._global_terms(batch) + data.log_jacobian)
-            if not np.isfinite(trace[-1]):
-                raise FloatingPointError(
-                    f"{type(self).__name__}: the bound estimate is {trace[-1]} at epoch "
-                    f"{epoch}; the data or the priors are degenerate.")
-            if self.verbose >= 2 and epoch % self.verbose_interval == 0:
-                print(f"  epoch {epoch}: bound estimate {trace[-1]:.6f}")
-            if len(trace) > 1 and abs(trace[-1] - trace[-2]) < self.tol * data.n_samples:
-                converged = True
-                break
-        return trace, converged
-
-    def _fixed_components(self):
-        """Whether :meth:`partial_fit` is available (``search=False``)."""
-        if self.search:
-            raise AttributeError("partial_fit needs search=False: online learning keeps the "
-                                 "number of components fixed (no births or deaths).")
-        return True
-
     @available_if(_fixed_components)
     def partial_fit(self, X, y=None):
         """Online variational Bayes: natural-gradient steps on q(θ) from the rows of
@@ -953,12 +817,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         ``search=True`` the estimator has no ``partial_fit``, and the AttributeError
         says why).
 
-        ``X`` is split into minibatches of at most ``batch_size`` consecutive rows, in
-        order (as scikit-learn's ``LatentDirichletAllocation.partial_fit`` does; one
-        step when ``X`` holds ``batch_size`` rows or fewer).  Each minibatch makes one
-        step of stochastic variational inference (Hoffman, Blei, Wang & Paisley 2013;
-        ``sklearn_vb.mfa._online``): q(x|s) and q(s) of its rows under the current
-        q(θ), then, with ``n_b`` its rows, ``scale = total_samples / n_b`` and
+        {partial_fit_minibatches}
+        The step (``sklearn_vb.mfa._online``) is q(x|s) and q(s) of its rows under the
+        current q(θ), then, with ``n_b`` its rows, ``scale = total_samples / n_b`` and
         ``rho = (learning_offset + n_batch_iter_)^(-learning_decay)``,
 
         * q(π): ``α̂ <- (1 - rho) α̂ + rho (α*/S + scale N_s)``;
@@ -981,17 +842,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         ``n_components`` rows.  A fitted model (by ``fit``, batch or online, with
         ``search=False`` or not) continues from its q(θ) and its units.
 
-        After every call the fitted attributes describe the current q(θ).  The bound
-        bookkeeping becomes that of a stream: ``lower_bound_`` is a stochastic estimate
-        of the bound of ``total_samples`` rows from the last minibatch (``scale`` times
-        its row terms after its local step, plus the terms of q(θ) after the step, plus
-        the Jacobian of the standardisation for ``total_samples`` rows);
-        ``lower_bounds_`` holds one per step since the first ``partial_fit`` after the
-        last ``fit``, ``n_iter_`` their number; ``converged_`` is False.  ``labels_``,
-        ``bound_terms_`` and ``component_scores_`` are those of this call's rows under
-        the final q(θ) (one more local pass over ``X``).  Since ``lower_bound_`` is not
-        a bound on the log evidence of given data, the ``"vb"`` score of
-        :mod:`sklearn_vb.scoring` refuses a model trained by ``partial_fit``.
+        {partial_fit_stream}
+        The estimate is ``scale`` times the minibatch's row terms after its local step,
+        plus the terms of q(θ) after the step, plus the Jacobian of the standardisation
+        for ``total_samples`` rows.  ``labels_``, ``bound_terms_`` and
+        ``component_scores_`` are those of this call's rows under the final q(θ) (one
+        more local pass over ``X``).
+        {partial_fit_not_scored}
 
         Parameters
         ----------
@@ -1002,70 +859,19 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         -------
         self
         """
-        self._validate_params()
-        self._check_online("partial_fit")
-        if hasattr(self, "lower_bound_") and self._point_fitted:
-            raise ValueError("partial_fit continues q(θ); this model holds a point estimate "
-                             "of an earlier fit with method='ml' or 'map'.")
-        with threadpool_limits(limits=1, user_api="blas"):
-            if not hasattr(self, "lower_bound_"):
-                data = self._check_fit_data(X)
-                self._initialize(data, check_random_state(self.random_state))
-                self.__dict__.pop("_online_rng", None)
-            else:
-                X = validate_float_data(self, X, reset=False)
-                data = replace(self._units_, Z=(X - self._units_.shift) / self._units_.scale)
-            if not hasattr(self, "n_batch_iter_"):
-                self.n_batch_iter_ = 1
-            history = list(self.lower_bounds_) if getattr(self, "_streamed", False) else []
-            total = float(self.total_samples)
-            for rows in minibatches(data.n_samples, self.batch_size):
-                whole = rows.shape[0] == data.n_samples
-                batch = data if whole else replace(data, Z=data.Z[rows])
-                step = self._online_step(batch, total)
-                history.append(step.scale * (step.data_terms + batch.log_jacobian)
-                               + self._global_terms(batch))
-            if self.learning_method != "online":  # (_finalize's own pass otherwise)
-                self._local_pass(data)
-            self._finalize(data)
-        self._record_stream(history)
-        # the stored q(s), q(x|s) are those of this X: a warm-started fit on other
-        # data begins with a local pass
-        self._stale_locals = True
-        return self
+        return partial_fit(self, X)
 
     def _can_stop(self, iteration):
         """The ``tol`` test of the loop holds; in a run that must converge fully, also
         require the predicted remaining gain to be below ``tol``."""
-        return self._run_control.can_stop(self.tol, self._accelerated())
+        return run_control(self).can_stop(self.tol, self._accelerated())
 
     def _verbose_details(self):
         return f", {self._vb_.resp.shape[1]} components"
 
     # ================================================================ finalize
     def _finalize(self, data):
-        if not self._point_fitted and self.learning_method == "online":
-            # the history holds estimates; the bound of the final q(θ) is exact
-            self._local_pass(data)
-            self.lower_bound_ = float(lower_bound(self._vb_, data))
-        self._shift_, self._scale_ = data.shift, data.scale
-        # the fitting units without the data, for partial_fit's later chunks
-        self._units_ = replace(data, Z=data.Z[:0])
-        fitted = fitted_attributes(self._vb_, data, self.ard_threshold)
-        if self._point_fitted:
-            fitted.update(objective_=self.lower_bound_, objectives_=self.lower_bounds_)
-            for name in VB_ONLY_ATTRIBUTES:
-                self.__dict__.pop(name, None)
-        if self.search:
-            self.n_iter_ = int(self._search_total_iter_)
-        else:
-            self.search_history_ = None
-            self.n_births_proposed_ = self.n_births_accepted_ = self.n_partial_iter_ = 0
-            self.n_epochs_ = 1
-        for name, value in fitted.items():
-            setattr(self, name, value)
-        for name in ("_search_rng", "_control", "_principal_split_tried"):
-            self.__dict__.pop(name, None)
+        set_fitted(self, data)
 
     def _iteration_limit_text(self):
         history = getattr(self, "search_history_", None)

@@ -8,13 +8,15 @@ divided by ``data.scale``.  Each function returns ``{attribute name: value}``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ._state import MFAPointState
-from ._vbem import bound_terms, component_scores
+from ._vbem import bound_terms, component_scores, local_updates, lower_bound
 
 __all__ = ["VB_ONLY_ATTRIBUTES", "fitted_attributes", "plugin_sample", "point_attributes",
-           "vb_attributes"]
+           "set_fitted", "vb_attributes"]
 
 #: attributes of a variational fit that a point fit does not have
 VB_ONLY_ATTRIBUTES = ("dirichlet_concentration_", "loading_means_", "loading_covariances_",
@@ -108,3 +110,30 @@ def plugin_sample(rng, n_samples, weights, means, loadings, noise_variance):
         + rng.standard_normal((n_samples, p)) * np.sqrt(noise_variance)
     )
     return X, labels
+
+
+def set_fitted(est, data):
+    """Set the fitted attributes of the estimator ``est`` from its state after a fit on
+    ``data`` (or a ``partial_fit`` call), and drop what only the fit needed."""
+    if not est._point_fitted and est.learning_method == "online":
+        # the history holds estimates; the bound of the final q(θ) is exact
+        local_updates(est._vb_, data)
+        est.lower_bound_ = float(lower_bound(est._vb_, data))
+    est._shift_, est._scale_ = data.shift, data.scale
+    # the fitting units without the data, for partial_fit's later chunks
+    est._units_ = replace(data, Z=data.Z[:0])
+    fitted = fitted_attributes(est._vb_, data, est.ard_threshold)
+    if est._point_fitted:
+        fitted.update(objective_=est.lower_bound_, objectives_=est.lower_bounds_)
+        for name in VB_ONLY_ATTRIBUTES:
+            est.__dict__.pop(name, None)
+    if est.search:
+        est.n_iter_ = int(est._search_total_iter_)
+    else:
+        est.search_history_ = None
+        est.n_births_proposed_ = est.n_births_accepted_ = est.n_partial_iter_ = 0
+        est.n_epochs_ = 1
+    for name, value in fitted.items():
+        setattr(est, name, value)
+    for name in ("_search_rng", "_control", "_principal_split_tried"):
+        est.__dict__.pop(name, None)

@@ -26,7 +26,7 @@ from ._state import BoundTerms, MFAPointState, MFAState, StatsCache
 
 __all__ = [
     "n_loading_columns", "bound_terms", "component_scores", "decoupling_masks",
-    "expected_factors", "first_updates", "initial_state", "loadings_from_statistics",
+    "expected_factors", "first_updates", "initial_state", "local_updates", "loadings_from_statistics",
     "log_weights", "lower_bound", "noise_from_statistics",
     "pack_state", "plugin_log_densities", "sufficient_statistics",
     "unpack_state", "update_ard", "update_factors", "update_loadings", "update_noise",
@@ -111,6 +111,12 @@ def initial_state(data, S, K, init_params, alpha, a, b, random_state, noise_esti
         ids=np.arange(S),
         next_id=S,
     )
+
+
+def local_updates(st, data):
+    """q(x|s), then q(s), of every row of ``data`` under the stored q(θ)."""
+    update_factors(st, data)
+    update_responsibilities(st, data)
 
 
 def first_updates(st, data):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sklearn_vb.mfa._rotate import optimal_translations, translate_components
-from sklearn_vb.mfa import VBMixtureFactorAnalysers, _estimator
+from sklearn_vb.mfa import VBMixtureFactorAnalysers, _steps
 from sklearn_vb.mfa._structure import impose_decoupling
 from sklearn_vb.mfa._vbem import bound_terms
 
@@ -111,7 +111,7 @@ def test_shifts_reach_the_optimum_in_far_fewer_iterations(monkeypatch):
               tol=1e-7)
     shifted = VBMixtureFactorAnalysers(**kw).fit(X)
     assert shifted.converged_
-    monkeypatch.setattr(_estimator, "translate_factors", lambda st, data: 0.0)
+    monkeypatch.setattr(_steps, "translate_factors", lambda st, data: 0.0)
     rotated = VBMixtureFactorAnalysers(**kw).fit(X)
     best = max(shifted.lower_bound_, rotated.lower_bound_)
     target = best - 1e-6 * abs(best)

@@ -93,6 +93,26 @@ class EmissionPoint:
         return cls(**{f.name: blocks[f.name][index] for f in fields(cls) if f.name in blocks})
 
 
+def _split(names, vector, like, transform):
+    """``{name: transform(slice of vector)}`` for the fields ``names`` of ``like``,
+    each shaped like its field."""
+    out, at = {}, 0
+    for name in names:
+        shape = np.shape(getattr(like, name))
+        size = int(np.prod(shape))
+        out[name] = transform(vector[at:at + size]).reshape(shape)
+        at += size
+    return out
+
+
+def _positive_posterior(posterior_type, values):
+    """The posterior (a ``posterior_type``) of the hyperparameters ``values``, or None
+    unless every entry is finite and positive."""
+    if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in values.values()):
+        return None
+    return posterior_type(**values)
+
+
 class EmissionFamily(ABC):
     """One emission model of a hidden Markov model with its conjugate prior.
 
@@ -304,24 +324,8 @@ class EmissionFamily(ABC):
     def unpack(self, vector, like):
         """Inverse of :meth:`pack`, shaped like the posterior ``like``; None when the
         vector is not a valid posterior."""
-        return self._positive_posterior(self._split(vector, like, np.exp))
-
-    def _split(self, vector, like, transform):
-        """``{name: transform(slice of vector)}`` shaped like the fields of ``like``."""
-        out, at = {}, 0
-        for name in self.hyper_names:
-            shape = np.shape(getattr(like, name))
-            size = int(np.prod(shape))
-            out[name] = transform(vector[at:at + size]).reshape(shape)
-            at += size
-        return out
-
-    def _positive_posterior(self, values):
-        """The posterior of the hyperparameters ``values``, or None unless every entry
-        is finite and positive."""
-        if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in values.values()):
-            return None
-        return self.posterior_type(**values)
+        return _positive_posterior(self.posterior_type,
+                                   _split(self.hyper_names, vector, like, np.exp))
 
     # ------------------------------------------------------------------ online VB
     def add_stats(self, a, b):
@@ -353,7 +357,8 @@ class EmissionFamily(ABC):
     def from_natural(self, vector, prior, like):
         """Inverse of :meth:`natural`, shaped like the posterior ``like``; None when the
         vector is not a valid posterior."""
-        return self._positive_posterior(self._split(vector, like, np.array))
+        return _positive_posterior(self.posterior_type,
+                                   _split(self.hyper_names, vector, like, np.array))
 
     @abstractmethod
     def expected_log_params(self, post):
