@@ -58,6 +58,31 @@ def _input(states, r, in_idx, k, spin):
 
 
 @njit(cache=True)
+def _max_inputs(w_ptr):
+    """The largest number of inputs of a node (at least 1)."""
+    out = 1
+    for j in range(w_ptr.shape[0] - 1):
+        out = max(out, w_ptr[j + 1] - w_ptr[j])
+    return out
+
+
+@njit(cache=True)
+def _nonzero_inputs(states, r, in_idx, w0, d, spin, nz, val):
+    """The non-zero inputs of one node in row ``r``, in order: positions into
+    ``nz``, values into ``val``; returns how many.  (Zero inputs add nothing to the
+    sums over input pairs, which are then accumulated in the same order as over all
+    inputs.)"""
+    n = 0
+    for k in range(d):
+        u = _input(states, r, in_idx, w0 + k, spin)
+        if u != 0.0:
+            nz[n] = k
+            val[n] = u
+            n += 1
+    return n
+
+
+@njit(cache=True)
 def jj_row_terms(states, in_idx, mean, w_ptr, M2, m2_ptr, offset, spin, xi, set_xi, terms):
     """Expected Jaakkola–Jordan bound of ln p(row | w), summed over nodes, per row.
 
@@ -67,6 +92,8 @@ def jj_row_terms(states, in_idx, mean, w_ptr, M2, m2_ptr, offset, spin, xi, set_
     optimum ``xi[r, j] = sqrt(E[a^2])``; otherwise the stored ones are used.
     """
     R, J = states.shape
+    nz = np.empty(_max_inputs(w_ptr), dtype=np.int64)
+    val = np.empty(nz.shape[0])
     for r in range(R):
         tot = 0.0
         for j in range(J):
@@ -76,15 +103,13 @@ def jj_row_terms(states, in_idx, mean, w_ptr, M2, m2_ptr, offset, spin, xi, set_
             off = offset[j]
             ew = 0.0
             quad = 0.0
-            for k1 in range(d):
-                u1 = _input(states, r, in_idx, w0 + k1, spin)
-                if u1 == 0.0:
-                    continue
+            n_nz = _nonzero_inputs(states, r, in_idx, w0, d, spin, nz, val)
+            for a1 in range(n_nz):
+                k1 = nz[a1]
+                u1 = val[a1]
                 ew += u1 * mean[w0 + k1]
-                for k2 in range(d):
-                    u2 = _input(states, r, in_idx, w0 + k2, spin)
-                    if u2 != 0.0:
-                        quad += u1 * u2 * M2[b0 + k1 * d + k2]
+                for a2 in range(n_nz):
+                    quad += u1 * val[a2] * M2[b0 + k1 * d + nz[a2]]
             quad += 2.0 * off * ew + off * off
             if quad < 0.0:
                 quad = 0.0
@@ -124,6 +149,8 @@ def jj_statistics(states, in_idx, w_ptr, m2_ptr, offset, spin, xi, row_weight, p
     prec[:] = 0.0
     lin[:] = 0.0
     R, J = states.shape
+    nz = np.empty(_max_inputs(w_ptr), dtype=np.int64)
+    val = np.empty(nz.shape[0])
     for r in range(R):
         g = row_weight[r]
         if g == 0.0:
@@ -134,15 +161,13 @@ def jj_statistics(states, in_idx, w_ptr, m2_ptr, offset, spin, xi, row_weight, p
             b0 = m2_ptr[j]
             c = 2.0 * jj_lambda(xi[r, j]) * g
             h = (states[r, j] - 0.5) * g - c * offset[j]
-            for k1 in range(d):
-                u1 = _input(states, r, in_idx, w0 + k1, spin)
-                if u1 == 0.0:
-                    continue
+            n_nz = _nonzero_inputs(states, r, in_idx, w0, d, spin, nz, val)
+            for a1 in range(n_nz):
+                k1 = nz[a1]
+                u1 = val[a1]
                 lin[w0 + k1] += h * u1
-                for k2 in range(d):
-                    u2 = _input(states, r, in_idx, w0 + k2, spin)
-                    if u2 != 0.0:
-                        prec[b0 + k1 * d + k2] += c * u1 * u2
+                for a2 in range(n_nz):
+                    prec[b0 + k1 * d + nz[a2]] += c * u1 * val[a2]
 
 
 @njit(cache=True)
