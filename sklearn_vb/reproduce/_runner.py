@@ -157,7 +157,8 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
     if cache is None and out is not None:
         cache = out / "cache" / f"{exp.name}-{'quick' if quick else 'full'}-seed{seed}.jsonl"
     if (resume or report_only) and cache is None:
-        raise ValueError("resume and report_only need a results journal: give out= or cache=.")
+        raise ValueError("resume needs a results journal (so does report_only): give out= "
+                         "or cache=.")
     journal = (Journal(cache, exp.name, config, seed, exp.resume_ignores)
                if cache is not None else None)
 
