@@ -105,8 +105,13 @@ def report(summary, config, out_dir):
                   f"({summary['timing'].get('missing', 0)} work units missing).  Resume "
                   "with `python -m sklearn_vb reproduce vmcmc --out DIR --resume` "
                   "(`--report-only` rewrites this report from what is done).", ""]
+    coding = ("entering as -1/+1 as in the paper" if config.get("parent_coding") == "spin"
+              else "entering as 0/1")
+    bias = (f"bias {config['bias']:g} known" if config.get("bias_known") else
+            f"bias {config['bias']:g} learnt")
     parts += [f"One child with p parents (p = {_ranges(done)}; the paper: every p from 1 "
-              f"to 50), n = {config['n']} cases, prior N(0, {config['prior_variance']:g} I), "
+              f"to 50) {coding}, {bias}, n = {config['n']} cases, prior N(0, "
+              f"{config['prior_variance']:g} I), "
               f"random-walk variance {config['rw_step']**2:g}, {config['repeats']} data sets "
               "per p.  VB is the paper's sequential approximation and its q is the "
               "proposal of block variational MH and of the mixture; the batch VBEM is an "
@@ -145,15 +150,20 @@ def report(summary, config, out_dir):
         cols = list(next(iter(table.values())))
         rows = [[p] + [table[p][c] for c in cols] for p in table]
         parts += [f"## Acceptance rates, {n_mcmc} samples (block variational MH: the "
-                  "whole p + 1 vector proposed from q)", "",
+                  f"whole {_dim(config)} vector proposed from q)", "",
                   markdown_table(["parents"] + cols, rows, digits=2), ""]
     if "fig11" in summary:
         parts += _report_fig11(summary["fig11"], config, out_dir)
     if "bimodal" in summary:
         parts += _report_bimodal(summary["bimodal"], config, out_dir)
         parts += _report_fig5(summary["bimodal"], config, out_dir)
-    parts += _beside_the_paper(summary)
+    parts += _beside_the_paper(summary, config)
     return "\n".join(parts)
+
+
+def _dim(config):
+    """The number of unknowns of the child, in words."""
+    return "p" if config.get("bias_known", False) else "p + 1"
 
 
 def _ordering_section(summary):
@@ -251,7 +261,7 @@ def _significantly(d, key, other=None):
     return d[key]["mean"] - base > 2 * se
 
 
-def _beside_the_paper(summary):
+def _beside_the_paper(summary, config):
     """The paper's findings, each with what this run found (computed from the tables)."""
     out = ["## Beside the paper (computed from the tables above)", ""]
     for n_mcmc, table in summary["relative_loglik"].items():
@@ -285,7 +295,7 @@ def _beside_the_paper(summary):
         low = [p for p, a in rates.items() if a is not None and p >= 10]
         out += ["* **Paper: independence MH with q collapses above about 10 dimensions.**  "
                 "Acceptance of q's whole-vector proposal (block variational MH on the child's "
-                "p + 1 weights, q the sequential VB's): "
+                f"{_dim(config)} weights, q the sequential VB's): "
                 + ", ".join(f"p = {p}: {rates[p]:.2f}" for p in shown)
                 + (" — " + ("agrees" if low and max(rates[p] for p in low) < 0.5 * max(rates.values())
                            else "differs") + " (acceptance at p >= 10 against the best)." if low else ".")]

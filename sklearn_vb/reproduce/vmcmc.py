@@ -3,12 +3,15 @@ MCMC on Bayesian logistic belief networks — the unimodal experiment (Figs. 12 
 and its cost table (Table 1), the likelihood of one weight (Fig. 11) and random-walk
 Metropolis with three proposal variances (Fig. 5).
 
-* Data: one child with ``p`` parents (Bernoulli(0.5) each), bias 0.5, generating
-  weights uniform on (0, 1], ``n`` cases; prior ``N(0, 100 I)`` on the child's bias and
-  weights (:class:`~sklearn_vb.VBSigmoidBeliefNetwork`'s default).  The parents'
-  Bernoulli mean 0.5 is known (``fixed_bias`` 0), as in the paper: the unknowns are the
-  child's ``p + 1`` weights, one parameter block, so block variational MH proposes the
-  whole vector from q (independence MH in ``p + 1`` dimensions).
+* Data: the paper's model (§2): every node takes the values -1/+1 (parents enter the
+  child's activation as -1/+1, ``parent_coding="spin"``), one child with ``p`` parents
+  (Bernoulli(0.5) each), the fixed bias ``alpha = 0.5`` (known, as in their Fig. 3
+  recursion), generating weights uniform on (0, 1], ``n`` cases; prior ``N(0, 100 I)``
+  on the child's ``p`` weights (:class:`~sklearn_vb.VBSigmoidBeliefNetwork`'s default).
+  The parents' Bernoulli mean 0.5 is known too (``fixed_bias`` 0): the unknowns are the
+  child's ``p`` weights, one parameter block, so block variational MH proposes the
+  whole vector from q (independence MH in ``p`` dimensions).  ``parent_coding`` and
+  ``bias_known`` of the configuration select the 0/1 coding and a learnt bias instead.
 * Methods: the paper's VB, the one-pass sequential Jaakkola–Jordan approximation
   (``method="sequential"``, their Fig. 3), whose q is also the proposal of the samplers;
   block variational MH (``kernel="block"``), random walk Metropolis (variance 0.01,
@@ -48,6 +51,7 @@ from ._vmcmc_report import COLUMNS, METHODS, report
 __all__ = ["vmcmc"]
 
 FULL = {"parents": list(range(1, 51)), "n": 1000, "repeats": 10, "n_mcmc": [500, 5000],
+        "bias": 0.5, "bias_known": True, "parent_coding": "spin",
         "prior_variance": 100.0, "rw_step": 0.1, "nu": 0.5,
         "bimodal_n": 50, "bimodal_prior_mean": 3.0, "bimodal_prior_variance": 10.0,
         "bimodal_n_mcmc": 5000, "bimodal_rw_step": 0.1, "bimodal_repeats": 10,
@@ -59,23 +63,37 @@ BIMODAL = ("bimodal", 0)
 FIG11 = ("fig11", 0)
 
 
-def _data(p, n, seed, weights=None):
+def _data(p, n, seed, config, weights=None):
+    """Cases of one child with ``p`` Bernoulli(0.5) parents; returns the frame, the
+    structure and the known biases."""
     rng = np.random.default_rng(seed)
     U = (rng.random((n, p)) < 0.5).astype(float)
     w = rng.uniform(0.0, 1.0, p)
     w[w == 0] = 1.0
     if weights is not None:
         w = weights
-    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(0.5 + U @ w)))).astype(float)
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-(config["bias"] + _coded(U, config) @ w))))
     cols = [f"x{i}" for i in range(p)]
-    X = pd.DataFrame(np.column_stack([U, y]), columns=cols + ["y"])
-    return X, {"y": cols, **{c: [] for c in cols}}, {c: 0.0 for c in cols}
+    X = pd.DataFrame(np.column_stack([U, y.astype(float)]), columns=cols + ["y"])
+    known = {c: 0.0 for c in cols}
+    if config["bias_known"]:
+        known["y"] = float(config["bias"])
+    return X, {"y": cols, **{c: [] for c in cols}}, known
 
 
-def _loglik(w, X, p):
-    U = np.column_stack([np.ones(len(X)), X.iloc[:, :p].to_numpy()])
+def _coded(U, config):
+    return 2.0 * U - 1.0 if config["parent_coding"] == "spin" else U
+
+
+def _loglik(w, X, p, config):
+    """``ln p(y | x, w)`` at the child's ``[bias, weights...]`` ``w`` (the known bias
+    prepended when ``w`` holds the weights only)."""
+    w = np.asarray(w, dtype=float)
+    if w.size == p:
+        w = np.concatenate([[config["bias"]], w])
+    a = w[0] + _coded(X.iloc[:, :p].to_numpy(), config) @ w[1:]
     s = 2 * X["y"].to_numpy() - 1
-    return float(-np.logaddexp(0.0, -s * (U @ w)).sum())
+    return float(-np.logaddexp(0.0, -s * a).sum())
 
 
 def _units(config):
@@ -86,14 +104,15 @@ def _units(config):
 
 def _fig11(config, seed):
     """The paper's Fig. 11: ``ln p(y | x, w)`` on a grid of the single weight ``w`` of a
-    child with one Bernoulli(0.5) parent, bias 0.5 (known), data generated with
-    ``w = 1``; one curve per data set, with its maximiser."""
+    child with one Bernoulli(0.5) parent (coded as in the unimodal experiment), bias 0.5
+    (known), data generated with ``w = 1``; one curve per data set, with its
+    maximiser."""
     grid = np.linspace(-1.0, 3.0, 401)
     curves, argmax = [], []
     for k in range(int(config["fig11_sets"])):
-        X, _, _ = _data(1, int(config["fig11_n"]), seed + k, weights=np.array([1.0]))
-        u, s = X["x0"].to_numpy(), 2 * X["y"].to_numpy() - 1
-        ll = -np.logaddexp(0.0, -s[None] * (0.5 + grid[:, None] * u[None])).sum(1)
+        X, _, _ = _data(1, int(config["fig11_n"]), seed + k, config, weights=np.array([1.0]))
+        u, s = _coded(X["x0"].to_numpy(), config), 2 * X["y"].to_numpy() - 1
+        ll = -np.logaddexp(0.0, -s[None] * (config["bias"] + grid[:, None] * u[None])).sum(1)
         curves.append(np.round(ll, 4).tolist())
         argmax.append(float(grid[np.argmax(ll)]))
     return {"grid": grid.tolist(), "loglik": curves, "argmax": argmax}
@@ -104,7 +123,8 @@ def _vb_fit(X, structure, known, config, seed, method):
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
         est = VBSigmoidBeliefNetwork(structure, prior_variance=config["prior_variance"],
-                                     fixed_bias=known, n_init=1, tol=1e-6, method=method,
+                                     fixed_bias=known, parent_coding=config["parent_coding"],
+                                     n_init=1, tol=1e-6, method=method,
                                      random_state=seed).fit(X)
         return est, time.perf_counter() - t0
 
@@ -115,13 +135,13 @@ def _run_unit(key, config, seed):
     if tuple(key) == FIG11:
         return _fig11(config, seed)
     p, r = key
-    X, structure, known = _data(p, int(config["n"]), seed)
+    X, structure, known = _data(p, int(config["n"]), seed, config)
     est, t_vb = _vb_fit(X, structure, known, config, seed, "sequential")
     batch, t_batch = _vb_fit(X, structure, known, config, seed, "batch")
     j = est.structure_.index("y")
-    out = {"vb": {"loglik": _loglik(est.coef_[j], X, p), "seconds": t_vb,
+    out = {"vb": {"loglik": _loglik(est.coef_[j], X, p, config), "seconds": t_vb,
                   "lower_bound": est.lower_bound_},
-           "vb_batch": {"loglik": _loglik(batch.coef_[j], X, p), "seconds": t_batch,
+           "vb_batch": {"loglik": _loglik(batch.coef_[j], X, p, config), "seconds": t_batch,
                         "lower_bound": batch.lower_bound_, "n_iter": batch.n_iter_}}
     for n_mcmc in config["n_mcmc"]:
         for kernel in METHODS[1:]:
@@ -130,7 +150,7 @@ def _run_unit(key, config, seed):
                                 n_chains=1, rw_step=config["rw_step"],
                                 random_state=seed).fit(X)
             mean = s.samples_["w[y]"][0].mean(axis=0)
-            out[f"{kernel}_{n_mcmc}"] = {"loglik": _loglik(mean, X, p),
+            out[f"{kernel}_{n_mcmc}"] = {"loglik": _loglik(mean, X, p, config),
                                          "seconds": time.perf_counter() - t0,
                                          "acceptance": s.acceptance_}
     return out
