@@ -205,6 +205,7 @@ def _report_fig11(f, config, out_dir):
         ax.plot(grid, ll - ll.max(), lw=1, label=f"data set {k + 1}: max at {f['argmax'][k]:.2f}")
     ax.axvline(1.0, color="k", lw=0.5, ls=":")
     ax.set_ylim(-10, 0.5)
+    ax.set_xlim(0.4, 1.6)
     ax.set_xlabel("weight w (generated with w = 1)")
     ax.set_ylabel("ln p(y | x, w) − its maximum")
     ax.legend(fontsize=7)
