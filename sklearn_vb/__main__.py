@@ -34,6 +34,9 @@ def _add_reproduce(sub):
         p.add_argument("--seed", type=int, default=0, help="seed of the whole run")
         p.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from the journal in --out")
+        p.add_argument("--report-only", action="store_true",
+                       help="compute nothing: write the report from the units already in "
+                            "the journal in --out (of a run still going or interrupted)")
         p.add_argument("--quiet", action="store_true", help="no progress line")
         for opt in exp.options:
             p.add_argument("--" + opt.name.replace("_", "-"), dest=opt.name, type=opt.type,
@@ -51,7 +54,8 @@ def _run_reproduce(args, rep):
     exp = EXPERIMENTS[args.experiment]
     overrides = {opt.name: getattr(args, opt.name) for opt in exp.options}
     run = exp(quick=args.quick, out=args.out, n_jobs=args.n_jobs, seed=args.seed,
-              resume=args.resume, verbose=0 if args.quiet else 1, **overrides)
+              resume=args.resume, verbose=0 if args.quiet else 1,
+              report_only=args.report_only, **overrides)
     if args.out is None:
         print(run.report)
     else:

@@ -112,10 +112,10 @@ class Experiment:
         return base
 
     def __call__(self, *, quick=False, out=None, n_jobs=1, seed=0, resume=False, verbose=1,
-                 **overrides):
+                 report_only=False, **overrides):
         """Run the experiment; the keywords are those of :func:`run`."""
         return run_experiment(self, quick=quick, out=out, n_jobs=n_jobs, seed=seed, resume=resume,
-                   verbose=verbose, **overrides)
+                   verbose=verbose, report_only=report_only, **overrides)
 
 
 #: experiment name -> Experiment
@@ -190,7 +190,8 @@ def run(experiment, **kwargs):
     """Run the experiment named ``experiment`` (or an :class:`Experiment`).
 
     Keywords: ``quick``, ``out``, ``n_jobs``, ``seed``, ``resume``, ``verbose``,
-    ``cache``, ``chunk_size``, ``backend`` and any setting of the configuration; see
+    ``cache``, ``chunk_size``, ``backend``, ``report_only`` and any setting of the
+    configuration; see
     ``sklearn_vb.reproduce._runner.run_experiment``.  Returns a
     :class:`~sklearn_vb.reproduce.ReproductionRun`.
 

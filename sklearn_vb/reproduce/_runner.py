@@ -108,7 +108,7 @@ def _effective_n_jobs(n_jobs):
 
 
 def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False, verbose=1,
-        cache=None, chunk_size=None, backend=None, **overrides):
+        cache=None, chunk_size=None, backend=None, report_only=False, **overrides):
     """Run a registered experiment and write its report.
 
     Parameters
@@ -138,6 +138,11 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
         Units per parallel task (default: a few tasks per worker, at most 32 units each).
     backend : str, default=None
         joblib backend (None: joblib's default or the active ``parallel_config``).
+    report_only : bool, default=False
+        Compute nothing: summarise the units already in the journal (e.g. of a run still
+        going, or interrupted) and write the report from them.  The experiment's
+        ``summarize`` then receives only those units; ``summary["timing"]["missing"]``
+        counts the others.
     **overrides
         Settings of the configuration to change (``draws=20``, ``sizes=[10, 20]``...).
 
@@ -151,8 +156,9 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
     out = Path(out) if out is not None else None
     if cache is None and out is not None:
         cache = out / "cache" / f"{exp.name}-{'quick' if quick else 'full'}-seed{seed}.jsonl"
-    if resume and cache is None:
-        raise ValueError("resume needs a results journal: give out= or cache=.")
+    if (resume or report_only) and cache is None:
+        raise ValueError("resume needs a results journal (so does report_only): give out= "
+                         "or cache=.")
     journal = (Journal(cache, exp.name, config, seed, exp.resume_ignores)
                if cache is not None else None)
 
@@ -160,17 +166,18 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
     if len(set(keys)) != len(keys):
         raise ValueError(f"experiment {exp.name!r} produced duplicate unit keys.")
     results, seconds = ({}, {})
-    if journal is not None and resume:
+    if journal is not None and (resume or report_only):
         results, seconds = journal.load()
         wanted = set(keys)
         results = {k: v for k, v in results.items() if k in wanted}
     n_cached = len(results)
-    pending = [k for k in keys if k not in results]
+    missing = [k for k in keys if k not in results]
+    pending = [] if report_only else missing
 
     progress = Progress(verbose, f"reproduce {exp.name}", len(pending))
     if verbose and n_cached:
         progress.message(f"{n_cached} of {len(keys)} units taken from {cache}")
-    if journal is not None:
+    if journal is not None and not report_only:
         journal.start(fresh=not resume)
     t_start = time.perf_counter()
     try:
@@ -193,14 +200,15 @@ def run_experiment(exp, *, quick=False, out=None, n_jobs=1, seed=0, resume=False
             done += len(batch)
             progress(done)
     finally:
-        if journal is not None:
+        if journal is not None and not report_only:
             journal.close()
     wall = time.perf_counter() - t_start
 
-    ordered = {k: results[k] for k in keys}
+    ordered = {k: results[k] for k in keys if k in results}
     summary = exp.summarize(ordered, config)
     unit_seconds = np.array([seconds.get(k, np.nan) for k in keys], dtype=float)
     timing = {"units": len(keys), "computed": len(pending), "cached": n_cached,
+              "missing": len(keys) - len(ordered),
               "wall_seconds": wall, "n_jobs": _effective_n_jobs(n_jobs),
               "unit_seconds_mean": float(np.nanmean(unit_seconds)) if len(keys) else 0.0,
               "unit_seconds_total": float(np.nansum(unit_seconds))}

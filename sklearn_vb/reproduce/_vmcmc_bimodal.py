@@ -10,10 +10,14 @@
 * Exact posterior: ``ln p(w) + ln p(y, x | w)`` (``h`` summed out per case) on a
   regular grid; its modes are the basins of steepest ascent on the grid, and the exact
   mode masses, means, variances and kurtoses are grid sums.
+* q: the paper's sequential VB (``method="sequential"``; with one hidden node per case
+  its q(h) is their mean field); the batch VBEM's q is summarised beside it.
 * Samplers: random-walk Metropolis, the independence sampler with the VB q (the
   paper's "naive variational MCMC"), the mixture of the two, and the independence
   sampler with adaptation at regeneration times; ``n_mcmc`` iterations each from a
   draw of q, no burn-in, ``repeats`` chains with different seeds.
+* Fig. 5: random-walk Metropolis on the same posterior with three proposal variances
+  (``fig5_rw_steps`` standard deviations), ``repeats`` chains each.
 """
 
 from __future__ import annotations
@@ -46,12 +50,12 @@ def bimodal_data(n, seed):
     return pd.DataFrame({"x": x, "y": y}).astype(float)
 
 
-def bimodal_network(config, seed):
+def bimodal_network(config, seed, method="batch"):
     return VBSigmoidBeliefNetwork(
         STRUCTURE, hidden=["h"], prior_variance=float(config["bimodal_prior_variance"]),
         prior_mean=float(config["bimodal_prior_mean"]),
         fixed_bias={"y": 2.0, "h": float(logit(0.6)), "x": 0.0}, parent_coding="spin",
-        n_init=3, tol=1e-8, random_state=seed)
+        n_init=3, tol=1e-8, random_state=seed, method=method)
 
 
 def exact_grid(model, data, lo, hi, n_points):
@@ -116,7 +120,8 @@ def run_bimodal(config, seed):
     X = bimodal_data(int(config["bimodal_n"]), seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = bimodal_network(config, seed).fit(X)
+        est = bimodal_network(config, seed, "sequential").fit(X)
+        batch = bimodal_network(config, seed, "batch").fit(X)
     model = scoring_model_for(est)
     data = model.prepare_data(X)
     lo, hi, npts = config["bimodal_grid"]
@@ -135,7 +140,13 @@ def run_bimodal(config, seed):
     qm, qv = np.array(q["mean"]), np.diag(np.array(q["cov"]))
     q_summary = {"mean": qm.tolist(), "variance": qv.tolist(), "kurtosis": [3.0, 3.0],
                  "mode": int(labels[_cells(qm[None], axis)][0])}
-    out = {"exact": exact, "q": q, "q_summary": q_summary, "lower_bound": float(est.lower_bound_),
+    jb = batch.structure_.index("y")
+    bm = batch.coef_[jb][1:]
+    q_batch = {"mean": bm.tolist(), "variance": np.diag(batch.covariances_[jb][1:, 1:]).tolist(),
+               "kurtosis": [3.0, 3.0], "mode": int(labels[_cells(bm[None], axis)][0]),
+               "lower_bound": float(batch.lower_bound_)}
+    out = {"exact": exact, "q": q, "q_summary": q_summary, "q_batch": q_batch,
+           "lower_bound": float(est.lower_bound_),
            "grid_axis": [float(lo), float(hi), int(npts)],
            "grid_log_p": np.round(np.log(np.maximum(P, 1e-300)), 3).tolist(), "samplers": {}}
     for name, kw in BIMODAL_SAMPLERS.items():
@@ -152,4 +163,27 @@ def run_bimodal(config, seed):
                          "acceptance": {a: float(b) for a, b in s.acceptance_.items()},
                          "samples": np.round(W[::5], 3).tolist() if r == 0 else None})
         out["samplers"][name] = runs
+    out["fig5"] = _fig5(est, X, config, seed, labels, axis, n_modes)
+    return out
+
+
+def _fig5(est, X, config, seed, labels, axis, n_modes):
+    """Random-walk Metropolis with each proposal standard deviation of
+    ``fig5_rw_steps``: mode masses, moments and acceptance per chain, and the first
+    chain's draws of the hidden parent's weight."""
+    out = {}
+    for step in config.get("fig5_rw_steps", []):
+        runs = []
+        for r in range(int(config["bimodal_repeats"])):
+            s = VariationalMCMC(est, "random_walk", n_samples=int(config["bimodal_n_mcmc"]),
+                                burn_in=0, n_chains=1, rw_step=float(step),
+                                random_state=seed + 1000 * r + 7).fit(X)
+            W = s.samples_["w[y]"][0]
+            m, v, k = moments(W)
+            lab = labels[_cells(W, axis)]
+            runs.append({"mode_mass": [float(np.mean(lab == i)) for i in range(n_modes)],
+                         "mean": m.tolist(), "variance": v.tolist(), "kurtosis": k.tolist(),
+                         "acceptance": {a: float(b) for a, b in s.acceptance_.items()},
+                         "w_h": np.round(W[::2, 0], 3).tolist() if r == 0 else None})
+        out[f"{float(step):g}"] = runs
     return out
