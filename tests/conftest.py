@@ -13,6 +13,7 @@ loaded profile.
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -60,3 +61,21 @@ def pytest_collection_modifyitems(config, items):
         module = item.path.stem
         if not module.startswith(_NOT_NUMERICS) and not module.endswith("_sklearn"):
             item.add_marker(pytest.mark.numerics)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """A local dask cluster of two in-process workers (started in a fraction of a
+    second, closed with the module) for the tests of fits on dask arrays."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def dask_client(dask_cluster):
+    """A client of :func:`dask_cluster`, closed after the test."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(dask_cluster) as client:
+        yield client

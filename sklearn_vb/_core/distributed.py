@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["RETRIES", "ClientRunner", "LocalRunner", "chunk_runner", "is_dask_array"]
+__all__ = ["RETRIES", "ClientRunner", "LocalRunner", "check_batch_vb", "chunk_runner",
+           "is_dask_array"]
 
 #: further attempts of a chunk task that raises
 RETRIES = 2
@@ -31,6 +32,14 @@ def is_dask_array(X):
     imported, nothing can be one)."""
     module = sys.modules.get("dask.array")
     return module is not None and isinstance(X, module.Array)
+
+
+def check_batch_vb(estimator):
+    """A dask array is fitted by batch VBEM only: a clear ValueError otherwise."""
+    if estimator.method != "vb" or estimator.learning_method != "batch":
+        raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
+                         f"and learning_method='batch'; got method={estimator.method!r}, "
+                         f"learning_method={estimator.learning_method!r}.")
 
 
 class ClientRunner:

@@ -10,10 +10,25 @@ here; the natural-gradient step itself is the model's own (``hmm._online``,
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 
-__all__ = ["check_online_method", "minibatches", "run_epochs", "step_size"]
+__all__ = ["ONLINE_PARAMETER_CONSTRAINTS", "check_online_method", "minibatches", "run_epochs",
+           "step_size"]
+
+#: The constraints on the online-learning parameters every estimator with
+#: ``partial_fit`` shares (scikit-learn's parameter validation), as in
+#: ``LatentDirichletAllocation``.
+ONLINE_PARAMETER_CONSTRAINTS: dict = {
+    "learning_method": [StrOptions({"batch", "online"})],
+    "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
+    "learning_offset": [Interval(Real, 0.0, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "total_samples": [Interval(Real, 0.0, None, closed="neither")],
+}
 
 
 def check_online_method(method, what):

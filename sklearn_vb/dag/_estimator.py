@@ -44,8 +44,8 @@ from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED
                                 online_learning_epochs, online_learning_result,
                                 online_step_params, partial_fit_minibatches,
                                 partial_fit_stream)
-from .._core.distributed import is_dask_array
-from .._core.online import check_online_method
+from .._core.distributed import check_batch_vb, is_dask_array
+from .._core.online import ONLINE_PARAMETER_CONSTRAINTS, check_online_method
 from .._core.validation import validate_categorical_data
 from ._distributed import DaskFitData, dask_fit_data
 from ._encoding import encode_columns, observed_columns, positive_rows, prior_flat, start_tables
@@ -285,11 +285,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
         "max_configurations": [Interval(Integral, 1, None, closed="left")],
         "allow_float_categories": ["boolean"],
         "acceleration": ACCELERATION_CONSTRAINT,
-        "learning_method": [StrOptions({"batch", "online"})],
-        "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
-        "learning_offset": [Interval(Real, 0.0, None, closed="left")],
-        "batch_size": [Interval(Integral, 1, None, closed="left")],
-        "total_samples": [Interval(Real, 0.0, None, closed="neither")],
+        **ONLINE_PARAMETER_CONSTRAINTS,
     }
 
     def __init__(
@@ -416,10 +412,7 @@ class VBDiscreteDAG(DensityMixin, VBEMEstimator):
 
     def _check_dask(self, sample_weight):
         """What a fit on a dask array cannot combine with."""
-        if self.method != "vb" or self.learning_method != "batch":
-            raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
-                             f"and learning_method='batch'; got method={self.method!r}, "
-                             f"learning_method={self.learning_method!r}.")
+        check_batch_vb(self)
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported with a dask array X.")
 

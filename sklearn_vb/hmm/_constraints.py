@@ -9,6 +9,7 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.base import ACCELERATION_CONSTRAINT
+from .._core.online import ONLINE_PARAMETER_CONSTRAINTS
 from .emissions import EMISSION_FAMILIES
 
 __all__ = ["PARAMETER_CONSTRAINTS"]
@@ -37,11 +38,7 @@ PARAMETER_CONSTRAINTS: dict = {
     "init_posterior": [None, dict],
     "acceleration": ACCELERATION_CONSTRAINT,
     "method": [StrOptions({"vb", "map", "ml"})],
-    "learning_method": [StrOptions({"batch", "online"})],
-    "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
-    "learning_offset": [Interval(Real, 0.0, None, closed="left")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "total_samples": [Interval(Real, 0.0, None, closed="neither")],
+    **ONLINE_PARAMETER_CONSTRAINTS,
     "subchain_length": [None, Interval(Integral, 1, None, closed="left")],
     "buffer_length": [StrOptions({"auto"}), Interval(Integral, 0, None, closed="left")],
 }

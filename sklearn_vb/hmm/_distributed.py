@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from .._core.distributed import RETRIES, ClientRunner, LocalRunner, chunk_runner, is_dask_array
+from .._core.distributed import check_batch_vb, chunk_runner, is_dask_array
 from .._core.validation import sequence_bounds
 from ._context import context_centres, context_features, context_labels
 from ._data import _FitData
@@ -37,9 +37,6 @@ from .emissions._base import nearest_centre, one_hot
 from .emissions._missing import fill_missing
 
 __all__ = ["DaskFitData", "dask_fit_data", "is_dask_array", "sequence_chunks"]
-
-# the runners, under the names this module has always given them
-_ClientRunner, _LocalRunner = ClientRunner, LocalRunner
 
 #: frames that the k-means start of a distributed fit clusters (a uniform sample)
 KMEANS_SAMPLE = 100_000
@@ -272,10 +269,7 @@ def _check_dask_fit(estimator, sequence_ids, states):
     if sequence_ids is not None:
         raise ValueError("sequence_ids is not supported with a dask array X; give "
                          "lengths.")
-    if estimator.method != "vb" or estimator.learning_method != "batch":
-        raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
-                         f"and learning_method='batch'; got method={estimator.method!r}, "
-                         f"learning_method={estimator.learning_method!r}.")
+    check_batch_vb(estimator)
     if states is not None:
         raise ValueError("states (known states) is not supported with a dask array X.")
 

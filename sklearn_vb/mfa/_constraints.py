@@ -9,6 +9,7 @@ from numbers import Integral, Real
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core.base import ACCELERATION_CONSTRAINT
+from .._core.online import ONLINE_PARAMETER_CONSTRAINTS
 
 __all__ = ["PARAMETER_CONSTRAINTS"]
 
@@ -52,9 +53,5 @@ PARAMETER_CONSTRAINTS: dict = {
     "score_method": [StrOptions({"plugin", "bound"})],
     "init_params": [StrOptions({"kmeans", "random"})],
     "method": [StrOptions({"vb", "map", "ml"})],
-    "learning_method": [StrOptions({"batch", "online"})],
-    "learning_decay": [Interval(Real, 0.0, 1.0, closed="both")],
-    "learning_offset": [Interval(Real, 0.0, None, closed="left")],
-    "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "total_samples": [Interval(Real, 0.0, None, closed="neither")],
+    **ONLINE_PARAMETER_CONSTRAINTS,
 }

@@ -13,25 +13,13 @@ import numpy as np
 import pytest
 
 from sklearn_vb import VBDiscreteDAG
+from tests.dask_cluster import lose_a_worker_at_pass
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 RTOL = 1e-10
 PARAMS = dict(n_components=3, random_state=0, max_iter=60)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def client(cluster):
-    with distributed.Client(cluster) as client:
-        yield client
 
 
 def _latent_class(n=1200, seed=0):
@@ -66,12 +54,12 @@ def _assert_same_fit(a, b):
         np.testing.assert_array_equal(x, y)
 
 
-def test_dask_fit_equals_in_memory(client):
+def test_dask_fit_equals_in_memory(dask_client):
     X = _latent_class()
     X_before = X.copy()
     Xd = da.from_array(X, chunks=(300, 2))  # columns in chunks too: the fit joins them
     ref = _fit(X)
-    with distributed.get_task_stream(client) as stream:
+    with distributed.get_task_stream(dask_client) as stream:
         fit = _fit(Xd)
     n_vbe = sum(str(t["key"]).startswith("vbe_statistics") for t in stream.data)
     assert n_vbe >= fit.n_iter_ * Xd.numblocks[0]  # the VBE steps ran on the cluster
@@ -81,7 +69,7 @@ def test_dask_fit_equals_in_memory(client):
     np.testing.assert_array_equal(X, X_before)
 
 
-def test_dask_fit_with_a_declared_structure_equals_in_memory(client):
+def test_dask_fit_with_a_declared_structure_equals_in_memory(dask_client):
     rng = np.random.RandomState(1)
     h = rng.rand(600) < 0.4
     a = h ^ (rng.rand(600) < 0.1)
@@ -100,32 +88,15 @@ def test_without_a_client_the_local_scheduler_runs_the_chunks():
     _assert_same_fit(_fit(da.from_array(X, chunks=(200, 5)), n_init=2), _fit(X, n_init=2))
 
 
-def test_a_worker_lost_mid_fit_changes_nothing(cluster, monkeypatch):
+def test_a_worker_lost_mid_fit_changes_nothing(dask_cluster, monkeypatch):
     """One of the two workers is closed while the tasks of a VBE step are on the
     cluster: its chunks and tasks are recomputed on the other and the fit ends as the
     undisturbed one."""
-    from sklearn_vb._core import distributed as runners
-
     X = _latent_class(600)
     Xd = da.from_array(X, chunks=(200, 5))
     ref = _fit(X, n_init=1)
-    original = runners.ClientRunner.map
-    calls = []
-
-    def map_then_lose_a_worker(self, fn, chunks, args):
-        calls.append(fn)
-        if len(calls) != 6:
-            return original(self, fn, chunks, args)
-        futures = [self.client.submit(fn, chunk, *args, pure=False, retries=runners.RETRIES)
-                   for chunk in chunks]
-        holders = self.client.who_has(futures + list(chunks))
-        address = next(a for addrs in holders.values() for a in addrs)
-        worker = next(w for w in cluster.workers.values() if w.address == address)
-        cluster.sync(worker.close)
-        return self.client.gather(futures)
-
-    monkeypatch.setattr(runners.ClientRunner, "map", map_then_lose_a_worker)
-    with distributed.Client(cluster) as client:
+    calls = lose_a_worker_at_pass(6, dask_cluster, monkeypatch)
+    with distributed.Client(dask_cluster) as client:
         fit = _fit(Xd, n_init=1)
         assert len(client.scheduler_info()["workers"]) == 1  # the worker was lost
     assert len(calls) > 6

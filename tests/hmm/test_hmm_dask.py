@@ -15,25 +15,12 @@ import pytest
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb.datasets import make_hmm_sequences
 from sklearn_vb.hmm import sequence_chunks
+from tests.dask_cluster import lose_a_worker_at_pass
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 RTOL = 1e-10
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    # in-process workers: started in a fraction of a second, closed with the module
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def client(cluster):
-    with distributed.Client(cluster) as client:
-        yield client
 
 
 def _categorical():
@@ -83,26 +70,26 @@ GAUSSIAN = dict(n_components=2, emission="gaussian", max_iter=15)
 
 
 @pytest.mark.parametrize("init_params", ["auto", "random_marginals", "context"])
-def test_categorical_dask_fit_equals_in_memory(client, init_params):
+def test_categorical_dask_fit_equals_in_memory(dask_client, init_params):
     X, lengths = _categorical()
     X_before = X.copy()
     Xd = da.from_array(X, chunks=(sequence_chunks(lengths, 100), 1))
     assert Xd.numblocks[0] == 3
     ref = _fit(X, lengths, init_params=init_params, **CATEGORICAL)
-    fit = _fit_on_cluster(client, Xd, lengths, init_params=init_params, **CATEGORICAL)
+    fit = _fit_on_cluster(dask_client, Xd, lengths, init_params=init_params, **CATEGORICAL)
     _assert_same_fit(fit, ref)
     assert fit.n_symbols_ == ref.n_symbols_ == 3
     np.testing.assert_array_equal(X, X_before)
 
 
 @pytest.mark.parametrize("init_params", ["kmeans", "random"])
-def test_gaussian_dask_fit_equals_in_memory(client, init_params):
+def test_gaussian_dask_fit_equals_in_memory(dask_client, init_params):
     X, lengths = _gaussian()
     X_before = X.copy()
     # columns in two chunks too: the fit joins them
     Xd = da.from_array(X, chunks=(sequence_chunks(lengths, 70), 1))
     ref = _fit(X, lengths, init_params=init_params, **GAUSSIAN)
-    fit = _fit_on_cluster(client, Xd, lengths, init_params=init_params, **GAUSSIAN)
+    fit = _fit_on_cluster(dask_client, Xd, lengths, init_params=init_params, **GAUSSIAN)
     _assert_same_fit(fit, ref)
     # the data-dependent prior, from moments merged over the chunks
     np.testing.assert_allclose(fit.means_prior_, ref.means_prior_, rtol=RTOL)
@@ -122,7 +109,7 @@ def _with_missing(X, lengths, rows, seed):
 
 @pytest.mark.parametrize("case, init_params", [
     ("categorical", "auto"), ("diag", "kmeans"), ("diag", "random"), ("poisson", "kmeans")])
-def test_missing_values_dask_fit_equals_in_memory(client, case, init_params):
+def test_missing_values_dask_fit_equals_in_memory(dask_client, case, init_params):
     if case == "categorical":
         X, lengths = _categorical()
         params = dict(CATEGORICAL)
@@ -138,7 +125,7 @@ def test_missing_values_dask_fit_equals_in_memory(client, case, init_params):
     Xd = da.from_array(X, chunks=(sequence_chunks(lengths, lengths[0]), X.shape[1]))
     assert Xd.numblocks[0] >= 3
     ref = _fit(X, lengths, init_params=init_params, **params)
-    fit = _fit_on_cluster(client, Xd, lengths, init_params=init_params, **params)
+    fit = _fit_on_cluster(dask_client, Xd, lengths, init_params=init_params, **params)
     _assert_same_fit(fit, ref)
     # the data-dependent default prior ignores the missing entries as in memory
     for name in ("means_prior_", "scale_prior_", "rate_shape_prior_", "rate_rate_prior_"):
@@ -153,7 +140,7 @@ def test_missing_values_dask_fit_equals_in_memory(client, case, init_params):
     np.testing.assert_array_equal(X, X_before)
 
 
-def test_missing_values_refused_on_dask_as_in_memory(client):
+def test_missing_values_refused_on_dask_as_in_memory(dask_client):
     X, lengths = _gaussian()
     X = _with_missing(X, lengths, [5], seed=0)
     Xd = da.from_array(X, chunks=(sequence_chunks(lengths, 70), 2))
@@ -172,33 +159,16 @@ def test_without_a_client_the_local_scheduler_runs_the_chunks():
                      _fit(X, lengths, init_params="random_params", **CATEGORICAL))
 
 
-def test_a_worker_lost_mid_fit_changes_nothing(cluster, monkeypatch):
+def test_a_worker_lost_mid_fit_changes_nothing(dask_cluster, monkeypatch):
     """One of the two workers is closed while the tasks of an iteration's VBE step are
     on the cluster: its chunks and tasks are recomputed on the other worker and the
     fit ends as the undisturbed one."""
-    from sklearn_vb.hmm import _distributed
-
     X, lengths = _categorical()
     Xd = da.from_array(X, chunks=(sequence_chunks(lengths, 100), 1))
     ref = _fit(X, lengths, init_params="random_params", **CATEGORICAL)
 
-    original = _distributed._ClientRunner.map
-    calls = []
-
-    def map_then_lose_a_worker(self, fn, chunks, args):
-        calls.append(fn)
-        if len(calls) != 8:
-            return original(self, fn, chunks, args)
-        futures = [self.client.submit(fn, chunk, *args, pure=False,
-                                      retries=_distributed.RETRIES) for chunk in chunks]
-        holders = self.client.who_has(futures + list(chunks))
-        address = next(a for addrs in holders.values() for a in addrs)
-        worker = next(w for w in cluster.workers.values() if w.address == address)
-        cluster.sync(worker.close)
-        return self.client.gather(futures)
-
-    monkeypatch.setattr(_distributed._ClientRunner, "map", map_then_lose_a_worker)
-    with distributed.Client(cluster) as client:
+    calls = lose_a_worker_at_pass(8, dask_cluster, monkeypatch)
+    with distributed.Client(dask_cluster) as client:
         fit = _fit(Xd, lengths, init_params="random_params", **CATEGORICAL)
         assert len(client.scheduler_info()["workers"]) == 1  # the worker was lost
     assert len(calls) > 8
