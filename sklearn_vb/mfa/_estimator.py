@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
+from typing import Optional
 
 import numpy as np
 from scipy.special import logsumexp
@@ -65,6 +66,7 @@ from ._online import natural_step
 from ._hyper import (selected_hyperparameters, update_alpha_prior, update_ard_prior,
                      update_ard_rate, update_mean_prior)
 from ._point import check_point_options, em_e_step, em_m_step, em_start
+from ._missing import MissingPattern, missing_patterns
 from ._state import MFAPointState
 from ._structure import (birth, decouple_dead_factors, kill_components, prune_dead_factors,
                          rotate_factors, translate_factors)
@@ -133,18 +135,31 @@ class _FitData:
     scale: np.ndarray
     var: np.ndarray  # per-feature variance of Z (1 where constant), sets psi_min
     psi_floor: np.ndarray  # floor on each noise variance (fitting units)
+    # with entries missing: which are observed (``Z`` holds 0.0 at the others), and
+    # the rows of X kept (a row observing nothing has likelihood 1 and is left out)
+    missing: Optional[MissingPattern] = None
+    rows: Optional[np.ndarray] = None
+    n_given: Optional[int] = None  # the number of rows of X
     n_samples: int = field(init=False)
     n_features: int = field(init=False)
     log_jacobian: float = field(init=False)
 
     def __post_init__(self):
         self.n_samples, self.n_features = self.Z.shape
-        self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
+        if self.missing is None:
+            self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
+        else:  # only the observed entries are transformed
+            self.log_jacobian = -float(self.missing.mask.sum(axis=0) @ np.log(self.scale))
 
 
 def _fit_data(X, standardize, psi_min):
     """The data in fitting units (standardised per feature with ``standardize``) and
-    the floor on the noise variances (``psi_min``)."""
+    the floor on the noise variances (``psi_min``).  NaN entries are missing: the
+    statistics of a feature are those of its observed values, and rows observing
+    nothing are left out of the fit."""
+    nan = np.isnan(X)
+    if nan.any():
+        return _fit_data_missing(X, nan, standardize, psi_min)
     mean = X.mean(axis=0)
     std = X.std(axis=0)
     if standardize:
@@ -161,6 +176,42 @@ def _fit_data(X, standardize, psi_min):
     else:
         floor = psi_min * var
     return _FitData(Z, shift, scale, var, floor)
+
+
+def _locals_match(st, data):
+    """Whether the stored q(x|s) has the form of ``data``'s rows: one covariance per
+    component, or per component and missing pattern of ``data``."""
+    if st.sigma is None:
+        return True
+    if data.missing is None:
+        return st.sigma.ndim == 3
+    return st.sigma.ndim == 4 and st.sigma.shape[1] == data.missing.observed.shape[0]
+
+
+def _fit_data_missing(X, nan, standardize, psi_min):
+    """:func:`_fit_data` of an ``X`` with missing entries (``nan``)."""
+    empty = np.flatnonzero(nan.all(axis=0))
+    if empty.size:
+        raise ValueError(f"X: feature(s) {empty.tolist()} have no observed value (all NaN); "
+                         "drop them.")
+    rows = np.flatnonzero(~nan.all(axis=1))
+    X = X[rows]
+    mean = np.nanmean(X, axis=0)
+    std = np.nanstd(X, axis=0)
+    if standardize:
+        scale = np.where(std > 0, std, 1.0)
+        shift = mean
+    else:
+        scale = np.ones(X.shape[1])
+        shift = np.zeros(X.shape[1])
+    Z, miss = missing_patterns((X - shift) / scale)
+    var = np.nanvar(np.where(miss.mask > 0, Z, np.nan), axis=0)
+    var = np.where(var > 0, var, 1.0)
+    if isinstance(psi_min, str):  # "auto" (NaN sorts last and leaves no gap)
+        floor = np.maximum(1e-5 * var, _quantisation_variance(X) / scale**2)
+    else:
+        floor = psi_min * var
+    return _FitData(Z, shift, scale, var, floor, missing=miss, rows=rows, n_given=nan.shape[0])
 
 
 class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeaturesOutMixin,
@@ -185,7 +236,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         ARD decides how many are used.
     search : bool, default=True
         Run the birth/death search over the number of components.  With ``False`` the
-        number of components is fixed (no deaths, no births).
+        number of components is fixed (no deaths, no births).  Missing entries (NaN)
+        in X, assumed missing at random, are marginalised exactly with ``False`` (batch
+        VB, ``method="vb"``; a row observing nothing is left out of the fit) and
+        refused otherwise (see the user guide's "Missing values").
     max_components : int or None, default=None
         Upper limit on the number of components in the search.
     alpha : float, default=1.0
@@ -384,7 +438,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         hundreds or thousands of tiny steps.  Each move is kept only when the bound
         recomputed afterwards is not below the bound before it.  With ``search=True``
         the moves are made in every epoch of the search, so that births are judged
-        on better converged states.
+        on better converged states.  They are not made when X has missing entries.
     rotation_interval : int, default=4
         With ``rotations``, the moves are made in every ``rotation_interval``-th
         iteration (each costs a few small optimisations per component).
@@ -666,17 +720,35 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
             self._check_online("learning_method='online'")
         # a fit (or the first partial_fit) begins a new history of bounds
         self._streamed = False
-        X = validate_float_data(self, X, ensure_min_samples=1, reset=True)
+        X = validate_float_data(self, X, ensure_min_samples=1, reset=True, allow_nan=True)
+        if np.isnan(X).any():
+            self._check_missing_supported("fit")
         check_point_options(self.method, self.search, self.optimize_hyperparameters)
         if (self.warm_start and hasattr(self, "lower_bound_")
                 and self._point_fitted != (self.method != "vb")):
             raise ValueError("warm_start cannot continue a fit made with another method than "
                              f"method={self.method!r}; refit without warm_start.")
-        if self.n_components > X.shape[0]:
+        data = _fit_data(X, self.standardize, self.psi_min)
+        if self.n_components > data.n_samples:
             raise ValueError(
-                f"n_components={self.n_components} must be <= n_samples={X.shape[0]}."
+                f"n_components={self.n_components} must be <= n_samples={data.n_samples}"
+                + (" (rows with at least one observed value)." if data.rows is not None
+                   else ".")
             )
-        return _fit_data(X, self.standardize, self.psi_min)
+        return data
+
+    def _check_missing_supported(self, what):
+        """The options under which ``what`` accepts missing entries (NaN) in X."""
+        why = None
+        if self.method != "vb":
+            why = f"method={self.method!r} (only method='vb' marginalises them)"
+        elif self.learning_method == "online" or what == "partial_fit":
+            why = "online learning"
+        elif self.search:
+            why = "search=True (fit with search=False)"
+        if why is not None:
+            raise ValueError(f"X has missing values (NaN), which {what} does not support "
+                             f"with {why}.")
 
     def _check_online(self, what):
         """Arguments that online learning (``what``: the argument or method asking for
@@ -766,7 +838,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         return False
 
     def _step_rotate(self, data, iteration):
-        if iteration % self.rotation_interval == 0:
+        # (the moves' optima assume every row observes every dimension: with entries
+        # missing they are not made)
+        if iteration % self.rotation_interval == 0 and data.missing is None:
             rotate_factors(self._vb_, data)
             translate_factors(self._vb_, data)
 
@@ -869,6 +943,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         if self._point_fitted:
             self._step_e(data, 0)  # warm start: the statistics of the (new) data
         elif (self._vb_.resp.shape[0] != data.n_samples  # warm start on new data
+              or not _locals_match(self._vb_, data)  # (with other missing entries)
               or getattr(self, "_stale_locals", False)):  # or after partial_fit
             self._local_pass(data)
         self._stale_locals = False
@@ -1013,7 +1088,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
                 self._initialize(data, check_random_state(self.random_state))
                 self.__dict__.pop("_online_rng", None)
             else:
-                X = validate_float_data(self, X, reset=False)
+                X = validate_float_data(self, X, reset=False, allow_nan=True)
+                if np.isnan(X).any():
+                    self._check_missing_supported("partial_fit")
                 data = replace(self._units_, Z=(X - self._units_.shift) / self._units_.scale)
             if not hasattr(self, "n_batch_iter_"):
                 self.n_batch_iter_ = 1
@@ -1050,7 +1127,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
             self.lower_bound_ = float(lower_bound(self._vb_, data))
         self._shift_, self._scale_ = data.shift, data.scale
         # the fitting units without the data, for partial_fit's later chunks
-        self._units_ = replace(data, Z=data.Z[:0])
+        self._units_ = replace(data, Z=data.Z[:0], missing=None, rows=None, n_given=None)
         fitted = fitted_attributes(self._vb_, data, self.ard_threshold)
         if self._point_fitted:
             fitted.update(objective_=self.lower_bound_, objectives_=self.lower_bounds_)
@@ -1062,6 +1139,11 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
             self.search_history_ = None
             self.n_births_proposed_ = self.n_births_accepted_ = self.n_partial_iter_ = 0
             self.n_epochs_ = 1
+        if data.rows is not None and "labels_" in fitted:
+            # a row observing nothing: the component of largest E[ln π_s]
+            labels = np.full(data.n_given, int(np.argmax(self._vb_.alpha_hat)))
+            labels[data.rows] = fitted["labels_"]
+            fitted["labels_"] = labels
         for name, value in fitted.items():
             setattr(self, name, value)
         for name in ("_search_rng", "_control", "_principal_split_tried"):
@@ -1125,7 +1207,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
 
     def _log_densities(self, Z, method):
         """:meth:`score_samples` of the rows ``Z`` in fitting units."""
-        jac = -float(np.sum(np.log(self._scale_)))
+        if np.isnan(Z).any():  # only the observed entries are transformed
+            jac = -((~np.isnan(Z)) @ np.log(self._scale_))
+        else:
+            jac = -float(np.sum(np.log(self._scale_)))
         if method == "bound":
             return logsumexp(log_weights(self._vb_, Z), axis=1) + jac
         if method != "plugin":
@@ -1148,7 +1233,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
     def _check_new_data(self, X):
         """``X`` validated and in fitting units."""
         self._check_is_fitted()
-        X = validate_float_data(self, X, reset=False)
+        X = validate_float_data(self, X, reset=False, allow_nan=True)
+        if np.isnan(X).any() and self._point_fitted:
+            raise ValueError("X has missing values (NaN), which a fit with "
+                             f"method={self.method!r} does not support.")
         return (X - self._shift_) / self._scale_
 
     def _log_likelihood(self, Z):
