@@ -200,3 +200,15 @@ def test_partial_fit_and_an_unobserved_feature_refuse_nan():
     X[:, 2] = np.nan
     with pytest.raises(ValueError, match=r"feature\(s\) \[2\]"):
         _fit(X)
+
+
+def test_dead_columns_are_pruned_and_decoupled_with_missing_entries():
+    """The structure moves on the loading columns act on q(x|s) per component and
+    pattern: a fit from ``p - 1`` columns prunes to the data's two, monotonically."""
+    X = _with_holes(two_cluster_data(3, n=100, p=8, k=2), 0.25, 1)
+    est = _fit(X, n_factors=None, max_iter=300)
+    bounds = np.asarray(est.lower_bounds_)
+    assert np.all(np.diff(bounds) >= -1e-9 * np.abs(bounds[1:]))
+    assert est.n_factors_max_ < 7
+    assert est._vb_.sigma.shape[-1] == est.n_factors_max_
+    assert np.all(np.isfinite(est.transform(X)))
