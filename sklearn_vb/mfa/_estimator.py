@@ -712,6 +712,14 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         self.acceleration = acceleration
         self.score_method = score_method
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # fit marginalises NaN only in batch VB without the search (the prediction
+        # methods do whatever the fit)
+        tags.input_tags.allow_nan = (not self.search and self.method == "vb"
+                                     and self.learning_method == "batch")
+        return tags
+
     # ================================================================ setup
     def _check_fit_data(self, X, **fit_params):
         if fit_params:
