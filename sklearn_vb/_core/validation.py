@@ -118,8 +118,11 @@ def validate_float_data(estimator, X, *, reset, missing=MISSING_VALUES_UNSUPPORT
                          owner=type(estimator).__name__, missing=missing)
         values = out
     if max_abs is not None and values.size:
-        largest = (float(np.nanmax(np.abs(values))) if allow_nan
-                   else float(np.max(np.abs(values))))
+        if allow_nan:  # (0 when every value is missing)
+            largest = float(np.max(np.abs(values), initial=0.0,
+                                   where=~np.isnan(values)))
+        else:
+            largest = float(np.max(np.abs(values)))
         if largest > max_abs:
             raise ValueError(
                 f"X holds values as large as {largest:.3g} in magnitude; squares and "

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 from scipy.special import logsumexp
@@ -64,14 +65,15 @@ from .._core.online import check_online_method
 from .._core.validation import validate_float_data
 from ._birth_death import BirthDeathSearch, RunControl, propose_birth, run_fixed_structure
 from ._constraints import PARAMETER_CONSTRAINTS
-from ._fitted import plugin_sample, set_fitted
+from ._fitted import log_densities, plugin_sample, set_fitted
 from ._online_fit import partial_fit, run_online
 from ._hyper import selected_hyperparameters
 from ._point import check_point_options, em_start
+from ._missing import MissingPattern, check_missing_supported, missing_patterns
 from ._state import MFAPointState
 from ._steps import iteration_steps, point_e_step, run_control
 from ._vbem import (expected_factors, first_updates, initial_state, local_updates, log_weights,
-                    lower_bound, n_loading_columns, pack_state, plugin_log_densities, unpack_state)
+                    lower_bound, n_loading_columns, pack_state, unpack_state)
 
 __all__ = ["VBMixtureFactorAnalysers", "max_identifiable_factors", "fa_free_parameters"]
 
@@ -133,18 +135,31 @@ class _FitData:
     scale: np.ndarray
     var: np.ndarray  # per-feature variance of Z (1 where constant), sets psi_min
     psi_floor: np.ndarray  # floor on each noise variance (fitting units)
+    # with entries missing: which are observed (``Z`` holds 0.0 at the others), and
+    # the rows of X kept (a row observing nothing has likelihood 1 and is left out)
+    missing: Optional[MissingPattern] = None
+    rows: Optional[np.ndarray] = None
+    n_given: Optional[int] = None  # the number of rows of X
     n_samples: int = field(init=False)
     n_features: int = field(init=False)
     log_jacobian: float = field(init=False)
 
     def __post_init__(self):
         self.n_samples, self.n_features = self.Z.shape
-        self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
+        if self.missing is None:
+            self.log_jacobian = -self.Z.shape[0] * float(np.sum(np.log(self.scale)))
+        else:  # only the observed entries are transformed
+            self.log_jacobian = -float(self.missing.mask.sum(axis=0) @ np.log(self.scale))
 
 
 def _fit_data(X, standardize, psi_min):
     """The data in fitting units (standardised per feature with ``standardize``) and
-    the floor on the noise variances (``psi_min``)."""
+    the floor on the noise variances (``psi_min``).  NaN entries are missing: the
+    statistics of a feature are those of its observed values, and rows observing
+    nothing are left out of the fit."""
+    nan = np.isnan(X)
+    if nan.any():
+        return _fit_data_missing(X, nan, standardize, psi_min)
     mean = X.mean(axis=0)
     std = X.std(axis=0)
     if standardize:
@@ -161,6 +176,42 @@ def _fit_data(X, standardize, psi_min):
     else:
         floor = psi_min * var
     return _FitData(Z, shift, scale, var, floor)
+
+
+def _locals_match(st, data):
+    """Whether the stored q(x|s) has the form of ``data``'s rows: one covariance per
+    component, or per component and missing pattern of ``data``."""
+    if st.sigma is None:
+        return True
+    if data.missing is None:
+        return st.sigma.ndim == 3
+    return st.sigma.ndim == 4 and st.sigma.shape[1] == data.missing.observed.shape[0]
+
+
+def _fit_data_missing(X, nan, standardize, psi_min):
+    """:func:`_fit_data` of an ``X`` with missing entries (``nan``)."""
+    empty = np.flatnonzero(nan.all(axis=0))
+    if empty.size:
+        raise ValueError(f"X: feature(s) {empty.tolist()} have no observed value (all NaN); "
+                         "drop them.")
+    rows = np.flatnonzero(~nan.all(axis=1))
+    X = X[rows]
+    mean = np.nanmean(X, axis=0)
+    std = np.nanstd(X, axis=0)
+    if standardize:
+        scale = np.where(std > 0, std, 1.0)
+        shift = mean
+    else:
+        scale = np.ones(X.shape[1])
+        shift = np.zeros(X.shape[1])
+    Z, miss = missing_patterns((X - shift) / scale)
+    var = np.nanvar(np.where(miss.mask > 0, Z, np.nan), axis=0)
+    var = np.where(var > 0, var, 1.0)
+    if isinstance(psi_min, str):  # "auto" (NaN sorts last and leaves no gap)
+        floor = np.maximum(1e-5 * var, _quantisation_variance(X) / scale**2)
+    else:
+        floor = psi_min * var
+    return _FitData(Z, shift, scale, var, floor, missing=miss, rows=rows, n_given=nan.shape[0])
 
 
 def _fixed_components(estimator):
@@ -201,7 +252,10 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         ARD decides how many are used.
     search : bool, default=True
         Run the birth/death search over the number of components.  With ``False`` the
-        number of components is fixed (no deaths, no births).
+        number of components is fixed (no deaths, no births).  Missing entries (NaN)
+        in X, assumed missing at random, are marginalised exactly with ``False`` (batch
+        VB, ``method="vb"``; a row observing nothing is left out of the fit) and
+        refused otherwise (see the user guide's "Missing values").
     max_components : int or None, default=None
         Upper limit on the number of components in the search.
     alpha : float, default=1.0
@@ -400,7 +454,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         hundreds or thousands of tiny steps.  Each move is kept only when the bound
         recomputed afterwards is not below the bound before it.  With ``search=True``
         the moves are made in every epoch of the search, so that births are judged
-        on better converged states.
+        on better converged states.  They are not made when X has missing entries.
     rotation_interval : int, default=4
         With ``rotations``, the moves are made in every ``rotation_interval``-th
         iteration (each costs a few small optimisations per component).
@@ -659,6 +713,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         self.acceleration = acceleration
         self.score_method = score_method
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # NaN marginalised by batch VB without the search (prediction: whatever fit takes)
+        tags.input_tags.allow_nan = (not self.search and self.method == "vb"
+                                     and self.learning_method == "batch")
+        return tags
+
     # ================================================================ setup
     def _check_fit_data(self, X, **fit_params):
         if fit_params:
@@ -667,17 +728,20 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
             self._check_online("learning_method='online'")
         # a fit (or the first partial_fit) begins a new history of bounds
         self._streamed = False
-        X = validate_float_data(self, X, ensure_min_samples=1, reset=True)
+        X = validate_float_data(self, X, ensure_min_samples=1, reset=True, allow_nan=True)
+        if np.isnan(X).any():
+            check_missing_supported(self, "fit")
         check_point_options(self.method, self.search, self.optimize_hyperparameters)
         if (self.warm_start and hasattr(self, "lower_bound_")
                 and self._point_fitted != (self.method != "vb")):
             raise ValueError("warm_start cannot continue a fit made with another method than "
                              f"method={self.method!r}; refit without warm_start.")
-        if self.n_components > X.shape[0]:
-            raise ValueError(
-                f"n_components={self.n_components} must be <= n_samples={X.shape[0]}."
-            )
-        return _fit_data(X, self.standardize, self.psi_min)
+        data = _fit_data(X, self.standardize, self.psi_min)
+        if self.n_components > data.n_samples:
+            rows = " (rows with at least one observed value)" if data.rows is not None else ""
+            raise ValueError(f"n_components={self.n_components} must be <= "
+                             f"n_samples={data.n_samples}{rows}.")
+        return data
 
     def _check_online(self, what):
         """Arguments that online learning (``what``: the argument or method asking for
@@ -749,8 +813,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
     # ---------------------------------------------------------------- bound
     def _lower_bound(self, data):
         if self._point_fitted:
-            # the EM objective at the point of the last E step (with
-            # bound_check="steps" the M step is therefore not checked on its own)
+            # the EM objective at the last E step's point (bound_check="steps": no M check)
             return self._vb_.objective
         return lower_bound(self._vb_, data)
 
@@ -795,6 +858,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         if self._point_fitted:
             point_e_step(self, data)  # warm start: the statistics of the (new) data
         elif (self._vb_.resp.shape[0] != data.n_samples  # warm start on new data
+              or not _locals_match(self._vb_, data)  # (with other missing entries)
               or getattr(self, "_stale_locals", False)):  # or after partial_fit
             local_updates(self._vb_, data)
         self._stale_locals = False
@@ -927,16 +991,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         density (thesis eq. 4.85).
         """
         method = self.score_method if method is None else method
-        return self._log_densities(self._check_new_data(X), method)
-
-    def _log_densities(self, Z, method):
-        """:meth:`score_samples` of the rows ``Z`` in fitting units."""
-        jac = -float(np.sum(np.log(self._scale_)))
-        if method == "bound":
-            return logsumexp(log_weights(self._vb_, Z), axis=1) + jac
-        if method != "plugin":
-            raise ValueError(f"method must be 'plugin' or 'bound'; got {method!r}.")
-        return plugin_log_densities(self._vb_, Z, self.weights_) + jac
+        return log_densities(self, self._check_new_data(X), method)
 
     def score(self, X, y=None):
         """Mean log-likelihood per row (see :meth:`score_samples`)."""
@@ -954,11 +1009,13 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
     def _check_new_data(self, X):
         """``X`` validated and in fitting units."""
         self._check_is_fitted()
-        X = validate_float_data(self, X, reset=False)
+        X = validate_float_data(self, X, reset=False, allow_nan=True)
+        if np.isnan(X).any():
+            check_missing_supported(self, "new data")
         return (X - self._shift_) / self._scale_
 
     def _log_likelihood(self, Z):
-        return float(np.sum(self._log_densities(Z, "plugin")))
+        return float(np.sum(log_densities(self, Z, "plugin")))
 
     def _n_observations(self, Z):
         return Z.shape[0]

@@ -11,11 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from scipy.special import logsumexp
 
 from ._state import MFAPointState
-from ._vbem import bound_terms, component_scores, local_updates, lower_bound
+from ._vbem import (bound_terms, component_scores, local_updates, log_weights, lower_bound,
+                    plugin_log_densities)
 
-__all__ = ["VB_ONLY_ATTRIBUTES", "fitted_attributes", "plugin_sample", "point_attributes",
+__all__ = ["VB_ONLY_ATTRIBUTES", "fitted_attributes", "log_densities", "plugin_sample", "point_attributes",
            "set_fitted", "vb_attributes"]
 
 #: attributes of a variational fit that a point fit does not have
@@ -121,8 +123,13 @@ def set_fitted(est, data):
         est.lower_bound_ = float(lower_bound(est._vb_, data))
     est._shift_, est._scale_ = data.shift, data.scale
     # the fitting units without the data, for partial_fit's later chunks
-    est._units_ = replace(data, Z=data.Z[:0])
+    est._units_ = replace(data, Z=data.Z[:0], missing=None, rows=None, n_given=None)
     fitted = fitted_attributes(est._vb_, data, est.ard_threshold)
+    if data.rows is not None and "labels_" in fitted:
+        # a row observing nothing: the component of largest E[ln π_s]
+        labels = np.full(data.n_given, int(np.argmax(est._vb_.alpha_hat)))
+        labels[data.rows] = fitted["labels_"]
+        fitted["labels_"] = labels
     if est._point_fitted:
         fitted.update(objective_=est.lower_bound_, objectives_=est.lower_bounds_)
         for name in VB_ONLY_ATTRIBUTES:
@@ -137,3 +144,18 @@ def set_fitted(est, data):
         setattr(est, name, value)
     for name in ("_search_rng", "_control", "_principal_split_tried"):
         est.__dict__.pop(name, None)
+
+
+def log_densities(est, Z, method):
+    """:meth:`~sklearn_vb.mfa.VBMixtureFactorAnalysers.score_samples` of the rows ``Z``
+    in fitting units: ``method="plugin"`` at the posterior-mean parameters,
+    ``"bound"`` the variational lower bound on the predictive density."""
+    if np.isnan(Z).any():  # only the observed entries are transformed
+        jac = -((~np.isnan(Z)) @ np.log(est._scale_))
+    else:
+        jac = -float(np.sum(np.log(est._scale_)))
+    if method == "bound":
+        return logsumexp(log_weights(est._vb_, Z), axis=1) + jac
+    if method != "plugin":
+        raise ValueError(f"method must be 'plugin' or 'bound'; got {method!r}.")
+    return plugin_log_densities(est._vb_, Z, est.weights_) + jac

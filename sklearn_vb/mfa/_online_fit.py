@@ -18,6 +18,7 @@ from threadpoolctl import threadpool_limits
 from .._core.online import minibatches, run_epochs, step_size
 from .._core.validation import validate_float_data
 from ._hyper import selected_hyperparameters
+from ._missing import check_missing_supported
 from ._online import natural_step
 from ._vbem import bound_terms, local_updates
 
@@ -77,7 +78,9 @@ def partial_fit(est, X):
             est._initialize(data, check_random_state(est.random_state))
             est.__dict__.pop("_online_rng", None)
         else:
-            X = validate_float_data(est, X, reset=False)
+            X = validate_float_data(est, X, reset=False, allow_nan=True)
+            if np.isnan(X).any():
+                check_missing_supported(est, "partial_fit")
             data = replace(est._units_, Z=(X - est._units_.shift) / est._units_.scale)
         if not hasattr(est, "n_batch_iter_"):
             est.n_batch_iter_ = 1

@@ -50,7 +50,9 @@ def _responsibilities(est, data):
 
 
 def _rotate(est, data, iteration):
-    if iteration % est.rotation_interval == 0:
+    # (the moves' optima assume every row observes every dimension: with entries
+    # missing they are not made)
+    if iteration % est.rotation_interval == 0 and data.missing is None:
         rotate_factors(est._vb_, data)
         translate_factors(est._vb_, data)
 

@@ -55,8 +55,10 @@ def permute_factors(st, order):
     cov = np.take_along_axis(st.lam_cov, full[:, None, :, None], axis=2)
     st.lam_cov = np.take_along_axis(cov, full[:, None, None, :], axis=3)
     st.b_tilde = st.b_tilde[s_idx, order]
-    sig = np.take_along_axis(st.sigma, order[:, :, None], axis=1)
-    st.sigma = np.take_along_axis(sig, order[:, None, :], axis=2)
+    # (one factor covariance per component, or per component and missing pattern)
+    o = order[:, None] if st.sigma.ndim == 4 else order
+    sig = np.take_along_axis(st.sigma, o[..., :, None], axis=-2)
+    st.sigma = np.take_along_axis(sig, o[..., None, :], axis=-1)
     st.xbar = np.take_along_axis(st.xbar, order[None, :, :], axis=2)
     if st.active is not None:
         st.active = np.take_along_axis(st.active, order, axis=1)
@@ -71,7 +73,7 @@ def drop_trailing_factors(st, K_new):
     st.lam_cov = st.lam_cov[:, :, keep][:, :, :, keep]
     st.lam_logdet = np.linalg.slogdet(st.lam_cov)[1]
     st.b_tilde = st.b_tilde[:, :K_new].copy()
-    st.sigma = st.sigma[:, :K_new, :K_new].copy()
+    st.sigma = st.sigma[..., :K_new, :K_new].copy()
     st.logdet_sigma = np.linalg.slogdet(st.sigma)[1]
     st.xbar = np.ascontiguousarray(st.xbar[:, :, :K_new])
     if st.active is not None:
@@ -85,7 +87,8 @@ def impose_decoupling(st):
     dead1, cross = decoupling_masks(st.active)
     st.lam_mean = np.where(dead1[:, None, :], 0.0, st.lam_mean)
     st.lam_cov = np.where(cross[:, None], 0.0, st.lam_cov)
-    st.sigma = np.where(cross[:, :K, :K], 0.0, st.sigma)
+    cross_x = cross[:, None, :K, :K] if st.sigma.ndim == 4 else cross[:, :K, :K]
+    st.sigma = np.where(cross_x, 0.0, st.sigma)
     st.xbar = np.where(~st.active[None], 0.0, st.xbar)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.special import digamma, logsumexp
 
 from .._core.distributions import dirichlet_kl, gamma_kl
+from . import _missing as _m
 from . import kernels as _k
 from ._point import noise_update
 from ._state import BoundTerms, MFAPointState, MFAState, StatsCache
@@ -148,23 +149,47 @@ def sufficient_statistics(st, data):
     cache = st.stats_cache
     if cache is not None and cache.matches(st.resp, st.xbar, st.sigma, data.Z):
         return cache.stats
-    stats = _k.sufficient_statistics(data.Z, st.resp, st.xbar, st.sigma)
+    if data.missing is None:
+        stats = _k.sufficient_statistics(data.Z, st.resp, st.xbar, st.sigma)
+    else:
+        stats = _m.sufficient_statistics(data.Z, st.resp, st.xbar, st.sigma, data.missing)
     st.stats_cache = StatsCache(st.resp, st.xbar, st.sigma, data.Z, stats)
     return stats
 
 
 def update_factors(st, data):
-    """q(x|s) of every row (eqs. 4.51-4.55)."""
+    """q(x|s) of every row (eqs. 4.51-4.55); with entries missing, from the observed
+    ones (one covariance per component and pattern)."""
+    if data.missing is not None:
+        st.sigma, st.logdet_sigma, st.xbar = _missing_factors(st, data.Z, data.missing)[1:]
+        return
     M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
     sigma, logdet = _k.factor_posterior(M)
     st.sigma, st.logdet_sigma = sigma, logdet
     st.xbar = _k.factor_means(data.Z, st.lam_mean, st.psi, sigma, M)
 
 
+def _missing_factors(st, Y, miss):
+    """``(M, sigma, logdet_sigma, xbar)`` of q(x|s) for the rows ``Y`` (0.0 at their
+    missing entries) with the patterns ``miss``."""
+    M = _m.pattern_quadratic(st.lam_mean, st.lam_cov, st.psi, miss.observed)
+    sigma, logdet = _m.factor_posterior(M)
+    return M, sigma, logdet, _m.factor_means(Y, st.lam_mean, st.psi, sigma, M, miss)
+
+
+def _new_rows_missing(st, Y):
+    """``(Y with 0.0 at NaN, patterns)`` when the rows ``Y`` (or the training data of
+    the state, whose q(x|s) is then per pattern) have missing entries, else ``(Y,
+    None)``."""
+    if np.isnan(Y).any() or (st.sigma is not None and st.sigma.ndim == 4):
+        return _m.missing_patterns(Y)
+    return Y, None
+
+
 def update_loadings(st, data):
     """q(Λ̃): the joint solve for each row of ``[Λ^s, μ^s]`` (eqs. 4.41-4.50)."""
-    Nk, W, C, D = sufficient_statistics(st, data)
-    st.lam_mean, st.lam_cov, st.lam_logdet = loadings_from_statistics(st, W, C)
+    stats = sufficient_statistics(st, data)
+    st.lam_mean, st.lam_cov, st.lam_logdet = loadings_from_statistics(st, stats.W, stats.C)
 
 
 def loadings_from_statistics(st, W, C):
@@ -182,8 +207,12 @@ def log_weights(st, Y):
         with np.errstate(divide="ignore"):
             return (_k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K],
                                       st.psi) + np.log(st.weights)[None])
-    M, xbar = expected_factors(st, Y)
     elog_pi = digamma(st.alpha_hat) - digamma(st.alpha_hat.sum())
+    Y, miss = _new_rows_missing(st, Y)
+    if miss is not None:
+        M, sigma, logdet, xbar = _missing_factors(st, Y, miss)
+        return _m.log_weights(Y, xbar, sigma, logdet, st.lam_mean, M, st.psi, elog_pi, miss)
+    M, xbar = expected_factors(st, Y)
     return _k.log_weights(
         Y, xbar, st.sigma, st.logdet_sigma, st.lam_mean, M, st.psi, elog_pi
     )
@@ -192,7 +221,12 @@ def log_weights(st, Y):
 def expected_factors(st, Y):
     """``(M, xbar)``: ``E[Λ̃ᵀ Ψ⁻¹ Λ̃]`` of every component (S, K+1, K+1) and the factor
     means ``E[x | y, s]`` of the rows ``Y`` in every component (N, S, K) for the
-    stored q(x|s) covariances."""
+    stored q(x|s) covariances (with entries missing, ``M`` per component and pattern
+    of ``Y``, (S, G, K+1, K+1), and the covariances of those patterns)."""
+    Y, miss = _new_rows_missing(st, Y)
+    if miss is not None:
+        M, _, _, xbar = _missing_factors(st, Y, miss)
+        return M, xbar
     M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
     return M, _k.factor_means(Y, st.lam_mean, st.psi, st.sigma, M)
 
@@ -201,18 +235,28 @@ def plugin_log_densities(st, Y, weights):
     """``ln Σ_s w_s N(y | μ^s, Λ^s Λ^sᵀ + Ψ)`` of the rows ``Y`` at the loading means
     of the state and the mixing proportions ``weights``."""
     K = st.lam_mean.shape[-1] - 1
-    dens = _k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi)
+    if np.isnan(Y).any():  # the density of the observed entries
+        Y, miss = _m.missing_patterns(Y)
+        dens = _m.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi,
+                                 miss, _k.fa_log_density)
+    else:
+        dens = _k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi)
     return logsumexp(dens + np.log(weights)[None, :], axis=1)
 
 
 def update_responsibilities(st, data):
     """q(s) of every row for the stored q(x|s)."""
-    M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
     elog_pi = digamma(st.alpha_hat) - digamma(st.alpha_hat.sum())
-    ell = _k.log_weights(
-        data.Z, st.xbar, st.sigma, st.logdet_sigma, st.lam_mean, M,
-        st.psi, elog_pi,
-    )
+    if data.missing is not None:
+        M = _m.pattern_quadratic(st.lam_mean, st.lam_cov, st.psi, data.missing.observed)
+        ell = _m.log_weights(data.Z, st.xbar, st.sigma, st.logdet_sigma, st.lam_mean, M,
+                             st.psi, elog_pi, data.missing)
+    else:
+        M = _k.expected_loading_quadratic(st.lam_mean, st.lam_cov, st.psi)
+        ell = _k.log_weights(
+            data.Z, st.xbar, st.sigma, st.logdet_sigma, st.lam_mean, M,
+            st.psi, elog_pi,
+        )
     ell -= ell.max(axis=1, keepdims=True)
     r = np.exp(ell)
     r /= r.sum(axis=1, keepdims=True)
@@ -249,10 +293,14 @@ def update_noise(st, data):
 
 def noise_from_statistics(st, stats, n_samples, psi_floor):
     """The Ψ maximising F given q(Λ̃) and the statistics ``stats`` of ``n_samples``
-    rows, never below ``psi_floor``."""
-    Nk, W, C, D = stats
+    rows, never below ``psi_floor``; with entries missing, each ``ψ_q`` from the rows
+    observing dimension ``q``."""
     lam, cov = st.lam_mean, st.lam_cov
     second = cov + lam[:, :, :, None] * lam[:, :, None, :]
+    if isinstance(stats, _m.MissingStats):
+        return np.maximum(_m.noise_residual(stats, lam, second) / stats.Nd.sum(axis=0),
+                          psi_floor)
+    Nk, W, C, D = stats
     return noise_update(D, C, W, lam, second, n_samples, psi_floor)
 
 
@@ -266,6 +314,12 @@ def bound_terms(st, data):
     kl_pi = dirichlet_kl(st.alpha_hat, np.full(S, st.alpha_star / S))
     f_nu = (-np.sum(gamma_kl(st.a_tilde, st.b_tilde, st.a_star, st.b_star),
                     axis=1) if K else np.zeros(S))
+    if data.missing is not None:
+        terms = _m.bound_terms(
+            st.resp, st.xbar, st.sigma, st.logdet_sigma, st.lam_mean, st.lam_cov,
+            st.lam_logdet, st.alpha_hat, st.a_tilde, st.b_tilde, st.psi, st.mu_star,
+            st.nu_star, sufficient_statistics(st, data))
+        return BoundTerms(-float(kl_pi), f_nu, *terms)
     terms = _k.bound_terms(
         data.Z, st.resp, st.xbar, st.sigma, st.logdet_sigma,
         st.lam_mean, st.lam_cov, st.lam_logdet, st.alpha_hat,

@@ -137,7 +137,9 @@ def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star, active=None):
     """Row-wise Gaussian posterior of Λ̃^s = [Λ^s, μ^s], loadings and centre solved jointly.
 
     Returns ``lam_mean`` (S, p, K+1), ``lam_cov`` (S, p, K+1, K+1) and the
-    log-determinants ln|Γ^s_q| (S, p).
+    log-determinants ln|Γ^s_q| (S, p).  ``W`` is (S, K+1, K+1), or (S, p, K+1, K+1)
+    when each row ``q`` has its own statistics (entries missing:
+    :mod:`sklearn_vb.mfa._missing`).
 
     ``active`` (S, K) bool: the columns of component ``s`` not marked active are
     *decoupled*: ``W_s`` and ``C_s`` have no entries between them and any other
@@ -147,12 +149,14 @@ def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star, active=None):
     ``O((k_s + 1)^3)`` for ``k_s`` active columns instead of ``O((K + 1)^3)``, with
     the same result as the full solve.
     """
-    S, K1, _ = W.shape
+    S, K1 = W.shape[0], W.shape[-1]
     p = psi.shape[0]
     mean = np.zeros((S, p, K1))
     cov = np.zeros((S, p, K1, K1))
     logdet = np.empty((S, p))
     W = np.ascontiguousarray(W)
+    if W.ndim == 3:  # one matrix per component: every row reads it
+        W = np.broadcast_to(W[:, None], (S, p, K1, K1))
     if active is None:
         active = np.ones((S, K1 - 1), dtype=np.bool_)
     ok = _loading_posterior_rows(W, np.ascontiguousarray(C), psi, np.ascontiguousarray(expected_nu),
@@ -162,7 +166,7 @@ def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star, active=None):
         prior = np.empty((S, p, K1))
         prior[:, :, : K1 - 1] = expected_nu[:, None, :]
         prior[:, :, K1 - 1] = nu_star[None, :]
-        P = W[:, None, :, :] / psi[None, :, None, None]
+        P = W / psi[None, :, None, None]
         idx = np.arange(K1)
         P[:, :, idx, idx] += prior
         cov, logdet_prec = spd_inverse_jittered(P)
@@ -176,12 +180,12 @@ def loading_posterior(W, C, psi, expected_nu, nu_star, mu_star, active=None):
 @njit(cache=True, nogil=True)
 def _loading_posterior_rows(W, C, psi, expected_nu, nu_star, mu_star, active, mean, cov,
                             logdet):
-    """Γ^s_q = (diag(E ν^s, ν*_q) + W_s / ψ_q)^{-1} and λ̄^s_q = Γ^s_q (C_s[q] / ψ_q +
+    """Γ^s_q = (diag(E ν^s, ν*_q) + W_sq / ψ_q)^{-1} and λ̄^s_q = Γ^s_q (C_s[q] / ψ_q +
     [0, ν*_q μ*_q]) for every component and row, by Cholesky factorisations of the
     block of the active columns and the centre (the decoupled
     columns in closed form; ``mean`` and ``cov`` arrive zeroed); False as soon as
     one precision is not numerically positive definite."""
-    S, K1, _ = W.shape
+    S, K1 = W.shape[0], W.shape[-1]
     p = psi.shape[0]
     K = K1 - 1
     idx = np.empty(K1, dtype=np.int64)
@@ -206,7 +210,7 @@ def _loading_posterior_rows(W, C, psi, expected_nu, nu_star, mu_star, active, me
             ip = 1.0 / psi[q]
             for k in range(m):
                 for l in range(m):
-                    P[k, l] = W[s, idx[k], idx[l]] * ip
+                    P[k, l] = W[s, q, idx[k], idx[l]] * ip
                 rhs[k] = C[s, q, idx[k]] * ip
             for k in range(a):
                 P[k, k] += expected_nu[s, idx[k]]
@@ -224,7 +228,7 @@ def _loading_posterior_rows(W, C, psi, expected_nu, nu_star, mu_star, active, me
             for j in range(K):
                 if active[s, j]:
                     continue
-                prec = expected_nu[s, j] + W[s, j, j] * ip
+                prec = expected_nu[s, j] + W[s, q, j, j] * ip
                 if not prec > 0.0:
                     return False
                 cov[s, q, j, j] = 1.0 / prec

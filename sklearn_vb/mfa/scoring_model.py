@@ -353,6 +353,12 @@ class MFAScoringModel(ScoringModelMixin):
         if isinstance(X, MFAData):
             return X
         Z = np.ascontiguousarray(self.estimator.check_data(X))
+        if np.isnan(Z).any():
+            raise ValueError(
+                "X has missing values (NaN): the scores of sklearn_vb.scoring other than "
+                "'vb' evaluate the complete-data likelihood of a mixture of factor "
+                "analysers and do not marginalise them; use the 'vb' score (the fitted "
+                "lower_bound_) or drop the incomplete rows.")
         self._n_last = Z.shape[0]
         return MFAData(Z, self.log_jac_case)
 

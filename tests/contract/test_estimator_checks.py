@@ -118,6 +118,15 @@ MRF_EXPECTED_FAILURES = {
         "rather than make every distinct float a state"),
 }
 
+# The MFA's fit refuses NaN with the search or online VB (its allow_nan tag is False
+# then), while predict, transform and score marginalise the missing entries of new rows
+MFA_EXPECTED_FAILURES = {
+    "check_estimators_nan_inf": (
+        "fit refuses NaN with search=True or online VB, but predict, predict_proba, "
+        "transform and score_samples marginalise missing entries of new rows exactly, "
+        "which the check expects them to refuse as fit does"),
+}
+
 # ------------------------------------------------------------------------- the list
 CONTRACTS = (
     Contract(VBHiddenMarkov(2, emission="gaussian", covariance_type="full", max_iter=5,
@@ -136,12 +145,14 @@ CONTRACTS = (
     Contract(VBHiddenMarkov(2, max_iter=5, random_state=0),
              HMM_CATEGORICAL_EXPECTED_FAILURES, marks=(_IGNORE_CONVERGENCE,)),
     Contract(VBMixtureFactorAnalysers(max_iter=50, max_iter_epoch=20, polish_iter=20,
-                                      random_state=0), marks=(_NUMERICS,)),
+                                      random_state=0), MFA_EXPECTED_FAILURES,
+             marks=(_NUMERICS,)),
     Contract(VBMixtureFactorAnalysers(3, search=False, max_iter=30, random_state=0),
              marks=(_NUMERICS,)),
     # online VB: epochs of minibatches of rows
     Contract(VBMixtureFactorAnalysers(3, search=False, learning_method="online", batch_size=8,
-                                      max_iter=10, random_state=0), marks=(_NUMERICS,)),
+                                      max_iter=10, random_state=0), MFA_EXPECTED_FAILURES,
+             marks=(_NUMERICS,)),
     Contract(VBLinearDynamicalSystem(n_states=2, max_iter=5, random_state=0),
              LDS_EXPECTED_FAILURES),
     Contract(VBDiscreteDAG(max_iter=5, n_init=1, random_state=0), DAG_EXPECTED_FAILURES,

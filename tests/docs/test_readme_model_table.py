@@ -22,6 +22,7 @@ FITS = {
     # them, as the cell says)
     "VBHiddenMarkov": (dict(n_components=2, emission="gaussian", covariance_type="diag",
                             max_iter=5), GAUSS, None),
+    # (missing values need search=False, as the cell says)
     "VBMixtureFactorAnalysers": (dict(search=False, max_iter=5), GAUSS, None),
     "VBLinearDynamicalSystem": (dict(n_states=1, max_iter=3), GAUSS, None),
     "VBDiscreteDAG": (dict(max_iter=5, n_init=1), BINARY, None),
@@ -76,3 +77,18 @@ def test_the_readme_row_matches_the_estimator(name):
         assert row["NaN in `X`"].startswith("refused")
         with pytest.raises(ValueError, match="NaN"):
             _fit(name, X)
+
+
+def test_the_mfa_cell_names_the_options_refusing_missing_values():
+    """The MFA marginalises NaN with search=False only: the search, online VB and the
+    point fits refuse it, naming the option."""
+    cell = model_table()["VBMixtureFactorAnalysers"]["NaN in `X`"]
+    assert "search=False" in cell and "missing at random" in cell
+    X = np.array(GAUSS)
+    X[3, 1] = np.nan
+    est = sklearn_vb.VBMixtureFactorAnalysers
+    for params, match in ((dict(search=True), "search=True"),
+                          (dict(search=False, learning_method="online"), "online"),
+                          (dict(search=False, method="map"), "method='map'")):
+        with pytest.raises(ValueError, match=match):
+            est(max_iter=3, random_state=0, **params).fit(X)
