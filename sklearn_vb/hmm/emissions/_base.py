@@ -289,6 +289,28 @@ class EmissionFamily(ABC):
         responsibilities)."""
         return self.stats(counts, X, prior)
 
+    #: whether the statistics of frames with missing entries depend on the emission
+    #: parameters of the E step (the missing entries are latent variables with a
+    #: posterior of their own, as for full-covariance Gaussians); families that
+    #: marginalise a missing entry out of the frame density leave it False
+    latent_missing: bool = False
+
+    def stats_given(self, resp, X, prior, params):
+        """:meth:`stats` of the responsibilities ``resp`` (n_frames, K) of an E step
+        that used the emission quantities ``params`` (the :meth:`expected_log_params`
+        or :meth:`plugin_params` of a posterior in VB, a parameter batch of one set of
+        :meth:`param_blocks` in point EM).  Only families with ``latent_missing`` use
+        ``params``: the expected statistics of the missing entries are taken under
+        their posterior given the observed ones."""
+        return self.stats(resp, X, prior)
+
+    def stats_from_table_counts_given(self, counts, X, prior, params):
+        """:meth:`stats_from_table_counts` of an E step that used ``params`` (see
+        :meth:`stats_given`)."""
+        if self.latent_missing:
+            return self.stats_given(counts, X, prior, params)
+        return self.stats_from_table_counts(counts, X, prior)
+
     @abstractmethod
     def vbm(self, prior, stats):
         """The conjugate update: posterior hyperparameters (a ``posterior_type``)
