@@ -788,7 +788,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         X : array-like of shape (n_samples, n_features)
             Concatenated sequences (integer symbols in one column for categorical
             emissions).  NaN marks a missing value, marginalised out (missing at
-            random; categorical, Poisson and diagonal Gaussian emissions).
+            random; every emission family).
         y : None, or one entry per row (ignored)
             Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
             lengths here.
@@ -872,7 +872,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         X : array-like of shape (n_samples, n_features)
             Concatenated sequences (integer symbols in one column for categorical
             emissions).  NaN marks a missing value, marginalised out (missing at
-            random; categorical, Poisson and diagonal Gaussian emissions).
+            random; every emission family).
         y : None, or one entry per row (ignored)
             Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
             lengths here.
