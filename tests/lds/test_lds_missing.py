@@ -116,6 +116,23 @@ def test_fit_with_missing_outputs_never_decreases_the_bound_and_accepts_nan_ever
     mean, cov = model.forecast(4, X[:60])
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(cov))
     assert np.all(np.isfinite(model.posterior_std()["C"]))
+    assert np.all(np.isfinite(model.predict(X, lengths=lengths)))
+    post = model.state_posterior(X, lengths=lengths)
+    assert np.all(np.isfinite(post.smoothed_mean))
+    frames = model.score_samples(X, lengths=lengths)
+    np.testing.assert_array_equal(frames[[10, 70]], 0.0)  # nothing observed: p = 1
+    # the exact likelihood of the observed entries at the posterior means, per sequence
+    data = model._check_new_data(X, lengths=lengths)
+    M_AB = np.hstack([model.A_mean_, model.B_mean_[:, model.state_inputs_]])
+    M_CD = np.hstack([model.C_mean_, model.D_mean_[:, model.output_inputs_]])
+    rho = model.noise_precision_mean_
+    for first, stop in zip(data.starts, data.ends):
+        exact = log_normaliser(
+            X[first:stop], data.Us[first:stop], data.Uo[first:stop], M_AB,
+            np.zeros((M_AB.shape[1],) * 2), M_CD, np.zeros((M_CD.shape[1],) * 2), rho,
+            np.log(rho), model.init_state_mean_, model.init_state_cov_)
+        assert frames[first:stop].sum() == pytest.approx(exact, abs=1e-8)
+    assert np.all(np.isfinite(model.score_sequences(X, lengths=lengths, method="bound")))
     # every row of [C D] has its own covariance and its noise its own shape
     p = X.shape[1]
     assert model.Sigma_CD_.shape[0] == p and model.rho_shape_.shape == (p,)
