@@ -242,9 +242,10 @@ def _kalman_candidates(k, p, quick):
 
     def args(n):
         return (rng.normal(size=(n, p)), np.zeros((n, k)), np.zeros((n, k)), np.zeros(n),
-                np.zeros((n, k)), np.zeros(n), np.ones(n, dtype=np.bool_), np.array([0]),
-                np.array([n]), A, C, np.ones(p), 0.01 * np.eye(k), 0.01 * np.eye(k), 0.0,
-                np.zeros(k), np.eye(k), True)
+                np.zeros((n, k)), np.zeros(n), np.ones(n, dtype=np.bool_),
+                np.zeros((0, p), dtype=np.bool_), np.array([0]), np.array([n]), A, C,
+                np.ones(p), 0.01 * np.eye(k), 0.01 * np.eye(k), np.zeros((0, k, k)), 0.0,
+                np.zeros(0), np.zeros(k), np.eye(k), True)
 
     def ours():
         vb_kalman_smoother(*args(50))

@@ -22,6 +22,7 @@ Nothing here imports dask at module level: the package must import without it.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +120,11 @@ def _nearest_centre_stats(chunk, family, centres, emission_prior, column_means):
     # a missing entry counts as its column's mean over the whole data, as in memory
     X = fill_missing(chunk.X, column_means)
     resp = one_hot(nearest_centre(X, centres), centres.shape[0])
+    if family.latent_missing:
+        # the start's statistics too (a family whose missing entries are latent imputes
+        # them in a start, with the whole data's means in memory)
+        chunk = copy.copy(chunk)
+        chunk.X = X
     return stats_from_resp(family, resp, chunk, emission_prior)
 
 

@@ -68,7 +68,7 @@ _SEQUENCES_X_Y = """\
 X : array-like of shape (n_samples, n_features)
     Concatenated sequences (integer symbols in one column for categorical
     emissions).  NaN marks a missing value, marginalised out (missing at
-    random; categorical, Poisson and diagonal Gaussian emissions).
+    random; every emission family).
 y : None, or one entry per row (ignored)
     Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
     lengths here.
@@ -104,8 +104,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         (n_samples, n_features) array of non-negative integer counts, independent
         Poisson features given the state.  NaN in ``X`` marks a missing value, which
         every method marginalises out under the model, assuming it is missing at random
-        (categorical, Poisson and ``covariance_type="diag"`` Gaussian emissions; full
-        covariances refuse it).
+        (every emission family; with full covariances the missing entries of a
+        partially observed frame are latent variables of the mean field).
     covariance_type : {"full", "diag"}, default="full"
         Gaussian emissions only: Normal-Wishart (full) or per-dimension Normal-Gamma
         (diagonal) prior and posterior on the state means and precisions.

@@ -113,14 +113,17 @@ def complete_log_likelihood(family, emission_prior, params, stats, n_components)
     return out
 
 
-def forward_backward_stats(family, emission_prior, log_pi, log_A, table, X, frames, starts, ends):
+def forward_backward_stats(family, emission_prior, log_pi, log_A, table, X, frames, starts, ends,
+                           params=None):
     """ln Z (summed over sequences) and the expected statistics of one forward-backward
     pass over the per-frame log emission table (n_frames, K); ``frames`` is
-    ``arange(n_frames)``."""
+    ``arange(n_frames)``, ``params`` the emission quantities that made the table (see
+    ``EmissionFamily.stats``)."""
     log_norm, _, start, trans, gamma = forward_backward(
         np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A),
         np.ascontiguousarray(table), frames, starts, ends, True)
-    stats = HMMStats(start=start, trans=trans, emission=family.stats(gamma, X, emission_prior))
+    stats = HMMStats(start=start, trans=trans,
+                     emission=family.stats(gamma, X, emission_prior, params))
     return float(log_norm.sum()), stats
 
 
@@ -141,5 +144,5 @@ def point_e_step(family, emission_prior, params, X, starts, ends, n_components,
         table[known, known_states[known]] = allowed
     frames = np.arange(table.shape[0], dtype=np.int64)
     return forward_backward_stats(family, emission_prior, lp[0], la[0], table, X, frames,
-                                  starts, ends)
+                                  starts, ends, params)
 

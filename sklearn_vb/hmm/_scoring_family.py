@@ -374,11 +374,12 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         """(C,) ``E_{q(z)} ln p(z, X | theta_c)`` for expected statistics ``stats``."""
         return complete_log_likelihood(self.family, self.emission_prior, params, stats, self.K)
 
-    def _fb(self, log_pi, log_A, table, X):
+    def _fb(self, log_pi, log_A, table, X, params):
         """ln Z and the expected statistics of one forward-backward pass over the
-        per-frame log emission table (T, K)."""
+        per-frame log emission table (T, K) made from the emission quantities
+        ``params``."""
         return forward_backward_stats(self.family, self.emission_prior, log_pi, log_A, table,
-                                      X.frames, X.index, X.starts, X.ends)
+                                      X.frames, X.index, X.starts, X.ends, params)
 
     def _loglik_and_stats(self, params_single, X):
         """ln p(X | theta) and the expected statistics of the exact posterior (one
@@ -408,7 +409,8 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         # expected complete-data log-likelihood with the forward-backward statistics
         # at theta held fixed
         lp, la = log_start_transitions(params_single, self.K, 1)
-        loglik, stats = self._fb(lp[0], la[0], self._emission_table(params_single, X), X)
+        loglik, stats = self._fb(lp[0], la[0], self._emission_table(params_single, X), X,
+                                params_single)
         grads = {}
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.K > 1:
@@ -463,6 +465,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         T = self.n_cases(X)
         if self.K**T > 2**16:
             raise ValueError("too many state paths to enumerate.")
+        if self.family.latent_missing and np.isnan(X.frames).any():
+            # given a path the parameters no longer integrate out in closed form
+            raise ValueError("X: the exact evidence by enumeration is not available with "
+                             "missing entries for this emission family.")
         eye = np.eye(self.K)
         vals = [self.log_complete_evidence(self.stats_from_responsibilities(eye[np.array(z)], X))
                 for z in itertools.product(range(self.K), repeat=T)]
@@ -542,7 +548,8 @@ class FamilyHMMScoringModel(ScoringModelMixin):
             else:
                 Lpi, LA = np.zeros(1), np.zeros((1, 1))
             expected = family.expected_log_params(family.vbm(prior, stats.emission))
-            log_z, stats = self._fb(Lpi, LA, family.frame_log_table(expected, X.frames), X)
+            log_z, stats = self._fb(Lpi, LA, family.frame_log_table(expected, X.frames), X,
+                                    expected)
             # H[q(z)] = ln Z~ - E_q(z) ln p~(z, X) with the VBE potentials
             e_pot = float(np.sum(stats.start * Lpi) + np.sum(stats.trans * LA)
                           + family.expected_log_likelihood(stats.emission, expected, prior))

@@ -166,7 +166,7 @@ def window_pass(family, posterior, prior, data, sub, buffer_length):
     # the per-frame form of the emission statistics (the kernel's counts of a table
     # with one row per frame, as in stats_from_vbe for continuous emissions)
     stats = HMMStats(start=start, trans=trans,
-                     emission=family.stats(marginals, X, prior.emission))
+                     emission=family.stats(marginals, X, prior.emission, LE))
     inner = np.zeros(frames.shape[0], dtype=bool)
     inner[_ranges(c0, c1)] = True
     return WindowPass(stats, float(frame_log_norm[inner].sum()), marginals, frames, c0,

@@ -153,19 +153,22 @@ def vbe(family, posterior, data, want_posteriors=True):
     return out, (Lpi, LA, LE)
 
 
-def stats_from_vbe(family, out, data, emission_prior):
-    """The statistics of q(s) from the output of :func:`vbe`."""
+def stats_from_vbe(family, out, data, emission_prior, expected=None):
+    """The statistics of q(s) from the output of :func:`vbe`; ``expected`` the emission
+    quantities of that VBE step (its ``LE``), which a family whose missing entries are
+    latent needs (see ``EmissionFamily.stats``)."""
     log_norm, _, start, trans, emis_counts = out
     return HMMStats(start=start, trans=trans,
-                    emission=family.stats_from_table_counts(emis_counts, data.X, emission_prior))
+                    emission=family.stats_from_table_counts(emis_counts, data.X,
+                                                            emission_prior, expected))
 
 
 def vbe_statistics(data, family, posterior, emission_prior):
     """The VBE step on ``data`` (all sequences, or one chunk of them): sum ln Z and the
     statistics of q(s) under exp E[ln theta] of ``posterior``.  Both are sums over
     sequences, so those of chunks of whole sequences add up to those of the data."""
-    out = vbe(family, posterior, data)[0]
-    return float(out[0].sum()), stats_from_vbe(family, out, data, emission_prior)
+    out, (_, _, LE) = vbe(family, posterior, data)
+    return float(out[0].sum()), stats_from_vbe(family, out, data, emission_prior, LE)
 
 
 def add_stats(family, a, b):

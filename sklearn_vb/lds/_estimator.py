@@ -36,7 +36,7 @@ from .._core.validation import (
 )
 from ._ard_check import active_state_mask, run_with_ard_check
 from ._forecast import forecast, posterior_std, sample
-from ._hyper import optimal_init_state
+from ._hyper import check_schedule, optimal_init_state
 from ._inputs import full_inputs, input_columns
 from ._move_steps import rotate_step, translate_step
 from ._point import point_m_step, point_objective
@@ -55,8 +55,8 @@ from ._vbem import (
     output_scale,
     vbm,
 )
-from .inference import (StatePosterior, data_moments, dynamics_moments, output_moments,
-                        smooth_states)
+from .inference import (StatePosterior, check_missing_outputs, data_moments, dynamics_moments,
+                        missing_outputs, output_moments, smooth_states)
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -87,15 +87,20 @@ class _Sequences:
 class _FitData(_Sequences):
     """The training sequences and the statistics of the VBM step that do not depend
     on q(x), computed once per fit: ``U'U`` of the state and of the output inputs,
-    ``U_o'Y`` and the per-output sums of squares ``sum_t y_ts^2``."""
+    ``U_o'Y`` and the per-output sums of squares ``sum_t y_ts^2``.  With missing
+    outputs (NaN in ``X``), ``X0`` is ``X`` with them set to 0 and ``obs_mask`` marks
+    the observed ones (both ``X`` and None without)."""
 
     UUs: np.ndarray = field(init=False)
     UUo: np.ndarray = field(init=False)
     UY: np.ndarray = field(init=False)
     YY: np.ndarray = field(init=False)
+    X0: np.ndarray = field(init=False)
+    obs_mask: np.ndarray | None = field(init=False)
 
     def __post_init__(self):
-        self.UUs, self.UUo, self.UY, self.YY = data_moments(self.X, self.Us, self.Uo)
+        self.X0, self.obs_mask = missing_outputs(self.X)
+        self.UUs, self.UUo, self.UY, self.YY = data_moments(self.X0, self.Us, self.Uo)
 
 
 class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin, VBEMEstimator):
@@ -267,8 +272,11 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         per input (user inputs, then the intercept), zero where structurally absent.
     Sigma_AB_, Sigma_CD_ : posterior row covariances of [A B_s] and [C D_o] (compact:
         only the present input columns, ``state_inputs_`` / ``output_inputs_``);
-        rows of [C D] have covariance ``Sigma_CD_ / rho_s``.
-    rho_shape_, rho_rate_ : Gamma posterior of the noise precisions.
+        rows of [C D] have covariance ``Sigma_CD_ / rho_s``.  Fitted with missing
+        outputs (NaN), every row has its own: ``Sigma_CD_`` (p, k + do, k + do), row s
+        ``Sigma_CD_[s] / rho_s``.
+    rho_shape_, rho_rate_ : Gamma posterior of the noise precisions (``rho_shape_``
+        one float, or (p,) when fitted with missing outputs).
     noise_precision_mean_ : posterior mean of rho.
     alpha_, beta_, gamma_, delta_ : ARD precisions (beta/delta are inf for absent
         input columns).
@@ -390,7 +398,9 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     # ================================================================ data
     def _prepare(self, X, U, lengths, sequence_ids, reset):
-        X = validate_float_data(self, X, reset=reset, missing=MISSING_IN_SEQUENCES, ensure_min_samples=1)
+        # NaN: a missing output, marginalised (missing at random); infinity is refused
+        X = validate_float_data(self, X, reset=reset, missing=MISSING_IN_SEQUENCES,
+                                allow_nan=True, ensure_min_samples=1)
         lens = check_sequences(X.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
         n_user = None if reset else self.n_user_inputs_
@@ -399,16 +409,9 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     def _check_fit_data(self, X, U=None, lengths=None, sequence_ids=None):
         X, Uall, starts, ends = self._prepare(X, U, lengths, sequence_ids, reset=True)
+        check_missing_outputs(X, self.method)
         n_user = Uall.shape[1] - int(self.fit_intercept)
-        sched = self.hyperparameter_schedule
-        if sched is not None:
-            if len(sched) != 3 or not all(
-                isinstance(s, Integral) and not isinstance(s, bool) and s >= 0 for s in sched
-            ):
-                raise ValueError(
-                    "hyperparameter_schedule must be None or three non-negative ints "
-                    f"(alpha/beta, gamma/delta, the rest); got {sched!r}."
-                )
+        check_schedule(self.hyperparameter_schedule)
         state_cols, out_cols = input_columns(n_user, self.input_to_state,
                                              self.input_to_output, self.fit_intercept)
         Us = np.ascontiguousarray(Uall[:, state_cols])
@@ -570,11 +573,21 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         q = self._q_theta
         p = data.X.shape[1]
         if self.hyperparameter_update == "exact":
+            outputs = done >= sched[1] and self._ard_on
+            noise = done >= sched[2] and noise_prior_learned(p)
+            if data.obs_mask is not None:
+                # the exact update of the output groups assumes one design shared by
+                # the rows of [C D]; with missing outputs every row has its own, and
+                # the thesis updates at the current q(theta) (each raises the bound)
+                # stand in for them
+                hyper = fixed_point_hyper_update(q, self._hyper(), False, outputs, noise)
+                (self.alpha_, self.beta_c_, self.gamma_, self.delta_c_,
+                 self.noise_prior_shape_, self.noise_prior_rate_) = hyper
+                outputs = noise = False
             (self.alpha_, self.beta_c_, self.gamma_, self.delta_c_, self.noise_prior_shape_,
              self.noise_prior_rate_) = exact_hyper_update(
                 data, self._stats, self._hyper(), done >= sched[0] and self._ard_on,
-                done >= sched[1] and self._ard_on,
-                done >= sched[2] and noise_prior_learned(p))
+                outputs, noise)
             if done >= sched[2] and self.init_state_cov != "fixed":
                 self._update_init_state()
             # the updates are optima of the bound with q(theta) optimised jointly: with
@@ -724,7 +737,9 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         else:
             self.Sigma_AB_ = q.Sigma_AB.copy()
             self.Sigma_CD_ = q.Sigma_CD.copy()
-            self.rho_shape_ = float(q.rho_shape)
+            # one shape per output when outputs are missing (each counts its own steps)
+            self.rho_shape_ = (float(q.rho_shape) if np.ndim(q.rho_shape) == 0
+                               else np.array(q.rho_shape, dtype=float))
             self.rho_rate_ = q.rho_rate.copy()
         self.noise_precision_mean_ = q.rho.copy()
         self.beta_ = np.full(d, np.inf)
@@ -885,4 +900,5 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
+        tags.input_tags.allow_nan = True
         return tags

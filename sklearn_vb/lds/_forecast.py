@@ -23,15 +23,16 @@ def posterior_std(est):
     means (see :meth:`~sklearn_vb.lds.VBLinearDynamicalSystem.posterior_std`)."""
     k = est.n_states_
     var_ab = np.diag(est.Sigma_AB_)
-    var_cd = np.diag(est.Sigma_CD_)
-    inv_rho = est.rho_rate_ / max(est.rho_shape_ - 1.0, 1e-12)
+    # (k + do,) shared by the rows of [C D], or (p, k + do) one per row (missing outputs)
+    var_cd = np.diagonal(est.Sigma_CD_, axis1=-2, axis2=-1)
+    inv_rho = est.rho_rate_ / np.maximum(est.rho_shape_ - 1.0, 1e-12)
     d = est.n_inputs_
     sd_A = np.broadcast_to(np.sqrt(var_ab[:k]), (k, k)).copy()
     sd_B = np.zeros((k, d))
     sd_B[:, est.state_inputs_] = np.sqrt(var_ab[k:])
-    sd_C = np.sqrt(np.outer(inv_rho, var_cd[:k]))
+    sd_C = np.sqrt(inv_rho[:, None] * var_cd[..., :k])
     sd_D = np.zeros((inv_rho.shape[0], d))
-    sd_D[:, est.output_inputs_] = np.sqrt(np.outer(inv_rho, var_cd[k:]))
+    sd_D[:, est.output_inputs_] = np.sqrt(inv_rho[:, None] * var_cd[..., k:])
     return {"A": sd_A, "B": sd_B, "C": sd_C, "D": sd_D}
 
 
@@ -69,7 +70,9 @@ def forecast(est, n_steps, X, U, U_future, method):
         X_hist = np.zeros((0, p))
         U_hist = None if U is None else np.zeros((0, np.shape(U)[1]))
     else:
-        X_hist = validate_float_data(est, X, reset=False, missing=MISSING_IN_SEQUENCES)
+        # NaN in the history: a missing output, marginalised (missing at random)
+        X_hist = validate_float_data(est, X, reset=False, missing=MISSING_IN_SEQUENCES,
+                                     allow_nan=True)
         U_hist = U
     n_hist = X_hist.shape[0]
     U_all = _forecast_inputs(est, n_steps, X_hist, U_hist, U_future)
@@ -93,16 +96,24 @@ def forecast(est, n_steps, X, U, U_future, method):
         cov += np.diag(1.0 / est.noise_precision_mean_)
     else:
         # E[1/rho_s] (1 + tr(Sigma_CD <w w'>)), w = [x_t; u_o,t]
-        inv_rho = est.rho_rate_ / max(est.rho_shape_ - 1.0, 1e-12)
+        inv_rho = est.rho_rate_ / np.maximum(est.rho_shape_ - 1.0, 1e-12)
         k = est.n_states_
         Uof = Uo[n_hist:]
         S = est.Sigma_CD_
-        tr = (
-            np.einsum("jl,tlj->t", S[:k, :k], P + m[:, :, None] * m[:, None, :])
-            + 2.0 * np.einsum("tj,jc,tc->t", m, S[:k, k:], Uof)
-            + np.einsum("tc,cd,td->t", Uof, S[k:, k:], Uof)
-        )
-        cov += (1.0 + tr)[:, None, None] * np.diag(inv_rho)[None]
+        if S.ndim == 2:  # one covariance for every row of [C D]
+            tr = (
+                np.einsum("jl,tlj->t", S[:k, :k], P + m[:, :, None] * m[:, None, :])
+                + 2.0 * np.einsum("tj,jc,tc->t", m, S[:k, k:], Uof)
+                + np.einsum("tc,cd,td->t", Uof, S[k:, k:], Uof)
+            )
+            cov += (1.0 + tr)[:, None, None] * np.diag(inv_rho)[None]
+        else:  # one per row (fitted with missing outputs): tr per output, (n_steps, p)
+            tr = (
+                np.einsum("sjl,tlj->ts", S[:, :k, :k], P + m[:, :, None] * m[:, None, :])
+                + 2.0 * np.einsum("tj,sjc,tc->ts", m, S[:, :k, k:], Uof)
+                + np.einsum("tc,scd,td->ts", Uof, S[:, k:, k:], Uof)
+            )
+            cov += (1.0 + tr)[:, :, None] * np.diag(inv_rho)[None]
     return mean, cov
 
 

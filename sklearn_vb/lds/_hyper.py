@@ -22,15 +22,29 @@ precision and, for the outputs, to the Gamma-distributed noise), and (a, b) to t
 maximiser of F_CD for the precisions; every step can only raise the bound.
 """
 
+from numbers import Integral
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import digamma, gammaln
 
-__all__ = ["dynamics_evidence", "output_evidence", "update_dynamics_precisions",
+__all__ = ["check_schedule", "dynamics_evidence", "output_evidence", "update_dynamics_precisions",
            "update_output_hyperparameters", "noise_gamma_optimum",
            "init_state_evidence", "optimal_init_state"]
 
 _LAM_FLOOR = 1e-12
+
+
+def check_schedule(sched):
+    """``hyperparameter_schedule``: None or three non-negative ints (the iterations
+    after which alpha/beta, gamma/delta and the rest are updated); a ValueError
+    naming it otherwise."""
+    if sched is None:
+        return
+    if len(sched) != 3 or not all(
+            isinstance(s, Integral) and not isinstance(s, bool) and s >= 0 for s in sched):
+        raise ValueError("hyperparameter_schedule must be None or three non-negative ints "
+                         f"(alpha/beta, gamma/delta, the rest); got {sched!r}.")
 
 
 def _inv_logdet(M):

@@ -130,7 +130,9 @@ def rotate_step(est, data, iteration):
     """Rotation move (Luttinen 2013): maximise the bound over a change of basis
     of the hidden state, accepted only if the bound recomputed after the move
     exceeds the bound before it; a rejected move restores the state exactly."""
-    if not est.rotations or not _moves_due(est, iteration):
+    if not est.rotations or not _moves_due(est, iteration) or data.obs_mask is not None:
+        # (their objectives assume the rows of [C D] share one design, which missing
+        # outputs break)
         return
     objective = rotation_objective(est, data, iteration)
     R, gain = optimise_rotation(objective)
@@ -221,7 +223,8 @@ def translate_step(est, data, iteration):
     which can switch an intercept column off and the other on at once; then the
     push-forward move shifts by the c that maximises the bound of the shifted
     posterior (``TranslationObjective``)."""
-    if not (est.translations and est.fit_intercept) or not _moves_due(est, iteration):
+    if (not (est.translations and est.fit_intercept) or not _moves_due(est, iteration)
+            or data.obs_mask is not None):  # as the rotations
         return
     if est.hyperparameter_update == "exact":
         before = est._lower_bound(data)

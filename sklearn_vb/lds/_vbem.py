@@ -24,7 +24,7 @@ from ._hyper import (
     update_output_hyperparameters,
 )
 from ._state import HiddenPosterior, KLTerms, ParameterPosterior
-from .inference import dynamics_moments, hidden_statistics, output_moments
+from .inference import dynamics_moments, hidden_statistics, output_moments, output_rows
 
 __all__ = [
     "covariance_root", "exact_hyper_update", "fixed_point_hyper_update",
@@ -135,7 +135,13 @@ def output_scale(X):
     prior.  Every other prior of the model is scale-free (the rows of C and D are
     scaled by the noise precision, the states have unit innovation variance), so a
     rate proportional to the outputs' squared scale makes ``X * c`` give the same fit
-    with C, D scaled by c and the noise precisions by 1 / c^2."""
+    with C, D scaled by c and the noise precisions by 1 / c^2.  Missing entries (NaN)
+    are left out."""
+    if np.isnan(X).any():
+        scale = float(np.mean(np.nanvar(X, axis=0)))
+        if not scale > 0:
+            scale = float(np.nanmean(X**2))
+        return scale if scale > 0 else 1.0
     scale = float(np.mean(X.var(axis=0)))
     if not scale > 0:
         scale = float(np.mean(X**2))
@@ -165,6 +171,9 @@ def initial_hidden_posterior(data, k, init_params, random_state):
     "pca", "scaled-pca" or "random"; see the estimator's parameter): successive
     states uncorrelated, as Algorithm 5.3 step 1."""
     X = data.X
+    if data.obs_mask is not None:
+        # a start only: missing outputs at their column's mean
+        X = np.where(data.obs_mask, data.X0, np.nanmean(data.X, axis=0))
     N = X.shape[0]
     n_seq = data.starts.shape[0]
     omega = random_state.standard_normal((N, k))
@@ -235,7 +244,8 @@ def delay_embedding(X, k, starts, ends):
 def hidden_stats(data, q_x):
     """Expected hidden-state statistics of ``q_x`` on ``data``."""
     return hidden_statistics(q_x.omega, q_x.ups, q_x.cross, q_x.omega0,
-                             q_x.ups0, data.starts, data.ends, data.X, data.Us, data.Uo)
+                             q_x.ups0, data.starts, data.ends, data.X0, data.Us, data.Uo,
+                             data.obs_mask)
 
 
 def vbm(data, stats, omega, alpha, beta, gamma, delta, noise_shape, noise_rate):
@@ -260,6 +270,11 @@ def vbm(data, stats, omega, alpha, beta, gamma, delta, noise_shape, noise_rate):
     E_AB = M_AB.T @ M_AB + k * Sigma_AB
     # q(C, D, rho): the expected regression of y_t on w_t = [x_t; u_t]
     prior_cd = np.concatenate([gamma, delta])
+    if data.obs_mask is not None:
+        q_cd = _output_posterior_missing(data, stats, omega, prior_cd, noise_shape,
+                                         noise_rate)
+        return ParameterPosterior(M_AB=M_AB, Sigma_AB=Sigma_AB, E_AB=E_AB,
+                                  logdet_Sigma_AB=-logdet_Sigma_AB_inv, **q_cd)
     ups_root, _ = covariance_root(stats.ups_sum)
     M_CD, Sigma_CD, logdet_Sigma_CD_inv = ridge_regression(
         [np.hstack([omega, data.Uo]),
@@ -295,6 +310,42 @@ def vbm(data, stats, omega, alpha, beta, gamma, delta, noise_shape, noise_rate):
     )
 
 
+def _output_posterior_missing(data, stats, omega, prior_cd, noise_shape, noise_rate):
+    """The q(C, D, rho) fields of :func:`vbm` with missing outputs (missing at random):
+    each row s of ``[C D]`` regresses ``y_ts`` on ``w_t = [x_t; uo_t]`` over the steps
+    where output s is observed, so it has its own covariance ``Sigma_CD[s] / rho_s``
+    (``Sigma_CD`` (p, k + do, k + do)) and its noise precision its own Gamma shape
+    ``a + T_s / 2`` (``rho_shape`` (p,)).  The loop runs over the outputs."""
+    X0, obs = data.X0, data.obs_mask
+    k = omega.shape[1]
+    p = X0.shape[1]
+    w = np.hstack([omega, data.Uo])
+    m_dim = w.shape[1]
+    M_CD = np.empty((p, m_dim))
+    Sigma_CD = np.empty((p, m_dim, m_dim))
+    logdet_inv = np.empty(p)
+    g = np.empty(p)
+    for s in range(p):
+        rows = obs[:, s]
+        ups_root, _ = covariance_root(stats.ups_sum_d[s])
+        M_s, Sigma_CD[s], logdet_inv[s] = ridge_regression(
+            [w[rows], np.hstack([ups_root, np.zeros((k, m_dim - k))])],
+            [X0[rows, s:s + 1], np.zeros((k, 1))], prior_cd)
+        M_CD[s] = M_s[0]
+        resid = X0[rows, s] - w[rows] @ M_CD[s]
+        c = M_CD[s, :k]
+        # g_s as a sum of non-negative terms, as in the complete-data update
+        g[s] = resid @ resid + c @ stats.ups_sum_d[s] @ c + (M_CD[s] ** 2) @ prior_cd
+    g = np.maximum(g, 1e-300)
+    shape = noise_shape + 0.5 * obs.sum(axis=0)
+    rate = noise_rate + 0.5 * g
+    rho = shape / rate
+    E_CD = (M_CD.T * rho) @ M_CD + Sigma_CD.sum(axis=0)
+    return dict(M_CD=M_CD, Sigma_CD=Sigma_CD, rho=rho,
+                log_rho=gamma_expected_log(shape, rate), E_CD=E_CD,
+                logdet_Sigma_CD=-logdet_inv, rho_shape=shape, rho_rate=rate)
+
+
 def kl_terms(q, alpha, beta, gamma, delta, noise_shape, noise_rate):
     """The KL terms of F: q(theta) (from :func:`vbm`) against the prior of the given
     hyperparameters, split into the marginals of B, rho and D and the conditionals of
@@ -306,8 +357,11 @@ def kl_terms(q, alpha, beta, gamma, delta, noise_shape, noise_rate):
     kl_ab = 0.5 * np.sum(prior_ab * np.diag(q.E_AB)) - 0.5 * k * (
         k + ds + q.logdet_Sigma_AB + np.sum(np.log(prior_ab))
     )
-    kl_cd = 0.5 * np.sum(prior_cd * np.diag(q.E_CD)) - 0.5 * p * (
-        k + do + q.logdet_Sigma_CD + np.sum(np.log(prior_cd))
+    # one covariance per row of [C D] with missing outputs, one shared otherwise
+    per_row = np.ndim(q.Sigma_CD) == 3
+    ld_cd = float(np.sum(q.logdet_Sigma_CD)) if per_row else p * q.logdet_Sigma_CD
+    kl_cd = 0.5 * np.sum(prior_cd * np.diag(q.E_CD)) - 0.5 * (
+        p * (k + do + np.sum(np.log(prior_cd))) + ld_cd
     )
     # split into the marginal of B (D) and the conditional of A (C)
     if ds:
@@ -318,7 +372,12 @@ def kl_terms(q, alpha, beta, gamma, delta, noise_shape, noise_rate):
         )
     else:
         kl_b = 0.0
-    if do:
+    if do and per_row:
+        ld_D_inv = -np.linalg.slogdet(q.Sigma_CD[:, k:, k:])[1]
+        kl_d = 0.5 * np.sum(delta * np.diag(q.E_CD)[k:]) - 0.5 * (
+            p * (do + np.sum(np.log(delta))) - np.sum(ld_D_inv)
+        )
+    elif do:
         Sigma_D = q.Sigma_CD[k:, k:]
         _, ld_D_inv = spd_inv_logdet(Sigma_D)
         kl_d = 0.5 * np.sum(delta * np.diag(q.E_CD)[k:]) - 0.5 * p * (
@@ -367,6 +426,17 @@ def lower_bound(data, q, s, qx, mu0, Sigma0, kl):
         + k * np.sum(q.Sigma_AB * W_z)
     )
     M_C, M_D = q.M_CD[:, :k], q.M_CD[:, k:]
+    if data.obs_mask is not None:
+        # the observed entries only, each output with its own design (missing at random)
+        rows = output_rows(s, qx.omega, data.X0, data.Uo, data.obs_mask)
+        residual = np.where(data.obs_mask, data.X0 - qx.omega @ M_C.T - data.Uo @ M_D.T, 0.0)
+        residual_sq = (np.einsum("ts,ts->s", residual, residual)
+                       + np.einsum("sj,sjl,sl->s", M_C, s.ups_sum_d, M_C))
+        Sigma_rows = (q.Sigma_CD if np.ndim(q.Sigma_CD) == 3
+                      else np.broadcast_to(q.Sigma_CD, rows.W.shape))
+        e_obs = (-0.5 * np.sum(rows.T) * LOG_2PI + 0.5 * np.sum(rows.T * q.log_rho)
+                 - 0.5 * (np.sum(q.rho * residual_sq) + np.sum(Sigma_rows * rows.W)))
+        return float(x0_term + np.sum(qx.entropy) + e_dyn + e_obs - kl.total())
     residual = data.X - qx.omega @ M_C.T - data.Uo @ M_D.T
     residual_sq = (np.einsum("ts,ts->s", residual, residual)
                    + np.einsum("sj,jl,sl->s", M_C, s.ups_sum, M_C))

@@ -17,9 +17,35 @@ import numpy as np
 
 from .kalman import vb_kalman_smoother
 
-__all__ = ["DataMoments", "HiddenStatistics", "SmootherResult", "StatePosterior",
-           "data_moments", "dynamics_moments", "hidden_statistics", "output_moments",
-           "smooth_states"]
+__all__ = ["DataMoments", "HiddenStatistics", "OutputRows", "SmootherResult",
+           "StatePosterior", "check_missing_outputs", "data_moments", "dynamics_moments", "hidden_statistics",
+           "missing_outputs", "output_moments", "output_rows", "smooth_states"]
+
+
+def missing_outputs(X):
+    """``(X0, observed)``: the outputs ``X`` (N, p) with their missing entries (NaN) set
+    to 0 and the (N, p) bool mask of the observed ones; ``(X, None)`` when nothing is
+    missing.  Missing values are taken as missing at random: the likelihood is that of
+    the observed entries."""
+    missing = np.isnan(X)
+    if not missing.any():
+        return X, None
+    return np.where(missing, 0.0, X), ~missing
+
+
+def check_missing_outputs(X, method):
+    """Refuse what the fit cannot do with the missing outputs (NaN) of ``X``: an output
+    missing in every row, or a point fit (``method`` other than ``"vb"``)."""
+    missing = np.isnan(X)
+    if not missing.any():
+        return
+    never = np.flatnonzero(missing.all(axis=0))
+    if never.size:
+        raise ValueError(f"X: output {int(never[0])} is missing (NaN) in every row; every "
+                         "output needs at least one observed value to fit.")
+    if method != "vb":
+        raise ValueError(f"X contains missing values (NaN); method={method!r} does not "
+                         "support them (method='vb' marginalises them).")
 
 class SmootherResult(NamedTuple):
     """What :func:`smooth_states` returns: the outputs of
@@ -75,6 +101,12 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
     eqs. 5.68-5.132); without them, it is the plain filter at the point ``(M_AB, M_CD,
     rho)``.  ``observed`` (N,) bool marks the steps whose observation is used (default:
     all).
+
+    Missing entries (NaN in ``X``): a step updates with its observed outputs only (the
+    observed rows of C, D and their noise precisions); a step with nothing observed is
+    a step without observation.  ``Sigma_CD`` is then either shared by the rows of
+    ``[C D]`` (k + do, k + do) or one per row (p, k + do, k + do), as a q(theta) fitted
+    with missing entries has it.
     """
     point = Sigma_AB is None
     if point != (Sigma_CD is None) or point != (log_rho is None):
@@ -84,9 +116,16 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
     B = M_AB[:, k:]
     C = np.ascontiguousarray(M_CD[:, :k])
     D = M_CD[:, k:]
-    N = X.shape[0]
+    N, p = X.shape
+    X, obs_mask = missing_outputs(X)
+    if obs_mask is not None:
+        observed = (np.ones(N, dtype=np.bool_) if observed is None
+                    else np.array(observed, dtype=np.bool_))
+        observed &= obs_mask.any(axis=1)  # nothing observed: a step without observation
     y_res = np.ascontiguousarray(X - Uo @ D.T)
     bu = np.ascontiguousarray(Us @ B.T)
+    S_C_d = np.zeros((0, k, k))
+    gap_d = np.zeros(0)
     if point:
         S_A = np.zeros((k, k))
         S_C = np.zeros((k, k))
@@ -95,25 +134,40 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
         c_ab = np.zeros(N)
         c_cd = np.zeros(N)
         gap = 0.0
+        if obs_mask is not None:
+            S_C_d = np.zeros((p, k, k))
+            gap_d = np.zeros(p)
     else:
         # the penalties are the posterior-covariance parts of <[A B]'[A B]> (k rows, each
         # with covariance Sigma_AB) and of <[C D]' diag(rho) [C D]> (row s has covariance
         # Sigma_CD / rho_s)
         K_AB = k * Sigma_AB
-        K_CD = X.shape[1] * Sigma_CD
+        per_row = np.ndim(Sigma_CD) == 3
+        K_CD = Sigma_CD.sum(axis=0) if per_row else p * Sigma_CD
         S_A = np.ascontiguousarray(K_AB[:k, :k])
         S_C = np.ascontiguousarray(K_CD[:k, :k])
         h_ab = np.ascontiguousarray(Us @ K_AB[:k, k:].T)
         c_ab = 0.5 * np.einsum("tc,cd,td->t", Us, K_AB[k:, k:], Us)
-        h_cd = np.ascontiguousarray(Uo @ K_CD[:k, k:].T)
-        c_cd = 0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo)
         gap = 0.5 * float(np.sum(log_rho - np.log(rho)))
+        if obs_mask is None:
+            h_cd = np.ascontiguousarray(Uo @ K_CD[:k, k:].T)
+            c_cd = 0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo)
+        else:
+            # every step's penalty sums over its observed outputs only
+            rows = Sigma_CD if per_row else np.broadcast_to(Sigma_CD, (p,) + Sigma_CD.shape)
+            m = obs_mask.astype(float)
+            S_C_d = np.ascontiguousarray(rows[:, :k, :k])
+            h_cd = np.ascontiguousarray(np.einsum("ts,tc,sjc->tj", m, Uo, rows[:, :k, k:]))
+            c_cd = 0.5 * np.einsum("ts,tc,scd,td->t", m, Uo, rows[:, k:, k:], Uo)
+            gap_d = 0.5 * (log_rho - np.log(rho))
     if observed is None:
         observed = np.ones(N, dtype=np.bool_)
+    mask = np.zeros((0, p), dtype=np.bool_) if obs_mask is None else obs_mask
     out = vb_kalman_smoother(
-        y_res, bu, h_ab, c_ab, h_cd, c_cd, observed,
+        y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, np.ascontiguousarray(mask),
         starts.astype(np.int64), ends.astype(np.int64),
-        A, C, np.ascontiguousarray(rho), S_A, S_C, gap,
+        A, C, np.ascontiguousarray(rho), S_A, S_C, S_C_d, gap,
+        np.ascontiguousarray(gap_d, dtype=np.float64),
         np.ascontiguousarray(mu0, dtype=np.float64),
         np.ascontiguousarray(Sigma0, dtype=np.float64), smooth,
     )
@@ -153,6 +207,9 @@ class HiddenStatistics(NamedTuple):
     T: int
     #: number of sequences
     n_seq: int
+    #: (p, k, k) sum_t Cov(x_t) over the steps where output s is observed; None when
+    #: no output is missing
+    ups_sum_d: np.ndarray | None = None
 
 
 class DataMoments(NamedTuple):
@@ -192,13 +249,15 @@ def output_moments(s, UUo, UY):
     return np.block([[s.W_C, s.G_C], [s.G_C.T, UUo]]), np.vstack([s.S_C, UY])
 
 
-def hidden_statistics(omega, ups, cross, omega0, ups0, starts, ends, Y, Us, Uo):
+def hidden_statistics(omega, ups, cross, omega0, ups0, starts, ends, Y, Us, Uo,
+                      obs_mask=None):
     """The :class:`HiddenStatistics` of the marginals of a q(x).
 
     ``omega, ups`` (N, k), (N, k, k): means and covariances of ``x_t``; ``cross``
     (N, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0`` (n, k), (n, k, k): moments of
     each sequence's ``x_0``; ``starts, ends``: the sequences' row offsets (end
-    exclusive); ``Y, Us, Uo``: outputs, state inputs and output inputs.
+    exclusive); ``Y, Us, Uo``: outputs (missing entries as 0), state inputs and output
+    inputs; ``obs_mask`` (N, p) the observed outputs (None: all).
     """
     prev = np.empty_like(omega)
     prev[1:] = omega[:-1]
@@ -220,4 +279,34 @@ def hidden_statistics(omega, ups, cross, omega0, ups0, starts, ends, Y, Us, Uo):
         cross_sum=cross_sum,
         T=int(Y.shape[0]),
         n_seq=int(starts.shape[0]),
+        ups_sum_d=(None if obs_mask is None
+                   else np.einsum("ts,tij->sij", obs_mask.astype(float), ups)),
     )
+
+
+class OutputRows(NamedTuple):
+    """The regression of every output on ``w_t = [x_t; uo_t]`` over the steps where it
+    is observed (outputs with missing entries): each row of ``[C D]`` has its own
+    design."""
+
+    #: (p, k + do, k + do) ``sum_{t: y_ts observed} <w_t w_t'>``
+    W: np.ndarray
+    #: (p, k + do) ``sum_{t: y_ts observed} <w_t> y_ts``
+    R: np.ndarray
+    #: (p,) ``sum_{t: y_ts observed} y_ts^2``
+    YY: np.ndarray
+    #: (p,) the number of steps where output s is observed
+    T: np.ndarray
+
+
+def output_rows(s, omega, Y0, Uo, obs_mask):
+    """The :class:`OutputRows` of the :class:`HiddenStatistics` ``s`` (with
+    ``ups_sum_d``), the state means ``omega``, the outputs ``Y0`` (missing entries 0),
+    the output inputs ``Uo`` and the mask ``obs_mask`` (N, p) of the observed outputs."""
+    k = omega.shape[1]
+    w = np.hstack([omega, Uo])
+    m = obs_mask.astype(float)
+    W = np.einsum("ts,ti,tj->sij", m, w, w)
+    W[:, :k, :k] += s.ups_sum_d
+    return OutputRows(W=W, R=(m * Y0).T @ w, YY=np.einsum("ts,ts->s", m, Y0 * Y0),
+                      T=m.sum(axis=0))

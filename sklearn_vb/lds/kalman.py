@@ -77,15 +77,19 @@ def _same(X, Y):
 
 
 @njit(cache=True, nogil=True)
-def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
-                   penalised, h_ab, c_ab, h_cd, c_cd, S_A, S_C, rho_log_gap,
+def _kalman_filter(y_res, bu, observed, obs_mask, starts, ends, A, C, rho, mu0, Sigma0,
+                   penalised, h_ab, c_ab, h_cd, c_cd, S_A, S_C, S_C_d, rho_log_gap, gap_d,
                    strict, keep, smooth, log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
                    ld_filt, sstar, cvec, ld_sstar, same):
     """Forward pass over all sequences; writes ``log_terms[t]`` (see the module
     docstring) and, with ``keep``, the predicted and filtered beliefs of every step.
 
-    ``penalised``: absorb the uncertainty penalties (``h_ab`` ... ``rho_log_gap``;
-    ignored otherwise).  ``strict``: a covariance that is not positive definite raises;
+    ``penalised``: absorb the uncertainty penalties (``h_ab`` ... ``gap_d``; ignored
+    otherwise).  ``obs_mask`` (N, p) (or (0, p): every entry of an observed step is
+    observed) marks the observed entries of every step; a step with some entries
+    missing updates with the observed rows of C only: ``C' R^-1 C`` becomes the sum
+    over its observed outputs s of ``rho_s c_s c_s'``, the observation penalty the sum
+    of the per-output ``S_C_d[s]``, and the log-gap the sum of ``gap_d[s]``.  ``strict``: a covariance that is not positive definite raises;
     otherwise every row of its sequence gets ``log_terms = -inf``, as does a sequence
     whose log density stops being finite.  ``smooth`` (with ``keep``): also store the
     RTS conditionals ``sstar``, ``cvec``, ``ld_sstar`` of every step, and in
@@ -115,6 +119,10 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
     sum_log_rho = 0.0
     for s in range(p):
         sum_log_rho += np.log(rho[s])
+    has_mask = obs_mask.shape[0] > 0
+    # the observation model of a step with missing entries (its observed rows only)
+    CRC_m = np.empty((k, k))
+    S_C_m = np.empty((k, k))
 
     # work buffers (no allocation inside the time loop)
     mu = np.empty(k)
@@ -159,7 +167,12 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
         have_prev = False  # Lam_prev holds the precision of the previous observed step
         steady = False
         for t in range(starts[i], ends[i]):
-            if not observed[t]:
+            partial = False
+            if has_mask and observed[t]:
+                for s in range(p):
+                    if not obs_mask[t, s]:
+                        partial = True
+            if not observed[t] or partial:
                 steady = False
                 have_prev = False
             if smooth:
@@ -233,22 +246,47 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                 if not ok:
                     break
             if observed[t]:
+                CRC_t = CRC
+                S_C_t = S_C
+                slr_t = sum_log_rho
+                p_t = p
+                gap_t = rho_log_gap
+                if partial:
+                    # the observed rows of the observation model
+                    CRC_m[:, :] = 0.0
+                    S_C_m[:, :] = 0.0
+                    slr_t = 0.0
+                    p_t = 0
+                    gap_t = 0.0
+                    for s in range(p):
+                        if obs_mask[t, s]:
+                            for a in range(k):
+                                for b in range(k):
+                                    CRC_m[a, b] += CtR[a, s] * C[s, b]
+                                    if penalised:
+                                        S_C_m[a, b] += S_C_d[s, a, b]
+                            slr_t += np.log(rho[s])
+                            p_t += 1
+                            if penalised:
+                                gap_t += gap_d[s]
+                    CRC_t = CRC_m
+                    S_C_t = S_C_m
                 if penalised:
                     # 3. observation penalty on x_t: prior N(mt, T1^{-1}), T1 = Pinv + S_C
                     if not steady:
                         for a in range(k):
                             for b in range(k):
-                                T1[a, b] = Pinv[a, b] + S_C[a, b]
+                                T1[a, b] = Pinv[a, b] + S_C_t[a, b]
                         ok, ld_prior_prec = _spd_inverse(T1, Pt, Lw, Liw, strict)
                         if not ok:
                             break
-                    _mv(S_C, m, g)
+                    _mv(S_C_t, m, g)
                     for a in range(k):
                         g[a] += h_cd[t, a]
                     _mv(Pt, g, v1)
                     for a in range(k):
                         mt[a] = m[a] - v1[a]
-                    _mv(S_C, m, v2)
+                    _mv(S_C_t, m, v2)
                     l_cd = (-0.5 * (ld_prior_prec + ld_P) - 0.5 * _dot(m, v2)
                             - _dot(m, h_cd[t]) + 0.5 * _dot(g, v1) - c_cd[t])
                 else:  # prior N(mt, T1^{-1}) = N(m, P)
@@ -264,7 +302,7 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                 if not steady:
                     for a in range(k):
                         for b in range(k):
-                            Lam[a, b] = T1[a, b] + CRC[a, b]
+                            Lam[a, b] = T1[a, b] + CRC_t[a, b]
                     ok, ld_Lam = _spd_inverse(Lam, Sig, Lw, Liw, strict)
                     if not ok:
                         break
@@ -276,6 +314,9 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                 _mv(C, mt, e)
                 quad = 0.0
                 for s in range(p):
+                    if partial and not obs_mask[t, s]:
+                        e[s] = 0.0  # a missing entry: no residual
+                        continue
                     e[s] = y_res[t, s] - e[s]
                     quad += rho[s] * e[s] * e[s]
                 _mv(CtR, e, v1)  # C'R^{-1} e
@@ -283,9 +324,9 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
                 for a in range(k):
                     mu[a] = mt[a] + v2[a]
                 quad -= _dot(v1, v2)
-                l_y = -0.5 * (p * LOG_2PI - sum_log_rho - ld_prior_prec + ld_Lam + quad)
+                l_y = -0.5 * (p_t * LOG_2PI - slr_t - ld_prior_prec + ld_Lam + quad)
                 if penalised:
-                    log_terms[t] = l_ab + l_cd + l_y + rho_log_gap
+                    log_terms[t] = l_ab + l_cd + l_y + gap_t
                 else:
                     log_terms[t] = l_y
                 if penalised:  # the next transition penalty needs the precision
@@ -312,8 +353,8 @@ def _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
 
 @njit(cache=True, nogil=True)
 def vb_kalman_smoother(
-    y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, starts, ends,
-    A, C, rho, S_A, S_C, rho_log_gap, mu0, Sigma0, smooth,
+    y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_mask, starts, ends,
+    A, C, rho, S_A, S_C, S_C_d, rho_log_gap, gap_d, mu0, Sigma0, smooth,
 ):
     """Variational Kalman filter (and optionally RTS smoother) over all sequences.
 
@@ -325,10 +366,15 @@ def vb_kalman_smoother(
         ``x_{t-1}`` (``S_AB u_t`` and ``u_t' S_B u_t / 2``).
     h_cd, c_cd : (N, k), (N,) same for the observation penalty on ``x_t``.
     observed : (N,) bool; a step with ``False`` has its observation treated as missing.
+    obs_mask : (N, p) bool, the observed entries of every step (a missing entry's
+        ``y_res`` is ignored), or (0, p) when every entry of an observed step is.
     starts, ends : (n,) row offsets of each sequence (end exclusive).
     A, C, rho : posterior means of A (k, k), C (p, k) and the noise precisions (p,).
     S_A, S_C : (k, k) positive semi-definite uncertainty penalties.
+    S_C_d : (p, k, k) the observation penalty of each output alone (used at steps
+        with missing entries; (0, k, k) without ``obs_mask``).
     rho_log_gap : ``sum_s(<ln rho_s> - ln rho_mean_s) / 2`` (<= 0).
+    gap_d : (p,) its terms, one per output (used at steps with missing entries).
     mu0, Sigma0 : prior of the auxiliary state ``x_0`` of every sequence.
     smooth : run the backward pass too.
 
@@ -363,8 +409,8 @@ def vb_kalman_smoother(
     ld_sstar = np.zeros(N)
     ld_filt = np.zeros(N)
     same = np.zeros(N if smooth else 0, dtype=np.bool_)
-    _kalman_filter(y_res, bu, observed, starts, ends, A, C, rho, mu0, Sigma0,
-                   True, h_ab, c_ab, h_cd, c_cd, S_A, S_C, rho_log_gap,
+    _kalman_filter(y_res, bu, observed, obs_mask, starts, ends, A, C, rho, mu0, Sigma0,
+                   True, h_ab, c_ab, h_cd, c_cd, S_A, S_C, S_C_d, rho_log_gap, gap_d,
                    True, True, smooth, log_terms, pred_mean, pred_cov, filt_mean, filt_cov,
                    ld_filt, sstar, cvec, ld_sstar, same)
     if not smooth:
@@ -441,6 +487,8 @@ def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigm
     bu = np.zeros((N, k))
     y_res = Y if do == 0 else np.empty((N, p))
     observed = np.ones(N, dtype=np.bool_)
+    no_mask = np.zeros((0, p), dtype=np.bool_)
+    no_penalty_d = np.empty((0, k, k))
     no_penalty_rows = np.empty((0, k))
     no_penalty_terms = np.empty(0)
     no_penalty = np.empty((k, k))
@@ -469,9 +517,10 @@ def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigm
                     for b in range(do):
                         acc += D[c, s, b] * Uo[t, b]
                     y_res[t, s] = Y[t, s] - acc
-        _kalman_filter(y_res, bu, observed, starts, ends, A[c], C[c], rho[c], mu0, Sigma0,
-                       False, no_penalty_rows, no_penalty_terms, no_penalty_rows,
-                       no_penalty_terms, no_penalty, no_penalty, 0.0,
+        _kalman_filter(y_res, bu, observed, no_mask, starts, ends, A[c], C[c], rho[c], mu0,
+                       Sigma0, False, no_penalty_rows, no_penalty_terms, no_penalty_rows,
+                       no_penalty_terms, no_penalty, no_penalty, no_penalty_d, 0.0,
+                       no_penalty_terms,
                        False, False, False, out[c], no_penalty_rows, no_beliefs,
                        no_penalty_rows, no_beliefs, no_penalty_terms, no_beliefs,
                        no_penalty_rows, no_penalty_terms, no_flags)

@@ -265,6 +265,11 @@ class LDSScoringModel(ScoringModelMixin):
     def __init__(self, estimator):
         if not hasattr(estimator, "Sigma_AB_"):
             raise ValueError("the estimator must be fitted.")
+        if np.ndim(estimator.Sigma_CD_) == 3:
+            raise ValueError(
+                "the estimator was fitted with missing outputs (NaN; one covariance per "
+                "row of [C D]); the evidence scores of VBLinearDynamicalSystem need a "
+                "model fitted on complete outputs.")
         est = estimator
         self.estimator = est
         self.k = k = int(est.n_states_)
@@ -302,6 +307,11 @@ class LDSScoringModel(ScoringModelMixin):
         the state / output inputs (intercept included), the sequence offsets and the
         data statistics."""
         seq = self.estimator.check_data(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
+        if np.isnan(seq.X).any():
+            raise ValueError(
+                "X contains missing values (NaN): the evidence scores of "
+                "VBLinearDynamicalSystem need complete outputs (the estimator's fit, "
+                "score, transform and forecast marginalise them).")
         Us = np.ascontiguousarray(seq.Us)
         Uo = np.ascontiguousarray(seq.Uo)
         Y = np.ascontiguousarray(seq.X, dtype=float)

@@ -606,7 +606,7 @@ def test_warm_start_continues():
         ({}, np.array([[0], [1], [1]]), {"lengths": [3, 0]}, "lengths"),
         ({"transmat_prior": -1.0}, np.array([[0], [1]]), {}, "transmat_prior"),
         ({"emissionprob_prior": [1.0, 2.0, 3.0]}, np.array([[0], [1]]), {}, "emissionprob_prior"),
-        ({"emission": "gaussian"}, np.array([[0.0], [np.nan]]), {}, "NaN"),
+        ({"emission": "gaussian"}, np.array([[0.0], [np.inf]]), {}, "infinity"),
         ({"emission": "gaussian", "scale_prior": [[1.0, 2.0], [2.0, 1.0]]}, np.ones((4, 2)), {}, "scale_prior"),
         ({"init_params": "posterior"}, np.array([[0], [1]]), {}, "init_posterior"),
     ],

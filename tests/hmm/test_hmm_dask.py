@@ -108,14 +108,15 @@ def _with_missing(X, lengths, rows, seed):
 
 
 @pytest.mark.parametrize("case, init_params", [
-    ("categorical", "auto"), ("diag", "kmeans"), ("diag", "random"), ("poisson", "kmeans")])
+    ("categorical", "auto"), ("diag", "kmeans"), ("diag", "random"), ("full", "kmeans"),
+    ("poisson", "kmeans")])
 def test_missing_values_dask_fit_equals_in_memory(dask_client, case, init_params):
     if case == "categorical":
         X, lengths = _categorical()
         params = dict(CATEGORICAL)
-    elif case == "diag":
+    elif case in ("diag", "full"):
         X, lengths = _gaussian()
-        params = dict(GAUSSIAN, covariance_type="diag")
+        params = dict(GAUSSIAN, covariance_type=case)
     else:
         X, lengths = _gaussian()
         X = np.random.RandomState(2).poisson(np.abs(X - 100.0) + 0.5).astype(float)
@@ -134,7 +135,7 @@ def test_missing_values_dask_fit_equals_in_memory(dask_client, case, init_params
                                        err_msg=name)
     if case == "categorical":
         assert fit.n_symbols_ == ref.n_symbols_ == 3
-    else:  # per state and dimension: the counts of the chunks were added
+    elif case != "full":  # per state and dimension: the counts of the chunks were added
         attr = "beta_posterior_" if case == "diag" else "rate_rate_posterior_"
         assert getattr(fit, attr).shape == (2, X.shape[1])
     np.testing.assert_array_equal(X, X_before)
@@ -143,9 +144,6 @@ def test_missing_values_dask_fit_equals_in_memory(dask_client, case, init_params
 def test_missing_values_refused_on_dask_as_in_memory(dask_client):
     X, lengths = _gaussian()
     X = _with_missing(X, lengths, [5], seed=0)
-    Xd = da.from_array(X, chunks=(sequence_chunks(lengths, 70), 2))
-    with pytest.raises(ValueError, match="X contains NaN.*covariance_type='full'"):
-        _fit(Xd, lengths, **GAUSSIAN)
     X[:, 1] = np.nan
     with pytest.raises(ValueError, match="X: feature 1 is missing"):
         _fit(da.from_array(X, chunks=(sequence_chunks(lengths, 70), 2)), lengths,

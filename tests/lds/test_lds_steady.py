@@ -35,13 +35,13 @@ def _steady_flags(q, Y, Us, Uo, mu0, Sigma0, observed):
     same = np.zeros(N, dtype=bool)
     kalman._kalman_filter(
         np.ascontiguousarray(Y - Uo @ D.T), np.ascontiguousarray(Us @ B.T), observed,
-        np.array([0]), np.array([N]), np.ascontiguousarray(A), np.ascontiguousarray(C),
+        np.zeros((0, Y.shape[1]), dtype=bool), np.array([0]), np.array([N]), np.ascontiguousarray(A), np.ascontiguousarray(C),
         q.rho, mu0, Sigma0, True, np.ascontiguousarray(Us @ K_AB[:k, k:].T),
         0.5 * np.einsum("tc,cd,td->t", Us, K_AB[k:, k:], Us),
         np.ascontiguousarray(Uo @ K_CD[:k, k:].T),
         0.5 * np.einsum("tc,cd,td->t", Uo, K_CD[k:, k:], Uo),
-        np.ascontiguousarray(K_AB[:k, :k]), np.ascontiguousarray(K_CD[:k, :k]), -0.1,
-        True, True, True, np.zeros(N), rows.copy(), kk.copy(), rows.copy(), kk.copy(),
+        np.ascontiguousarray(K_AB[:k, :k]), np.ascontiguousarray(K_CD[:k, :k]),
+        np.zeros((0, k, k)), -0.1, np.zeros(0), True, True, True, np.zeros(N), rows.copy(), kk.copy(), rows.copy(), kk.copy(),
         np.zeros(N), kk.copy(), rows.copy(), np.zeros(N), same)
     return same
 

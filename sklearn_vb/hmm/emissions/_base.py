@@ -299,15 +299,28 @@ class EmissionFamily(ABC):
 
     # ------------------------------------------------------------------ VBEM
     @abstractmethod
-    def stats(self, resp, X, prior):
+    def stats(self, resp, X, prior, params=None):
         """Expected sufficient statistics of frame responsibilities ``resp`` (n_frames, K),
-        as the family's statistics dataclass."""
+        as the family's statistics dataclass.
 
-    def stats_from_table_counts(self, counts, X, prior):
+        ``params``: the emission quantities of the E step that gave ``resp`` (the
+        :meth:`expected_log_params` or :meth:`plugin_params` of a posterior in VB, a
+        parameter batch of one set of :meth:`param_blocks` in point EM), or None (a
+        start's labelling).  Only families with ``latent_missing`` use them: the
+        expected statistics of the missing entries are taken under their posterior
+        given the observed ones."""
+
+    def stats_from_table_counts(self, counts, X, prior, params=None):
         """Statistics from the forward-backward kernel's per-table-row state counts
         (rows as :meth:`table_index`; with one row per frame these are the frame
-        responsibilities)."""
-        return self.stats(counts, X, prior)
+        responsibilities); ``params`` as in :meth:`stats`."""
+        return self.stats(counts, X, prior, params)
+
+    #: whether the statistics of frames with missing entries depend on the emission
+    #: parameters of the E step (the missing entries are latent variables with a
+    #: posterior of their own, as for full-covariance Gaussians); families that
+    #: marginalise a missing entry out of the frame density leave it False
+    latent_missing: bool = False
 
     @abstractmethod
     def vbm(self, prior, stats):

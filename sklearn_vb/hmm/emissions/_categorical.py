@@ -290,13 +290,13 @@ class CategoricalEmissions(EmissionFamily):
         return CategoricalPosterior(emissionprob=prior.emissionprob + draw(prior.emissionprob.shape))
 
     # ------------------------------------------------------------------ VBEM
-    def stats(self, resp, X, prior):
+    def stats(self, resp, X, prior, params=None):
         M = prior.emissionprob.shape[1]
         counts = np.zeros((M + 1, resp.shape[1]))
         np.add.at(counts, self.table_index(X), resp)
         return self.stats_from_table_counts(counts, X, prior)
 
-    def stats_from_table_counts(self, counts, X, prior):
+    def stats_from_table_counts(self, counts, X, prior, params=None):
         # row 0 holds the counts of the missing symbols, which carry no statistics
         return CategoricalStats(emis=np.ascontiguousarray(counts[1:].T))
 

@@ -11,12 +11,37 @@ Statistics are centred at the prior mean m0 so that the conjugate update needs n
 large cancellations: ``N`` (K,) occupancies, ``S1`` (K, D) = sum_t r_tk (x_t - m0) and
 ``S2`` = sum_t r_tk (x_t - m0)(x_t - m0)^T ((K, D, D), full) or its diagonal ((K, D)).
 
-Missing entries (NaN; diagonal covariances only, missing at random): given the state the
+Missing entries (NaN, missing at random), diagonal covariances: given the state the
 dimensions are independent, so a missing entry drops out of its frame's log-density and
 of ``S1`` and ``S2``, and the per-dimension occupancies ``Nd`` (K, D) count the frames in
 which each dimension is observed.  The posterior's ``beta`` and ``dof`` are then per state
 and dimension, (K, D): each dimension's Normal-Gamma factor has seen its own number of
 frames.  Without missing entries ``Nd`` is None and ``beta``, ``dof`` stay (K,).
+
+Missing entries with full covariances: the density of an observed sub-vector x_o,
+N(x_o | mu_o, ((Lambda^-1)_oo)), is not of Normal-Wishart conjugate form in (mu, Lambda)
+(its precision is the Schur complement Lambda_oo - Lambda_om Lambda_mm^-1 Lambda_mo).
+The missing entries x_m of a partially observed frame are therefore latent variables
+of the mean field, q(s) q(x_m | s) q(mu, Lambda).  With ``P_k = E[Lambda_k] = nu_k W_k``
+and ``c_k = E[ln|Lambda_k|] / 2 - D ln(2 pi) / 2 - D / (2 beta_k)`` (the constant of a
+complete frame), E_q(theta) ln N(x | mu_k, Lambda_k) = c_k - (x - m_k)^T P_k (x - m_k) / 2
+is quadratic in x, so the optimal
+
+* q(x_m | s = k) = N(m_k,m - P_mm^-1 P_mo (x_o - m_k,o), P_mm^-1) (blocks of P_k), and
+* the VBE weight of state k, the integral over x_m of exp E ln N(x | ...), is
+  ``c_k + |m| ln(2 pi) / 2 - ln|P_mm| / 2 - r^T Q r / 2`` with r = x_o - m_k,o and
+  Q = P_oo - P_om P_mm^-1 P_mo: the entropy of q(x_m | s) is in it, so the forward
+  algorithm's ln Z carries it into the bound.
+
+The VBM step stays conjugate with expected statistics: a partially observed frame adds
+r_tk E[x] to ``S1`` and r_tk E[x x^T] = r_tk (E[x] E[x]^T + Cov) to ``S2`` (Cov the
+P_mm^-1 block), under the q(theta) of the VBE step that made r_tk
+(the ``params`` of ``EmissionFamily.stats``).  The expected complete log-likelihood is linear in
+``N``, ``S1``, ``S2``, so the bound after a VBM step is evaluated as for complete data.
+A frame with nothing observed needs no augmentation: its likelihood is exactly 1 for
+every theta, so its weight is 0 and it adds no statistics.  At a point (ML / MAP EM, the
+plug-in scores) the same formulas give the exact Gaussian marginal of x_o and the exact
+E step of EM with x_m missing.
 """
 
 from __future__ import annotations
@@ -50,7 +75,8 @@ from ..forward_backward import gaussian_hmm_log_likelihood_batch
 from ..._core.validation import MISSING_IN_SEQUENCES, validate_float_data
 from ._base import EmissionFamily, EmissionPoint
 from ._checks import init_posterior_array
-from ._missing import check_observed_counts, observed_counts_and_means, observed_parts
+from ._missing import (check_observed_counts, impute_column_means, missing_patterns,
+                       observed_counts_and_means, observed_parts)
 
 __all__ = ["GaussianFullEmissions", "GaussianDiagEmissions", "GaussianPrior",
            "GaussianPosterior", "GaussianStats", "GaussianSummary", "GaussianFullPoint",
@@ -235,6 +261,104 @@ def _all_positive_definite(matrices):
     return True
 
 
+class _PatternFactors(NamedTuple):
+    """A state's precision ``P = L L^T`` seen from one pattern of observed entries:
+    ``o`` and ``m`` the observed and missing indices, and the Cholesky factor of ``P``
+    with the missing dimensions first, whose blocks give ``P_mm = L_mm L_mm^T`` and the
+    precision of the observed sub-vector ``Q = P_oo - P_om P_mm^-1 P_mo = L_oo L_oo^T``
+    (the trailing block of a Cholesky factor factorises the Schur complement)."""
+
+    o: np.ndarray
+    m: np.ndarray
+    L_mm: np.ndarray  # (K, |m|, |m|), lower
+    L_om: np.ndarray  # (K, |o|, |m|)
+    L_oo: np.ndarray  # (K, |o|, |o|), lower
+
+
+def _pattern_factors(prec_chol, obs):
+    """:class:`_PatternFactors` of the precisions with lower Cholesky factors
+    ``prec_chol`` (K, D, D) for the observed mask ``obs`` (D,).  The permuted factor is
+    the R of a QR decomposition of ``(Pi L)^T`` (``Pi`` the permutation), so that the
+    precision itself, with its squared condition number, is never formed."""
+    o, m = np.flatnonzero(obs), np.flatnonzero(~obs)
+    perm = np.concatenate([m, o])
+    R = np.linalg.qr(np.swapaxes(prec_chol[:, perm, :], 1, 2), mode="r")
+    # rows of R with a negative diagonal flipped: a Cholesky factor has a positive one
+    sign = np.where(np.diagonal(R, axis1=1, axis2=2) < 0, -1.0, 1.0)
+    Lp = np.swapaxes(R * sign[:, :, None], 1, 2)
+    j = m.size
+    return _PatternFactors(o, m, Lp[:, :j, :j], Lp[:, j:, :j], Lp[:, j:, j:])
+
+
+def _log_weights_missing(X, means, prec_chol, const):
+    """Log emission weights (T, K) of full-covariance states for frames with missing
+    entries (NaN), one pattern of observed entries at a time.
+
+    With ``P = L L^T`` the precision of the quadratic (``prec_chol`` L) and ``const``
+    the constant of a complete frame, the weight of a frame is the integral over its
+    missing entries ``m`` of ``exp(const - (x - mu)^T P (x - mu) / 2)``:
+    ``const + |m| ln(2 pi) / 2 - ln|P_mm| / 2 - r^T Q r / 2`` with ``r = x_o - mu_o`` and
+    ``Q = P_oo - P_om P_mm^-1 P_mo`` the precision of the observed sub-vector.  At a
+    point (``const = ln|P| / 2 - D ln(2 pi) / 2``) this is the Gaussian density of the
+    observed entries; a frame with nothing observed gets 0 (likelihood 1).
+    """
+    T = X.shape[0]
+    K = means.shape[0]
+    out = np.zeros((T, K))
+    for obs, rows in missing_patterns(X):
+        if not obs.any():
+            continue
+        if obs.all():
+            out[rows] = _k.gaussian_full_log_weights(
+                np.ascontiguousarray(X[rows]), np.ascontiguousarray(means),
+                np.ascontiguousarray(prec_chol), const)
+            continue
+        f = _pattern_factors(prec_chol, obs)
+        with np.errstate(divide="ignore"):
+            logdet_mm = 2.0 * np.log(np.diagonal(f.L_mm, axis1=1, axis2=2)).sum(axis=1)
+        c = const + 0.5 * f.m.size * LOG_2PI - 0.5 * logdet_mm
+        out[rows] = _k.gaussian_full_log_weights(
+            np.ascontiguousarray(X[np.ix_(rows, f.o)]), np.ascontiguousarray(means[:, f.o]),
+            np.ascontiguousarray(f.L_oo), c)
+    return out
+
+
+def _missing_stats(resp, X, m0, means, prec_chol):
+    """Full-covariance :class:`GaussianStats` of frames with missing entries, which are
+    latent: given the state k and the observed entries they have the posterior
+    ``N(mu_m - P_mm^-1 P_mo (x_o - mu_o), P_mm^-1)`` under the E step's means ``means``
+    and precisions ``P = L L^T`` (``prec_chol`` L), and enter ``S1`` and ``S2`` by
+    their mean and second moment (module docstring).  A frame with nothing observed has
+    likelihood 1 and no statistics."""
+    K, D = means.shape
+    N = np.zeros(K)
+    S1 = np.zeros((K, D))
+    S2 = np.zeros((K, D, D))
+    for obs, rows in missing_patterns(X):
+        if not obs.any():
+            continue
+        r = resp[rows]
+        N += r.sum(axis=0)
+        Xc = X[rows] - m0
+        if obs.all():
+            S1 += r.T @ Xc
+            S2 += GaussianFullEmissions._second_moments(r, Xc)
+            continue
+        f = _pattern_factors(prec_chol, obs)
+        o, m = f.o, f.m
+        # P_mm^-1 P_mo = L_mm^-T L_om^T and P_mm^-1 = L_mm^-T L_mm^-1
+        inv_mm = np.linalg.inv(f.L_mm)
+        B = np.swapaxes(inv_mm, 1, 2) @ np.swapaxes(f.L_om, 1, 2)  # (K, |m|, |o|)
+        cov_mm = np.swapaxes(inv_mm, 1, 2) @ inv_mm
+        for k in range(K):
+            xk = Xc.copy()
+            xk[:, m] = (means[k, m] - m0[m]) - (X[np.ix_(rows, o)] - means[k, o]) @ B[k].T
+            S1[k] += r[:, k] @ xk
+            S2[k] += (xk * r[:, k, None]).T @ xk
+            S2[k][np.ix_(m, m)] += r[:, k].sum() * cov_mm[k]
+    return GaussianStats(N=N, S1=S1, S2=0.5 * (S2 + np.swapaxes(S2, 1, 2)))
+
+
 class _GaussianEmissions(EmissionFamily):
     """What the full- and diagonal-covariance families share."""
 
@@ -249,21 +373,13 @@ class _GaussianEmissions(EmissionFamily):
     def check_X(self, X, estimator, reset):
         X = validate_float_data(estimator, X, reset=reset, missing=MISSING_IN_SEQUENCES,
                                 allow_nan=True, ensure_min_samples=1)
-        if not self.supports_missing and np.isnan(X).any():
-            where = np.argwhere(np.isnan(X))[0]
-            raise ValueError(
-                f"X contains NaN (first at row {int(where[0])}, column {int(where[1])}): "
-                "missing entries are supported for covariance_type='diag' and for "
-                "categorical and Poisson emissions, not for "
-                f"covariance_type={self.covariance_type!r}. Use covariance_type='diag', "
-                "or impute the missing entries.")
         return X
 
     def data_moments(self, X):
         X0, observed = observed_parts(X)
         if observed is not None:
-            # the observed entries of every column (diagonal covariances only: the
-            # covariance is then never used)
+            # the observed entries of every column (the default prior then uses the
+            # per-feature variances, a diagonal scale)
             n_obs, mean = observed_counts_and_means(X)
             centred = np.where(observed > 0, X0 - mean, 0.0)
             var = (centred**2).sum(axis=0) / np.maximum(n_obs, 1)
@@ -308,7 +424,7 @@ class _GaussianEmissions(EmissionFamily):
     def summary_from_moments(self, moments):
         check_observed_counts(moments.n_obs, "Gaussian")
         mean, var, cov = moments.mean, moments.var, moments.cov
-        if cov is None:  # some entry missing (diagonal covariances only)
+        if cov is None:  # some entry missing: the per-feature variances
             cov = np.diag(var)
         # a floor keeps the default prior proper for constant or tiny data sets; it is
         # relative to the data's own scale, so that data in other units (X * c) get the
@@ -363,7 +479,7 @@ class _GaussianEmissions(EmissionFamily):
         )
 
     # ------------------------------------------------------------------ VBEM
-    def stats(self, resp, X, prior):
+    def stats(self, resp, X, prior, params=None):
         Xc, observed = observed_parts(X - prior.means)
         return GaussianStats(N=resp.sum(axis=0), S1=resp.T @ Xc, S2=self._second_moments(resp, Xc),
                              Nd=None if observed is None else resp.T @ observed)
@@ -495,6 +611,11 @@ class _GaussianEmissions(EmissionFamily):
         D = X.shape[1]
         with np.errstate(divide="ignore", invalid="ignore"):
             const = np.sum(np.log(np.diagonal(L, axis1=-2, axis2=-1)), axis=-1) - 0.5 * D * LOG_2PI
+        if self.latent_missing and np.isnan(X).any():
+            # at fixed parameters the missing entries integrate out exactly: the
+            # Gaussian marginal of the observed ones
+            return np.stack([_log_weights_missing(X, mu[c], L[c], const[c])
+                             for c in range(mu.shape[0])])
         return np.stack([
             _k.gaussian_full_log_weights(X, np.ascontiguousarray(mu[c]),
                                          np.ascontiguousarray(L[c]), const[c])
@@ -502,6 +623,10 @@ class _GaussianEmissions(EmissionFamily):
         ])
 
     def log_likelihood_batch(self, log_pi, log_A, params, X, starts, ends):
+        if self.latent_missing and np.isnan(X).any():
+            # the compiled batch kernel has no missing entries: the tables of the family
+            return EmissionFamily.log_likelihood_batch(self, log_pi, log_A, params, X,
+                                                       starts, ends)
         # one compiled call for the whole batch: a diagonal precision is a diagonal L
         mu = np.ascontiguousarray(params["means"], dtype=float)
         L = np.ascontiguousarray(self.precision_cholesky(params))
@@ -509,6 +634,9 @@ class _GaussianEmissions(EmissionFamily):
             return gaussian_hmm_log_likelihood_batch(log_pi, log_A, mu, L, X, starts, ends)
 
     def log_emission_along(self, params, states, X):
+        if self.latent_missing and np.isnan(X).any():
+            tables = self.log_likelihood_tables(params, X)
+            return tables[:, np.arange(X.shape[0]), states]
         mu = np.asarray(params["means"], dtype=float)
         L = self.precision_cholesky(params)[:, states]  # (C, T, D, D)
         r = X[None] - mu[:, states]
@@ -598,9 +726,10 @@ class GaussianFullEmissions(_GaussianEmissions):
     covariance_type = "full"
     point_type = GaussianFullPoint
     _scale_ndim = 2
-    # the marginal of the observed entries is not conjugate to the Normal-Wishart (the
-    # precision of a sub-vector is a Schur complement); missing entries are refused
-    supports_missing = False
+    # the density of the observed entries is not conjugate to the Normal-Wishart (the
+    # precision of a sub-vector is a Schur complement): the missing entries of a
+    # partially observed frame are latent variables (module docstring)
+    latent_missing = True
 
     @staticmethod
     def _check_scale_prior(s0, D):
@@ -651,7 +780,29 @@ class GaussianFullEmissions(_GaussianEmissions):
 
     def log_table(self, params, X):
         const, precision, means = params
+        if np.isnan(X).any():
+            return _log_weights_missing(X, means, precision, const)
         return _k.gaussian_full_log_weights(X, means, np.ascontiguousarray(precision), const)
+
+    def _conditioning(self, params):
+        """The means (K, D) and precision Cholesky factors (K, D, D) of an E step's
+        emission quantities: a ``(const, precision, means)`` triple of
+        :meth:`expected_log_params` / :meth:`plugin_params`, or a parameter batch of
+        one set (point EM)."""
+        if isinstance(params, dict):
+            return (np.asarray(params["means"], dtype=float)[0],
+                    self.precision_cholesky(params)[0])
+        return np.asarray(params[2], dtype=float), np.asarray(params[1], dtype=float)
+
+    def stats(self, resp, X, prior, params=None):
+        if not np.isnan(X).any():
+            return super().stats(resp, X, prior)
+        if params is None:
+            # no E step to condition on (the hard labelling of a start): the missing
+            # entries stand at their column's mean
+            return super().stats(resp, impute_column_means(X), prior)
+        means, chol = self._conditioning(params)
+        return _missing_stats(resp, X, prior.means, means, chol)
 
     @staticmethod
     def _scatter(stats, delta):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["observed_parts", "impute_column_means", "observed_counts_and_means",
-           "check_observed_counts", "fill_missing"]
+           "check_observed_counts", "fill_missing", "missing_patterns"]
 
 
 def observed_parts(X):
@@ -69,3 +69,17 @@ def check_observed_counts(counts, family_name):
         raise ValueError(
             f"X: feature {int(never[0])} is missing (NaN) in every row; {family_name} "
             "emissions need at least one observed value of every feature to fit.")
+
+
+def missing_patterns(X):
+    """The distinct patterns of observed entries of the frames ``X`` (n, D), with their
+    frames: a list of ``(observed, rows)``, ``observed`` a (D,) bool mask and ``rows``
+    the indices of the frames with that pattern.  Families whose frame density couples
+    the dimensions compute once per pattern (at most ``min(n, 2^D)`` of them), never
+    once per frame."""
+    observed = ~np.isnan(X)
+    patterns, inverse = np.unique(observed, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(patterns.shape[0] + 1))
+    return [(patterns[p], order[bounds[p]:bounds[p + 1]]) for p in range(patterns.shape[0])]

@@ -288,7 +288,7 @@ class PoissonEmissions(EmissionFamily):
         )
 
     # ------------------------------------------------------------------ VBEM
-    def stats(self, resp, X, prior):
+    def stats(self, resp, X, prior, params=None):
         X0, observed = observed_parts(X)
         return PoissonStats(
             N=resp.sum(axis=0),
