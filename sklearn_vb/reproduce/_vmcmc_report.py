@@ -100,7 +100,9 @@ def _verdicts(summary, config):
             f"Fig. {12 if int(n_mcmc) <= 500 else 13} ({n_mcmc} samples): mixture > block "
             "variational MH > VB > random walk",
             f"the full ordering at {len(full_order)} of the {len(ps)} numbers of parents where "
-            f"the methods differ (p = {_ranges(full_order)}); pairwise: {pair_text}; best "
+            f"the methods differ"
+            + (f" (p = {_ranges(full_order)})" if full_order else "")
+            + f"; pairwise: {pair_text}; best "
             f"estimate: {best_text}",
             "yes" if frac >= 0.8 else
             ("partly: " if frac >= 0.3 else "no: ")
