@@ -40,6 +40,7 @@ from ._working_set import check_batch_fit_memory
 from ._init import initial_posterior, start_point
 from ._inputs import check_levels, forward_backward_inputs, viterbi_inputs
 from ._online_fit import check_online, partial_fit_pass, run_online
+from ._online_start import online_start
 from ._point import complete_log_likelihood, point_e_step, point_log_prior, point_m_step
 from ._state import DirichletHMM
 from ._vbem import (expected_log_params, frame_marginals, kl_terms,
@@ -982,7 +983,14 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         first = not hasattr(self, "lower_bound_")
         if first:
             data = self._check_fit_data(X, lengths, sequence_ids, states)
-            self._initialize(self._first_minibatch(data), check_random_state(self.random_state))
+            first_batch = self._first_minibatch(data)
+            random_state = check_random_state(self.random_state)
+            self._initialize(first_batch, random_state)
+            if self.init_params == "auto" and self.subchain_length is None:
+                self._set_posterior(online_start(
+                    self, first_batch, random_state,
+                    float(self.total_samples) / first_batch.n_sequences,
+                    self._restart_starts()))
         else:
             if states is not None and self.subchain_length is not None:
                 self._check_fit_data(X, lengths, sequence_ids, states)  # raises
