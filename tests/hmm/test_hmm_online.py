@@ -392,11 +392,11 @@ def test_categorical_partial_fit_reaches_batch_held_out_likelihood():
     # minibatch, the best by its bound) crosses that plateau first.
     gaps = []
     for seed in range(7):
-        X, lengths = sequences("categorical", np.full(400, 30), seed=seed)
+        X, lengths = sequences("categorical", np.full(200, 30), seed=seed)
         X_test, lengths_test = sequences("categorical", np.full(100, 30), seed=seed + 500)
         params = dict(FAMILIES["categorical"], n_components=3, random_state=seed)
         batch = VBHiddenMarkov(**params).fit(X, lengths=lengths)
-        online = VBHiddenMarkov(**params, batch_size=20, total_samples=400)
+        online = VBHiddenMarkov(**params, batch_size=20, total_samples=200)
         for _ in range(5):
             online.partial_fit(X, lengths=lengths)
         held_batch = batch.score(X_test, lengths=lengths_test)
