@@ -920,8 +920,13 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                 model.partial_fit(X_chunk, lengths=lengths_chunk)
 
         The first call (on an unfitted model) starts q(theta) from the first minibatch's
-        sequences by ``init_params`` (the first start of ``"auto"``, one start, no
-        restarts); the data-dependent default priors (Gaussian and Poisson emissions)
+        sequences.  With ``init_params="auto"`` every start of ``"auto"`` runs VBEM on
+        that minibatch with its statistics scaled to ``total_samples`` sequences (at
+        most 100 iterations each, ``sklearn_vb.hmm._online_start``) and the one with
+        the highest bound is kept: the steps shrink as they accumulate, and from a start
+        whose states are still copies of one another they run out before the states
+        separate.  Any other ``init_params`` is one start, stepped from as it is (no
+        restarts either way); the data-dependent default priors (Gaussian and Poisson emissions)
         and, for categorical emissions, ``n_symbols_`` (unless ``n_symbols`` is given)
         come from that first ``X``.  Later calls must have the same number of features
         (and symbols below ``n_symbols_``; give ``n_symbols`` for a stream whose first
