@@ -55,5 +55,10 @@ def context_centres(features, n_components, random_state):
 def context_labels(features, centres):
     """Index (n,) of the nearest centre of every frame's window features."""
     from sklearn.metrics import pairwise_distances_argmin
+    from threadpoolctl import threadpool_limits
 
-    return pairwise_distances_argmin(features, centres)
+    # one OpenMP thread: a process whose OpenMP threads have run hangs in the first
+    # OpenMP call of a child it forks (multiprocessing's "fork"), and the rows' labels
+    # do not depend on the number of threads
+    with threadpool_limits(limits=1, user_api="openmp"):
+        return pairwise_distances_argmin(features, centres)

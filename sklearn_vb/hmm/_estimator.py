@@ -745,9 +745,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
                 model.partial_fit(X_chunk, lengths=lengths_chunk)
 
         The first call (on an unfitted model) starts q(theta) from the first minibatch's
-        sequences by ``init_params`` (the first start of ``"auto"``, one start, no
-        restarts); the data-dependent default priors (Gaussian and Poisson emissions)
-        and, for categorical emissions, ``n_symbols_`` (unless ``n_symbols`` is given)
+        sequences: with ``init_params="auto"``, each start of ``"auto"`` run by VBEM on
+        that minibatch scaled to ``total_samples`` sequences, the best by its bound (the
+        steps, shrinking, would not lead q(theta) off a symmetric start); any other
+        ``init_params`` is one start, stepped from as it is.  No restarts either way;
+        the data-dependent default priors (Gaussian and Poisson emissions) and, for
+        categorical emissions, ``n_symbols_`` (unless ``n_symbols`` is given)
         come from that first ``X``.  Later calls must have the same number of features
         (and symbols below ``n_symbols_``; give ``n_symbols`` for a stream whose first
         chunk may not show every symbol).  A fitted model (by ``fit``, batch or

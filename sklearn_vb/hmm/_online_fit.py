@@ -19,6 +19,7 @@ from .._core.online import check_online_method
 from .._core.validation import check_unused_y, fitted_from_sequence_ids
 from ._fitted import set_fitted_posterior
 from ._online import minibatches, natural_step, step_size
+from ._online_start import online_start
 from ._subchains import (BUFFER_START, auto_buffer_pass, n_positions, sample_subchains,
                          window_pass)
 from ._vbem import kl_terms, vbe_statistics
@@ -166,7 +167,13 @@ def partial_fit(est, X, y, lengths, sequence_ids, states):
         X = X.compute()
     if not hasattr(est, "lower_bound_"):
         data = est._check_fit_data(X, lengths, sequence_ids, states)
-        est._initialize(first_minibatch(est, data), check_random_state(est.random_state))
+        first_batch = first_minibatch(est, data)
+        random_state = check_random_state(est.random_state)
+        est._initialize(first_batch, random_state)
+        if est.init_params == "auto" and est.subchain_length is None:
+            est._set_posterior(online_start(est, first_batch, random_state,
+                                            float(est.total_samples) / first_batch.n_sequences,
+                                            est._restart_starts()))
     else:
         if states is not None and est.subchain_length is not None:
             est._check_fit_data(X, lengths, sequence_ids, states)  # raises
