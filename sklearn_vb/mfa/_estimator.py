@@ -158,24 +158,36 @@ def _fit_data(X, standardize, psi_min):
     statistics of a feature are those of its observed values, and rows observing
     nothing are left out of the fit."""
     nan = np.isnan(X)
+    rows = None
     if nan.any():
-        return _fit_data_missing(X, nan, standardize, psi_min)
-    mean = X.mean(axis=0)
-    std = X.std(axis=0)
+        empty = np.flatnonzero(nan.all(axis=0))
+        if empty.size:
+            raise ValueError(f"X: feature(s) {empty.tolist()} have no observed value (all "
+                             "NaN); drop them.")
+        rows = np.flatnonzero(~nan.all(axis=1))
+        X = X[rows]
+        mean, std = np.nanmean(X, axis=0), np.nanstd(X, axis=0)
+    else:
+        mean, std = X.mean(axis=0), X.std(axis=0)
     if standardize:
         scale = np.where(std > 0, std, 1.0)
         shift = mean
     else:
         scale = np.ones(X.shape[1])
         shift = np.zeros(X.shape[1])
-    Z = (X - shift) / scale
-    var = Z.var(axis=0)
+    if rows is None:
+        Z, missing = (X - shift) / scale, None
+        var = Z.var(axis=0)
+    else:
+        Z, missing = missing_patterns((X - shift) / scale)
+        var = np.nanvar(np.where(missing.mask > 0, Z, np.nan), axis=0)
     var = np.where(var > 0, var, 1.0)
-    if isinstance(psi_min, str):  # "auto"
+    if isinstance(psi_min, str):  # "auto" (NaN sorts last and leaves no gap)
         floor = np.maximum(1e-5 * var, _quantisation_variance(X) / scale**2)
     else:
         floor = psi_min * var
-    return _FitData(Z, shift, scale, var, floor)
+    return _FitData(Z, shift, scale, var, floor, missing=missing, rows=rows,
+                    n_given=None if rows is None else nan.shape[0])
 
 
 def _locals_match(st, data):
@@ -186,32 +198,6 @@ def _locals_match(st, data):
     if data.missing is None:
         return st.sigma.ndim == 3
     return st.sigma.ndim == 4 and st.sigma.shape[1] == data.missing.observed.shape[0]
-
-
-def _fit_data_missing(X, nan, standardize, psi_min):
-    """:func:`_fit_data` of an ``X`` with missing entries (``nan``)."""
-    empty = np.flatnonzero(nan.all(axis=0))
-    if empty.size:
-        raise ValueError(f"X: feature(s) {empty.tolist()} have no observed value (all NaN); "
-                         "drop them.")
-    rows = np.flatnonzero(~nan.all(axis=1))
-    X = X[rows]
-    mean = np.nanmean(X, axis=0)
-    std = np.nanstd(X, axis=0)
-    if standardize:
-        scale = np.where(std > 0, std, 1.0)
-        shift = mean
-    else:
-        scale = np.ones(X.shape[1])
-        shift = np.zeros(X.shape[1])
-    Z, miss = missing_patterns((X - shift) / scale)
-    var = np.nanvar(np.where(miss.mask > 0, Z, np.nan), axis=0)
-    var = np.where(var > 0, var, 1.0)
-    if isinstance(psi_min, str):  # "auto" (NaN sorts last and leaves no gap)
-        floor = np.maximum(1e-5 * var, _quantisation_variance(X) / scale**2)
-    else:
-        floor = psi_min * var
-    return _FitData(Z, shift, scale, var, floor, missing=miss, rows=rows, n_given=nan.shape[0])
 
 
 def _fixed_components(estimator):

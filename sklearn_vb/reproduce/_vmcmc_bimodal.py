@@ -156,15 +156,21 @@ def run_bimodal(config, seed):
                                 burn_in=0, n_chains=1, rw_step=float(config["bimodal_rw_step"]),
                                 random_state=seed + 1000 * r + 1, **kw).fit(X)
             W = s.samples_["w[y]"][0]
-            m, v, k = moments(W)
-            lab = labels[_cells(W, axis)]
-            runs.append({"mode_mass": [float(np.mean(lab == i)) for i in range(n_modes)],
-                         "mean": m.tolist(), "variance": v.tolist(), "kurtosis": k.tolist(),
-                         "acceptance": {a: float(b) for a, b in s.acceptance_.items()},
+            runs.append({**_chain_summary(s, W, labels, axis, n_modes),
                          "samples": np.round(W[::5], 3).tolist() if r == 0 else None})
         out["samplers"][name] = runs
     out["fig5"] = _fig5(est, X, config, seed, labels, axis, n_modes)
     return out
+
+
+def _chain_summary(sampler, W, labels, axis, n_modes):
+    """One chain's draws ``W`` of the fitted ``sampler``: the mass of each mode (the
+    mode labels of the grid cells), the draws' moments and the acceptance rates."""
+    m, v, k = moments(W)
+    lab = labels[_cells(W, axis)]
+    return {"mode_mass": [float(np.mean(lab == i)) for i in range(n_modes)],
+            "mean": m.tolist(), "variance": v.tolist(), "kurtosis": k.tolist(),
+            "acceptance": {a: float(b) for a, b in sampler.acceptance_.items()}}
 
 
 def _fig5(est, X, config, seed, labels, axis, n_modes):
@@ -179,11 +185,7 @@ def _fig5(est, X, config, seed, labels, axis, n_modes):
                                 burn_in=0, n_chains=1, rw_step=float(step),
                                 random_state=seed + 1000 * r + 7).fit(X)
             W = s.samples_["w[y]"][0]
-            m, v, k = moments(W)
-            lab = labels[_cells(W, axis)]
-            runs.append({"mode_mass": [float(np.mean(lab == i)) for i in range(n_modes)],
-                         "mean": m.tolist(), "variance": v.tolist(), "kurtosis": k.tolist(),
-                         "acceptance": {a: float(b) for a, b in s.acceptance_.items()},
+            runs.append({**_chain_summary(s, W, labels, axis, n_modes),
                          "w_h": np.round(W[::2, 0], 3).tolist() if r == 0 else None})
         out[f"{float(step):g}"] = runs
     return out
