@@ -10,7 +10,9 @@
 * ``results/scale.png``: held-out log-likelihood per symbol against wall time of batch
   VBEM, online VB and hmmlearn's EM on many categorical sequences
   (``scale-hmm-categorical`` in ``results/scale.json``), with the band within 0.5 % of
-  batch VBEM's final value.
+  batch VBEM's final value;
+* ``results/<stem>.png`` for every other results file with ratios: the ratio ours /
+  theirs of each workload and peer as a bar on a log scale (left of 1: we are faster).
 
 The documentation's benchmarks page shows every ``results/*.png`` under the results
 file whose name it starts with.
@@ -173,6 +175,41 @@ def scale_figure(results, path):
     return path
 
 
+#: results files without a ratio figure: their figures are drawn by the functions above,
+#: or (``machine``) their ratios compare a kernel with reference operations, not peers
+_NO_RATIO_FIGURE = ("selection", "selection_quick", "scale", "scaling", "latest", "machine")
+
+
+def ratio_figure(results, path, title=None):
+    """One bar per workload and peer: the time ratio ours / theirs on a log scale, with
+    the line at 1; None (nothing drawn) when no measurement has a ratio."""
+    bars = [(f"{r['workload']}: {m.label}", m.ratio_ours_over_theirs)
+            for r in results for m in r["measurements"]
+            if m.status == "ok" and m.ratio_ours_over_theirs]
+    if not bars:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels, ratios = zip(*bars)
+    fig, ax = plt.subplots(figsize=(7.2, 0.9 + 0.28 * len(bars)))
+    y = range(len(bars))[::-1]
+    ax.barh(list(y), ratios, color=["tab:green" if v < 1 else "tab:red" for v in ratios])
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(list(y))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_xlabel("time ours / theirs (log scale; below 1: sklearn_vb is faster)")
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m benchmarks.figures", description=__doc__)
     parser.add_argument("--results-dir", default=str(RESULTS_DIR))
@@ -187,6 +224,16 @@ def main(argv=None):
     source = directory / "scale.json"
     if source.is_file():
         path = scale_figure(load_results(source), directory / "scale.png")
+        if path is not None:
+            print(f"written: {path}")
+    for source in sorted(directory.glob("*.json")):
+        if source.stem in _NO_RATIO_FIGURE:
+            continue
+        try:
+            results = load_results(source)
+        except (KeyError, TypeError):  # a file of settings and totals, not of workloads
+            continue
+        path = ratio_figure(results, directory / f"{source.stem}.png")
         if path is not None:
             print(f"written: {path}")
     source = directory / "scaling.json"

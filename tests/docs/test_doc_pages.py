@@ -143,6 +143,37 @@ def test_benchmark_figures_each_in_their_own_section(tmp_path):
         assert page.count(f"/img/{png.name}") == 1, png.name
 
 
+def test_every_section_with_ratios_has_its_figure():
+    """A results file whose measurements have ratios ours / theirs shows a figure above
+    its table (``python -m benchmarks.figures`` draws the missing ones)."""
+    from benchmarks import figures, harness
+
+    results_dir = ROOT / "benchmarks" / "results"
+    for source in results_dir.glob("*.json"):
+        if source.stem in figures._NO_RATIO_FIGURE:
+            continue
+        try:
+            results = harness.load_results(source)
+        except (KeyError, TypeError):
+            continue
+        if any(m.ratio_ours_over_theirs for r in results for m in r["measurements"]):
+            assert report.figures(source.stem, results_dir), (
+                f"{source.name} has ratios but no figure: run python -m benchmarks.figures")
+
+
+def test_ratio_figure_draws_one_bar_per_ratio(tmp_path):
+    from benchmarks import figures
+    from benchmarks.harness import Measurement
+
+    results = [{"workload": "w", "measurements": [
+        Measurement("sklearn_vb", "ok", median_s=1.0),
+        Measurement("peer", "ok", median_s=4.0, ratio_ours_over_theirs=0.25),
+        Measurement("broken peer", "error")]}]
+    assert figures.ratio_figure(results, tmp_path / "w.png").stat().st_size > 0
+    assert figures.ratio_figure(results[:0], tmp_path / "none.png") is None
+    assert not (tmp_path / "none.png").exists()
+
+
 def test_readme_speed_table_is_generated_from_the_results():
     text = (ROOT / "README.md").read_text()
     assert report.README_START in text and report.README_END in text
