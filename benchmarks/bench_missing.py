@@ -11,22 +11,26 @@ row keeps at least one observation).
 * ``missing-hmm``: ``VBHiddenMarkov(3, emission="gaussian")`` with diagonal and full
   covariances fitted on the data with NaN; hmmlearn's ``GaussianHMM`` (same K and
   covariance type) after (a) column-mean and (b) forward-fill imputation (backward fill
-  for leading gaps); pomegranate's ``DenseHMM`` on a ``torch.masked.MaskedTensor`` when
-  it works.  Held-out score: the mean over removed entries of ln p(x_td | observed
-  entries), computed here from each model's fitted parameters (posterior means for
-  ours, the ML point for hmmlearn) and state posteriors: sum_k q(s_t = k) N(x_td |
+  for leading gaps); pomegranate's ``DenseHMM`` (diagonal, EM from its k-means
+  start, at most 200 iterations) on a ``torch.masked.MaskedTensor``: ``nan_fit`` is the
+  share of masks where its EM ended with NaN parameters (left out of its means), and
+  ``failed_starts`` the seeds skipped because its start left a state empty.  Held-out
+  score: the mean over removed entries of ln p(x_td | observed entries), computed here
+  from each model's fitted parameters (posterior means for ours, the ML point for
+  hmmlearn and pomegranate) and state posteriors: sum_k q(s_t = k) N(x_td |
   conditional mean and variance of dimension d given the observed entries of row t
   under state k) (for diagonal models simply N(x_td | mu_kd, var_kd)).  Our posteriors
   are computed with the NaNs in place; hmmlearn's on its imputed data (what a user
-  would do).  State agreement: adjusted Rand index between each method's Viterbi path
+  would do), pomegranate's on its masked tensor.  State agreement: adjusted Rand index
+  between each method's Viterbi path (pomegranate: each frame's most probable state)
   on the corrupted data and the reference, our fit of the same covariance type on the
   complete data (its Viterbi path).
 * ``missing-lds``: ``VBLinearDynamicalSystem()`` (ARD chooses the state dimension) on
   the data with NaN against statsmodels' ``DynamicFactorMQ`` (2 factors, VAR(1) factor
   dynamics, white-noise idiosyncratic terms, EM with its Kalman smoother over the
   missing entries; ``DynamicFactor``'s MLE fails on this data with NaN: its start,
-  computed from the data, raises "SVD did not converge").  Held-out score: mean over removed
-  entries of the log density of the true value under the smoothed predictive of y_td
+  computed from the data, raises "SVD did not converge").  Held-out score: mean over
+  removed entries of the log density of the true value under the smoothed predictive of y_td
   given all observed entries, N(C_d E[x_t] + intercept_d, C_d Cov[x_t] C_d' + noise_d)
   (ours: our VB smoother and posterior-mean C, noise; theirs:
   ``smoothed_forecasts`` and ``smoothed_forecasts_error_cov``), and the mean squared
@@ -37,8 +41,9 @@ row keeps at least one observation).
   transition_inputs="categorical")`` given ``U`` against the plain ``VBHiddenMarkov(2)``:
   lower bound on the training data and held-out log-likelihood per frame.
 
-Quick mode: one mask per fraction, one start, at most 30 iterations; full mode: five masks per
-fraction (the metrics are their means and the list per mask in ``trace``).
+Quick mode: one mask per fraction, one start, at most 30 iterations (LDS: 40); full
+mode: five masks per fraction and three starts for the HMMs (the metrics are means over
+the masks; every mask's values are in ``trace``).
 """
 
 from __future__ import annotations
@@ -110,8 +115,9 @@ def heldout_gaussian_mixture(Y, missing, post, means, covars):
 
 def _full_covars(covars, cov_type):
     covars = np.asarray(covars)
-    return np.stack([np.diag(c) for c in covars]) if cov_type == "diag" or covars.ndim == 2 \
-        else covars
+    if cov_type == "diag" or covars.ndim == 2:
+        return np.stack([np.diag(c) for c in covars])
+    return covars
 
 
 def _masks(quick):
@@ -119,12 +125,14 @@ def _masks(quick):
 
 
 def _aggregate(per_mask):
-    """Means over the masks of each fraction: ``{f"{metric}@{fraction}": mean}``."""
+    """Means over the masks of each fraction, ``{f"{metric}@{fraction}": mean}``, of the
+    masks where the metric is a number."""
     out = {}
     for (fraction, _), values in per_mask.items():
         for key, v in values.items():
             out.setdefault(f"{key}@{fraction:g}", []).append(v)
-    return {k: float(np.mean(v)) for k, v in out.items()}
+    return {k: float(np.nanmean(v)) if np.isfinite(v).any() else np.nan
+            for k, v in out.items()}
 
 
 def _run_masks(Y, quick, fit_one):
@@ -178,8 +186,8 @@ def missing_hmm(quick):
                 Z = impute(X)
                 best = None
                 for seed in range(n_init):  # as many starts as ours
-                    m = GaussianHMM(K_HMM, covariance_type=cov_type, n_iter=max_iter, tol=1e-4,
-                                    random_state=seed).fit(Z)
+                    m = GaussianHMM(K_HMM, covariance_type=cov_type, n_iter=max_iter,
+                                    tol=1e-4, random_state=seed).fit(Z)
                     score = m.score(Z)
                     if best is None or score > best[0]:
                         best = (score, m)
@@ -202,18 +210,31 @@ def missing_hmm(quick):
                                    n_init=n_init, random_state=0).fit(Y).predict(Y)
 
         def fit_one(X, missing):
-            torch.manual_seed(0)
             data = torch.tensor(np.nan_to_num(X)[None], dtype=torch.float32)
             mask = torch.tensor(~missing[None])
             Xm = torch.masked.MaskedTensor(data, mask=mask)
-            m = DenseHMM([Normal(covariance_type="diag") for _ in range(K_HMM)],
-                         max_iter=min(max_iter, 200), tol=1e-4).fit(Xm)
+            for seed in range(10):
+                # its k-means start on a masked tensor can leave a state without a
+                # frame (IndexError in the state's first fit): the next seed then
+                try:
+                    m = DenseHMM([Normal(covariance_type="diag") for _ in range(K_HMM)],
+                                 max_iter=min(max_iter, 200), tol=1e-4,
+                                 random_state=seed).fit(Xm)
+                    break
+                except IndexError:
+                    continue
             post = m.predict_proba(Xm)[0].numpy()
             means = np.stack([d.means.numpy() for d in m.distributions])
             var = np.stack([d.covs.numpy() for d in m.distributions])
+            if not (np.isfinite(means).all() and np.isfinite(var).all()):
+                # EM on the masked tensor diverged to NaN parameters: counted, and left
+                # out of the means over the masks
+                return {"heldout": np.nan, "ari": np.nan, "failed_starts": seed,
+                        "nan_fit": 1.0}
             return {"heldout": heldout_gaussian_mixture(Y, missing, post, means,
                                                         _full_covars(var, "diag")),
-                    "ari": adjusted_rand_score(reference, post.argmax(1))}
+                    "ari": adjusted_rand_score(reference, post.argmax(1)),
+                    "failed_starts": seed, "nan_fit": 0.0}
         return _run_masks(Y, quick, fit_one)
 
     return {

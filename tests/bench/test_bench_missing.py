@@ -58,6 +58,9 @@ def test_missing_hmm_quick(tmp_path):
     for m in rows.values():
         if m.status == "ok":
             for f in ("0.1", "0.3", "0.5"):
+                if m.metrics.get(f"nan_fit@{f}") == 1:  # pomegranate's EM diverged
+                    assert np.isnan(m.metrics[f"heldout@{f}"])
+                    continue
                 assert np.isfinite(m.metrics[f"heldout@{f}"])
                 assert -1 <= m.metrics[f"ari@{f}"] <= 1
             assert len(m.trace) == 3  # one mask per fraction in quick mode
