@@ -41,6 +41,8 @@ SECTIONS = {
     "scale": "Scale: many sequences, one long sequence, data over the memory limit, dask "
              "clusters",
     "machine": "How close to the machine: our kernels against the same arithmetic and BLAS",
+    "missing": "Missing entries: NaN marginalised by our HMM and LDS against imputation "
+               "and the peers' own handling; input-driven HMM transitions",
     "mrf": "Pairwise MRFs: loopy BP against pomegranate, exact tree BP against pgmpy",
     "peers": "Comparison libraries installed for the last run",
 }

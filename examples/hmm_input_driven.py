@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from sklearn_vb import VBHiddenMarkov  # noqa: E402
+from sklearn_vb.datasets import make_input_driven_hmm_sequences  # noqa: E402
 
 A_TRUE = np.array([[[0.95, 0.05], [0.05, 0.95]],   # level 0: stay
                    [[0.1, 0.9], [0.9, 0.1]]])      # level 1: switch
@@ -35,16 +36,10 @@ EMISSIONS = np.array([[0.8, 0.15, 0.05], [0.05, 0.15, 0.8]])
 def simulate(transmats, n_sequences, length, rng, p_shock=0.3):
     """Symbols (n, 1), input levels (n,) and lengths of sequences of the input-driven
     chain with transition matrices ``transmats`` (2, K, K)."""
-    X, U = [], []
-    for _ in range(n_sequences):
-        u = (rng.random(length) < p_shock).astype(int)
-        s = np.empty(length, dtype=int)
-        s[0] = rng.integers(2)
-        for t in range(1, length):
-            s[t] = rng.choice(2, p=transmats[u[t], s[t - 1]])
-        X.append([rng.choice(3, p=EMISSIONS[k]) for k in s])
-        U.append(u)
-    return np.concatenate(X).reshape(-1, 1), np.concatenate(U), [length] * n_sequences
+    X, _, U, lengths = make_input_driven_hmm_sequences(
+        transmats, EMISSIONS, [length] * n_sequences, level_probs=[1 - p_shock, p_shock],
+        random_state=int(rng.integers(2**31)))
+    return X, U, lengths
 
 
 def compare(transmats, n_sequences, rng):

@@ -1,5 +1,7 @@
 """Data generators for the thesis experiments, the examples and the tests."""
-from ._hmm import make_hmm_sequences, make_structure_discovery_sequences  # noqa: F401
+from ._hmm import (  # noqa: F401
+    make_hmm_sequences, make_input_driven_hmm_sequences, make_structure_discovery_sequences,
+)
 from ._dag import (  # noqa: F401
     BEAL_SIZES, BEAL_TRUE_CODE, beal_true_parameters, beal_true_structure, bipartite_structure,
     enumerate_bipartite_structures, make_beal_dag, make_beal_dag_datasets, random_beal_parameters,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_random_state
 
-__all__ = ["make_hmm_sequences", "make_structure_discovery_sequences"]
+__all__ = ["make_hmm_sequences", "make_input_driven_hmm_sequences",
+           "make_structure_discovery_sequences"]
 
 
 def make_hmm_sequences(startprob, transmat, emission, lengths, *, random_state=None):
@@ -112,3 +113,73 @@ def make_structure_discovery_sequences(n_per_kind=7, min_length=20, max_length=3
     X = np.concatenate(seqs).reshape(-1, 1).astype(np.int64)
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
     return X, lengths, np.array(kinds)
+
+
+def make_input_driven_hmm_sequences(transmats, emission, lengths, *, level_probs,
+                                    startprob=None, random_state=None):
+    """Sample sequences of an HMM whose transitions depend on a known categorical input.
+
+    Every frame t draws an input level u_t from ``level_probs``; the state at t follows
+    ``transmats[u_t, s_{t-1}]`` (the level of a sequence's first frame is drawn but not
+    used: its state follows ``startprob``), the model of
+    ``VBHiddenMarkov(transition_inputs="categorical")``.
+
+    Parameters
+    ----------
+    transmats : array-like of shape (L, K, K)
+        One transition matrix per input level.
+    emission : array-like of shape (K, M)
+        Categorical emission matrix.
+    lengths : sequence of int
+    level_probs : array-like of shape (L,)
+        Probabilities of the input levels (independent across frames).
+    startprob : array-like of shape (K,) or None
+        Initial state distribution (default: uniform).
+    random_state : int, RandomState or None, default=None
+
+    Returns
+    -------
+    X : ndarray of shape (sum(lengths), 1)
+        Integer symbols.
+    states : ndarray of shape (sum(lengths),)
+    U : ndarray of shape (sum(lengths),)
+        Input levels.
+    lengths : ndarray of int64
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.datasets import make_input_driven_hmm_sequences
+    >>> A = np.array([[[0.9, 0.1], [0.1, 0.9]], [[0.1, 0.9], [0.9, 0.1]]])
+    >>> B = np.array([[0.8, 0.2], [0.2, 0.8]])
+    >>> X, states, U, lengths = make_input_driven_hmm_sequences(
+    ...     A, B, [20, 30], level_probs=[0.7, 0.3], random_state=0)
+    >>> X.shape, U.shape, lengths.tolist()
+    ((50, 1), (50,), [20, 30])
+    """
+    rng = check_random_state(random_state)
+    transmats = np.asarray(transmats, dtype=float)
+    emission = np.asarray(emission, dtype=float)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if np.any(lengths < 1):
+        raise ValueError("lengths must be positive.")
+    L, K = transmats.shape[:2]
+    startprob = np.full(K, 1.0 / K) if startprob is None else np.asarray(startprob, float)
+    T = int(lengths.sum())
+    U = rng.choice(L, size=T, p=np.asarray(level_probs, dtype=float))
+    cum_A = np.cumsum(transmats, axis=2)
+    cum_pi = np.cumsum(startprob)
+    u = rng.random_sample(T)
+    states = np.empty(T, dtype=np.int64)
+    pos = 0
+    for length in lengths:  # generator, not a fitting loop
+        s = min(int(np.searchsorted(cum_pi, u[pos], side="right")), K - 1)
+        states[pos] = s
+        for t in range(pos + 1, pos + length):
+            s = min(int(np.searchsorted(cum_A[U[t], s], u[t], side="right")), K - 1)
+            states[t] = s
+        pos += length
+    cdf = np.cumsum(emission, axis=1)[states]
+    r = rng.random_sample(T)[:, None]
+    X = np.minimum((r >= cdf).sum(axis=1), emission.shape[1] - 1).reshape(-1, 1)
+    return X, states, U, lengths
