@@ -50,31 +50,43 @@ def make_hmm_sequences(startprob, transmat, emission, lengths, *, random_state=N
     lengths = np.asarray(lengths, dtype=np.int64)
     if np.any(lengths < 1):
         raise ValueError("lengths must be positive.")
-    K = startprob.shape[0]
     T = int(lengths.sum())
-    states = np.empty(T, dtype=np.int64)
-    pos = 0
-    cum_A = np.cumsum(transmat, axis=1)
-    cum_pi = np.cumsum(startprob)
-    u = rng.random_sample(T)
-    for length in lengths:  # generator, not a fitting loop
-        s = min(int(np.searchsorted(cum_pi, u[pos], side="right")), K - 1)
-        states[pos] = s
-        for t in range(pos + 1, pos + length):
-            s = min(int(np.searchsorted(cum_A[s], u[t], side="right")), K - 1)
-            states[t] = s
-        pos += length
+    states = _draw_states(startprob, transmat[None], np.zeros(T, dtype=np.int64), lengths,
+                          rng.random_sample(T))
     if isinstance(emission, tuple):
         means, covars = (np.asarray(a, dtype=float) for a in emission)
         chol = np.linalg.cholesky(covars)
         z = rng.standard_normal((T, means.shape[1]))
         X = means[states] + np.einsum("tij,tj->ti", chol[states], z)
     else:
-        emission = np.asarray(emission, dtype=float)
-        cdf = np.cumsum(emission, axis=1)[states]
-        r = rng.random_sample(T)[:, None]
-        X = np.minimum((r >= cdf).sum(axis=1), emission.shape[1] - 1).reshape(-1, 1)
+        X = _categorical_frames(np.asarray(emission, dtype=float), states, rng)
     return X, states, lengths
+
+
+def _draw_states(startprob, transmats, levels, lengths, u):
+    """The state path of every sequence of ``lengths`` by inversion of the uniform
+    draws ``u`` (one per frame): the first state from ``startprob``, the others from the
+    row of the previous state in ``transmats[levels[t]]`` (L, K, K)."""
+    K = startprob.shape[0]
+    cum_pi = np.cumsum(startprob)
+    cum_A = np.cumsum(transmats, axis=2)
+    states = np.empty(u.shape[0], dtype=np.int64)
+    pos = 0
+    for length in lengths:  # generator, not a fitting loop
+        s = min(int(np.searchsorted(cum_pi, u[pos], side="right")), K - 1)
+        states[pos] = s
+        for t in range(pos + 1, pos + length):
+            s = min(int(np.searchsorted(cum_A[levels[t], s], u[t], side="right")), K - 1)
+            states[t] = s
+        pos += length
+    return states
+
+
+def _categorical_frames(emission, states, rng):
+    """One symbol per frame from the row of its state of ``emission`` (K, M), (T, 1)."""
+    cdf = np.cumsum(emission, axis=1)[states]
+    r = rng.random_sample(states.shape[0])[:, None]
+    return np.minimum((r >= cdf).sum(axis=1), emission.shape[1] - 1).reshape(-1, 1)
 
 
 def make_structure_discovery_sequences(n_per_kind=7, min_length=20, max_length=39, *,
@@ -167,19 +179,6 @@ def make_input_driven_hmm_sequences(transmats, emission, lengths, *, level_probs
     startprob = np.full(K, 1.0 / K) if startprob is None else np.asarray(startprob, float)
     T = int(lengths.sum())
     U = rng.choice(L, size=T, p=np.asarray(level_probs, dtype=float))
-    cum_A = np.cumsum(transmats, axis=2)
-    cum_pi = np.cumsum(startprob)
-    u = rng.random_sample(T)
-    states = np.empty(T, dtype=np.int64)
-    pos = 0
-    for length in lengths:  # generator, not a fitting loop
-        s = min(int(np.searchsorted(cum_pi, u[pos], side="right")), K - 1)
-        states[pos] = s
-        for t in range(pos + 1, pos + length):
-            s = min(int(np.searchsorted(cum_A[U[t], s], u[t], side="right")), K - 1)
-            states[t] = s
-        pos += length
-    cdf = np.cumsum(emission, axis=1)[states]
-    r = rng.random_sample(T)[:, None]
-    X = np.minimum((r >= cdf).sum(axis=1), emission.shape[1] - 1).reshape(-1, 1)
+    states = _draw_states(startprob, transmats, U, lengths, rng.random_sample(T))
+    X = _categorical_frames(emission, states, rng)
     return X, states, U, lengths
