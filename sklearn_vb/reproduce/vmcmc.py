@@ -45,7 +45,7 @@ import pandas as pd
 from ..mcmc import VariationalMCMC
 from ..sbn import VBSigmoidBeliefNetwork
 from ._experiment import Experiment, Option, register
-from ._vmcmc_bimodal import BIMODAL_SAMPLERS, run_bimodal
+from ._vmcmc_bimodal import run_bimodal
 from ._vmcmc_report import COLUMNS, METHODS, report
 
 __all__ = ["vmcmc"]

@@ -13,7 +13,7 @@ import pytest
 from scipy.special import digamma
 
 from sklearn_vb import VBHiddenMarkov
-from sklearn_vb.hmm._vbem import expected_log_params, vbe
+from sklearn_vb.hmm._vbem import vbe
 from tests.oracles.gaussian_missing import (
     enumerate_paths,
     exact_log_evidence,
