@@ -132,7 +132,7 @@ class _WarmFromParent:
 
 class _EdgeGainScreen:
     """Predicted changes of the Laplace evidence of single-edge moves from the fitted
-    parent (:func:`~sklearn_vb.mrf.edge_gains.predicted_gains`), for the climb's screen;
+    parent (``predicted_gains`` of ``sklearn_vb/mrf/edge_gains.py``), for the climb's screen;
     the statistics of every pair of columns are computed once, at the first call."""
 
     def __init__(self, X, width, margin):
@@ -195,7 +195,7 @@ class MRFStructureSearch(EdgeSetSearchBase):
     :class:`DAGStructureSearch`.  With ``warm_start=True`` a neighbour's Newton fit starts
     from its parent's parameters (a new edge at 0).  With ``screen`` the climb fits only
     the ``screen`` neighbours whose change of the Laplace evidence, predicted to second
-    order from the current graph's fit (:mod:`sklearn_vb.mrf.edge_gains`: the score test
+    order from the current graph's fit (``sklearn_vb/mrf/edge_gains.py``: the score test
     of an added edge, the quadratic loss of a removed one), is largest; when none of them
     improves, it fits the others predicted above ``-screen_margin`` nats before it stops.
     The prediction needs the current graph's exact moments: on graphs fitted by belief
