@@ -122,9 +122,9 @@ CASES = [
     ("hmm-new-alphabet", lambda: fitted("hmm").score(SYM + 3), ValueError, r"\bX\b", "outside the alphabet"),
     ("hmm-new-lengths", lambda: fitted("hmm").predict(SYM, lengths=[41]), ValueError, "lengths", "sum to 41"),
     # ---------------------------------------------------------------- Gaussian HMM
-    # missing entries are marginalised for diagonal covariances only
-    ("ghmm-nan", lambda: GHMM().fit(_with(GAUSS, 1, 1, np.nan)), ValueError, r"\bX\b",
-     "NaN.*covariance_type='diag'"),
+    # missing entries are marginalised (every family); infinity is refused
+    ("ghmm-inf", lambda: GHMM().fit(_with(GAUSS, 1, 1, np.inf)), ValueError, r"\bX\b",
+     "infinity"),
     ("ghmm-nan-column", lambda: GHMM(covariance_type="diag").fit(
         np.column_stack([GAUSS[:, 0], np.full(len(GAUSS), np.nan)])), ValueError, r"\bX\b",
      "missing \\(NaN\\) in every row"),
@@ -136,7 +136,9 @@ CASES = [
      "covariance_type", "round"),
     ("ghmm-beta-prior", lambda: GHMM(beta_prior=0.0).fit(GAUSS), ValueError, "beta_prior", "range|positive"),
     # ---------------------------------------------------------------- LDS
-    ("lds-nan", lambda: LDS().fit(_with(Y_LDS, 2, 0, np.nan)), ValueError, r"\bX\b", "no missing-value support"),
+    # missing outputs are marginalised by VB, refused by the point fits
+    ("lds-nan-map", lambda: LDS(method="map").fit(_with(Y_LDS, 2, 0, np.nan)), ValueError,
+     r"\bX\b", "method='map' does not support"),
     ("lds-inf", lambda: LDS().fit(_with(Y_LDS, 2, 0, -np.inf)), ValueError, r"\bX\b", "infinity"),
     ("lds-u-rows", lambda: LDS().fit(Y_LDS, U=U_LDS[:-1]), ValueError, r"\bU\b", "one row per row"),
     ("lds-u-nan", lambda: LDS().fit(Y_LDS, U=_with(U_LDS, 0, 0, np.nan)), ValueError, r"\bU\b", "NaN"),
@@ -153,7 +155,11 @@ CASES = [
      "not fitted"),
     ("lds-forecast-steps", lambda: fitted("lds").forecast(0), ValueError, "n_steps", "positive"),
     # ---------------------------------------------------------------- MFA
-    ("mfa-nan", lambda: MFA().fit(_with(GAUSS, 0, 0, np.nan)), ValueError, r"\bX\b", "no missing-value support"),
+    # missing entries are marginalised by batch VB without the search, refused otherwise
+    ("mfa-nan-search", lambda: VBMixtureFactorAnalysers(max_iter=2).fit(_with(GAUSS, 0, 0, np.nan)),
+     ValueError, r"\bX\b", "search=False"),
+    ("mfa-nan-map", lambda: MFA(method="map").fit(_with(GAUSS, 0, 0, np.nan)), ValueError,
+     r"\bX\b", "only method='vb'"),
     ("mfa-1d", lambda: MFA().fit(GAUSS[:, 0]), ValueError, r"\bX\b", "2-D"),
     ("mfa-empty", lambda: MFA().fit(np.zeros((0, 2))), ValueError, r"\bX\b", "0 sample"),
     ("mfa-strings", lambda: MFA().fit(np.array([["a", "b"], ["c", "d"]])), ValueError, r"\bX\b", "numeric"),
