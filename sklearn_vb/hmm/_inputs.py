@@ -162,8 +162,8 @@ def n_transition_parameters(est):
     """Free parameters of the fitted transitions: K (K - 1) per input level (one level
     without inputs), or per design column with continuous inputs."""
     K = est.n_components
-    per = getattr(est, "n_input_levels_", None) or (
-        getattr(est, "n_input_features_", -1) + 1) or 1
+    n_features = getattr(est, "n_input_features_", None)
+    per = n_features + 1 if n_features is not None else getattr(est, "n_input_levels_", 1)
     return K * (K - 1) * per
 
 
