@@ -40,6 +40,22 @@ row keeps at least one observation).
   level keeps the state and the other switches it).  ``VBHiddenMarkov(2,
   transition_inputs="categorical")`` given ``U`` against the plain ``VBHiddenMarkov(2)``:
   lower bound on the training data and held-out log-likelihood per frame.
+* ``missing-iohmm-continuous``: simulated chain with a continuous input
+  (``make_input_driven_hmm_sequences(transition_coef=...)``: two states, three symbols,
+  one standard-normal input u_t; state 0 stays with probability sigma(2.5 - 2.5 u_t),
+  state 1 moves to state 0 with probability sigma(-2.5 - 2.5 u_t)), and a null copy
+  whose input has no effect (the same biases, input coefficients 0).  On both:
+  ``VBHiddenMarkov(2, transition_inputs="continuous")`` given ``U``, the plain
+  ``VBHiddenMarkov(2)``, and ``VBHiddenMarkov(2, transition_inputs="categorical")`` on
+  ``U`` binned at the training quantiles (2 and 4 levels).  Metrics: the lower bound on
+  the training data (ln p(X | U), nats; ``lower_bound`` with the effect,
+  ``lower_bound_null`` without) and the held-out log-likelihood per frame at the
+  posterior means (``heldout``, ``heldout_null``); the first row also reports that of
+  the true parameters (``heldout_true``) and the largest error of the recovered
+  coefficients (``coef_max_abs_error``).  Linderman's ``ssm`` (its input-driven HMM)
+  would be the peer: the registry's ``ssm`` 0.0.1 builds only with Cython present and
+  then fails to import (it needs ``autograd.scipy.misc``, gone from autograd since 1.4,
+  and autograd 1.3 does not import on Python 3.11), so its row is reported as skipped.
 
 Quick mode: one mask per fraction, one start, at most 30 iterations (LDS: 40); full
 mode: five masks per fraction and three starts for the HMMs (the metrics are means over
@@ -319,3 +335,95 @@ def missing_iohmm(quick):
 
     return {"sklearn_vb input-driven HMM (U given)": run(True),
             "sklearn_vb plain HMM": run(False)}
+
+
+#: the continuous-input chain of ``missing-iohmm-continuous``: row k's stick is "go to
+#: state 0"; the null copy keeps the biases and drops the input effect
+IOHMM_COEF = np.array([[[-2.5, 2.5]], [[-2.5, -2.5]]])
+IOHMM_COEF_NULL = np.array([[[0.0, 2.5]], [[0.0, -2.5]]])
+IOHMM_EMISSION = np.array([[0.8, 0.15, 0.05], [0.05, 0.15, 0.8]])
+
+
+def _true_heldout_per_frame(coef, X, U, lengths):
+    """Mean log-likelihood per frame of the held-out sequences at the true parameters
+    (uniform start; forward algorithm, one sequence at a time)."""
+    from sklearn_vb.hmm import stick_breaking_transitions
+
+    A = stick_breaking_transitions(coef, U)
+    B = IOHMM_EMISSION[:, X.ravel()].T  # (T, K)
+    total, pos = 0.0, 0
+    for n in lengths:
+        alpha = 0.5 * B[pos]
+        total += np.log(alpha.sum())
+        alpha /= alpha.sum()
+        for t in range(pos + 1, pos + n):
+            alpha = (alpha @ A[t]) * B[t]
+            total += np.log(alpha.sum())
+            alpha /= alpha.sum()
+        pos += n
+    return total / len(X)
+
+
+@workload("missing-iohmm-continuous", per="call", repeats=1, warmup=False, stem="missing")
+def missing_iohmm_continuous(quick):
+    from sklearn_vb.datasets import make_input_driven_hmm_sequences
+
+    n_seq = 10 if quick else 100
+    data = {}
+    for name, coef in (("", IOHMM_COEF), ("_null", IOHMM_COEF_NULL)):
+        train = make_input_driven_hmm_sequences(None, IOHMM_EMISSION, [100] * n_seq,
+                                                transition_coef=coef, random_state=0)
+        test = make_input_driven_hmm_sequences(None, IOHMM_EMISSION, [100] * n_seq,
+                                               transition_coef=coef, random_state=1)
+        data[name] = (coef, train, test)
+
+    def binned(U, edges):
+        return np.searchsorted(edges, U[:, 0])
+
+    def run(kind, n_bins=None):
+        def fit():
+            from sklearn_vb import VBHiddenMarkov
+
+            out = {}
+            for name, (coef, (X, _, U, lengths), (Xt, _, Ut, lt)) in data.items():
+                if kind == "categorical":
+                    edges = np.quantile(U[:, 0], np.arange(1, n_bins) / n_bins)
+                    U, Ut = binned(U, edges), binned(Ut, edges)
+                kw = {} if kind is None else {"transition_inputs": kind}
+                inputs = (lambda u: {}) if kind is None else (lambda u: {"U": u})
+                m = VBHiddenMarkov(2, random_state=0, **kw)
+                m.fit(X, lengths=lengths, **inputs(U))
+                out[f"lower_bound{name}"] = float(m.lower_bound_)
+                out[f"heldout{name}"] = float(m.score(Xt, lengths=lt, **inputs(Ut)))
+                out[f"iterations{name}"] = int(m.n_iter_)
+                if kind == "continuous":
+                    out[f"heldout_true{name}"] = _true_heldout_per_frame(coef, Xt, Ut, lt)
+                    w = m.transition_coef_
+                    if m.emissionprob_[0, 0] < m.emissionprob_[1, 0]:
+                        w = -w[::-1]  # the states are named the other way round
+                    out[f"coef_max_abs_error{name}"] = float(np.max(np.abs(w - coef)))
+            out["n_frames"] = int(100 * n_seq)
+            return out
+        return fit
+
+    def ssm_peer():
+        import ssm
+
+        out = {}
+        for name, (coef, (X, _, U, lengths), (Xt, _, Ut, lt)) in data.items():
+            split = lambda a, n: np.split(a, np.cumsum(n)[:-1])  # noqa: E731
+            m = ssm.HMM(2, 1, M=1, observations="categorical",
+                        observation_kwargs=dict(C=3), transitions="inputdriven")
+            m.fit(split(X, lengths), inputs=split(U, lengths), method="em",
+                  num_em_iters=200)
+            out[f"heldout{name}"] = float(
+                m.log_likelihood(split(Xt, lt), inputs=split(Ut, lt)) / len(Xt))
+        return out
+
+    return {
+        "sklearn_vb continuous-input HMM (U given)": run("continuous"),
+        "sklearn_vb plain HMM": run(None),
+        "sklearn_vb categorical-input HMM, U in 2 quantile bins": run("categorical", 2),
+        "sklearn_vb categorical-input HMM, U in 4 quantile bins": run("categorical", 4),
+        "ssm input-driven HMM (EM)": ssm_peer,
+    }

@@ -127,26 +127,38 @@ def make_structure_discovery_sequences(n_per_kind=7, min_length=20, max_length=3
     return X, lengths, np.array(kinds)
 
 
-def make_input_driven_hmm_sequences(transmats, emission, lengths, *, level_probs,
-                                    startprob=None, random_state=None):
-    """Sample sequences of an HMM whose transitions depend on a known categorical input.
+def make_input_driven_hmm_sequences(transmats, emission, lengths, *, level_probs=None,
+                                    startprob=None, transition_coef=None, inputs=None,
+                                    random_state=None):
+    """Sample sequences of an HMM whose transitions depend on a known input.
 
-    Every frame t draws an input level u_t from ``level_probs``; the state at t follows
-    ``transmats[u_t, s_{t-1}]`` (the level of a sequence's first frame is drawn but not
-    used: its state follows ``startprob``), the model of
-    ``VBHiddenMarkov(transition_inputs="categorical")``.
+    Categorical inputs (``transmats``): every frame t draws an input level u_t from
+    ``level_probs``; the state at t follows ``transmats[u_t, s_{t-1}]``, the model of
+    ``VBHiddenMarkov(transition_inputs="categorical")``.  Continuous inputs
+    (``transmats=None`` and ``transition_coef``): every frame has P real inputs u_t
+    (``inputs``, or independent standard normal draws) and the state at t follows the
+    stick-breaking logistic transitions of ``transition_coef`` at u_t, the model of
+    ``VBHiddenMarkov(transition_inputs="continuous")`` (see
+    :func:`sklearn_vb.hmm.stick_breaking_transitions`).  Either way the input of a
+    sequence's first frame is drawn but not used: its state follows ``startprob``.
 
     Parameters
     ----------
-    transmats : array-like of shape (L, K, K)
-        One transition matrix per input level.
+    transmats : array-like of shape (L, K, K) or None
+        One transition matrix per input level; None for continuous inputs.
     emission : array-like of shape (K, M)
         Categorical emission matrix.
     lengths : sequence of int
     level_probs : array-like of shape (L,)
-        Probabilities of the input levels (independent across frames).
+        Probabilities of the input levels (independent across frames); categorical
+        inputs only, and required there.
     startprob : array-like of shape (K,) or None
         Initial state distribution (default: uniform).
+    transition_coef : array-like of shape (K, K - 1, P + 1) or None
+        Continuous inputs: the coefficients of the stick-breaking logistic transitions,
+        ``transition_coef[k, i]`` those of stick i of row k, the bias last.
+    inputs : array-like of shape (sum(lengths), P) or None
+        Continuous inputs: the inputs of every frame (default: standard normal draws).
     random_state : int, RandomState or None, default=None
 
     Returns
@@ -154,8 +166,8 @@ def make_input_driven_hmm_sequences(transmats, emission, lengths, *, level_probs
     X : ndarray of shape (sum(lengths), 1)
         Integer symbols.
     states : ndarray of shape (sum(lengths),)
-    U : ndarray of shape (sum(lengths),)
-        Input levels.
+    U : ndarray of shape (sum(lengths),) or (sum(lengths), P)
+        Input levels (categorical) or inputs (continuous).
     lengths : ndarray of int64
 
     Examples
@@ -168,17 +180,48 @@ def make_input_driven_hmm_sequences(transmats, emission, lengths, *, level_probs
     ...     A, B, [20, 30], level_probs=[0.7, 0.3], random_state=0)
     >>> X.shape, U.shape, lengths.tolist()
     ((50, 1), (50,), [20, 30])
+    >>> coef = np.array([[[-2.0, 2.5]], [[-2.0, -2.5]]])  # K = 2, one input
+    >>> X, states, U, lengths = make_input_driven_hmm_sequences(
+    ...     None, B, [20, 30], transition_coef=coef, random_state=0)
+    >>> U.shape
+    (50, 1)
     """
     rng = check_random_state(random_state)
-    transmats = np.asarray(transmats, dtype=float)
     emission = np.asarray(emission, dtype=float)
     lengths = np.asarray(lengths, dtype=np.int64)
     if np.any(lengths < 1):
         raise ValueError("lengths must be positive.")
+    T = int(lengths.sum())
+    if (transmats is None) == (transition_coef is None):
+        raise ValueError("give either transmats (categorical inputs) or transition_coef "
+                         "(continuous inputs), not both or neither.")
+    if transmats is None:
+        return _continuous_input_sequences(np.asarray(transition_coef, dtype=float),
+                                           emission, lengths, startprob, inputs, rng)
+    if level_probs is None:
+        raise ValueError("level_probs is required with transmats (categorical inputs).")
+    transmats = np.asarray(transmats, dtype=float)
     L, K = transmats.shape[:2]
     startprob = np.full(K, 1.0 / K) if startprob is None else np.asarray(startprob, float)
-    T = int(lengths.sum())
     U = rng.choice(L, size=T, p=np.asarray(level_probs, dtype=float))
     states = _draw_states(startprob, transmats, U, lengths, rng.random_sample(T))
+    X = _categorical_frames(emission, states, rng)
+    return X, states, U, lengths
+
+
+def _continuous_input_sequences(coef, emission, lengths, startprob, inputs, rng):
+    """The continuous-input case of :func:`make_input_driven_hmm_sequences`."""
+    from ..hmm import stick_breaking_transitions
+
+    K = coef.shape[0]
+    T = int(lengths.sum())
+    P = coef.shape[-1] - 1
+    startprob = np.full(K, 1.0 / K) if startprob is None else np.asarray(startprob, float)
+    if inputs is None:
+        U = rng.standard_normal((T, P))
+    else:
+        U = np.array(inputs, dtype=float).reshape(T, -1)
+    transmats = stick_breaking_transitions(coef, U)  # (T, K, K): one matrix per frame
+    states = _draw_states(startprob, transmats, np.arange(T), lengths, rng.random_sample(T))
     X = _categorical_frames(emission, states, rng)
     return X, states, U, lengths

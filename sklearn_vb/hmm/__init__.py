@@ -4,7 +4,7 @@ The package holds the estimator (``_estimator``, its parameters' constraints in
 ``_constraints`` and the combinations a fit refuses in ``_fit_combinations``), its VBEM
 updates (``_vbem``), starts (``_init``), the data it reads in memory (``_data``) or on a
 dask cluster (``_distributed``), the batch fit's memory check (``_working_set``),
-input-driven transitions (``_inputs``), known states (``_clamp``), online natural-gradient steps (``_online``, run by
+input-driven transitions (``_inputs``; continuous inputs in ``_logistic_transitions``), known states (``_clamp``), online natural-gradient steps (``_online``, run by
 ``_online_fit``), its point fits by EM (``_point``, run by ``_point_fit``), the fitted
 attributes of q(theta) (``_fitted``), its predictions on new sequences (``_predict``),
 the typed containers of its state (``_state``), its emission families
@@ -16,6 +16,7 @@ its hyperparameters and statistics), its numba kernels (``kernels``,
 
 from ._distributed import sequence_chunks
 from ._estimator import VBHiddenMarkov
+from ._logistic_transitions import stick_breaking_transitions
 from ._vbem import optimize_dirichlet_scale
 
-__all__ = ["VBHiddenMarkov", "sequence_chunks"]
+__all__ = ["VBHiddenMarkov", "sequence_chunks", "stick_breaking_transitions"]

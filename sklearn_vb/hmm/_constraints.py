@@ -29,7 +29,8 @@ PARAMETER_CONSTRAINTS: dict = {
     "scale_prior": [None, Real, "array-like"],
     "rate_prior": [None, "array-like"],
     "optimize_prior_strengths": ["boolean"],
-    "transition_inputs": [None, StrOptions({"categorical"})],
+    "transition_inputs": [None, StrOptions({"categorical", "continuous"})],
+    "transition_coef_prior": [Interval(Real, 0.0, None, closed="neither"), "array-like"],
     "n_input_levels": [None, Interval(Integral, 1, None, closed="left")],
     "init_params": [
         StrOptions({"auto", "context", "random_marginals", "random", "random_params", "kmeans",

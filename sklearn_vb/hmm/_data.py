@@ -41,10 +41,11 @@ class _FitData:
     known_states : ndarray of int64, shape (n_frames,), or None
         The state of every frame where it is known, -1 elsewhere (``states=``; see
         :mod:`sklearn_vb.hmm._clamp`); None when no state is known.
-    levels : ndarray of int64, shape (n_frames,), or None
-        The input level of every frame (``U=`` of a model with
-        ``transition_inputs="categorical"``; see :mod:`sklearn_vb.hmm._inputs`); None
-        for a plain HMM.
+    inputs : ndarray or None
+        The transition inputs of every frame (``U=``; see
+        :mod:`sklearn_vb.hmm._inputs`): int64 input levels (n_frames,) with
+        ``transition_inputs="categorical"``, the float design rows [u_t, 1]
+        (n_frames, P + 1) with ``"continuous"``; None for a plain HMM.
     n_levels : int or None
         The model's number of input levels L (None for a plain HMM).
     """
@@ -56,7 +57,7 @@ class _FitData:
     ends: np.ndarray
     summary: object = None
     known_states: np.ndarray = None
-    levels: np.ndarray = None
+    inputs: np.ndarray = None
     n_levels: int = None
 
     @property
@@ -74,9 +75,9 @@ class _FitData:
         X = self.X[frames]
         starts, ends = sequence_bounds(lens)
         known = None if self.known_states is None else self.known_states[frames]
-        levels = None if self.levels is None else self.levels[frames]
+        inputs = None if self.inputs is None else self.inputs[frames]
         return _FitData(X=X, index=family.table_index(X), lengths=lens, starts=starts,
-                        ends=ends, known_states=known, levels=levels, n_levels=self.n_levels)
+                        ends=ends, known_states=known, inputs=inputs, n_levels=self.n_levels)
 
     def chunk_sum(self, family, fn, *args):
         """``fn(chunk, family, *args)`` summed over the chunks of the data: here the

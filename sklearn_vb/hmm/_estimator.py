@@ -42,7 +42,7 @@ from ._distributed import dask_fit_data, is_dask_array
 from ._working_set import check_batch_fit_memory
 from ._fit_combinations import check_fit_combinations
 from ._init import initial_posterior, start_point
-from ._inputs import input_levels
+from ._inputs import n_transition_parameters, transition_inputs_of, transition_prior
 from ._online_fit import partial_fit, run_online
 from ._point_fit import e_step, m_step, objective as point_objective, set_fitted_point
 from ._predict import plugin_forward, sample_sequence, state_marginals, viterbi_path
@@ -74,6 +74,67 @@ y : None, or one entry per row (ignored)
     lengths here.
 """
 
+#: the constructor parameters of input-driven transitions
+_TRANSITION_INPUTS_PARAMS = """\
+transition_inputs : {"categorical", "continuous"} or None, default=None
+    Input-driven transitions (an input-output HMM), given the inputs ``U`` of the
+    rows of ``X`` (passed to ``fit`` and to every method that reads sequences; the
+    input of a sequence's first row is not used: its state follows the initial
+    distribution).  None: a plain HMM.  ``"categorical"``: ``U`` holds one input
+    level u_t in ``[0, n_input_levels)`` per row and the transition into frame t is
+    drawn from the matrix of its level, p(s_t = j | s_{t-1} = i, u_t = l) =
+    A[l, i, j]; each of the L * K rows has its own Dirichlet prior
+    (``transmat_prior``), so VB stays exactly conjugate; ``transmat_posterior_``,
+    ``transmat_prior_`` and ``transmat_`` then have shape (L, K, K).
+    ``"continuous"``: ``U`` is a real (n_samples, P) array and the transitions out
+    of state k are a stick-breaking multinomial-logistic function of x_t = [u_t, 1]:
+    p(s_t = j | s_{t-1} = k, u_t) = sigma(psi_kj) prod_{i<j} (1 - sigma(psi_ki)),
+    psi_ki = w_ki . x_t, the last state taking what the K - 1 sticks leave, with
+    Gaussian priors on the coefficients w_ki (``transition_coef_prior``).  VB bounds
+    the logistic by Jaakkola and Jordan's bound (equivalently, Polya-gamma
+    augmentation), so q(w_ki) is Gaussian and ``lower_bound_`` stays a lower bound on
+    ln p(X | U).  Both kinds need ``method="vb"`` and ``learning_method="batch"``.
+    See the user guide (Hidden Markov models, "Input-driven transitions").
+n_input_levels : int or None, default=None
+    Number of input levels L for ``transition_inputs="categorical"`` (default: the
+    largest level in the training ``U`` plus one).  Give it when a level may be
+    absent from the training data: its matrices then keep their prior.
+transition_coef_prior : float or array-like of shape (P,), default=1.0
+    ``transition_inputs="continuous"`` only: the prior variance of the input
+    coefficients of every w_ki (one for all, or one per input column); their prior
+    mean is 0.  The prior is on the scale of ``U`` as given: with standardised inputs
+    the default says "effects of about one logit per standard deviation".  The bias
+    of every stick has the Gaussian prior with the mean and variance of that stick's
+    logit under the Dirichlet row of ``transmat_prior`` (a scalar or (K, K); default
+    1/K per entry, which gives N(0, pi^2) for K = 2), so that without an input effect
+    the model differs from the plain HMM only in the shape of the row prior.
+"""
+
+#: the fitted attributes of input-driven transitions
+_TRANSITION_INPUTS_ATTRIBUTES = """\
+n_input_levels_, n_input_features_ : int
+    With categorical transition inputs the number of levels L; with continuous ones
+    the number of input columns P.
+transition_coef_, transition_coef_covariance_ : ndarray
+    ``transition_inputs="continuous"`` only: the means (K, K - 1, P + 1) and
+    covariances (K, K - 1, P + 1, P + 1) of q(w_ki), the bias last.
+    ``transmat_posterior_`` and ``transmat_prior_`` then hold q(W) and p(W)
+    (``mean``, ``precision``), and ``transmat_`` is not set: the transition matrices
+    differ from frame to frame, and
+    :func:`sklearn_vb.hmm.stick_breaking_transitions` gives them at any ``U`` from
+    ``transition_coef_`` (the plug-in of ``score``, ``predict`` and ``sample``).
+"""
+
+#: ``U`` of ``fit``
+_FIT_TRANSITION_INPUTS = """\
+U : array-like of shape (n_samples,) or (n_samples, P), optional
+    Transition inputs (required with ``transition_inputs`` and refused without):
+    the input level of every row (``"categorical"``: integers in
+    ``[0, n_input_levels)``) or its P real inputs (``"continuous"``).  The
+    transition into row t depends on ``U[t]`` (the input of a sequence's first row
+    is not used), and the bound is a bound on ln p(X | U).
+"""
+
 
 # ---------------------------------------------------------------------------
 # the estimator
@@ -88,7 +149,10 @@ y : None, or one entry per row (ignored)
           partial_fit_minibatches=partial_fit_minibatches("sequences",
                                                           ", and sequences are never split"),
           partial_fit_stream=partial_fit_stream("sequences"),
-          partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED, sequences_X_y=_SEQUENCES_X_Y)
+          partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED, sequences_X_y=_SEQUENCES_X_Y,
+          transition_inputs_params=_TRANSITION_INPUTS_PARAMS,
+          transition_inputs_attributes=_TRANSITION_INPUTS_ATTRIBUTES,
+          fit_transition_inputs=_FIT_TRANSITION_INPUTS)
 class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     """Variational Bayesian hidden Markov model with categorical, Gaussian or Poisson emissions.
 
@@ -139,22 +203,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         (K, n_features).  Default None: a0 = 1 and b0 = 1 / mean(X) per feature (an
         exponential prior whose mean is the data mean, data-dependent; a feature mean
         below 1e-3 counts as 1e-3).
-    transition_inputs : {"categorical"} or None, default=None
-        Input-driven transitions (an input-output HMM).  None: a plain HMM.
-        ``"categorical"``: every row of ``X`` carries an input level u_t in
-        ``[0, n_input_levels)``, passed as ``U`` (one integer per row) to ``fit`` and
-        to every method that reads sequences, and the transition into frame t is drawn
-        from the matrix of its level, p(s_t = j | s_{t-1} = i, u_t = l) = A[l, i, j];
-        each of the L * K rows has its own Dirichlet prior (``transmat_prior``), so VB
-        stays exactly conjugate.  The input of the first frame of a sequence is not
-        used (its state follows the initial distribution).  ``transmat_posterior_``,
-        ``transmat_prior_`` and ``transmat_`` then have shape (L, K, K).  Needs
-        ``method="vb"`` and ``learning_method="batch"``.  See the user guide (Hidden
-        Markov models, "Input-driven transitions").
-    n_input_levels : int or None, default=None
-        Number of input levels L for ``transition_inputs="categorical"`` (default: the
-        largest level in the training ``U`` plus one).  Give it when a level may be
-        absent from the training data: its matrices then keep their prior.
+    {transition_inputs_params}
     optimize_prior_strengths : bool, default=False
         If True, before every VBM step the overall scale of each Dirichlet prior block
         (initial, transition, categorical emission) is set to maximise the bound
@@ -345,6 +394,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         are switched off: their posterior is (nearly) the prior).
     n_features_in_ : int
     n_symbols_ : int (categorical only)
+    {transition_inputs_attributes}
     n_batch_iter_ : int
         Online learning only: one more than the number of natural-gradient steps taken,
         the t of the next step size (scikit-learn's convention).
@@ -399,6 +449,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         optimize_prior_strengths=False,
         transition_inputs=None,
         n_input_levels=None,
+        transition_coef_prior=1.0,
         max_iter=1000,
         tol=1e-4,
         n_init=1,
@@ -447,6 +498,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self.optimize_prior_strengths = optimize_prior_strengths
         self.transition_inputs = transition_inputs
         self.n_input_levels = n_input_levels
+        self.transition_coef_prior = transition_coef_prior
         self.init_posterior = init_posterior
         self.acceleration = acceleration
         self.method = method
@@ -481,11 +533,11 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         Xv = family.check_X(X, self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
-        levels, n_levels = input_levels(self, U, Xv.shape[0], reset)
+        inputs, n_levels = transition_inputs_of(self, U, Xv.shape[0], reset)
         return _FitData(
             X=Xv, index=family.table_index(Xv), lengths=lens, starts=starts, ends=ends,
             known_states=check_states(states, Xv.shape[0], self.n_components),
-            levels=levels, n_levels=n_levels,
+            inputs=inputs, n_levels=n_levels,
         )
 
     def _check_fit_data(self, X, lengths=None, sequence_ids=None, states=None, U=None):
@@ -503,10 +555,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def _resolve_priors(self, data):
         K = self.n_components
         self.startprob_prior_ = check_dirichlet_prior(self.startprob_prior, "startprob_prior", (K,), 1.0 / K)
-        levels = getattr(data, "levels", None)  # a dask fit has no inputs
-        trans_shape = (K, K) if levels is None else (data.n_levels, K, K)
-        self.transmat_prior_ = check_dirichlet_prior(self.transmat_prior, "transmat_prior",
-                                                     trans_shape, 1.0 / K)
+        self.transmat_prior_ = transition_prior(self, data)
         family = self._family
         prior = family.resolve_prior(self, data.summary)
         for name, value in family.hyper_attributes(prior, "prior").items():
@@ -697,12 +746,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             there has probability zero), so the bound is a bound on
             ln p(X, known states) and the known frames count fully towards their
             states' parameters.  Not with ``subchain_length`` or a dask array.
-        U : array-like of int of shape (n_samples,), optional
-            Transition inputs (``transition_inputs="categorical"``; required there and
-            refused otherwise): the input level of every row, in
-            ``[0, n_input_levels)``.  The transition into row t is drawn from the
-            transition matrix of level ``U[t]`` (the level of a sequence's first row is
-            not used), and the bound is a bound on ln p(X | U).
+        {fit_transition_inputs}
         """
         check_unused_y(y, X, "fit")
         self._online_rng = None
@@ -794,7 +838,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
         ``per="frame"`` (default) returns ln p(x_t | x_1..x_{t-1}) for every row (they
         sum to the log-likelihood of each sequence); ``per="sequence"`` returns the
-        log-likelihood of each sequence.  ``U``: the input levels, as in :meth:`fit`
+        log-likelihood of each sequence.  ``U``: the transition inputs, as in :meth:`fit`
         (the likelihoods are then conditional on them).
         """
         if per not in ("frame", "sequence"):
@@ -805,7 +849,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def score(self, X, y=None, lengths=None, sequence_ids=None, U=None):
         """Mean log-likelihood per row (frame) under the posterior-mean parameters
-        (given the input levels ``U`` of a model with transition inputs).
+        (given the inputs ``U`` of a model with transition inputs).
 
         A model fitted with ``sequence_ids`` (several sequences) needs ``lengths`` or
         ``sequence_ids`` here too (see :func:`sklearn_vb.model_selection.SequenceKFold`
@@ -820,7 +864,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
         This is the lower bound on the log-likelihood of new data under the fitted
         q(theta) without the KL terms (the parameters are not re-estimated); with
-        transition inputs, of X given the input levels ``U``.
+        transition inputs, of X given the inputs ``U``.
         """
         data = self._new_data(X, lengths, sequence_ids, U=U)
         if self._point_fitted:
@@ -832,7 +876,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def predict_proba(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         """Variational state marginals q(s_t = k) of X with q(theta) fixed, (n_samples, K);
         with ``states`` (-1 where unknown, as in :meth:`fit`) given the known states, and
-        with ``U`` (as in :meth:`fit`) given the input levels."""
+        with ``U`` (as in :meth:`fit`) given the transition inputs."""
         return state_marginals(self, self._new_data(X, lengths, sequence_ids, states, U=U))
 
     def decode(self, X, lengths=None, sequence_ids=None, parameters="mean", states=None,
@@ -842,7 +886,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         ``parameters="mean"`` uses the posterior-mean parameters (the log-weight is then
         ln p(X, s* | theta_bar)); ``"expected_log"`` uses exp E[ln theta], whose best path
         is the mode of q(s).  With ``states`` (-1 where unknown, as in :meth:`fit`) the
-        best path through the known states; ``U``: the input levels, as in :meth:`fit`.
+        best path through the known states; ``U``: the transition inputs, as in :meth:`fit`.
         """
         if parameters not in ("mean", "expected_log"):
             raise ValueError(f"parameters must be 'mean' or 'expected_log'; got {parameters!r}.")
@@ -852,26 +896,26 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     def predict(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         """Most probable state path under the posterior-mean parameters (Viterbi); with
         ``states`` (-1 where unknown, as in :meth:`fit`) it keeps the known states and
-        fills in the rest; ``U``: the input levels, as in :meth:`fit`."""
+        fills in the rest; ``U``: the transition inputs, as in :meth:`fit`."""
         return self.decode(X, lengths, sequence_ids, parameters="mean", states=states,
                            U=U)[1]
 
     def sample(self, n_samples=1, random_state=None, U=None):
         """Draw one sequence of ``n_samples`` frames from the posterior-mean model; a
-        model with transition inputs needs ``U``, the input level of every frame to draw.
+        model with transition inputs needs ``U``, the inputs of every frame to draw.
 
         Returns ``(X, states)``.
         """
         check_is_fitted(self, "lower_bound_")
         if not isinstance(n_samples, Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
-        levels, _ = input_levels(self, U, n_samples, reset=False)
+        inputs, _ = transition_inputs_of(self, U, n_samples, reset=False)
         rng = check_random_state(random_state if random_state is not None else self.random_state)
-        return sample_sequence(self, n_samples, rng, levels)
+        return sample_sequence(self, n_samples, rng, inputs)
 
     def _n_parameters(self):
         K = self.n_components
-        n = (K - 1) + K * (K - 1) * getattr(self, "n_input_levels_", 1)
+        n = (K - 1) + n_transition_parameters(self)
         if self._point_fitted:
             # the family counts from hyperparameter shapes; the conjugate update has them
             post = self._family.vbm(self._emission("prior"), self._stats_.emission)

@@ -25,6 +25,14 @@ def check_fit_combinations(est, X, states):
     if states is not None and est.subchain_length is not None:
         raise ValueError("states (known states) cannot be combined with subchain_length: "
                          "the subchains' buffered passes do not clamp q(s).")
+    if est.transition_inputs == "continuous" and est.optimize_prior_strengths:
+        raise ValueError("optimize_prior_strengths=True optimises Dirichlet strengths; "
+                         "with transition_inputs='continuous' the transitions have a "
+                         "Gaussian prior (transition_coef_prior): set it to False.")
+    if est.transition_inputs == "continuous" and est.n_input_levels is not None:
+        raise ValueError("n_input_levels applies to transition_inputs='categorical'; got "
+                         f"n_input_levels={est.n_input_levels!r} with "
+                         "transition_inputs='continuous'.")
     if est.transition_inputs is not None and (
             est.method != "vb" or est.learning_method != "batch" or is_dask_array(X)):
         raise ValueError("transition_inputs is fitted by batch VBEM in memory: it needs "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _logistic_transitions as lt
 from ._vbem import kl_terms
 
 __all__ = ["hyper_arrays", "set_fitted_posterior"]
@@ -42,10 +43,26 @@ def set_fitted_posterior(est, log_normaliser):
         "kl_emission": kl_emis,
     }
     est.startprob_ = est.startprob_posterior_ / est.startprob_posterior_.sum()
-    # (L, K, K) with transition inputs: normalise every level's rows
-    est.transmat_ = est.transmat_posterior_ / est.transmat_posterior_.sum(axis=-1, keepdims=True)
+    _set_transition_means(est)
     family = est._family
     for name, value in family.point_estimates(est._emission("posterior")).items():
         setattr(est, name, value)
     est.occupancy_ = family.occupancy(est._stats_.emission)
     est.n_effective_components_ = int(np.sum(est.occupancy_ >= 1.0))
+
+
+def _set_transition_means(est):
+    """``transmat_``, the posterior-mean rows ((L, K, K) with categorical inputs: every
+    level's rows), or with continuous inputs ``transition_coef_`` and
+    ``transition_coef_covariance_``, the means and covariances of q(W) (the
+    transition matrices then differ from frame to frame); the attributes of the other
+    kind are removed (a refit may change ``transition_inputs``)."""
+    post = est.transmat_posterior_
+    if isinstance(post, lt.LogisticCoefficients):
+        est.__dict__.pop("transmat_", None)
+        est.transition_coef_ = post.mean
+        est.transition_coef_covariance_ = np.linalg.inv(post.precision)
+        return
+    for name in ("transition_coef_", "transition_coef_covariance_"):
+        est.__dict__.pop(name, None)
+    est.transmat_ = post / post.sum(axis=-1, keepdims=True)

@@ -7,6 +7,7 @@ triples; ``data`` is the estimator's ``_FitData``.
 
 from __future__ import annotations
 
+from . import _logistic_transitions as lt
 from .emissions._checks import init_posterior_array
 from ._state import DirichletHMM, PointParameters
 from ._vbem import frame_marginals, stats_from_resp, vbm
@@ -23,9 +24,27 @@ def posterior_from_init(family, init_posterior, K, prior):
     if post is None:
         raise ValueError("init_params='posterior' needs init_posterior (a dict of arrays).")
     startprob = init_posterior_array(post, "startprob", (K,), positive=True)
-    transmat = init_posterior_array(post, "transmat", prior.transmat.shape, positive=True)
+    if isinstance(prior.transmat, lt.LogisticCoefficients):
+        transmat = _logistic_from_init(post, prior.transmat)
+    else:
+        transmat = init_posterior_array(post, "transmat", prior.transmat.shape,
+                                        positive=True)
     return DirichletHMM(startprob, transmat,
                         family.check_init_posterior(post, prior.emission, K))
+
+
+def _logistic_from_init(post, prior):
+    """q(W) of ``init_posterior`` with continuous inputs: the means ``transition_coef``
+    (K, K-1, P+1) if given (else the prior's), with the prior's precision; a
+    ``transmat`` of Dirichlet counts has no meaning there."""
+    if "transmat" in post:
+        raise ValueError("init_posterior['transmat'] (Dirichlet counts) does not apply "
+                         "to transition_inputs='continuous'; give 'transition_coef', "
+                         "the means of the coefficients, of shape (K, K - 1, P + 1).")
+    if "transition_coef" not in post:
+        return prior
+    mean = init_posterior_array(post, "transition_coef", prior.mean.shape)
+    return lt.LogisticCoefficients(mean, prior.precision.copy())
 
 
 def initial_posterior(how, family, K, prior, data, random_state, init_posterior=None):
@@ -50,7 +69,10 @@ def initial_posterior(how, family, K, prior, data, random_state, init_posterior=
                 "vectors (categorical emissions)."
             )
         startprob = prior.startprob + draw(K)
-        transmat = prior.transmat + draw(prior.transmat.shape)
+        if isinstance(prior.transmat, lt.LogisticCoefficients):
+            transmat = lt.random_posterior(prior.transmat, draw((K, K)))
+        else:
+            transmat = prior.transmat + draw(prior.transmat.shape)
         posterior = DirichletHMM(startprob, transmat,
                                  family.random_posterior(prior.emission, draw))
         if how == "random_params":

@@ -13,17 +13,32 @@ distribution.
 
 A plain HMM is the case L = 1, and its arrays are the same with the level axis dropped:
 the functions here take either form, a (K, K) matrix without levels or (L, K, K) with.
+
+Continuous inputs (``transition_inputs="continuous"``): ``U`` is a real (n_frames, P)
+array and the transitions are stick-breaking logistic functions of the design rows
+[u_t, 1] with Gaussian coefficients, made conjugate by the Jaakkola-Jordan bound
+(:mod:`._logistic_transitions`, where the derivation is).  The frames' *transition
+inputs* that the fit data carry (``_FitData.inputs``) are then that design (n_frames,
+P + 1) instead of the levels, q(A) is a :class:`~._logistic_transitions.
+LogisticCoefficients`, and E[ln A] becomes the moments of q(W)
+(:class:`~._logistic_transitions.CoefficientMoments`), from which the functions here
+make one (K, K) matrix of log-weights per frame for the levelled kernels (every frame
+its own level).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import _logistic_transitions as lt
+from .emissions._checks import check_dirichlet_prior
 from .forward_backward import forward_backward, forward_backward_levels
-from .kernels import viterbi, viterbi_levels
+from .kernels import sample_states, sample_states_levels, viterbi, viterbi_levels
 
-__all__ = ["check_levels", "forward_backward_inputs", "input_levels",
-           "transition_counts_from_resp", "viterbi_inputs"]
+__all__ = ["check_continuous_inputs", "check_levels", "forward_backward_inputs",
+           "n_transition_parameters", "plugin_transitions", "sample_transitions",
+           "transition_counts_from_resp", "transition_inputs_of", "transition_prior",
+           "viterbi_inputs"]
 
 
 def check_levels(U, n_frames, n_levels=None):
@@ -52,23 +67,63 @@ def check_levels(U, n_frames, n_levels=None):
     return arr
 
 
-def input_levels(est, U, n_frames, reset):
-    """The input levels of ``U`` for the estimator ``est`` (None for a plain HMM) and
-    the number of levels, with a clear error when ``U`` and the model disagree; on the
-    training data (``reset``) that number is set as ``n_input_levels_``."""
-    if est.transition_inputs is None:
+def check_continuous_inputs(U, n_frames, n_features=None):
+    """The continuous inputs ``U`` as float (n_frames, P): one row per row of X (a 1-D
+    array is one input), finite, with ``n_features`` columns when given.  A clear
+    ValueError naming ``U`` otherwise."""
+    try:
+        arr = np.asarray(U, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("U must hold real numbers (continuous transition inputs); got "
+                         f"values of type {np.asarray(U).dtype}.") from None
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[0] != n_frames or arr.shape[1] < 1:
+        raise ValueError(f"U must hold one row of inputs per row of X ({n_frames}), as "
+                         f"an array of shape (n_samples, n_inputs); got shape "
+                         f"{np.shape(U)}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("U must be finite (continuous transition inputs); got NaN or "
+                         "infinite values.")
+    if n_features is not None and arr.shape[1] != n_features:
+        raise ValueError(f"U has {arr.shape[1]} input columns, but this VBHiddenMarkov "
+                         f"was fitted with {n_features} (n_input_features_).")
+    return arr
+
+
+def transition_inputs_of(est, U, n_frames, reset):
+    """The transition inputs of ``U`` for the estimator ``est`` and its number of input
+    levels: ``(None, None)`` for a plain HMM, ``(levels, L)`` for categorical inputs
+    (int64 (n_frames,)), ``(design, None)`` for continuous ones (the rows [u_t, 1],
+    (n_frames, P + 1)), with a clear error when ``U`` and the model disagree.  On the
+    training data (``reset``) ``n_input_levels_`` or ``n_input_features_`` is set (and
+    the other removed)."""
+    kind = est.transition_inputs
+    if reset:
+        for name in ("n_input_levels_", "n_input_features_"):
+            est.__dict__.pop(name, None)
+    if kind is None:
         if U is not None:
             raise ValueError("U (transition inputs) was given to a VBHiddenMarkov "
                              "with transition_inputs=None; set "
-                             "transition_inputs='categorical' to fit input-driven "
-                             "transitions.")
-        if reset:
-            est.__dict__.pop("n_input_levels_", None)
+                             "transition_inputs='categorical' or 'continuous' to fit "
+                             "input-driven transitions.")
         return None, None
     if U is None:
-        raise ValueError("U is required: this VBHiddenMarkov has "
-                         f"transition_inputs={est.transition_inputs!r}; give U, one "
-                         "input level per row of X.")
+        what = ("one input level per row of X" if kind == "categorical"
+                else "an (n_samples, n_inputs) array of real inputs")
+        raise ValueError(f"U is required: this VBHiddenMarkov has "
+                         f"transition_inputs={kind!r}; give U, {what}.")
+    if kind == "continuous":
+        if reset:
+            U = check_continuous_inputs(U, n_frames)
+            est.n_input_features_ = int(U.shape[1])
+            return lt.design_matrix(U), None
+        n_features = getattr(est, "n_input_features_", None)
+        if n_features is None:
+            raise ValueError("U (continuous transition inputs) was given, but this "
+                             "VBHiddenMarkov was not fitted with them; refit it with U.")
+        return lt.design_matrix(check_continuous_inputs(U, n_frames, n_features)), None
     if reset:
         levels = check_levels(U, n_frames, est.n_input_levels)
         est.n_input_levels_ = int(est.n_input_levels if est.n_input_levels is not None
@@ -81,11 +136,65 @@ def input_levels(est, U, n_frames, reset):
     return check_levels(U, n_frames, n_levels), n_levels
 
 
+def transition_prior(est, data):
+    """The prior of the transitions of ``est`` on the fit data ``data``: Dirichlet
+    counts (K, K), or (L, K, K) with categorical inputs, from ``transmat_prior``; with
+    continuous inputs the Gaussian p(W) of :func:`~._logistic_transitions.
+    logistic_prior`, its bias moments from the (K, K) Dirichlet ``transmat_prior`` and
+    its input-coefficient variances from ``transition_coef_prior``."""
+    K = est.n_components
+    inputs = getattr(data, "inputs", None)  # a dask fit has no inputs
+    if est.transition_inputs == "continuous":
+        rows = check_dirichlet_prior(est.transmat_prior, "transmat_prior", (K, K), 1.0 / K)
+        P = inputs.shape[1] - 1
+        var = np.asarray(est.transition_coef_prior, dtype=float)
+        if var.ndim > 1 or (var.ndim == 1 and var.shape[0] != P) \
+                or not np.all(np.isfinite(var)) or np.any(var <= 0):
+            raise ValueError(f"transition_coef_prior must be a positive variance or an "
+                             f"array of {P} (one per input column); got "
+                             f"{est.transition_coef_prior!r}.")
+        return lt.logistic_prior(rows, np.broadcast_to(var, (P,)))
+    shape = (K, K) if inputs is None else (data.n_levels, K, K)
+    return check_dirichlet_prior(est.transmat_prior, "transmat_prior", shape, 1.0 / K)
+
+
+def n_transition_parameters(est):
+    """Free parameters of the fitted transitions: K (K - 1) per input level (one level
+    without inputs), or per design column with continuous inputs."""
+    K = est.n_components
+    n_features = getattr(est, "n_input_features_", None)
+    per = n_features + 1 if n_features is not None else getattr(est, "n_input_levels_", 1)
+    return K * (K - 1) * per
+
+
+def _kernel_transitions(log_transmat, inputs):
+    """The transition log-weights as the levelled kernels take them, the level of
+    every frame and the xi of the bound (None unless ``log_transmat`` is the moments of
+    a logistic q(W): then one matrix per frame, at the optimal xi)."""
+    if isinstance(log_transmat, lt.CoefficientMoments):
+        weights, xi = lt.jj_log_weights(log_transmat.mean, log_transmat.second, inputs)
+        return weights, np.arange(inputs.shape[0], dtype=np.int64), xi
+    return log_transmat, inputs, None
+
+
 def forward_backward_inputs(log_startprob, log_transmat, levels, log_emis, index, starts,
                             ends, want_posteriors):
     """:func:`~.forward_backward.forward_backward` for a plain HMM (``log_transmat``
     (K, K), ``levels`` None) or an input-driven one (``log_transmat`` (L, K, K), the
-    frames' ``levels``); the transition counts have the shape of ``log_transmat``."""
+    frames' ``levels``); the transition counts have the shape of ``log_transmat``.
+    With continuous inputs ``log_transmat`` is the :class:`~._logistic_transitions.
+    CoefficientMoments` of q(W) and ``levels`` the design rows: the pass runs at the
+    bound's per-frame weights and the transition statistics are the
+    :class:`~._logistic_transitions.LogisticStats` of q(W)."""
+    design = levels
+    log_transmat, levels, xi = _kernel_transitions(log_transmat, levels)
+    if xi is not None:
+        out = forward_backward_levels(log_startprob, log_transmat, levels, log_emis, index,
+                                      starts, ends, want_posteriors)
+        if not want_posteriors:
+            return out
+        stats = lt.LogisticStats(*lt.stats_from_pairs(out[3], xi, design))
+        return out[:3] + (stats,) + out[4:]
     if log_transmat.ndim == 3:
         return forward_backward_levels(log_startprob, log_transmat, levels, log_emis, index,
                                        starts, ends, want_posteriors)
@@ -96,6 +205,7 @@ def forward_backward_inputs(log_startprob, log_transmat, levels, log_emis, index
 def viterbi_inputs(log_startprob, log_transmat, levels, log_emis, index, starts, ends):
     """:func:`~.kernels.viterbi` for a plain HMM or an input-driven one (as
     :func:`forward_backward_inputs`)."""
+    log_transmat, levels, _ = _kernel_transitions(log_transmat, levels)
     if log_transmat.ndim == 3:
         return viterbi_levels(log_startprob, log_transmat, levels, log_emis, index, starts,
                               ends)
@@ -105,7 +215,10 @@ def viterbi_inputs(log_startprob, log_transmat, levels, log_emis, index, starts,
 def transition_counts_from_resp(resp, starts, levels, n_levels):
     """The transition counts of the responsibilities ``resp`` (n_frames, K) (a start's
     labelling): (K, K) for a plain HMM (``levels`` None), else (L, K, K), the pairs of
-    every level summed (one product per level, not per frame)."""
+    every level summed (one product per level, not per frame); with continuous inputs
+    (``levels`` the design rows) the statistics of q(W) at xi = 0."""
+    if levels is not None and levels.ndim == 2:
+        return lt.stats_from_resp(resp, starts, levels)
     inner = np.ones(resp.shape[0], dtype=bool)
     inner[starts] = False
     idx = np.flatnonzero(inner)
@@ -117,3 +230,25 @@ def transition_counts_from_resp(resp, starts, levels, n_levels):
         at = idx[levels[idx] == lv]
         out[lv] = resp[at - 1].T @ resp[at]
     return out
+
+
+def plugin_transitions(est, levels):
+    """The log transition weights of the plug-in model of ``est`` (posterior means of a
+    VB fit, or its point) and the frames' levels, as the kernels take them: the
+    posterior-mean matrices with the frames' ``levels`` (None for a plain HMM), or with
+    continuous inputs (``levels`` the design rows) the stick-breaking logistic
+    log-probabilities of every frame at the posterior-mean coefficients."""
+    if est.transition_inputs == "continuous":
+        return (lt.stick_breaking_log_probs(est.transition_coef_, levels),
+                np.arange(levels.shape[0], dtype=np.int64))
+    return np.log(est.transmat_), levels
+
+
+def sample_transitions(est, startprob, levels, uniforms, starts, ends):
+    """State paths drawn from the plug-in transitions of ``est`` (see
+    :func:`plugin_transitions`) by inversion of ``uniforms``."""
+    if levels is None:
+        return sample_states(startprob, est.transmat_, uniforms, starts, ends)
+    log_A, levels = plugin_transitions(est, levels)
+    A = np.exp(log_A) if est.transition_inputs == "continuous" else est.transmat_
+    return sample_states_levels(startprob, A, levels, uniforms, starts, ends)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernels as _k
 from ._clamp import clamp_table
-from ._inputs import forward_backward_inputs, viterbi_inputs
+from ._inputs import (forward_backward_inputs, plugin_transitions, sample_transitions,
+                      viterbi_inputs)
 from ._vbem import expected_log_params, frame_marginals
 from .forward_backward import forward_backward
 
@@ -35,8 +35,9 @@ def plugin_forward(est, data, want_posteriors=False):
     """The forward(-backward) pass at the plug-in parameters (see
     :func:`~sklearn_vb.hmm.forward_backward.forward_backward`)."""
     table, index = _plugin_table_index(est, data)
-    return forward_backward_inputs(np.log(est.startprob_), np.log(est.transmat_), data.levels,
-                                   table, index, data.starts, data.ends, want_posteriors)
+    log_A, levels = plugin_transitions(est, data.inputs)
+    return forward_backward_inputs(np.log(est.startprob_), log_A, levels, table, index,
+                                   data.starts, data.ends, want_posteriors)
 
 
 def state_marginals(est, data):
@@ -56,26 +57,26 @@ def viterbi_path(est, data, parameters):
     parameters (``parameters="mean"``) or exp E[ln theta] (``"expected_log"``);
     returns (log-weight of the best paths summed, states)."""
     if parameters == "mean" or est._point_fitted:
-        log_pi, log_A = np.log(est.startprob_), np.log(est.transmat_)
+        log_pi = np.log(est.startprob_)
+        log_A, levels = plugin_transitions(est, data.inputs)
         table, index = _plugin_table_index(est, data)
     else:
         log_pi, log_A, LE = expected_log_params(est._family, est._hyper("posterior"))
+        levels = data.inputs
         table, index = est._family.log_table(LE, data.X), data.index
     table, index, _ = clamp_table(table, index, data.known_states)
-    path, best = viterbi_inputs(log_pi, log_A, data.levels, np.ascontiguousarray(table),
+    path, best = viterbi_inputs(log_pi, log_A, levels, np.ascontiguousarray(table),
                                 index, data.starts, data.ends)
     return float(best.sum()), path
 
 
-def sample_sequence(est, n_samples, rng, levels=None):
-    """One sequence of ``n_samples`` frames from the plug-in model, with the input level
-    of every frame ``levels`` for a model with transition inputs; ``(X, states)``."""
+def sample_sequence(est, n_samples, rng, inputs=None):
+    """One sequence of ``n_samples`` frames from the plug-in model, with the transition
+    inputs of every frame ``inputs`` (levels, or the design rows of continuous inputs)
+    for a model with transition inputs; ``(X, states)``."""
     u = rng.random_sample(n_samples)
     bounds = np.array([0]), np.array([n_samples])
-    if levels is None:
-        states = _k.sample_states(est.startprob_, est.transmat_, u, *bounds)
-    else:
-        states = _k.sample_states_levels(est.startprob_, est.transmat_, levels, u, *bounds)
+    states = sample_transitions(est, est.startprob_, inputs, u, *bounds)
     if est._point_fitted:
         frames = est._family.simulate(est._theta_.blocks(), states, rng)
         return (frames.reshape(-1, 1) if frames.ndim == 1 else frames), states

@@ -25,7 +25,10 @@ class DirichletHMM(NamedTuple):
     and the emission family's hyperparameters."""
 
     startprob: np.ndarray  # (K,): Dirichlet counts of the initial distribution
-    transmat: np.ndarray  # (K, K): Dirichlet counts of every transition row
+    # (K, K) Dirichlet counts of every transition row ((L, K, K) with categorical
+    # inputs), or with continuous inputs the Gaussian q(W) or p(W) of the logistic
+    # transitions (a hmm._logistic_transitions.LogisticCoefficients)
+    transmat: Any
     emission: Any  # the family's prior_type or posterior_type (e.g. GaussianPosterior)
 
 

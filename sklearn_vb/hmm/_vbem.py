@@ -6,7 +6,10 @@ the Dirichlet counts of the initial distribution (K,) and of the transition rows
 and the emission family's hyperparameters (its ``prior_type`` / ``posterior_type``).
 ``data`` is the estimator's ``_FitData``.  With categorical transition inputs
 (:mod:`._inputs`) the transition counts, statistics and expectations have a leading
-level axis, (L, K, K), and every function here works on that form unchanged.  Statistics are
+level axis, (L, K, K), and every function here works on that form unchanged.  With
+continuous inputs the transition parts are those of :mod:`._logistic_transitions`
+(q(W) a ``LogisticCoefficients``, its statistics ``LogisticStats``, E[ln A] replaced
+by the ``CoefficientMoments`` of q(W)); the functions here hand them to that module.  Statistics are
 :class:`~sklearn_vb.hmm._state.HMMStats` (``start`` and ``trans`` counts and the family's
 statistics).  Nothing here keeps state: the estimator stores what these functions return.
 """
@@ -18,6 +21,7 @@ from scipy.special import digamma, polygamma
 
 from .._core.distributions import dirichlet_expected_log, dirichlet_kl, log_multivariate_beta
 from ._clamp import clamp_table, fold_counts
+from . import _logistic_transitions as lt
 from ._inputs import forward_backward_inputs, transition_counts_from_resp
 from ._state import DirichletHMM, HMMStats
 
@@ -101,7 +105,7 @@ def stats_from_resp(family, resp, data, emission_prior):
     """Sufficient statistics of a hard or soft labelling ``resp`` (n_frames, K) (used
     for initialisation)."""
     starts = data.starts
-    trans = transition_counts_from_resp(resp, starts, getattr(data, "levels", None),
+    trans = transition_counts_from_resp(resp, starts, getattr(data, "inputs", None),
                                         getattr(data, "n_levels", None))
     return HMMStats(start=resp[starts].sum(axis=0), trans=trans,
                     emission=family.stats(resp, data.X, emission_prior))
@@ -109,7 +113,11 @@ def stats_from_resp(family, resp, data, emission_prior):
 
 def vbm(family, prior, stats):
     """The VBM step: q(theta) given the statistics of q(s)."""
-    return DirichletHMM(prior.startprob + stats.start, prior.transmat + stats.trans,
+    if isinstance(prior.transmat, lt.LogisticCoefficients):
+        trans = lt.vbm(prior.transmat, stats.trans)
+    else:
+        trans = prior.transmat + stats.trans
+    return DirichletHMM(prior.startprob + stats.start, trans,
                         family.vbm(prior.emission, stats.emission))
 
 
@@ -119,15 +127,24 @@ def vbm(family, prior, stats):
 
 
 def expected_log_params(family, posterior):
-    """E[ln pi], E[ln A] and the family's emission quantities under q(theta)."""
+    """E[ln pi], E[ln A] (with continuous inputs the moments of q(W)) and the family's
+    emission quantities under q(theta)."""
     Lpi = dirichlet_expected_log(posterior.startprob)
-    LA = dirichlet_expected_log(posterior.transmat)
+    if isinstance(posterior.transmat, lt.LogisticCoefficients):
+        LA = lt.expected_moments(posterior.transmat)
+    else:
+        LA = dirichlet_expected_log(posterior.transmat)
     return Lpi, LA, family.expected_log_params(posterior.emission)
 
 
 def expected_complete_loglik(family, stats, Lpi, LA, LE, emission_prior):
-    """E_{q(s) q(theta)} ln p(s, X | theta) from the statistics of q(s)."""
-    value = float(np.dot(stats.start, Lpi) + np.sum(stats.trans * LA))
+    """E_{q(s) q(theta)} ln p(s, X | theta) from the statistics of q(s) (with
+    continuous inputs, of the bound's lower joint, up to the terms of q(s) and xi
+    alone: see :func:`~._logistic_transitions.expected_loglik`)."""
+    if isinstance(LA, lt.CoefficientMoments):
+        value = float(np.dot(stats.start, Lpi) + lt.expected_loglik(stats.trans, LA))
+    else:
+        value = float(np.dot(stats.start, Lpi) + np.sum(stats.trans * LA))
     return value + family.expected_log_likelihood(stats.emission, LE, emission_prior)
 
 
@@ -135,7 +152,10 @@ def kl_terms(family, posterior, prior):
     """KL[q || p] of the initial distribution, of the transition rows (summed) and of
     the emission parameters."""
     kl_start = float(dirichlet_kl(posterior.startprob, prior.startprob))
-    kl_trans = float(np.sum(dirichlet_kl(posterior.transmat, prior.transmat)))
+    if isinstance(posterior.transmat, lt.LogisticCoefficients):
+        kl_trans = lt.kl(posterior.transmat, prior.transmat)
+    else:
+        kl_trans = float(np.sum(dirichlet_kl(posterior.transmat, prior.transmat)))
     kl_emis = family.kl(posterior.emission, prior.emission)
     return kl_start, kl_trans, kl_emis
 
@@ -146,7 +166,7 @@ def vbe(family, posterior, data, want_posteriors=True):
     Lpi, LA, LE = expected_log_params(family, posterior)
     known = getattr(data, "known_states", None)
     table, index, n_shared = clamp_table(family.log_table(LE, data.X), data.index, known)
-    out = forward_backward_inputs(Lpi, LA, getattr(data, "levels", None), table, index,
+    out = forward_backward_inputs(Lpi, LA, getattr(data, "inputs", None), table, index,
                                   data.starts, data.ends, want_posteriors)
     if n_shared is not None and want_posteriors:
         out = out[:4] + (fold_counts(out[4], data.index, known, n_shared),)
@@ -173,7 +193,9 @@ def vbe_statistics(data, family, posterior, emission_prior):
 
 def add_stats(family, a, b):
     """The statistics of the data of ``a`` and of ``b`` together."""
-    return HMMStats(start=a.start + b.start, trans=a.trans + b.trans,
+    trans = (lt.add_stats(a.trans, b.trans) if isinstance(a.trans, lt.LogisticStats)
+             else a.trans + b.trans)
+    return HMMStats(start=a.start + b.start, trans=trans,
                     emission=family.add_stats(a.emission, b.emission))
 
 
@@ -184,7 +206,7 @@ def frame_marginals(family, posterior, data):
     frames = np.arange(data.n_frames, dtype=np.int64)
     table, index, _ = clamp_table(family.frame_log_table(LE, data.X), frames,
                                   getattr(data, "known_states", None))
-    out = forward_backward_inputs(Lpi, LA, getattr(data, "levels", None), table, index,
+    out = forward_backward_inputs(Lpi, LA, getattr(data, "inputs", None), table, index,
                                   data.starts, data.ends, True)
     # a known frame's marginals are on its own appended row
     return out[4] if out[4].shape[0] == data.n_frames else out[4][index]
@@ -208,22 +230,30 @@ def lower_bound_after_vbm(family, posterior, prior, stats, vbe_log_norm, vbe_exp
 
 def pack_posterior(family, posterior):
     """q(theta) as log Dirichlet counts of the initial and transition rows (of every
-    input level) followed by the emission family's coordinates
-    (:meth:`EmissionFamily.pack`)."""
-    return np.concatenate([
-        np.log(posterior.startprob), np.log(posterior.transmat).ravel(),
-        family.pack(posterior.emission),
-    ])
+    input level; with continuous inputs the natural parameters of q(W)) followed by the
+    emission family's coordinates (:meth:`EmissionFamily.pack`)."""
+    if isinstance(posterior.transmat, lt.LogisticCoefficients):
+        trans = lt.pack(posterior.transmat)
+    else:
+        trans = np.log(posterior.transmat).ravel()
+    return np.concatenate([np.log(posterior.startprob), trans,
+                           family.pack(posterior.emission)])
 
 
 def unpack_posterior(family, vector, K, posterior):
     """The q(theta) of the coordinates ``vector`` (the inverse of :func:`pack_posterior`),
     or None when they leave the parameter space."""
-    n_trans = posterior.transmat.size
+    logistic = isinstance(posterior.transmat, lt.LogisticCoefficients)
+    n_trans = (posterior.transmat.precision.size + posterior.transmat.mean.size if logistic
+               else posterior.transmat.size)
     emission = family.unpack(vector[K + n_trans:], posterior.emission)
     start = np.exp(vector[:K])
-    trans = np.exp(vector[K:K + n_trans]).reshape(posterior.transmat.shape)
-    if emission is None or not (np.all(start > 0) and np.all(trans > 0)
-                                and np.all(np.isfinite(start)) and np.all(np.isfinite(trans))):
+    if logistic:
+        trans = lt.unpack(vector[K:K + n_trans], posterior.transmat)
+        valid = trans is not None
+    else:
+        trans = np.exp(vector[K:K + n_trans]).reshape(posterior.transmat.shape)
+        valid = np.all(trans > 0) and np.all(np.isfinite(trans))
+    if emission is None or not (np.all(start > 0) and valid and np.all(np.isfinite(start))):
         return None
     return DirichletHMM(start, trans, emission)

@@ -13,6 +13,8 @@ A batch VBE (or E) step runs forward-backward over every frame at once
 
 and the fit keeps the validated frames: (T,) int64 symbols and their table rows for
 categorical emissions, (T, D) float64 frames and (T,) int64 table rows otherwise.
+With continuous transition inputs the pass also holds three (T, K, K) arrays: the
+transition log-weights of every frame, their scaled copy and the pair marginals.
 Frames already in memory in the validated form are not counted again.
 """
 
@@ -63,6 +65,8 @@ def check_batch_fit_memory(estimator, X):
     needed = batch_fit_bytes(n_frames, n_features, estimator.n_components, categorical,
                              n_symbols, _validated_in_memory(X, categorical))
     K = estimator.n_components
+    if estimator.transition_inputs == "continuous":
+        needed += 3 * n_frames * K * K * _F8
     check_allocation(
         needed,
         f"{type(estimator).__name__}.fit: batch learning on {n_frames:,} frames with "

@@ -21,7 +21,8 @@ def _run(name):
 
 def test_missing_workloads_register_under_the_missing_stem():
     names = {n for n in harness.WORKLOADS if n.startswith("missing-")}
-    assert names == {"missing-hmm", "missing-lds", "missing-iohmm"}
+    assert names == {"missing-hmm", "missing-lds", "missing-iohmm",
+                     "missing-iohmm-continuous"}
     assert all(harness.WORKLOADS[n].stem == "missing" for n in names)
 
 
@@ -89,3 +90,17 @@ def test_missing_iohmm_quick():
     plain = rows["sklearn_vb plain HMM"]
     assert io.metrics["lower_bound"] > plain.metrics["lower_bound"] + 50
     assert io.metrics["heldout_loglik_per_frame"] > plain.metrics["heldout_loglik_per_frame"] + 0.05
+
+
+def test_missing_iohmm_continuous_quick():
+    rows, _ = _run("missing-iohmm-continuous")
+    io = rows["sklearn_vb continuous-input HMM (U given)"].metrics
+    plain = rows["sklearn_vb plain HMM"].metrics
+    binned = rows["sklearn_vb categorical-input HMM, U in 4 quantile bins"].metrics
+    # with the effect: the continuous model wins on evidence and held-out likelihood
+    assert io["lower_bound"] > plain["lower_bound"] + 50
+    assert io["lower_bound"] > binned["lower_bound"]
+    assert io["heldout"] > plain["heldout"] + 0.05
+    assert io["heldout"] <= io["heldout_true"] + 0.02
+    # without it: the evidence does not prefer the inputs
+    assert io["lower_bound_null"] < plain["lower_bound_null"] + 1.0

@@ -36,3 +36,11 @@ def test_input_driven_example(tmp_path):
     assert io.lower_bound_ > plain.lower_bound_ + 10.0
     io, plain = results["input irrelevant"]
     assert plain.lower_bound_ > io.lower_bound_
+
+
+def test_continuous_inputs_example(tmp_path):
+    results = run_example("hmm_continuous_inputs.py", tmp_path)
+    models = results["input matters"]
+    assert models["continuous"].lower_bound_ > models["plain"].lower_bound_ + 10.0
+    models = results["input irrelevant"]
+    assert models["plain"].lower_bound_ > models["continuous"].lower_bound_

@@ -254,7 +254,7 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="partial_fit"):
         io.partial_fit(X, lengths=lengths)
     with pytest.raises(ValueError, match="transition_inputs"):
-        VBHiddenMarkov(2, transition_inputs="continuous").fit(X, lengths=lengths, U=U_TINY)
+        VBHiddenMarkov(2, transition_inputs="ordinal").fit(X, lengths=lengths, U=U_TINY)
     plain = VBHiddenMarkov(2, random_state=0).fit(X, lengths=lengths)
     with pytest.raises(ValueError, match="transition_inputs=None"):
         plain.predict(X, lengths=lengths, U=U_TINY)

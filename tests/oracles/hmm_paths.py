@@ -82,3 +82,57 @@ def path_sums(x, lengths, log_pi, log_A, log_B, levels=None):
     log_z = float(logsumexp(weights))
     expected = np.tensordot(np.exp(weights - log_z), np.array(counts), axes=1)
     return log_z, (expected if levels is not None else expected[0])
+
+
+def _gauss_hermite_grid(n_nodes, dim):
+    """Nodes (n_nodes**dim, dim) and log weights of the tensor Gauss-Hermite rule for
+    the expectation under N(0, I_dim)."""
+    z, w = np.polynomial.hermite.hermgauss(n_nodes)
+    z = np.sqrt(2.0) * z
+    logw = np.log(w / np.sqrt(np.pi))
+    grids = np.meshgrid(*([z] * dim), indexing="ij")
+    lw = np.meshgrid(*([logw] * dim), indexing="ij")
+    return (np.stack([g.ravel() for g in grids], axis=1), np.sum([g.ravel() for g in lw], axis=0))
+
+
+def _log_sigmoid(z):
+    return -np.logaddexp(0.0, -z)
+
+
+def exact_logistic_log_evidence(x, lengths, design, K, M, a_pi, a_B, coef_mean, coef_cov,
+                                n_nodes=40):
+    """ln p(X | U) of a categorical HMM with stick-breaking logistic transitions: for
+    every joint state path, the Dirichlet integrals of its initial and emission counts
+    times, for every stick (k, i), the integral over its coefficients w_ki ~
+    N(coef_mean[k, i], coef_cov[k, i]) of prod_t sigma(+-w_ki . design[t]) over the
+    transitions that reach that stick (taken: +, passed: -), by a tensor Gauss-Hermite
+    rule of ``n_nodes`` per dimension (the sticks' integrals factorise, since their
+    priors are independent).  ``design`` (T, D) holds the rows [u_t, 1]; D <= 2."""
+    x = np.asarray(x, dtype=int).ravel()
+    T, D = design.shape
+    first = np.zeros(T, dtype=bool)
+    first[np.cumsum(lengths) - np.asarray(lengths)] = True
+    Z, logw = _gauss_hermite_grid(n_nodes, D)
+    # log sigma(+-psi) of every frame at every node of every stick: (K, K-1, 2, T, nodes)
+    ls = np.empty((K, K - 1, 2, T, Z.shape[0]))
+    for k in range(K):
+        for i in range(K - 1):
+            W = coef_mean[k, i] + Z @ np.linalg.cholesky(coef_cov[k, i]).T
+            psi = design @ W.T  # (T, nodes)
+            ls[k, i, 0] = _log_sigmoid(psi)
+            ls[k, i, 1] = _log_sigmoid(-psi)
+    terms = []
+    for path in itertools.product(range(K), repeat=T):
+        n_pi, n_B = np.zeros(K), np.zeros((K, M))
+        acc = np.zeros((K, K - 1, Z.shape[0]))
+        for t, s in enumerate(path):
+            if first[t]:
+                n_pi[s] += 1
+            else:
+                k = path[t - 1]
+                for i in range(min(s, K - 2) + 1):
+                    acc[k, i] += ls[k, i, 0 if i == s else 1, t]
+            n_B[s, x[t]] += 1
+        trans = float(np.sum(logsumexp(acc + logw, axis=-1)))
+        terms.append(dirichlet_evidence(a_pi, n_pi) + dirichlet_evidence(a_B, n_B) + trans)
+    return float(logsumexp(terms))
