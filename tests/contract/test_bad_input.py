@@ -136,9 +136,11 @@ CASES = [
      "covariance_type", "round"),
     ("ghmm-beta-prior", lambda: GHMM(beta_prior=0.0).fit(GAUSS), ValueError, "beta_prior", "range|positive"),
     # ---------------------------------------------------------------- LDS
-    # missing outputs are marginalised by VB, refused by the point fits
-    ("lds-nan-map", lambda: LDS(method="map").fit(_with(Y_LDS, 2, 0, np.nan)), ValueError,
-     r"\bX\b", "method='map' does not support"),
+    # missing outputs are marginalised (VB and the point fits); an output never observed
+    # is refused
+    ("lds-nan-output", lambda: LDS(method="map").fit(
+        np.column_stack([Y_LDS[:, 0], np.full(len(Y_LDS), np.nan)])), ValueError, r"\bX\b",
+     "output 1 is missing \\(NaN\\) in every row"),
     ("lds-inf", lambda: LDS().fit(_with(Y_LDS, 2, 0, -np.inf)), ValueError, r"\bX\b", "infinity"),
     ("lds-u-rows", lambda: LDS().fit(Y_LDS, U=U_LDS[:-1]), ValueError, r"\bU\b", "one row per row"),
     ("lds-u-nan", lambda: LDS().fit(Y_LDS, U=_with(U_LDS, 0, 0, np.nan)), ValueError, r"\bU\b", "NaN"),
