@@ -211,9 +211,7 @@ def check_missing_supported(est, what):
     if est.method != "vb":
         why = f"method={est.method!r} (only method='vb' marginalises them)"
     elif est.learning_method == "online" or what == "partial_fit":
-        why = "online learning"
-    elif est.search:
-        why = "search=True (fit with search=False)"
+        why = "online learning (batch VB, fit with learning_method='batch', marginalises them)"
     if why is not None:
         raise ValueError(f"X has missing values (NaN), which {what} does not support "
                          f"with {why}.")

@@ -157,9 +157,10 @@ CASES = [
      "not fitted"),
     ("lds-forecast-steps", lambda: fitted("lds").forecast(0), ValueError, "n_steps", "positive"),
     # ---------------------------------------------------------------- MFA
-    # missing entries are marginalised by batch VB without the search, refused otherwise
-    ("mfa-nan-search", lambda: VBMixtureFactorAnalysers(max_iter=2).fit(_with(GAUSS, 0, 0, np.nan)),
-     ValueError, r"\bX\b", "search=False"),
+    # missing entries are marginalised by batch VB (with or without the search), refused
+    # by online learning
+    ("mfa-nan-online", lambda: MFA(learning_method="online").fit(_with(GAUSS, 0, 0, np.nan)),
+     ValueError, r"\bX\b", "online learning"),
     ("mfa-nan-map", lambda: MFA(method="map").fit(_with(GAUSS, 0, 0, np.nan)), ValueError,
      r"\bX\b", "only method='vb'"),
     ("mfa-1d", lambda: MFA().fit(GAUSS[:, 0]), ValueError, r"\bX\b", "2-D"),
