@@ -240,8 +240,8 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         Run the birth/death search over the number of components.  With ``False`` the
         number of components is fixed (no deaths, no births).  Missing entries (NaN)
         in X, assumed missing at random, are marginalised exactly by batch VB with or
-        without the search (a row observing nothing is left out of the fit; a birth's
-        children then settle in full VBEM updates) (user guide, "Missing values").
+        without the search and by the point fits (a row observing nothing is left out
+        of the fit; online VB refuses them) (user guide, "Missing values").
     max_components : int or None, default=None
         Upper limit on the number of components in the search.
     alpha : float, default=1.0
@@ -701,9 +701,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # NaN marginalised by batch VB, with or without the search (prediction: whatever
-        # fit takes)
-        tags.input_tags.allow_nan = self.method == "vb" and self.learning_method == "batch"
+        # NaN marginalised by batch VB (with or without the search) and the point fits
+        # (prediction: whatever fit takes)
+        tags.input_tags.allow_nan = self.learning_method == "batch"
         return tags
 
     # ================================================================ setup

@@ -161,8 +161,9 @@ CASES = [
     # by online learning
     ("mfa-nan-online", lambda: MFA(learning_method="online").fit(_with(GAUSS, 0, 0, np.nan)),
      ValueError, r"\bX\b", "online learning"),
-    ("mfa-nan-map", lambda: MFA(method="map").fit(_with(GAUSS, 0, 0, np.nan)), ValueError,
-     r"\bX\b", "only method='vb'"),
+    ("mfa-nan-feature", lambda: MFA(method="map").fit(
+        np.column_stack([GAUSS[:, 0], np.full(len(GAUSS), np.nan)])), ValueError, r"\bX\b",
+     "no observed value"),
     ("mfa-1d", lambda: MFA().fit(GAUSS[:, 0]), ValueError, r"\bX\b", "2-D"),
     ("mfa-empty", lambda: MFA().fit(np.zeros((0, 2))), ValueError, r"\bX\b", "0 sample"),
     ("mfa-strings", lambda: MFA().fit(np.array([["a", "b"], ["c", "d"]])), ValueError, r"\bX\b", "numeric"),
