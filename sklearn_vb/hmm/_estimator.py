@@ -922,8 +922,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             return n + self._family.n_parameters(post)
         return n + self._family.n_parameters(self._emission("posterior"))
 
-    def _check_new_data(self, X, lengths=None, sequence_ids=None, U=None):
-        return self._sequence_data(X, lengths, sequence_ids, reset=False, U=U)
+    def _check_new_data(self, X, lengths=None, sequence_ids=None, U=None, states=None):
+        return self._sequence_data(X, lengths, sequence_ids, reset=False, states=states, U=U)
 
     def _log_likelihood(self, data):
         return float(plugin_forward(self, data)[0].sum())

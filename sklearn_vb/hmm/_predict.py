@@ -33,8 +33,10 @@ def _plugin_table_index(est, data):
 
 def plugin_forward(est, data, want_posteriors=False):
     """The forward(-backward) pass at the plug-in parameters (see
-    :func:`~sklearn_vb.hmm.forward_backward.forward_backward`)."""
+    :func:`~sklearn_vb.hmm.forward_backward.forward_backward`), over the state paths
+    that agree with the known states of ``data``."""
     table, index = _plugin_table_index(est, data)
+    table, index, _ = clamp_table(table, index, data.known_states)
     log_A, levels = plugin_transitions(est, data.inputs)
     return forward_backward_inputs(np.log(est.startprob_), log_A, levels, table, index,
                                    data.starts, data.ends, want_posteriors)

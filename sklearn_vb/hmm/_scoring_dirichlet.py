@@ -20,6 +20,9 @@ from .forward_backward import categorical_hmm_log_likelihood_batch, forward_back
 
 from .._core.evidence.protocols import EStep
 from .._core.evidence.dirichlet import DirichletBlocksModel, dirichlet_evidence
+from ._clamp import check_states
+from ._scoring_known import (clamped_columns, consistent_paths, extend_emissions,
+                             known_or_none, random_consistent_completion)
 from ._state import SymbolSequences
 from ._state_aliases import (invariant_state_permutations, permute_hmm_blocks,
                              state_alias_posterior)
@@ -33,7 +36,10 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
     concatenation of sequences (``lengths=`` as in hmmlearn), prepared as a
     :class:`~sklearn_vb.hmm._state.SymbolSequences`, in which the symbol ``V`` marks a
     missing observation: its emission probability is 1 in every state (marginalised,
-    missing at random), and it adds no emission count."""
+    missing at random), and it adds no emission count.  With known states
+    (``states=``, -1 unknown) every likelihood and E step sums over the state paths that
+    agree with them (:mod:`sklearn_vb.hmm._scoring_known`): the evidence is that of X
+    and the known states."""
 
     #: under sparse Dirichlet priors the MAP often lies in another basin than VB's, which
     #: three draws rarely hit (K = 8 on 30k characters of text: 9 draws screened for 15
@@ -65,7 +71,7 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         # the initial-state row sees one case per sequence, the others ~ n / K each
         return {"pi": self._seq_fraction, "A": 1.0 / self.K, "B": 1.0 / self.K}
 
-    def prepare_data(self, X, lengths=None):
+    def prepare_data(self, X, lengths=None, states=None):
         obs = np.asarray(X).ravel()
         if obs.size == 0 or np.any(obs != np.round(obs)) or np.any((obs < 0) | (obs >= self.V)):
             raise ValueError(f"X must hold integer symbols in [0, {self.V}).")
@@ -74,7 +80,8 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
             raise ValueError("lengths must be positive and sum to len(X).")
         ends = np.cumsum(lengths)
         self._seq_fraction = lengths.size / obs.size
-        return SymbolSequences(symbols=obs.astype(np.int64), starts=ends - lengths, ends=ends)
+        return SymbolSequences(symbols=obs.astype(np.int64), starts=ends - lengths, ends=ends,
+                               known=known_or_none(check_states(states, obs.size, self.K)))
 
     def n_cases(self, X):
         return int(X.symbols.size)
@@ -89,6 +96,17 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         if not self._has_missing(X):
             return B
         return np.concatenate([B, np.ones(B.shape[:-1] + (1,))], axis=-1)
+
+    def _emission_columns(self, B, X):
+        """``(weights, columns, extra_symbols)``: the emission rows ``B`` (..., K, V) as
+        the kernels read them (:meth:`_emission_probs`, and with known states an extra
+        column per (symbol, known state) pair), the column every frame reads, and the
+        symbol of every extra column (None without known states)."""
+        B = self._emission_probs(B, X)
+        if X.known is None:
+            return B, X.symbols, None
+        columns, symbol, state = clamped_columns(X.symbols, X.known, B.shape[-1], self.K)
+        return np.ascontiguousarray(extend_emissions(B, symbol, state)), columns, symbol
 
     def n_aliases(self):
         return factorial(self.K)
@@ -117,11 +135,11 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         return state_alias_posterior(self, q, max_components)
 
     def _forward(self, params, X, keep_frames=False):
+        B, columns, _ = self._emission_columns(params["B"], X)
         return categorical_hmm_log_likelihood_batch(
             np.ascontiguousarray(params["pi"], dtype=float),
             np.ascontiguousarray(params["A"], dtype=float),
-            np.ascontiguousarray(self._emission_probs(params["B"], X)),
-            X.symbols, X.starts, X.ends, keep_frames,
+            np.ascontiguousarray(B), columns, X.starts, X.ends, keep_frames,
         )
 
     def log_likelihood_per_sequence(self, params, X):
@@ -136,8 +154,9 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         return self._forward(params, X, keep_frames=True)[1]
 
     def random_completion(self, X, rng):
-        """A uniformly random state for every frame, (T,)."""
-        return rng.integers(0, self.K, size=self.n_cases(X))
+        """A uniformly random state for every frame (the known state where one is
+        known), (T,)."""
+        return random_consistent_completion(X.known, self.K, self.n_cases(X), rng)
 
     def log_complete_joint_per_case(self, params, Z, X):
         """(C, T) ``ln p(s_t | s_{t-1}) + ln p(x_t | s_t)`` along the completion ``Z``
@@ -145,22 +164,29 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         first = np.zeros(Z.size, dtype=bool)
         first[X.starts] = True
         prev = np.concatenate([[0], Z[:-1]])
+        B, columns, _ = self._emission_columns(params["B"], X)
         with np.errstate(divide="ignore"):  # logs of the (C, K, .) blocks, then gathered
             log_pi, log_A = (np.log(np.asarray(params[k], dtype=float)) for k in ("pi", "A"))
-            log_B = np.log(self._emission_probs(params["B"], X))
-        return np.where(first, log_pi[:, Z], log_A[:, prev, Z]) + log_B[:, Z, X.symbols]
+            log_B = np.log(B)
+        return np.where(first, log_pi[:, Z], log_A[:, prev, Z]) + log_B[:, Z, columns]
 
     def loglik_and_stats(self, params_single, X):
         """``(ln p(X | theta), expected counts)`` by one forward-backward pass: the part
         of :meth:`e_step` the point EM needs."""
+        B, columns, extra = self._emission_columns(params_single["B"][0], X)
         with np.errstate(divide="ignore"):
             log_pi, log_A = (np.log(np.asarray(params_single[k][0], dtype=float))
                              for k in ("pi", "A"))
-            log_B = np.log(self._emission_probs(params_single["B"][0], X))
+            log_B = np.log(B)
         log_norm, _, init, xi, emis_counts = forward_backward(
-            log_pi, log_A, np.ascontiguousarray(log_B.T), X.symbols, X.starts, X.ends, True)
+            log_pi, log_A, np.ascontiguousarray(log_B.T), columns, X.starts, X.ends, True)
+        counts = np.array(emis_counts[:self.V], copy=True)
+        if extra is not None:  # the known frames' columns count for their symbols
+            n_base = B.shape[-1] - extra.size
+            observed = np.flatnonzero(extra < self.V)
+            np.add.at(counts, extra[observed], emis_counts[n_base + observed])
         # the missing symbol's row (if any) carries no emission counts
-        return float(log_norm.sum()), {"pi": init, "A": xi, "B": emis_counts[:self.V].T}
+        return float(log_norm.sum()), {"pi": init, "A": xi, "B": counts.T}
 
     def e_step(self, params_single, X):
         ll, stats = self.loglik_and_stats(params_single, X)
@@ -170,12 +196,15 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
         return EStep(float(ll), stats, ecl, float(ll - ecl))
 
     def log_evidence(self, X):
-        """Exact ln p(X) by enumerating all K^T joint state paths."""
+        """Exact ln p(X) by enumerating all K^T joint state paths (those that agree with
+        the known states: ln p(X, known states))."""
         obs, starts = X.symbols, X.starts
         T = obs.size
         if self.K**T > 2**20:
             raise ValueError("too many state paths to enumerate.")
-        Z = np.array(list(itertools.product(range(self.K), repeat=T)), dtype=np.int64)
+        Z = consistent_paths(
+            np.array(list(itertools.product(range(self.K), repeat=T)), dtype=np.int64),
+            X.known)
         eye = np.eye(self.K)
         first = np.zeros(T, bool)
         first[starts] = True

@@ -16,7 +16,10 @@ family object of :mod:`sklearn_vb.emissions` that the estimator itself uses, so 
 family to the estimator adds it here.  This module holds the transition part only.
 
 ``ln p(X | theta)`` is the exact forward algorithm over all sequences; ``n`` (``n_cases``)
-is the total number of frames.  ``fit_point`` is EM with the estimator's conjugate M step;
+is the total number of frames.  With known states (``states=``, -1 unknown, as the
+estimator's ``fit`` takes them) every likelihood, E step and complete-data term sums over
+the state paths that agree with them (:mod:`sklearn_vb.hmm._scoring_known`), so the
+scores estimate ``ln p(X, known states)``, the quantity the fit's bound bounds.  ``fit_point`` is EM with the estimator's conjugate M step;
 ``e_step`` is the exact forward-backward posterior; ``log_complete_evidence`` the
 closed-form Dirichlet x emission-prior integral at (fractional) expected statistics.
 """
@@ -33,6 +36,8 @@ from .._core.distributions import as_generator as _rng, dirichlet_expected_log, 
 from . import kernels as _k
 from ._point import (complete_log_likelihood, forward_backward_stats,
                             log_start_transitions, point_e_step, point_log_prior, point_m_step)
+from ._scoring_known import (clamp_frames, consistent_paths, forward_on_tables, known_or_none,
+                             random_consistent_completion)
 from ._state import HMMSequences, HMMStats
 from .emissions import emission_family
 from .._core.evidence.mcmc_moves import (
@@ -192,13 +197,15 @@ class FamilyHMMScoringModel(ScoringModelMixin):
                                                  lambda value: np.array(value, dtype=float))
 
     # -- data ------------------------------------------------------------------------
-    def prepare_data(self, X, lengths=None, sequence_ids=None):
-        d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
+    def prepare_data(self, X, lengths=None, sequence_ids=None, states=None):
+        d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids,
+                                      states=states)
         Xv = np.ascontiguousarray(d.X)
         starts = np.asarray(d.starts, dtype=np.int64)
         self._seq_fraction = starts.size / Xv.shape[0]
         return HMMSequences(frames=Xv, starts=starts, ends=np.asarray(d.ends, dtype=np.int64),
-                            index=np.arange(Xv.shape[0], dtype=np.int64))
+                            index=np.arange(Xv.shape[0], dtype=np.int64),
+                            known=known_or_none(d.known_states))
 
     def n_cases(self, X):
         return int(X.frames.shape[0])
@@ -315,6 +322,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     def _forward(self, params, X):
         log_pi, log_A = self._log_pi_A(params, self.batch_size(params))
+        if X.known is not None:  # the paths through the known states: masked tables
+            return forward_on_tables(
+                log_pi, log_A, clamp_frames(self.family.log_likelihood_tables(params, X.frames),
+                                            X.known), X.starts, X.ends)
         return self.family.log_likelihood_batch(
             np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A), params, X.frames,
             X.starts, X.ends)
@@ -333,8 +344,9 @@ class FamilyHMMScoringModel(ScoringModelMixin):
 
     # -- completions (CS-dagger) -------------------------------------------------------
     def random_completion(self, X, rng):
-        """A uniformly random state for every frame, (T,)."""
-        return rng.integers(0, self.K, size=self.n_cases(X))
+        """A uniformly random state for every frame (the known state where one is
+        known), (T,)."""
+        return random_consistent_completion(X.known, self.K, self.n_cases(X), rng)
 
     def log_complete_joint_per_case(self, params, Z, X):
         """(C, T) ``ln p(s_t | s_{t-1}) + ln p(x_t | s_t)`` along the completion ``Z``
@@ -378,14 +390,15 @@ class FamilyHMMScoringModel(ScoringModelMixin):
         """ln Z and the expected statistics of one forward-backward pass over the
         per-frame log emission table (T, K) made from the emission quantities
         ``params``."""
-        return forward_backward_stats(self.family, self.emission_prior, log_pi, log_A, table,
-                                      X.frames, X.index, X.starts, X.ends, params)
+        return forward_backward_stats(self.family, self.emission_prior, log_pi, log_A,
+                                      clamp_frames(table, X.known), X.frames, X.index,
+                                      X.starts, X.ends, params)
 
     def _loglik_and_stats(self, params_single, X):
         """ln p(X | theta) and the expected statistics of the exact posterior (one
         forward-backward pass, the estimator's kernel)."""
         return point_e_step(self.family, self.emission_prior, params_single, X.frames,
-                            X.starts, X.ends, self.K)
+                            X.starts, X.ends, self.K, known_states=X.known)
 
     def e_step(self, params_single, X):
         """Exact posterior over state paths at normalised ``params_single`` (batch of 1)."""
@@ -470,8 +483,10 @@ class FamilyHMMScoringModel(ScoringModelMixin):
             raise ValueError("X: the exact evidence by enumeration is not available with "
                              "missing entries for this emission family.")
         eye = np.eye(self.K)
-        vals = [self.log_complete_evidence(self.stats_from_responsibilities(eye[np.array(z)], X))
-                for z in itertools.product(range(self.K), repeat=T)]
+        paths = consistent_paths(np.array(list(itertools.product(range(self.K), repeat=T)),
+                                          dtype=np.int64).reshape(-1, T), X.known)
+        vals = [self.log_complete_evidence(self.stats_from_responsibilities(eye[z], X))
+                for z in paths]
         return float(logsumexp(vals))
 
     # -- point estimates ---------------------------------------------------------------

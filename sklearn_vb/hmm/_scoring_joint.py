@@ -36,6 +36,10 @@ class JointCategoricalHMMMixin:
 
     def sample_latents_prior(self, params, n, rng):
         """State paths from ``p(z | theta)`` for the sequences of the last prepared data."""
+        if getattr(self, "_known_states_given", False):
+            raise ValueError("anneal='joint' on a VBHiddenMarkov does not take known states "
+                             "(states=); use the default anneal='theta', which sums over "
+                             "the state paths that agree with them.")
         bounds = getattr(self, "_sequence_bounds", None)
         if bounds is None or int(bounds[1].max()) != int(n):
             raise ValueError("sample_latents_prior needs the sequences of the data prepared "

@@ -74,6 +74,8 @@ class HMMSequences(NamedTuple):
     starts: np.ndarray  # (n_sequences,) int64: first frame of every sequence
     ends: np.ndarray  # (n_sequences,) int64: one past the last frame of every sequence
     index: np.ndarray  # (T,) int64: arange(T), the table row of every frame
+    # (T,) int64 known states (``states=``), -1 where unknown; None when none is known
+    known: Optional[np.ndarray] = None
 
 
 class SymbolSequences(NamedTuple):
@@ -83,3 +85,5 @@ class SymbolSequences(NamedTuple):
     symbols: np.ndarray  # (T,) int64: the symbols of all sequences, concatenated
     starts: np.ndarray  # (n_sequences,) int64: first frame of every sequence
     ends: np.ndarray  # (n_sequences,) int64: one past the last frame of every sequence
+    # (T,) int64 known states (``states=``), -1 where unknown; None when none is known
+    known: Optional[np.ndarray] = None

@@ -17,6 +17,7 @@ from ._scoring_dirichlet import DirichletCategoricalHMM
 from ._scoring_family import FamilyHMMPosterior, FamilyHMMScoringModel
 from ._scoring_gaussian import GaussianHMMPosterior, GaussianHMMScoringModel
 from ._scoring_joint import JointCategoricalHMMMixin
+from ._scoring_known import known_or_none
 from ._state import SymbolSequences
 from .emissions._categorical import MISSING_SYMBOL
 
@@ -40,16 +41,22 @@ class HMMScoringModel(JointCategoricalHMMMixin, DirichletCategoricalHMM):
         self.estimator = estimator
         self.n_components = K
 
-    def prepare_data(self, X, lengths=None, sequence_ids=None):
-        d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids)
+    def prepare_data(self, X, lengths=None, sequence_ids=None, states=None):
+        """The sequences of ``X`` as the estimator validates them; ``states`` (-1 where
+        unknown, as in ``fit``) restricts every score to the state paths that agree
+        with them (the evidence of X and the known states)."""
+        d = self.estimator.check_data(X, lengths=lengths, sequence_ids=sequence_ids,
+                                      states=states)
         obs = np.asarray(d.X, dtype=np.int64).ravel()
         # a missing symbol is the extra symbol V of the scoring model's kernels
         obs = np.where(obs == MISSING_SYMBOL, self.V, obs)
         self._seq_fraction = len(d.starts) / obs.size
         # the sequences the prior draw of joint annealing's state paths needs
         self._sequence_bounds = (np.asarray(d.starts, np.int64), np.asarray(d.ends, np.int64))
+        known = known_or_none(d.known_states)
+        self._known_states_given = known is not None
         return SymbolSequences(symbols=obs, starts=np.asarray(d.starts, dtype=np.int64),
-                               ends=np.asarray(d.ends, dtype=np.int64))
+                               ends=np.asarray(d.ends, dtype=np.int64), known=known)
 
     def variational_posterior(self, X=None):
         est = self.estimator

@@ -39,7 +39,7 @@ from ._forecast import forecast, posterior_std, sample
 from ._hyper import check_schedule, optimal_init_state
 from ._inputs import full_inputs, input_columns
 from ._move_steps import rotate_step, translate_step
-from ._point import point_m_step, point_objective
+from ._point import fit_m_step, point_objective
 from ._prune import prune_step
 from ._state import BoundMemo, HiddenPosterior, HyperparameterTrace, ParameterPosterior
 from ._vbem import (
@@ -55,8 +55,8 @@ from ._vbem import (
     output_scale,
     vbm,
 )
-from .inference import (StatePosterior, check_missing_outputs, data_moments, dynamics_moments,
-                        missing_outputs, output_moments, smooth_states)
+from .inference import (StatePosterior, check_missing_outputs, data_moments, missing_outputs,
+                        smooth_states)
 
 __all__ = ["VBLinearDynamicalSystem"]
 
@@ -409,7 +409,7 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     def _check_fit_data(self, X, U=None, lengths=None, sequence_ids=None):
         X, Uall, starts, ends = self._prepare(X, U, lengths, sequence_ids, reset=True)
-        check_missing_outputs(X, self.method)
+        check_missing_outputs(X)
         n_user = Uall.shape[1] - int(self.fit_intercept)
         check_schedule(self.hyperparameter_schedule)
         state_cols, out_cols = input_columns(n_user, self.input_to_state,
@@ -508,13 +508,8 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         return q is not None and q.point
 
     def _step_m(self, data, iteration):
-        s = self._stats
-        W_z, R_AB = dynamics_moments(s, data.UUs)
-        W_w, R_CD = output_moments(s, data.UUo, data.UY)
-        alpha, beta, gamma, delta, a, b = self._hyper()
-        prior_ab, prior_cd = np.concatenate([alpha, beta]), np.concatenate([gamma, delta])
-        M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, data.YY, s.T, prior_ab,
-                                       prior_cd, a, b, self.method)
+        M_AB, M_CD, rho = fit_m_step(data, self._stats, self._q_x.omega, self._hyper(),
+                                     self.method)
         # a q(theta) with no spread: the VBE kernel is then the exact smoother
         self._q_theta = ParameterPosterior.at_point(M_AB, M_CD, rho)
 

@@ -25,8 +25,10 @@ import numpy as np
 
 from .._core.distributions import gamma_log_pdf
 from .._core.kernels.constants import LOG_2PI
+from ._output_rows import rows_posterior, rows_quadratic
+from .inference import dynamics_moments, output_moments, output_rows
 
-__all__ = ["point_m_step", "point_objective", "log_prior_density", "spd_solve_inv"]
+__all__ = ["fit_m_step", "point_m_step", "point_output_rows", "point_objective", "log_prior_density", "spd_solve_inv"]
 
 
 def spd_solve_inv(M):
@@ -40,13 +42,18 @@ def spd_solve_inv(M):
 
 
 def point_m_step(W_z, R_AB, W_w, R_CD, YY, T, prior_ab, prior_cd, a0, b0, kind="map",
-                 basis="softmax"):
+                 basis="softmax", rows=None):
     """The M step: ``(M_AB, M_CD, rho)`` of shapes (k, k + ds), (p, k + do), (p,).
 
     MAP (default): the rows of ``[A B]`` and ``[C D]`` at their conjugate posterior
     means, rho at the mode of its Gamma factor in the basis ``ln rho``
     (``basis="softmax"``, the unconstrained basis) or ``rho`` (``"natural"``).
     ``kind="ml"``: least squares and ``rho_s = T / residual sum of squares``.
+
+    With missing outputs, ``rows`` (:class:`~sklearn_vb.lds.inference.OutputRows`)
+    holds the statistics of each output over the steps where it is observed; the rows
+    of ``[C D]`` and rho then come from it (:func:`point_output_rows`) and ``W_w``,
+    ``R_CD``, ``YY``, ``T`` are not used.
     """
     if kind not in ("map", "ml"):
         raise ValueError(f"kind must be 'map' or 'ml', got {kind!r}.")
@@ -54,15 +61,19 @@ def point_m_step(W_z, R_AB, W_w, R_CD, YY, T, prior_ab, prior_cd, a0, b0, kind="
         raise ValueError(f"basis must be 'softmax' or 'natural', got {basis!r}.")
     if kind == "ml":
         M_AB = np.linalg.lstsq(W_z, R_AB, rcond=None)[0].T
+    else:
+        Sigma_AB, _ = spd_solve_inv(W_z + np.diag(prior_ab))
+        M_AB = (Sigma_AB @ R_AB).T
+    if rows is not None:
+        return (M_AB, *point_output_rows(rows, prior_cd, a0, b0, kind, basis))
+    if kind == "ml":
         M_CD = np.linalg.lstsq(W_w, R_CD, rcond=None)[0].T
         rss = (YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
                + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
         rho = T / np.maximum(rss, 1e-300)
     else:
-        Sigma_AB, _ = spd_solve_inv(W_z + np.diag(prior_ab))
         Lam_CD = W_w + np.diag(prior_cd)
         Sigma_CD, _ = spd_solve_inv(Lam_CD)
-        M_AB = (Sigma_AB @ R_AB).T
         M_CD = (Sigma_CD @ R_CD).T
         g = (YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
              + np.einsum("si,ij,sj->s", M_CD, Lam_CD, M_CD))
@@ -70,6 +81,36 @@ def point_m_step(W_z, R_AB, W_w, R_CD, YY, T, prior_ab, prior_cd, a0, b0, kind="
         shape = a0 - 1.0 + J + 0.5 * (T + prior_cd.size)
         rho = max(shape, 1e-12) / (b0 + 0.5 * np.maximum(g, 1e-300))
     return M_AB, M_CD, rho
+
+
+def point_output_rows(rows, prior_cd, a0, b0, kind="map", basis="softmax"):
+    """The output part ``(M_CD, rho)`` of :func:`point_m_step` from per-output
+    statistics (missing outputs): each row of ``[C D]`` and its rho from the steps where
+    its output is observed, ``T_s`` of them."""
+    if kind == "ml":
+        M_CD = np.stack([np.linalg.lstsq(W, R, rcond=None)[0]
+                         for W, R in zip(rows.W, rows.R)])
+        rho = rows.T / np.maximum(rows_quadratic(rows, M_CD), 1e-300)
+        return M_CD, rho
+    post = rows_posterior(rows, prior_cd)
+    J = 0.0 if basis == "natural" else 1.0
+    shape = a0 - 1.0 + J + 0.5 * (rows.T + prior_cd.size)
+    return post.M, np.maximum(shape, 1e-12) / (b0 + 0.5 * post.g)
+
+
+def fit_m_step(data, stats, omega, hyper, kind):
+    """The M step of the estimator's point fit: :func:`point_m_step` for its fit data
+    ``data`` (with ``X0``, ``obs_mask`` and the data moments), the statistics
+    ``stats`` of the exact smoother, its state means ``omega`` and the hyperparameters
+    ``hyper = (alpha, beta, gamma, delta, a, b)``; with missing outputs each row of
+    ``[C D]`` regresses on the steps where its output is observed."""
+    W_z, R_AB = dynamics_moments(stats, data.UUs)
+    W_w, R_CD = output_moments(stats, data.UUo, data.UY)
+    alpha, beta, gamma, delta, a, b = hyper
+    rows = (None if data.obs_mask is None
+            else output_rows(stats, omega, data.X0, data.Uo, data.obs_mask))
+    return point_m_step(W_z, R_AB, W_w, R_CD, data.YY, stats.T, np.concatenate([alpha, beta]),
+                        np.concatenate([gamma, delta]), a, b, kind, rows=rows)
 
 
 def log_prior_density(AB, CD, rho, prior_ab, prior_cd, a0, b0):

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .inference import data_moments
+from .inference import data_moments, missing_outputs
 
 __all__ = ["ParameterBatch", "ScoringData", "StateCompletion"]
 
@@ -34,13 +34,36 @@ class ScoringData(NamedTuple):
     UUs: np.ndarray
     UUo: np.ndarray
     UY: np.ndarray
-    #: (p,) ``sum_t y_ts^2`` per output
+    #: (p,) ``sum_t y_ts^2`` per output (of the observed entries)
     YY: np.ndarray
+    #: (N, p) bool, the observed outputs (missing ones are NaN in ``Y``); None when
+    #: every output is observed
+    obs_mask: np.ndarray | None = None
+    #: (N, p) ``Y`` with its missing entries set to 0 (``Y`` itself without them)
+    Y0: np.ndarray | None = None
 
     @classmethod
     def from_sequences(cls, Y, Us, Uo, starts, ends) -> ScoringData:
-        """The record of validated sequences, with its data statistics."""
-        return cls(Y, Us, Uo, starts, ends, *data_moments(Y, Us, Uo))
+        """The record of validated sequences (missing outputs as NaN), with its data
+        statistics, which sum over the observed entries."""
+        Y0, obs_mask = missing_outputs(Y)
+        return cls(Y, Us, Uo, starts, ends, *data_moments(Y0, Us, Uo), obs_mask=obs_mask,
+                   Y0=Y0)
+
+    @property
+    def observed_steps(self) -> np.ndarray:
+        """(N,) bool, the steps with at least one observed output."""
+        if self.obs_mask is None:
+            return np.ones(self.Y.shape[0], dtype=np.bool_)
+        return np.ascontiguousarray(self.obs_mask.any(axis=1))
+
+    @property
+    def kernel_mask(self) -> np.ndarray:
+        """The ``obs_mask`` argument of the Kalman kernels: (N, p), or (0, p) when every
+        output is observed."""
+        if self.obs_mask is None:
+            return np.zeros((0, self.Y.shape[1]), dtype=np.bool_)
+        return np.ascontiguousarray(self.obs_mask)
 
 
 class StateCompletion(NamedTuple):

@@ -33,9 +33,9 @@ def missing_outputs(X):
     return np.where(missing, 0.0, X), ~missing
 
 
-def check_missing_outputs(X, method):
+def check_missing_outputs(X):
     """Refuse what the fit cannot do with the missing outputs (NaN) of ``X``: an output
-    missing in every row, or a point fit (``method`` other than ``"vb"``)."""
+    missing in every row (VB and the point fits marginalise every other pattern)."""
     missing = np.isnan(X)
     if not missing.any():
         return
@@ -43,9 +43,6 @@ def check_missing_outputs(X, method):
     if never.size:
         raise ValueError(f"X: output {int(never[0])} is missing (NaN) in every row; every "
                          "output needs at least one observed value to fit.")
-    if method != "vb":
-        raise ValueError(f"X contains missing values (NaN); method={method!r} does not "
-                         "support them (method='vb' marginalises them).")
 
 class SmootherResult(NamedTuple):
     """What :func:`smooth_states` returns: the outputs of

@@ -464,7 +464,8 @@ def vb_kalman_smoother(
 
 
 @njit(cache=True, nogil=True)
-def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigma0, out):
+def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, observed, obs_mask,
+                             mu0, Sigma0, out):
     """Write ``ln p(y_t | y_{1:t-1}, theta_c)`` into ``out[c, t]``.
 
     Parameters
@@ -473,6 +474,11 @@ def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigm
     D : (n_theta, p, do);  rho : (n_theta, p) output noise precisions.
     Y : (N, p) outputs;  Us : (N, ds) state inputs;  Uo : (N, do) output inputs.
     starts, ends : (n,) row offsets of the sequences (end exclusive).
+    observed : (N,) bool, the steps with at least one observed output.
+    obs_mask : (N, p) bool, the observed outputs of every step, or (0, p) when every
+        output of an observed step is observed.  With missing outputs the terms are
+        those of the observed entries (``ln p(y_t,obs | y_{1:t-1},obs, theta)``, 0 at a
+        step with nothing observed); a missing entry of ``Y`` is never read.
     mu0, Sigma0 : (k,), (k, k) prior of the auxiliary state x_0 of every sequence.
     out : (n_theta, N) output.  Every row of a sequence whose filter broke down
         (non-positive-definite covariance, overflow, rho <= 0) is set to -inf.
@@ -486,8 +492,6 @@ def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigm
     # when there are no inputs)
     bu = np.zeros((N, k))
     y_res = Y if do == 0 else np.empty((N, p))
-    observed = np.ones(N, dtype=np.bool_)
-    no_mask = np.zeros((0, p), dtype=np.bool_)
     no_penalty_d = np.empty((0, k, k))
     no_penalty_rows = np.empty((0, k))
     no_penalty_terms = np.empty(0)
@@ -517,7 +521,7 @@ def lds_log_likelihood_terms(A, B, C, D, rho, Y, Us, Uo, starts, ends, mu0, Sigm
                     for b in range(do):
                         acc += D[c, s, b] * Uo[t, b]
                     y_res[t, s] = Y[t, s] - acc
-        _kalman_filter(y_res, bu, observed, no_mask, starts, ends, A[c], C[c], rho[c], mu0,
+        _kalman_filter(y_res, bu, observed, obs_mask, starts, ends, A[c], C[c], rho[c], mu0,
                        Sigma0, False, no_penalty_rows, no_penalty_terms, no_penalty_rows,
                        no_penalty_terms, no_penalty, no_penalty, no_penalty_d, 0.0,
                        no_penalty_terms,

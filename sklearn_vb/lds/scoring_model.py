@@ -24,6 +24,16 @@ cases ``n`` is the total number of time steps (as in the estimator's BIC);
 returns the per-step terms ``ln p(y_t | y_{1:t-1}, theta)`` (they sum to the
 log-likelihood).
 
+Missing outputs (NaN in ``X``, missing at random) are marginalised exactly: the
+likelihood is that of the observed entries (a step updates the filter with its
+observed outputs only; a step with nothing observed has the term 0), the E step is
+the same masked smoother the estimator's fit runs, and in the complete-data
+quantities (the statistics, the VBM step, the M step, the closed-form complete-data
+evidence, the likelihood gradient) every row of ``[C D]`` regresses on the steps where
+its output is observed (:mod:`sklearn_vb.lds._output_rows`).  A model fitted with
+missing outputs has one covariance per row of ``[C D]`` and one Gamma shape per
+output in q(theta) (:class:`LDSPosterior` takes either form).
+
 Degeneracies and aliases.  ``x -> P x`` with orthogonal ``P`` maps ``(A, B, C, D)`` to
 ``(P A P', P B, C P', D)`` and leaves the likelihood unchanged except through the frozen
 initial-state prior (``mu0 -> P mu0``, ``Sigma0 -> P Sigma0 P'``); with ``Q = I`` fixed
@@ -62,13 +72,17 @@ from scipy.special import digamma, gammaln, polygamma
 from .._core.distributions import as_generator as _rng
 from .._core.distributions import gamma_log_pdf
 from ._scoring_records import ParameterBatch, ScoringData, StateCompletion
+from ._output_rows import (rows_expected_log_likelihood, rows_gradient, rows_log_evidence,
+                           rows_posterior)
 from ._point import log_prior_density, point_m_step, spd_solve_inv
 from .._core.kernels.constants import LOG_2PI
 from .inference import (
     HiddenStatistics,
+    OutputRows,
     dynamics_moments,
     hidden_statistics,
     output_moments,
+    output_rows,
     smooth_states,
 )
 from .kalman import lds_log_likelihood_terms, simulate_lds
@@ -115,6 +129,9 @@ class CompleteDataStatistics(NamedTuple):
     YY: np.ndarray
     #: entropy of the exact p(x | y, theta) as the smoother computed it (E step only)
     smoother_entropy: float | None = None
+    #: with missing outputs, the statistics of every output over the steps where it is
+    #: observed (the output part of every complete-data quantity then uses these)
+    rows: OutputRows | None = None
 
 
 # =========================================================================================
@@ -127,6 +144,8 @@ class LDSPosterior:
 
     Rows ``[a_j; b_j] ~ N(M_AB[j], Sigma_AB)`` independently; for each output ``s``,
     ``rho_s ~ Ga(shape, rate_s)`` and ``[c_s; d_s] | rho_s ~ N(M_CD[s], Sigma_CD / rho_s)``.
+    Fitted with missing outputs, every row has its own covariance (``Sigma_CD`` of
+    shape (p, m, m)) and every output its own shape (``shape`` of shape (p,)).
     Densities are in the coordinates of ``log_prior`` (A, B, C, D, rho themselves).
 
     With ``dof`` set, every Gaussian row (of [A B], and of [C D] given rho) becomes a
@@ -144,8 +163,9 @@ class LDSPosterior:
         self.M_AB = np.asarray(M_AB, dtype=float)
         self.M_CD = np.asarray(M_CD, dtype=float)
         self.Sigma_AB = 0.5 * (np.asarray(Sigma_AB, float) + np.asarray(Sigma_AB, float).T)
-        self.Sigma_CD = 0.5 * (np.asarray(Sigma_CD, float) + np.asarray(Sigma_CD, float).T)
-        self.shape = float(shape)
+        Sigma_CD = np.asarray(Sigma_CD, float)
+        self.Sigma_CD = 0.5 * (Sigma_CD + np.swapaxes(Sigma_CD, -1, -2))
+        self.shape = float(shape) if np.ndim(shape) == 0 else np.array(shape, dtype=float)
         self.rate = np.asarray(rate, dtype=float)
         if broaden is not None:
             if not 0 < broaden <= 1:
@@ -156,14 +176,20 @@ class LDSPosterior:
         if dof is not None and not dof > 0:
             raise ValueError(f"dof must be positive, got {dof}.")
         self.dof = None if dof is None else float(dof)
-        if not self.shape > 0 or np.any(~(self.rate > 0)):
+        if np.any(~(np.asarray(self.shape) > 0)) or np.any(~(self.rate > 0)):
             raise ValueError("the Gamma factor of q needs a positive shape and rates.")
         self.L_AB = _chol(self.Sigma_AB, "Sigma_AB")
-        self.L_CD = _chol(self.Sigma_CD, "Sigma_CD")
         self.Linv_AB = np.linalg.inv(self.L_AB)
-        self.Linv_CD = np.linalg.inv(self.L_CD)
         self.ld_AB = 2.0 * float(np.sum(np.log(np.diag(self.L_AB))))
-        self.ld_CD = 2.0 * float(np.sum(np.log(np.diag(self.L_CD))))
+        self.per_row = self.Sigma_CD.ndim == 3
+        if self.per_row:
+            self.L_CD = np.stack([_chol(S, "Sigma_CD") for S in self.Sigma_CD])
+            self.Linv_CD = np.linalg.inv(self.L_CD)
+            self.ld_CD = 2.0 * np.sum(np.log(np.diagonal(self.L_CD, axis1=1, axis2=2)), axis=1)
+        else:
+            self.L_CD = _chol(self.Sigma_CD, "Sigma_CD")
+            self.Linv_CD = np.linalg.inv(self.L_CD)
+            self.ld_CD = 2.0 * float(np.sum(np.log(np.diag(self.L_CD))))
 
     # -- helpers -------------------------------------------------------------------------
     def _split(self, AB, CD, rho):
@@ -196,7 +222,8 @@ class LDSPosterior:
         AB = self.M_AB[None] + z @ self.L_AB.T
         rho = np.maximum(rng.standard_gamma(self.shape, size=(size, p)) / self.rate, 1e-300)
         z = rng.standard_normal((size, p, dcd)) * self._row_scale(rng, (size, p))
-        CD = self.M_CD[None] + (z @ self.L_CD.T) / np.sqrt(rho)[..., None]
+        zL = (np.einsum("csj,sij->csi", z, self.L_CD) if self.per_row else z @ self.L_CD.T)
+        CD = self.M_CD[None] + zL / np.sqrt(rho)[..., None]
         return self._split(AB, CD, rho)
 
     def log_pdf(self, params):
@@ -205,7 +232,9 @@ class LDSPosterior:
         zab = (AB - self.M_AB[None]) @ self.Linv_AB.T
         out = self._row_logpdf(np.sum(zab * zab, axis=2), dab, self.ld_AB).sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            zcd = (CD - self.M_CD[None]) @ self.Linv_CD.T
+            dev = CD - self.M_CD[None]
+            zcd = (np.einsum("csj,sij->csi", dev, self.Linv_CD) if self.per_row
+                   else dev @ self.Linv_CD.T)
             quad = rho * np.sum(zcd * zcd, axis=2)
             logdet = self.ld_CD - dcd * np.log(rho)
             lcd = self._row_logpdf(quad, dcd, logdet)
@@ -214,7 +243,8 @@ class LDSPosterior:
         return np.asarray(out, dtype=float)
 
     def mean(self):
-        return self._split(self.M_AB[None], self.M_CD[None], (self.shape / self.rate)[None])
+        return self._split(self.M_AB[None], self.M_CD[None],
+                           np.asarray(self.shape / self.rate)[None])
 
     def heavy_tailed(self, dof=3.0, broaden=None):
         return LDSPosterior(self.k, self.ds, self.do, self.M_AB, self.Sigma_AB, self.M_CD,
@@ -230,14 +260,17 @@ class LDSPosterior:
         k = self.k
         p = self.M_CD.shape[0]
         v_ab = np.diag(self.Sigma_AB)
-        inv_rho = self.rate / max(self.shape - 1.0, 1e-3) if self.shape > 1 else self.rate / self.shape
-        v_cd = np.diag(self.Sigma_CD)
+        shape = self.shape
+        inv_rho = self.rate / np.where(shape > 1, np.maximum(shape - 1.0, 1e-3), shape)
+        # (p, m) the diagonal of every row's covariance (shared or per row)
+        v_cd = np.broadcast_to(np.diagonal(self.Sigma_CD, axis1=-2, axis2=-1),
+                               (p, self.M_CD.shape[1]))
         sd = {
             "A": np.broadcast_to(np.sqrt(v_ab[:k]), (k, k)),
             "B": np.broadcast_to(np.sqrt(v_ab[k:]), (k, self.ds)),
-            "C": np.sqrt(np.outer(inv_rho, v_cd[:k])),
-            "D": np.sqrt(np.outer(inv_rho, v_cd[k:])),
-            "rho": np.full(p, np.sqrt(polygamma(1, self.shape))),
+            "C": np.sqrt(inv_rho[:, None] * v_cd[:, :k]),
+            "D": np.sqrt(inv_rho[:, None] * v_cd[:, k:]),
+            "rho": np.broadcast_to(np.sqrt(polygamma(1, shape)), (p,)),
         }
         return np.concatenate([np.ravel(sd[b.name]) for b in space.blocks])
 
@@ -265,11 +298,6 @@ class LDSScoringModel(ScoringModelMixin):
     def __init__(self, estimator):
         if not hasattr(estimator, "Sigma_AB_"):
             raise ValueError("the estimator must be fitted.")
-        if np.ndim(estimator.Sigma_CD_) == 3:
-            raise ValueError(
-                "the estimator was fitted with missing outputs (NaN; one covariance per "
-                "row of [C D]); the evidence scores of VBLinearDynamicalSystem need a "
-                "model fitted on complete outputs.")
         est = estimator
         self.estimator = est
         self.k = k = int(est.n_states_)
@@ -303,15 +331,10 @@ class LDSScoringModel(ScoringModelMixin):
     # ------------------------------------------------------------------------ data
     def prepare_data(self, X, U=None, lengths=None, sequence_ids=None):
         """Validate ``X`` (and ``U``, ``lengths`` / ``sequence_ids``) as the estimator does;
-        returns a :class:`~sklearn_vb.lds._scoring_records.ScoringData`: the outputs,
-        the state / output inputs (intercept included), the sequence offsets and the
-        data statistics."""
+        returns a :class:`~sklearn_vb.lds._scoring_records.ScoringData`: the outputs
+        (missing ones as NaN, with their mask), the state / output inputs (intercept
+        included), the sequence offsets and the data statistics."""
         seq = self.estimator.check_data(X, U=U, lengths=lengths, sequence_ids=sequence_ids)
-        if np.isnan(seq.X).any():
-            raise ValueError(
-                "X contains missing values (NaN): the evidence scores of "
-                "VBLinearDynamicalSystem need complete outputs (the estimator's fit, "
-                "score, transform and forecast marginalise them).")
         Us = np.ascontiguousarray(seq.Us)
         Uo = np.ascontiguousarray(seq.Uo)
         Y = np.ascontiguousarray(seq.X, dtype=float)
@@ -372,8 +395,8 @@ class LDSScoringModel(ScoringModelMixin):
         rho = np.ascontiguousarray(theta.rho)
         B, D = theta.input_blocks()
         out = np.empty((A.shape[0], X.Y.shape[0]))
-        lds_log_likelihood_terms(A, B, Cm, D, rho, X.Y, X.Us, X.Uo, X.starts, X.ends,
-                                 self.mu0, self.Sigma0, out)
+        lds_log_likelihood_terms(A, B, Cm, D, rho, X.Y0, X.Us, X.Uo, X.starts, X.ends,
+                                 X.observed_steps, X.kernel_mask, self.mu0, self.Sigma0, out)
         return out
 
     def log_likelihood(self, params, X):
@@ -465,16 +488,24 @@ class LDSScoringModel(ScoringModelMixin):
         x0_term = -0.5 * (k * LOG_2PI + self._ld_Sigma0
                           + np.einsum("si,ij,sj->s", d0, self._Sigma0_inv, d0))
         out = np.empty((n_theta, x.shape[0]))
+        # missing outputs: only the observed entries of y_t enter (missing at random)
+        m = None if X.obs_mask is None else X.obs_mask.astype(float)
         for lo in range(0, n_theta, _COMPLETE_CHUNK):
             c = slice(lo, min(n_theta, lo + _COMPLETE_CHUNK))
             r = (x[None] - np.einsum("cij,tj->cti", A[c], prev)
                  - np.einsum("cij,tj->cti", B[c], X.Us))
-            e = (X.Y[None] - np.einsum("csj,tj->cts", Cm[c], x)
+            e = (X.Y0[None] - np.einsum("csj,tj->cts", Cm[c], x)
                  - np.einsum("csj,tj->cts", D[c], X.Uo))
             with np.errstate(divide="ignore", invalid="ignore"):
-                half_logdet = 0.5 * np.sum(np.log(rho[c]), axis=1)
-            out[c] = (-0.5 * (k + p) * LOG_2PI - 0.5 * np.sum(r * r, axis=2)
-                      + half_logdet[:, None] - 0.5 * np.einsum("cs,cts->ct", rho[c], e * e))
+                log_rho = np.log(rho[c])
+            if m is None:
+                out[c] = (-0.5 * (k + p) * LOG_2PI - 0.5 * np.sum(r * r, axis=2)
+                          + 0.5 * np.sum(log_rho, axis=1)[:, None]
+                          - 0.5 * np.einsum("cs,cts->ct", rho[c], e * e))
+            else:
+                out[c] = (-0.5 * (k + m.sum(axis=1)) * LOG_2PI - 0.5 * np.sum(r * r, axis=2)
+                          + 0.5 * np.einsum("ts,cs->ct", m, log_rho)
+                          - 0.5 * np.einsum("cs,cts->ct", rho[c], m * e * e))
         out[:, starts] += x0_term
         return out
 
@@ -565,13 +596,17 @@ class LDSScoringModel(ScoringModelMixin):
 
         ``omega, ups`` (T, k), (T, k, k): means and covariances of ``x_t``; ``cross``
         (T, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0``: moments of each ``x_0``.
+        With missing outputs, also the statistics of every output over the steps where
+        it is observed (``rows``).
         """
         hidden = hidden_statistics(omega, ups, cross, omega0, ups0, X.starts, X.ends,
-                                   X.Y, X.Us, X.Uo)
+                                   X.Y0, X.Us, X.Uo, X.obs_mask)
         dev = omega0 - self.mu0
         x0_quad = float(np.sum(self._Sigma0_inv * ups0.sum(axis=0))
                         + np.sum((dev @ self._Sigma0_inv) * dev))
-        return CompleteDataStatistics(hidden, x0_quad, X.UUs, X.UUo, X.UY, X.YY)
+        rows = (None if X.obs_mask is None
+                else output_rows(hidden, omega, X.Y0, X.Uo, X.obs_mask))
+        return CompleteDataStatistics(hidden, x0_quad, X.UUs, X.UUo, X.UY, X.YY, rows=rows)
 
     @staticmethod
     def _blocks(stats):
@@ -592,6 +627,9 @@ class LDSScoringModel(ScoringModelMixin):
         e_dyn = -0.5 * T * k * LOG_2PI - 0.5 * (
             np.trace(stats.hidden.W_C) - 2.0 * np.sum(M_AB * R_AB.T)
             + np.sum((M_AB.T @ M_AB) * W_z))
+        if stats.rows is not None:
+            return float(self._x0_term(stats) + e_dyn
+                         + rows_expected_log_likelihood(stats.rows, M_CD, rho))
         quad = (stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
                 + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
         e_obs = -0.5 * T * p * LOG_2PI + 0.5 * T * np.sum(np.log(rho)) - 0.5 * np.sum(rho * quad)
@@ -611,13 +649,17 @@ class LDSScoringModel(ScoringModelMixin):
         theta = ParameterBatch.from_blocks(params_single)
         M_AB, M_CD, rho = theta.AB[0], theta.CD[0], theta.rho[0]
         T = e.stats.hidden.T
-        quad = (e.stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
-                + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
         g_AB = R_AB.T - M_AB @ W_z - M_AB * self.prior_ab
-        g_CD = rho[:, None] * (R_CD.T - M_CD @ W_w - M_CD * self.prior_cd)
-        prior_quad = np.sum(M_CD * M_CD * self.prior_cd, axis=1)
-        g_rho = (0.5 * T / rho - 0.5 * quad + 0.5 * self.prior_cd.size / rho
-                 - 0.5 * prior_quad + (self.a0 - 1.0) / rho - self.b0)
+        if e.stats.rows is not None:
+            g_CD, g_rho = rows_gradient(e.stats.rows, M_CD, rho, self.prior_cd, self.a0,
+                                        self.b0)
+        else:
+            quad = (e.stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
+                    + np.einsum("si,ij,sj->s", M_CD, W_w, M_CD))
+            g_CD = rho[:, None] * (R_CD.T - M_CD @ W_w - M_CD * self.prior_cd)
+            prior_quad = np.sum(M_CD * M_CD * self.prior_cd, axis=1)
+            g_rho = (0.5 * T / rho - 0.5 * quad + 0.5 * self.prior_cd.size / rho
+                     - 0.5 * prior_quad + (self.a0 - 1.0) / rho - self.b0)
         grads = self._split(g_AB[None], g_CD[None], g_rho[None])
         return float(self.log_prior(params_single)[0]) + e.loglik, grads
 
@@ -631,6 +673,9 @@ class LDSScoringModel(ScoringModelMixin):
         e_dyn = (-0.5 * T * k * LOG_2PI - 0.5 * np.trace(stats.hidden.W_C)
                  + 0.5 * k * (np.sum(np.log(self.prior_ab)) - ld_Lam_AB)
                  + 0.5 * np.sum(R_AB * (Sigma_AB @ R_AB)))
+        if stats.rows is not None:
+            return float(self._x0_term(stats) + e_dyn
+                         + rows_log_evidence(stats.rows, self.prior_cd, self.a0, self.b0))
         # observations: p independent Normal-Gamma rows of ([C D], rho)
         Lam_CD = W_w + np.diag(self.prior_cd)
         Sigma_CD, ld_Lam_CD = _spd_solve_inv(Lam_CD)
@@ -648,9 +693,13 @@ class LDSScoringModel(ScoringModelMixin):
         """VBM: the optimal q(theta) given the statistics of a q(x)."""
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
         Sigma_AB, _ = _spd_solve_inv(W_z + np.diag(self.prior_ab))
+        M_AB = (Sigma_AB @ R_AB).T
+        if stats.rows is not None:
+            post = rows_posterior(stats.rows, self.prior_cd)
+            return LDSPosterior(self.k, self.ds, self.do, M_AB, Sigma_AB, post.M, post.Sigma,
+                                self.a0 + 0.5 * stats.rows.T, self.b0 + 0.5 * post.g)
         Lam_CD = W_w + np.diag(self.prior_cd)
         Sigma_CD, _ = _spd_solve_inv(Lam_CD)
-        M_AB = (Sigma_AB @ R_AB).T
         M_CD = (Sigma_CD @ R_CD).T
         g = (stats.YY - 2.0 * np.sum(M_CD * R_CD.T, axis=1)
              + np.einsum("si,ij,sj->s", M_CD, Lam_CD, M_CD))
@@ -705,7 +754,7 @@ class LDSScoringModel(ScoringModelMixin):
         W_z, R_AB, W_w, R_CD = self._blocks(stats)
         M_AB, M_CD, rho = point_m_step(W_z, R_AB, W_w, R_CD, stats.YY, stats.hidden.T,
                                        self.prior_ab, self.prior_cd, self.a0, self.b0, kind,
-                                       basis)
+                                       basis, rows=stats.rows)
         return self._split(M_AB[None], M_CD[None], rho[None])
 
     def _objective(self, theta, loglik, kind, basis):

@@ -27,7 +27,7 @@ from ._state import MFAState
 from ._structure import birth, prune_dead_factors
 from ._vbem import component_scores, first_updates, initial_state, n_loading_columns
 
-__all__ = ["BirthDeathSearch", "RunControl", "birth_verdict", "propose_birth",
+__all__ = ["BirthDeathSearch", "RunControl", "birth_verdict", "partial_birth_iter", "propose_birth",
            "resolved_max_tries", "run_fixed_structure"]
 
 
@@ -66,6 +66,14 @@ def run_fixed_structure(estimator, data, control):
         control.strict_stop = False
 
 
+def partial_birth_iter(est, data):
+    """The partial iterations of a birth's children (``birth_partial_iter``); none when
+    ``data`` has missing entries, whose children settle in the full VBEM updates of the
+    birth epoch (the partial updates of :mod:`sklearn_vb.mfa._search` use the
+    complete-data statistics)."""
+    return est.birth_partial_iter if data.missing is None else 0
+
+
 def propose_birth(est, data, parent):
     """Split of component index ``parent`` of ``est``'s state into two children, at
     ``parent`` and at the new last index: the responsibility split (eqs. 4.73-4.76) or
@@ -77,7 +85,7 @@ def propose_birth(est, data, parent):
     principal = (est.split_direction == "principal-first" and est.split != "spatial"
                  and parent_id not in tried and est.__dict__.get("_restart_index", 0) == 0)
     if birth(est._vb_, data, parent, est._search_rng, principal, est.split == "spatial",
-             est.split_hardness, partial_updates_follow=bool(est.birth_partial_iter)):
+             est.split_hardness, partial_updates_follow=bool(partial_birth_iter(est, data))):
         tried.add(parent_id)
 
 
@@ -369,7 +377,7 @@ class BirthDeathSearch:
             S_before = est._vb_.resp.shape[1]
             est._birth(data, int(where[0]))
             new_trace = None
-            if est.birth_partial_iter:
+            if partial_birth_iter(est, data):
                 partial = self.settle_children([int(where[0]), S_before], F_target)
                 self.n_partial_iter += len(partial) - 1
                 if est.birth_partial_reject and partial[-1] <= F_target:
@@ -419,7 +427,7 @@ class BirthDeathSearch:
         bound = PartialBound(est._vb_, data.Z, children, data.log_jacobian)
         fixed = bound.residuals if "noise" in hyper else None
         b_min = est.ard_rate_min if "ard_rate" in hyper else None
-        for _ in range(est.birth_partial_iter):
+        for _ in range(partial_birth_iter(est, data)):
             children_iteration(est._vb_, data.Z, children, fixed, data.psi_floor, b_min,
                                est.ard_rate_update)
             value = bound(est._vb_)

@@ -239,9 +239,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
     search : bool, default=True
         Run the birth/death search over the number of components.  With ``False`` the
         number of components is fixed (no deaths, no births).  Missing entries (NaN)
-        in X, assumed missing at random, are marginalised exactly with ``False`` (batch
-        VB, ``method="vb"``; a row observing nothing is left out of the fit) and
-        refused otherwise (see the user guide's "Missing values").
+        in X, assumed missing at random, are marginalised exactly by batch VB with or
+        without the search and by the point fits (a row observing nothing is left out
+        of the fit; online VB refuses them) (user guide, "Missing values").
     max_components : int or None, default=None
         Upper limit on the number of components in the search.
     alpha : float, default=1.0
@@ -701,9 +701,9 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        # NaN marginalised by batch VB without the search (prediction: whatever fit takes)
-        tags.input_tags.allow_nan = (not self.search and self.method == "vb"
-                                     and self.learning_method == "batch")
+        # NaN marginalised by batch VB (with or without the search) and the point fits
+        # (prediction: whatever fit takes)
+        tags.input_tags.allow_nan = self.learning_method == "batch"
         return tags
 
     # ================================================================ setup

@@ -126,8 +126,10 @@ def set_fitted(est, data):
     est._units_ = replace(data, Z=data.Z[:0], missing=None, rows=None, n_given=None)
     fitted = fitted_attributes(est._vb_, data, est.ard_threshold)
     if data.rows is not None and "labels_" in fitted:
-        # a row observing nothing: the component of largest E[ln π_s]
-        labels = np.full(data.n_given, int(np.argmax(est._vb_.alpha_hat)))
+        # a row observing nothing: the component of largest E[ln π_s] (of largest
+        # weight at a point)
+        prior = est._vb_.weights if est._point_fitted else est._vb_.alpha_hat
+        labels = np.full(data.n_given, int(np.argmax(prior)))
         labels[data.rows] = fitted["labels_"]
         fitted["labels_"] = labels
     if est._point_fitted:

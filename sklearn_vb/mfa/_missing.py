@@ -27,11 +27,11 @@ from scipy.special import digamma
 
 from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import spd_inverse_jittered
-from ._state import DataTerms
+from ._state import DataTerms, PointEStep
 
 __all__ = ["MissingPattern", "MissingStats", "bound_terms", "check_missing_supported", "factor_means",
            "factor_posterior", "fa_log_density", "log_weights", "missing_patterns",
-           "noise_residual", "pattern_quadratic", "sufficient_statistics"]
+           "noise_residual", "pattern_quadratic", "point_e_step", "sufficient_statistics"]
 
 
 class MissingPattern(NamedTuple):
@@ -118,6 +118,30 @@ def log_weights(Y, xbar, sigma, logdet_sigma, lam_mean, M, psi, expected_log_pi,
     return out - 0.5 * (yy[:, None] - 2.0 * cross + quad)
 
 
+def point_e_step(Y, weights, lam, psi, miss):
+    """The exact posterior over ``(s_i, x_i)`` at the point ``(weights, lam, psi)`` from
+    the observed entries of every row (``Y`` with 0.0 at the missing ones), as
+    :func:`sklearn_vb.mfa._point.point_e_step` without missing entries: a
+    :class:`~sklearn_vb.mfa._state.PointEStep` whose ``sigma`` (S, G, K, K) and
+    ``logdet_sigma`` (S, G) are per component and pattern and whose ``stats`` are the
+    :class:`MissingStats`.
+
+    The VB computations with q(Λ̃) a point mass are exact here: q(x | s) of a row is
+    then its exact posterior given the observed entries, so its log weight is
+    ``ln π_s + ln N(y_o; μ_o, Λ_o Λ_oᵀ + Ψ_o)`` and ``loglik`` sums the log-sum-exps."""
+    M = pattern_quadratic(lam, np.zeros(lam.shape + lam.shape[-1:]), psi, miss.observed)
+    sigma, logdet = factor_posterior(M)
+    xbar = factor_means(Y, lam, psi, sigma, M, miss)
+    with np.errstate(divide="ignore"):
+        log_w = np.log(weights)
+    ell = log_weights(Y, xbar, sigma, logdet, lam, M, psi, log_w, miss)
+    m = np.max(ell, axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.sum(np.exp(ell - m), axis=1))
+    resp = np.exp(ell - lse[:, None])
+    return PointEStep(loglik=float(np.sum(lse)), resp=resp, sigma=sigma, logdet_sigma=logdet,
+                      xbar=xbar, stats=sufficient_statistics(Y, resp, xbar, sigma, miss))
+
+
 def sufficient_statistics(Y, resp, xbar, sigma, miss):
     """The :class:`MissingStats` of q(s) q(x|s) on the rows ``Y``."""
     N, S = resp.shape
@@ -201,19 +225,12 @@ def fa_log_density(Y, means, loadings, psi, miss, dense):
 def check_missing_supported(est, what):
     """Refuse missing entries (NaN) in the X of ``what`` (``"fit"``, ``"partial_fit"``
     or ``"new data"``, the methods reading rows after a fit) under the options of
-    ``est`` that do not marginalise them, with a clear ValueError."""
+    ``est`` that do not marginalise them (online learning), with a clear ValueError."""
     if what == "new data":
-        if est._point_fitted:
-            raise ValueError("X has missing values (NaN), which a model fitted with "
-                             f"method={est.method!r} does not marginalise.")
         return
     why = None
-    if est.method != "vb":
-        why = f"method={est.method!r} (only method='vb' marginalises them)"
-    elif est.learning_method == "online" or what == "partial_fit":
-        why = "online learning"
-    elif est.search:
-        why = "search=True (fit with search=False)"
+    if est.learning_method == "online" or what == "partial_fit":
+        why = "online learning (batch VB, fit with learning_method='batch', marginalises them)"
     if why is not None:
         raise ValueError(f"X has missing values (NaN), which {what} does not support "
                          f"with {why}.")

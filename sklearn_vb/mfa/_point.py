@@ -35,6 +35,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .._core.distributions import dirichlet_log_pdf
+from . import _missing as _m
 from . import kernels as _k
 from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import spd_inverse_jittered
@@ -106,9 +107,14 @@ def point_weights(Nk, kind, alpha0=None, basis="softmax"):
 
 def point_loadings(W, C, psi, kind, lam_old=None, a_star=None, b_star=None, nu_star=None,
                    mu_star=None):
-    """Rows of ``[Lambda_s, mu_s]`` (S, p, K+1) of the M step (module docstring)."""
-    S, K1, _ = W.shape
+    """Rows of ``[Lambda_s, mu_s]`` (S, p, K+1) of the M step (module docstring).  ``W``
+    is (S, K+1, K+1), or (S, p, K+1, K+1) with entries missing (each row of
+    ``[Lambda_s, mu_s]`` from the rows observing its dimension)."""
+    K1 = W.shape[-1]
     K = K1 - 1
+    if kind == "ml" and W.ndim == 4:
+        ridge = 1e-10 * (1.0 + np.trace(W, axis1=-2, axis2=-1))[..., None, None] * np.eye(K1)
+        return np.linalg.solve(W + ridge, C[..., None])[..., 0]
     if kind == "ml":
         ridge = 1e-10 * (1.0 + np.trace(W, axis1=1, axis2=2))[:, None, None] * np.eye(K + 1)
         mean = np.linalg.solve(W + ridge, np.swapaxes(C, 1, 2))  # (S, K+1, p)
@@ -248,8 +254,12 @@ def _em_log_prior(st, kind):
 
 def em_e_step(st, data, kind):
     """The E step at the stored point, and the log-likelihood (with the Jacobian of
-    the standardisation) and EM objective there."""
-    e = point_e_step(data.Z, st.weights, st.lam_mean, st.psi)
+    the standardisation) and EM objective there; with entries missing, from the
+    observed ones (q(x | s) per component and pattern)."""
+    if data.missing is not None:
+        e = _m.point_e_step(data.Z, st.weights, st.lam_mean, st.psi, data.missing)
+    else:
+        e = point_e_step(data.Z, st.weights, st.lam_mean, st.psi)
     st.resp, st.sigma, st.logdet_sigma, st.xbar = e.resp, e.sigma, e.logdet_sigma, e.xbar
     st.stats = e.stats
     st.loglik = e.loglik + data.log_jacobian
@@ -257,8 +267,10 @@ def em_e_step(st, data, kind):
 
 
 def em_m_step(st, data, kind, noise):
-    """The M step from the statistics of the last E step (``noise``: re-estimate Ψ)."""
-    Nk, W, C, D = st.stats
+    """The M step from the statistics of the last E step (``noise``: re-estimate Ψ;
+    with entries missing each ``ψ_q`` from the rows observing dimension ``q``)."""
+    stats = st.stats
+    Nk, W, C, D = stats.Nk, stats.W, stats.C, stats.D
     S = Nk.shape[0]
     st.weights = point_weights(Nk, kind, np.full(S, st.alpha_star / S))
     lam = point_loadings(W, C, st.psi, kind, st.lam_mean, st.a_star,
@@ -266,4 +278,8 @@ def em_m_step(st, data, kind, noise):
     st.lam_mean = lam
     if noise:
         second = lam[:, :, :, None] * lam[:, :, None, :]
-        st.psi = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)
+        if isinstance(stats, _m.MissingStats):
+            st.psi = np.maximum(_m.noise_residual(stats, lam, second) / stats.Nd.sum(axis=0),
+                                data.psi_floor)
+        else:
+            st.psi = noise_update(D, C, W, lam, second, data.n_samples, data.psi_floor)

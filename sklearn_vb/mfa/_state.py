@@ -146,14 +146,20 @@ class MFAData(NamedTuple):
     """The data of the scoring model (:meth:`MFAScoringModel.prepare_data
     <sklearn_vb.mfa.scoring_model.MFAScoringModel.prepare_data>`)."""
 
-    Z: np.ndarray  # (n, p) the rows in fitting units
-    log_jac: float  # -Σ_q ln feature_scale_q, the Jacobian of one row
+    Z: np.ndarray  # (n, p) the rows in fitting units (0.0 at missing entries)
+    log_jac: float  # -Σ_q ln feature_scale_q, the Jacobian of one complete row
+    # with entries missing (NaN in X): which are observed (``sklearn_vb.mfa._missing``),
+    # and the Jacobian of every row, over its observed entries only (n,)
+    missing: Optional[tuple] = None  # a sklearn_vb.mfa._missing.MissingPattern
+    row_log_jac: Optional[np.ndarray] = None
 
 
 @dataclass(eq=False)
 class MFACompleteStats:
     """The expected statistics of an exact E step of the scoring model
-    (``e_step(...).stats``)."""
+    (``e_step(...).stats``).  With entries missing, ``W`` is per component and
+    dimension (S, p, K+1, K+1), counting the rows that observe the dimension, and the
+    fields after ``resp`` are set."""
 
     Nk: np.ndarray  # (S,) responsibility mass
     W: np.ndarray  # (S, K+1, K+1) Σ_i r_is E[x̃ x̃ᵀ]
@@ -162,3 +168,6 @@ class MFACompleteStats:
     n: int  # number of rows
     log_jac: float  # the Jacobian of one row
     resp: np.ndarray  # (n, S) responsibilities
+    Nd: Optional[np.ndarray] = None  # (S, p) Σ_i r_is m_iq: the rows observing q
+    factor_sq: Optional[np.ndarray] = None  # (S,) Σ_i r_is tr E[x xᵀ] over every row
+    jacobian: Optional[float] = None  # the Jacobian of the data, over the observed entries

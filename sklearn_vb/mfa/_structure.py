@@ -249,13 +249,14 @@ def split_displacement(st, parent, rng, principal):
     return d, False
 
 
-def split_component(st, Z, parent, d, spatial, hardness):
+def split_component(st, Z, parent, d, spatial, hardness, mask=None):
     """Split component index ``parent`` into two children, at ``parent`` and at the new
     last index, with centres ``μ ± d`` and half the parent's Dirichlet count each.
     The responsibility split (eqs. 4.73-4.76) shares the parent's responsibilities by
     the side of the hyperplane through ``μ`` normal to ``d`` (``hardness`` 1: all to
     one side); the spatial split (``spatial``) gives each child half of them, for a
-    VBE step to replace."""
+    VBE step to replace.  With entries missing (``mask`` (N, p), 1.0 observed) a row's
+    side is that of its observed entries."""
     K = st.sigma.shape[-1]
     centre = st.lam_mean[parent, :, K]
     r_par = st.resp[:, parent]
@@ -264,7 +265,8 @@ def split_component(st, Z, parent, d, spatial, hardness):
         # these responsibilities
         r_a = r_b = 0.5 * r_par
     else:
-        rho = ((Z - centre) @ d >= 0).astype(float)
+        dev = Z - centre if mask is None else (Z - centre) * mask
+        rho = (dev @ d >= 0).astype(float)
         h = hardness
         r_a = r_par * (h * rho + (1 - h) * (1 - rho))
         r_b = r_par * ((1 - h) * rho + h * (1 - rho))
@@ -300,7 +302,8 @@ def birth(st, data, parent, rng, principal, spatial, hardness, partial_updates_f
     responsibility split, two updates of q(x|s) and q(Λ̃) follow, unless partial
     updates of the children do (``partial_updates_follow``)."""
     d, principal = split_displacement(st, parent, rng, principal)
-    split_component(st, data.Z, parent, d, spatial, hardness)
+    split_component(st, data.Z, parent, d, spatial, hardness,
+                    None if data.missing is None else data.missing.mask)
     if spatial:
         update_factors(st, data)
         update_responsibilities(st, data)

@@ -204,9 +204,14 @@ def log_weights(st, Y):
     log joint density of row and component."""
     if isinstance(st, MFAPointState):
         K = st.lam_mean.shape[-1] - 1
+        means, loadings = st.lam_mean[:, :, K], st.lam_mean[:, :, :K]
+        if np.isnan(Y).any():  # the density of the observed entries
+            Y, miss = _m.missing_patterns(Y)
+            dens = _m.fa_log_density(Y, means, loadings, st.psi, miss, _k.fa_log_density)
+        else:
+            dens = _k.fa_log_density(Y, means, loadings, st.psi)
         with np.errstate(divide="ignore"):
-            return (_k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K],
-                                      st.psi) + np.log(st.weights)[None])
+            return dens + np.log(st.weights)[None]
     elog_pi = digamma(st.alpha_hat) - digamma(st.alpha_hat.sum())
     Y, miss = _new_rows_missing(st, Y)
     if miss is not None:

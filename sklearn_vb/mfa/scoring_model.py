@@ -37,6 +37,12 @@ Likelihood: ``sum_i LSE_s [ln pi_s + ln N(z_i; mu_s, Lambda_s Lambda_s^T + Psi)]
 matrix product of the whitened data per parameter set for a whole batch
 (:func:`batch_log_likelihood_per_case`, Woodbury and the matrix determinant lemma).
 
+Missing entries (NaN in ``X``, missing at random) are marginalised exactly: the
+likelihood of a row is that of its observed entries, the E step gives q(x | s) per
+component and missing pattern, the statistics of a loading row count the rows observing
+its dimension (``W`` per component and dimension), and the Jacobian counts the observed
+entries (:mod:`sklearn_vb.mfa._scoring_missing`).
+
 Point estimates and complete-data evidence (groups G2/G3 of
 :mod:`sklearn_vb._core.evidence.protocols`).  :meth:`e_step` is exact: the
 responsibilities and the Gaussian factor posteriors at a point ``theta``.
@@ -97,6 +103,8 @@ from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.posteriors import MappedPosterior, MixturePosterior
 from .._core.evidence.protocols import EStep, ScoringModelMixin
 from .._core.evidence.point_em import PointEMRun, best_point_em
+from . import _scoring_missing as _miss
+from ._missing import point_e_step as missing_point_e_step
 from ._point import (factor_posterior, log_prior_density, point_e_step, point_loadings,
                            point_weights, principal_axes)
 from ._state import MFACompleteStats, MFAData
@@ -353,13 +361,9 @@ class MFAScoringModel(ScoringModelMixin):
         if isinstance(X, MFAData):
             return X
         Z = np.ascontiguousarray(self.estimator.check_data(X))
-        if np.isnan(Z).any():
-            raise ValueError(
-                "X has missing values (NaN): the scores of sklearn_vb.scoring other than "
-                "'vb' evaluate the complete-data likelihood of a mixture of factor "
-                "analysers and do not marginalise them; use the 'vb' score (the fitted "
-                "lower_bound_) or drop the incomplete rows.")
         self._n_last = Z.shape[0]
+        if np.isnan(Z).any():  # missing entries: the observed ones are scored
+            return _miss.missing_data(Z, np.log(self.scale))
         return MFAData(Z, self.log_jac_case)
 
     def n_cases(self, X):
@@ -398,6 +402,9 @@ class MFAScoringModel(ScoringModelMixin):
     def log_likelihood_per_case(self, params, X):
         """``ln p(x_i | theta)`` of every row in the user's units, shape (C, n)."""
         w, lam = self.split(params)
+        if X.missing is not None:
+            return _miss.log_likelihood_per_case(w, lam, self.psi, X,
+                                                 batch_log_likelihood_per_case)
         Z = X.Z
         return batch_log_likelihood_per_case(w, lam, self.psi, Z) + X.log_jac
 
@@ -418,6 +425,8 @@ class MFAScoringModel(ScoringModelMixin):
         mu_s, Psi)``."""
         labels, factors = Z
         w, lam = self.split(params)
+        if X.missing is not None:
+            return _miss.complete_joint_per_case(w, lam, self.psi, labels, factors, X)
         Y = X.Z
         K, p = self.K, self.p
         with np.errstate(divide="ignore"):
@@ -453,6 +462,9 @@ class MFAScoringModel(ScoringModelMixin):
         w, lam = self.split(params_single)
         w, lam = w[0], lam[0]
         S, K = self.S, self.K
+        if X.missing is not None:
+            e = None if completion is not None else self._e_step_arrays(w, lam, X)
+            return _miss.gradient_gram(w, lam, self.psi, X, e, completion)
         if completion is None:
             e = point_e_step(Z, w, lam, self.psi)
             resp, xbar, sigma = e.resp, e.xbar, e.sigma
@@ -675,11 +687,24 @@ class MFAScoringModel(ScoringModelMixin):
         """``ln p(X | theta)`` (user units) and the E step's statistics, without the
         expected complete log-likelihood and entropy that only CS needs (the EM and
         the gradient run this)."""
-        Z = X.Z
         w, lam = self.split(params_single)
-        e = point_e_step(Z, w[0], lam[0], self.psi)
-        loglik = e.loglik + Z.shape[0] * float(X.log_jac)
+        e = self._e_step_arrays(w[0], lam[0], X)
+        loglik = e.loglik + self._jacobian(X)
         return (-np.inf if np.isnan(loglik) else loglik), e
+
+    def _e_step_arrays(self, w, lam, X):
+        """The exact E step at the point ``(w, lam)`` (a PointEStep), from the observed
+        entries when ``X`` has missing ones."""
+        if X.missing is not None:
+            return missing_point_e_step(X.Z, w, lam, self.psi, X.missing)
+        return point_e_step(X.Z, w, lam, self.psi)
+
+    @staticmethod
+    def _jacobian(X):
+        """The Jacobian of the standardisation of the whole data set."""
+        if X.missing is not None:
+            return float(np.sum(X.row_log_jac))
+        return X.Z.shape[0] * float(X.log_jac)
 
     def e_step(self, params_single, X):
         """Exact posterior over ``(s_i, x_i)`` at a normalised ``theta``: loglik,
@@ -689,6 +714,13 @@ class MFAScoringModel(ScoringModelMixin):
         Z = X.Z
         w, lam = self.split(params_single)
         K = self.K
+        if X.missing is not None:
+            e = missing_point_e_step(Z, w[0], lam[0], self.psi, X.missing)
+            stats = _miss.complete_data_statistics(e, X)
+            loglik = e.loglik + self._jacobian(X)
+            loglik = -np.inf if np.isnan(loglik) else loglik
+            return EStep(loglik, stats, float(self.expected_complete_loglik(params_single, stats)),
+                         _miss.entropy(e))
         e = point_e_step(Z, w[0], lam[0], self.psi)
         resp, Nk, logdet_sigma = e.resp, e.stats.Nk, e.logdet_sigma
         stats = MFACompleteStats(Nk=Nk, W=e.stats.W, C=e.stats.C, D=e.stats.D,
@@ -706,6 +738,8 @@ class MFAScoringModel(ScoringModelMixin):
         """Parts of ``E ln p(s, x, y | theta)`` that do not depend on theta (the factor
         prior, the normalisers of the noise, ``y^T Psi^-1 y``, the Jacobian)."""
         K, p = self.K, self.p
+        if stats.Nd is not None:
+            return _miss.x_and_noise_terms(stats, self.psi, K)
         Nk, W, D = stats.Nk, stats.W, stats.D
         e_x = -0.5 * np.sum(Nk * K * LOG_2PI + np.trace(W[:, :K, :K], axis1=1, axis2=2))
         e_y = (-0.5 * np.sum(Nk) * (p * LOG_2PI + np.sum(np.log(self.psi)))
@@ -726,8 +760,10 @@ class MFAScoringModel(ScoringModelMixin):
         w, lam1 = w[0], lam[0]
         Nk, W, C = stats.Nk, stats.W, stats.C
         ipsi = 1.0 / self.psi
-        quad = (-2.0 * np.einsum("sqk,sqk,q->", lam1, C, ipsi)
-                + np.einsum("sqk,skl,sql,q->", lam1, W, lam1, ipsi))
+        # (W per component, or per component and dimension with entries missing)
+        w_quad = (np.einsum("sqk,skl,sql,q->", lam1, W, lam1, ipsi) if W.ndim == 3
+                  else np.einsum("sqk,sqkl,sql,q->", lam1, W, lam1, ipsi))
+        quad = -2.0 * np.einsum("sqk,sqk,q->", lam1, C, ipsi) + w_quad
         with np.errstate(divide="ignore", invalid="ignore"):
             e_s = float(np.sum(xlogy(Nk, w)))
         return e_s - 0.5 * float(quad) + self._x_and_noise_terms(stats)
@@ -756,8 +792,9 @@ class MFAScoringModel(ScoringModelMixin):
                 + np.sum(np.log(self.nu_star)) - np.einsum("sk,sqk->s", e_nu, sq)
                 - centre_sq @ self.nu_star)
             second = cov + mean[..., :, None] * mean[..., None, :]
-            e_quad = (-2.0 * np.einsum("sqk,sqk,q->", mean, C, ipsi)
-                      + np.einsum("sqkl,slk,q->", second, W, ipsi))
+            w_quad = (np.einsum("sqkl,slk,q->", second, W, ipsi) if W.ndim == 3
+                      else np.einsum("sqkl,sqlk,q->", second, W, ipsi))
+            e_quad = -2.0 * np.einsum("sqk,sqk,q->", mean, C, ipsi) + w_quad
             val = float(f_nu + f_load - 0.5 * e_quad)
             if K == 0 or abs(val - prev) < tol * (1.0 + abs(val)):
                 break
@@ -780,7 +817,8 @@ class MFAScoringModel(ScoringModelMixin):
         log_gam = a * np.log(b) - gammaln(a) + a * u - b * nu  # density in u
         total = 0.0
         for s in range(S):
-            A = W[s][None, :, :] / self.psi[:, None, None]  # (p, 2, 2)
+            # (one W per component, or per component and dimension with entries missing)
+            A = (W[s][None, :, :] if W.ndim == 3 else W[s]) / self.psi[:, None, None]
             h0 = C[s] / self.psi[:, None]  # (p, 2)
             # prior precision diag(nu, nu*_q), mean (0, mu*_q)
             P00 = nu[:, None] + A[None, :, 0, 0]  # (G, p)
@@ -865,7 +903,9 @@ class MFAScoringModel(ScoringModelMixin):
         w, lam1 = w[0], lam[0]
         K, p = self.K, self.p
         W, C, Nk = e.stats.W, e.stats.C, e.stats.Nk
-        g_lam = (C - np.einsum("sql,skl->sqk", lam1, W)) / self.psi[None, :, None]
+        WL = (np.einsum("sql,skl->sqk", lam1, W) if W.ndim == 3
+              else np.einsum("sql,sqkl->sqk", lam1, W))
+        g_lam = (C - WL) / self.psi[None, :, None]
         if kind == "map":
             if K:
                 sq = np.sum(lam1[..., :K] ** 2, axis=1)  # (S, K)

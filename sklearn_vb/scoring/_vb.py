@@ -24,8 +24,14 @@ def _check_training_data(estimator, X, fit_params):
     (hand-built models) are taken at their word."""
     if not isinstance(estimator, VBEMEstimator):
         return
-    differs = fingerprint_mismatch(getattr(estimator, "_fit_data_fingerprint", None), X,
-                                   fit_params)
+    fingerprint = getattr(estimator, "_fit_data_fingerprint", None)
+    if fingerprint and "states" in fingerprint and fit_params.get("states") is None:
+        # the bound conditions on them: without them the score would claim ln p(X)
+        raise ValueError(
+            f"this {type(estimator).__name__} was fitted with known states (states=): its "
+            "lower_bound_ bounds ln p(X, known states); pass the same states= to score "
+            "it (every score then estimates that quantity).")
+    differs = fingerprint_mismatch(fingerprint, X, fit_params)
     if differs is None:
         return
     name = type(estimator).__name__

@@ -136,9 +136,11 @@ CASES = [
      "covariance_type", "round"),
     ("ghmm-beta-prior", lambda: GHMM(beta_prior=0.0).fit(GAUSS), ValueError, "beta_prior", "range|positive"),
     # ---------------------------------------------------------------- LDS
-    # missing outputs are marginalised by VB, refused by the point fits
-    ("lds-nan-map", lambda: LDS(method="map").fit(_with(Y_LDS, 2, 0, np.nan)), ValueError,
-     r"\bX\b", "method='map' does not support"),
+    # missing outputs are marginalised (VB and the point fits); an output never observed
+    # is refused
+    ("lds-nan-output", lambda: LDS(method="map").fit(
+        np.column_stack([Y_LDS[:, 0], np.full(len(Y_LDS), np.nan)])), ValueError, r"\bX\b",
+     "output 1 is missing \\(NaN\\) in every row"),
     ("lds-inf", lambda: LDS().fit(_with(Y_LDS, 2, 0, -np.inf)), ValueError, r"\bX\b", "infinity"),
     ("lds-u-rows", lambda: LDS().fit(Y_LDS, U=U_LDS[:-1]), ValueError, r"\bU\b", "one row per row"),
     ("lds-u-nan", lambda: LDS().fit(Y_LDS, U=_with(U_LDS, 0, 0, np.nan)), ValueError, r"\bU\b", "NaN"),
@@ -155,11 +157,13 @@ CASES = [
      "not fitted"),
     ("lds-forecast-steps", lambda: fitted("lds").forecast(0), ValueError, "n_steps", "positive"),
     # ---------------------------------------------------------------- MFA
-    # missing entries are marginalised by batch VB without the search, refused otherwise
-    ("mfa-nan-search", lambda: VBMixtureFactorAnalysers(max_iter=2).fit(_with(GAUSS, 0, 0, np.nan)),
-     ValueError, r"\bX\b", "search=False"),
-    ("mfa-nan-map", lambda: MFA(method="map").fit(_with(GAUSS, 0, 0, np.nan)), ValueError,
-     r"\bX\b", "only method='vb'"),
+    # missing entries are marginalised by batch VB (with or without the search), refused
+    # by online learning
+    ("mfa-nan-online", lambda: MFA(learning_method="online").fit(_with(GAUSS, 0, 0, np.nan)),
+     ValueError, r"\bX\b", "online learning"),
+    ("mfa-nan-feature", lambda: MFA(method="map").fit(
+        np.column_stack([GAUSS[:, 0], np.full(len(GAUSS), np.nan)])), ValueError, r"\bX\b",
+     "no observed value"),
     ("mfa-1d", lambda: MFA().fit(GAUSS[:, 0]), ValueError, r"\bX\b", "2-D"),
     ("mfa-empty", lambda: MFA().fit(np.zeros((0, 2))), ValueError, r"\bX\b", "0 sample"),
     ("mfa-strings", lambda: MFA().fit(np.array([["a", "b"], ["c", "d"]])), ValueError, r"\bX\b", "numeric"),

@@ -118,11 +118,11 @@ MRF_EXPECTED_FAILURES = {
         "rather than make every distinct float a state"),
 }
 
-# The MFA's fit refuses NaN with the search or online VB (its allow_nan tag is False
-# then), while predict, transform and score marginalise the missing entries of new rows
+# The MFA's fit refuses NaN with online VB (its allow_nan tag is False then), while
+# predict, transform and score marginalise the missing entries of new rows
 MFA_EXPECTED_FAILURES = {
     "check_estimators_nan_inf": (
-        "fit refuses NaN with search=True or online VB, but predict, predict_proba, "
+        "fit refuses NaN with online VB, but predict, predict_proba, "
         "transform and score_samples marginalise missing entries of new rows exactly, "
         "which the check expects them to refuse as fit does"),
 }
@@ -145,8 +145,7 @@ CONTRACTS = (
     Contract(VBHiddenMarkov(2, max_iter=5, random_state=0),
              HMM_CATEGORICAL_EXPECTED_FAILURES, marks=(_IGNORE_CONVERGENCE,)),
     Contract(VBMixtureFactorAnalysers(max_iter=50, max_iter_epoch=20, polish_iter=20,
-                                      random_state=0), MFA_EXPECTED_FAILURES,
-             marks=(_NUMERICS,)),
+                                      random_state=0), marks=(_NUMERICS,)),
     Contract(VBMixtureFactorAnalysers(3, search=False, max_iter=30, random_state=0),
              marks=(_NUMERICS,)),
     # online VB: epochs of minibatches of rows

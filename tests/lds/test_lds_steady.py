@@ -89,5 +89,7 @@ def test_long_point_smoother_matches_textbook_kalman(seed):
     # the batched likelihood kernel (the scoring layer's) agrees
     out = np.zeros((1, T))
     kalman.lds_log_likelihood_terms(A[None], B[None], C[None], D[None], q.rho[None], Y,
-                                    Us, Uo, np.array([0]), np.array([T]), mu0, Sigma0, out)
+                                    Us, Uo, np.array([0]), np.array([T]),
+                                    np.ones(T, dtype=bool), np.zeros((0, Y.shape[1]), dtype=bool),
+                                    mu0, Sigma0, out)
     np.testing.assert_allclose(out.sum(), ll, rtol=1e-10)

@@ -101,8 +101,12 @@ def test_registry_and_data_validation(one):
     assert model.n_cases(d) == 15
     with pytest.raises(ValueError, match="X"):
         model.prepare_data(X[:, :1])
-    with pytest.raises(ValueError):
-        model.prepare_data(np.full((3, 2), np.nan))
+    with pytest.raises(ValueError, match="infinity"):
+        model.prepare_data(np.full((3, 2), np.inf))
+    # rows observing nothing have likelihood 1 (missing entries are marginalised)
+    empty = model.prepare_data(np.full((3, 2), np.nan))
+    theta = model.variational_posterior().mean()
+    np.testing.assert_array_equal(model.log_likelihood_per_case(theta, empty), 0.0)
     with pytest.raises(ValueError, match="fit parameters"):
         model.prepare_data(X, lengths=[15])
 

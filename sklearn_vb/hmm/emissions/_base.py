@@ -41,7 +41,7 @@ from ..._core.kernels.kmeans import kmeans
 from ..forward_backward import forward_backward
 from ._missing import impute_column_means
 
-__all__ = ["EmissionFamily", "EmissionPoint", "nearest_centre", "one_hot"]
+__all__ = ["EmissionFamily", "EmissionPoint", "forward_on_tables", "nearest_centre", "one_hot"]
 
 
 def nearest_centre(X, centres):
@@ -441,16 +441,8 @@ class EmissionFamily(ABC):
         (C, n_frames) by the forward algorithm, one parameter set at a time on the
         tables of :meth:`log_likelihood_tables` (families with a compiled batch kernel
         override this)."""
-        tables = self.log_likelihood_tables(params, X)
-        C, T, _ = tables.shape
-        index = np.arange(T, dtype=np.int64)
-        seq = np.empty((C, starts.shape[0]))
-        frame = np.empty((C, T))
-        for c in range(C):
-            out = forward_backward(np.ascontiguousarray(log_pi[c]), np.ascontiguousarray(log_A[c]),
-                                   np.ascontiguousarray(tables[c]), index, starts, ends, False)
-            seq[c], frame[c] = out[0], out[1]
-        return seq, frame
+        return forward_on_tables(log_pi, log_A, self.log_likelihood_tables(params, X), starts,
+                                 ends)
 
     @abstractmethod
     def log_emission_along(self, params, states, X):
@@ -503,3 +495,19 @@ class EmissionFamily(ABC):
         """Per-frame curvature of the log-likelihood in the unconstrained coordinates of
         every emission block near the posterior ``post`` (number or flat array per
         block), for tuning random-walk steps."""
+
+
+def forward_on_tables(log_pi, log_A, tables, starts, ends):
+    """ln p(sequence | theta_c) (C, n_sequences) and ln p(x_t | x_<t, theta_c) (C,
+    n_frames) by the forward algorithm on the per-frame log emission tables ``tables``
+    (C, n_frames, K), one parameter set at a time (``log_pi`` (C, K), ``log_A`` (C, K,
+    K))."""
+    C, T, _ = tables.shape
+    index = np.arange(T, dtype=np.int64)
+    seq = np.empty((C, starts.shape[0]))
+    frame = np.empty((C, T))
+    for c in range(C):
+        out = forward_backward(np.ascontiguousarray(log_pi[c]), np.ascontiguousarray(log_A[c]),
+                               np.ascontiguousarray(tables[c]), index, starts, ends, False)
+        seq[c], frame[c] = out[0], out[1]
+    return seq, frame
