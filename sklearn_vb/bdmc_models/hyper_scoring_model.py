@@ -53,8 +53,7 @@ from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["Hyperprior", "HyperClusteringScoringModel", "HyperLowRankScoringModel",
-           "HyperBinaryAttributesScoringModel", "HyperConditionals",
-           "integrate_hyperparameters"]
+           "HyperBinaryAttributesScoringModel", "integrate_hyperparameters"]
 
 
 @dataclass(frozen=True)
@@ -262,7 +261,16 @@ class _HyperFactorModel(ScoringModelMixin):
 class HyperClusteringScoringModel(_HyperFactorModel):
     """:class:`~sklearn_vb.bdmc_models.BayesianClustering` with the mixing proportions,
     the prior variance of the means and the noise variance integrated out; latents are
-    the labels (C, n)."""
+    the labels (C, n).
+
+    Examples
+    --------
+    >>> from sklearn_vb.bdmc_models.hyper_scoring_model import HyperClusteringScoringModel
+    >>> model = HyperClusteringScoringModel(n_components=3, n_features=2)
+    >>> params = model.sample_prior(0, 4)
+    >>> params["mixing"].shape, params["noise_var"].shape, model.log_prior(params).shape
+    ((4, 3), (4, 1), (4,))
+    """
 
     weight_name = "means"
 
@@ -310,7 +318,21 @@ class HyperClusteringScoringModel(_HyperFactorModel):
 class HyperBinaryAttributesScoringModel(_HyperFactorModel):
     """:class:`~sklearn_vb.bdmc_models.BayesianBinaryAttributes` with the attribute
     probabilities, the prior variance of the features and the noise variance integrated
-    out; latents are binary (C, n, K)."""
+    out; latents are binary (C, n, K).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.bdmc_models.hyper_scoring_model import (
+    ...     HyperBinaryAttributesScoringModel)
+    >>> model = HyperBinaryAttributesScoringModel(n_components=2, n_features=3)
+    >>> params = model.sample_prior(0, 2)
+    >>> params["attribute_probs"].shape          # each row (pi_k, 1 - pi_k)
+    (2, 2, 2)
+    >>> Z = model.sample_latents_prior(params, 5, np.random.default_rng(0))
+    >>> Z.shape
+    (2, 5, 2)
+    """
 
     weight_name = "features"
 
@@ -365,7 +387,18 @@ class HyperBinaryAttributesScoringModel(_HyperFactorModel):
 
 class HyperLowRankScoringModel(_HyperFactorModel):
     """:class:`~sklearn_vb.bdmc_models.BayesianLowRank` with the prior variances of U and
-    V and the noise variance integrated out; latents are the rows of U (C, n, K)."""
+    V and the noise variance integrated out; latents are the rows of U (C, n, K).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_vb.bdmc_models.hyper_scoring_model import HyperLowRankScoringModel
+    >>> model = HyperLowRankScoringModel(n_components=2, n_features=4)
+    >>> params = model.sample_prior(0, 3)
+    >>> Y = np.random.default_rng(1).standard_normal((6, 4))
+    >>> model.log_likelihood(params, Y).shape    # U integrated out, per chain
+    (3,)
+    """
 
     weight_name = "components"
 

@@ -289,9 +289,9 @@ def pool_trials(estimates, rule):
     Examples
     --------
     >>> import numpy as np
-    >>> round(pool_trials(np.log([1.0, 3.0]), "mean"), 6) == round(np.log(2.0), 6)
+    >>> bool(np.isclose(pool_trials(np.log([1.0, 3.0]), "mean"), np.log(2.0)))
     True
-    >>> round(pool_trials(np.log([1.0, 3.0]), "harmonic"), 6) == round(np.log(1.5), 6)
+    >>> bool(np.isclose(pool_trials(np.log([1.0, 3.0]), "harmonic"), np.log(1.5)))
     True
     """
     e = np.asarray(estimates, dtype=float)
