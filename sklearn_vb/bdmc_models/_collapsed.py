@@ -69,6 +69,13 @@ def _cluster_logits(y, counts, sums, log_weights, mean_var, noise_var, out):
 
 
 @njit(cache=True)
+def _cluster_buffers(K, D):
+    """Counts, sums and the work space of the clustering kernels below."""
+    return (np.empty(K), np.empty((K, D)), np.empty((1, K)), np.empty(1, dtype=np.int64),
+            np.empty(1))
+
+
+@njit(cache=True)
 def clustering_collapsed_add(labels, Y, included, case, log_weights, mean_var, noise_var,
                              uniforms):
     """Add ``case`` to the cases marked in ``included`` (n,) for every particle: its
@@ -76,12 +83,7 @@ def clustering_collapsed_add(labels, Y, included, case, log_weights, mean_var, n
     ``ln p(y_case | labels and rows of the included cases)`` returned (C,)."""
     C = labels.shape[0]
     K = log_weights.shape[0]
-    D = Y.shape[1]
-    counts = np.empty(K)
-    sums = np.empty((K, D))
-    logits = np.empty((1, K))
-    got = np.empty(1, dtype=np.int64)
-    u = np.empty(1)
+    counts, sums, logits, got, u = _cluster_buffers(K, Y.shape[1])
     out = np.empty(C)
     for c in range(C):
         _cluster_stats(labels[c], Y, included, K, counts, sums)
@@ -101,11 +103,7 @@ def clustering_collapsed_sweep(labels, Y, included, log_weights, mean_var, noise
     C, n = labels.shape
     K = log_weights.shape[0]
     D = Y.shape[1]
-    counts = np.empty(K)
-    sums = np.empty((K, D))
-    logits = np.empty((1, K))
-    got = np.empty(1, dtype=np.int64)
-    u = np.empty(1)
+    counts, sums, logits, got, u = _cluster_buffers(K, D)
     for c in range(C):
         _cluster_stats(labels[c], Y, included, K, counts, sums)
         for i in range(n):
@@ -239,21 +237,23 @@ def _binary_predictive_logits(y, P, R, log_p, log_1mp, noise_var, low, parent, w
 
 
 @njit(cache=True)
+def _binary_buffers(K, D):
+    """The bit tables and work space of the binary kernels below."""
+    M = 1 << K
+    low, parent = _lowest_bits(K)
+    return (low, parent, np.empty((K, K)), np.empty((K, D)), np.empty((M, K)),
+            np.empty((1, M)), np.empty(1, dtype=np.int64), np.empty(1))
+
+
+@njit(cache=True)
 def binary_collapsed_add(idx, Y, included, case, log_p, log_1mp, weight_var, noise_var,
                          uniforms):
     """As :func:`clustering_collapsed_add` for the binary-attribute model:
     configuration indices ``idx`` (C, n) modified, the log predictive returned (C,)."""
     C = idx.shape[0]
     K = log_p.shape[0]
-    D = Y.shape[1]
     M = 1 << K
-    low, parent = _lowest_bits(K)
-    P = np.empty((K, K))
-    R = np.empty((K, D))
-    work = np.empty((M, K))
-    logits = np.empty((1, M))
-    got = np.empty(1, dtype=np.int64)
-    u = np.empty(1)
+    low, parent, P, R, work, logits, got, u = _binary_buffers(K, Y.shape[1])
     out = np.empty(C)
     for c in range(C):
         _binary_stats(idx[c], Y, included, K, weight_var, noise_var, P, R)
@@ -272,15 +272,7 @@ def binary_collapsed_sweep(idx, Y, included, log_p, log_1mp, weight_var, noise_v
     drawn jointly given the others), ``idx`` (C, n) modified, ``uniforms`` (C, n)."""
     C, n = idx.shape
     K = log_p.shape[0]
-    D = Y.shape[1]
-    M = 1 << K
-    low, parent = _lowest_bits(K)
-    P = np.empty((K, K))
-    R = np.empty((K, D))
-    work = np.empty((M, K))
-    logits = np.empty((1, M))
-    got = np.empty(1, dtype=np.int64)
-    u = np.empty(1)
+    low, parent, P, R, work, logits, got, u = _binary_buffers(K, Y.shape[1])
     for c in range(C):
         _binary_stats(idx[c], Y, included, K, weight_var, noise_var, P, R)
         for i in range(n):
