@@ -226,6 +226,12 @@ class BayesianBinaryAttributes(FactorModelBase):
             raise ValueError(f"init_params must be 'random'; got {self.init_params!r}.")
         self.attribute_probs_ = random_state.uniform(size=(data.shape[0], self.n_components))
 
+    def _set_latent_point(self, latents, n):
+        self._check_latents(latents, n, (n, self.n_components))
+        if not np.all((latents == 0) | (latents == 1)):
+            raise ValueError("latents must be 0 or 1.")
+        self.attribute_probs_ = latents.astype(float)
+
     def _iteration_steps(self):
         return (Step("features", self._step_features),
                 Step("attributes", self._step_attributes))

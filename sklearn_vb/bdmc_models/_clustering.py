@@ -192,6 +192,13 @@ class BayesianClustering(FactorModelBase):
         self.mean_variances_ = np.full(self.n_components, float(self.mean_sd) ** 2)
         self._step_vbe(data, 0)
 
+    def _set_latent_point(self, latents, n):
+        self._check_latents(latents, n, (n,))
+        if not np.issubdtype(latents.dtype, np.integer) or latents.min() < 0 \
+                or latents.max() >= self.n_components:
+            raise ValueError(f"latents must be labels in [0, {self.n_components}).")
+        self.resp_ = self._design(latents)
+
     def _iteration_steps(self):
         return (Step("vbm", self._step_vbm), Step("vbe", self._step_vbe))
 

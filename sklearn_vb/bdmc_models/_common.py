@@ -135,6 +135,34 @@ class FactorModelBase(VBEMEstimator):
         Y = self._design(Z) @ W + float(self.noise_sd) * rng.standard_normal((int(n_samples), W.shape[1]))
         return Y, {self.weight_name: W}, Z
 
+    def fit_from_latents(self, X, latents):
+        """Fit by VBEM from q(Z) concentrated on ``latents`` (as :meth:`simulate` returns
+        them), e.g. the latents that generated X: the "hint" of Grosse, Ghahramani &
+        Adams (2015), §6.4, which tells a gap of VB to the true evidence that comes from
+        the mean-field family apart from one that comes from a poor local optimum.  The
+        first update is q(W) given these latents; ``n_init`` is not used.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        Y = self._check_Y(X, reset=True)
+        self._set_latent_point(np.asarray(latents), Y.shape[0])
+        # a warm start continues from the state just set instead of a random one
+        self.lower_bound_, self.lower_bounds_ = -np.inf, np.empty(0)
+        warm = self.warm_start
+        self.warm_start = True
+        try:
+            return self.fit(X)
+        finally:
+            self.warm_start = warm
+
+    def _check_latents(self, latents, n, shape):
+        if latents.shape != shape:
+            raise ValueError(f"latents must have shape {shape} for {n} cases, got "
+                             f"{latents.shape}.")
+
     def sample(self, n_samples=1, random_state=None):
         """Draw ``n_samples`` rows from the fitted model at the posterior-mean weights.
 

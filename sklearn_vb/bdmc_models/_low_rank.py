@@ -140,6 +140,11 @@ class BayesianLowRank(FactorModelBase):
         self.latent_means_ = float(self.latent_sd) * random_state.standard_normal((data.shape[0], K))
         self.latent_covariance_ = float(self.latent_sd) ** 2 * np.eye(K)
 
+    def _set_latent_point(self, latents, n):
+        self._check_latents(latents, n, (n, self.n_components))
+        self.latent_means_ = latents.astype(float)
+        self.latent_covariance_ = np.zeros((self.n_components, self.n_components))
+
     def _iteration_steps(self):
         return (Step("components", self._step_components), Step("latents", self._step_latents))
 

@@ -6,7 +6,10 @@ summed, Gaussian rows integrated, binary rows enumerated).  Beyond the core they
 the latent-level group used by joint (theta, z) annealing, Chib-style estimators and
 data-augmentation moves: exact tempered conditionals of the latents given W and of W
 given the latents (``beta`` a number or one exponent per case), with their
-log-densities (checked against the joint by the conditional-joint identity).
+log-densities (checked against the joint by the conditional-joint identity).  The
+clustering and binary-attribute views also integrate W out given the latents of a set of
+cases (``collapsed_add_case``, ``collapsed_sweep``: the state of the sequential Monte
+Carlo with the weights collapsed, :mod:`._collapsed`).
 ``log_latent_prior(params, Z, X=None)`` takes the data as the discrete DAG's does (there a
 hidden node may have observed parents); here the latents' prior does not involve it.
 """
@@ -18,6 +21,12 @@ from math import lgamma
 
 import numpy as np
 
+from ._collapsed import (
+    binary_collapsed_add,
+    binary_collapsed_sweep,
+    clustering_collapsed_add,
+    clustering_collapsed_sweep,
+)
 from .kernels import complete_log_likelihood
 from ._binary import (
     binary_log_likelihood_per_case,
@@ -45,6 +54,10 @@ from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ, relabell
 from .._core.evidence.protocols import ScoringModelMixin
 
 __all__ = ["ClusteringScoringModel", "LowRankScoringModel", "BinaryAttributesScoringModel"]
+
+
+def _mask(included):
+    return np.ascontiguousarray(np.asarray(included) != 0, dtype=np.bool_)
 
 
 class _FactorScoringModel(ScoringModelMixin):
@@ -183,6 +196,25 @@ class ClusteringScoringModel(_FactorScoringModel):
         return log_label_conditional(np.asarray(params[self.name], dtype=float), Z, X,
                                      self.log_weights, self.noise_var, beta)
 
+    def collapsed_add_case(self, Z, X, included, case, rng):
+        """Labels (C, n) with ``case`` drawn from ``p(z_case | Z_o, Y_o, y_case)`` (the
+        means integrated out, ``o`` the cases marked in ``included``), and
+        ``ln p(y_case | Z_o, Y_o)`` (C,)."""
+        Z = np.array(Z, dtype=np.int64)
+        u = rng.random(Z.shape[0])
+        lp = clustering_collapsed_add(Z, np.ascontiguousarray(X, dtype=float),
+                                      _mask(included), int(case), self.log_weights,
+                                      self.weight_var, self.noise_var, u)
+        return Z, lp
+
+    def collapsed_sweep(self, Z, X, included, rng):
+        """One collapsed Gibbs sweep over the labels of the included cases."""
+        Z = np.array(Z, dtype=np.int64)
+        u = rng.random(Z.shape)
+        clustering_collapsed_sweep(Z, np.ascontiguousarray(X, dtype=float), _mask(included),
+                                   self.log_weights, self.weight_var, self.noise_var, u)
+        return Z
+
 
 class BinaryAttributesScoringModel(_FactorScoringModel):
     """Scoring view of :class:`~sklearn_vb.bdmc_models.BayesianBinaryAttributes`; latents
@@ -220,6 +252,30 @@ class BinaryAttributesScoringModel(_FactorScoringModel):
     def log_latent_conditional(self, params, Z, X, beta=1.0):
         return log_attribute_conditional(np.asarray(params[self.name], dtype=float), Z, X,
                                          self.log_p, self.log_1mp, self.noise_var, beta)
+
+    def _indices(self, Z):
+        return np.ascontiguousarray(np.asarray(Z) @ (2 ** np.arange(self.K)), dtype=np.int64)
+
+    def _bits(self, idx):
+        return ((idx[..., None] >> np.arange(self.K)) & 1).astype(float)
+
+    def collapsed_add_case(self, Z, X, included, case, rng):
+        """Attributes (C, n, K) with the row of ``case`` drawn from ``p(z_case | Z_o, Y_o,
+        y_case)`` (the features integrated out), and ``ln p(y_case | Z_o, Y_o)`` (C,)."""
+        idx = self._indices(Z)
+        u = rng.random(idx.shape[0])
+        lp = binary_collapsed_add(idx, np.ascontiguousarray(X, dtype=float), _mask(included),
+                                  int(case), self.log_p, self.log_1mp, self.weight_var,
+                                  self.noise_var, u)
+        return self._bits(idx), lp
+
+    def collapsed_sweep(self, Z, X, included, rng):
+        """One collapsed Gibbs sweep over the attribute rows of the included cases."""
+        idx = self._indices(Z)
+        u = rng.random(idx.shape)
+        binary_collapsed_sweep(idx, np.ascontiguousarray(X, dtype=float), _mask(included),
+                               self.log_p, self.log_1mp, self.weight_var, self.noise_var, u)
+        return self._bits(idx)
 
 
 class LowRankScoringModel(_FactorScoringModel):

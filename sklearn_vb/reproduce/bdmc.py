@@ -9,9 +9,20 @@ against bidirectional Monte Carlo ground truth.
 * Every estimator at several budgets (the paper's knob for each, §6.2), ``trials``
   independent runs each: log-ML estimate and CPU seconds, bias and RMSE against the truth
   (the paper's Figs. 2-5) and the seconds each needed to reach an RMSE under 10 nats.
-* Table 1: AIS estimates of every model fitted to the data of every model (the paper
-  integrated the hyperparameters out there; here they stay fixed at the simulation
-  values, so only the model class differs).
+* The paper's SMC beside ours: one particle, the weights W integrated out where the model
+  allows it (clustering, binary attributes; low rank keeps V and integrates U), the
+  number of MCMC sweeps per case as the knob (§6.2).
+* The 25 trials of every setting pooled into one estimate as the paper's footnote 5 does
+  (the mean of Z for estimators unbiased for Z, the harmonic mean for those unbiased for
+  1/Z, the maximum for VB, the mean of the logs for nested sampling), its error against
+  the truth against the CPU time of all trials (the paper's Fig. 3, right).
+* VB started from the simulating latents (the paper's "hint", §6.4) beside VB with random
+  restarts.
+* Table 1: AIS estimates of every model fitted to the data of every model with the
+  hyperparameters integrated out under inverse-gamma, Dirichlet and beta hyperpriors
+  (:func:`~sklearn_vb.bdmc_models.integrate_hyperparameters`; the paper's footnote 6),
+  30 000 temperatures as in the paper; and, as a control, with them fixed at the
+  simulation's values.
 * ``package_models=1``: instead, the package's own models (categorical and Gaussian
   HMM, MFA, LDS, discrete DAG) on data simulated from them, BDMC ground truth and the
   gap to it of every score the package offers (:mod:`._bdmc_package`).
@@ -25,11 +36,18 @@ from math import lgamma
 
 import numpy as np
 
-from ..bdmc_models import BayesianBinaryAttributes, BayesianClustering, BayesianLowRank
+from ..bdmc_models import (
+    BayesianBinaryAttributes,
+    BayesianClustering,
+    BayesianLowRank,
+    Hyperprior,
+    integrate_hyperparameters,
+)
 from ..scoring import score
 from ._bdmc_package import PACKAGE_MODELS, SCORES, run_case
+from ._bdmc_report import report_paper_protocol
 from ._experiment import Experiment, Option, register
-from ._report import Verdict, markdown_table, pyplot, save_figure, verdict_table
+from ._report import markdown_table, pyplot, save_figure
 
 __all__ = ["bdmc"]
 
@@ -37,15 +55,19 @@ MODELS = ("clustering", "low_rank", "binary")
 _CLASSES = {"clustering": BayesianClustering, "low_rank": BayesianLowRank,
             "binary": BayesianBinaryAttributes}
 
-#: method -> (score method, fixed options, the option varied, display name).  The paper's
-#: SMC collapsed the weights out and used one particle; the package's SMC keeps W explicit
-#: (the latents are summed out instead), whose one-particle weights are far noisier, so
-#: here the number of particles is the knob (one data-augmentation sweep per case)
+#: method -> (score method, fixed options, the option varied, display name).  "smc" is
+#: the package's SMC at its defaults: W explicit (the latents summed out), the number of
+#: particles as the knob, one data-augmentation sweep per case.  "smc_paper" is the
+#: paper's: one particle, W integrated out where the model allows it (clustering and
+#: binary attributes; low rank keeps V and integrates U, as the paper did), the number of
+#: MCMC sweeps per case as the knob
 METHODS = {
     "ais": ("ais", {"anneal": "joint", "n_chains": 1, "n_runs": 1}, "n_temperatures", "AIS"),
     "rais": ("rais", {"anneal": "joint", "n_chains": 1, "n_runs": 1}, "n_temperatures",
              "reverse AIS"),
     "smc": ("smc", {"n_steps": 1, "n_runs": 1}, "n_particles", "SMC"),
+    "smc_paper": ("smc", {"n_particles": 1, "collapse": "auto", "n_runs": 1}, "n_steps",
+                  "SMC-1"),
     "shme": ("shme", {"n_steps": 1, "n_runs": 1}, "n_particles", "SHME"),
     "nested_sampling": ("nested_sampling", {"n_live": 2, "n_runs": 1}, "n_steps", "NS"),
     "cms": ("cms", {"n_runs": 1}, "n_samples", "CMS"),
@@ -56,6 +78,13 @@ METHODS = {
 }
 _EXACT = {"rais", "shme", "hme", "cms"}
 
+#: how the trials of a setting are pooled into one estimate (the paper's footnote 5):
+#: the mean of Z for estimators unbiased for Z, the harmonic mean for those unbiased for
+#: 1/Z, the best bound for VB, the mean of the logs for nested sampling (and BIC)
+POOL = {"ais": "mean", "smc": "mean", "smc_paper": "mean", "cms": "mean", "lw": "mean",
+        "rais": "harmonic", "shme": "harmonic", "hme": "harmonic", "vb": "max",
+        "nested_sampling": "mean_log", "bic": "mean_log"}
+
 FULL = {
     "n_samples": 50, "n_features": 25,
     "n_components": {"clustering": 10, "low_rank": 5, "binary": 10},
@@ -64,13 +93,19 @@ FULL = {
               "binary": {"feature_sd": 1.0, "noise_sd": 1.0, "attribute_prob": 0.5}},
     "models": list(MODELS), "truth_K": 30000, "truth_chains": 4, "trials": 25,
     "budgets": {"ais": [100, 300, 1000, 3000, 10000], "rais": [100, 1000, 10000],
-                "smc": [1, 4, 16, 64, 256], "shme": [4, 16, 64], "nested_sampling": [5, 20, 80],
+                "smc": [1, 4, 16, 64, 256], "smc_paper": [1, 4, 16, 64], "shme": [4, 16, 64],
+                "nested_sampling": [5, 20, 80],
                 "cms": [10, 100, 1000], "hme": [10, 100, 1000], "lw": [10, 100, 1000, 10000],
                 "vb": [1, 10], "bic": [0]},
     "cross_K": 10000,
+    # Table 1 with the hyperparameters integrated out: the paper's 30 000 temperatures
+    "cross_hyper_K": 30000, "cross_chains": 4,
+    "hyperprior": {"variance_shape": 1.0, "variance_scale": 1.0, "concentration": 1.0,
+                   "attribute_a": 1.0, "attribute_b": 1.0},
     # cost on one core (measured per unit, CPU seconds): ground truth about 170 (binary
-    # attributes 140), Table 1 about 60, the estimates about 1500 (binary attributes
-    # 1000, of which AIS and reverse AIS 430, nested sampling 230): about 30 minutes
+    # attributes 140), Table 1 about 60 with fixed and 190 with integrated
+    # hyperparameters, the estimates about 1600 (binary attributes 1100, of which AIS and
+    # reverse AIS 430, nested sampling 230, the one-particle SMC 100): about 35 minutes
     # package_models=1: the package's models at these sizes (cases or time steps), sizes
     # at which forward and reverse AIS met within 10000 temperatures in pilot runs; the
     # truth is the first K of the grid at which they agree within 1 nat.  The sizes
@@ -84,8 +119,9 @@ FULL = {
 }
 QUICK = dict(FULL, n_samples=20, n_features=8,
              n_components={"clustering": 3, "low_rank": 2, "binary": 3},
-             truth_K=2000, truth_chains=2, trials=3, cross_K=300,
-             budgets={"ais": [30, 300], "rais": [300], "smc": [1, 16], "shme": [16],
+             truth_K=2000, truth_chains=2, trials=3, cross_K=300, cross_hyper_K=300,
+             budgets={"ais": [30, 300], "rais": [300], "smc": [1, 16], "smc_paper": [1, 4],
+                      "shme": [16],
                       "nested_sampling": [5], "cms": [30], "hme": [100], "lw": [100],
                       "vb": [1, 5], "bic": [0]},
              package_sizes=[30],
@@ -118,7 +154,9 @@ def _units(config):
     # the largest budget down), so that parallel workers finish together; a unit's
     # result depends on its key only, never on this order
     units = [("truth", m, "", 0, 0) for m in config["models"]]
+    units += [("cross_hyper", d, f, 0, 0) for d in config["models"] for f in config["models"]]
     units += [("cross", d, f, 0, 0) for d in config["models"] for f in config["models"]]
+    units += [("hint", m, "", 0, 0) for m in config["models"]]
     for meth, budgets in config["budgets"].items():
         units += [("estimate", m, meth, int(b), t) for b in sorted(budgets, reverse=True)
                   for m in config["models"] for t in range(int(config["trials"]))]
@@ -156,6 +194,24 @@ def _run_unit(key, config, seed):
             r = score(est, Y, "ais", anneal="joint", n_temperatures=config["cross_K"],
                       n_chains=2, random_state=seed)
             return {"ais": r.log_evidence}
+        if kind == "cross_hyper":
+            # the fit only sizes the model (components, features): nothing of it is used
+            Y, _, _ = _data(config, model)
+            hyper = integrate_hyperparameters(_fit(config, method, Y, seed=seed),
+                                              Hyperprior(**config["hyperprior"]))
+            t0 = time.process_time()
+            r = score(hyper, Y, "ais", anneal="joint", n_temperatures=config["cross_hyper_K"],
+                      n_chains=config["cross_chains"], n_runs=config["cross_chains"],
+                      random_state=seed, lower_bound=None)
+            return {"ais": r.log_evidence, "chains": r.diagnostics["run_estimates"],
+                    "seconds": time.process_time() - t0}
+        if kind == "hint":
+            Y, _, Z = _data(config, model)
+            t0 = time.process_time()
+            est = _CLASSES[model](config["n_components"][model],
+                                  **config["hyper"][model]).fit_from_latents(Y, Z)
+            return {"vb": est.lower_bound_, "n_iter": est.n_iter_,
+                    "seconds": time.process_time() - t0}
         Y, params, Z = _data(config, model)
         name, fixed, knob, _ = METHODS[method]
         opts = dict(fixed)
@@ -182,7 +238,8 @@ def _run_unit(key, config, seed):
 def _summarize(results, config):
     if config["package_models"]:
         return _summarize_package(results, config)
-    out = {"truth": {}, "methods": {}, "to_10_nats": {}, "cross": {}}
+    out = {"truth": {}, "methods": {}, "to_10_nats": {}, "pooled_to_10_nats": {}, "cross": {},
+           "cross_hyper": {}, "hint": {}}
     for m in config["models"]:
         tr = results[("truth", m, "", 0, 0)]
         truth = 0.5 * (tr["lower"] + tr["upper"])
@@ -194,104 +251,65 @@ def _summarize(results, config):
                 rs = [results[("estimate", m, meth, int(b), t)] for t in range(int(config["trials"]))]
                 e = np.array([r["estimate"] for r in rs])
                 err = e - truth
+                secs = [r["seconds"] for r in rs]
+                pooled = pool_trials(e, POOL[meth])
                 rows.append({"budget": int(b), "mean": float(e.mean()), "bias": float(err.mean()),
                              "rmse": float(np.sqrt(np.mean(err ** 2))),
-                             "seconds": float(np.mean([r["seconds"] for r in rs]))})
+                             "sd": float(e.std(ddof=1)) if e.size > 1 else 0.0,
+                             "seconds": float(np.mean(secs)),
+                             "pooled": pooled, "pooled_error": pooled - truth,
+                             "pooled_seconds": float(np.sum(secs))})
             per[meth] = rows
         if "vb" in per:  # VB with the K! symmetry correction
             ls = tr["log_symmetry"]
             per["vb_sym"] = [dict(r, mean=r["mean"] + ls, bias=r["bias"] + ls,
                                   rmse=float(np.sqrt(max(r["rmse"] ** 2 - r["bias"] ** 2, 0)
-                                                     + (r["bias"] + ls) ** 2)))
+                                                     + (r["bias"] + ls) ** 2)),
+                                  pooled=r["pooled"] + ls, pooled_error=r["pooled_error"] + ls)
                              for r in per["vb"]]
         out["methods"][m] = per
         out["to_10_nats"][m] = {meth: min([r["seconds"] for r in rows if r["rmse"] < 10],
                                           default=None) for meth, rows in per.items()}
+        out["pooled_to_10_nats"][m] = {
+            meth: min([r["pooled_seconds"] for r in rows if abs(r["pooled_error"]) < 10],
+                      default=None) for meth, rows in per.items()}
+        h = results[("hint", m, "", 0, 0)]
+        out["hint"][m] = dict(h, gap=h["vb"] - truth, gap_sym=h["vb"] + tr["log_symmetry"] - truth)
     for d in config["models"]:
         out["cross"][d] = {f: results[("cross", d, f, 0, 0)]["ais"] for f in config["models"]}
+        out["cross_hyper"][d] = {f: results[("cross_hyper", d, f, 0, 0)]
+                                 for f in config["models"]}
     return out
 
 
-_PAPER = {
-    "clustering": "SMC reached RMSE 4.6 nats in 9.7 s, AIS 7.0 in 37.8 s, NS 5.7 in 51.2 s; "
-                  "VB stayed about 15 nats below the truth even with the symmetry correction; "
-                  "LW far below, HME far above; CMS far off.",
-    "low_rank": "only AIS got under 10 nats RMSE (8.6 after 1.6 s); CMS was over 1000 nats off.",
-    "binary": "AIS and SMC reached good accuracy; VB was far below the truth.",
-}
+def pool_trials(estimates, rule):
+    """One estimate from independent trials by ``rule`` (see ``POOL``): "mean" (of Z),
+    "harmonic" (of Z), "max" or "mean_log".
 
-
-def _verdicts(config):
-    """Where our protocol departs from the paper's (Grosse, Ghahramani & Adams 2015); the
-    numbers of both sides are in the sections below."""
-    n_live = METHODS["nested_sampling"][1]["n_live"]
-    return [
-        Verdict("SMC: one particle, weights collapsed out; 4.6 nats RMSE on clustering in 9.7 s",
-                f"a multi-particle SMC ({config['budgets']['smc']} particles) that keeps the "
-                "weights explicit and sums the latents out, one data-augmentation sweep per case",
-                "no: a different SMC variant, far further off (see the SMC rows below)"),
-        Verdict("nested sampling with the paper's live points",
-                f"{n_live} live points, {config['budgets']['nested_sampling']} steps",
-                "partly: fewer live points than a converged run needs"),
-        Verdict("Table 1: hyperparameters sampled with the rest",
-                f"hyperparameters fixed at their true values {config['hyper']}",
-                "partly: an easier problem than the paper's"),
-        Verdict("trials pooled into one RMSE per running time",
-                f"{config['trials']} independent trials per budget, reported per budget",
-                "partly: the same trials, not pooled across budgets"),
-        Verdict("VB started from a hint (the true parameters) as a check",
-                "not run", "not run"),
-    ]
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bool(np.isclose(pool_trials(np.log([1.0, 3.0]), "mean"), np.log(2.0)))
+    True
+    >>> bool(np.isclose(pool_trials(np.log([1.0, 3.0]), "harmonic"), np.log(1.5)))
+    True
+    """
+    e = np.asarray(estimates, dtype=float)
+    if rule == "mean":
+        return float(np.logaddexp.reduce(e) - np.log(e.size))
+    if rule == "harmonic":
+        return float(-(np.logaddexp.reduce(-e) - np.log(e.size)))
+    if rule == "max":
+        return float(e.max())
+    if rule == "mean_log":
+        return float(e.mean())
+    raise ValueError(f"unknown pooling rule {rule!r}.")
 
 
 def _report(summary, config, out_dir):
     if config["package_models"]:
         return _report_package(summary, config, out_dir)
-    plt = pyplot()
-    L = ["# Grosse, Ghahramani & Adams (2015): evidence estimators against BDMC ground truth",
-         "", f"Seed {config['seed']}{' (quick mode)' if config['quick'] else ''}; "
-         f"{config['n_samples']} cases, {config['n_features']} dimensions, components "
-         f"{config['n_components']}; hyperparameters fixed at {config['hyper']}; "
-         f"{config['trials']} trials per setting.  Ground truth: forward and reverse joint "
-         f"AIS with {config['truth_K']} temperatures ({config['truth_chains']} chains).  "
-         "Estimators' seconds are CPU seconds (one thread), the truth's wall seconds.", "",
-         verdict_table(_verdicts(config), "Paper says / we get: the protocol")]
-    rows = [[m, t["lower"], t["upper"], t["gap"], t["seconds"]] for m, t in summary["truth"].items()]
-    L += ["## Ground truth (BDMC)", "", markdown_table(
-        ["model", "forward AIS", "reverse AIS", "gap (nats)", "seconds"], rows, digits=2), ""]
-    for m, per in summary["methods"].items():
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-        for meth, rows in per.items():
-            label = METHODS.get(meth, (None, None, None, "VB+sym"))[3]
-            t = [max(r["seconds"], 1e-4) for r in rows]
-            axes[0].plot(t, [r["bias"] for r in rows], "o-", ms=3, label=label)
-            axes[1].plot(t, [r["rmse"] for r in rows], "o-", ms=3, label=label)
-        for ax in axes:
-            ax.set_xscale("log")
-            ax.set_xlabel("CPU seconds per estimate")
-        axes[0].axhline(0, color="k", lw=0.8)
-        axes[0].set_ylabel("mean estimate − truth (nats)")
-        axes[0].set_yscale("symlog", linthresh=10)
-        axes[1].set_yscale("log")
-        axes[1].axhline(10, color="k", ls="--", lw=0.8)
-        axes[1].set_ylabel("RMSE (nats)")
-        axes[1].legend(fontsize=7, ncol=2)
-        fig.suptitle(f"{m}: estimates and RMSE against time (Figs. 2–5)", fontsize=9)
-        L += [f"## {m}", "", save_figure(fig, out_dir, f"bdmc_{m}.png"), ""]
-        rows = [[METHODS.get(meth, (None, None, None, "VB+sym"))[3], r["budget"], r["mean"],
-                 r["bias"], r["rmse"], r["seconds"]] for meth, rs in per.items() for r in rs]
-        L += [markdown_table(["estimator", "budget", "mean estimate", "bias", "RMSE",
-                              "CPU seconds"], rows, digits=2), "",
-              "CPU seconds to an RMSE under 10 nats: " + ", ".join(
-                  f"{METHODS.get(k, (None, None, None, 'VB+sym'))[3]} "
-                  f"{'–' if v is None else f'{v:.2f}'}" for k, v in summary["to_10_nats"][m].items()),
-              "", f"The paper: {_PAPER[m]}", ""]
-    ms = list(summary["cross"])
-    rows = [[d] + [summary["cross"][d][f] for f in ms] for d in ms]
-    L += ["## Table 1: every model fitted to the data of every model (joint AIS)", "",
-          "Rows: the model that simulated the data; columns: the model fitted.", "",
-          markdown_table(["data \\ model"] + ms, rows, digits=1), ""]
-    return "\n".join(L)
+    return report_paper_protocol(summary, config, out_dir, METHODS)
 
 
 def _package_sizes(config, model):

@@ -10,6 +10,10 @@ p(X) exactly as in theta-only mode.  The move at ``beta`` is tempered Gibbs: lat
 ``sample_latents`` / ``sample_params``).  The sweep is not reversible; reverse AIS runs
 its adjoint (parameters first, then latents).  Reverse chains start from an exact joint
 posterior draw: an exact parameter draw with latents drawn from ``p(z | theta, X)``.
+A model whose parameter draw is itself a sweep over several blocks (the weights given the
+hyperparameters, then the hyperparameters, :mod:`sklearn_vb.bdmc_models.hyper_scoring_model`)
+says so with ``sample_params_needs_current = True`` and receives the chains' current
+parameters as ``current=``.
 
 Compared with theta-only annealing, which sums the latents out exactly inside the
 likelihood, the joint path walks a much larger space but every move is an exact
@@ -49,6 +53,12 @@ def _complete_loglik(model, params, Z, X):
     return np.asarray(model.log_complete_likelihood_per_case(params, Z, X), dtype=float).sum(axis=1)
 
 
+def _draw_params(model, Z, X, rng, beta, current):
+    if getattr(model, "sample_params_needs_current", False):
+        return model.sample_params(Z, X, rng, beta, current=current)
+    return model.sample_params(Z, X, rng, beta)
+
+
 def run_joint_ais(model, X, betas, n_chains, random_state=None, verbose=0):
     """Forward joint AIS over ``n_chains`` chains (vectorised); same return keys as
     :func:`~sklearn_vb.scoring._ais.run_ais`."""
@@ -67,7 +77,7 @@ def run_joint_ais(model, X, betas, n_chains, random_state=None, verbose=0):
         log_w += inc
         if k < K:
             Z = model.sample_latents(params, X, rng, betas[k])
-            params = model.sample_params(Z, X, rng, betas[k])
+            params = _draw_params(model, Z, X, rng, betas[k], params)
             lc = _complete_loglik(model, params, Z, X)
         progress(k)
     return {"log_weights": log_w, "acceptance": np.ones(max(K - 1, 0)), "final_params": params,
@@ -95,7 +105,7 @@ def run_joint_reverse_ais(model, X, betas, exact_samples, n_chains, random_state
         incs[k - 1] = inc
         log_u += inc
         if k > 1:  # the adjoint sweep: parameters, then latents
-            params = model.sample_params(Z, X, rng, betas[k - 1])
+            params = _draw_params(model, Z, X, rng, betas[k - 1], params)
             Z = model.sample_latents(params, X, rng, betas[k - 1])
             lc = _complete_loglik(model, params, Z, X)
         progress(K - k + 1)

@@ -22,6 +22,17 @@ Moves (``move=``): ``"gibbs"`` (data augmentation, for models with exact conditi
 theta, then theta given them; the latents of the other cases are irrelevant), or
 ``"kernel"`` (the model's annealing kernel, as used by AIS, at inverse temperature 1 on
 the included cases); ``"auto"`` takes the first available.
+
+With ``collapse=True`` the parameters are integrated out as well (the Rao-Blackwellised
+particle filter of Grosse et al. §3.4, eqs. 21-22, the variant of their experiments,
+with one particle): a particle is the latents of the cases entered so far; adding case t
+multiplies its weight by ``p(y_t | z_{1:t-1}, y_{1:t-1})`` and draws ``z_t`` from its
+posterior given them, and the moves are the model's collapsed Gibbs sweeps over those
+latents (``move="auto"``) or data augmentation (``"gibbs"``: parameters given the
+latents, then the latents given the parameters).  Models offer it through
+``collapsed_add_case`` and ``collapsed_sweep`` (the clustering and binary-attribute
+models of :mod:`sklearn_vb.bdmc_models`); ``collapse="auto"`` collapses when the model
+does.
 """
 
 from __future__ import annotations
@@ -145,6 +156,52 @@ def run_smc(model, X, mover, n_particles, order, seed, ess_threshold=0.5):
     return log_z + log_mean_exp(log_w), n_resampled, float(np.mean(accs)) if accs else 1.0
 
 
+COLLAPSED_NEEDS = ("collapsed_add_case", "collapsed_sweep", "sample_latents_prior")
+
+
+def run_smc_collapsed(model, X, move, n_steps, n_particles, order, seed, ess_threshold=0.5):
+    """One SMC run over the latents with the parameters integrated out; returns (log Z
+    estimate, number of resampling steps).  ``move``: "auto" (collapsed Gibbs sweeps) or
+    "gibbs" (data augmentation through the parameters)."""
+    rng = np.random.default_rng(seed)
+    n = model.n_cases(X)
+    # the latents of cases not yet entered are never read: any start will do
+    Z = model.sample_latents_prior(model.sample_prior(rng, n_particles), n, rng)
+    included = np.zeros(n)
+    log_w = np.zeros(n_particles)
+    log_z, n_resampled = 0.0, 0
+    for step, t in enumerate(order):
+        Z, inc = model.collapsed_add_case(Z, X, included, t, rng)
+        log_w = log_w + inc
+        included[t] = 1.0
+        if step == len(order) - 1:
+            break
+        if importance_effective_sample_size(log_w) < ess_threshold * n_particles:
+            log_z += log_mean_exp(log_w)
+            Z = np.asarray(Z)[systematic_resample(np.ascontiguousarray(log_w, dtype=float),
+                                                  float(rng.random()))]
+            log_w = np.zeros(n_particles)
+            n_resampled += 1
+        for _ in range(n_steps):
+            if move == "gibbs":
+                params = model.sample_params(Z, X, rng, included)
+                Z = model.sample_latents(params, X, rng, included)
+            else:
+                Z = model.collapsed_sweep(Z, X, included, rng)
+    return log_z + log_mean_exp(log_w), n_resampled
+
+
+def _collapses(model, collapse):
+    if collapse is False or collapse is None:
+        return False
+    if collapse == "auto":
+        return all(has(model, m) for m in COLLAPSED_NEEDS)
+    if collapse is True:
+        require(model, "smc with collapse=True", *COLLAPSED_NEEDS)
+        return True
+    raise ValueError(f"collapse must be True, False or 'auto', got {collapse!r}.")
+
+
 def pool_runs(estimates, inverse=False):
     """Pooled estimate of independent runs of an estimator unbiased for Z (mean of the
     Z estimates) or for 1/Z (``inverse``: harmonic mean), with the between-run standard
@@ -182,7 +239,10 @@ class SMCScore(SequentialScorer):
     Doucet & Jasra 2006) for any move that leaves the current partial posterior
     invariant, so the mean over ``n_runs`` runs is too and ``log_evidence`` is a
     stochastic lower bound.  Options: ``n_particles`` (16; Grosse et al. 2015 used one
-    particle and varied ``n_steps``), ``n_steps`` moves per case, ``ess_threshold``
+    particle and varied ``n_steps``), ``n_steps`` moves per case, ``collapse`` (False;
+    True: the parameters integrated out, the particles are the latents of the cases
+    entered, as in Grosse et al.'s experiments; "auto": when the model offers it),
+    ``ess_threshold``
     (resample when the effective sample size drops below this fraction of the
     particles), ``order`` of the cases ("random", "given" or a permutation), ``move``
     ("auto", "gibbs", "kernel"), ``rw_scale`` (kernel moves), ``n_runs``.  Needs
@@ -196,16 +256,27 @@ class SMCScore(SequentialScorer):
     """
 
     name = "smc"
-    options = dict(SequentialScorer.options)
+    options = dict(SequentialScorer.options, collapse=False)
 
     def _score(self, estimator, X, fit_params, opts):
         model, data, mover, seeds = self._setup(estimator, X, fit_params, opts)
+        collapsed = _collapses(model, opts["collapse"])
+        if collapsed and mover.kind == "kernel":
+            raise ValueError("collapse=True moves the latents: move must be 'auto' "
+                             "(collapsed Gibbs) or 'gibbs' (data augmentation).")
+        move = opts["move"] if collapsed else mover.kind
         n = model.n_cases(data)
         runs, resampled, acc = [], [], []
         for r in range(int(opts["n_runs"])):
             order = case_order(n, opts["order"], np.random.default_rng(seeds[r]))
-            est, nr, a = run_smc(model, data, mover, int(opts["n_particles"]), order,
-                                 seeds[r].spawn(1)[0], float(opts["ess_threshold"]))
+            if collapsed:
+                est, nr = run_smc_collapsed(model, data, move, int(opts["n_steps"]),
+                                            int(opts["n_particles"]), order,
+                                            seeds[r].spawn(1)[0], float(opts["ess_threshold"]))
+                a = 1.0
+            else:
+                est, nr, a = run_smc(model, data, mover, int(opts["n_particles"]), order,
+                                     seeds[r].spawn(1)[0], float(opts["ess_threshold"]))
             runs.append(est)
             resampled.append(nr)
             acc.append(a)
@@ -215,7 +286,9 @@ class SMCScore(SequentialScorer):
         reasons = [] if se is not None else ["a single run: no between-run spread to "
                                              "measure the error"]
         diag = {"run_estimates": runs, "n_resampled": resampled, "acceptance": acc,
-                "move": mover.kind, "stderr_reliable": not reasons, "reliable": not reasons,
+                "move": ("collapsed_gibbs" if move == "auto" else move) if collapsed
+                else mover.kind, "collapsed": collapsed,
+                "stderr_reliable": not reasons, "reliable": not reasons,
                 "unreliable_reasons": reasons}
         warn_unreliable(self.name, reasons, "Increase n_runs.")
         if hasattr(estimator, "lower_bound_"):

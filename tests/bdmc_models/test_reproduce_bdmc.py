@@ -9,10 +9,11 @@ from sklearn_vb import reproduce
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return reproduce.bdmc(
-        quick=True, n_samples=10, n_features=4, truth_K=300, trials=1, cross_K=40,
-        budgets={"ais": [10, 300], "rais": [300], "smc": [16], "shme": [16],
-                 "nested_sampling": [5], "cms": [20], "hme": [50], "lw": [50], "vb": [2],
-                 "bic": [0]},
+        quick=True, n_samples=10, n_features=4, truth_K=300, trials=2, cross_K=40,
+        cross_hyper_K=100,
+        budgets={"ais": [10, 300], "rais": [300], "smc": [16], "smc_paper": [1, 8],
+                 "shme": [16], "nested_sampling": [5], "cms": [20], "hme": [50], "lw": [50],
+                 "vb": [2], "bic": [0]},
         verbose=0, out=tmp_path_factory.mktemp("bdmc"))
 
 
@@ -29,6 +30,19 @@ def test_ground_truth_and_negative_controls(run):
         # a longer AIS schedule is closer
         assert per["ais"][1]["rmse"] < per["ais"][0]["rmse"] + 0.5
         assert per["vb_sym"][0]["mean"] == pytest.approx(per["vb"][0]["mean"] + t["log_symmetry"])
+        # the paper's one-particle SMC is a stochastic lower bound: not far above the truth
+        assert all(r["mean"] < truth + 3.0 for r in per["smc_paper"])
+        # pooling: the mean of Z is at least the mean of the logs, the harmonic mean of
+        # the reverse estimator at most; VB pools to its best trial
+        for r in per["ais"]:
+            assert r["pooled"] >= r["mean"] - 1e-9
+        for r in per["rais"]:
+            assert r["pooled"] <= r["mean"] + 1e-9
+        assert per["vb"][0]["pooled"] >= per["vb"][0]["mean"] - 1e-9
+        assert all(r["pooled_error"] == pytest.approx(r["pooled"] - truth)
+                   for rows in per.values() for r in rows)
+        # VB from the simulating latents is a lower bound too
+        assert run.summary["hint"][m]["vb"] < truth + 0.5
 
 
 def test_report_and_cross_table(run):
@@ -36,8 +50,12 @@ def test_report_and_cross_table(run):
     assert set(cross) == {"clustering", "low_rank", "binary"}
     for d in cross:
         assert all(np.isfinite(v) for v in cross[d].values())
+        assert all(np.isfinite(r["ais"]) and len(r["chains"]) == run.config["cross_chains"]
+                   for r in run.summary["cross_hyper"][d].values())
     assert "Table 1" in run.report and "BDMC" in run.report
     assert "bdmc_clustering.png" in run.report
+    assert "SMC-1" in run.report and "VB from a hint" in run.report
+    assert "pooled" in run.report
 
 
 @pytest.fixture(scope="module")
