@@ -21,7 +21,8 @@ from ._missing import missing_patterns
 from ._state import MFACompleteStats, MFAData
 
 __all__ = ["complete_data_statistics", "complete_joint_per_case", "entropy", "gradient_gram",
-           "log_likelihood_per_case", "missing_data", "x_and_noise_terms"]
+           "gradient_posterior", "log_likelihood_per_case", "missing_data", "weights_gram",
+           "x_and_noise_terms"]
 
 
 def missing_data(Z, log_scale):
@@ -95,6 +96,30 @@ def complete_joint_per_case(weights, lam, psi, labels, factors, X):
     return out + X.row_log_jac[None]
 
 
+def gradient_posterior(e, completion, n, S, K):
+    """``(resp, xbar, sigma)`` behind the per-case gradients: those of the exact E step
+    ``e``, or at ``completion = (labels, factors)`` the indicator of every row's label,
+    the completed factors in every component and no factor covariance (None)."""
+    if completion is None:
+        return e.resp, e.xbar, e.sigma
+    labels, factors = completion
+    resp = np.zeros((n, S))
+    resp[np.arange(n), labels] = 1.0
+    xbar = np.broadcast_to(np.asarray(factors, dtype=float)[:, None, :], (n, S, K))
+    return resp, xbar, None
+
+
+def weights_gram(resp, weights):
+    """(n, n) inner products of the per-case gradients in the log-ratio coordinates of
+    the mixing proportions, ``r_ik - pi_k`` (k < S)."""
+    n, S = resp.shape
+    G = np.zeros((n, n))
+    if S > 1:
+        A = resp[:, :S - 1] - weights[None, :S - 1]
+        G += A @ A.T
+    return G
+
+
 def gradient_gram(weights, lam, psi, X, e=None, completion=None):
     """``J J^T`` (n, n) of the per-case gradients of ``ln p(y_i,o | theta)`` (from the
     missing-data E step ``e``) or of ``ln p(s_i, x_i, y_i,o | theta)`` at
@@ -109,18 +134,8 @@ def gradient_gram(weights, lam, psi, X, e=None, completion=None):
     n = Z.shape[0]
     S, p, K1 = lam.shape
     K = K1 - 1
-    if completion is None:
-        resp, xbar, sigma = e.resp, e.xbar, e.sigma
-    else:
-        labels, factors = completion
-        resp = np.zeros((n, S))
-        resp[np.arange(n), labels] = 1.0
-        xbar = np.broadcast_to(np.asarray(factors, dtype=float)[:, None, :], (n, S, K))
-        sigma = None
-    G = np.zeros((n, n))
-    if S > 1:
-        A = resp[:, :S - 1] - weights[None, :S - 1]
-        G += A @ A.T
+    resp, xbar, sigma = gradient_posterior(e, completion, n, S, K)
+    G = weights_gram(resp, weights)
     for s in range(S):
         xt = np.ones((n, K1))
         xt[:, :K] = xbar[:, s]

@@ -465,19 +465,9 @@ class MFAScoringModel(ScoringModelMixin):
         if X.missing is not None:
             e = None if completion is not None else self._e_step_arrays(w, lam, X)
             return _miss.gradient_gram(w, lam, self.psi, X, e, completion)
-        if completion is None:
-            e = point_e_step(Z, w, lam, self.psi)
-            resp, xbar, sigma = e.resp, e.xbar, e.sigma
-        else:
-            labels, factors = completion
-            resp = np.zeros((n, S))
-            resp[np.arange(n), labels] = 1.0
-            xbar = np.broadcast_to(np.asarray(factors, dtype=float)[:, None, :], (n, S, K))
-            sigma = None
-        G = np.zeros((n, n))
-        if S > 1:
-            A = resp[:, :S - 1] - w[None, :S - 1]
-            G += A @ A.T
+        e = point_e_step(Z, w, lam, self.psi) if completion is None else None
+        resp, xbar, sigma = _miss.gradient_posterior(e, completion, n, S, K)
+        G = _miss.weights_gram(resp, w)
         for s in range(S):  # components, not cases: each is a few (n, n) array operations
             rows = np.flatnonzero(resp[:, s] > 0)
             if rows.size == 0:

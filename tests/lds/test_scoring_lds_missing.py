@@ -22,17 +22,8 @@ from sklearn_vb.lds._vbem import hidden_stats
 from sklearn_vb.lds.scoring_model import LDSScoringModel
 from sklearn_vb.scoring import score
 from sklearn_vb.scoring._laplace import fd_gradient
+from tests.lds.test_scoring_lds import _simulate, assert_map_point_is_stationary
 from tests.oracles.lds_dense import log_normaliser
-
-
-def _simulate(rng, T, A, C, noise_sd, U=None, B=None, D=None):
-    k, p = A.shape[0], C.shape[0]
-    x = np.zeros(k)
-    Y = np.empty((T, p))
-    for t in range(T):
-        x = A @ x + rng.standard_normal(k) + (B @ U[t] if U is not None else 0.0)
-        Y[t] = C @ x + noise_sd * rng.standard_normal(p) + (D @ U[t] if U is not None else 0.0)
-    return Y
 
 
 def _quiet_fit(est, *args, **kw):
@@ -205,23 +196,7 @@ def test_map_point_of_the_scoring_model_is_stationary():
     est = _quiet_fit(VBLinearDynamicalSystem(n_states=1, fit_intercept=False,
                                              random_state=0, max_iter=500), Y)
     m = LDSScoringModel(est)
-    X = m.prepare_data(Y)
-    space = m.param_space
-
-    def t(phis):
-        params, ld = space.from_unconstrained(np.atleast_2d(phis))
-        return m.log_prior(params) + m.log_likelihood(params, X) + ld
-
-    theta = m.variational_posterior().mean()
-    objs = []
-    for _ in range(30):
-        e = m.e_step(theta, X)
-        objs.append(m._objective(theta, e.loglik, "map", "softmax"))
-        theta = m.point_from_stats(e.stats)
-    assert np.all(np.diff(objs) >= -1e-9)
-    theta = m.fit_point(X, rng=0, n_init=2, max_iter=5000, tol_per_case=1e-12)
-    g = fd_gradient(t, space.to_unconstrained(theta)[0])
-    assert np.max(np.abs(g)) < 1e-3
+    assert_map_point_is_stationary(m, m.prepare_data(Y))
 
 
 def test_complete_data_joint_counts_the_observed_entries_only(with_inputs):
