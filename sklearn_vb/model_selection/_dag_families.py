@@ -30,7 +30,7 @@ from ..scoring import ScoreResult
 from ._common import _NamedMethod
 from ._dag_kernels import family_bics, family_table, table_loglik
 
-__all__ = ["FamilyScores", "decomposable_family_scores"]
+__all__ = ["FamilyScores", "decomposable_family_scores", "prepared_family_scores"]
 
 DECOMPOSABLE_METHODS = ("bic", "bic_map", "vb")
 _BOUND = {"bic": "approx", "bic_map": "approx", "vb": "lower"}
@@ -140,6 +140,30 @@ class FamilyScores:
                 for m, v in zip(self.methods, values)}
 
 
+def _decomposable_methods(specs, method, prior, ess):
+    """The score names of ``specs`` when every one decomposes over families for an
+    estimator with this ``method``, ``prior`` and ``ess``, else None."""
+    methods = []
+    for name, spec in specs.items():
+        if (type(spec) is not _NamedMethod or spec.options
+                or spec.method not in DECOMPOSABLE_METHODS or name != spec.method):
+            return None
+        if spec.method == "vb" and method != "vb":
+            return None
+        methods.append(spec.method)
+    if any(m != "bic" for m in methods) and family_prior_value(prior, ess, 1, 2) is None:
+        return None  # per-node prior tables: tied to the start graph's parent sets
+    return methods
+
+
+def _from_patterns(patterns, weights, structure, methods, prior, ess):
+    if np.any(patterns < 0):
+        return None  # missing values: the likelihood no longer factorises over families
+    codes = np.empty((patterns.shape[0], structure.n_nodes), dtype=np.int64)
+    codes[:, list(structure.observed)] = patterns
+    return FamilyScores(codes, weights, structure.cardinalities, methods, prior, ess)
+
+
 def decomposable_family_scores(estimator, specs, fitted, X, fit_params, hidden):
     """A :class:`FamilyScores` for the search when every requested score decomposes over
     families for this estimator and data, else None.
@@ -149,21 +173,35 @@ def decomposable_family_scores(estimator, specs, fitted, X, fit_params, hidden):
     """
     if any(hidden) or fit_params or not isinstance(fitted, VBDiscreteDAG):
         return None
-    methods = []
-    for name, spec in specs.items():
-        if (type(spec) is not _NamedMethod or spec.options
-                or spec.method not in DECOMPOSABLE_METHODS or name != spec.method):
-            return None
-        if spec.method == "vb" and fitted.method != "vb":
-            return None
-        methods.append(spec.method)
-    if any(m != "bic" for m in methods) and family_prior_value(
-            fitted.prior, fitted.ess, 1, 2) is None:
-        return None  # per-node prior tables: tied to the start graph's parent sets
+    methods = _decomposable_methods(specs, fitted.method, fitted.prior, fitted.ess)
+    if methods is None:
+        return None
     data = fitted.check_data(X)
-    if np.any(data.patterns < 0):
-        return None  # missing values: the likelihood no longer factorises over families
-    s = fitted.structure_
-    codes = np.empty((data.patterns.shape[0], s.n_nodes), dtype=np.int64)
-    codes[:, list(s.observed)] = data.patterns
-    return FamilyScores(codes, data.weights, s.cardinalities, methods, fitted.prior, fitted.ess)
+    return _from_patterns(data.patterns, data.weights, fitted.structure_, methods,
+                          fitted.prior, fitted.ess)
+
+
+def prepared_family_scores(estimator, specs, X, fit_params, hidden):
+    """:func:`decomposable_family_scores` without a fit: ``estimator`` (a clone with the
+    start graph as its structure, changed here) validates and encodes ``X`` as its
+    ``fit`` would, and the patterns it compresses them to are counted directly (a fit
+    of the start graph would only add its VBEM and a second encoding of ``X``).
+    Returns ``(FamilyScores or None, the parsed structure or None)``; an error of the
+    validation is raised as ``fit`` would raise it.  Data that the estimator keeps in
+    chunks where they live (a dask array) is not encoded in memory: there the start
+    graph is fitted and :func:`decomposable_family_scores` reads the data back."""
+    if any(hidden) or fit_params or not isinstance(estimator, VBDiscreteDAG):
+        return None, None
+    methods = _decomposable_methods(specs, estimator.method, estimator.prior, estimator.ess)
+    if methods is None:
+        return None, None
+    estimator._validate_params()
+    data = estimator._check_fit_data(X)
+    pdata = getattr(data, "pdata", None)
+    if pdata is None:  # data kept in chunks (dask): the start graph fitted once
+        estimator.fit(X)
+        return (decomposable_family_scores(estimator, specs, estimator, X, fit_params, hidden),
+                estimator.structure_)
+    structure = estimator._structure
+    return (_from_patterns(pdata.patterns, pdata.weights, structure, methods,
+                           estimator.prior, estimator.ess), structure)

@@ -13,7 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from .._core.validation import validate_categorical_data
 from ..dag.structure import observed_column_names, parse_structure
 from . import _common as C
-from ._dag_families import DECOMPOSABLE_METHODS, decomposable_family_scores
+from ._dag_families import DECOMPOSABLE_METHODS, prepared_family_scores
 from ._dag_tabu import TabuClimb
 from ._edge_search import EdgeSetSearchBase
 from ._search import _best_has
@@ -580,14 +580,15 @@ class DAGStructureSearch(EdgeSetSearchBase):
         if any(start.hidden) or fit_params or not all(
                 getattr(sp, "method", None) in DECOMPOSABLE_METHODS for sp in specs.values()):
             return None
-        # the start graph fitted once: it encodes the data as every candidate would
+        # the start graph's estimator validates and encodes the data as every candidate's
+        # fit would
         est = clone(self.estimator).set_params(structure=start.as_structure())
         try:
-            est.fit(X, y)
+            families, structure = prepared_family_scores(est, specs, X, fit_params,
+                                                         start.hidden)
         except Exception:
             return None  # the fit-per-neighbour climb reports the failure as usual
-        families = decomposable_family_scores(est, specs, est, X, fit_params, start.hidden)
-        if families is not None and tuple(est.structure_.names) != start.names:
+        if families is not None and tuple(structure.names) != start.names:
             return None
         return families
 

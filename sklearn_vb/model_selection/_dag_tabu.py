@@ -72,6 +72,7 @@ class TabuClimb:
     # ------------------------------------------------------------ state
     def _set_state(self, parents):
         J = self.J
+        self._scored = True
         self.parents = [tuple(sorted(p)) for p in parents]
         self.E = np.zeros((J, J), dtype=bool)
         for c, ps in enumerate(self.parents):
@@ -108,8 +109,38 @@ class TabuClimb:
         col_add[add] = values[len(rem):]
         return col_add, col_rem
 
+    def _set_structure(self, parents):
+        """The graph ``parents`` without its scores: the gain tables only mark the legal
+        additions (0) and the rest (-inf), which is all a random walk reads of them."""
+        J = self.J
+        self._scored = False
+        self.parents = [tuple(sorted(p)) for p in parents]
+        self.E = np.zeros((J, J), dtype=bool)
+        for c, ps in enumerate(self.parents):
+            self.E[list(ps), c] = True
+        self.add_gain = np.full((J, J), -np.inf)
+        self.rem_gain = np.full((J, J), -np.inf)
+        for c in range(J):
+            self._mark(c)
+        self.hash = int(np.bitwise_xor.reduce(self._zobrist[self.E])) if self.E.any() else 0
+
+    def _mark(self, c):
+        """The legality pattern of :meth:`_gain_columns` for family ``c``: every gain
+        there is finite (a family term is a finite number), so an addition is legal
+        exactly where its gain would be finite."""
+        ps = self.parents[c]
+        full = self.max_in_degree is not None and len(ps) >= self.max_in_degree
+        self.add_gain[:, c] = -np.inf
+        self.rem_gain[:, c] = -np.inf
+        if not full:
+            self.add_gain[[p for p in self._candidates[c] if p not in ps], c] = 0.0
+        self.rem_gain[list(ps), c] = 0.0
+
     def _set_family(self, c, ps):
         self.parents[c] = tuple(sorted(ps))
+        if not self._scored:
+            self._mark(c)
+            return
         self.fam[c] = self.scores.local(c, self.parents[c])
         self._refresh(c)
 
@@ -175,8 +206,9 @@ class TabuClimb:
         return best
 
     def perturb(self, parents, rng, n_moves):
-        """``parents`` after ``n_moves`` random legal moves."""
-        self._set_state(parents)
+        """``parents`` after ``n_moves`` random legal moves (the walk reads which moves
+        are legal, not their gains, so no family along it is scored)."""
+        self._set_structure(parents)
         for _ in range(n_moves):
             kind, p, c, gain, h = self.moves()
             if gain.size == 0:
