@@ -41,9 +41,10 @@ from ._fitted import hyper_arrays, set_fitted_posterior
 from ._distributed import dask_fit_data, is_dask_array
 from ._working_set import check_batch_fit_memory
 from ._fit_combinations import check_fit_combinations
-from ._init import initial_posterior, start_point
+from ._init import start_point
 from ._inputs import input_levels
 from ._online_fit import partial_fit, run_online
+from ._online_start import restart_starts, start_posterior
 from ._point_fit import e_step, m_step, objective as point_objective, set_fitted_point
 from ._predict import plugin_forward, sample_sequence, state_marginals, viterbi_path
 from ._state import DirichletHMM
@@ -261,11 +262,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         {online_learning_result}
         ``acceleration`` and ``bound_check`` do not apply (the estimate may decrease).
         {online_learning_restarts}
-        The three starts of ``init_params="auto"`` are run online too, and the kept
-        one is chosen as between restarts.  The steps shrink as they accumulate, so
-        where batch VBEM crosses a long plateau (states that are still copies of one
-        another) an online fit may stop on it.  For one long sequence (or a few) set
-        ``subchain_length``: the minibatches are then subchains.
+        With ``init_params="auto"`` every restart starts as the first
+        :meth:`partial_fit` does, on ``batch_size`` sequences drawn at random (scaled
+        to the sequences of ``X``): the shrinking steps would not lead q(theta) off a
+        start where states are still copies of one another.  For one long sequence
+        (or a few) set ``subchain_length``: the minibatches are then subchains, and the
+        starts of ``"auto"`` run online in turn, the kept one chosen as between restarts.
     {online_step_params}
     batch_size : int, default=128
         Number of sequences in a minibatch (``learning_method="online"`` and
@@ -530,10 +532,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     # ------------------------------------------------------------------ init
     def _restart_starts(self):
-        """The starts of one restart: those of the family for ``init_params="auto"``."""
-        if self.init_params == "auto":
-            return self._family.default_inits
-        return (self.init_params,)
+        """The starts of one restart (:func:`~sklearn_vb.hmm._online_start.restart_starts`)."""
+        return restart_starts(self)
 
     def _initialize(self, data, random_state, start=None):
         """The initial q(theta) of the start kind ``start`` (default: the first of
@@ -542,9 +542,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._resolve_priors(data)
         family = self._family
         how = self._restart_starts()[0] if start is None else start
-        self._set_posterior(initial_posterior(how, family, self.n_components,
-                                              self._hyper("prior"), data, random_state,
-                                              self.init_posterior))
+        self._set_posterior(start_posterior(self, how, data, random_state))
         self._fresh = True
         self._stats_ = None
         self._run_bounds = []

@@ -169,11 +169,13 @@ def partial_fit(est, X, y, lengths, sequence_ids, states):
         data = est._check_fit_data(X, lengths, sequence_ids, states)
         first_batch = first_minibatch(est, data)
         random_state = check_random_state(est.random_state)
-        est._initialize(first_batch, random_state)
+        # the first kind of "auto" whatever learning_method is (its draws come first)
+        est._initialize(first_batch, random_state, start=est._family.default_inits[0]
+                        if est.init_params == "auto" else est.init_params)
         if est.init_params == "auto" and est.subchain_length is None:
             est._set_posterior(online_start(est, first_batch, random_state,
                                             float(est.total_samples) / first_batch.n_sequences,
-                                            est._restart_starts()))
+                                            est._family.default_inits))
     else:
         if states is not None and est.subchain_length is not None:
             est._check_fit_data(X, lengths, sequence_ids, states)  # raises
