@@ -94,8 +94,8 @@ def long_sequence(quick):
 #: are capped at a number of iterations (an iteration over 10^7 symbols takes tens of
 #: seconds), online VB at a number of epochs; ``cap_s`` bounds each fit's wall time
 CATEGORICAL_FULL = dict(n_sequences=100_000, length=100, n_test=1_000, K=20,
-                        batch_max_iter=100, online_epochs=20, batch_size=100,
-                        hmmlearn_max_iter=30, cap_s=10_800.0)
+                        batch_max_iter=80, online_epochs=5, batch_size=100,
+                        hmmlearn_max_iter=10, cap_s=14_400.0)
 CATEGORICAL_QUICK = dict(n_sequences=100, length=100, n_test=20, K=20, batch_max_iter=8,
                          online_epochs=2, batch_size=25, hmmlearn_max_iter=5, cap_s=300.0)
 
