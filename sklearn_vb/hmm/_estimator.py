@@ -38,7 +38,7 @@ from ._clamp import check_states
 from ._constraints import PARAMETER_CONSTRAINTS
 from ._data import _FitData
 from ._fitted import hyper_arrays, set_fitted_posterior
-from ._distributed import dask_fit_data, is_dask_array
+from ._distributed import dask_fit_data, is_dask_array, is_dask_input, in_memory
 from ._working_set import check_batch_fit_memory
 from ._fit_combinations import check_fit_combinations
 from ._init import start_point
@@ -480,7 +480,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _sequence_data(self, X, lengths, sequence_ids, reset, states=None, U=None):
         family = self._family
-        Xv = family.check_X(X, self, reset)
+        Xv = family.check_X(in_memory(X), self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
         levels, n_levels = input_levels(self, U, Xv.shape[0], reset)
@@ -492,8 +492,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _check_fit_data(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         check_fit_combinations(self, X, states)
-        if is_dask_array(X):
-            return dask_fit_data(self, X, lengths, sequence_ids, states)
+        if is_dask_input(X):
+            return dask_fit_data(self, X, lengths, sequence_ids, states, U)
         data = self._sequence_data(X, lengths, sequence_ids, reset=True, states=states, U=U)
         family = self._family
         attributes, data.summary = family.fit_attributes_and_summary(data.X, self)

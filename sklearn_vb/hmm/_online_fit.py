@@ -17,6 +17,7 @@ from sklearn.utils import check_random_state
 from .._core.distributed import is_dask_array
 from .._core.online import check_online_method
 from .._core.validation import check_unused_y, fitted_from_sequence_ids
+from ._distributed import in_memory
 from ._fitted import set_fitted_posterior
 from ._online import minibatches, natural_step, step_size
 from ._online_start import online_start
@@ -161,6 +162,7 @@ def partial_fit(est, X, y, lengths, sequence_ids, states):
     if hasattr(est, "lower_bound_") and est._point_fitted:
         raise ValueError("partial_fit continues q(theta); this model holds a point "
                          "estimate of an earlier fit with method='ml' or 'map'.")
+    X = in_memory(X, "partial_fit")
     if is_dask_array(X):
         # a chunk of a stream (dask-ml's Incremental feeds blocks one by one): one
         # call holds its X in memory anyway
