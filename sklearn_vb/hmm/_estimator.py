@@ -75,6 +75,21 @@ y : None, or one entry per row (ignored)
     lengths here.
 """
 
+#: ``X`` and ``y`` of ``fit``, which also reads dask collections
+_FIT_X_Y = """\
+X : array-like of shape (n_samples, n_features), dask array or dask bag
+    Concatenated sequences (integer symbols in one column for categorical
+    emissions).  NaN marks a missing value, marginalised out (missing at
+    random; every emission family).  A dask array (whose row chunks hold whole
+    sequences, with ``lengths``), a dask bag whose items are sequences, or a
+    list of dask delayed objects (each one sequence or a list of them; both
+    without ``lengths``) is fitted by batch VBEM with the VBE step run where its
+    chunks live (user guide: Hidden Markov models, "On a dask cluster").
+y : None, or one entry per row (ignored)
+    Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
+    lengths here.
+"""
+
 
 # ---------------------------------------------------------------------------
 # the estimator
@@ -89,7 +104,8 @@ y : None, or one entry per row (ignored)
           partial_fit_minibatches=partial_fit_minibatches("sequences",
                                                           ", and sequences are never split"),
           partial_fit_stream=partial_fit_stream("sequences"),
-          partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED, sequences_X_y=_SEQUENCES_X_Y)
+          partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED, sequences_X_y=_SEQUENCES_X_Y,
+          fit_X_y=_FIT_X_Y)
 class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     """Variational Bayesian hidden Markov model with categorical, Gaussian or Poisson emissions.
 
@@ -683,7 +699,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
         Parameters
         ----------
-        {sequences_X_y}
+        {fit_X_y}
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X`` (hmmlearn convention).
         sequence_ids : array-like of shape (n_samples,), optional
@@ -694,7 +710,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             -1 elsewhere.  q(s) is clamped to them (every path through another state
             there has probability zero), so the bound is a bound on
             ln p(X, known states) and the known frames count fully towards their
-            states' parameters.  Not with ``subchain_length`` or a dask array.
+            states' parameters.  Not with ``subchain_length`` or dask data.
         U : array-like of int of shape (n_samples,), optional
             Transition inputs (``transition_inputs="categorical"``; required there and
             refused otherwise): the input level of every row, in
