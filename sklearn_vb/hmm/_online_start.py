@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._data import _FitData
 from ._init import initial_posterior
 from ._online import scale_stats
 from ._vbem import kl_terms, vbe_statistics, vbm
+from ._working_set import check_start_memory
 
 __all__ = ["MINIBATCH_START", "local_vbem", "online_start", "restart_starts",
            "start_posterior"]
@@ -69,8 +71,10 @@ def online_start(est, data, random_state, scale, starts):
     """The q(theta) online learning starts from: each start kind of ``starts``
     (:func:`~sklearn_vb.hmm._init.initial_posterior` on ``data``, drawn in turn from
     ``random_state``) run by :func:`local_vbem` on ``data`` scaled by ``scale``; the
-    one with the highest bound."""
+    one with the highest bound.  The largest start's arrays on ``data`` are checked
+    first (:func:`~sklearn_vb.hmm._working_set.check_start_memory`)."""
     family, prior = est._family, est._hyper("prior")
+    check_start_memory(est, starts, data.X)
     best, best_bound = None, -np.inf
     for how in starts:
         start = initial_posterior(how, family, est.n_components, prior, data, random_state,
@@ -96,8 +100,12 @@ def start_posterior(est, how, data, random_state):
     """The initial q(theta) of the start kind ``how`` on the fit data ``data`` (priors
     resolved): for :data:`MINIBATCH_START`, :func:`online_start` on ``batch_size``
     sequences of ``data`` drawn by ``random_state`` (all of them when there are no
-    more), scaled to the sequences of ``data``."""
+    more), scaled to the sequences of ``data``.  Any other start on data in memory
+    first checks that the largest start of the fit can allocate its arrays
+    (:func:`~sklearn_vb.hmm._working_set.check_start_memory`)."""
     if how != MINIBATCH_START:
+        if isinstance(data, _FitData):  # (the starts of a dask fit run chunk by chunk)
+            check_start_memory(est, (how,) + tuple(restart_starts(est)), data.X)
         return initial_posterior(how, est._family, est.n_components, est._hyper("prior"),
                                  data, random_state, est.init_posterior)
     first = data
