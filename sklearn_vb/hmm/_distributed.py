@@ -38,7 +38,7 @@ from .._core.distributed import (check_batch_vb, chunk_runner, is_dask_array,
 from .._core.validation import sequence_bounds
 from ._context import context_centres, context_features, context_labels
 from ._data import _FitData
-from ._vbem import add_stats, stats_from_resp
+from ._vbem import add_results, stats_from_resp
 from .emissions._base import nearest_centre, one_hot
 from .emissions._missing import fill_missing
 
@@ -187,14 +187,6 @@ def _nearest_context_stats(chunk, family, centres, emission_prior):
 # ---------------------------------------------------------------------------
 
 
-def _add(family, a, b):
-    if isinstance(a, tuple):
-        return tuple(_add(family, x, y) for x, y in zip(a, b))
-    if isinstance(a, float):
-        return a + b
-    return add_stats(family, a, b)
-
-
 @dataclass
 class DaskFitData:
     """The training sequences of a fit on a dask array: the validated chunks where they
@@ -241,7 +233,7 @@ class DaskFitData:
         results = self.map(fn, family, *args)
         total = results[0]
         for result in results[1:]:
-            total = _add(family, total, result)
+            total = add_results(family, total, result)
         return total
 
     def frames(self, rows):

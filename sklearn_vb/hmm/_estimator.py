@@ -36,7 +36,7 @@ from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED
                                 partial_fit_stream)
 from ._clamp import check_states
 from ._constraints import PARAMETER_CONSTRAINTS
-from ._data import _FitData
+from ._data import MinibatchPasses, _FitData
 from ._fitted import hyper_arrays, set_fitted_posterior
 from ._distributed import dask_fit_data, is_dask_array, is_dask_input, in_memory
 from ._working_set import check_batch_fit_memory
@@ -689,8 +689,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             set_fitted_point(self)
             return
         if self.learning_method == "online":
-            # the history holds estimates; the bound of the final q(theta) is exact
-            self.lower_bound_ = float(self._evaluate_vbe(data))
+            # the history holds estimates; the bound of the final q(theta) is exact,
+            # from a pass that holds one minibatch's tables at a time
+            self.lower_bound_ = float(self._evaluate_vbe(MinibatchPasses(data,
+                                                                         self.batch_size)))
         set_fitted_posterior(self, self._vbe_log_norm_)
 
     # ------------------------------------------------------------------ public API
