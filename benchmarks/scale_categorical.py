@@ -8,7 +8,8 @@ memory is measured and it has a time cap) and records, as it goes, the wall time
 copy of its parameters (not timed: copies of a few small arrays); the held-out
 log-likelihood per symbol of every copy is computed after the fit by one forward pass
 (:func:`held_out`, the same for every method, at the posterior-mean or point
-parameters).
+parameters).  Every record also holds the CPU time of the fit's process so far, which
+a loaded machine slows less than the wall time.
 
 * batch VBEM: ``VBHiddenMarkov`` on all the symbols loaded in memory, a snapshot after
   every iteration (the ``stop`` hook of the base class's loop);
@@ -16,6 +17,9 @@ parameters).
   (``CHUNK_SEQUENCES`` sequences each, minibatches of ``batch_size``), epochs over the
   file, a snapshot after every ``1 / SNAPSHOTS_PER_EPOCH`` of an epoch, from the
   default start (the start's VBEM on the first minibatch is inside the timed fit);
+* online VB by ``fit(learning_method="online")`` on the symbols in memory (epochs of
+  minibatches in random orders, each restart from the same kind of start as
+  ``partial_fit``'s, on a random minibatch), a snapshot after every fifth of an epoch;
 * hmmlearn's ``CategoricalHMM`` (EM), continued ``HMMLEARN_BLOCK`` iterations at a time
   (``init_params=""``), a snapshot after every block.
 """
@@ -82,9 +86,21 @@ def _means(model):
                                                                               keepdims=True))
 
 
+class _Clock:
+    """Wall and CPU seconds of this process since it was made (the CPU time is that of
+    the fit alone, whatever else the machine runs)."""
+
+    def __init__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def now(self):
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
 def _trace(snapshots, X_test, length):
-    return {"seconds": [t for t, _ in snapshots],
-            "heldout": [held_out(*p, X_test, length) for _, p in snapshots]}
+    return {"seconds": [t for t, _, _ in snapshots],
+            "cpu_seconds": [c for _, c, _ in snapshots],
+            "heldout": [held_out(*p, X_test, length) for _, _, p in snapshots]}
 
 
 def batch_vbem(path, X_test, length, K, max_iter, tol):
@@ -94,20 +110,20 @@ def batch_vbem(path, X_test, length, K, max_iter, tol):
     class Traced(VBHiddenMarkov):
         def _run_vbem(self, data):
             def record(iteration, trace, restarted):
-                snapshots.append((time.perf_counter() - t0, _means(self)))
+                snapshots.append((*clock.now(), _means(self)))
 
             return self._iterate(data, range(1, self.max_iter + 1), stop=record)
 
     snapshots = []
-    t0 = time.perf_counter()
+    clock = _Clock()
     X = np.fromfile(path, dtype=np.uint8).astype(np.int64).reshape(-1, 1)
     model = Traced(n_components=K, max_iter=max_iter, tol=tol, n_init=1,
                    init_params="random_marginals", random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(X, lengths=np.full(X.shape[0] // length, length))
-    seconds = time.perf_counter() - t0
-    return {"fit_s": seconds, "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
+    seconds, cpu = clock.now()
+    return {"fit_s": seconds, "cpu_s": cpu, "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
             **_final(_trace(snapshots, X_test, length))}
 
 
@@ -127,7 +143,7 @@ def online_vb(path, X_test, length, K, epochs, batch_size, chunk_sequences=CHUNK
     model = VBHiddenMarkov(n_components=K, batch_size=batch_size,
                            total_samples=n_sequences, random_state=0, **steps)
     snapshots = []
-    t0 = time.perf_counter()
+    clock = _Clock()
     for _ in range(epochs):
         for i, first in enumerate(starts):
             rows = min(chunk, n_frames - first)
@@ -135,9 +151,39 @@ def online_vb(path, X_test, length, K, epochs, batch_size, chunk_sequences=CHUNK
             model.partial_fit(X, lengths=np.full(rows // length, length))
             del X
             if (i + 1) % every == 0 or i + 1 == len(starts):
-                snapshots.append((time.perf_counter() - t0, _means(model)))
-    seconds = time.perf_counter() - t0
-    return {"fit_s": seconds, "n_iter": epochs, "steps": int(model.n_batch_iter_ - 1),
+                snapshots.append((*clock.now(), _means(model)))
+    seconds, cpu = clock.now()
+    return {"fit_s": seconds, "cpu_s": cpu, "n_iter": epochs, "steps": int(model.n_batch_iter_ - 1),
+            **_final(_trace(snapshots, X_test, length))}
+
+
+def online_fit(path, X_test, length, K, epochs, batch_size):
+    """``fit(learning_method="online")`` on the symbols in memory, at most ``epochs``
+    epochs; snapshots after every ``1 / SNAPSHOTS_PER_EPOCH`` of an epoch."""
+    from sklearn_vb import VBHiddenMarkov
+
+    n_sequences = path.stat().st_size // length
+    every = max(1, -(-n_sequences // batch_size) // SNAPSHOTS_PER_EPOCH)
+
+    class Traced(VBHiddenMarkov):
+        def _set_posterior(self, posterior):  # after the start and after every step
+            super()._set_posterior(posterior)
+            steps = getattr(self, "n_batch_iter_", 1)  # 1 + the steps before this one
+            if steps % every == 0:
+                snapshots.append((*clock.now(), _means(self)))
+
+    snapshots = []
+    clock = _Clock()
+    X = np.fromfile(path, dtype=np.uint8).reshape(-1, 1)
+    model = Traced(n_components=K, learning_method="online", batch_size=batch_size,
+                   max_iter=epochs, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, lengths=np.full(n_sequences, length))
+    seconds, cpu = clock.now()
+    snapshots.append((seconds, cpu, _means(model)))
+    return {"fit_s": seconds, "cpu_s": cpu, "n_iter": int(model.n_iter_),
+            "converged": bool(model.converged_), "steps": int(model.n_batch_iter_ - 1),
             **_final(_trace(snapshots, X_test, length))}
 
 
@@ -150,19 +196,20 @@ def hmmlearn_em(path, X_test, length, K, max_iter, budget_s):
     lengths = np.full(X.shape[0] // length, length)
     model = CategoricalHMM(n_components=K, n_features=N_SYMBOLS, n_iter=HMMLEARN_BLOCK,
                            tol=1e-2, random_state=0, implementation="scaling")
-    snapshots, spent, n_iter, converged = [], 0.0, 0, False
+    snapshots, spent, cpu, n_iter, converged = [], 0.0, 0.0, 0, False
     while n_iter < max_iter and spent < budget_s and not converged:
-        start = time.perf_counter()
+        clock = _Clock()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit(X, lengths)
-        spent += time.perf_counter() - start
+        wall, cpu_block = clock.now()
+        spent, cpu = spent + wall, cpu + cpu_block
         n_iter += model.monitor_.iter
         converged = bool(model.monitor_.converged)
         model.init_params = ""  # the next call continues from here
-        snapshots.append((spent, (model.startprob_.copy(), model.transmat_.copy(),
-                                  model.emissionprob_.copy())))
-    return {"fit_s": spent, "n_iter": n_iter, "converged": converged,
+        snapshots.append((spent, cpu, (model.startprob_.copy(), model.transmat_.copy(),
+                                       model.emissionprob_.copy())))
+    return {"fit_s": spent, "cpu_s": cpu, "n_iter": n_iter, "converged": converged,
             **_final(_trace(snapshots, X_test, length))}
 
 
@@ -170,14 +217,14 @@ def _final(trace):
     return {"heldout_loglik_per_symbol": trace["heldout"][-1], "trace": trace}
 
 
-def within(trace, target, rel):
-    """The first time in ``trace`` at which the held-out value is within ``rel`` of
-    ``target`` (relative to |target|), or None."""
-    for t, h in zip(trace["seconds"], trace["heldout"]):
+def within(trace, target, rel, clock="seconds"):
+    """The first time in ``trace`` (wall seconds, or ``clock="cpu_seconds"``) at which the
+    held-out value is within ``rel`` of ``target`` (relative to |target|), or None."""
+    for t, h in zip(trace[clock], trace["heldout"]):
         if h >= target - rel * abs(target):
             return t
     return None
 
 
-__all__ = ["batch_vbem", "held_out", "hmmlearn_em", "known_hmm", "make_data", "online_vb",
-           "within"]
+__all__ = ["batch_vbem", "held_out", "hmmlearn_em", "known_hmm", "make_data", "online_fit",
+           "online_vb", "within"]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 
 __all__ = ["RETRIES", "ClientRunner", "LocalRunner", "check_batch_vb", "chunk_runner",
-           "is_dask_array"]
+           "is_dask_array", "is_dask_partitions"]
 
 #: further attempts of a chunk task that raises
 RETRIES = 2
@@ -34,10 +34,22 @@ def is_dask_array(X):
     return module is not None and isinstance(X, module.Array)
 
 
-def check_batch_vb(estimator):
-    """A dask array is fitted by batch VBEM only: a clear ValueError otherwise."""
+def is_dask_partitions(X):
+    """Whether ``X`` is a dask bag or a non-empty list (or tuple) of dask delayed
+    objects: partitions of items (sequences) that a fit reads where they live."""
+    bag = sys.modules.get("dask.bag")
+    if bag is not None and isinstance(X, bag.Bag):
+        return True
+    delayed = sys.modules.get("dask.delayed")
+    return (delayed is not None and isinstance(X, (list, tuple)) and len(X) > 0
+            and all(isinstance(x, delayed.Delayed) for x in X))
+
+
+def check_batch_vb(estimator, what="A dask array X"):
+    """A dask collection (``what``) is fitted by batch VBEM only: a clear ValueError
+    otherwise."""
     if estimator.method != "vb" or estimator.learning_method != "batch":
-        raise ValueError("A dask array X is fitted by batch VBEM: it needs method='vb' "
+        raise ValueError(f"{what} is fitted by batch VBEM: it needs method='vb' "
                          f"and learning_method='batch'; got method={estimator.method!r}, "
                          f"learning_method={estimator.learning_method!r}.")
 

@@ -1,7 +1,8 @@
 """The sequences an HMM fit reads: :class:`_FitData`, the frames of all sequences in
 memory.  A fit on a dask array reads :class:`~sklearn_vb.hmm._distributed.DaskFitData`
 instead; both answer :meth:`_FitData.chunk_sum` and :meth:`_FitData.start_statistics`,
-the two ways the fit reads the frames during its iterations and starts."""
+the two ways the fit reads the frames during its iterations and starts.
+:class:`MinibatchPasses` reads a ``_FitData`` a minibatch of sequences at a time."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ import numpy as np
 from .._core.validation import sequence_bounds
 from ._clamp import align_with_known
 from ._context import context_centres, context_features, context_labels
-from ._online import sequence_frames
+from ._online import minibatches, sequence_frames
 from .emissions._base import one_hot
-from ._vbem import stats_from_resp
+from ._vbem import add_results, stats_from_resp
 
-__all__ = ["_FitData"]
+__all__ = ["MinibatchPasses", "_FitData"]
 
 
 
@@ -101,3 +102,34 @@ class _FitData:
         if self.known_states is not None:
             resp = align_with_known(resp, self.known_states)
         return stats_from_resp(family, resp, self, emission_prior)
+
+
+@dataclass
+class MinibatchPasses:
+    """The sequences of ``data`` for a pass that holds the tables of ``size`` of them
+    at a time: :meth:`chunk_sum` runs the function on consecutive minibatches and sums
+    the results in order (the exact bound at the end of an online fit, whose
+    forward-backward over all frames at once would hold the tables a batch fit holds).
+    """
+
+    data: _FitData
+    size: int
+
+    @property
+    def n_frames(self):
+        return self.data.n_frames
+
+    @property
+    def n_sequences(self):
+        return self.data.n_sequences
+
+    def chunk_sum(self, family, fn, *args):
+        """``fn(minibatch, family, *args)`` summed over the minibatches (see
+        :meth:`_FitData.chunk_sum`)."""
+        total = None
+        for seq in minibatches(self.data.n_sequences, self.size):
+            part = (self.data if len(seq) == self.data.n_sequences
+                    else self.data.sequences(seq, family))
+            result = fn(part, family, *args)
+            total = result if total is None else add_results(family, total, result)
+        return total

@@ -1,6 +1,10 @@
-"""Batch VBEM of an HMM on a dask array: the VBE step runs where the chunks live.
+"""Batch VBEM of an HMM on a dask array or on partitions of sequences (a dask bag, or
+a list of dask delayed objects): the VBE step runs where the chunks live.
 
-The row chunks of the array must hold whole sequences.  Every chunk is validated once
+The row chunks of an array must hold whole sequences; a partition of a bag holds whole
+sequences by construction (every item is one sequence, an array of frames), and so
+does a delayed object (one array of frames, or a list of them).  Every chunk (row
+chunk or partition) is validated once
 and kept where it is (as futures on a ``distributed`` cluster; without a client, as
 delayed objects that the local scheduler recomputes from the array's graph whenever a
 pass needs them, so that only a few chunks are in memory at a time).  Every pass over
@@ -29,15 +33,17 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
-from .._core.distributed import check_batch_vb, chunk_runner, is_dask_array
+from .._core.distributed import (check_batch_vb, chunk_runner, is_dask_array,
+                                 is_dask_partitions)
 from .._core.validation import sequence_bounds
 from ._context import context_centres, context_features, context_labels
 from ._data import _FitData
-from ._vbem import add_stats, stats_from_resp
+from ._vbem import add_results, stats_from_resp
 from .emissions._base import nearest_centre, one_hot
 from .emissions._missing import fill_missing
 
-__all__ = ["DaskFitData", "dask_fit_data", "is_dask_array", "sequence_chunks"]
+__all__ = ["DaskFitData", "dask_fit_data", "in_memory", "is_dask_array", "is_dask_input",
+           "sequence_chunks"]
 
 #: frames that the k-means start of a distributed fit clusters (a uniform sample)
 KMEANS_SAMPLE = 100_000
@@ -108,6 +114,41 @@ def _prepare_chunk(block, lengths, family, estimator):
                     ends=ends)
 
 
+def _partition_frames(items):
+    """The sequences of a partition (an array of frames is one sequence; any other
+    iterable holds sequences) as one array of frames and their lengths."""
+    items = [items] if hasattr(items, "__array__") else list(items)
+    arrays = []
+    for item in items:
+        frames = np.asarray(item)
+        if frames.ndim not in (1, 2):
+            raise ValueError("X: every sequence of a dask bag (or delayed object) must be "
+                             "an array of frames, 1-D or (n_frames, n_features); got one "
+                             f"of shape {frames.shape}.")
+        if frames.shape[0] == 0:
+            raise ValueError("X: a sequence of the dask bag (or delayed object) has no "
+                             "frames.")
+        arrays.append(frames.reshape(frames.shape[0], -1))
+    lengths = np.array([a.shape[0] for a in arrays], dtype=np.int64)
+    if not arrays:
+        return None, lengths
+    if len({a.shape[1] for a in arrays}) > 1:
+        raise ValueError("X: the sequences of the dask bag (or delayed objects) have "
+                         "different numbers of features.")
+    return np.concatenate(arrays), lengths
+
+
+def _prepare_partition(items, family, estimator):
+    """A partition's sequences validated as in memory, as fit data of their own (None
+    for a partition without sequences)."""
+    X, lengths = _partition_frames(items)
+    return None if X is None else _prepare_chunk(X, lengths, family, estimator)
+
+
+def _lengths(chunk):
+    return np.zeros(0, dtype=np.int64) if chunk is None else chunk.lengths
+
+
 def _moments(chunk, family):
     return family.data_moments(chunk.X)
 
@@ -144,14 +185,6 @@ def _nearest_context_stats(chunk, family, centres, emission_prior):
 # ---------------------------------------------------------------------------
 # running them
 # ---------------------------------------------------------------------------
-
-
-def _add(family, a, b):
-    if isinstance(a, tuple):
-        return tuple(_add(family, x, y) for x, y in zip(a, b))
-    if isinstance(a, float):
-        return a + b
-    return add_stats(family, a, b)
 
 
 @dataclass
@@ -200,7 +233,7 @@ class DaskFitData:
         results = self.map(fn, family, *args)
         total = results[0]
         for result in results[1:]:
-            total = _add(family, total, result)
+            total = add_results(family, total, result)
         return total
 
     def frames(self, rows):
@@ -270,23 +303,49 @@ class DaskFitData:
         return self.chunk_sum(family, _nearest_context_stats, centres, emission_prior)
 
 
-def _check_dask_fit(estimator, sequence_ids, states):
-    """What a fit on a dask array cannot combine with."""
+def is_dask_input(X):
+    """Whether ``fit`` reads ``X`` where its chunks live: a dask array, a dask bag or a
+    list of dask delayed objects."""
+    return is_dask_array(X) or is_dask_partitions(X)
+
+
+def in_memory(X, what="X"):
+    """``X``, or a clear ValueError when it is a dask bag or a list of delayed objects,
+    which only ``fit`` reads (``what``: the argument or method that got it)."""
+    if is_dask_partitions(X):
+        raise ValueError(
+            f"{what}: a dask bag or a list of dask delayed objects is read by fit only "
+            "(batch VBEM).  Compute the sequences and pass them as one array with "
+            "lengths, e.g. parts = bag.compute(); X = np.concatenate(parts), "
+            "lengths=[len(p) for p in parts]; or, to learn online, compute one "
+            "partition at a time (bag.to_delayed()) and call partial_fit on its "
+            "sequences.")
+    return X
+
+
+def _check_dask_fit(estimator, sequence_ids, states, U, what):
+    """What a fit on a dask collection (``what``) cannot combine with."""
     if sequence_ids is not None:
-        raise ValueError("sequence_ids is not supported with a dask array X; give "
-                         "lengths.")
-    check_batch_vb(estimator)
+        raise ValueError(f"sequence_ids is not supported with {what}; give "
+                         + ("lengths." if what == "a dask array X" else
+                            "the sequences as its items."))
+    check_batch_vb(estimator, what[0].upper() + what[1:])
     if states is not None:
-        raise ValueError("states (known states) is not supported with a dask array X.")
+        raise ValueError(f"states (known states) is not supported with {what}.")
+    if U is not None:
+        raise ValueError(f"U (transition inputs) is not supported with {what}.")
 
 
-def dask_fit_data(estimator, X, lengths, sequence_ids=None, states=None):
-    """Validate the dask array ``X`` of sequences of ``lengths`` chunk by chunk where
-    the chunks live, set the estimator's data-dependent fitted attributes
-    (``n_features_in_``, ``n_symbols_``, ...) and return the :class:`DaskFitData`;
-    ``sequence_ids`` and known ``states`` are refused, as are the settings that do not
-    fit by batch VBEM."""
-    _check_dask_fit(estimator, sequence_ids, states)
+def dask_fit_data(estimator, X, lengths, sequence_ids=None, states=None, U=None):
+    """Validate the dask array ``X`` of sequences of ``lengths`` (or the partitions of
+    sequences of a dask bag or list of delayed objects ``X``, whose sequences are their
+    items: ``lengths`` is then refused) chunk by chunk where the chunks live, set the
+    estimator's data-dependent fitted attributes (``n_features_in_``, ``n_symbols_``,
+    ...) and return the :class:`DaskFitData`; ``sequence_ids``, known ``states`` and
+    inputs ``U`` are refused, as are the settings that do not fit by batch VBEM."""
+    if is_dask_partitions(X):
+        return _partitions_fit_data(estimator, X, lengths, sequence_ids, states, U)
+    _check_dask_fit(estimator, sequence_ids, states, U, "a dask array X")
     import dask
 
     family = estimator._family
@@ -311,6 +370,45 @@ def dask_fit_data(estimator, X, lengths, sequence_ids=None, states=None):
                           for block, (a, b) in zip(blocks, spans)])
     data = DaskFitData(chunks=chunks, row_chunks=row_chunks[row_chunks > 0],
                        lengths=lengths, runner=runner)
+    return _with_summary(estimator, data)
+
+
+def _partitions_fit_data(estimator, X, lengths, sequence_ids, states, U):
+    """:func:`dask_fit_data` of a dask bag of sequences or a list of delayed objects,
+    each a partition: one pass (where they live) validates the partitions and returns
+    their sequences' lengths; partitions without sequences are left out."""
+    what = ("a dask bag X" if not isinstance(X, (list, tuple))
+            else "a list of dask delayed objects X")
+    _check_dask_fit(estimator, sequence_ids, states, U, what)
+    if lengths is not None:
+        raise ValueError(f"lengths is not used with {what}: every item of a partition is "
+                         "one sequence; pass lengths=None.")
+    import dask
+
+    family = estimator._family
+    partitions = list(X) if isinstance(X, (list, tuple)) else X.to_delayed()
+    checker = clone(estimator)
+    prepare = dask.delayed(_prepare_partition, pure=True)
+    runner = chunk_runner()
+    chunks = runner.keep([prepare(part, family, checker) for part in partitions])
+    chunk_lengths = runner.map(_lengths, chunks, ())
+    kept = [i for i, lens in enumerate(chunk_lengths) if lens.size]
+    if not kept:
+        raise ValueError(f"X: {what} holds no sequence.")
+    # the attributes that validation sets (n_features_in_, ...), from validated rows
+    chunks = [chunks[i] for i in kept]
+    family.check_X(runner.map(_rows, chunks[:1], (None, slice(0, 1)))[0], estimator, True)
+    row_chunks = np.array([chunk_lengths[i].sum() for i in kept], dtype=np.int64)
+    data = DaskFitData(chunks=chunks, row_chunks=row_chunks,
+                       lengths=np.concatenate([chunk_lengths[i] for i in kept]),
+                       runner=runner)
+    return _with_summary(estimator, data)
+
+
+def _with_summary(estimator, data):
+    """``data`` with the summary of its frames, merged over the chunks; the
+    estimator's fitted attributes that depend on them (``n_symbols_``, ...) set."""
+    family = estimator._family
     moments = family.merge_moments(data.map(_moments, family))
     for name, value in family.fit_attributes_from_moments(moments, estimator).items():
         setattr(estimator, name, value)

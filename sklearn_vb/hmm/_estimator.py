@@ -36,14 +36,15 @@ from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED
                                 partial_fit_stream)
 from ._clamp import check_states
 from ._constraints import PARAMETER_CONSTRAINTS
-from ._data import _FitData
+from ._data import MinibatchPasses, _FitData
 from ._fitted import hyper_arrays, set_fitted_posterior
-from ._distributed import dask_fit_data, is_dask_array
+from ._distributed import dask_fit_data, is_dask_array, is_dask_input, in_memory
 from ._working_set import check_batch_fit_memory
 from ._fit_combinations import check_fit_combinations
-from ._init import initial_posterior, start_point
+from ._init import start_point
 from ._inputs import n_transition_parameters, transition_inputs_of, transition_prior
 from ._online_fit import partial_fit, run_online
+from ._online_start import restart_starts, start_posterior
 from ._point_fit import e_step, m_step, objective as point_objective, set_fitted_point
 from ._predict import plugin_forward, sample_sequence, state_marginals, viterbi_path
 from ._state import DirichletHMM
@@ -135,6 +136,21 @@ U : array-like of shape (n_samples,) or (n_samples, P), optional
     is not used), and the bound is a bound on ln p(X | U).
 """
 
+#: ``X`` and ``y`` of ``fit``, which also reads dask collections
+_FIT_X_Y = """\
+X : array-like of shape (n_samples, n_features), dask array or dask bag
+    Concatenated sequences (integer symbols in one column for categorical
+    emissions).  NaN marks a missing value, marginalised out (missing at
+    random; every emission family).  A dask array (whose row chunks hold whole
+    sequences, with ``lengths``), a dask bag whose items are sequences, or a
+    list of dask delayed objects (each one sequence or a list of them; both
+    without ``lengths``) is fitted by batch VBEM with the VBE step run where its
+    chunks live (user guide: Hidden Markov models, "On a dask cluster").
+y : None, or one entry per row (ignored)
+    Anything else is refused: hmmlearn's ``fit(X, lengths)`` would put the
+    lengths here.
+"""
+
 
 # ---------------------------------------------------------------------------
 # the estimator
@@ -152,7 +168,8 @@ U : array-like of shape (n_samples,) or (n_samples, P), optional
           partial_fit_not_scored=PARTIAL_FIT_NOT_SCORED, sequences_X_y=_SEQUENCES_X_Y,
           transition_inputs_params=_TRANSITION_INPUTS_PARAMS,
           transition_inputs_attributes=_TRANSITION_INPUTS_ATTRIBUTES,
-          fit_transition_inputs=_FIT_TRANSITION_INPUTS)
+          fit_transition_inputs=_FIT_TRANSITION_INPUTS,
+          fit_X_y=_FIT_X_Y)
 class VBHiddenMarkov(DensityMixin, VBEMEstimator):
     """Variational Bayesian hidden Markov model with categorical, Gaussian or Poisson emissions.
 
@@ -310,11 +327,12 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         {online_learning_result}
         ``acceleration`` and ``bound_check`` do not apply (the estimate may decrease).
         {online_learning_restarts}
-        The three starts of ``init_params="auto"`` are run online too, and the kept
-        one is chosen as between restarts.  The steps shrink as they accumulate, so
-        where batch VBEM crosses a long plateau (states that are still copies of one
-        another) an online fit may stop on it.  For one long sequence (or a few) set
-        ``subchain_length``: the minibatches are then subchains.
+        With ``init_params="auto"`` every restart starts as the first
+        :meth:`partial_fit` does, on ``batch_size`` sequences drawn at random (scaled
+        to the sequences of ``X``): the shrinking steps would not lead q(theta) off a
+        start where states are still copies of one another.  For one long sequence
+        (or a few) set ``subchain_length``: the minibatches are then subchains, and the
+        starts of ``"auto"`` run online in turn, the kept one chosen as between restarts.
     {online_step_params}
     batch_size : int, default=128
         Number of sequences in a minibatch (``learning_method="online"`` and
@@ -530,7 +548,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _sequence_data(self, X, lengths, sequence_ids, reset, states=None, U=None):
         family = self._family
-        Xv = family.check_X(X, self, reset)
+        Xv = family.check_X(in_memory(X), self, reset)
         lens = check_sequences(Xv.shape[0], lengths, sequence_ids)
         starts, ends = sequence_bounds(lens)
         inputs, n_levels = transition_inputs_of(self, U, Xv.shape[0], reset)
@@ -542,8 +560,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     def _check_fit_data(self, X, lengths=None, sequence_ids=None, states=None, U=None):
         check_fit_combinations(self, X, states)
-        if is_dask_array(X):
-            return dask_fit_data(self, X, lengths, sequence_ids, states)
+        if is_dask_input(X):
+            return dask_fit_data(self, X, lengths, sequence_ids, states, U)
         data = self._sequence_data(X, lengths, sequence_ids, reset=True, states=states, U=U)
         family = self._family
         attributes, data.summary = family.fit_attributes_and_summary(data.X, self)
@@ -579,10 +597,8 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
     # ------------------------------------------------------------------ init
     def _restart_starts(self):
-        """The starts of one restart: those of the family for ``init_params="auto"``."""
-        if self.init_params == "auto":
-            return self._family.default_inits
-        return (self.init_params,)
+        """The starts of one restart (:func:`~sklearn_vb.hmm._online_start.restart_starts`)."""
+        return restart_starts(self)
 
     def _initialize(self, data, random_state, start=None):
         """The initial q(theta) of the start kind ``start`` (default: the first of
@@ -591,9 +607,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
         self._resolve_priors(data)
         family = self._family
         how = self._restart_starts()[0] if start is None else start
-        self._set_posterior(initial_posterior(how, family, self.n_components,
-                                              self._hyper("prior"), data, random_state,
-                                              self.init_posterior))
+        self._set_posterior(start_posterior(self, how, data, random_state))
         self._fresh = True
         self._stats_ = None
         self._run_bounds = []
@@ -724,8 +738,10 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             set_fitted_point(self)
             return
         if self.learning_method == "online":
-            # the history holds estimates; the bound of the final q(theta) is exact
-            self.lower_bound_ = float(self._evaluate_vbe(data))
+            # the history holds estimates; the bound of the final q(theta) is exact,
+            # from a pass that holds one minibatch's tables at a time
+            self.lower_bound_ = float(self._evaluate_vbe(MinibatchPasses(data,
+                                                                         self.batch_size)))
         set_fitted_posterior(self, self._vbe_log_norm_)
 
     # ------------------------------------------------------------------ public API
@@ -734,7 +750,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
 
         Parameters
         ----------
-        {sequences_X_y}
+        {fit_X_y}
         lengths : array-like of int, optional
             Lengths of the consecutive sequences in ``X`` (hmmlearn convention).
         sequence_ids : array-like of shape (n_samples,), optional
@@ -745,7 +761,7 @@ class VBHiddenMarkov(DensityMixin, VBEMEstimator):
             -1 elsewhere.  q(s) is clamped to them (every path through another state
             there has probability zero), so the bound is a bound on
             ln p(X, known states) and the known frames count fully towards their
-            states' parameters.  Not with ``subchain_length`` or a dask array.
+            states' parameters.  Not with ``subchain_length`` or dask data.
         {fit_transition_inputs}
         """
         check_unused_y(y, X, "fit")

@@ -4,7 +4,7 @@ parameter validation checks each parameter alone)."""
 
 from __future__ import annotations
 
-from .._core.distributed import is_dask_array
+from ._distributed import is_dask_input
 from ._online_fit import check_online
 
 __all__ = ["check_fit_combinations"]
@@ -34,9 +34,9 @@ def check_fit_combinations(est, X, states):
                          f"n_input_levels={est.n_input_levels!r} with "
                          "transition_inputs='continuous'.")
     if est.transition_inputs is not None and (
-            est.method != "vb" or est.learning_method != "batch" or is_dask_array(X)):
+            est.method != "vb" or est.learning_method != "batch" or is_dask_input(X)):
         raise ValueError("transition_inputs is fitted by batch VBEM in memory: it needs "
                          f"method='vb', learning_method='batch' and an in-memory X; got "
                          f"method={est.method!r}, learning_method="
                          f"{est.learning_method!r}"
-                         + (" and a dask array X." if is_dask_array(X) else "."))
+                         + (" and a dask collection X." if is_dask_input(X) else "."))

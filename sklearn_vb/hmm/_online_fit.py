@@ -17,6 +17,7 @@ from sklearn.utils import check_random_state
 from .._core.distributed import is_dask_array
 from .._core.online import check_online_method
 from .._core.validation import check_unused_y, fitted_from_sequence_ids
+from ._distributed import in_memory
 from ._fitted import set_fitted_posterior
 from ._online import minibatches, natural_step, step_size
 from ._online_start import online_start
@@ -161,6 +162,7 @@ def partial_fit(est, X, y, lengths, sequence_ids, states):
     if hasattr(est, "lower_bound_") and est._point_fitted:
         raise ValueError("partial_fit continues q(theta); this model holds a point "
                          "estimate of an earlier fit with method='ml' or 'map'.")
+    X = in_memory(X, "partial_fit")
     if is_dask_array(X):
         # a chunk of a stream (dask-ml's Incremental feeds blocks one by one): one
         # call holds its X in memory anyway
@@ -169,11 +171,13 @@ def partial_fit(est, X, y, lengths, sequence_ids, states):
         data = est._check_fit_data(X, lengths, sequence_ids, states)
         first_batch = first_minibatch(est, data)
         random_state = check_random_state(est.random_state)
-        est._initialize(first_batch, random_state)
+        # the first kind of "auto" whatever learning_method is (its draws come first)
+        est._initialize(first_batch, random_state, start=est._family.default_inits[0]
+                        if est.init_params == "auto" else est.init_params)
         if est.init_params == "auto" and est.subchain_length is None:
             est._set_posterior(online_start(est, first_batch, random_state,
                                             float(est.total_samples) / first_batch.n_sequences,
-                                            est._restart_starts()))
+                                            est._family.default_inits))
     else:
         if states is not None and est.subchain_length is not None:
             est._check_fit_data(X, lengths, sequence_ids, states)  # raises

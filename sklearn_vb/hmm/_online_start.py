@@ -13,17 +13,29 @@ weighs on q(theta) as it will on the whole stream, so states the minibatch shows
 rarely are not switched off for lack of data.
 
 The steps that follow are unchanged; the schedule starts at ``n_batch_iter_ = 1``.
+``partial_fit``'s first call starts so from its first minibatch (scaled to
+``total_samples``); every restart of an online ``fit`` of sequences starts so from a
+minibatch of ``batch_size`` sequences drawn at random (scaled to the sequences of
+``X``): :func:`restart_starts` names that start ``"auto"`` and :func:`start_posterior`
+runs it.  An online fit over subchains (``subchain_length``) runs the starts of
+``"auto"`` on all of ``X``, each followed by its own epochs, as batch VBEM does.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ._data import _FitData
 from ._init import initial_posterior
 from ._online import scale_stats
 from ._vbem import kl_terms, vbe_statistics, vbm
+from ._working_set import check_start_memory
 
-__all__ = ["local_vbem", "online_start"]
+__all__ = ["MINIBATCH_START", "local_vbem", "online_start", "restart_starts",
+           "start_posterior"]
+
+#: the one start of each restart of an online fit of sequences with ``init_params="auto"``
+MINIBATCH_START = "auto"
 
 #: VBEM iterations on the first minibatch per start, at most
 LOCAL_MAX_ITER = 100
@@ -59,8 +71,10 @@ def online_start(est, data, random_state, scale, starts):
     """The q(theta) online learning starts from: each start kind of ``starts``
     (:func:`~sklearn_vb.hmm._init.initial_posterior` on ``data``, drawn in turn from
     ``random_state``) run by :func:`local_vbem` on ``data`` scaled by ``scale``; the
-    one with the highest bound."""
+    one with the highest bound.  The largest start's arrays on ``data`` are checked
+    first (:func:`~sklearn_vb.hmm._working_set.check_start_memory`)."""
     family, prior = est._family, est._hyper("prior")
+    check_start_memory(est, starts, data.X)
     best, best_bound = None, -np.inf
     for how in starts:
         start = initial_posterior(how, family, est.n_components, prior, data, random_state,
@@ -69,3 +83,35 @@ def online_start(est, data, random_state, scale, starts):
         if best is None or bound > best_bound:
             best, best_bound = posterior, bound
     return best
+
+
+def restart_starts(est):
+    """The start kinds of one restart of ``est.fit``: ``init_params`` itself, or for
+    ``"auto"`` the family's starts (batch VBEM, and online learning over subchains) or
+    :data:`MINIBATCH_START` (online learning from minibatches of sequences)."""
+    if est.init_params != "auto":
+        return (est.init_params,)
+    if est.learning_method == "online" and est.subchain_length is None:
+        return (MINIBATCH_START,)
+    return est._family.default_inits
+
+
+def start_posterior(est, how, data, random_state):
+    """The initial q(theta) of the start kind ``how`` on the fit data ``data`` (priors
+    resolved): for :data:`MINIBATCH_START`, :func:`online_start` on ``batch_size``
+    sequences of ``data`` drawn by ``random_state`` (all of them when there are no
+    more), scaled to the sequences of ``data``.  Any other start on data in memory
+    first checks that the largest start of the fit can allocate its arrays
+    (:func:`~sklearn_vb.hmm._working_set.check_start_memory`)."""
+    if how != MINIBATCH_START:
+        if isinstance(data, _FitData):  # (the starts of a dask fit run chunk by chunk)
+            check_start_memory(est, (how,) + tuple(restart_starts(est)), data.X)
+        return initial_posterior(how, est._family, est.n_components, est._hyper("prior"),
+                                 data, random_state, est.init_posterior)
+    first = data
+    if data.n_sequences > est.batch_size:
+        seq = np.sort(random_state.choice(data.n_sequences, est.batch_size, replace=False))
+        first = data.sequences(seq, est._family)
+    return online_start(est, first, random_state,
+                        float(data.n_sequences) / first.n_sequences,
+                        est._family.default_inits)

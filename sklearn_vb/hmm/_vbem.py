@@ -29,7 +29,7 @@ __all__ = [
     "DirichletHMM", "expected_complete_loglik", "expected_log_params", "frame_marginals",
     "kl_terms", "lower_bound_after_vbm", "optimize_dirichlet_scale", "pack_posterior",
     "stats_from_resp", "stats_from_vbe", "unpack_posterior", "vbe", "vbe_statistics", "vbm",
-    "add_stats",
+    "add_results", "add_stats",
 ]
 
 
@@ -197,6 +197,16 @@ def add_stats(family, a, b):
              else a.trans + b.trans)
     return HMMStats(start=a.start + b.start, trans=trans,
                     emission=family.add_stats(a.emission, b.emission))
+
+
+def add_results(family, a, b):
+    """The results of one function of the data (statistics, a float, or a tuple of
+    them, e.g. :func:`vbe_statistics`) on two parts of the data, for both together."""
+    if isinstance(a, tuple):
+        return tuple(add_results(family, x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return a + b
+    return add_stats(family, a, b)
 
 
 def frame_marginals(family, posterior, data):

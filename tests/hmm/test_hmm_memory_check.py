@@ -12,7 +12,7 @@ import pytest
 
 from sklearn_vb import VBHiddenMarkov
 from sklearn_vb._core import memory
-from sklearn_vb.hmm._working_set import batch_fit_bytes
+from sklearn_vb.hmm._working_set import batch_fit_bytes, start_bytes
 
 
 def test_batch_fit_bytes_counts_the_forward_backward_arrays():
@@ -31,17 +31,17 @@ def test_a_batch_fit_over_the_limit_is_refused_with_the_size_and_partial_fit(mon
     X = np.random.RandomState(0).randint(3, size=(2000, 1))
     lengths = [100] * 20
     monkeypatch.setattr(memory, "available_memory",
-                        lambda: (10_000, "the process's address-space limit (RLIMIT_AS)"))
+                        lambda: (60_000, "the process's address-space limit (RLIMIT_AS)"))
     model = VBHiddenMarkov(n_components=5, random_state=0)
     with pytest.raises(MemoryError, match=r"batch learning on 2,000 frames with "
                        r"n_components=5.*need about 1[0-9.]+ KiB, but this process can "
-                       r"allocate about 9.8 KiB more \(the process's address-space limit"
+                       r"allocate about 58.6 KiB more \(the process's address-space limit"
                        r".*partial_fit"):
         model.fit(X, lengths=lengths)
     assert not hasattr(model, "lower_bound_")
-    # online learning holds one minibatch at a time: not refused
+    # online learning holds one minibatch at a time (its start runs on one): not refused
     model.partial_fit(X[:200], lengths=lengths[:2])
-    VBHiddenMarkov(n_components=5, learning_method="online", max_iter=1,
+    VBHiddenMarkov(n_components=5, learning_method="online", max_iter=1, batch_size=2,
                    random_state=0).fit(X, lengths=lengths)
 
 
@@ -107,3 +107,39 @@ def test_a_memmap_too_large_for_the_address_space_limit(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_start_bytes_counts_the_arrays_of_each_start():
+    T, K, D, M = 1000, 4, 2, 7
+    assert start_bytes("random_params", T, 1, K, M) == 0
+    assert start_bytes("posterior", T, 1, K, M) == 0
+    # forward-backward with a table row per frame, and the shrunk marginals
+    assert start_bytes("random_marginals", T, 1, K, M) == 8 * (5 * T * K + 4 * T)
+    assert start_bytes("kmeans", T, D, K, D) == 8 * (3 * T * K + T * D)
+    # the window features of every frame (d = M for symbols) and their copies
+    assert start_bytes("context", T, 1, K, M) == 8 * (8 * T * M + 2 * T * K)
+
+
+def test_a_start_over_the_limit_is_refused_before_any_start_runs(monkeypatch):
+    # the iteration's arrays fit, the starts' do not: the largest start of "auto" (the
+    # context start's window features) is named before the first start runs
+    X = np.random.RandomState(0).randint(3, size=(2000, 1))
+    lengths = [100] * 20
+    iteration = batch_fit_bytes(2000, 1, 5, True, 3)
+    assert iteration < 200_000 < start_bytes("context", 2000, 1, 5, 3)
+    monkeypatch.setattr(memory, "available_memory", lambda: (200_000, "test"))
+    from sklearn_vb.hmm import _init
+
+    calls = []
+    real = _init.initial_posterior
+    monkeypatch.setattr(_init, "initial_posterior",
+                        lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    with pytest.raises(MemoryError, match=r"the start init_params='context' on 2,000 "
+                       r"frames with n_components=5.*random_params.*partial_fit"):
+        VBHiddenMarkov(n_components=5, random_state=0).fit(X, lengths=lengths)
+    assert calls == []
+    # a start without a pass over the frames runs; online learning starts on a minibatch
+    VBHiddenMarkov(n_components=5, init_params="random_params", max_iter=3,
+                   random_state=0).fit(X, lengths=lengths)
+    VBHiddenMarkov(n_components=5, learning_method="online", max_iter=1, batch_size=5,
+                   random_state=0).fit(X, lengths=lengths)
