@@ -32,6 +32,11 @@ def make_faq_like_sequences(n_documents=2, n_lines=100, random_state=None):
     question, 0.15 otherwise (the signal of the transition features); features 16-23 are
     noise with ``P = 0.3``.
 
+    The defaults have everything Parise and Welling (2006, section 4) state about their
+    data: two files truncated to 100 lines, each line a question or an answer (header
+    lines dropped), 24 binary features per line.  They state no frequencies of the
+    features or of the labels; those above are this generator's own.
+
     Returns
     -------
     X : (n_documents * n_lines, 24) float array of 0/1

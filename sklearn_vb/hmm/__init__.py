@@ -6,7 +6,8 @@ updates (``_vbem``), starts (``_init``), the data it reads in memory (``_data``)
 dask cluster (``_distributed``), the batch fit's memory check (``_working_set``),
 input-driven transitions (``_inputs``; continuous inputs in ``_logistic_transitions``), known states (``_clamp``), online natural-gradient steps (``_online``, run by
 ``_online_fit``), its point fits by EM (``_point``, run by ``_point_fit``), the fitted
-attributes of q(theta) (``_fitted``), its predictions on new sequences (``_predict``),
+attributes of q(theta) (``_fitted``), its predictions on new sequences (``_predict``)
+and their predictive probabilities under q(theta) (``_predictive``),
 the typed containers of its state (``_state``), its emission families
 (``emissions``, public also as :mod:`sklearn_vb.emissions`, each with the dataclasses of
 its hyperparameters and statistics), its numba kernels (``kernels``,
@@ -17,6 +18,8 @@ its hyperparameters and statistics), its numba kernels (``kernels``,
 from ._distributed import sequence_chunks
 from ._estimator import VBHiddenMarkov
 from ._logistic_transitions import stick_breaking_transitions
+from ._predictive import predictive_log_likelihood
 from ._vbem import optimize_dirichlet_scale
 
-__all__ = ["VBHiddenMarkov", "sequence_chunks", "stick_breaking_transitions"]
+__all__ = ["VBHiddenMarkov", "predictive_log_likelihood", "sequence_chunks",
+           "stick_breaking_transitions"]

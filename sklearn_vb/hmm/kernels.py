@@ -200,3 +200,143 @@ def gaussian_diag_log_weights_missing(X, means, prec, const_d):
                     s += const_d[k, d] - 0.5 * prec[k, d] * v * v
             out[t, k] = s
     return out
+
+
+@njit(cache=True, nogil=True)
+def collapsed_predictive_smc(w_pi, w_A, w_B, symbols, starts, ends, n_particles, seed,
+                             resample_below):
+    """ln of a sequential Monte Carlo estimate of ``p(x_s) = E_q[p(x_s | pi, A, B)]`` for
+    every sequence s, with Dirichlet rows q(pi) = Dir(w_pi), q(A_j) = Dir(w_A[j]) and
+    q(B_k) = Dir(w_B[k]) integrated out (each sequence on its own).
+
+    With the rows integrated out the state path is a Markov chain whose step
+    probabilities are the Dirichlet predictive counts of the sequence's own earlier
+    steps, ``(w_A[j, k] + n_jk) / (sum_k w_A[j, k] + n_j)`` (and alike for the
+    emissions), so a particle is a state path.  The particle filter is fully adapted:
+    particle i is weighted by ``alpha_i = sum_k p(s_t = k | its path) p(x_t | s_t = k,
+    its path)`` and its next state drawn from those K terms; the particles are
+    resampled (systematic) when their effective number falls below ``resample_below``
+    times ``n_particles``.  ``prod_t sum_i W_i alpha_i`` is an unbiased estimate of
+    ``p(x_s)``; its log is biased low by about half the variance of the log.  A
+    particle's counts are gathered by walking its ancestry (``parent``), O(t) per step.
+    A symbol below 0 is missing: emission weight 1, no emission count.  Numba's
+    generator is seeded with ``seed``.
+    """
+    np.random.seed(seed)
+    K = w_pi.shape[0]
+    P = n_particles
+    S = starts.shape[0]
+    out = np.zeros(S)
+    w_A_tot = np.empty(K)
+    w_B_tot = np.empty(K)
+    for k in range(K):
+        w_A_tot[k] = np.sum(w_A[k])
+        w_B_tot[k] = np.sum(w_B[k])
+    w_pi_tot = np.sum(w_pi)
+    t_max = 1
+    for s in range(S):
+        t_max = max(t_max, ends[s] - starts[s])
+    # 1 / (row total + count) for every count a sequence can reach: no division per state
+    inv_A = np.empty((K, t_max))
+    inv_B = np.empty((K, t_max))
+    for k in range(K):
+        for c in range(t_max):
+            inv_A[k, c] = 1.0 / (w_A_tot[k] + c)
+            inv_B[k, c] = 1.0 / (w_B_tot[k] + c)
+    state = np.empty((t_max, P), dtype=np.int64)
+    parent = np.empty((t_max, P), dtype=np.int64)
+    weight = np.empty(P)
+    alpha = np.empty(P)
+    prob = np.empty((P, K))
+    anc = np.empty(P, dtype=np.int64)
+    n_trans = np.empty(K)
+    n_emit = np.empty(K)
+    n_state = np.empty(K, dtype=np.int64)
+    for s in range(S):
+        t0, T = starts[s], ends[s] - starts[s]
+        if T == 0:
+            continue
+        y = symbols[t0]
+        total = 0.0
+        for k in range(K):
+            p = w_pi[k] / w_pi_tot
+            if y >= 0:
+                p *= w_B[k, y] / w_B_tot[k]
+            prob[0, k] = p
+            total += p
+        log_p = np.log(total)
+        for i in range(P):
+            u = np.random.random() * total
+            acc, pick = 0.0, K - 1
+            for k in range(K):
+                acc += prob[0, k]
+                if u < acc:
+                    pick = k
+                    break
+            state[0, i] = pick
+            parent[0, i] = i
+            weight[i] = 1.0 / P
+        for t in range(1, T):
+            y = symbols[t0 + t]
+            for i in range(P):
+                j = state[t - 1, i]
+                n_trans[:] = 0.0
+                n_emit[:] = 0.0
+                n_state[:] = 0
+                n_from = 0
+                idx = i
+                for u in range(t - 1, -1, -1):
+                    su = state[u, idx]
+                    yu = symbols[t0 + u]
+                    if yu >= 0:
+                        n_state[su] += 1
+                        if yu == y:
+                            n_emit[su] += 1.0
+                    if u > 0:
+                        idx = parent[u, idx]
+                        if state[u - 1, idx] == j:
+                            n_trans[su] += 1.0
+                            n_from += 1
+                a = 0.0
+                inv_from = inv_A[j, n_from]
+                for k in range(K):
+                    p = (w_A[j, k] + n_trans[k]) * inv_from
+                    if y >= 0:
+                        p *= (w_B[k, y] + n_emit[k]) * inv_B[k, n_state[k]]
+                    prob[i, k] = p
+                    a += p
+                alpha[i] = a
+            step = 0.0
+            for i in range(P):
+                step += weight[i] * alpha[i]
+            log_p += np.log(step)
+            sum_sq = 0.0
+            for i in range(P):
+                weight[i] *= alpha[i] / step
+                sum_sq += weight[i] * weight[i]
+            if 1.0 < resample_below * P * sum_sq:
+                u = np.random.random() / P
+                acc, a_i = weight[0], 0
+                for i in range(P):
+                    target = u + i / P
+                    while acc < target and a_i < P - 1:
+                        a_i += 1
+                        acc += weight[a_i]
+                    anc[i] = a_i
+                weight[:] = 1.0 / P
+            else:
+                for i in range(P):
+                    anc[i] = i
+            for i in range(P):
+                a_i = anc[i]
+                u = np.random.random() * alpha[a_i]
+                acc, pick = 0.0, K - 1
+                for k in range(K):
+                    acc += prob[a_i, k]
+                    if u < acc:
+                        pick = k
+                        break
+                state[t, i] = pick
+                parent[t, i] = a_i
+        out[s] = log_p
+    return out

@@ -14,8 +14,17 @@ draw, on the backwards sentences; then, for every prior strength u0 (shared by p
 C, spread as u0/k, u0/k and u0/27 per entry), MAP (softmax basis) and VB started from
 each ML point (VB at q(theta) = Dir(10 theta_ML), MAP at theta_ML).  Every model is
 scored by the log-likelihood of the test sentences at its point (VB: the posterior
-mean, as in the thesis); a test sentence is classified forwards when the forwards model
-gives it the higher probability (ties count one half).
+mean, as in the thesis, eq. 3.85); a test sentence is classified forwards when the
+forwards model gives it the higher probability (ties count one half).  VB is scored in
+two more ways (:func:`~sklearn_vb.hmm.predictive_log_likelihood`): by the predictive
+averaged over q(theta) (eq. 3.81, estimated by sequential Monte Carlo with
+``english_particles`` particles; forwards sentences under the forwards model at every
+point, and both directions under both models, for the discrimination, on the slices of
+Fig 3.4) and by the thesis's lower bound on it (eq. 3.84).  One more unit,
+``("english_check", n0, k0, 0)``, fits one restart at the canonical point and scores it
+with every estimator of eq. 3.81 (SMC with each of ``english_check_particles``, plain
+Monte Carlo with ``english_check_draws`` draws from q), to show how far each is from
+its limit.
 """
 
 from __future__ import annotations
@@ -26,12 +35,14 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+import time
+
 from ..hmm.forward_backward import categorical_hmm_log_likelihood_batch
 from ..datasets import encode_sentences, english_sentences, fetch_alice_text
-from ..hmm import VBHiddenMarkov
+from ..hmm import VBHiddenMarkov, predictive_log_likelihood
 
-__all__ = ["ENGLISH_FULL", "ENGLISH_QUICK", "english_available", "english_units",
-           "run_english_unit", "summarize_english"]
+__all__ = ["ENGLISH_FULL", "ENGLISH_QUICK", "THESIS_FIRST_TEN", "english_available",
+           "english_corpus", "english_units", "run_english_unit", "summarize_english"]
 
 N_SYMBOLS = 27
 
@@ -56,10 +67,17 @@ ENGLISH_FULL = {
     # test sentences are scored: ML gives unseen symbols and transitions (almost) zero
     # probability, and a test sentence would otherwise have log-probability -inf
     "english_floor": 1e-10,
+    # particles of the SMC estimate of VB's predictive averaged over q(theta) (eq. 3.81)
+    "english_particles": 100,
+    # the check of the estimators of eq. 3.81 at the canonical point: SMC with each of
+    # these numbers of particles, plain Monte Carlo with this many draws from q
+    "english_check_particles": [30, 100, 300, 1000, 3000],
+    "english_check_draws": 1000,
 }
 ENGLISH_QUICK = dict(ENGLISH_FULL, english_n=[1, 8], english_k=[4, 20], english_u0=[2.0],
                      english_canonical=[1, 20, 2.0], english_restarts=2, english_test=100,
-                     english_max_iter=300)
+                     english_max_iter=300, english_particles=20,
+                     english_check_particles=[10, 40], english_check_draws=50)
 
 
 @functools.lru_cache(maxsize=4)
@@ -107,8 +125,9 @@ def english_units(config):
         raise ValueError(f"english_grid must be 'slices' or 'grid'; got "
                          f"{config['english_grid']!r}.")
     # restarts outermost: an interrupted run has every (n, k) with fewer restarts
-    return [("english", n, k, r) for r in range(int(config["english_restarts"]))
-            for n, k in pairs]
+    return [("english_check", int(n0), int(k0), 0)] + [
+        ("english", n, k, r) for r in range(int(config["english_restarts"]))
+        for n, k in pairs]
 
 
 def _strengths(n, K, config):
@@ -117,6 +136,13 @@ def _strengths(n, K, config):
     if config["english_grid"] == "grid" or (n, K) == (int(n0), int(k0)):
         return [float(u) for u in config["english_u0"]]
     return [float(u00)]
+
+
+def _on_slice(n, K, u0, config):
+    """Whether (n, K, u0) is a point of one of Fig 3.4's three slices."""
+    n0, k0, u00 = config["english_canonical"]
+    n0, k0, u00 = int(n0), int(k0), float(u00)
+    return (K == k0 and u0 == u00) or (n == n0 and u0 == u00) or (n, K) == (n0, k0)
 
 
 def _uniform_normalised(rng, shape):
@@ -164,40 +190,149 @@ def _evaluate(forwards, backwards, test_f, test_b, floor):
                        int(backwards.n_effective_components_)]}
 
 
-def run_english_unit(key, config, seed):
-    _, n, K, _ = key
-    train, test = english_corpus(config)
+def _rng(seed, *tags):
+    """A generator of its own for every (unit seed, role) pair."""
+    return np.random.RandomState([int(seed)] + [int(t) for t in tags])
+
+
+def _averaged(forwards, backwards, test_f, test_b, config, seed, both):
+    """VB's test scores by the predictive averaged over q(theta) (eq. 3.81, SMC) and by
+    its lower bound (eq. 3.84): forwards sentences under the forwards model and, with
+    ``both``, the discrimination from both directions under both models."""
+    n_symbols = float(test_f[1].sum())
+    smc = functools.partial(predictive_log_likelihood, method="smc",
+                            n_particles=int(config["english_particles"]))
+    ff = smc(forwards, test_f[0], lengths=test_f[1], random_state=_rng(seed, 0))
+    bound = predictive_log_likelihood(forwards, test_f[0], lengths=test_f[1], method="bound")
+    out = {"logp_forwards_smc": float(ff.sum() / n_symbols),
+           "logp_forwards_bound": float(bound.sum() / n_symbols)}
+    if both:
+        bf = smc(backwards, test_f[0], lengths=test_f[1], random_state=_rng(seed, 1))
+        fb = smc(forwards, test_b[0], lengths=test_b[1], random_state=_rng(seed, 2))
+        bb = smc(backwards, test_b[0], lengths=test_b[1], random_state=_rng(seed, 3))
+        right_f = (ff > bf) + 0.5 * (ff == bf)
+        right_b = (bb > fb) + 0.5 * (bb == fb)
+        out.update({"logp_backwards_smc": float(bb.sum() / n_symbols),
+                    "discrimination_smc": float(0.5 * (right_f.mean() + right_b.mean()))})
+    return out
+
+
+def _fit_ml_points(n, K, config, rng):
+    """The ML fits to the first n forwards and backwards training sentences from random
+    theta_0 (``{"f": model, "b": model}``) and the VB/MAP starts they give."""
+    train, _ = english_corpus(config)
     data = {"f": encode_sentences(train[:n]), "b": encode_sentences(train[:n], reverse=True)}
+    s = float(config["english_init_strength"])
+    ml, starts = {}, {}
+    for d in ("f", "b"):
+        theta0 = {"startprob": _uniform_normalised(rng, K),
+                  "transmat": _uniform_normalised(rng, (K, K)),
+                  "emissionprob": _uniform_normalised(rng, (K, N_SYMBOLS))}
+        ml[d] = _fit("ml", K, *data[d], theta0, 1.0, config)
+        starts[d] = {"startprob": np.maximum(s * ml[d].startprob_, 1e-8),
+                     "transmat": np.maximum(s * ml[d].transmat_, 1e-8),
+                     "emissionprob": np.maximum(s * ml[d].emissionprob_, 1e-8)}
+    return data, ml, starts
+
+
+def run_english_unit(key, config, seed):
+    if key[0] == "english_check":
+        return _run_check(key, config, seed)
+    _, n, K, _ = key
+    _, test = english_corpus(config)
     test_f, test_b = encode_sentences(test), encode_sentences(test, reverse=True)
     rng = np.random.RandomState(seed)
-    s = float(config["english_init_strength"])
     floor = float(config["english_floor"])
-    ml, starts = {}, {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for d in ("f", "b"):
-            theta0 = {"startprob": _uniform_normalised(rng, K),
-                      "transmat": _uniform_normalised(rng, (K, K)),
-                      "emissionprob": _uniform_normalised(rng, (K, N_SYMBOLS))}
-            ml[d] = _fit("ml", K, *data[d], theta0, 1.0, config)
-            starts[d] = {"startprob": np.maximum(s * ml[d].startprob_, 1e-8),
-                         "transmat": np.maximum(s * ml[d].transmat_, 1e-8),
-                         "emissionprob": np.maximum(s * ml[d].emissionprob_, 1e-8)}
+        data, ml, starts = _fit_ml_points(n, K, config, rng)
         out = {"ml": _evaluate(ml["f"], ml["b"], test_f, test_b, floor), "map": {}, "vb": {}}
         for u0 in _strengths(n, K, config):
             for method in ("map", "vb"):
                 fits = {d: _fit(method, K, *data[d], starts[d], float(u0), config)
                         for d in ("f", "b")}
-                out[method][repr(float(u0))] = _evaluate(fits["f"], fits["b"], test_f, test_b,
-                                                           floor)
+                entry = _evaluate(fits["f"], fits["b"], test_f, test_b, floor)
+                if method == "vb":
+                    entry.update(_averaged(fits["f"], fits["b"], test_f, test_b, config, seed,
+                                           _on_slice(n, K, float(u0), config)))
+                out[method][repr(float(u0))] = entry
     out["n_train_symbols"] = int(data["f"][1].sum())
     return out
+
+
+def _run_check(key, config, seed):
+    """One restart at the canonical point, its VB models scored by every estimator: the
+    plug-in (eq. 3.85), the bound (eq. 3.84), SMC with each number of particles and plain
+    Monte Carlo (eq. 3.81): the forwards test sentences' log-probability per symbol
+    under the forwards model, with the CPU seconds it took, and (but for plain Monte
+    Carlo) the discrimination rate and the mean margin, ln p under the sentence's own
+    direction's model minus ln p under the other; for SMC also the mean over sentences
+    of the spread of ln p between two seeds."""
+    _, n, K, _ = key
+    u0 = float(config["english_canonical"][2])
+    _, test = english_corpus(config)
+    tests = {"f": encode_sentences(test), "b": encode_sentences(test, reverse=True)}
+    n_symbols = float(tests["f"][1].sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        data, _, starts = _fit_ml_points(n, K, config, np.random.RandomState(seed))
+        vb = {d: _fit("vb", K, *data[d], starts[d], u0, config) for d in ("f", "b")}
+        map_f = _fit("map", K, *data["f"], starts["f"], u0, config)
+
+    def score(model, d, method, **kw):
+        X, lengths = tests[d]
+        return predictive_log_likelihood(vb[model], X, lengths=lengths, method=method, **kw)
+
+    def scored(method, discriminate=True, **kw):
+        t0 = time.process_time()
+        ff = score("f", "f", method, **kw)
+        seconds = time.process_time() - t0
+        out = {"logp": float(ff.sum() / n_symbols), "seconds": seconds, "ff": ff}
+        if discriminate:
+            bf, fb, bb = (score(m, d, method, **kw) for m, d in (("b", "f"), ("f", "b"),
+                                                                  ("b", "b")))
+            right = 0.5 * (np.mean((ff > bf) + 0.5 * (ff == bf))
+                           + np.mean((bb > fb) + 0.5 * (bb == fb)))
+            out["discrimination"] = float(right)
+            # how far apart the right and the wrong direction's models put a sentence
+            out["margin"] = float(0.5 * (np.mean(ff - bf) + np.mean(bb - fb)))
+        return out
+
+    def plain(entry):
+        return {k: v for k, v in entry.items() if k != "ff"}
+
+    X, lengths = tests["f"]
+    out = {"n": n, "k": K, "u0": u0,
+           "map_plugin": float(predictive_log_likelihood(map_f, X, lengths=lengths).sum()
+                               / n_symbols),
+           "plugin": plain(scored("plugin")), "bound": plain(scored("bound")), "smc": []}
+    for P in config["english_check_particles"]:
+        runs = [scored("smc", n_particles=int(P), random_state=_rng(seed, P, r))
+                for r in range(2)]
+        out["smc"].append({"particles": int(P),
+                           "logp": [r["logp"] for r in runs],
+                           "discrimination": [r["discrimination"] for r in runs],
+                           "margin": [r["margin"] for r in runs],
+                           "spread": float(np.mean(np.abs(runs[0]["ff"] - runs[1]["ff"]))),
+                           "seconds": float(np.mean([r["seconds"] for r in runs]))})
+    M = int(config["english_check_draws"])
+    out["sample"] = dict(plain(scored("sample", False, n_draws=M, random_state=_rng(seed, M))),
+                         draws=M)
+    return out
+
+
+#: VB's scores by the predictive averaged over q (SMC) and by its bound; the medians
+#: of those a unit computed (the discrimination on the slices only)
+AVERAGED = ("logp_forwards_smc", "logp_forwards_bound", "logp_backwards_smc",
+            "discrimination_smc")
 
 
 def _entries(results, method, u0):
     """``{(n, k): [per-restart dict]}`` of one method (and prior strength)."""
     table = {}
     for key, r in results.items():
+        if key[0] != "english":
+            continue
         entry = r["ml"] if method == "ml" else r[method].get(repr(float(u0)))
         if entry is not None:
             table.setdefault((key[1], key[2]), []).append(entry)
@@ -224,7 +359,9 @@ def summarize_english(results, config):
                     "logp_backwards": _median(entries, "logp_backwards"),
                     "discrimination": _median(entries, "discrimination"),
                     "states": float(np.median([np.mean(e["states"]) for e in entries])),
-                    "n_iter": float(np.median([np.mean(e["n_iter"]) for e in entries]))})
+                    "n_iter": float(np.median([np.mean(e["n_iter"]) for e in entries])),
+                    **{name: _median(entries, name) for name in AVERAGED
+                       if all(name in e for e in entries)}})
 
     def pick(method, u0, n=None, k=None):
         return [m for m in medians if m["method"] == method
@@ -241,18 +378,17 @@ def summarize_english(results, config):
     train, test = english_corpus(config)
     wrong = {}
     for key, r in results.items():
-        if (key[1], key[2]) == (n0, k0):
+        if key[0] == "english" and (key[1], key[2]) == (n0, k0):
             entry = r["vb"].get(repr(u00))
             for i in (entry or {}).get("wrong", []):
                 wrong[i] = wrong.get(i, 0) + 1
     often_wrong = [test[i] for i, _ in sorted(wrong.items(), key=lambda t: -t[1])[:8]]
+    check = [r for key, r in results.items() if key[0] == "english_check"]
     return {"medians": medians, "slices": slices, "canonical": [n0, k0, u00],
             "train_sentences": train[:10], "n_test": len(test),
             "test_symbols": int(sum(len(s) for s in test)),
-            "vb_often_wrong": often_wrong}
+            "vb_often_wrong": often_wrong, "check": check[0] if check else None}
 
-
-# --------------------------------------------------------------------------- report
 
 #: Beal (2003) §3.5.2: the first ten training sentences as printed in the thesis.
 THESIS_FIRST_TEN = [
@@ -268,243 +404,3 @@ THESIS_FIRST_TEN = [
     "she said aloud ",
     "i must be getting somewhere near the centre of the earth ",
 ]
-
-_LABELS = {"ml": "ML", "map": "MAP", "vb": "VB"}
-_STYLE = {"ml": ("0.5", "s", ":"), "map": ("tab:red", "x", "--"), "vb": ("tab:blue", "o", "-")}
-
-
-def _figure(summary, out_dir):
-    from ._report import pyplot, save_figure
-
-    plt = pyplot()
-    n0, k0, u00 = summary["canonical"]
-    fig, axes = plt.subplots(3, 2, figsize=(10, 11))
-    captions = {"n": f"k = {k0}, u0 = {u00:g}", "k": f"n = {n0}, u0 = {u00:g}",
-                "u0": f"n = {n0}, k = {k0}"}
-    names = {"n": "training sentences n", "k": "hidden states k", "u0": "prior strength u0"}
-    letters = iter("abcdef")
-    for row, axis in enumerate(("n", "k", "u0")):
-        for col, (quantity, title) in enumerate((("logp_forwards", "test log-probability per symbol"),
-                                                 ("discrimination", "discrimination rate"))):
-            ax = axes[row, col]
-            for method in ("ml", "map", "vb"):
-                if quantity == "logp_forwards" and method == "ml":
-                    continue  # far below the others, as in the thesis's figure
-                pts = summary["slices"][method][axis]
-                if not pts:
-                    continue
-                x = np.arange(len(pts))
-                color, marker, ls = _STYLE[method]
-                ax.plot(x, [p[quantity] for p in pts], color=color, marker=marker, ls=ls,
-                        label=_LABELS[method])
-                ax.set_xticks(x)
-                ax.set_xticklabels([f"{p[axis]:g}" for p in pts])
-            if quantity == "discrimination":
-                ax.set_ylim(0.4, 1.02)
-            ax.set_xlabel(names[axis])
-            ax.set_title(f"({next(letters)}) {title}: {captions[axis]}", fontsize=9)
-            ax.legend(fontsize=8)
-    fig.tight_layout()
-    return save_figure(fig, out_dir, "hmm_fig3_4_english.png")
-
-
-def _slice_table(summary, axis):
-    from ._report import markdown_table
-
-    by = {m: {p[axis]: p for p in summary["slices"][m][axis]} for m in ("ml", "map", "vb")}
-    values = sorted(set().union(*[set(v) for v in by.values()]))
-
-    def get(m, v, q):
-        p = by[m].get(v)
-        return None if p is None else p[q]
-
-    rows = [[f"{v:g}"] + [get(m, v, "logp_forwards") for m in ("ml", "map", "vb")]
-            + [get(m, v, "discrimination") for m in ("ml", "map", "vb")]
-            + [get("vb", v, "states")] for v in values]
-    return markdown_table([axis, "ML log p", "MAP log p", "VB log p", "ML disc.", "MAP disc.",
-                           "VB disc.", "VB states"], rows, digits=3)
-
-
-#: test log-probabilities per symbol closer than this count as equal in the verdicts
-SAME = 0.01
-
-
-def _verdict(gap):
-    """"yes" when VB beats MAP by more than :data:`SAME` nats per symbol at every point,
-    "no" when it does at none."""
-    gap = np.asarray(gap)
-    if np.all(gap > SAME):
-        return "yes"
-    if np.all(np.abs(gap) <= SAME):
-        return f"no: equal within {SAME:g} nats/symbol"
-    return "partly" if np.any(gap > SAME) else "no"
-
-
-def _findings(summary):
-    """Rows (thesis statement, what we find, agreement) computed from the medians."""
-    sl = summary["slices"]
-    rows = []
-
-    def col(method, axis, q):
-        return np.array([p[q] for p in sl[method][axis]])
-
-    if sl["vb"]["n"]:
-        ns = col("vb", "n", "n")
-        gap = col("vb", "n", "logp_forwards") - col("map", "n", "logp_forwards")
-        few = ns <= 3
-        rows.append(("VB outperforms MAP in test likelihood when trained on only a few "
-                     "sentences (Fig 3.4a)",
-                     "VB − MAP at n = " + ", ".join(f"{n:g}: {g:+.3f}" for n, g in zip(ns, gap)),
-                     _verdict(gap[few])))
-        rows.append(("for large n VB and MAP converge to about the same performance",
-                     f"VB − MAP = {gap[-1]:+.3f} nats/symbol at n = {ns[-1]:g} "
-                     f"(largest size over the slice {np.max(np.abs(gap)):.3f})",
-                     "yes" if abs(gap[-1]) <= 0.05 else "no"))
-    wins, total = 0, 0
-    for axis in ("n", "k", "u0"):
-        for p_vb in sl["vb"][axis]:
-            key = p_vb[axis]
-            others = [p["discrimination"] for m in ("ml", "map") for p in sl[m][axis]
-                      if p[axis] == key]
-            if others:
-                total += 1
-                wins += p_vb["discrimination"] >= max(others) - 1e-12
-    rows.append(("VB outperforms MAP and ML in discrimination (Fig 3.4b,d,f)",
-                 f"VB's median rate is at least ML's and MAP's at {wins} of {total} points "
-                 "of the three slices",
-                 "yes" if wins >= 0.75 * total else ("partly" if wins >= total / 2 else "no")))
-    if sl["vb"]["k"]:
-        ks = col("vb", "k", "k")
-        gap = col("vb", "k", "logp_forwards") - col("map", "k", "logp_forwards")
-        rows.append(("as k increases VB outperforms MAP considerably in test likelihood "
-                     "(Fig 3.4c)",
-                     "VB − MAP at k = " + ", ".join(f"{k:g}: {g:+.3f}" for k, g in zip(ks, gap)),
-                     _verdict(gap[ks >= 20])))
-    if len(sl["vb"]["u0"]) > 1:
-        us = col("vb", "u0", "u0")
-        lv, lm = col("vb", "u0", "logp_forwards"), col("map", "u0", "logp_forwards")
-        dv, dm = col("vb", "u0", "discrimination"), col("map", "u0", "discrimination")
-        rows.append(("as u0 increases both MAP and VB test log-likelihoods decrease; u0 ≤ 2 "
-                     "is suitable (Fig 3.4e)",
-                     "MAP: " + ", ".join(f"{v:.3f}" for v in lm) + "; VB: "
-                     + ", ".join(f"{v:.3f}" for v in lv) + " at u0 = "
-                     + ", ".join(f"{u:g}" for u in us),
-                     "yes" if lv[-1] < lv[0] and lm[-1] < lm[0]
-                     and max(lv.max(), lm.max()) in np.concatenate([lv[us <= 2], lm[us <= 2]])
-                     else "partly"))
-        rows.append(("with a strong prior MAP's discrimination suffers while VB keeps high "
-                     "rates (Fig 3.4f)",
-                     "MAP: " + ", ".join(f"{v:.2f}" for v in dm) + "; VB: "
-                     + ", ".join(f"{v:.2f}" for v in dv),
-                     "yes" if dv[-1] > dm[-1] + 0.05 else "no"))
-    return rows
-
-
-def _grid_section(summary, config):
-    """The whole n × k × u0 grid: VB − MAP test log-probability per (n, k) for each u0 and
-    how often VB's discrimination is at least ML's and MAP's (grid mode only)."""
-    from ._report import markdown_table
-
-    rows = {(r["method"], r["u0"], r["n"], r["k"]): r for r in summary["medians"]}
-    ns, ks = [int(n) for n in config["english_n"]], [int(k) for k in config["english_k"]]
-    parts, wins, ahead = [], [], []
-    for u0 in (float(u) for u in config["english_u0"]):
-        table = []
-        for n in ns:
-            gaps = [rows[("vb", u0, n, k)]["logp_forwards"]
-                    - rows[("map", u0, n, k)]["logp_forwards"] for k in ks]
-            ahead += [(g, n, k, u0) for g, k in zip(gaps, ks) if g > SAME]
-            table.append([n] + [f"{g:+.3f}" for g in gaps])
-        parts.append(f"u0 = {u0:g}:\n\n" + markdown_table(["n \\ k"] + ks, table))
-        won = sum(rows[("vb", u0, n, k)]["discrimination"]
-                  >= max(rows[("map", u0, n, k)]["discrimination"],
-                         rows[("ml", None, n, k)]["discrimination"]) for n in ns for k in ks)
-        wins.append(f"{won} of {len(ns) * len(ks)} at u0 = {u0:g}")
-    ahead.sort(reverse=True)
-    where = ", ".join(f"(n, k, u0) = ({n}, {k}, {u:g}): {g:+.3f}" for g, n, k, u in ahead)
-    tables = "\n\n".join(parts)
-    return f"""
-### The whole grid
-
-VB − MAP test log-probability per symbol (medians over restarts; positive: VB ahead)
-at every (n, k), one table per u0:
-
-{tables}
-
-VB ahead of MAP by more than {SAME:g} nats/symbol at {len(ahead)} of
-{len(ns) * len(ks) * len(config["english_u0"])} grid points: {where or "none"}.  VB's median
-discrimination rate is at least ML's and MAP's at {"; ".join(wins)}.
-"""
-
-
-def english_report(summary, config, out_dir):
-    """The §3.5.2 section of the report (markdown) and Fig 3.4 in ``out_dir``."""
-    from ._report import markdown_table
-
-    n0, k0, u00 = summary["canonical"]
-    matches = summary["train_sentences"][:10] == THESIS_FIRST_TEN
-    grid = ("the three slices of Fig 3.4 through the canonical point "
-            f"(n, k, u0) = ({n0}, {k0}, {u00:g}): n ∈ {config['english_n']} at k = {k0}, "
-            f"k ∈ {config['english_k']} at n = {n0}, both at u0 = {u00:g}, and "
-            f"u0 ∈ {config['english_u0']} at (n, k) = ({n0}, {k0})"
-            if config["english_grid"] == "slices" else
-            f"every combination of n ∈ {config['english_n']}, k ∈ {config['english_k']} and "
-            f"u0 ∈ {config['english_u0']}")
-    findings = markdown_table(["the thesis says", "we find (medians)", "agree?"],
-                              _findings(summary))
-    text = f"""
-## §3.5.2: forwards and backwards English
-
-Text: Lewis Carroll, *Alice's Adventures in Wonderland* (Project Gutenberg eBook #11,
-public domain), the file `examples/alice.txt` of the source distribution of the
-`wordcloud` package (`pip download --no-deps --no-binary wordcloud wordcloud==1.9.6`,
-read by `sklearn_vb.datasets.fetch_alice_text`).  Sentences end
-at `.`, `!` or `?`; chapter headings are dropped; letters are lower-cased, everything but
-the 26 letters and the blank is removed (p = 27) and every sentence ends with one blank.
-Training sentences are the first {config['english_train_pool']} of 10 to 100 characters;
-our first ten {'are exactly' if matches else 'differ from'} the ten printed in the
-thesis.  Test set: {summary['n_test']} sentences of any length ({summary['test_symbols']}
-symbols) evenly spaced over the rest of the book.  Backwards sentences reverse the
-characters of each sentence and keep its closing blank last.
-
-Models: ML, MAP (softmax basis) and VB HMMs with k states and Dirichlet priors of
-strength u0 (u0/k per entry for π and A, u0/27 for C), fitted to the forwards and to the
-backwards sentences; MAP and VB start from the ML point of the same restart (VB at
-q(θ) = Dir({config['english_init_strength']:g} θ_ML)).  {config['english_restarts']}
-restarts (random θ₀) at each point of the grid: {grid}.  Every fit stops when its
-objective changes by less than {config['english_tol']:g} nats or after
-{config['english_max_iter']} iterations.  Test log-probability per symbol: forwards test
-sentences under the forwards model, at the point estimate (VB: the posterior mean, as in
-the thesis), with every probability floored at {config['english_floor']:g} (ML gives
-unseen symbols and transitions zero probability); discrimination: a sentence is called
-forwards when the forwards model gives it the higher probability, averaged over the
-forwards and the backwards test sentences.  All numbers are medians over restarts.
-
-{_figure(summary, out_dir)}
-
-### What the thesis reports and what we find
-
-{findings}
-
-ML's test log-probability (left out of the figure, as in the thesis) is far below MAP's
-and VB's because of the probability floor: it counts the unseen events.
-
-Dependence on n (k = {k0}, u0 = {u00:g}):
-
-{_slice_table(summary, 'n')}
-
-Dependence on k (n = {n0}, u0 = {u00:g}):
-
-{_slice_table(summary, 'k')}
-
-Dependence on u0 (n = {n0}, k = {k0}; ML does not use the prior):
-
-{_slice_table(summary, 'u0')}
-
-Forwards test sentences that VB (n = {n0}, k = {k0}, u0 = {u00:g}) most often calls
-backwards (the thesis: "the shorter, and more reversible sentences ... 'alas ', 'pat ',
-'oh ', and 'oh dear '"): {', '.join(repr(s) for s in summary['vb_often_wrong']) or 'none'}.
-"""
-    if config["english_grid"] == "grid":
-        text += _grid_section(summary, config)
-    return text

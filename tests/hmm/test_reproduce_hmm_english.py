@@ -32,7 +32,9 @@ def test_grid_and_restarts(run):
     n0, k0, _ = config["english_canonical"]
     expected = {(n, k0) for n in config["english_n"]} | {(n0, k) for k in config["english_k"]}
     assert {(key[1], key[2]) for key in run.results} == expected
-    assert all(key[0] == "english" for key in run.results)
+    assert {key[0] for key in run.results} == {"english", "english_check"}
+    assert [key for key in run.results if key[0] == "english_check"] == [
+        ("english_check", n0, k0, 0)]
     for m in run.summary["english"]["medians"]:
         assert m["restarts"] == config["english_restarts"]
 
@@ -55,6 +57,8 @@ def test_rates_and_log_probabilities_are_sensible(run):
         # the thesis: VB and MAP tell the directions apart well above chance
         assert m["discrimination"] > 0.8
     for key, r in run.results.items():
+        if key[0] != "english":
+            continue
         for entry in [r["ml"], *r["map"].values(), *r["vb"].values()]:
             assert 0.0 <= entry["discrimination"] <= 1.0
             assert entry["logp_forwards"] < 0 and np.isfinite(entry["logp_forwards"])
@@ -111,3 +115,25 @@ def test_whole_grid_section(tmp_path):
             assert np.all(np.isfinite(gaps))
             assert f"| {n} | " + " | ".join(f"{g:+.3f}" for g in gaps) + " |" in run.report
     assert f"of {len(config['english_n']) * len(config['english_k'])} at u0 = " in run.report
+
+
+def test_vb_scored_by_the_averaged_predictive_and_its_bound(run):
+    """VB is also scored by its predictive averaged over q (SMC) and by the thesis's
+    bound on it (eq. 3.84); the discrimination by the averaged predictive is on the
+    slices, which in quick mode hold every point."""
+    for m in run.summary["english"]["medians"]:
+        if m["method"] != "vb":
+            assert "logp_forwards_smc" not in m
+            continue
+        assert -np.log(27) < m["logp_forwards_smc"] < -1.0
+        # the bound is far below: small Dirichlet counts make exp E[ln theta] tiny
+        assert m["logp_forwards_bound"] < m["logp_forwards_smc"]
+        assert 0.0 <= m["discrimination_smc"] <= 1.0
+    check = run.summary["english"]["check"]
+    assert [r["particles"] for r in check["smc"]] == run.config["english_check_particles"]
+    for r in check["smc"]:
+        assert len(r["logp"]) == 2 and r["spread"] >= 0.0
+    assert check["bound"]["logp"] < min(min(r["logp"]) for r in check["smc"])
+    assert "### How VB's averaged predictive is estimated" in run.report
+    assert "[VB by the predictive averaged over q (eq. 3.81)]" in run.report
+

@@ -8,7 +8,7 @@ from sklearn_vb import reproduce
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     return reproduce.mrf(quick=True, n_structures=2, sizes=[20, 10000], d_values=[0.5],
-                         seq_sizes=[50], fig1_sequences=1, ais_K=300, verbose=0,
+                         seq_sizes=[50, 10000], fig1_sequences=1, ais_K=300, verbose=0,
                          out=tmp_path_factory.mktemp("mrf"))
 
 
@@ -28,9 +28,18 @@ def test_paper_findings(run):
 
 def test_report(run):
     assert "Fig. 1" in run.report and "mrf_fig3.png" in run.report
-    assert "Hidden units" in run.report and run.summary["hidden"]["n_units"] == 3
+    # the hidden-unit study and Fig. 5 are pages of their own, linked from the report
+    hidden = (run.out / "mrf_hidden.md").read_text()
+    assert "Hidden units" in hidden and run.summary["hidden"]["n_units"] == 3
+    assert "## Paper says / we get" in hidden and "Hidden units" not in run.report
+    assert "(mrf_hidden.md)" in run.report and "(mrf_fig5.md)" in run.report
+    assert "## Paper says / we get (Fig. 5)" in (run.out / "mrf_fig5.md").read_text()
     assert len(run.summary["fig2"]["50"]) == 11
     # the comparison with the paper names what we could not reproduce as the paper did
     table = run.report.split("## Paper says / we get")[1].split("\n## ")[0]
     assert "| the paper says | we get | agree? |" in table
     assert "not obtainable offline" in table and "2 of the paper's 50 structures" in table
+    # the large-N finding of Fig. 2 is checked, and a disagreement says why
+    (row,) = [line for line in table.splitlines() if "(N = 10000, Fig. 2)" in line]
+    if run.summary["fig3"]["10000"]["BP-LR"] < run.summary["fig3"]["10000"]["BIC-ML"]:
+        assert "| no: ours is better than BIC-ML" in row
