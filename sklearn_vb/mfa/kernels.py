@@ -16,6 +16,9 @@ per component and output dimension).  Shapes:
 
 from __future__ import annotations
 
+import math
+import threading
+
 import numpy as np
 from numba import njit
 from scipy.special import digamma
@@ -38,6 +41,31 @@ __all__ = [
 ]
 
 
+#: work arrays (temporaries of the kernels below) up to this many bytes are kept
+#: between calls (per thread); larger ones are allocated afresh, so a fit on big data
+#: does not hold them afterwards
+_WORK_BYTES = 64 * 2**20
+_work_store = threading.local()
+
+
+def _work(name, shape):
+    """An uninitialised float64 array of ``shape``, reused from the last call in this
+    thread that asked for ``name`` with the same shape.  Every VBEM iteration needs
+    temporaries of the same shapes (several per row and component); fresh arrays of a
+    megabyte or more come from new memory mappings each time, and faulting their pages
+    in can cost as much as the products computed in them.  A caller uses the array
+    only until it returns, and never two arrays of one name at once."""
+    if 8 * math.prod(shape) > _WORK_BYTES:
+        return np.empty(shape)
+    store = getattr(_work_store, "arrays", None)
+    if store is None:
+        store = _work_store.arrays = {}
+    a = store.get(name)
+    if a is None or a.shape != shape:
+        a = store[name] = np.empty(shape)
+    return a
+
+
 def expected_loading_quadratic(lam_mean, lam_cov, psi):
     """M^s = E[Λ̃^{sT} Ψ^{-1} Λ̃^s] including the row covariances, shape (S, K+1, K+1)."""
     S, p, K1 = lam_mean.shape
@@ -48,15 +76,25 @@ def expected_loading_quadratic(lam_mean, lam_cov, psi):
     return 0.5 * (M + np.swapaxes(M, -1, -2))
 
 
-def _project(Y, A):
-    """einsum("nq,sqk->nsk", Y, A) as one matrix product."""
+def _project(Y, A, work=None):
+    """einsum("nq,sqk->nsk", Y, A) as one matrix product (into the work array
+    ``work`` of :func:`_work` when named: a temporary)."""
     S, p, K = A.shape
-    return (Y @ np.transpose(A, (1, 0, 2)).reshape(p, S * K)).reshape(Y.shape[0], S, K)
+    B = np.transpose(A, (1, 0, 2)).reshape(p, S * K)
+    if work is None:
+        return (Y @ B).reshape(Y.shape[0], S, K)
+    out = np.matmul(Y, B, out=_work(work, (Y.shape[0], S * K)))
+    return out.reshape(Y.shape[0], S, K)
 
 
-def _per_component(X, A):
-    """einsum("nsk,skl->nsl", X, A): one small matrix per component."""
-    return np.transpose(np.matmul(np.transpose(X, (1, 0, 2)), A), (1, 0, 2))
+def _per_component(X, A, work=None):
+    """einsum("nsk,skl->nsl", X, A): one small matrix per component (into the work
+    array ``work`` when named)."""
+    Xt = np.transpose(X, (1, 0, 2))
+    if work is None:
+        return np.transpose(np.matmul(Xt, A), (1, 0, 2))
+    out = np.matmul(Xt, A, out=_work(work, (Xt.shape[0], Xt.shape[1], A.shape[-1])))
+    return np.transpose(out, (1, 0, 2))
 
 
 def factor_posterior(M):
@@ -74,7 +112,8 @@ def factor_means(Y, lam_mean, psi, sigma, M):
     row's loadings and its centre under q) is kept: dropping it lowers the bound.
     """
     K = sigma.shape[-1]
-    proj = _project(Y / psi, lam_mean[:, :, :K])
+    Yp = np.divide(Y, psi, out=_work("y/psi", Y.shape))
+    proj = _project(Yp, lam_mean[:, :, :K], "projection")
     proj -= M[None, :, :K, K]
     return _per_component(proj, sigma)  # Σ_s is symmetric
 
@@ -90,17 +129,17 @@ def log_weights(Y, xbar, sigma, logdet_sigma, lam_mean, M, psi, expected_log_pi)
     K = sigma.shape[-1]
     Lx = lam_mean[:, :, :K]
     mu = lam_mean[:, :, K]
-    Yp = Y / psi
+    Yp = np.divide(Y, psi, out=_work("y/psi", Y.shape))
     kl_x = 0.5 * (
         logdet_sigma[None, :]
         + K
         - np.trace(sigma, axis1=-2, axis2=-1)[None, :]
         - np.einsum("nsk,nsk->ns", xbar, xbar)
     )
-    cross = np.einsum("nsk,nsk->ns", _project(Yp, Lx), xbar)
+    cross = np.einsum("nsk,nsk->ns", _project(Yp, Lx, "projection"), xbar)
     cross += Yp @ mu.T
     Mxx = M[:, :K, :K]
-    quad = np.einsum("nsk,nsk->ns", _per_component(xbar, Mxx), xbar)
+    quad = np.einsum("nsk,nsk->ns", _per_component(xbar, Mxx, "per component"), xbar)
     quad += 2.0 * np.einsum("nsk,sk->ns", xbar, M[:, :K, K])
     quad += (np.einsum("skl,slk->s", Mxx, sigma) + M[:, K, K])[None, :]
     yy = np.einsum("nq,nq->n", Y, Yp)
@@ -118,18 +157,20 @@ def sufficient_statistics(Y, resp, xbar, sigma):
     K = sigma.shape[-1]
     Nk = resp.sum(axis=0)
     # component-major contiguous copies: the batched products then run as S plain
-    # matrix products instead of strided loops
-    xe = np.empty((S, N, K + 1))
+    # matrix products instead of strided loops (in reused work arrays, see _work; the
+    # results below are new arrays)
+    xe = _work("xe", (S, N, K + 1))
     xe[:, :, :K] = np.transpose(xbar, (1, 0, 2))
     xe[:, :, K] = 1.0
-    rT = np.ascontiguousarray(resp.T)
-    rxe = xe * rT[:, :, None]
+    rT = _work("rT", (S, N))
+    rT[...] = resp.T
+    rxe = np.multiply(xe, rT[:, :, None], out=_work("rxe", (S, N, K + 1)))
     rxeT = np.transpose(rxe, (0, 2, 1))
     W = np.matmul(rxeT, xe)
     W[:, :K, :K] += Nk[:, None, None] * sigma
     W = 0.5 * (W + np.swapaxes(W, -1, -2))
     C = np.transpose(np.matmul(rxeT, Y), (0, 2, 1))
-    D = rT @ (Y * Y)
+    D = rT @ np.multiply(Y, Y, out=_work("yy", Y.shape))
     return SufficientStats(Nk, W, C, D)
 
 

@@ -300,3 +300,47 @@ def test_default_noise_floor_on_digits():
     assert tiny.score(Xte) < -1e4
     # the floor is the rounding noise of integer pixels, 1/12 in the data's units
     assert np.all(default.noise_variance_ >= 1.0 / 12.0 * (1 - 1e-9))
+
+
+def test_kernel_results_do_not_share_their_reused_work_arrays():
+    """The statistics, factor means and log-weights are new arrays: the work arrays the
+    kernels reuse between calls of the same shapes never leak into a result."""
+    from sklearn_vb.mfa import kernels as kern
+
+    rng = np.random.default_rng(0)
+    N, S, K, p = 40, 3, 2, 5
+
+    def inputs():
+        Y = rng.normal(size=(N, p))
+        resp = rng.dirichlet(np.ones(S), size=N)
+        xbar = rng.normal(size=(N, S, K))
+        sigma = np.stack([np.eye(K) * rng.uniform(0.5, 1.5) for _ in range(S)])
+        lam = rng.normal(size=(S, p, K + 1))
+        cov = np.broadcast_to(np.eye(K + 1) * 0.1, (S, p, K + 1, K + 1)).copy()
+        psi = rng.uniform(0.5, 2.0, size=p)
+        return Y, resp, xbar, sigma, lam, cov, psi
+
+    def run(Y, resp, xbar, sigma, lam, cov, psi):
+        M = kern.expected_loading_quadratic(lam, cov, psi)
+        stats = kern.sufficient_statistics(Y, resp, xbar, sigma)
+        means = kern.factor_means(Y, lam, psi, sigma, M)
+        logw = kern.log_weights(Y, xbar, sigma, np.zeros(S), lam, M, psi, np.zeros(S))
+        return [*stats, means, logw]
+
+    first_inputs = inputs()
+    first = run(*first_inputs)
+    kept = [a.copy() for a in first]
+    run(*inputs())  # the same shapes, other values
+    for a, b in zip(first, kept):
+        np.testing.assert_array_equal(a, b)
+    # and a second call on the first inputs gives the first results again
+    for a, b in zip(run(*first_inputs), kept):
+        np.testing.assert_array_equal(a, b)
+    # the statistics against their definitions
+    Y, resp, xbar, sigma = first_inputs[:4]
+    xe = np.concatenate([xbar, np.ones((N, S, 1))], axis=2)
+    W = np.einsum("ns,nsk,nsl->skl", resp, xe, xe)
+    W[:, :K, :K] += resp.sum(0)[:, None, None] * sigma
+    np.testing.assert_allclose(kept[1], W, rtol=1e-12)
+    np.testing.assert_allclose(kept[2], np.einsum("ns,nq,nsk->sqk", resp, Y, xe), rtol=1e-12)
+    np.testing.assert_allclose(kept[3], resp.T @ Y**2, rtol=1e-12)
