@@ -18,7 +18,15 @@ Workloads (timed per call, i.e. per complete model selection):
 
 * ``mfa-synthetic``: N=2000 training rows (and 2000 held out), p=10, five clusters of
   intrinsic dimension 1, 2, 2, 3 and 4;
-* ``mfa-digits``: scikit-learn's bundled 8x8 digits (1797 x 64), 2/3 train, 1/3 held out.
+* ``mfa-digits``: scikit-learn's bundled 8x8 digits (1797 x 64), 2/3 train, 1/3 held out,
+  every candidate with one BLAS and OpenMP thread (``threadpoolctl``);
+* ``mfa-digits-default-threads``: the same with the machine's default thread pools (our
+  VBEM limits BLAS to one thread itself; scikit-learn's mixtures use every core).
+
+Every call also records the process CPU time (all threads); ``cpu_s`` is its median
+over the timed calls and the ratio ``cpu ours / this`` compares the CPU times, which
+a loaded machine disturbs less than the wall-clock times (a sweep whose BLAS threads
+wait for a shared core loses more wall time than a single-threaded fit).
 
 The default noise floor (``psi_min="auto"``, the pixels' rounding noise) is used on
 the digits too.  The extra
@@ -26,6 +34,8 @@ metrics are ``heldout_loglik`` and ``n_components`` (and the number of
 effective factors for ours).  Run ``python -m benchmarks 'mfa*' --output mfa``.
 """
 
+import statistics
+import time
 import warnings
 
 import numpy as np
@@ -86,6 +96,40 @@ def _candidates(X_train, X_test, k_range, n_factors, bgmm_components, psi_min="a
     return {"sklearn_vb": ours, "sklearn-bgmm": bgmm, "sklearn-gmm-bic": gmm_bic}
 
 
+def _with_cpu_time(candidates, threads):
+    """The candidates run under ``threadpool_limits(threads)`` (None: the machine's
+    default), each call's process CPU time recorded; and the summary that adds the
+    median CPU time per candidate (``cpu_s``) and the CPU-time ratio ours / this."""
+    from threadpoolctl import threadpool_limits
+
+    cpu = {label: [] for label in candidates}
+
+    def timed(label, func):
+        def call():
+            with threadpool_limits(threads):
+                start = time.process_time()
+                out = func()
+                cpu[label].append(time.process_time() - start)
+            return out
+        return call
+
+    def summarize(measurements):
+        ours = None
+        for m in measurements:
+            # the last entry is the last timed call's; the warm-up's is left out
+            times = cpu[m.label][1:] if len(cpu[m.label]) > 1 else cpu[m.label]
+            if m.status != "ok" or not times:
+                continue
+            m.metrics["cpu_s"] = statistics.median(times)
+            m.metrics["threads"] = "1" if threads == 1 else "default"
+            if ours is None:
+                ours = m.metrics["cpu_s"]
+            else:
+                m.ratios["cpu ours / this"] = ours / m.metrics["cpu_s"]
+
+    return {label: timed(label, f) for label, f in candidates.items()}, summarize
+
+
 @workload("mfa-synthetic", per="call")
 def mfa_synthetic(quick):
     from sklearn_vb.datasets import make_mixed_dimension_clusters
@@ -101,8 +145,7 @@ def mfa_synthetic(quick):
     return _candidates(X_train, X_test, range(1, 5 if quick else 13), None, 15)
 
 
-@workload("mfa-digits", per="call")
-def mfa_digits(quick):
+def _digits(quick):
     from sklearn.datasets import load_digits
 
     X = load_digits().data.astype(float)
@@ -119,3 +162,13 @@ def mfa_digits(quick):
     return _candidates(
         X_train, X_test, range(1, 4 if quick else 21), 6 if quick else 10, 10 if quick else 30,
     )
+
+
+@workload("mfa-digits", per="call")
+def mfa_digits(quick):
+    return _with_cpu_time(_digits(quick), 1)
+
+
+@workload("mfa-digits-default-threads", per="call")
+def mfa_digits_default_threads(quick):
+    return _with_cpu_time(_digits(quick), None)

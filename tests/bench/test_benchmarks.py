@@ -392,3 +392,47 @@ def test_mrf_search_workload_runs_in_quick_mode():
         assert m.status == "ok", (m.label, m.message)
         assert m.ratio_ours_over_theirs > 0 and "heldout ours - theirs" in m.ratios
         assert isinstance(m.metrics["same_edges_as_sklearn_vb"], bool)
+
+
+def test_mfa_digits_workloads_report_cpu_time_and_its_ratio():
+    from benchmarks import bench_mfa  # noqa: F401  (registers the workloads)
+
+    assert {"mfa-digits", "mfa-digits-default-threads"} <= set(harness.WORKLOADS)
+    result = _run_subset("mfa-digits", {"sklearn_vb", "sklearn-bgmm"})
+    ours, bgmm = result["measurements"]
+    assert ours.status == bgmm.status == "ok"
+    assert ours.metrics["cpu_s"] > 0 and ours.metrics["threads"] == "1"
+    assert bgmm.ratios["cpu ours / this"] == pytest.approx(
+        ours.metrics["cpu_s"] / bgmm.metrics["cpu_s"])
+
+
+def test_dag_search_results_from_rows(tmp_path):
+    """The DAG search benchmark's rows become harness workloads with CPU-time ratios
+    (median of the per-seed ratios) and a markdown summary; a capped pgmpy row has no
+    ratio."""
+    from benchmarks import dag_search_vs_pgmpy as bench
+
+    def row(search, seed, cpu, n=500, **kw):
+        return {"network": "asia", "n": n, "seed": seed, "search": search, "load": 1.0,
+                "edges": 8, "shd": 2, "bic": -100.0 - cpu, "heldout": -2.0, "wall_s": cpu,
+                "cpu_s": cpu, "structure": {}, **kw}
+
+    rows = [row("ours", 0, 0.1), row("ours", 1, 0.3), row("ours-hc", 0, 0.05),
+            row("ours-hc", 1, 0.05), row("pgmpy-bic", 0, 2.0), row("pgmpy-bic", 1, 1.0),
+            row("ours", 0, 1.0, n=20000),
+            {"network": "asia", "n": 20000, "seed": 0, "search": "pgmpy-bic", "load": 1.0,
+             "capped": 600.0}]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    json_path, md_path = bench.write(path, tmp_path, notes="A note.")
+    results = {r["workload"]: r for r in harness.load_results(json_path)}
+    small = {m.label: m for m in results["dag-search-asia-n500"]["measurements"]}
+    assert small["ours"].median_s == pytest.approx(0.2)
+    # per seed: 0.1 / 2.0 and 0.3 / 1.0
+    assert small["pgmpy-bic"].ratio_ours_over_theirs == pytest.approx((0.05 + 0.3) / 2)
+    assert small["pgmpy-bic"].ratios["ours-hc / this"] == pytest.approx((0.025 + 0.05) / 2)
+    large = {m.label: m for m in results["dag-search-asia-n20000"]["measurements"]}
+    assert large["pgmpy-bic"].status == "over cap" and large["pgmpy-bic"].ratio_ours_over_theirs is None
+    text = md_path.read_text()
+    assert "A note." in text and "## Summary per network and size" in text
+    assert "| asia | 20000 | 0 | pgmpy-bic | | | | | > 600 | | 1.0 |" in text
