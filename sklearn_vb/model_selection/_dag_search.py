@@ -27,10 +27,13 @@ class _Graph:
 
     arrow = "->"
 
-    def __init__(self, names, hidden, parents):
+    def __init__(self, names, hidden, parents, *, presorted=False, named=None):
         self.names = tuple(names)
         self.hidden = tuple(bool(h) for h in hidden)
-        self.parents = tuple(tuple(sorted(p)) for p in parents)
+        # ``presorted``: ``parents`` is already the tuple of sorted index tuples
+        self.parents = parents if presorted else tuple(tuple(sorted(p)) for p in parents)
+        # ``named``: a cache {parent index tuple: parent names} shared by many graphs
+        self._named = named
 
     @property
     def key(self):
@@ -45,7 +48,15 @@ class _Graph:
     def as_structure(self):
         """The dict ``{child: [parents]}`` for VBDiscreteDAG, every node a key in node
         order, so observed nodes keep their column order."""
-        return {n: [self.names[p] for p in ps] for n, ps in zip(self.names, self.parents)}
+        if self._named is None:
+            return {n: [self.names[p] for p in ps] for n, ps in zip(self.names, self.parents)}
+        return {n: list(self._parent_names(ps)) for n, ps in zip(self.names, self.parents)}
+
+    def _parent_names(self, ps):
+        out = self._named.get(ps)
+        if out is None:
+            out = self._named[ps] = tuple(self.names[p] for p in ps)
+        return out
 
     def reaches(self, src, dst):
         """Whether there is a directed path ``src -> ... -> dst``."""
@@ -634,19 +645,20 @@ class DAGStructureSearch(EdgeSetSearchBase):
         graphs, outs, meta, path = [], [], [], []
         row = set()
         node = start.names
+        named = {}  # parent index tuple -> parent names (a climb revisits few families)
         for v in visits:
             move = None
             if v.move is not None:
                 kind, p, c = v.move
                 move = (kind, node[p], node[c])
             # a visit's parents are already the sorted index tuples that key a graph
+            graph = _Graph(node, start.hidden, v.parents, presorted=True, named=named)
             path.append({"restart": v.restart, "step": v.step, "move": move,
-                         "score": float(v.totals[select]),
-                         "structure": {n: [node[p] for p in ps] for n, ps in zip(node, v.parents)}})
+                         "score": float(v.totals[select]), "structure": graph.as_structure()})
             if v.parents in row:
                 continue
             row.add(v.parents)
-            graphs.append(start.with_parents(v.parents))
+            graphs.append(graph)
             meta.append((v.restart, v.step))
             outs.append(_family_out(families, v.totals))
         # the best graph (the first of the highest score, as the ranking takes it) is
