@@ -71,17 +71,26 @@ class TabuClimb:
 
     # ------------------------------------------------------------ state
     def _set_state(self, parents):
+        self._set_graph(parents, scored=True)
+
+    def _set_graph(self, parents, scored):
+        """The graph ``parents``, with its family scores and gain tables (``scored``) or
+        only the legality pattern of the gains (:meth:`_set_structure`)."""
         J = self.J
-        self._scored = True
+        self._scored = scored
         self.parents = [tuple(sorted(p)) for p in parents]
         self.E = np.zeros((J, J), dtype=bool)
         for c, ps in enumerate(self.parents):
             self.E[list(ps), c] = True
-        self.fam = np.array([self.scores.local(c, ps) for c, ps in enumerate(self.parents)])
+        if scored:
+            self.fam = np.array([self.scores.local(c, ps) for c, ps in enumerate(self.parents)])
         self.add_gain = np.full((J, J), -np.inf)
         self.rem_gain = np.full((J, J), -np.inf)
         for c in range(J):
-            self._refresh(c)
+            if scored:
+                self._refresh(c)
+            else:
+                self._mark(c)
         self.hash = int(np.bitwise_xor.reduce(self._zobrist[self.E])) if self.E.any() else 0
 
     def _refresh(self, c):
@@ -112,17 +121,7 @@ class TabuClimb:
     def _set_structure(self, parents):
         """The graph ``parents`` without its scores: the gain tables only mark the legal
         additions (0) and the rest (-inf), which is all a random walk reads of them."""
-        J = self.J
-        self._scored = False
-        self.parents = [tuple(sorted(p)) for p in parents]
-        self.E = np.zeros((J, J), dtype=bool)
-        for c, ps in enumerate(self.parents):
-            self.E[list(ps), c] = True
-        self.add_gain = np.full((J, J), -np.inf)
-        self.rem_gain = np.full((J, J), -np.inf)
-        for c in range(J):
-            self._mark(c)
-        self.hash = int(np.bitwise_xor.reduce(self._zobrist[self.E])) if self.E.any() else 0
+        self._set_graph(parents, scored=False)
 
     def _mark(self, c):
         """The legality pattern of :meth:`_gain_columns` for family ``c``: every gain
