@@ -211,23 +211,37 @@ def fit_scores(code, X, seed, n_init=3, max_iter=1000, tol_per_case=1e-6, extras
 
 
 def ais_scores(code, X, seed, n_temperatures=16384, n_runs=5, strength=(3000.0, 0.0),
-               floor=0.0, e_tau=0.2):
+               floor=0.0, e_tau=0.2, hysteresis=False):
     """AIS from the prior along Beal's schedule (eq. 6.73) with ``n_runs`` independent
     runs: the pooled estimate AIS^(n_runs) (log of the mean weight, eq. 6.61), every
     run's log-weight, and the Metropolis–Hastings acceptance overall and by quarter of
     the schedule.  ``strength = (alpha0, kappa)`` sets the Dirichlet proposal strength
-    ``alpha0 + kappa n beta``; Beal's kernel is ``(3000, 0)`` with ``floor=0``."""
+    ``alpha0 + kappa n beta``; Beal's kernel is ``(3000, 0)`` with ``floor=0``.
+
+    ``hysteresis=True`` adds Beal's backward pass (§6.5.1) from each run's final state
+    (``"hysteresis"``: every run's backward log-weight, both pooled estimates, their gap
+    ``backward - forward`` and the per-stretch ratio differences of
+    :func:`~sklearn_vb.scoring._ais.hysteresis_check`); the forward runs then use
+    another seed stream than without it."""
     holder = _fit(code, X[: min(len(X), 10)], "vb", 0, 1, 1, 1e-6)  # only its structure is used
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = score(holder, X, "ais", start="prior", schedule="beal", e_tau=e_tau,
                   n_temperatures=int(n_temperatures), n_chains=int(n_runs), n_runs=int(n_runs),
                   kernel="compiled", dirichlet_strength=tuple(float(s) for s in strength),
-                  dirichlet_floor=floor, random_state=int(seed))
+                  dirichlet_floor=floor, random_state=int(seed), hysteresis=bool(hysteresis))
     quarters = [float(v) for v in r.diagnostics["acceptance_by_quarter"]]
-    return {"ais": float(r.log_evidence),
-            "ais_runs": [float(v) for v in r.diagnostics["log_weights"]],
-            "acceptance": float(np.mean(quarters)), "acceptance_by_quarter": quarters}
+    out = {"ais": float(r.log_evidence),
+           "ais_runs": [float(v) for v in r.diagnostics["log_weights"]],
+           "acceptance": float(np.mean(quarters)), "acceptance_by_quarter": quarters}
+    if hysteresis:
+        h = r.diagnostics["hysteresis"]
+        out["hysteresis"] = {
+            "backward_runs": [float(v) for v in h["backward_log_weights"]],
+            "forward": float(h["forward_estimate"]), "backward": float(h["backward_estimate"]),
+            "gap": float(h["gap"]),
+            "profile": [float(v) for v in h["ratio_difference_profile"]]}
+    return out
 
 
 def rank_of_truth(values, true_index):

@@ -27,18 +27,36 @@ OFF_PRECISION = 1e3
 # where removed state dimensions are drawn in the figure (their precision is unbounded)
 _REMOVED_PLOT = 1e9
 INPUT_KEYS = {"input_k_fit": 4, "input_length": 100, "input_n_outputs": 4}
+TRACE_KEYS = ("alpha", "beta", "gamma", "delta")
+
+
+def fit_trace(est):
+    """The per-iteration ARD precisions (``alpha``, ``gamma`` in the original state
+    labels, NaN once a dimension is removed; ``beta``, ``delta``) and the bound after
+    every iteration (``bound``) of a fitted ``VBLinearDynamicalSystem``, as the fit
+    recorded them (``hyperparameter_history_``, ``lower_bounds_``)."""
+    h = est.hyperparameter_history_
+    out = {name: np.asarray(h[name], dtype=float).tolist() for name in TRACE_KEYS}
+    out["bound"] = [float(v) for v in est.lower_bounds_]
+    return out
 
 
 def input_units(config):
     return [("inputs", int(i), "vb") for i in range(int(config["input_datasets"]))]
 
 
-def run_input_unit(key, config, seed):
-    _, index, _ = key
+def input_data(config, index):
+    """``(X, U, data_seed)`` of input-driven data set ``index`` of the run."""
     data_seed = 1000 * int(config["seed"]) + 7919 + int(index)
     X, U, _, _ = make_lds_input_experiment(int(config["input_length"]),
                                            n_outputs=int(config["input_n_outputs"]),
                                            random_state=data_seed)
+    return X, U, data_seed
+
+
+def run_input_unit(key, config, seed):
+    _, index, _ = key
+    X, U, data_seed = input_data(config, index)
     k = int(config["input_k_fit"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -51,10 +69,13 @@ def run_input_unit(key, config, seed):
     for j, label in enumerate(est.kept_states_):
         alpha[int(label)] = float(est.alpha_[j])
         gamma[int(label)] = float(est.gamma_[j])
-    return {"data_seed": data_seed, "n_effective": int(est.n_effective_states_),
-            "alpha": alpha, "gamma": gamma, "beta": [float(v) for v in est.beta_],
-            "delta": [float(v) for v in est.delta_],
-            "lower_bound": float(est.lower_bound_)}
+    out = {"data_seed": data_seed, "n_effective": int(est.n_effective_states_),
+           "alpha": alpha, "gamma": gamma, "beta": [float(v) for v in est.beta_],
+           "delta": [float(v) for v in est.delta_],
+           "lower_bound": float(est.lower_bound_)}
+    if int(index) == 0:  # Figs. 5.7 and 5.8 draw the first data set (the thesis had one)
+        out["trace"] = fit_trace(est)
+    return out
 
 
 def _findings(r):

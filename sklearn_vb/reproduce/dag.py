@@ -6,6 +6,10 @@ hidden variables (§6.4).
   VB (raw, marked *, and alias-corrected) and AIS^(5); Table 6.1 beside the thesis's,
   Fig. 6.2 (score against parameter count) and Fig. 6.4 (score of the truth minus the
   best score).
+  With it: Fig. 6.3 (the rank of the truth against n), Tables 6.3 and 6.4 and Figs.
+  6.11–6.12 from the AIS runs, Fig. 6.13 and the forward / backward AIS hysteresis study
+  (§6.5.1, :mod:`._dag_hysteresis`) and the effective dimensions of the structures
+  (§6.5.2, :mod:`._dag_dimension`).
 * ``draws=N`` (``--draws N``, §6.4.2): N true parameter sets drawn from the prior, each
   with its own nested data, EM- and VB-based scores only; Tables 6.2 and 6.5 and
   Figs. 6.5–6.9.
@@ -29,6 +33,12 @@ from ._dag_units import (
     fit_scores,
     rank_of_truth,
 )
+from ._dag_dimension import (DIMENSION_FULL, DIMENSION_QUICK, dimension_report,
+                             dimension_units, dimension_verdicts, run_dimension_unit,
+                             summarize_dimension)
+from ._dag_hysteresis import (HYSTERESIS_FULL, HYSTERESIS_QUICK, hysteresis_report,
+                              hysteresis_units, hysteresis_verdicts, schedule_verdicts,
+                              summarize_hysteresis)
 from ._experiment import Experiment, Option, register
 from ._report import Verdict, markdown_table, pyplot, save_figure, verdict_table
 
@@ -55,10 +65,11 @@ I_TRUE = CODES.index(TRUE)
 _BASE = {
     "draws": 0, "n_init": 3, "max_iter": 1000, "tol_per_case": 1e-6,
     "ais_temperatures": 16384, "ais_runs": 5, "ais_strength": [3000.0, 0.0],
-    "ais_floor": 0.0, "ais_e_tau": 0.2, "extras": 0,
+    "ais_floor": 0.0, "ais_e_tau": 0.2, "extras": 0, **HYSTERESIS_FULL, **DIMENSION_FULL,
 }
 FULL = dict(_BASE, sizes=list(thesis.SIZES))
-QUICK = dict(_BASE, sizes=[10, 80, 480], ais_temperatures=512)
+QUICK = dict(_BASE, sizes=[10, 80, 480], ais_temperatures=512, **HYSTERESIS_QUICK,
+             **DIMENSION_QUICK)
 
 
 def _ais_kind(config):
@@ -67,16 +78,32 @@ def _ais_kind(config):
     return f"ais{int(config['ais_temperatures'])}"
 
 
+def _is_ais(key):
+    """Whether ``key`` is an AIS unit ``(draw, n, code, "ais<K>")``."""
+    return len(key) == 4 and isinstance(key[3], str) and key[3].startswith("ais")
+
+
 def _units(config):
     draws = [SINGLE] if not config["draws"] else list(range(int(config["draws"])))
     kinds = ["fit"]
     if not config["draws"] and config["ais_temperatures"]:
         kinds.append(_ais_kind(config))
-    return [(d, int(n), c, k) for d in draws for n in config["sizes"] for c in CODES
-            for k in kinds]
+    units = [(d, int(n), c, k) for d in draws for n in config["sizes"] for c in CODES
+             for k in kinds]
+    if not config["draws"]:  # §6.5.1 and §6.5.2 go with the single instance
+        units += hysteresis_units(config) + dimension_units(config, CODES)
+    return units
 
 
 def _run_unit(key, config, seed):
+    if key[0] == "hysteresis":
+        _, n, e_tau, K, _ = key
+        X = draw_data(config["seed"], SINGLE, n, max(max(config["sizes"]), int(n)))
+        return ais_scores(TRUE_CODE, X, seed, K, config["ais_runs"],
+                          tuple(config["ais_strength"]), config["ais_floor"], e_tau,
+                          hysteresis=True)
+    if key[0] == "dimension":
+        return run_dimension_unit(key, config, seed)
     draw, n, code, kind = key
     X = draw_data(config["seed"], draw, n, max(config["sizes"]))
     code = tuple(int(ch) for ch in code)
@@ -101,7 +128,7 @@ def score_columns(results, draw, n, with_ais=True, extras=False, ais_kind=None):
     for name, (key, corrected) in cols.items():
         out[name] = np.array([f[key] + (f["ln_S"] if corrected else 0.0) for f in fits])
     if with_ais and ais_kind is None:
-        ais_kind = next((k[3] for k in results if k[3].startswith("ais")), None)
+        ais_kind = next((k[3] for k in results if _is_ais(k)), None)
     if with_ais and (draw, n, CODES[0], ais_kind) in results:
         ais = [results[(draw, n, c, ais_kind)] for c in CODES]
         out["AIS(5)"] = np.array([a["ais"] for a in ais])
@@ -116,7 +143,7 @@ def _ais_diagnostics(results, sizes, extras):
     for n in sizes:
         cols = score_columns(results, SINGLE, n, extras=extras)
         runs = [k for k in cols if k.startswith("AIS#")]
-        ais = [results[k] for k in results if k[:2] == (SINGLE, n) and k[3].startswith("ais")]
+        ais = [results[k] for k in results if k[:2] == (SINGLE, n) and _is_ais(k)]
         acc = np.array([a["acceptance"] for a in ais])
         quarters = np.array([a["acceptance_by_quarter"] for a in ais])
         out[n] = {
@@ -147,7 +174,10 @@ def _summarize(results, config):
             scores[n] = {k: v.tolist() for k, v in cols.items()}
         fits = [results[(SINGLE, n, c, "fit")] for n in sizes for c in CODES]
         ais = _ais_diagnostics(results, sizes, extras) if "AIS(5)" in scores[sizes[0]] else None
+        vb_true = {n: results[(SINGLE, n, TRUE, "fit")]["vb"] for n in sizes}
         return {"mode": "single", "ais": ais, "sizes": sizes, "table_6_1": table, "score_gap": gaps,
+                "hysteresis": summarize_hysteresis(results, config, vb_true),
+                "dimension": summarize_dimension(results, config, CODES),
                 "scores": scores, "codes": CODES,
                 "param_counts": [results[(SINGLE, sizes[0], c, "fit")]["d"] for c in CODES],
                 "vb_capped": int(sum(not f["vb_converged"] for f in fits)),
@@ -198,17 +228,119 @@ def _summarize(results, config):
 _PLOT_COLUMNS = ("BIC", "BICp", "CS", "VB", "AIS(5)")
 
 
-#: parts of chapter 6 the experiment does not run
-NOT_RUN = (
-    ("Fig. 6.3: the data sets drawn from the true structure", "not drawn"),
-    ("Fig. 6.13 and the AIS hysteresis study", "not run (the hysteresis gap is tested, not reported)"),
-    ("§6.5.2: the effective dimension of the structures", "not run"),
-    ("Tables 6.3 and 6.4: AIS at all 20 sizes", "not run at all 20 sizes"),
-)
+#: Fig. 6.3's scores (alias-corrected, as the thesis's figure) and the rank that counts
+#: as "near the top" in its reading
+FIG_6_3_COLUMNS = ("BIC", "BICp", "CS", "VB", "AIS(5)")
+NEAR_TOP = 20
 
 
-def _verdicts_not_run():
-    return [Verdict(paper, ours, "not run") for paper, ours in NOT_RUN]
+def _settles(ranks, sizes, top=NEAR_TOP):
+    """The smallest n from which every rank (at that n and all larger ones) is at most
+    ``top``; None if the rank at the largest n is not."""
+    first = None
+    for n, r in zip(reversed(sizes), reversed(ranks)):
+        if r is None or r > top:
+            break
+        first = n
+    return first
+
+
+def _fig_6_3_settles(summary):
+    """``{column: (ours, thesis's)}``: from which n each score keeps the truth near the top."""
+    sizes = summary["sizes"]
+    t = summary["table_6_1"]
+    out = {}
+    for c in FIG_6_3_COLUMNS:
+        if c not in t[sizes[0]]:
+            continue
+        ours = _settles([t[n][c] for n in sizes], sizes)
+        i = thesis.TABLE_6_1_COLUMNS.index(c)
+        th_sizes = [n for n in sizes if n in thesis.TABLE_6_1]
+        th = _settles([thesis.TABLE_6_1[n][i] for n in th_sizes], th_sizes) if th_sizes else None
+        out[c] = (ours, th)
+    return out
+
+
+def _fmt_n(v):
+    return "never" if v is None else str(v)
+
+
+def _verdicts_single(summary, config):
+    rows = []
+    settle = _fig_6_3_settles(summary)
+    if settle:
+        order_ok = (settle.get("VB", (None,))[0] is not None and all(
+            settle["VB"][0] <= (o if o is not None else np.inf)
+            for c, (o, _) in settle.items() if c in ("BIC", "BICp", "CS")))
+        rows.append(Verdict(
+            "Fig. 6.3: the rank of the truth against n: VB (and AIS^(5)) reach the top first, "
+            "then CS, BICp and BIC only at n ≥ 2560 (from Table 6.1, thesis: top "
+            f"{NEAR_TOP} from n = " + ", ".join(f"{c} {_fmt_n(th)}" for c, (_, th)
+                                                 in settle.items()) + ")",
+            f"top {NEAR_TOP} for good from n = " + ", ".join(
+                f"{c} {_fmt_n(o)}" for c, (o, _) in settle.items()),
+            "yes" if order_ok else "partly: see Table 6.1"))
+    if summary.get("ais"):
+        rows += _verdicts_ais(summary, config)
+    if summary.get("hysteresis") is not None:
+        rows += schedule_verdicts(config, Verdict)
+        rows += hysteresis_verdicts(summary["hysteresis"], config, Verdict)
+    rows += dimension_verdicts(summary.get("dimension"), config, Verdict)
+    return rows
+
+
+def _verdicts_ais(summary, config):
+    """Tables 6.3 and 6.4 against the thesis's (at the K of this run)."""
+    sizes, t, ais = summary["sizes"], summary["table_6_1"], summary["ais"]
+    K = config["ais_temperatures"]
+    runs = sorted(k for k in t[sizes[0]] if k.startswith("AIS#"))
+    small = [n for n in sizes if n <= 1280]
+    big = [n for n in sizes if n >= 2560]
+    rows = []
+    if small and runs:
+        single = [t[n][r] for n in small for r in runs]
+        th_single = [v for n in small if n in thesis.TABLE_6_3 for v in thesis.TABLE_6_3[n][:-1]]
+        firsts = [n for n in sizes if t[n]["AIS(5)"] == 1]
+        th_firsts = [n for n in sizes if thesis.TABLE_6_3.get(n, (0,) * 6)[-1] == 1]
+        spread = max(single) - min(single)
+        rows.append(Verdict(
+            "Table 6.3: one AIS run ranks the truth anywhere (ranks "
+            f"{min(th_single) if th_single else '–'} to {max(th_single) if th_single else '–'} "
+            "for n ≤ 1280); pooling five runs, AIS^(5) ranks it first at n = "
+            + (", ".join(map(str, th_firsts)) or "–"),
+            f"K = {K}: single runs give ranks {min(single)} to {max(single)} for n ≤ 1280; "
+            "AIS^(5) first at n = " + (", ".join(map(str, firsts)) or "none")
+            + (f", top 3 at every n ≥ 2560: {all(t[n]['AIS(5)'] <= 3 for n in big)}"
+               if big else ""),
+            "yes" if spread >= 100 and (not big or all(t[n]["AIS(5)"] <= 3 for n in big))
+            else "partly: see Table 6.3"))
+    th4 = dict(zip(thesis.TABLE_6_4_SIZES, zip(*thesis.TABLE_6_4.values())))
+    names = list(thesis.TABLE_6_4)
+    show = [n for n in (560, 2560, 5120, 10240) if n in ais]
+    if show:
+        def ours(key):
+            return ", ".join(f"{ais[n][key]:.1f} at {n}" for n in show)
+
+        def theirs(name):
+            i = names.index(name)
+            return ", ".join(f"{th4[n][i]} at {n}" for n in show if n in th4)
+
+        upto = [n for n in sizes if n <= 960]
+        pooled_small = max(ais[n]["pooled_below_vb_raw"] for n in upto) if upto else None
+        rows.append(Verdict(
+            "Table 6.4: single AIS runs fall below VB* more often as n grows ("
+            + theirs("AIS(1) < VB*") + " %; ≤ 5.7 % up to n = 560); MH rejection rises ("
+            + theirs("% MH rejection") + " %); AIS^(5) below VB* 0 % up to n ≈ 1000, "
+            + theirs("AIS(5) < VB*") + " %",
+            f"K = {K}: single runs below VB* " + ours("single_below_vb_raw")
+            + " %; rejection " + ours("rejection") + " %; AIS^(5) below VB* at most "
+            + (f"{pooled_small:.1f} % up to n = 960, " if pooled_small is not None else "")
+            + ours("pooled_below_vb_raw") + " %",
+            "yes" if (pooled_small is not None and pooled_small <= 2.0
+                      and ais[show[-1]]["single_below_vb_raw"] > ais[show[0]]["single_below_vb_raw"]
+                      and ais[show[-1]]["rejection"] > ais[show[0]]["rejection"])
+            else "partly: see Table 6.4"))
+    return rows
 
 
 def _report_single(summary, config, out_dir):
@@ -223,7 +355,7 @@ def _report_single(summary, config, out_dir):
         rows.append([n] + [f"{t[n][c]} / {th.get(c, '–') if th.get(c) is not None else '–'}"
                            for c in have] + [t[n]["CS†"]])
     L = ["# Beal (2003) Chapter 6, single instance (§6.4.1)", "",
-         _settings(config), "", verdict_table(_verdicts_not_run(), "Paper says / we get: not run"),
+         _settings(config), "", verdict_table(_verdicts_single(summary, config)),
          "## Table 6.1: rank of the true structure (1 + number of strictly higher scores)", "",
          "Our rank / the thesis's rank.  Starred columns are not alias-corrected.  The "
          "thesis's data set is not available: ours is a new draw from the same true "
@@ -239,9 +371,12 @@ def _report_single(summary, config, out_dir):
           f"{summary['n_fits']} fits; the raw VB bound fell below the raw CS bound in "
           f"{summary['vb_below_cs']} fits (EM and VBEM run independently, as in the thesis).",
           ""]
-    L += _fig_6_2(summary, out_dir) + _fig_6_4(summary, out_dir)
+    L += _fig_6_2(summary, out_dir) + _fig_6_3(summary, out_dir) + _fig_6_4(summary, out_dir)
     if summary.get("ais"):
         L += _ais_tables(summary, out_dir)
+    if summary.get("hysteresis") is not None:
+        L += hysteresis_report(summary["hysteresis"], config, out_dir)
+    L += dimension_report(summary.get("dimension"), config, out_dir, CODES)
     return "\n".join(L) + "\n" + _timing(summary)
 
 
@@ -332,6 +467,38 @@ def _fig_6_2(summary, out_dir):
     fig.suptitle("Fig. 6.2: score against parameter count (red: true structure)", fontsize=10)
     img = save_figure(fig, out_dir, "dag_fig6_2.png")
     return ["## Fig. 6.2: scores against the number of parameters", "", img, ""]
+
+
+def _fig_6_3(summary, out_dir):
+    plt = pyplot()
+    sizes = summary["sizes"]
+    t = summary["table_6_1"]
+    cols = [c for c in FIG_6_3_COLUMNS if c in t[sizes[0]]]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    th_sizes = [n for n in sizes if n in thesis.TABLE_6_1]
+    for k, c in enumerate(cols):
+        axes[0].plot(sizes, [t[n][c] for n in sizes], "o-", ms=3, color=f"C{k}", label=c)
+        if th_sizes:
+            i = thesis.TABLE_6_1_COLUMNS.index(c)
+            axes[1].plot(th_sizes, [thesis.TABLE_6_1[n][i] for n in th_sizes], "o-", ms=3,
+                         color=f"C{k}", label=c)
+    for ax, title in zip(axes, ("ours", "the thesis's (Table 6.1)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n")
+        ax.set_title(title, fontsize=9)
+        if ax.get_lines():
+            ax.legend(fontsize=7)
+    axes[0].invert_yaxis()  # shared: both panels have the best rank at the top
+    axes[0].set_ylabel("rank of the true structure")
+    fig.suptitle("Fig. 6.3: rank of the truth by BIC, BICp, CS, VB and AIS^(5)", fontsize=10)
+    img = save_figure(fig, out_dir, "dag_fig6_3.png")
+    settle = _fig_6_3_settles(summary)
+    rows = [[c, _fmt_n(o), _fmt_n(th)] for c, (o, th) in settle.items()]
+    return ["## Fig. 6.3: rank of the true structure against n", "", img, "",
+            f"From which n each score keeps the truth in the top {NEAR_TOP} (alias-corrected "
+            "scores, as in the figure):", "",
+            markdown_table(["score", "ours", "thesis"], rows), ""]
 
 
 def _fig_6_4(summary, out_dir):
@@ -477,12 +644,16 @@ def _report(summary, config, out_dir):
 dag = register(Experiment(
     name="dag",
     description="Beal (2003) ch. 6: 136 DAG structures scored by MAP/BIC/BICp/CS/CS†/VB/AIS "
-                "(Table 6.1, Figs 6.2, 6.4); --draws N: averaged study (Tables 6.2, 6.5)",
+                "(Table 6.1, Figs 6.2-6.4, Tables 6.3, 6.4), AIS hysteresis (Fig 6.13), "
+                "effective dimensions (§6.5.2); --draws N: averaged study (Tables 6.2, 6.5)",
     quick=QUICK, full=FULL,
     units=_units, run_unit=_run_unit, summarize=_summarize, report=_report,
     options=(Option("draws", int, "number of parameter draws (0: the single thesis instance)"),
              Option("ais_temperatures", int, "AIS schedule length K (0: no AIS)"),
              Option("extras", int, "1: also VB without the iteration cap and VB from the CS point"),
-             Option("n_init", int, "EM/VBEM restarts per structure")),
-    # a unit's result depends on its draw, not on how many draws the run has
-    resume_ignores=("draws", "ais_temperatures")))
+             Option("n_init", int, "EM/VBEM restarts per structure"),
+             Option("hysteresis_repeats", int, "seeds per cell of the AIS hysteresis study")),
+    # a unit's result depends on its draw (its n, e_tau, K, repeat; its structure), not on
+    # how many draws, schedule lengths, repeats or structures the run has
+    resume_ignores=("draws", "ais_temperatures", "hysteresis_sizes", "hysteresis_temperatures",
+                    "hysteresis_e_tau", "hysteresis_repeats", "dimension_codes")))

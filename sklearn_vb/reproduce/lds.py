@@ -24,10 +24,15 @@ the state dimension grows.
   for a grid of state dimensions, held-out reconstruction and prediction errors, the
   states VB keeps and the recovery of the sparse feedback matrix D
   (:mod:`sklearn_vb.reproduce._lds_gene`).
+* Figs. 5.5, 5.7 and 5.8: the ARD hyperparameters and the bound along the iterations of
+  the §5.4.1 fit on the longest sequence and of the first §5.4.2 fit, and of refits of
+  both with the thesis's fixed-point updates and no moves
+  (:mod:`sklearn_vb.reproduce._lds_traces`).
 
 ``sections`` chooses the parts: a comma-separated list of ``"dimension"`` (§5.4.1),
-``"compare"`` (the comparison on the §5.4.1 system), ``"inputs"`` (§5.4.2) and ``"gene"``
-(§5.5), or ``"all"`` (default).
+``"compare"`` (the comparison on the §5.4.1 system), ``"inputs"`` (§5.4.2), ``"gene"``
+(§5.5) and ``"traces"`` (the refits with the thesis's updates; the figures also draw the
+traces of the ``dimension`` and ``inputs`` fits when those run), or ``"all"`` (default).
 """
 
 from __future__ import annotations
@@ -42,15 +47,17 @@ from ..lds import VBLinearDynamicalSystem
 from ._experiment import Experiment, Option, register, selected_sections
 from ._lds_gene import (GENE_FULL, GENE_QUICK, gene_report, gene_units, run_gene_unit,
                         summarize_gene)
-from ._lds_inputs import (INPUT_KEYS, input_units, inputs_report, run_input_unit,
+from ._lds_inputs import (INPUT_KEYS, fit_trace, input_units, inputs_report, run_input_unit,
                           summarize_inputs)
+from ._lds_traces import (run_trace_unit, summarize_traces, trace_units, traces_report,
+                          traces_verdicts)
 from ..plotting import hinton
 from ._report import Verdict, compute_time_line, markdown_table, pyplot, save_figure, verdict_table
 
 __all__ = ["lds"]
 
 EIGENVALUES = [0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
-SECTIONS = ("dimension", "compare", "inputs", "gene")
+SECTIONS = ("dimension", "compare", "inputs", "gene", "traces")
 FULL = {"sections": "all", "k_true": 6, "n_outputs": 10, "k_fit": 10,
         "lengths": [10, 20, 30, 50, 100, 150, 200, 250, 300], "max_iter": 500,
         "compare_k": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "train_length": 100,
@@ -87,6 +94,8 @@ def _units(config):
         units += input_units(config)
     if "gene" in parts:
         units += gene_units(config)
+    if "traces" in parts:
+        units += trace_units(config)
     return units
 
 
@@ -95,8 +104,10 @@ def _run_unit(key, config, seed):
         return run_input_unit(key, config, seed)
     if key[0] == "gene":
         return run_gene_unit(key, config, seed)
-    kind, size, method = key
     Y, Y_test = _system(config)
+    if key[0] == "traces":
+        return run_trace_unit(key, config, Y)
+    kind, size, method = key
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if kind == "dimension":
@@ -104,11 +115,14 @@ def _run_unit(key, config, seed):
                                           ard_check=False, max_iter=int(config["max_iter"]),
                                           tol=0.0, random_state=seed).fit(Y[:size])
             order = np.argsort(est.gamma_)
-            return {"n_effective": int(est.n_effective_states_),
-                    "lower_bound": float(est.lower_bound_),
-                    "gamma": est.gamma_[order].tolist(), "alpha": est.alpha_[order].tolist(),
-                    "A": est.A_mean_[np.ix_(order, order)].tolist(),
-                    "C": est.C_mean_[:, order].tolist()}
+            out = {"n_effective": int(est.n_effective_states_),
+                   "lower_bound": float(est.lower_bound_),
+                   "gamma": est.gamma_[order].tolist(), "alpha": est.alpha_[order].tolist(),
+                   "A": est.A_mean_[np.ix_(order, order)].tolist(),
+                   "C": est.C_mean_[:, order].tolist()}
+            if size == max(int(t) for t in config["lengths"]):  # Fig. 5.5
+                out["trace"] = fit_trace(est)
+            return out
         est = VBLinearDynamicalSystem(size, fit_intercept=False, ard_check=False,
                                       method=method, max_iter=int(config["compare_max_iter"]),
                                       tol=1e-6, random_state=seed)
@@ -141,6 +155,8 @@ def _summarize(results, config):
     if "gene" in parts:
         summary["gene"] = summarize_gene(
             {k: v for k, v in results.items() if k[0] == "gene"}, config)
+    if "traces" in parts or "dimension" in parts or "inputs" in parts:
+        summary["traces"] = summarize_traces(results, config)
     return summary
 
 
@@ -179,9 +195,8 @@ def _verdicts(summary, config):
                             else "no for the reconstruction (see §5.5 below for why); the "
                                  "causal prediction shows the thesis's pattern"
                             if g["fresh_pred"]["map"] > max(g["fresh_pred"]["vb"], 0.05) else "no"))
-    rows.append(Verdict("Figs. 5.5 and 5.7, and the time course of Fig. 5.8",
-                        "not drawn (Fig. 5.8's final hyperparameters are tabulated)",
-                        "not run"))
+    if "traces" in summary:
+        rows += traces_verdicts(summary["traces"], config, Verdict)
     return rows
 
 
@@ -197,6 +212,8 @@ def _report(summary, config, out_dir):
         text += inputs_report(summary["inputs"], config, out_dir)
     if "gene" in parts:
         text += gene_report(summary["gene"], config, out_dir)
+    if "traces" in summary:
+        text += traces_report(summary["traces"], config, out_dir)
     return text + compute_time_line(summary)
 
 
@@ -279,11 +296,12 @@ lds = register(Experiment(
     description="Beal (2003) §5.4.1: state dimension recovered by ARD against T (Fig 5.4); "
                 "VB against ML/MAP test error as k grows; §5.4.2: ARD on states and "
                 "inputs of an input-driven LDS (Fig 5.8); §5.5: VB against MAP/ML with "
-                "output feedback on a gene-expression-shaped stand-in (Figs 5.11, 5.12)",
+                "output feedback on a gene-expression-shaped stand-in (Figs 5.11, 5.12); "
+                "hyperparameter and bound traces (Figs 5.5, 5.7, 5.8)",
     quick=QUICK, full=FULL, units=_units, run_unit=_run_unit, summarize=_summarize,
     report=_report,
     options=(Option("sections", str, "'all' (default) or a comma-separated list of "
-                                      "dimension, compare, inputs, gene"),
+                                      "dimension, compare, inputs, gene, traces"),
              Option("max_iter", int, "VBEM iterations of the dimension study"),
              Option("compare_max_iter", int, "iteration cap of the comparison fits"),
              Option("input_datasets", int, "data sets of the input-driven study (§5.4.2)"),

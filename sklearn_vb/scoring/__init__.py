@@ -34,6 +34,7 @@ from .._core.numerics import (
 from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.protocols import EStep, Kernel, ScoringModel, ScoringModelMixin, VariationalPosterior
 from ._base import prepare_data, resolve_model, variational_posterior
+from ._dimension import effective_dimension
 from ._registry import register_scoring_model, scoring_model_for
 from ._result import ScoreResult, UnreliableEstimateWarning
 from ._scorers import SCORERS, get_scorer, score
@@ -46,6 +47,7 @@ __all__ = [
     "SCORERS",
     "scoring_model_for",
     "register_scoring_model",
+    "effective_dimension",
     "ParamBlock",
     "ParamSpace",
     "ScoringModel",

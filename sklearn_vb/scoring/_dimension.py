@@ -36,6 +36,26 @@ def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4
     :data:`GRAM_MAX_BYTES`): the same rank in the limit ``eps -> 0``, without the
     ``2 D`` likelihood evaluations, which for a large model (D in the tens of thousands)
     cost hundreds of fits.  The rank of ``n`` per-case gradients cannot exceed ``n``.
+
+    Examples
+    --------
+    A binary hidden parent of a single five-valued child: the complete-data model has
+    the naive count of free parameters, the observed data only four for that child.
+
+    >>> import numpy as np
+    >>> from sklearn_vb import VBDiscreteDAG
+    >>> from sklearn_vb.datasets import bipartite_structure, make_beal_dag
+    >>> from sklearn_vb.scoring import effective_dimension, scoring_model_for
+    >>> X = make_beal_dag(1000, random_state=0)
+    >>> est = VBDiscreteDAG(*bipartite_structure((1, 0, 0, 0)), random_state=0).fit(X)
+    >>> model = scoring_model_for(est)
+    >>> data = model.prepare_data(X)
+    >>> theta = model.fit_point(data, rng=np.random.default_rng(0))
+    >>> rng = np.random.default_rng(0)
+    >>> effective_dimension(model, data, theta, rng), model.n_parameters()
+    (16, 22)
+    >>> effective_dimension(model, data, theta, rng, kind="complete")
+    22
     """
     if kind not in ("incomplete", "complete"):
         raise ValueError(f"kind must be 'incomplete' or 'complete', got {kind!r}.")

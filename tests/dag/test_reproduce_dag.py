@@ -137,3 +137,91 @@ def test_fits_on_distinct_rows_with_counts_equal_fits_on_the_data():
     assert f["vb"] == pytest.approx(vb.lower_bound_, abs=1e-8)
     assert f["cs"] == pytest.approx(em.lower_bound_, abs=1e-8)
     assert f["map"] == pytest.approx(em.log_likelihood_, abs=1e-8)
+
+
+def _oracle_incomplete_dimension(code, rng, h=1e-5):
+    """The generic dimension of the map from a structure's CPTs to the distribution of
+    (y1..y4) over all 5^4 configurations: the rank of its Jacobian (central differences
+    in the row logits) at a random point.  Written out for the bipartite class alone
+    (two binary hidden parents, four five-valued children), independently of the
+    package's pattern tables and perturbation code."""
+    n_par = [bin(c).count("1") for c in code]
+    sizes = [2, 2] + [5 * 2 ** k for k in n_par]  # logits: p(s1), p(s2), then each child
+    phi0 = rng.standard_normal(sum(sizes))
+
+    def distribution(phi):
+        parts = np.split(phi, np.cumsum(sizes)[:-1])
+        soft = lambda z: np.exp(z - z.max(axis=-1, keepdims=True)) / np.exp(  # noqa: E731
+            z - z.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)
+        ps1, ps2 = soft(parts[0]), soft(parts[1])
+        cpts = [soft(p.reshape(-1, 5)) for p in parts[2:]]
+        p = np.zeros((5,) * 4)
+        for s1 in (0, 1):
+            for s2 in (0, 1):
+                term = ps1[s1] * ps2[s2]
+                factors = []
+                for c, t in zip(code, cpts):
+                    row = [s for bit, s in ((0, s1), (1, s2)) if c >> bit & 1]
+                    idx = sum(v << i for i, v in enumerate(row))
+                    factors.append(t[idx])
+                p += term * np.einsum("a,b,c,d->abcd", *factors)
+        return p.ravel()
+
+    J = np.stack([(distribution(phi0 + h * e) - distribution(phi0 - h * e)) / (2 * h)
+                  for e in np.eye(phi0.size)], axis=1)
+    s = np.linalg.svd(J, compute_uv=False)
+    return int(np.sum(s > 1e-7 * s[0]))
+
+
+def test_effective_dimensions_match_an_exact_jacobian_rank(single):
+    """§6.5.2: Algorithm 6.2's d agrees with the generic rank of the Jacobian of p(y)
+    (the incomplete-data model's dimension), d' with the naive count of eq. 6.24 (every
+    CPT entry is free given complete data), both unchanged with a ten times smaller step."""
+    rng = np.random.default_rng(0)
+    dims = single.summary["dimension"]
+    assert dims["n_structures"] == len(single.config["dimension_codes"])
+    for code, r in dims["rows"].items():
+        c = tuple(int(ch) for ch in code)
+        assert r["d"] == _oracle_incomplete_dimension(c, rng), code
+        assert r["d_complete"] == r["naive"]
+        assert (r["d_small_step"], r["d_complete_small_step"]) == (r["d"], r["d_complete"])
+    rows = dims["rows"]
+    # closed forms: no edges, 4 x 4 free entries; one binary parent of a single child
+    # gives that child a mixture of two distributions over 5 values, still 4 free entries
+    assert rows["0000"]["d"] == 16 and rows["1000"]["d"] == 16
+    assert sum(dims["d_prime_minus_d"].values()) == dims["n_structures"]
+    assert "§6.5.2" in single.report and (single.out / "dag_dimension.png").stat().st_size > 0
+
+
+def test_hysteresis_units_pair_a_forward_and_a_backward_pass(single):
+    cfg = single.config
+    keys = [k for k in single.results if k[0] == "hysteresis"]
+    assert len(keys) == (len(cfg["hysteresis_sizes"]) * len(cfg["hysteresis_e_tau"])
+                         * len(cfg["hysteresis_temperatures"]) * cfg["hysteresis_repeats"])
+    for k in keys:
+        r = single.results[k]
+        h = r["hysteresis"]
+        runs, back = np.asarray(r["ais_runs"]), np.asarray(h["backward_runs"])
+        lme = lambda v: np.log(np.mean(np.exp(v - v.max()))) + v.max()  # noqa: E731
+        assert h["forward"] == pytest.approx(r["ais"]) == pytest.approx(lme(runs))
+        assert h["backward"] == pytest.approx(lme(back))
+        assert h["gap"] == pytest.approx(h["backward"] - h["forward"])
+        assert len(h["profile"]) == min(16, k[3])
+    cells = single.summary["hysteresis"]["cells"]
+    assert len(cells) == len(keys) // cfg["hysteresis_repeats"]
+    for c in cells.values():
+        assert 0 <= c["hot_share"] <= 1 and 0 < c["hot_steps"] <= 1
+        assert c["beta_start"][0] == 0.0 and c["beta_end"][-1] == 1.0
+    text = single.report
+    assert "Fig. 6.13" in text and "not run" not in text
+    for name in ("dag_fig6_3.png", "dag_fig6_13.png", "dag_hysteresis.png"):
+        assert (single.out / name).stat().st_size > 0
+
+
+def test_fig_6_3_reads_the_rank_from_which_a_score_stays_near_the_top():
+    from sklearn_vb.reproduce.dag import _settles
+
+    sizes = [10, 20, 40, 80]
+    assert _settles([50, 3, 30, 2], sizes, top=20) == 80
+    assert _settles([5, 3, 1, 2], sizes, top=20) == 10
+    assert _settles([5, 3, 1, 40], sizes, top=20) is None
