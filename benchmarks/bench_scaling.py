@@ -38,6 +38,7 @@ TIME_CAP_S = {False: 900.0, True: 60.0}
 MEMORY_CAP_MB = 12000.0
 TARGET_EXTRA_S = 1.0
 MAX_EXTRA_ITERATIONS = 200
+MAX_RETIMES = 3
 
 
 def _quiet(func, *args, **kwargs):
@@ -52,14 +53,23 @@ def _per_iteration(make, data, n0, m):
     ``m'`` is at least ``m`` and grows until the extra iterations take about a second,
     so the difference is not lost in the timer's noise on small problems."""
     X, fit_params = data
-    start = time.perf_counter()
-    _quiet(make(n0).fit, X, **fit_params)
-    first = time.perf_counter() - start
+
+    def timed(n_iter):
+        start = time.perf_counter()
+        est = _quiet(make(n_iter).fit, X, **fit_params)
+        return time.perf_counter() - start, est
+
+    first, _ = timed(n0)
     m = int(min(max(m, TARGET_EXTRA_S * n0 / max(first, 1e-6)), MAX_EXTRA_ITERATIONS))
-    start = time.perf_counter()
-    est = _quiet(make(n0 + m).fit, X, **fit_params)
-    second = time.perf_counter() - start
+    second, est = timed(n0 + m)
     done = int(getattr(est, "n_iter_", n0 + m))
+    for _ in range(MAX_RETIMES):
+        if second > first or done <= n0:
+            break
+        # on a busy machine one pair of fits can come out in the wrong order: each
+        # fit is timed again and the faster of its runs kept
+        first = min(first, timed(n0)[0])
+        second = min(second, timed(n0 + m)[0])
     if second <= first or done <= n0:
         # a zero would be drawn as a measurement; the extra iterations were lost in the
         # timer's noise (e.g. the DAG, whose cost depends on distinct patterns, not n)
