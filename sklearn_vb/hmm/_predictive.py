@@ -55,7 +55,7 @@ def predictive_log_likelihood(estimator, X, lengths=None, sequence_ids=None, *,
         Fitted.  ``method="plugin"`` also takes a point fit (``method="ml"``/``"map"``),
         which it scores at its point; the others need q(theta).
     X, lengths, sequence_ids, U
-        The sequences, as in :meth:`~sklearn_vb.hmm.VBHiddenMarkov.score_samples`
+        The sequences, as in :meth:`~sklearn_vb.VBHiddenMarkov.score_samples`
         (``U``: input levels of a model with transition inputs; ``"plugin"`` and
         ``"bound"`` only).
     method : {"plugin", "bound", "smc", "sample"}, default="plugin"

@@ -33,7 +33,7 @@ def effective_dimension(model, X, theta, rng, kind="incomplete", R=100, eps=1e-4
     A model with ``per_case_gradient_gram(theta, X, completion=None)`` (the ``(n, n)``
     inner products of its exact per-case gradients in the unconstrained basis) gets the
     rank of those gradients directly when ``n <= D`` (and ``J J^T`` fits in
-    :data:`GRAM_MAX_BYTES`): the same rank in the limit ``eps -> 0``, without the
+    ``GRAM_MAX_BYTES``): the same rank in the limit ``eps -> 0``, without the
     ``2 D`` likelihood evaluations, which for a large model (D in the tens of thousands)
     cost hundreds of fits.  The rank of ``n`` per-case gradients cannot exceed ``n``.
 
