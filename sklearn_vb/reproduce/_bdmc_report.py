@@ -48,21 +48,71 @@ def _agreement(hits):
 
 
 def _verdict_under_10(summary, method, paper_text, settings_text):
-    hits, parts = [], []
+    """Where the single trials (RMSE) and the pooled trials (error) of ``method`` get under
+    10 nats, against the models where the paper's did (clustering, binary attributes):
+    "yes" if the single trials get there on all of those and on no other, "partly" if
+    single or pooled trials get there on some of them, "no" otherwise."""
+    single, pooled, parts = [], [], []
     for m, per in summary["methods"].items():
         r = _best(per[method])
-        ours = r["rmse"] < 10
-        hits.append(ours == _PAPER_UNDER_10[m][method])
-        parts.append(f"{m} {r['rmse']:.1f} at {r['budget']} ({r['seconds']:.2g} s)")
-    reached = [m for m, per in summary["methods"].items() if _best(per[method])["rmse"] < 10]
-    ours = (f"{settings_text}; best RMSE: " + ", ".join(parts) + "; under 10 nats on "
-            + (", ".join(reached) if reached else "none"))
-    why = {"yes": "under 10 nats on the same models as in the paper",
-           "partly": "the paper got under 10 nats on clustering and binary attributes only; "
-                     "here on " + (", ".join(reached) if reached else "none"),
-           "no": "under 10 nats on none of the paper's models"}
-    agree = _agreement(hits)
-    return Verdict(paper_text, ours, f"{agree}: {why[agree]}")
+        p = _best(per[method], "pooled_error")
+        if r["rmse"] < 10:
+            single.append(m)
+        if abs(p["pooled_error"]) < 10:
+            pooled.append(m)
+        parts.append(f"{m} {r['rmse']:.1f} at {r['budget']} ({r['seconds']:.2g} s), pooled "
+                     f"{p['pooled_error']:+.1f} at {p['budget']}")
+    wanted = [m for m in summary["methods"] if _PAPER_UNDER_10[m][method]]
+    if sorted(single) == sorted(wanted):
+        agree = "yes: under 10 nats on the same models as in the paper"
+    elif any(m in single or m in pooled for m in wanted):
+        agree = "partly: under 10 nats on " + ", ".join(
+            f"{m} ({'single trials' if m in single else 'pooled trials only'})"
+            for m in wanted if m in single or m in pooled) + ", not on " + (", ".join(
+                m for m in wanted if m not in single and m not in pooled) or "–")
+    else:
+        agree = ("no: under 10 nats on none of the paper's models ("
+                 + ", ".join(wanted) + ")")
+    ours = (f"{settings_text}; best single-trial RMSE and pooled error: " + "; ".join(parts))
+    return Verdict(paper_text, ours, agree)
+
+
+def _verdict_ais(summary):
+    parts = []
+    ok = []
+    for m, per in summary["methods"].items():
+        first = next((r for r in per["ais"] if r["rmse"] < 10), None)
+        ok.append(first is not None)
+        parts.append(f"{m} " + ("never" if first is None else
+                                f"{first['rmse']:.1f} at {first['budget']} temperatures "
+                                f"({first['seconds']:.2g} s)"))
+    return Verdict("AIS gets under 10 nats RMSE on all three models (clustering 7.0 in 37.8 s, "
+                   "low rank 8.6 in 1.6 s, binary attributes 7.5 in 16.5 min); on low rank it "
+                   "is the only estimator that does",
+                   "first AIS setting under 10 nats: " + ", ".join(parts),
+                   _agreement(ok) + (": AIS is reliable on every model" if all(ok) else ""))
+
+
+def _verdict_vb(summary):
+    parts, gaps = [], {}
+    for m, per in summary["methods"].items():
+        sym = per["vb_sym"]
+        gaps[m] = (sym[-1]["bias"], max(r["pooled_error"] for r in sym))
+        parts.append(f"{m} {gaps[m][0]:.1f} (a trial's best of {sym[-1]['budget']}), "
+                     f"{gaps[m][1]:.1f} (the best of all)")
+    c_trial, c_all = gaps["clustering"]
+    if abs(c_all + 15) < 5:
+        agree = "yes: about 15 nats below with the best optimum found"
+    elif abs(c_trial + 15) < 5:
+        agree = (f"partly: a trial's best of {summary['methods']['clustering']['vb'][-1]['budget']} "
+                 f"restarts is {-c_trial:.0f} nats below as in the paper, but the best of "
+                 f"all restarts is only {-c_all:.1f} below: on these data the mean-field "
+                 "approximation itself is close, the trials' gap is local optima")
+    else:
+        agree = "no: the gap differs from the paper's 15 nats"
+    return Verdict("VB stays about 15 nats below the truth on clustering even with the "
+                   "symmetry correction, after many random restarts",
+                   "VB+sym − truth (nats): " + "; ".join(parts), agree)
 
 
 def _pooling_agreement(improve, little):
@@ -79,13 +129,13 @@ def _pooling_agreement(improve, little):
 
 
 def _verdicts(summary, config):
-    v = [_verdict_under_10(
+    v = [_verdict_ais(summary), _verdict_under_10(
         summary, "smc_paper",
         "SMC with one particle, the weights integrated out (clustering, binary attributes; "
         "low rank: V sampled, U integrated), the MCMC sweeps per case varied: under 10 nats "
         "on clustering (4.6 in 9.7 s) and binary attributes, not on low rank",
         f"SMC-1, the same construction, {config['budgets']['smc_paper']} collapsed Gibbs "
-        "sweeps per case (data augmentation on low rank)")]
+        "sweeps per case (data augmentation on low rank)"), _verdict_vb(summary)]
     v.append(_verdict_under_10(
         summary, "nested_sampling",
         "nested sampling with 2 live points (the paper found 2 the most accurate for modest "
@@ -151,6 +201,9 @@ def _verdicts(summary, config):
 
 def _figure(plt, m, per, methods, out_dir):
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    tab = plt.get_cmap("tab20").colors
+    for ax in axes:  # twelve estimators: ten colours of tab10 would repeat
+        ax.set_prop_cycle(color=list(tab[::2]) + list(tab[1::2]))
     for meth, rows in per.items():
         label = _label(methods, meth)
         t = [max(r["seconds"], 1e-4) for r in rows]
