@@ -200,7 +200,7 @@ def report(summary, config, out_dir, plt):
     table = [[r["n_features"]] + [r[lab] for lab in labels] + [r["AIS"], r["AIS_stderr"]]
              for r in rows]
     L = [verdict_table(_verdicts(summary, config), title="Paper says / we get (Fig. 5)"),
-         "The stand-in's data as generated for this run (the first three rows are what the "
+         "The stand-in's data as generated for this run (the first two rows are what the "
          "paper states about its data; it states nothing about the rest):", "",
          _data_table(summary["data"]), "",
          "## Fig. 5: linear-chain CRF on FAQ-shaped data", "",

@@ -153,8 +153,12 @@ def _fig2_agreement(fig2):
     if fig2["BP-LR"] > fig2["BIC-ML"] and not fig2["worsen"]:
         return "yes"
     parts = []
-    if fig2["BP-LR"] <= fig2["BIC-ML"]:
-        parts.append("ours is better than BIC-ML, not slightly worse")
+    if fig2["bp_better"] == fig2["positions"]:
+        parts.append("ours is better than BIC-ML at every position, not slightly worse")
+    elif fig2["BP-LR"] <= fig2["BIC-ML"]:
+        parts.append(f"ours is better than BIC-ML on average (worse at "
+                     f"{fig2['positions'] - fig2['bp_better']} of {fig2['positions']} "
+                     "positions)")
     if fig2["worsen"]:
         why = [_GROWS_BECAUSE[lab] for lab in fig2["worsen"] if _GROWS_BECAUSE.get(lab)]
         parts.append("not every method improves" + (": " + "; ".join(why) if why else ""))
