@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._blas_threads import forward_backward_blas
 from .forward_backward import forward_backward, forward_backward_levels
 from .kernels import viterbi, viterbi_levels
 
@@ -82,15 +83,19 @@ def input_levels(est, U, n_frames, reset):
 
 
 def forward_backward_inputs(log_startprob, log_transmat, levels, log_emis, index, starts,
-                            ends, want_posteriors):
+                            ends, want_posteriors, allow_batched=True):
     """:func:`~.forward_backward.forward_backward` for a plain HMM (``log_transmat``
     (K, K), ``levels`` None) or an input-driven one (``log_transmat`` (L, K, K), the
-    frames' ``levels``); the transition counts have the shape of ``log_transmat``."""
-    if log_transmat.ndim == 3:
-        return forward_backward_levels(log_startprob, log_transmat, levels, log_emis, index,
-                                       starts, ends, want_posteriors)
-    return forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
-                            want_posteriors)
+    frames' ``levels``); the transition counts have the shape of ``log_transmat``.
+    ``allow_batched=False`` runs the sequences one after another whatever their number
+    (see :func:`~.forward_backward.forward_backward_scaled_levels`)."""
+    with forward_backward_blas(log_emis, index, starts, ends):
+        if log_transmat.ndim == 3:
+            return forward_backward_levels(log_startprob, log_transmat, levels, log_emis,
+                                           index, starts, ends, want_posteriors,
+                                           allow_batched)
+        return forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
+                                want_posteriors, allow_batched)
 
 
 def viterbi_inputs(log_startprob, log_transmat, levels, log_emis, index, starts, ends):

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._core.distributions import as_generator as _rng
+from ._blas_threads import forward_backward_blas
 from .forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
 
 from .._core.evidence.protocols import EStep
@@ -157,8 +158,10 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
             log_pi, log_A = (np.log(np.asarray(params_single[k][0], dtype=float))
                              for k in ("pi", "A"))
             log_B = np.log(self._emission_probs(params_single["B"][0], X))
-        log_norm, _, init, xi, emis_counts = forward_backward(
-            log_pi, log_A, np.ascontiguousarray(log_B.T), X.symbols, X.starts, X.ends, True)
+        table = np.ascontiguousarray(log_B.T)
+        with forward_backward_blas(table, X.symbols, X.starts, X.ends):
+            log_norm, _, init, xi, emis_counts = forward_backward(
+                log_pi, log_A, table, X.symbols, X.starts, X.ends, True)
         # the missing symbol's row (if any) carries no emission counts
         return float(log_norm.sum()), {"pi": init, "A": xi, "B": emis_counts[:self.V].T}
 
