@@ -25,11 +25,13 @@ The expected transition counts are ``A * sum_t alpha_t^T tmp_{t+1}`` with
 ``tmp_{t+1} = emis_{t+1} * beta_{t+1} / zeta_{t+1}``: the sum is built from products of
 many rows at once (:data:`_COUNT_ROWS`), not one outer product per frame.
 
-What it costs: the batched order keeps the forward variables of all sequences until the
-backward pass reaches them (as the per-sequence recursion does for one sequence, whose
-table stays in the processor's cache), and reads the rows of a per-frame emission table
-far apart; both are memory traffic the per-sequence recursion does not have, which
-:func:`batch_pays_off` weighs by the number of states.
+What it costs: the batched order keeps the forward variables of all sequences of a
+group until the backward pass reaches them (the per-sequence recursion keeps one
+sequence's, which stay in the processor's cache), and reads the rows of a per-frame
+emission table far apart; both are memory traffic the per-sequence recursion does not
+have.  The sorted sequences therefore run in groups whose table of forward variables
+is a few megabytes (:func:`length_groups`), and :func:`batch_pays_off` weighs the rest
+by the number of states.
 """
 
 import numpy as np
@@ -48,6 +50,12 @@ BATCH_MIN_STATES = 10
 #: ... or at least this many with a table of one row per frame (continuous emissions),
 #: whose rows the batched order reads and writes far apart in memory
 BATCH_MIN_STATES_FRAME_TABLE = 16
+
+#: the sequences run in groups whose forward variables take about this many bytes (at
+#: least _GROUP_MIN_ROWS sequences a group): the backward pass then finds a group's
+#: table in the processor's cache, or nearly so, rather than in main memory
+_GROUP_BYTES = 4 << 20
+_GROUP_MIN_ROWS = 32
 
 #: rows of alpha_t and tmp_{t+1} taken together (at least; per input level) into one
 #: (K x rows) @ (rows x K) product of the expected transition counts
@@ -194,34 +202,54 @@ def batch_pays_off(starts, ends, n_components, n_table_rows, n_frames):
 
 
 @njit(cache=True, nogil=True)
-def length_order(starts, ends):
-    """The sequences sorted by length, longest first (``order``, stable), and for every
-    local time t the number of sequences longer than t (``active``, n_max + 1 entries,
-    the last 0) and the first row of its block (``offset``, n_max + 1 entries, the last
-    the total number of frames)."""
-    n = starts.shape[0]
-    lengths = ends - starts
-    order = np.argsort(-lengths, kind="mergesort")
-    n_max = lengths[order[0]] if n > 0 else 0
-    active = np.zeros(n_max + 1, dtype=np.int64)
-    for s in range(n):
-        if lengths[s] > 0:
-            active[lengths[s] - 1] += 1
+def length_groups(lengths, order, n_components):
+    """Boundaries (in the sorted ``order``) of the groups of sequences run together: runs
+    of consecutive sequences (longest first) whose forward variables take at most
+    :data:`_GROUP_BYTES`, and at least :data:`_GROUP_MIN_ROWS` sequences each (the
+    last group takes what is left)."""
+    n = order.shape[0]
+    bounds = [0]
+    rows = 0
+    frames = 0
+    for q in range(n):
+        length = lengths[order[q]]
+        if (rows >= _GROUP_MIN_ROWS
+                and (frames + length) * n_components * 8 > _GROUP_BYTES):
+            bounds.append(q)
+            rows = 0
+            frames = 0
+        rows += 1
+        frames += length
+    bounds.append(n)
+    return np.array(bounds, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _steps(lengths, order, lo, hi, active, offset):
+    """For the group ``order[lo:hi]`` (longest first): ``active[t]`` the number of its
+    sequences longer than t and ``offset[t]`` the first row of local time t's block, for
+    t up to the longest length (``active`` then 0, ``offset`` the group's frames);
+    returns the longest length."""
+    n_max = lengths[order[lo]]
+    for t in range(n_max + 1):
+        active[t] = 0
+    for q in range(lo, hi):
+        active[lengths[order[q]] - 1] += 1
     running = 0
     for t in range(n_max - 1, -1, -1):
         running += active[t]
         active[t] = running
-    offset = np.zeros(n_max + 1, dtype=np.int64)
+    offset[0] = 0
     for t in range(n_max):
         offset[t + 1] = offset[t] + active[t]
-    return order, active, offset
+    return n_max
 
 
 @njit(cache=True, nogil=True)
 def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, index,
                              starts, ends, counted_starts, counted_ends, want_posteriors):
     """Scaled forward-backward over all sequences, every step of all running sequences
-    as one matrix product.
+    (of a group, :func:`length_groups`) as one matrix product.
 
     Same arguments as :func:`~.forward_backward.forward_backward_scaled_levels` except
     that the initial and transition weights come scaled: ``pi`` (K,) and ``A`` (L, K, K)
@@ -234,165 +262,186 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
     L = A.shape[0]
     R = emis.shape[0]
     T = index.shape[0]
-    order, active, offset = length_order(starts, ends)
-    n_max = active.shape[0] - 1
-    first = np.empty(n, dtype=np.int64)  # first frame of every sorted sequence
-    c_lo = np.empty(n, dtype=np.int64)
-    c_hi = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        first[i] = starts[order[i]]
-        c_lo[i] = counted_starts[order[i]]
-        c_hi[i] = counted_ends[order[i]]
+    lengths = ends - starts
+    order = np.argsort(-lengths, kind="mergesort")
+    bounds = length_groups(lengths, order, K)
+    n_group = 0  # the largest group's sequences, frames and longest length
+    group_frames = 0
+    for g in range(bounds.shape[0] - 1):
+        n_group = max(n_group, bounds[g + 1] - bounds[g])
+        frames = 0
+        for q in range(bounds[g], bounds[g + 1]):
+            frames += lengths[order[q]]
+        group_frames = max(group_frames, frames)
+    longest = lengths[order[0]] if n > 0 else 0
 
+    log_norm = np.zeros(n)
     frame_log_norm = np.empty(T)
     start_counts = np.zeros(K)
     trans_counts = np.zeros((L, K, K))
     if want_posteriors:
         emis_counts = np.zeros((R, K))
-        alpha = np.empty((offset[n_max], K))
-        zeta = np.empty(offset[n_max])
+        alpha = np.empty((group_frames, K))
+        zeta = np.empty(group_frames)
     else:
         emis_counts = np.zeros((0, K))
-        alpha = np.empty((2 * n, K))  # two blocks, alternating
+        alpha = np.empty((2 * n_group, K))  # two blocks, alternating
         zeta = np.empty(0)
-    total = np.zeros(n)
+    active = np.empty(longest + 1, dtype=np.int64)
+    offset = np.empty(longest + 1, dtype=np.int64)
+    first = np.empty(n_group, dtype=np.int64)  # first frame of every sorted sequence
+    c_lo = np.empty(n_group, dtype=np.int64)
+    c_hi = np.empty(n_group, dtype=np.int64)
+    total = np.empty(n_group)
     acc = np.empty(K)
-    gin = np.empty((n, K))
-    gout = np.empty((n, K))
-    sel = np.empty(n, dtype=np.int64)
-    row_level = np.zeros(n, dtype=np.int64)
-
-    # ---------------------------------------------------------------- forward
-    o_prev = 0
-    for t in range(n_max):
-        m = active[t]
-        o = offset[t] if want_posteriors else (t % 2) * n
-        cur = alpha[o:o + m]
-        if t == 0:
-            for i in range(m):  # multiplied by the emission weights below
-                for j in range(K):
-                    cur[i, j] = pi[j]
-        else:
-            if L > 1:
-                for i in range(m):
-                    row_level[i] = level[first[i] + t]
-            _step_product(alpha[o_prev:o_prev + m], A, row_level, cur, acc, gin, gout, sel)
-        for i in range(m):
-            f = first[i] + t
-            r = index[f]
-            z = _times_row_sum(cur, i, emis, r)
-            if z > 0.0:
-                inv = 1.0 / z
-                for j in range(K):
-                    cur[i, j] *= inv
-                lz = np.log(z)
-            else:
-                for j in range(K):
-                    cur[i, j] = 1.0 / K
-                lz = -np.inf
-            if want_posteriors:
-                zeta[o + i] = z
-            lz += (pi_shift if t == 0 else a_shift[level[f]]) + emis_shift[r]
-            frame_log_norm[f] = lz
-            total[i] += lz
-        o_prev = o
-    log_norm = np.zeros(n)
-    for i in range(n):
-        log_norm[order[i]] = total[i]
-    if not want_posteriors:
-        return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts
-
-    # ---------------------------------------------------------------- backward
+    gin = np.empty((n_group, K))
+    gout = np.empty((n_group, K))
+    sel = np.empty(n_group, dtype=np.int64)
+    row_level = np.zeros(n_group, dtype=np.int64)
     AT = np.empty((L, K, K))
     for lv in range(L):
         for i in range(K):
             for j in range(K):
                 AT[lv, i, j] = A[lv, j, i]
-    beta = np.empty((n, K))
-    sums = np.zeros((L, K, K))
-    prod = np.empty((K, K))
+    beta = np.empty((n_group, K))
     # Transition counts: sums[l] = sum of alpha_t (x) tmp_{t+1} over the counted
     # transitions of level l, with tmp_{t+1} = emis_{t+1} * beta_{t+1} / zeta_{t+1}
     # (then trans_counts = A * sums).  Plain case (one level, every frame counted):
     # tmp is written in step with alpha's rows (zero for a sequence's last frame) into
     # a buffer of at least _COUNT_ROWS rows, and each filled buffer is one product with
     # the rows of alpha as they are.  Otherwise the pairs are copied per level.
-    aligned = L == 1
-    for i in range(n):
-        if c_lo[i] != first[i] or c_hi[i] != first[i] + ends[order[i]] - starts[order[i]]:
-            aligned = False
-    cap = max(_COUNT_ROWS, n) if aligned else n
+    sums = np.zeros((L, K, K))
+    prod = np.empty((K, K))
+    cap = max(_COUNT_ROWS, n_group)
     tbuf = np.empty((cap, K))
-    pair_rows = 0 if aligned else _COUNT_ROWS
+    pair_rows = 0 if L == 1 else _COUNT_ROWS
+    for s in range(n):
+        if counted_starts[s] != starts[s] or counted_ends[s] != ends[s]:
+            pair_rows = _COUNT_ROWS
     pair_alpha = np.empty((L, pair_rows, K))
     pair_tmp = np.empty((L, pair_rows, K))
     n_pairs = np.zeros(L, dtype=np.int64)
-    hi = offset[n_max]  # alpha rows [.., hi) of the pending buffer (aligned case)
-    for t in range(n_max - 1, -1, -1):
-        m = active[t]
-        m1 = active[t + 1]  # the sequences that go on to t + 1
-        o = offset[t]
-        at = alpha[o:o + m]
-        base = 0
-        if aligned:
-            if hi - o > cap:
-                _add_outer(alpha[o + m:hi], tbuf[cap - (hi - o - m):cap], sums[0], prod)
-                hi = o + m
-            base = cap - (hi - o)
-        tmp = tbuf[base:base + m]
-        on = offset[t + 1]
-        for i in range(m1):
-            f1 = first[i] + t + 1
-            rn = index[f1]
-            zn = zeta[on + i]
-            inv = 1.0 / zn if zn > 0.0 else 0.0
-            for j in range(K):
-                tmp[i, j] = emis[rn, j] * beta[i, j] * inv
-            if L > 1:
-                row_level[i] = level[f1]
-        if aligned:
-            for i in range(m1, m):
-                for j in range(K):
-                    tmp[i, j] = 0.0
-        else:
+
+    for g in range(bounds.shape[0] - 1):
+        lo = bounds[g]
+        gn = bounds[g + 1] - lo
+        n_max = _steps(lengths, order, lo, lo + gn, active, offset)
+        for i in range(gn):
+            first[i] = starts[order[lo + i]]
+            c_lo[i] = counted_starts[order[lo + i]]
+            c_hi[i] = counted_ends[order[lo + i]]
+            total[i] = 0.0
+
+        # ------------------------------------------------------------ forward
+        o_prev = 0
+        for t in range(n_max):
+            m = active[t]
+            o = offset[t] if want_posteriors else (t % 2) * gn
+            cur = alpha[o:o + m]
+            if t == 0:
+                for i in range(m):  # multiplied by the emission weights below
+                    for j in range(K):
+                        cur[i, j] = pi[j]
+            else:
+                if L > 1:
+                    for i in range(m):
+                        row_level[i] = level[first[i] + t]
+                _step_product(alpha[o_prev:o_prev + m], A, row_level, cur, acc, gin, gout,
+                              sel)
+            for i in range(m):
+                f = first[i] + t
+                r = index[f]
+                z = _times_row_sum(cur, i, emis, r)
+                if z > 0.0:
+                    inv = 1.0 / z
+                    for j in range(K):
+                        cur[i, j] *= inv
+                    lz = np.log(z)
+                else:
+                    for j in range(K):
+                        cur[i, j] = 1.0 / K
+                    lz = -np.inf
+                if want_posteriors:
+                    zeta[o + i] = z
+                lz += (pi_shift if t == 0 else a_shift[level[f]]) + emis_shift[r]
+                frame_log_norm[f] = lz
+                total[i] += lz
+            o_prev = o
+        for i in range(gn):
+            log_norm[order[lo + i]] = total[i]
+        if not want_posteriors:
+            continue
+
+        # ------------------------------------------------------------ backward
+        aligned = pair_rows == 0
+        hi = offset[n_max]  # alpha rows [.., hi) of the pending buffer (aligned case)
+        for t in range(n_max - 1, -1, -1):
+            m = active[t]
+            m1 = active[t + 1]  # the sequences that go on to t + 1
+            o = offset[t]
+            at = alpha[o:o + m]
+            base = 0
+            if aligned:
+                if hi - o > cap:
+                    _add_outer(alpha[o + m:hi], tbuf[cap - (hi - o - m):cap], sums[0], prod)
+                    hi = o + m
+                base = cap - (hi - o)
+            tmp = tbuf[base:base + m]
+            on = offset[t + 1]
             for i in range(m1):
                 f1 = first[i] + t + 1
-                if c_lo[i] <= f1 < c_hi[i]:
-                    lv = level[f1]
-                    c = n_pairs[lv]
-                    if c == _COUNT_ROWS:
-                        _add_outer(pair_alpha[lv], pair_tmp[lv], sums[lv], prod)
-                        c = 0
-                    for j in range(K):
-                        pair_alpha[lv, c, j] = at[i, j]
-                        pair_tmp[lv, c, j] = tmp[i, j]
-                    n_pairs[lv] = c + 1
-        if m1 > 0:
-            _step_product(tmp[:m1], AT, row_level, beta[:m1], acc, gin, gout, sel)
-        for i in range(m1):
-            f = first[i] + t
-            if c_lo[i] <= f < c_hi[i]:
-                r = index[f]
-                g_sum = _row_dot(at, i, beta, i)
-                ginv = 1.0 / g_sum if g_sum > 0.0 else 0.0
+                rn = index[f1]
+                zn = zeta[on + i]
+                inv = 1.0 / zn if zn > 0.0 else 0.0
                 for j in range(K):
-                    emis_counts[r, j] += at[i, j] * beta[i, j] * ginv
-                if t == 0:
+                    tmp[i, j] = emis[rn, j] * beta[i, j] * inv
+                if L > 1:
+                    row_level[i] = level[f1]
+            if aligned:
+                for i in range(m1, m):
                     for j in range(K):
-                        start_counts[j] += at[i, j] * beta[i, j] * ginv
-        for i in range(m1, m):  # sequences whose last frame is t
-            f = first[i] + t
-            for j in range(K):
-                beta[i, j] = 1.0
-            if c_lo[i] <= f < c_hi[i]:
-                r = index[f]
+                        tmp[i, j] = 0.0
+            else:
+                for i in range(m1):
+                    f1 = first[i] + t + 1
+                    if c_lo[i] <= f1 < c_hi[i]:
+                        lv = level[f1]
+                        c = n_pairs[lv]
+                        if c == _COUNT_ROWS:
+                            _add_outer(pair_alpha[lv], pair_tmp[lv], sums[lv], prod)
+                            c = 0
+                        for j in range(K):
+                            pair_alpha[lv, c, j] = at[i, j]
+                            pair_tmp[lv, c, j] = tmp[i, j]
+                        n_pairs[lv] = c + 1
+            if m1 > 0:
+                _step_product(tmp[:m1], AT, row_level, beta[:m1], acc, gin, gout, sel)
+            for i in range(m1):
+                f = first[i] + t
+                if c_lo[i] <= f < c_hi[i]:
+                    r = index[f]
+                    g_sum = _row_dot(at, i, beta, i)
+                    ginv = 1.0 / g_sum if g_sum > 0.0 else 0.0
+                    for j in range(K):
+                        emis_counts[r, j] += at[i, j] * beta[i, j] * ginv
+                    if t == 0:
+                        for j in range(K):
+                            start_counts[j] += at[i, j] * beta[i, j] * ginv
+            for i in range(m1, m):  # sequences whose last frame is t
+                f = first[i] + t
                 for j in range(K):
-                    emis_counts[r, j] += at[i, j]
-                if t == 0:
+                    beta[i, j] = 1.0
+                if c_lo[i] <= f < c_hi[i]:
+                    r = index[f]
                     for j in range(K):
-                        start_counts[j] += at[i, j]
-    if aligned:
-        _add_outer(alpha[:hi], tbuf[cap - hi:cap], sums[0], prod)
+                        emis_counts[r, j] += at[i, j]
+                    if t == 0:
+                        for j in range(K):
+                            start_counts[j] += at[i, j]
+        if aligned:
+            _add_outer(alpha[:hi], tbuf[cap - hi:cap], sums[0], prod)
+    if not want_posteriors:
+        return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts
     for lv in range(L):
         _add_outer(pair_alpha[lv, :n_pairs[lv]], pair_tmp[lv, :n_pairs[lv]], sums[lv], prod)
         for i in range(K):

@@ -20,7 +20,7 @@ from sklearn_vb.hmm.forward_backward import (forward_backward, forward_backward_
                                              forward_backward_scaled_levels_as)
 from sklearn_vb.hmm.forward_backward_batched import (BATCH_MIN_ROWS, BATCH_MIN_STATES,
                                                      BATCH_MIN_STATES_FRAME_TABLE,
-                                                     batch_pays_off)
+                                                     batch_pays_off, length_groups)
 from sklearn_vb.hmm.kernels import scale_rows
 
 RTOL = 1e-12
@@ -100,6 +100,21 @@ def test_batched_equals_per_sequence_on_impossible_frames(L):
     forward variables in both."""
     args = _problem(4, RAGGED[-1], L, impossible=True, seed=11)
     assert np.isneginf(forward_backward_scaled_levels_as(*args, False, False)[1]).any()
+    for want in (True, False):
+        _assert_same(forward_backward_scaled_levels_as(*args, want, True),
+                     forward_backward_scaled_levels_as(*args, want, False))
+
+
+@pytest.mark.parametrize(("L", "counted"), [(1, False), (2, True)])
+def test_batched_equals_per_sequence_over_several_groups(L, counted):
+    """Long sequences run in several groups (each a few megabytes of forward variables),
+    which share the statistics."""
+    K = 13
+    lengths = np.random.default_rng(4).integers(1, 2500, size=90)
+    order = np.argsort(-lengths, kind="mergesort")
+    bounds = length_groups(lengths, order, K)
+    assert bounds.size > 3 and np.all(np.diff(bounds)[:-1] >= 32)
+    args = _problem(K, lengths, L, rows=9, counted=counted, seed=8)
     for want in (True, False):
         _assert_same(forward_backward_scaled_levels_as(*args, want, True),
                      forward_backward_scaled_levels_as(*args, want, False))
