@@ -44,7 +44,7 @@ import numpy as np
 from numba import njit
 
 from .._core.kernels.constants import LOG_2PI
-from .forward_backward_batched import batch_pays_off, forward_backward_batched
+from .forward_backward_batched import batch_pays_off, fb_arrays, forward_backward_batched
 from .kernels import gaussian_full_log_weights_into, scale_rows, scale_rows_into
 
 #: up to this many states the forward step's vector-matrix product runs as dot products
@@ -159,24 +159,6 @@ def _forward_sequence(pi, pi_shift, A, a_shift, level, emis, emis_shift, index, 
         total += lz
         prev = cur
     return total
-
-
-@njit(cache=True, nogil=True)
-def _fb_arrays(n, T, K, L, R, want_posteriors):
-    """Outputs of the forward-backward kernels (log_norm, frame_log_norm, start_counts,
-    trans_counts (L, K, K), emis_counts) and the (T, K) table of forward variables;
-    without posteriors, emis_counts is (0, K) and the forward table keeps two rows only."""
-    log_norm = np.zeros(n)
-    frame_log_norm = np.empty(T)
-    start_counts = np.zeros(K)
-    trans_counts = np.zeros((L, K, K))
-    if want_posteriors:
-        emis_counts = np.zeros((R, K))
-        fwd = np.empty((T, K))
-    else:
-        emis_counts = np.zeros((0, K))
-        fwd = np.empty((2, K))
-    return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, fwd
 
 
 @njit(cache=True, nogil=True)
@@ -300,8 +282,8 @@ def _scaled_sequences(pi, pi_max, A, a_shift, level, emis, emis_shift, index, st
     n = starts.shape[0]
     R = emis.shape[0]
     L = A.shape[0]
-    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, alpha = _fb_arrays(
-        n, T, K, L, R, want_posteriors)
+    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, alpha = fb_arrays(
+        n, T, K, L, R, want_posteriors, T, 2)
     zeta = np.empty(T) if want_posteriors else np.empty(0)
 
     a = np.empty(K)
@@ -411,8 +393,8 @@ def forward_backward_log_levels(log_startprob, log_transmats, level, log_emis, i
     n = starts.shape[0]
     R = log_emis.shape[0]
     L = log_transmats.shape[0]
-    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, la = _fb_arrays(
-        n, T, K, L, R, want_posteriors)
+    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, la = fb_arrays(
+        n, T, K, L, R, want_posteriors, T, 2)
     a = np.empty(K)
     col = np.empty(K)
     lb = np.empty(K)

@@ -63,6 +63,25 @@ _COUNT_ROWS = 512
 
 
 @njit(cache=True, nogil=True)
+def fb_arrays(n, T, K, L, R, want_posteriors, table_rows, ring_rows):
+    """Outputs of the forward-backward kernels (log_norm, frame_log_norm, start_counts,
+    trans_counts (L, K, K), emis_counts) and the table of forward variables: with
+    posteriors ``table_rows`` rows, without them ``ring_rows`` (the rows a step reads
+    and writes) and emis_counts (0, K)."""
+    log_norm = np.zeros(n)
+    frame_log_norm = np.empty(T)
+    start_counts = np.zeros(K)
+    trans_counts = np.zeros((L, K, K))
+    if want_posteriors:
+        emis_counts = np.zeros((R, K))
+        fwd = np.empty((table_rows, K))
+    else:
+        emis_counts = np.zeros((0, K))
+        fwd = np.empty((ring_rows, K))
+    return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, fwd
+
+
+@njit(cache=True, nogil=True)
 def _rows_times(P, B, out, acc):
     """``out = P @ B`` for the rows ``P`` (m, K) and a (K, K) matrix ``B``; ``acc`` is a
     (K,) work row."""
@@ -275,18 +294,10 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
         group_frames = max(group_frames, frames)
     longest = lengths[order[0]] if n > 0 else 0
 
-    log_norm = np.zeros(n)
-    frame_log_norm = np.empty(T)
-    start_counts = np.zeros(K)
-    trans_counts = np.zeros((L, K, K))
-    if want_posteriors:
-        emis_counts = np.zeros((R, K))
-        alpha = np.empty((group_frames, K))
-        zeta = np.empty(group_frames)
-    else:
-        emis_counts = np.zeros((0, K))
-        alpha = np.empty((2 * n_group, K))  # two blocks, alternating
-        zeta = np.empty(0)
+    # without posteriors the forward variables keep two blocks, alternating
+    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, alpha = fb_arrays(
+        n, T, K, L, R, want_posteriors, group_frames, 2 * n_group)
+    zeta = np.empty(group_frames if want_posteriors else 0)
     active = np.empty(longest + 1, dtype=np.int64)
     offset = np.empty(longest + 1, dtype=np.int64)
     first = np.empty(n_group, dtype=np.int64)  # first frame of every sorted sequence
