@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _logistic_transitions as lt
+from ._blas_threads import forward_backward_blas
 from .emissions._checks import check_dirichlet_prior
 from .forward_backward import forward_backward, forward_backward_levels
 from .kernels import sample_states, sample_states_levels, viterbi, viterbi_levels
@@ -178,28 +179,33 @@ def _kernel_transitions(log_transmat, inputs):
 
 
 def forward_backward_inputs(log_startprob, log_transmat, levels, log_emis, index, starts,
-                            ends, want_posteriors):
+                            ends, want_posteriors, allow_batched=True):
     """:func:`~.forward_backward.forward_backward` for a plain HMM (``log_transmat``
     (K, K), ``levels`` None) or an input-driven one (``log_transmat`` (L, K, K), the
     frames' ``levels``); the transition counts have the shape of ``log_transmat``.
     With continuous inputs ``log_transmat`` is the :class:`~._logistic_transitions.
     CoefficientMoments` of q(W) and ``levels`` the design rows: the pass runs at the
-    bound's per-frame weights and the transition statistics are the
-    :class:`~._logistic_transitions.LogisticStats` of q(W)."""
+    bound's per-frame weights (one after another: every frame has its own matrix, so
+    there is no matrix-matrix work to share) and the transition statistics are the
+    :class:`~._logistic_transitions.LogisticStats` of q(W).  ``allow_batched=False``
+    runs the sequences one after another whatever their number (see
+    :func:`~.forward_backward.forward_backward_scaled_levels`)."""
     design = levels
     log_transmat, levels, xi = _kernel_transitions(log_transmat, levels)
     if xi is not None:
         out = forward_backward_levels(log_startprob, log_transmat, levels, log_emis, index,
-                                      starts, ends, want_posteriors)
+                                      starts, ends, want_posteriors, False)
         if not want_posteriors:
             return out
         stats = lt.LogisticStats(*lt.stats_from_pairs(out[3], xi, design))
         return out[:3] + (stats,) + out[4:]
-    if log_transmat.ndim == 3:
-        return forward_backward_levels(log_startprob, log_transmat, levels, log_emis, index,
-                                       starts, ends, want_posteriors)
-    return forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
-                            want_posteriors)
+    with forward_backward_blas(log_emis, index, starts, ends):
+        if log_transmat.ndim == 3:
+            return forward_backward_levels(log_startprob, log_transmat, levels, log_emis,
+                                           index, starts, ends, want_posteriors,
+                                           allow_batched)
+        return forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
+                                want_posteriors, allow_batched)
 
 
 def viterbi_inputs(log_startprob, log_transmat, levels, log_emis, index, starts, ends):

@@ -31,6 +31,7 @@ import numpy as np
 
 from .._core.distributions import dirichlet_log_pdf
 from ._state import HMMStats, PointParameters
+from ._blas_threads import forward_backward_blas
 from .forward_backward import forward_backward
 
 __all__ = ["point_m_step", "point_log_prior", "point_e_step", "complete_log_likelihood",
@@ -119,9 +120,11 @@ def forward_backward_stats(family, emission_prior, log_pi, log_A, table, X, fram
     pass over the per-frame log emission table (n_frames, K); ``frames`` is
     ``arange(n_frames)``, ``params`` the emission quantities that made the table (see
     ``EmissionFamily.stats``)."""
-    log_norm, _, start, trans, gamma = forward_backward(
-        np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A),
-        np.ascontiguousarray(table), frames, starts, ends, True)
+    table = np.ascontiguousarray(table)
+    with forward_backward_blas(table, frames, starts, ends):
+        log_norm, _, start, trans, gamma = forward_backward(
+            np.ascontiguousarray(log_pi), np.ascontiguousarray(log_A), table, frames, starts,
+            ends, True)
     stats = HMMStats(start=start, trans=trans,
                      emission=family.stats(gamma, X, emission_prior, params))
     return float(log_norm.sum()), stats

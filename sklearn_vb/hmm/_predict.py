@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._blas_threads import forward_backward_blas
 from ._clamp import clamp_table
 from ._inputs import (forward_backward_inputs, plugin_transitions, sample_transitions,
                       viterbi_inputs)
@@ -48,8 +49,9 @@ def state_marginals(est, data):
     if est._point_fitted:
         table, index = _plugin_table_index(est, data)  # one row per frame
         table, index, _ = clamp_table(table, index, data.known_states)
-        out = forward_backward(np.log(est.startprob_), np.log(est.transmat_), table,
-                               index, data.starts, data.ends, True)
+        with forward_backward_blas(table, index, data.starts, data.ends):
+            out = forward_backward(np.log(est.startprob_), np.log(est.transmat_), table,
+                                   index, data.starts, data.ends, True)
         return out[4][index]
     return frame_marginals(est._family, est._hyper("posterior"), data)
 

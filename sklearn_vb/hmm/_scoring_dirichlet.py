@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._core.distributions import as_generator as _rng
+from ._blas_threads import forward_backward_blas
 from .forward_backward import categorical_hmm_log_likelihood_batch, forward_backward
 
 from .._core.evidence.protocols import EStep
@@ -178,8 +179,10 @@ class DirichletCategoricalHMM(DirichletBlocksModel):
             log_pi, log_A = (np.log(np.asarray(params_single[k][0], dtype=float))
                              for k in ("pi", "A"))
             log_B = np.log(B)
-        log_norm, _, init, xi, emis_counts = forward_backward(
-            log_pi, log_A, np.ascontiguousarray(log_B.T), columns, X.starts, X.ends, True)
+        table = np.ascontiguousarray(log_B.T)
+        with forward_backward_blas(table, columns, X.starts, X.ends):
+            log_norm, _, init, xi, emis_counts = forward_backward(
+                log_pi, log_A, table, columns, X.starts, X.ends, True)
         counts = np.array(emis_counts[:self.V], copy=True)
         if extra is not None:  # the known frames' columns count for their symbols
             n_base = B.shape[-1] - extra.size

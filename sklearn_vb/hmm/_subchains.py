@@ -43,6 +43,7 @@ import numpy as np
 from ._online import sequence_frames
 from ._state import HMMStats
 from ._vbem import expected_log_params
+from ._blas_threads import forward_backward_blas
 from .forward_backward import forward_backward_counted
 
 __all__ = ["BUFFER_TOL", "Subchains", "WindowPass", "auto_buffer_pass", "n_positions",
@@ -160,8 +161,9 @@ def window_pass(family, posterior, prior, data, sub, buffer_length):
     if np.any(inside):
         log_stat = np.log(stationary(posterior.transmat))
         table[new_starts[inside]] += log_stat - Lpi
-    out = forward_backward_counted(Lpi, LA, table, np.arange(frames.shape[0], dtype=np.int64),
-                                   new_starts, new_ends, c0, c1, True)
+    rows = np.arange(frames.shape[0], dtype=np.int64)
+    with forward_backward_blas(table, rows, new_starts, new_ends):
+        out = forward_backward_counted(Lpi, LA, table, rows, new_starts, new_ends, c0, c1, True)
     _, frame_log_norm, start, trans, marginals = out
     # the per-frame form of the emission statistics (the kernel's counts of a table
     # with one row per frame, as in stats_from_vbe for continuous emissions)

@@ -31,12 +31,20 @@ single-parameter forward-backward (:func:`forward_backward_scaled`, and through 
 :func:`forward_backward_log` where weights underflow) and the likelihoods of a batch of
 parameter draws (:func:`categorical_hmm_log_likelihood_batch`,
 :func:`gaussian_hmm_log_likelihood_batch`) that the scoring layer evaluates at once.
+
+With many sequences, :func:`forward_backward_scaled_levels` runs the same scaled
+recursion over all of them at once instead (:mod:`.forward_backward_batched`: every time
+step of all running sequences one matrix product), where
+:func:`~.forward_backward_batched.batch_pays_off`; ``allow_batched=False`` keeps the
+sequences one after another.  Callers from Python run the batched pass with BLAS on one
+thread (:mod:`._blas_threads`).
 """
 
 import numpy as np
 from numba import njit
 
 from .._core.kernels.constants import LOG_2PI
+from .forward_backward_batched import batch_pays_off, fb_arrays, forward_backward_batched
 from .kernels import gaussian_full_log_weights_into, scale_rows, scale_rows_into
 
 #: up to this many states the forward step's vector-matrix product runs as dot products
@@ -154,24 +162,6 @@ def _forward_sequence(pi, pi_shift, A, a_shift, level, emis, emis_shift, index, 
 
 
 @njit(cache=True, nogil=True)
-def _fb_arrays(n, T, K, L, R, want_posteriors):
-    """Outputs of the forward-backward kernels (log_norm, frame_log_norm, start_counts,
-    trans_counts (L, K, K), emis_counts) and the (T, K) table of forward variables;
-    without posteriors, emis_counts is (0, K) and the forward table keeps two rows only."""
-    log_norm = np.zeros(n)
-    frame_log_norm = np.empty(T)
-    start_counts = np.zeros(K)
-    trans_counts = np.zeros((L, K, K))
-    if want_posteriors:
-        emis_counts = np.zeros((R, K))
-        fwd = np.empty((T, K))
-    else:
-        emis_counts = np.zeros((0, K))
-        fwd = np.empty((2, K))
-    return log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, fwd
-
-
-@njit(cache=True, nogil=True)
 def one_level(log_transmat, T):
     """A (K, K) transition matrix as the single level (1, K, K) of the levelled kernels,
     and level 0 for each of ``T`` frames: a plain HMM is an input-driven one whose
@@ -209,8 +199,12 @@ def forward_backward_scaled_counted(log_startprob, log_transmat, emis, emis_shif
 @njit(cache=True, nogil=True)
 def forward_backward_scaled_levels(log_startprob, log_transmats, level, emis, emis_shift,
                                    index, starts, ends, counted_starts, counted_ends,
-                                   want_posteriors):
+                                   want_posteriors, allow_batched=True):
     """Scaled forward-backward over all sequences, with statistics of the counted frames.
+
+    Runs the sequences one after another, or all at once (with ``allow_batched``,
+    where :func:`~.forward_backward_batched.batch_pays_off`); the two agree to
+    round-off (:func:`forward_backward_scaled_levels_as` runs either).
 
     Exact as long as no step multiplies weights below the smallest double; see
     :func:`forward_backward_levels` for the version that detects and repairs that.
@@ -232,6 +226,7 @@ def forward_backward_scaled_levels(log_startprob, log_transmats, level, emis, em
         The posteriors are those of the whole sequence either way: the other frames
         only condition them (the buffers of subchain SVI, ``hmm._subchains``).
     want_posteriors : if False only the forward pass runs.
+    allow_batched : if False the sequences run one after another whatever their number.
 
     Returns
     -------
@@ -242,12 +237,21 @@ def forward_backward_scaled_levels(log_startprob, log_transmats, level, emis, em
         frame t (the expected transition counts of every input level).
     emis_counts : (R, K) sum of gamma_t over the frames mapped to each row.
     """
-    K = log_startprob.shape[0]
-    T = index.shape[0]
-    n = starts.shape[0]
-    R = emis.shape[0]
-    L = log_transmats.shape[0]
+    return forward_backward_scaled_levels_as(
+        log_startprob, log_transmats, level, emis, emis_shift, index, starts, ends,
+        counted_starts, counted_ends, want_posteriors,
+        allow_batched and batch_pays_off(starts, ends, log_startprob.shape[0], emis.shape[0],
+                                         index.shape[0]))
 
+
+@njit(cache=True, nogil=True)
+def forward_backward_scaled_levels_as(log_startprob, log_transmats, level, emis,
+                                      emis_shift, index, starts, ends, counted_starts,
+                                      counted_ends, want_posteriors, batched):
+    """:func:`forward_backward_scaled_levels` over the sequences one after another, or
+    all at once with ``batched`` (:func:`~.forward_backward_batched.forward_backward_batched`)."""
+    K = log_startprob.shape[0]
+    L = log_transmats.shape[0]
     pi_max = -np.inf
     for j in range(K):
         if log_startprob[j] > pi_max:
@@ -260,9 +264,26 @@ def forward_backward_scaled_levels(log_startprob, log_transmats, level, emis, em
     for lv in range(L):
         A_l, a_shift[lv] = scale_log_weights(log_transmats[lv])
         A[lv] = A_l
+    if batched:
+        return forward_backward_batched(pi, pi_max, A, a_shift, level, emis, emis_shift,
+                                        index, starts, ends, counted_starts, counted_ends,
+                                        want_posteriors)
+    return _scaled_sequences(pi, pi_max, A, a_shift, level, emis, emis_shift, index, starts,
+                             ends, counted_starts, counted_ends, want_posteriors)
 
-    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, alpha = _fb_arrays(
-        n, T, K, L, R, want_posteriors)
+
+@njit(cache=True, nogil=True)
+def _scaled_sequences(pi, pi_max, A, a_shift, level, emis, emis_shift, index, starts, ends,
+                      counted_starts, counted_ends, want_posteriors):
+    """The scaled forward-backward of one sequence after another, from the scaled
+    weights (see :func:`forward_backward_scaled_levels_as`)."""
+    K = pi.shape[0]
+    T = index.shape[0]
+    n = starts.shape[0]
+    R = emis.shape[0]
+    L = A.shape[0]
+    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, alpha = fb_arrays(
+        n, T, K, L, R, want_posteriors, T, 2)
     zeta = np.empty(T) if want_posteriors else np.empty(0)
 
     a = np.empty(K)
@@ -372,8 +393,8 @@ def forward_backward_log_levels(log_startprob, log_transmats, level, log_emis, i
     n = starts.shape[0]
     R = log_emis.shape[0]
     L = log_transmats.shape[0]
-    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, la = _fb_arrays(
-        n, T, K, L, R, want_posteriors)
+    log_norm, frame_log_norm, start_counts, trans_counts, emis_counts, la = fb_arrays(
+        n, T, K, L, R, want_posteriors, T, 2)
     a = np.empty(K)
     col = np.empty(K)
     lb = np.empty(K)
@@ -450,39 +471,40 @@ def forward_backward_log_levels(log_startprob, log_transmats, level, log_emis, i
 
 @njit(cache=True, nogil=True)
 def forward_backward(log_startprob, log_transmat, log_emis, index, starts, ends,
-                     want_posteriors):
+                     want_posteriors, allow_batched=True):
     """Forward-backward over all sequences from log-weights, robust to underflow
     (:func:`forward_backward_counted` whose statistics count every frame)."""
     return forward_backward_counted(log_startprob, log_transmat, log_emis, index, starts,
-                                    ends, starts, ends, want_posteriors)
+                                    ends, starts, ends, want_posteriors, allow_batched)
 
 
 @njit(cache=True, nogil=True)
 def forward_backward_counted(log_startprob, log_transmat, log_emis, index, starts, ends,
-                             counted_starts, counted_ends, want_posteriors):
+                             counted_starts, counted_ends, want_posteriors,
+                             allow_batched=True):
     """:func:`forward_backward_levels_counted` with one transition matrix
     ``log_transmat`` (K, K) for every step; ``trans_counts`` is (K, K)."""
     A3, level = one_level(log_transmat, index.shape[0])
     out = forward_backward_levels_counted(log_startprob, A3, level, log_emis, index, starts,
                                           ends, counted_starts, counted_ends,
-                                          want_posteriors)
+                                          want_posteriors, allow_batched)
     return out[0], out[1], out[2], out[3][0], out[4]
 
 
 @njit(cache=True, nogil=True)
 def forward_backward_levels(log_startprob, log_transmats, level, log_emis, index, starts,
-                            ends, want_posteriors):
+                            ends, want_posteriors, allow_batched=True):
     """Forward-backward with a transition matrix per input level, robust to underflow
     (:func:`forward_backward_levels_counted` whose statistics count every frame)."""
     return forward_backward_levels_counted(log_startprob, log_transmats, level, log_emis,
                                            index, starts, ends, starts, ends,
-                                           want_posteriors)
+                                           want_posteriors, allow_batched)
 
 
 @njit(cache=True, nogil=True)
 def forward_backward_levels_counted(log_startprob, log_transmats, level, log_emis, index,
                                     starts, ends, counted_starts, counted_ends,
-                                    want_posteriors):
+                                    want_posteriors, allow_batched=True):
     """Forward-backward over all sequences from log-weights, robust to underflow, with
     the statistics of the frames ``counted_starts[s] .. counted_ends[s] - 1`` of every
     sequence s and a transition matrix ``log_transmats[level[t]]`` into every frame t
@@ -497,12 +519,13 @@ def forward_backward_levels_counted(log_startprob, log_transmats, level, log_emi
     emission the posterior has (almost) no counts for.  All sequences are then
     recomputed by the log-space recursion (:func:`forward_backward_log_levels`), which
     is exact at any scale.  Same arguments (``log_emis`` the (R, K) log emission
-    weights) and outputs as :func:`forward_backward_log_levels`.
+    weights, ``allow_batched`` as for :func:`forward_backward_scaled_levels`) and outputs
+    as :func:`forward_backward_log_levels`.
     """
     emis, shift = scale_rows(log_emis)
     out = forward_backward_scaled_levels(log_startprob, log_transmats, level, emis, shift,
                                          index, starts, ends, counted_starts, counted_ends,
-                                         want_posteriors)
+                                         want_posteriors, allow_batched)
     log_norm, frame_log_norm = out[0], out[1]
     trusted = True
     for s in range(starts.shape[0]):

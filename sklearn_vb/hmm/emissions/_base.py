@@ -38,6 +38,7 @@ from dataclasses import fields
 import numpy as np
 
 from ..._core.kernels.kmeans import kmeans
+from .._blas_threads import forward_backward_blas
 from ..forward_backward import forward_backward
 from ._missing import impute_column_means
 
@@ -506,8 +507,10 @@ def forward_on_tables(log_pi, log_A, tables, starts, ends):
     index = np.arange(T, dtype=np.int64)
     seq = np.empty((C, starts.shape[0]))
     frame = np.empty((C, T))
-    for c in range(C):
-        out = forward_backward(np.ascontiguousarray(log_pi[c]), np.ascontiguousarray(log_A[c]),
-                               np.ascontiguousarray(tables[c]), index, starts, ends, False)
-        seq[c], frame[c] = out[0], out[1]
+    with forward_backward_blas(tables[0], index, starts, ends):
+        for c in range(C):
+            out = forward_backward(np.ascontiguousarray(log_pi[c]),
+                                   np.ascontiguousarray(log_A[c]),
+                                   np.ascontiguousarray(tables[c]), index, starts, ends, False)
+            seq[c], frame[c] = out[0], out[1]
     return seq, frame
