@@ -74,8 +74,16 @@ def summarize_dimension(results, config, codes):
     values, counts = np.unique(diff, return_counts=True)
     deficit = naive - d
     dv, dcnt = np.unique(deficit, return_counts=True)
+    # d' - d against the number of children of each hidden variable (fewer first)
+    by_children = {}
+    for c, r in rows.items():
+        kids = sorted(sum(int(ch) >> h & 1 for ch in c) for h in range(N_HIDDEN))
+        cell = by_children.setdefault(" and ".join(map(str, kids)), {})
+        gap = r["d_complete"] - r["d"]
+        cell[gap] = cell.get(gap, 0) + 1
     return {
         "n_structures": len(rows), "rows": rows, "stable": len(stable),
+        "by_children": {k: dict(sorted(v.items())) for k, v in sorted(by_children.items())},
         "complete_is_naive": int(np.sum(dc == naive)),
         "within_thesis_range": int(np.sum((d <= dc) & (dc <= d + 2))),
         "equals_connected_hidden": int(np.sum(diff == H)),
@@ -152,4 +160,9 @@ def dimension_report(s, config, out_dir, codes):
         f"minus d: {loss}.  d′ equals the naive count in {s['complete_is_naive']} of "
         f"{s['n_structures']}.  Structures outside the thesis's d ≤ d′ ≤ d + 2: "
         f"{', '.join(s['outside_thesis_range']) or 'none'}.", "",
+        "d′ − d by the number of children of the two hidden variables (structures per "
+        "value):", "",
+        markdown_table(["children of s1 and s2 (fewer first)", "d′ − d: structures"],
+                       [[k, ", ".join(f"{g}: {n}" for g, n in v.items())]
+                        for k, v in s["by_children"].items()]), "",
         img, "", table, ""]
