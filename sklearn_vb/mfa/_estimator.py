@@ -467,7 +467,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         the objective), centres ``N(μ*, diag(1/ν*))`` at the data mean and inverse
         variance; no prior on ``Ψ``.  ``"map"`` needs ``search=False``; ``"ml"`` with
         ``search=True`` grows the mixture by the births of the search, accepted on
-        BIC (Beal 2003, §4.6.2; :mod:`sklearn_vb.mfa._ml_birth_search`).
+        BIC (Beal 2003, §4.6.2; the user guide, "Choosing the structure").
         ``optimize_hyperparameters`` may only select ``"noise"`` (``True``: ``Ψ``
         estimated, ``False``: the data variance); no pruning or acceleration.
         ``lower_bound_`` and ``lower_bounds_`` then hold the
