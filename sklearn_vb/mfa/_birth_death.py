@@ -74,17 +74,18 @@ def partial_birth_iter(est, data):
     return est.birth_partial_iter if data.missing is None else 0
 
 
-def propose_birth(est, data, parent):
+def propose_birth(est, data, parent, split=birth):
     """Split of component index ``parent`` of ``est``'s state into two children, at
     ``parent`` and at the new last index: the responsibility split (eqs. 4.73-4.76) or
-    the spatial split (``split``), along the direction of ``split_direction``."""
+    the spatial split (``split``), along the direction of ``split_direction``, made by
+    ``split`` (:func:`~sklearn_vb.mfa._structure.birth` on a variational state)."""
     tried = est.__dict__.setdefault("_principal_split_tried", set())
     parent_id = int(est._vb_.ids[parent])
     # the spatial split moves the children by d itself: the parent's strongest
     # loading column is no displacement when ARD has shrunk every column
     principal = (est.split_direction == "principal-first" and est.split != "spatial"
                  and parent_id not in tried and est.__dict__.get("_restart_index", 0) == 0)
-    if birth(est._vb_, data, parent, est._search_rng, principal, est.split == "spatial",
+    if split(est._vb_, data, parent, est._search_rng, principal, est.split == "spatial",
              est.split_hardness, partial_updates_follow=bool(partial_birth_iter(est, data))):
         tried.add(parent_id)
 
@@ -164,7 +165,17 @@ def resolved_max_tries(max_tries, split):
 
 class BirthDeathSearch:
     """One birth/death search of ``estimator`` on ``data``; ``control`` is the
-    :class:`RunControl` its VBEM steps read."""
+    :class:`RunControl` its VBEM steps read.
+
+    The birth epochs ask four methods what to do, which the point-estimate search
+    (:class:`~sklearn_vb.mfa._ml_birth_search.PointBirthSearch`) overrides: the order of
+    the candidate parents (:meth:`candidate_order`), the split (:meth:`propose`), the
+    value a birth must beat (:meth:`birth_target`); two flags say whether switched-off
+    loading columns are pruned before a proposal (``prunes``) and whether the children
+    first run partial updates of their own (``settles_children``)."""
+
+    prunes = True
+    settles_children = True
 
     def __init__(self, estimator, data, control):
         self.est = estimator
@@ -353,8 +364,7 @@ class BirthDeathSearch:
                     if tries >= resolved_max_tries(est.max_tries, est.split):
                         converged = True
                         break
-                scores = component_scores(est._vb_, data)
-                order = list(est._vb_.ids[np.argsort(scores)])
+                order = self.candidate_order()
                 pos = 0
             parent_id = order[pos]
             pos += 1
@@ -363,8 +373,8 @@ class BirthDeathSearch:
                 continue
             if int(parent_id) in rejected:
                 continue
-            if est.prune_factors and prune_dead_factors(est._vb_, data,
-                                                        est.prune_threshold) > 0.0:
+            if self.prunes and est.prune_factors and prune_dead_factors(
+                    est._vb_, data, est.prune_threshold) > 0.0:
                 # the state the birth is compared with loses its dead columns first;
                 # the target is raised by exactly the gain of the removal
                 F_target = est._lower_bound(data)
@@ -375,9 +385,10 @@ class BirthDeathSearch:
             log.epoch += 1
             log.proposed += 1
             S_before = est._vb_.resp.shape[1]
-            est._birth(data, int(where[0]))
+            self.propose(int(where[0]))
+            target = self.birth_target(F_target, S_before)
             new_trace = None
-            if partial_birth_iter(est, data):
+            if self.settles_children and partial_birth_iter(est, data):
                 partial = self.settle_children([int(where[0]), S_before], F_target)
                 self.n_partial_iter += len(partial) - 1
                 if est.birth_partial_reject and partial[-1] <= F_target:
@@ -387,11 +398,11 @@ class BirthDeathSearch:
             if new_trace is None:
                 self.control.in_birth_epoch = True
                 try:
-                    new_trace, _ = self.run_epoch(log.epoch, "birth", target=F_target)
+                    new_trace, _ = self.run_epoch(log.epoch, "birth", target=target)
                 finally:
                     self.control.in_birth_epoch = False
             F_new = new_trace[-1] if new_trace else -np.inf
-            ok = F_new > F_target + bound_round_off(F_target)
+            ok = F_new > target + bound_round_off(target)
             log.moves.append((log.epoch, int(parent_id), bool(ok), float(F_target),
                               float(F_new)))
             if ok:
@@ -411,6 +422,22 @@ class BirthDeathSearch:
                 history.append((self.total_iter, F_target, saved.resp.shape[1],
                                 log.epoch, "reject"))
         return trace, converged
+
+    def candidate_order(self):
+        """The ids of the current components in the order their births are proposed:
+        lowest ``F_s`` (eq. 4.77) first."""
+        scores = component_scores(self.est._vb_, self.data)
+        return list(self.est._vb_.ids[np.argsort(scores)])
+
+    def propose(self, parent):
+        """Split component index ``parent`` (:func:`propose_birth`)."""
+        self.est._birth(self.data, parent)
+
+    def birth_target(self, value, n_components):
+        """The value the objective of a birth epoch must exceed for the birth to be
+        accepted, given its ``value`` before the split of a state with
+        ``n_components``: F itself."""
+        return value
 
     def settle_children(self, children, target):
         """Partial VBEM iterations over the two children of a birth only (see

@@ -63,12 +63,13 @@ from .._core.docstrings import (ONLINE_LEARNING_RESTARTS, PARTIAL_FIT_NOT_SCORED
                                 partial_fit_stream)
 from .._core.online import check_online_method
 from .._core.validation import validate_float_data
-from ._birth_death import BirthDeathSearch, RunControl, propose_birth, run_fixed_structure
+from ._birth_death import RunControl, propose_birth, run_fixed_structure
+from ._ml_birth_search import run_search
 from ._constraints import PARAMETER_CONSTRAINTS
 from ._fitted import log_densities, plugin_sample, set_fitted
 from ._online_fit import partial_fit, run_online
 from ._hyper import selected_hyperparameters
-from ._point import check_point_options, em_start
+from ._point import check_point_options, em_start, fa_free_parameters
 from ._missing import MissingPattern, check_missing_supported, missing_patterns
 from ._state import MFAPointState
 from ._steps import iteration_steps, point_e_step, run_control
@@ -91,26 +92,6 @@ def max_identifiable_factors(p):
     (6, 54)
     """
     return int(np.ceil(p + (1.0 - np.sqrt(1.0 + 8.0 * p)) / 2.0))
-
-
-def fa_free_parameters(n_factors, n_features):
-    """Free parameters of a mixture of factor analysers sharing ``Ψ`` (thesis eq. 4.89):
-    ``S - 1 + p + Σ_s [p + p k_s - k_s (k_s - 1) / 2]`` (mixing proportions, shared noise,
-    and per component a centre and loadings up to rotation); the ``d`` of BIC for the
-    maximum-likelihood baseline of Beal (2003), §4.6.2.
-
-    Examples
-    --------
-    Two analysers with 2 and 3 factors in 10 dimensions, and one 0-factor component (a
-    diagonal Gaussian) in 5:
-
-    >>> from sklearn_vb.mfa import fa_free_parameters
-    >>> fa_free_parameters([2, 3], 10), fa_free_parameters([0], 5)
-    (77, 10)
-    """
-    k = np.asarray(n_factors, dtype=float)
-    p = float(n_features)
-    return int(round(len(k) - 1 + p + np.sum(p + p * k - k * (k - 1) / 2.0)))
 
 
 def _quantisation_variance(X):
@@ -484,10 +465,12 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         column a Student-t, the ARD precision ``Gamma(a, b)`` integrated out (the M
         step minorises it by a Gaussian at the current loadings, which never lowers
         the objective), centres ``N(μ*, diag(1/ν*))`` at the data mean and inverse
-        variance; no prior on ``Ψ``.  Point fits need ``search=False``;
-        ``optimize_hyperparameters`` may only select ``"noise"`` (``True``:
-        ``Ψ`` estimated, ``False``: held at the data variance); no factor pruning
-        and no acceleration.  ``lower_bound_`` and ``lower_bounds_`` then hold the
+        variance; no prior on ``Ψ``.  ``"map"`` needs ``search=False``; ``"ml"`` with
+        ``search=True`` grows the mixture by the births of the search, accepted on
+        BIC (Beal 2003, §4.6.2; the user guide, "Choosing the structure").
+        ``optimize_hyperparameters`` may only select ``"noise"`` (``True``: ``Ψ``
+        estimated, ``False``: the data variance); no pruning or acceleration.
+        ``lower_bound_`` and ``lower_bounds_`` then hold the
         EM objective (also ``objective_`` and ``objectives_``), which is not a bound:
         ``ln p(X | θ)`` (also ``log_likelihood_``) for ``"ml"``, plus ``ln p(θ)`` and
         ``Σ_s ln π_s`` for ``"map"``, in the original units (the Jacobian of the
@@ -853,11 +836,7 @@ class VBMixtureFactorAnalysers(ClusterMixin, DensityMixin, ClassNamePrefixFeatur
         control = self._control = RunControl()
         if not self.search:
             return run_fixed_structure(self, data, control)
-        search = BirthDeathSearch(self, data, control)
-        result = search.run()
-        for name, value in search.fitted_attributes().items():
-            setattr(self, name, value)
-        return result
+        return run_search(self, data, control)
 
     # ================================================================ online VB
     @available_if(_fixed_components)

@@ -44,7 +44,7 @@ from ._state import MFAPointState, PointEStep
 
 __all__ = ["factor_posterior", "point_e_step", "point_weights", "point_loadings",
            "principal_axes", "noise_residual", "noise_update", "log_prior_density",
-           "check_point_options", "em_start", "em_e_step", "em_m_step"]
+           "check_point_options", "em_start", "em_e_step", "em_m_step", "fa_free_parameters"]
 
 
 def factor_posterior(lam, psi):
@@ -199,6 +199,26 @@ def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):
     return np.asarray(out, dtype=float)
 
 
+def fa_free_parameters(n_factors, n_features):
+    """Free parameters of a mixture of factor analysers sharing ``Ψ`` (thesis eq. 4.89):
+    ``S - 1 + p + Σ_s [p + p k_s - k_s (k_s - 1) / 2]`` (mixing proportions, shared noise,
+    and per component a centre and loadings up to rotation); the ``d`` of BIC for the
+    maximum-likelihood baseline of Beal (2003), §4.6.2.
+
+    Examples
+    --------
+    Two analysers with 2 and 3 factors in 10 dimensions, and one 0-factor component (a
+    diagonal Gaussian) in 5:
+
+    >>> from sklearn_vb.mfa import fa_free_parameters
+    >>> fa_free_parameters([2, 3], 10), fa_free_parameters([0], 5)
+    (77, 10)
+    """
+    k = np.asarray(n_factors, dtype=float)
+    p = float(n_features)
+    return int(round(len(k) - 1 + p + np.sum(p + p * k - k * (k - 1) / 2.0)))
+
+
 # ---------------------------------------------------------------- the estimator's EM
 # The estimator keeps a point fit in a :class:`~sklearn_vb.mfa._state.MFAPointState`:
 # ``weights``, ``lam_mean`` (``[Lambda_s, mu_s]``), ``psi``, the prior's ``mu_star``,
@@ -208,15 +228,16 @@ def log_prior_density(w, lam, a_star, b_star, mu_star, nu_star, alpha0):
 
 def check_point_options(method, search, optimize_hyperparameters):
     """ValueError unless the estimator's options fit ``method``: a point fit
-    (``"ml"``, ``"map"``) has a fixed number of components and estimates at most Ψ.  Unknown
-    hyperparameter names are refused for every method."""
+    (``"ml"``, ``"map"``) estimates at most Ψ, and only ``"ml"`` has a birth search (its
+    births are accepted on BIC; the MAP objective has no criterion to compare numbers of
+    components by).  Unknown hyperparameter names are refused for every method."""
     hyper = selected_hyperparameters(optimize_hyperparameters)
     if method == "vb":
         return
-    if search:
+    if search and method != "ml":
         raise ValueError(f"method={method!r} fits a fixed number of components: "
-                         "set search=False (the birth/death search maximises the "
-                         "variational bound).")
+                         "set search=False, or method='ml' for the birth search of the "
+                         "maximum-likelihood model (births accepted on BIC).")
     if optimize_hyperparameters is not True and hyper - {"noise"}:
         raise ValueError(
             f"method={method!r} estimates only the noise Psi: "

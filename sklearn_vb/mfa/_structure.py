@@ -19,7 +19,7 @@ from ._vbem import (decoupling_masks, lower_bound, sufficient_statistics, update
                     update_loadings, update_responsibilities)
 
 __all__ = [
-    "birth", "column_norms", "decouple_dead_factors", "drop_trailing_factors", "impose_decoupling",
+    "birth", "column_norms", "decouple_dead_factors", "divide_responsibilities", "drop_trailing_factors", "impose_decoupling",
     "keep_components", "kill_components", "permute_factors", "prune_dead_factors",
     "rotate_factors", "split_component", "split_displacement", "translate_factors",
 ]
@@ -249,6 +249,21 @@ def split_displacement(st, parent, rng, principal):
     return d, False
 
 
+def divide_responsibilities(Z, centre, r_par, d, spatial, hardness, mask=None):
+    """The responsibilities ``(r_a, r_b)`` of the two children of a parent centred at
+    ``centre`` holding ``r_par`` (N,): by the side of the hyperplane through ``centre``
+    normal to ``d`` (``hardness`` 1: all to one side), or half each (``spatial``)."""
+    if spatial:
+        # both children are copies of the parent; the E step that follows replaces
+        # these responsibilities
+        return 0.5 * r_par, 0.5 * r_par
+    dev = Z - centre if mask is None else (Z - centre) * mask
+    rho = (dev @ d >= 0).astype(float)
+    h = hardness
+    return (r_par * (h * rho + (1 - h) * (1 - rho)),
+            r_par * ((1 - h) * rho + h * (1 - rho)))
+
+
 def split_component(st, Z, parent, d, spatial, hardness, mask=None):
     """Split component index ``parent`` into two children, at ``parent`` and at the new
     last index, with centres ``μ ± d`` and half the parent's Dirichlet count each.
@@ -259,17 +274,8 @@ def split_component(st, Z, parent, d, spatial, hardness, mask=None):
     side is that of its observed entries."""
     K = st.sigma.shape[-1]
     centre = st.lam_mean[parent, :, K]
-    r_par = st.resp[:, parent]
-    if spatial:
-        # both children are copies of the parent; the VBE step that follows replaces
-        # these responsibilities
-        r_a = r_b = 0.5 * r_par
-    else:
-        dev = Z - centre if mask is None else (Z - centre) * mask
-        rho = (dev @ d >= 0).astype(float)
-        h = hardness
-        r_a = r_par * (h * rho + (1 - h) * (1 - rho))
-        r_b = r_par * ((1 - h) * rho + h * (1 - rho))
+    r_a, r_b = divide_responsibilities(Z, centre, st.resp[:, parent], d, spatial, hardness,
+                                       mask)
     S = st.resp.shape[1]
     order = np.r_[np.arange(S), parent]
     if st.active is not None:

@@ -26,7 +26,8 @@ from ._point import noise_update
 from ._state import BoundTerms, MFAPointState, MFAState, StatsCache
 
 __all__ = [
-    "n_loading_columns", "bound_terms", "component_scores", "decoupling_masks",
+    "n_loading_columns", "bound_terms", "component_log_densities", "component_scores",
+    "decoupling_masks",
     "expected_factors", "first_updates", "initial_state", "local_updates", "loadings_from_statistics",
     "log_weights", "lower_bound", "noise_from_statistics",
     "pack_state", "plugin_log_densities", "sufficient_statistics",
@@ -236,17 +237,21 @@ def expected_factors(st, Y):
     return M, _k.factor_means(Y, st.lam_mean, st.psi, st.sigma, M)
 
 
-def plugin_log_densities(st, Y, weights):
-    """``ln Σ_s w_s N(y | μ^s, Λ^s Λ^sᵀ + Ψ)`` of the rows ``Y`` at the loading means
-    of the state and the mixing proportions ``weights``."""
+def component_log_densities(st, Y):
+    """``ln N(y | μ^s, Λ^s Λ^sᵀ + Ψ)`` (N, S) of the rows ``Y`` at the loading means of
+    the state (of the observed entries of a row with NaN)."""
     K = st.lam_mean.shape[-1] - 1
     if np.isnan(Y).any():  # the density of the observed entries
         Y, miss = _m.missing_patterns(Y)
-        dens = _m.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi,
+        return _m.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi,
                                  miss, _k.fa_log_density)
-    else:
-        dens = _k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi)
-    return logsumexp(dens + np.log(weights)[None, :], axis=1)
+    return _k.fa_log_density(Y, st.lam_mean[:, :, K], st.lam_mean[:, :, :K], st.psi)
+
+
+def plugin_log_densities(st, Y, weights):
+    """``ln Σ_s w_s N(y | μ^s, Λ^s Λ^sᵀ + Ψ)`` of the rows ``Y`` at the loading means
+    of the state and the mixing proportions ``weights``."""
+    return logsumexp(component_log_densities(st, Y) + np.log(weights)[None, :], axis=1)
 
 
 def update_responsibilities(st, data):

@@ -27,10 +27,10 @@ from sklearn.exceptions import ConvergenceWarning
 from ..datasets import make_spaced_clusters
 from ..mfa import VBMixtureFactorAnalysers
 from ..scoring import UnreliableEstimateWarning, score
-from ._mfa_digits import digits_split
+from ._mfa_digits import cluster_accuracy, digits_split
 from ._mfa_synthetic import _data_seed
 
-__all__ = ["SAMPLERS", "clusters_is_unit", "digits_is_unit"]
+__all__ = ["SAMPLERS", "clusters_is_unit", "digits_is_unit", "search_trace_unit"]
 
 #: Table 4.3: key -> (single or mixture, degrees of freedom of the rows; None = Gaussian)
 SAMPLERS = {1: ("single", None), 2: ("single", 3.0), 3: ("single", 2.0),
@@ -100,3 +100,54 @@ def digits_is_unit(key, config, seed):
     res.update(F=float(est.lower_bound_), n_components=int(est.n_components_),
                n_points=int(len(X)))
     return res
+
+
+def search_trace_unit(key, config, seed):
+    """Fig 4.12: the unsupervised VB search on the digits 0-2 of the pool (``k_max = 6``,
+    as §4.6.1), and after each accepted epoch the model there: importance sampling from
+    its q(π)q(Λ̃) (``is_digits_runs`` runs of ``is_digits_samples`` draws) for ln p̂(Y)
+    and F(π, Λ̃), its bound F, and the fraction of training and test images (digits 0-2
+    of the held-out set) it misclassifies, each analyser labelled by the majority class
+    of its training points.
+
+    The state after an accepted epoch is obtained by replaying the search with
+    ``max_iter`` set to the iteration at which that epoch was accepted: the search is
+    deterministic given ``random_state``, and with that cap it stops right after the
+    accepted epoch (no polish, no refit), so the replay's bound at its last iteration
+    equals the one the full search recorded there (checked: ``replay_gap``)."""
+    X_pool, y_pool, X_test, y_test = digits_split(config)
+    X, y = X_pool[y_pool <= 2], y_pool[y_pool <= 2]
+    Xt, yt = X_test[y_test <= 2], y_test[y_test <= 2]
+    n = config.get("is_digits_max_points")
+    if n:
+        keep = np.random.default_rng([int(config["seed"]), 9]).choice(len(X), int(n),
+                                                                      replace=False)
+        X, y = X[keep], y[keep]
+    cfg = dict(config, is_samples=config["is_digits_samples"], is_runs=config["is_digits_runs"])
+
+    def fit(max_iter):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return VBMixtureFactorAnalysers(n_factors=6, max_iter=int(max_iter),
+                                            random_state=seed).fit(X)
+
+    full = fit(config["unsupervised_max_iter"])
+    h = full.search_history_
+    accepted = [(int(it), float(F)) for it, F, ev in zip(h["iteration"], h["bound"], h["event"])
+                if ev == "accept"]
+    points = []
+    for it, F_search in accepted + [(int(full.n_iter_), None)]:
+        est = full if F_search is None else fit(it)
+        S = int(est.n_components_)
+        tr, te, _, _ = cluster_accuracy(est.predict(X), y, est.predict(Xt), yt, S)
+        res = _is(est, X, "single", None, cfg, seed)
+        points.append({"iteration": it, "n_components": S, "F": float(est.lower_bound_),
+                       "replay_gap": None if F_search is None
+                       else float(est.search_history_["bound"][-1] - F_search),
+                       "log_evidence": res["log_evidence"], "stderr": res["stderr"],
+                       "param_bound": res["param_bound"], "per_run": res["per_run"],
+                       "train_error": 1.0 - tr, "test_error": 1.0 - te,
+                       "final": F_search is None})
+    return {"n_points": int(len(X)), "n_test": int(len(yt)),
+            "n_births_proposed": int(full.n_births_proposed_),
+            "n_births_accepted": int(full.n_births_accepted_), "points": points}

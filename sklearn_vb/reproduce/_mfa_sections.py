@@ -8,8 +8,8 @@ from ._mfa_synthetic import VARIANTS
 
 __all__ = ["SECTIONS", "sections", "variants"]
 
-#: §4.5.1, §4.5.2, §4.5.3, §4.6 and §4.7
-SECTIONS = ("clusters", "embedded", "spiral", "digits", "is")
+#: §4.5.1, §4.5.2, §4.5.3, §4.6, §4.7 and Fig 4.12 (§4.7, after each accepted epoch)
+SECTIONS = ("clusters", "embedded", "spiral", "digits", "is", "trace")
 
 
 def sections(config):

@@ -8,9 +8,12 @@
 * §4.5.3 (Figs 4.6-4.7): the shrinking spiral;
 * §4.6 (Fig 4.10, Table 4.2): scikit-learn's 8×8 digits standing in for CEDAR,
   unsupervised clustering and the one-model-per-class classifier against the
-  BIC-penalised ML MFA (:mod:`._mfa_digits`);
+  BIC-penalised ML MFA grown by the birth search (and, for comparison, BIC over an EM
+  grid) (:mod:`._mfa_digits`);
 * §4.7 (Figs 4.13-4.14, Table 4.3): importance sampling from q with heavy-tailed and
-  restart-mixture proposals against F, with weight diagnostics (:mod:`._mfa_is`).
+  restart-mixture proposals against F, with weight diagnostics (:mod:`._mfa_is`);
+* Fig 4.12: importance sampling and classification errors after each accepted epoch of
+  one unsupervised search on the digits 0-2 (:func:`._mfa_is.search_trace_unit`).
 
 Each fit is one work unit (cached, resumable).  Data sets depend on the run's seed and
 their own identity only, so VB and ML see the same training images, and every
@@ -18,15 +21,15 @@ configuration of a synthetic experiment (``cluster_variants``, ``synthetic_varia
 names in :data:`._mfa_synthetic.VARIANTS`) fits the same data.
 
 ``sections`` chooses the parts: a comma-separated list of ``"clusters"`` (§4.5.1),
-``"embedded"`` (§4.5.2), ``"spiral"`` (§4.5.3), ``"digits"`` (§4.6) and ``"is"`` (§4.7),
-or ``"all"`` (default).
+``"embedded"`` (§4.5.2), ``"spiral"`` (§4.5.3), ``"digits"`` (§4.6), ``"is"`` (§4.7) and
+``"trace"`` (Fig 4.12), or ``"all"`` (default).
 """
 
 from __future__ import annotations
 
 from ._experiment import Experiment, Option, register
 from ._mfa_digits import classifier_unit, unsupervised_unit
-from ._mfa_is import clusters_is_unit, digits_is_unit
+from ._mfa_is import clusters_is_unit, digits_is_unit, search_trace_unit
 from ._mfa_report import report, summarize
 from ._mfa_sections import SECTIONS, sections, variants
 from ._mfa_synthetic import VARIANTS, clusters_unit, embedded_unit, spiral_unit
@@ -61,7 +64,8 @@ QUICK = dict(
 
 _RUNNERS = {"clusters": clusters_unit, "embedded": embedded_unit, "spiral": spiral_unit,
             "unsupervised": unsupervised_unit, "classify": classifier_unit,
-            "is_clusters": clusters_is_unit, "is_digits": digits_is_unit}
+            "is_clusters": clusters_is_unit, "is_digits": digits_is_unit,
+            "search_trace": search_trace_unit}
 
 
 def _units(config):
@@ -79,9 +83,11 @@ def _units(config):
     if "is" in parts:
         units += [("is_clusters", float(s)) for s in config["is_spacings"]]
         units += [("is_digits", int(S)) for S in config["is_digits_components"]]
+    if "trace" in parts:
+        units.append(("search_trace", 0))
     if "digits" in parts:
         units += [("classify", m, int(n), r, d) for n in config["train_sizes"]
-                  for r in range(int(config["class_reps"])) for m in ("vb", "ml")
+                  for r in range(int(config["class_reps"])) for m in ("vb", "ml", "ml_search")
                   for d in range(10)]
         if config["unsupervised"]:
             units.append(("unsupervised", 0))
@@ -95,7 +101,8 @@ def _run_unit(key, config, seed):
 mfa = register(Experiment(
     name="mfa",
     description="Beal (2003) Chapter 4: components and dimensions found (§4.5, Table 4.1), "
-                "digits against BIC-ML MFA (Table 4.2), importance sampling against F (§4.7)",
+                "digits against BIC-ML MFA grown by birth search (Table 4.2), importance "
+                "sampling against F (§4.7, Fig 4.12 through the search)",
     quick=QUICK, full=FULL, units=_units, run_unit=_run_unit, summarize=summarize,
     report=report,
     options=(Option("sections", str, "'all' (default) or a comma-separated list of "

@@ -144,7 +144,7 @@ def test_keep_restarts_with_ml():
 def test_refusals_name_the_parameter():
     X = clusters(0)
     with pytest.raises(ValueError, match="search=False"):
-        VBMixtureFactorAnalysers(2, method="ml").fit(X)
+        VBMixtureFactorAnalysers(2, method="map").fit(X)
     with pytest.raises(ValueError, match="optimize_hyperparameters"):
         point("map", optimize_hyperparameters=["noise", "ard_rate"]).fit(X)
     with pytest.raises(ValueError, match="method"):

@@ -112,6 +112,37 @@ def test_bic_ml_baseline_and_vb_classify_digits(run):
     assert run.results[("classify", "ml", 30, 0, 0)]["n_components"] == best[0]
 
 
+def test_ml_birth_search_is_the_table_4_2_baseline(run):
+    row = run.summary["classification"][30]
+    assert row["ml_search"]["mean"] > 70.0
+    assert row["ml_search"]["n_searches"] == 10
+    # every search returns the smallest-BIC model it passed through
+    assert row["ml_search"]["bic_is_min"] == 10
+    for d in range(10):
+        u = run.results[("classify", "ml_search", 30, 0, d)]
+        assert u["n_births_proposed"] >= 1  # the birth search ran
+        assert u["bic"] <= u["min_bic_visited"] + 1e-9 * abs(u["min_bic_visited"])
+        assert all(k == 5 for k in u["n_factors"])  # k = 5 in every analyser
+    verdicts = run.report.split("## §4.5.1")[0]
+    assert "ML MFA with k = 5 grown from one analyser" in verdicts
+    assert "BIC ML MFA, birth search" in verdicts
+
+
+def test_fig_4_12_trace_after_each_accepted_epoch(run):
+    r = run.summary["search_trace"]
+    pts = r["points"]
+    assert len(pts) == r["n_births_accepted"] + 1  # each accepted epoch and the final fit
+    its = [p["iteration"] for p in pts]
+    assert its == sorted(its)
+    for p in pts:
+        assert np.isfinite(p["log_evidence"]) and 0 <= p["test_error"] <= 1
+        # importance sampling from q: ln p̂ >= the mean log weight F(π, Λ̃) (Jensen)
+        assert p["log_evidence"] >= p["param_bound"] - 1e-9
+        if not p["final"]:
+            assert abs(p["replay_gap"]) <= 1e-8 * abs(p["F"])  # the replay is the search
+    assert "Fig 4.12" in run.report and (run.out / "mfa_fig4_12_search_is.png").exists()
+
+
 def test_importance_sampling_is_finite_with_diagnostics(run):
     r = run.summary["is_clusters"][4.0]
     assert set(r["samplers"]) == {"1", "2", "3", "4", "5", "6"}
