@@ -123,6 +123,13 @@ def run_ais(model, X, betas, kernel, n_chains, n_steps=1, random_state=None, n_j
     ``final_params`` and ``log_ratios`` (K, C) (per-temperature increments).
     """
     seeds = _seeds(random_state, n_chains)
+    # a kernel with a compiled runner (the MRF's preconditioned walk on an enumerable
+    # model) runs the same chains in compiled code; it returns None where it cannot
+    runner = getattr(kernel, "run_forward_compiled", None)
+    if callable(runner) and int(n_steps) == 1:
+        r = runner(X, betas, seeds, start, q, verbose)
+        if r is not None:
+            return r
     groups = _chain_groups(n_chains, n_jobs)
     jobs = [delayed(_forward_group)(model, X, betas, kernel, int(n_steps), [seeds[i] for i in g],
                                     start, q, verbose if gi == 0 else 0, "ais") for gi, g in enumerate(groups)]
