@@ -667,7 +667,9 @@ class AISScore(_AISBase):
     temperature, ``kernel`` ("auto": the model's compiled kernel when it has one
     (``run_ais_compiled``, e.g. VBDiscreteDAG: Beal's joint Dirichlet proposal of every
     CPT row, one move per temperature), else the model's ``annealing_kernel`` (LDS,
-    Gaussian HMM: tuned from the prior and q before the run), otherwise "blocks":
+    Gaussian HMM: tuned from the prior and q before the run; a kernel with
+    ``run_forward_compiled``, such as PairwiseMRF's on an enumerable graph, runs the same
+    chains in compiled code when ``n_steps=1``), otherwise "blocks":
     Dirichlet MH on simplex rows + random walk in the unconstrained basis elsewhere with
     steps ``c / sqrt(pi + beta n h)``, ``pi`` the prior precision from the prior;
     "compiled"; "blocks"; "dirichlet"; "rw"; "exact"; or a kernel object), ``rw_scale``,
