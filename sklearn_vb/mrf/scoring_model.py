@@ -17,12 +17,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._core.evidence.mcmc_moves import KernelBase
+from .._core.evidence.mcmc_moves import KernelBase, Target
 from .._core.evidence.params import ParamBlock, ParamSpace
 from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 from .._core.evidence.protocols import ScoringModelMixin
+from .._core.numerics import log_mean_exp
+from .._core.progress import progress_for
+from ._ais_kernels import ais_segment, draw_moves
 from ._estimator import prior_precision_vector
-from .inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
+from .inference import LOG_2PI, BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
 
 __all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW", "GaussianWeightsMixin"]
 
@@ -58,6 +61,72 @@ class MRFPreconditionedRW(KernelBase):
     def factor(self, beta):
         return (self.s[:, None] * self.U) / np.sqrt(beta * self.n * self.mu + 1.0)
 
+    #: run forward AIS through the compiled kernels when the model allows it
+    #: (:meth:`run_forward_compiled`); False keeps the Python transition
+    compiled = True
+
+    def run_forward_compiled(self, X, betas, seeds, start="prior", q=None, verbose=0,
+                             segment=1024):
+        """Forward AIS of ``run_ais`` with this kernel (one move per temperature) in
+        compiled code, or None where it does not apply: a model without an enumerated
+        partition function (``compiled_ais_terms``; BP-only graphs, CRFs, Boltzmann
+        machines), a start other than the prior or a single Gaussian q, or
+        ``compiled = False``.  Same chains, random numbers and return keys as
+        :func:`~sklearn_vb.scoring._ais.run_ais`; the log-weights agree with it to
+        rounding (the dot products are summed in another order than NumPy's)."""
+        terms_of = getattr(self.model, "compiled_ais_terms", None)
+        terms = terms_of(X) if self.compiled and callable(terms_of) else None
+        if terms is None:
+            return None
+        from_q = start == "q"
+        if from_q:
+            blocks = getattr(q, "blocks", None)
+            if (blocks is None or len(blocks) != 1 or type(blocks[0]) is not GaussianQ
+                    or blocks[0].name != "coef"):
+                return None
+        elif start != "prior":
+            return None
+        S, N, Phi = terms
+        betas = np.ascontiguousarray(betas, dtype=float)
+        K, C, F = betas.size - 1, len(seeds), self.s.size
+        rngs = [np.random.default_rng(s) for s in seeds]
+        target = Target(self.model, X, start, q)
+        state = target.sample_start(rngs)  # the Python path's start draws and values
+        coef = np.ascontiguousarray(state.params["coef"], dtype=float).copy()
+        lp = np.asarray(state.log_prior, dtype=float).copy()
+        ll = np.asarray(state.loglik, dtype=float).copy()
+        lq = (np.asarray(state.log_q, dtype=float).copy() if from_q else np.zeros(C))
+        f_prev = np.asarray(target.log_f(state, betas[0]), dtype=float).copy()
+        P = np.asarray(self.model.precision, dtype=float)
+        lp_const = 0.5 * np.sum(np.log(P)) - 0.5 * P.size * LOG_2PI
+        if from_q:
+            g = blocks[0]
+            q_mean, q_Linv = g.mean_.ravel().astype(float), np.ascontiguousarray(g._Linv)
+            lq_c1, lq_c2 = 0.5 * F * LOG_2PI, 0.5 * g._logdet
+        else:
+            q_mean, q_Linv, lq_c1, lq_c2 = np.zeros(F), np.zeros((F, F)), 0.0, 0.0
+        sU = np.ascontiguousarray(self.s[:, None] * self.U)
+        log_w = np.zeros(C)
+        log_ratio = np.zeros((K, C))
+        accept = np.full(K - 1, np.nan) if K > 1 else np.zeros(0)
+        progress = progress_for(verbose, "ais", K)
+        gens = tuple(rngs)
+        for k0 in range(1, K + 1, int(segment)):
+            k1 = min(K + 1, k0 + int(segment))
+            draws = np.empty((C, max(0, min(k1, K) - k0), F + 1))
+            draw_moves(gens, draws.shape[1], F, draws)
+            ais_segment(betas, k0, k1, coef, lp, ll, lq, f_prev, log_w, log_ratio, accept,
+                        draws, float(self.c), sU, self.mu, self.n, from_q,
+                        np.ascontiguousarray(S, dtype=float), float(N),
+                        np.ascontiguousarray(Phi, dtype=float), P, lp_const, q_mean, q_Linv,
+                        lq_c1, lq_c2, from_q)
+            progress(k1 - 1, _running_text(log_w))
+        return {"log_weights": log_w,
+                # run_ais averages its chain groups' acceptances weighted by their sizes
+                "acceptance": (np.average(accept[None], axis=0, weights=[float(C)])
+                               if K > 1 else np.zeros(0)),
+                "final_params": {"coef": coef}, "log_ratios": log_ratio}
+
     def transition(self, state, target, beta, rngs):
         L = self.factor(target.tuning_beta(beta))
         coef = state.params["coef"]
@@ -68,6 +137,10 @@ class MRFPreconditionedRW(KernelBase):
             lr = target.log_f(new, beta) - target.log_f(state, beta)
         a = logu < np.where(np.isnan(lr), -np.inf, lr)
         return target.merge(state, new, a), float(np.mean(a))
+
+
+def _running_text(log_w):
+    return lambda: f"running estimate {log_mean_exp(log_w):.4f}"
 
 
 class GaussianWeightsMixin:
@@ -182,6 +255,13 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
         except NotImplementedError as exc:
             raise NotImplementedError("this score needs an exact log_likelihood: " + str(exc)) from exc
         return eng.log_partition(coefs)
+
+    def compiled_ais_terms(self, X):
+        """``(S, N, Phi)`` of ``ln p(X | lambda) = lambda^T S - N logsumexp(Phi lambda)``
+        for the compiled AIS kernels when the joint states are enumerated, else None."""
+        if self._exact is None or not isinstance(X, MRFData):
+            return None
+        return X.S, X.N, self._exact.Phi
 
     def log_likelihood(self, params, X):
         coefs = np.atleast_2d(params["coef"])

@@ -144,7 +144,7 @@ _GROWS_BECAUSE = {
     "BIC-ML": "BIC drops O(1) terms (prior, ln 2π, the log determinant), which tend to a "
               "constant, not to zero, and grow with the number of edges",
     "BIC-MAP": "",
-    "BP-LR": "BP-LR's error is N times the Bethe error in ln Z (see the next row)",
+    "BP-LR": "BP-LR's error is N times the Bethe error in ln Z (the row on T6 below)",
     "BP-LR-noC": "",
 }
 
@@ -163,6 +163,36 @@ def _fig2_agreement(fig2):
         why = [_GROWS_BECAUSE[lab] for lab in fig2["worsen"] if _GROWS_BECAUSE.get(lab)]
         parts.append("not every method improves" + (": " + "; ".join(why) if why else ""))
     return "no: " + "; ".join(parts)
+
+
+def _large_n_agreement(bp, bic, fig2):
+    """Verdict on "BP-LR ends slightly worse than BIC-ML at the largest N" when it holds
+    on the true structures (Fig. 3): the sequences of Fig. 2 may still disagree."""
+    if fig2 is None or fig2["BP-LR"] > fig2["BIC-ML"]:
+        return "yes"
+    return (f"partly: on the true structures (Fig. 3) yes, by {bp - bic:.2f} nats; along the "
+            f"sequences (Fig. 2, the row above) no, BP-LR {fig2['BP-LR']:.2f} against BIC-ML "
+            f"{fig2['BIC-ML']:.2f}: their first graphs (up to two edges) have no loops, where "
+            "BP is exact, and BIC-ML's error grows with every edge added")
+
+
+#: the Bethe term "explains" the large-N BP-LR error when it is at least this fraction
+#: of it while T6 moves by at most T6_SHARE_MAX of it
+BETHE_SHARE_MIN, T6_SHARE_MAX = 0.5, 0.1
+
+
+def _t6_agreement(bd):
+    err = max(bd["bp_lr_error"], 1e-12)
+    if bd["N_times_lnZ_gap"] >= BETHE_SHARE_MIN * err and bd["T6_lr_minus_exact"] <= T6_SHARE_MAX * err:
+        return "no: the error is in the Bethe free energy ln Z_B, not in T6"
+    return ("not decided: neither the Bethe term nor T6 accounts for most of the BP-LR "
+            "error at this N")
+
+
+#: AIS and IS disagreeing by more than this many combined standard errors on some unit
+#: puts the ground truth in doubt (about 2000 units: the largest of as many standard
+#: normal deviates is about 3.5)
+AIS_IS_MAX_GAP_SD = 4.5
 
 
 def _err(rows, label):
@@ -268,8 +298,8 @@ def _verdicts(summary, config):
             _fig2_agreement(fig2)))
     out.append(Verdict(
         "at the largest N BP-LR ends slightly worse than BIC-ML (Figs. 2, 3)",
-        f"BP-LR {bp:.2f} nats against BIC-ML {bic:.2f} at N = {big}, d = {d3}",
-        "yes" if bp > bic else
+        f"BP-LR {bp:.2f} nats against BIC-ML {bic:.2f} at N = {big}, d = {d3} (Fig. 3)",
+        _large_n_agreement(bp, bic, fig2) if bp > bic else
         (f"no: ours is better than BIC-ML at every N, by {bic - bp:.2f} nats at N = {big}.  "
          f"Our BP-LR error grows linearly in N: N·abs(ln Z_B − ln Z) is "
          f"{bd['N_times_lnZ_gap']:.2f} of its {bd['bp_lr_error']:.2f} nats, a Bethe error of "
@@ -294,10 +324,11 @@ def _verdicts(summary, config):
                 "yes" if f4[ds[-1]]["BP-LR"] > f4[ds[0]]["BP-LR"]
                 and f4[ds[-1]]["BP-LR-ExactGrad"] > f4[ds[0]]["BP-LR-ExactGrad"] else "no"),
         Verdict("the covariance term T6 causes the large-N error (a conjecture)",
-                f"N·abs(ln Z_B − ln Z) accounts for {bd['N_times_lnZ_gap']:.2f} of "
-                f"{bd['bp_lr_error']:.2f} nats at d = {d3}; the linear-response T6 is within "
-                f"{bd['T6_lr_minus_exact']:.2g} nats of the exact one",
-                "no: the error is in the Bethe free energy ln Z_B, not in T6"),
+                f"N·abs(ln Z_B − ln Z) is {bd['N_times_lnZ_gap']:.2f} nats against a BP-LR "
+                f"error of {bd['bp_lr_error']:.2f} nats at d = {d3}, N = {big}; the "
+                f"linear-response T6 is within {bd['T6_lr_minus_exact']:.2g} nats of the "
+                "exact one",
+                _t6_agreement(bd)),
         Verdict(f"Figs. 2-4 average over {paper_s} random structures",
                 f"{n_s} structures (the paper's generator; `--n-structures` resumes to more)",
                 "yes" if n_s >= paper_s else
@@ -311,7 +342,9 @@ def _verdicts(summary, config):
         Verdict("AIS is the ground truth",
                 f"AIS and importance sampling from the Laplace proposal within "
                 f"{c['ais_is_max_gap_sd']:.1f} combined standard errors on every unit",
-                "yes (our own cross-check)"),
+                "yes (our own cross-check)" if c["ais_is_max_gap_sd"] <= AIS_IS_MAX_GAP_SD
+                else f"partly: beyond {AIS_IS_MAX_GAP_SD:g} combined standard errors on "
+                     "some unit, so one of the two is off there"),
     ]
     return out
 

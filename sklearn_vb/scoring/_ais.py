@@ -123,6 +123,13 @@ def run_ais(model, X, betas, kernel, n_chains, n_steps=1, random_state=None, n_j
     ``final_params`` and ``log_ratios`` (K, C) (per-temperature increments).
     """
     seeds = _seeds(random_state, n_chains)
+    # a kernel with a compiled runner (the MRF's preconditioned walk on an enumerable
+    # model) runs the same chains in compiled code; it returns None where it cannot
+    runner = getattr(kernel, "run_forward_compiled", None)
+    if callable(runner) and int(n_steps) == 1:
+        r = runner(X, betas, seeds, start, q, verbose)
+        if r is not None:
+            return r
     groups = _chain_groups(n_chains, n_jobs)
     jobs = [delayed(_forward_group)(model, X, betas, kernel, int(n_steps), [seeds[i] for i in g],
                                     start, q, verbose if gi == 0 else 0, "ais") for gi, g in enumerate(groups)]
@@ -660,7 +667,9 @@ class AISScore(_AISBase):
     temperature, ``kernel`` ("auto": the model's compiled kernel when it has one
     (``run_ais_compiled``, e.g. VBDiscreteDAG: Beal's joint Dirichlet proposal of every
     CPT row, one move per temperature), else the model's ``annealing_kernel`` (LDS,
-    Gaussian HMM: tuned from the prior and q before the run), otherwise "blocks":
+    Gaussian HMM: tuned from the prior and q before the run; a kernel with
+    ``run_forward_compiled``, such as PairwiseMRF's on an enumerable graph, runs the same
+    chains in compiled code when ``n_steps=1``), otherwise "blocks":
     Dirichlet MH on simplex rows + random walk in the unconstrained basis elsewhere with
     steps ``c / sqrt(pi + beta n h)``, ``pi`` the prior precision from the prior;
     "compiled"; "blocks"; "dirichlet"; "rw"; "exact"; or a kernel object), ``rw_scale``,
