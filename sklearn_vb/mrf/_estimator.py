@@ -297,7 +297,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         self.n_parameters_ = F
         self.inference_ = kind
         self.log_partition_ = float(m.log_partition)
-        self.node_marginals_, self.edge_marginals_ = layout.beliefs_from_moments(m.kappa)
+        self._beliefs = None  # node and edge marginals, read off kappa on first access
         self.feature_moments_ = m.kappa
         self.feature_covariance_ = m.cov
         self.sufficient_stats_ = S
@@ -382,6 +382,23 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         np.add.at(h, L.edges[:, 0], w / 4.0)
         np.add.at(h, L.edges[:, 1], w / 4.0)
         return h, w / 4.0
+
+    @property
+    def node_marginals_(self):
+        """``(p, Kmax)`` node marginals (exact or beliefs), 0 beyond a node's states."""
+        return self._marginals()[0]
+
+    @property
+    def edge_marginals_(self):
+        """``(E, Kmax, Kmax)`` edge marginals (exact or beliefs), 0 beyond the states."""
+        return self._marginals()[1]
+
+    def _marginals(self):
+        # a search fits many candidates whose tables nobody reads: built when asked for
+        check_is_fitted(self, "coef_")
+        if getattr(self, "_beliefs", None) is None:
+            self._beliefs = self._layout.beliefs_from_moments(self.feature_moments_)
+        return self._beliefs
 
     @property
     def layout_(self):

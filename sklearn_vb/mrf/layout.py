@@ -22,7 +22,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MRFLayout", "parse_structure", "is_forest"]
+__all__ = ["MRFLayout", "parse_structure", "is_forest", "unique_rows"]
 
 
 def parse_structure(structure, n_nodes):
@@ -68,6 +68,26 @@ def parse_structure(structure, n_nodes):
         raise ValueError("structure: duplicate edge.")
     edges.sort()
     return np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+
+
+def unique_rows(codes, n_states):
+    """The distinct rows of the int state codes (sorted lexicographically), the row
+    pattern of each row and the count of each pattern, as ``np.unique(codes, axis=0,
+    return_inverse=True, return_counts=True)``; rows are keyed by their mixed-radix
+    index (node 0 most significant) when it fits in 62 bits."""
+    codes = np.asarray(codes, dtype=np.int64)
+    K = np.asarray(n_states, dtype=np.int64)
+    if codes.shape[1] == 0 or float(np.sum(np.log2(np.maximum(K, 1)))) > 62:
+        patterns, inverse, counts = np.unique(codes, axis=0, return_inverse=True,
+                                              return_counts=True)
+        return patterns, inverse.ravel(), counts
+    strides = np.ones(K.size, dtype=np.int64)
+    for i in range(K.size - 2, -1, -1):
+        strides[i] = strides[i + 1] * K[i + 1]
+    keys = codes @ strides
+    _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True,
+                                          return_counts=True)
+    return codes[first], inverse.ravel(), counts
 
 
 def _is_pair_list(arr):
@@ -222,11 +242,18 @@ class MRFLayout:
 
     def statistics(self, codes, weights=None):
         """Sufficient statistics ``S = sum_n w_n f(x_n)``."""
-        act = self.active_features(codes)
-        w = np.ones(act.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-        out = np.bincount(act.ravel(), weights=np.repeat(w, act.shape[1]),
-                          minlength=self.n_features + 1)
-        return out[:self.n_features]
+        codes = np.asarray(codes, dtype=np.int64)
+        node, state, a, ka, b, kb = self._feature_cells()
+        # the indicator of every (node, state >= 1) per row; an edge feature is the
+        # product of two of them
+        onehot = codes[:, node] == state
+        nf = self.node_feat
+        pair = onehot[:, nf[a, ka]] & onehot[:, nf[b, kb]]
+        if weights is None:
+            return np.concatenate([np.count_nonzero(onehot, axis=0),
+                                   np.count_nonzero(pair, axis=0)]).astype(float)
+        w = np.asarray(weights, dtype=float)
+        return np.concatenate([w @ onehot, w @ pair])
 
     def energies(self, coef, codes):
         """``coef^T f(x_n)`` per row (coef may be a batch (C, F): then (C, N))."""
@@ -267,6 +294,18 @@ class MRFLayout:
             e, ka, kb = e[q], ka[q], kb[q]
             self._fcells = (i[o], k[o], self.edges[e, 0], ka, self.edges[e, 1], kb)
         return self._fcells
+
+    def feature_assignments(self):
+        """``(F, 2)`` nodes and ``(F, 2)`` states of the partial assignment each feature
+        indicates (a node feature's second node is -1)."""
+        node, state, a, ka, b, kb = self._feature_cells()
+        nodes = np.full((self.n_features, 2), -1, dtype=np.int64)
+        states = np.zeros((self.n_features, 2), dtype=np.int64)
+        n = self.n_node_features
+        nodes[:n, 0], states[:n, 0] = node, state
+        nodes[n:, 0], states[n:, 0] = a, ka
+        nodes[n:, 1], states[n:, 1] = b, kb
+        return nodes, states
 
     # -- cells: beliefs affine in the mean parameters ------------------------------
     def cells(self):

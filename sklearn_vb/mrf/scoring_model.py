@@ -23,6 +23,7 @@ from .._core.evidence.posteriors import FactorizedPosterior, GaussianQ
 from .._core.evidence.protocols import ScoringModelMixin
 from ._estimator import prior_precision_vector
 from .inference import BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
+from .layout import unique_rows
 
 __all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW", "GaussianWeightsMixin"]
 
@@ -164,9 +165,9 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
         if isinstance(X, MRFData):
             return X
         codes = self.estimator.check_data(X)
-        patterns, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        patterns, inverse, counts = unique_rows(codes, self.layout.n_states)
         S = self.layout.statistics(patterns, counts)
-        return MRFData(S, float(codes.shape[0]), patterns, counts.astype(float), inverse.ravel())
+        return MRFData(S, float(codes.shape[0]), patterns, counts.astype(float), inverse)
 
     def sufficient_statistics(self, X):
         d = self.prepare_data(X)

@@ -1,0 +1,172 @@
+"""Exact inference on the joint state table of a pairwise discrete MRF by zeta transforms.
+
+The joint states are the cells of the table of shape ``K = (K_0, ..., K_{p-1})`` in C
+order (node 0 most significant, ``strides[i] = prod_{j > i} K_j``), as
+:meth:`sklearn_vb.mrf.layout.MRFLayout.all_states` lists them.  Every feature of the
+layout is the indicator of a *partial assignment* (one or two nodes at states >= 1;
+state 0 is the reference, :mod:`sklearn_vb.mrf.layout`), and a partial assignment is
+itself a cell of the table, with the unconstrained nodes at 0.  Two transforms along
+the axes, ``O(M sum_i (K_i - 1) / K_i)`` additions each for ``M = prod K_i`` cells,
+replace the ``(M, F)`` feature matrix:
+
+* the energy table ``E(x) = sum_f coef_f f(x)``: the coefficients placed at their
+  features' cells, then along every axis ``T[.., k, ..] += T[.., 0, ..]`` for ``k >= 1``
+  (each state gathers the coefficients of the partial assignments it extends);
+* the marginal table ``m(a) = P(x_i = a_i for every i with a_i >= 1)``: the
+  probabilities, then along every axis ``T[.., 0, ..] += sum_{k >= 1} T[.., k, ..]``
+  (state 0 of an axis comes to mean "any state").  ``m`` at a feature's cell is its
+  mean; the product of two features is the indicator of the union of their partial
+  assignments (or 0 when they give one node two states), so
+  ``Cov(f, g) = m(f u g) - m(f) m(g)`` reads every covariance, also of features of
+  edges the layout does not have, off the same table.
+
+The marginal transform sums the table in a balanced tree along the axes (binary
+tables: pairwise), so the normaliser ``m(0)`` is as accurate as a pairwise sum.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["transform_plan", "energy_table", "exp_table", "marginal_table", "log_partitions",
+           "assignment_cells", "covariance_block"]
+
+
+def transform_plan(K, block_max=8):
+    """The strides of the table of shape ``K`` and the plan of its transforms: the
+    trailing axes whose cells fit in a block of at most ``block_max`` are transformed
+    block by block from a list of ``(destination, source)`` cell pairs (their runs along
+    an axis are too short for vector loops), the leading ``n_lead`` axes by contiguous
+    runs.  Returns ``(strides, n_lead, block, up_pairs, down_pairs)``."""
+    K = np.asarray(K, dtype=np.int64)
+    p = K.size
+    strides = np.ones(p, dtype=np.int64)
+    for i in range(p - 2, -1, -1):
+        strides[i] = strides[i + 1] * K[i + 1]
+    n_lead, block = p, 1
+    while n_lead > 0 and block * K[n_lead - 1] <= block_max:
+        n_lead -= 1
+        block *= int(K[n_lead])
+    up, down = [], []
+    for i in range(n_lead, p):
+        for c in range(block):
+            d = (c // int(strides[i])) % int(K[i])
+            if d >= 1:
+                up.append((c, c - d * int(strides[i])))
+                down.append((c - d * int(strides[i]), c))
+    as_pairs = lambda v: np.asarray(v, dtype=np.int64).reshape(-1, 2)  # noqa: E731
+    return strides, n_lead, block, as_pairs(up), as_pairs(down)
+
+
+@njit(cache=True)
+def _transform(T, K, strides, n_lead, block, pairs, up):
+    """Along every axis, ``T[.., k, ..] += T[.., 0, ..]`` for ``k >= 1`` (``up``) or
+    ``T[.., 0, ..] += sum_{k >= 1} T[.., k, ..]`` (in place; ``pairs``: the plan's pairs
+    of the same direction)."""
+    M = T.size
+    for base in range(0, M, block):
+        for q in range(pairs.shape[0]):
+            T[base + pairs[q, 0]] += T[base + pairs[q, 1]]
+    for i in range(n_lead):
+        s = strides[i]
+        k = K[i]
+        for base in range(0, M, s * k):
+            a = T[base:base + s]
+            for d in range(1, k):
+                b = T[base + d * s:base + (d + 1) * s]
+                if up:
+                    for off in range(s):
+                        b[off] += a[off]
+                else:
+                    for off in range(s):
+                        a[off] += b[off]
+
+
+@njit(cache=True)
+def energy_table(coef, cell, K, strides, n_lead, block, up_pairs, out):
+    """``out[x] = sum_f coef[f] f(x)`` for every joint state ``x`` (``cell[f]``: the cell of
+    feature ``f``'s partial assignment; distinct features have distinct cells)."""
+    out[:] = 0.0
+    for f in range(coef.size):
+        out[cell[f]] += coef[f]
+    _transform(out, K, strides, n_lead, block, up_pairs, True)
+
+
+@njit(cache=True)
+def marginal_table(T, K, strides, n_lead, block, down_pairs):
+    """From a table of (unnormalised) probabilities, the (unnormalised) probability of
+    every partial assignment, in place; ``T[0]`` is the total."""
+    _transform(T, K, strides, n_lead, block, down_pairs, False)
+
+
+def exp_table(energy, out):
+    """``out = exp(energy - max energy)`` (NumPy's vectorised exponential); returns the
+    maximum."""
+    mx = float(energy.max())
+    np.subtract(energy, mx, out=out)
+    np.exp(out, out=out)
+    return mx
+
+
+def log_partitions(coefs, cell, K, strides, n_lead, block, up_pairs):
+    """``ln Z`` of every row of ``coefs`` (C, F)."""
+    M = int(np.prod(K))
+    en = np.empty(M)
+    out = np.empty(coefs.shape[0])
+    for c in range(coefs.shape[0]):
+        energy_table(coefs[c], cell, K, strides, n_lead, block, up_pairs, en)
+        mx = exp_table(en, en)
+        out[c] = mx + np.log(np.sum(en))  # pairwise summation
+    return out
+
+
+@njit(cache=True)
+def assignment_cells(nodes, states, strides):
+    """The cell of every partial assignment ``(nodes[f], states[f])`` (rows of two
+    entries, node -1 where unused)."""
+    out = np.empty(nodes.shape[0], dtype=np.int64)
+    for f in range(nodes.shape[0]):
+        c = 0
+        for r in range(nodes.shape[1]):
+            if nodes[f, r] >= 0:
+                c += states[f, r] * strides[nodes[f, r]]
+        out[f] = c
+    return out
+
+
+@njit(cache=True)
+def _union_cell(na, sa, nb, sb, r, strides):
+    """Cell of the union of the assignments of row ``r`` of ``(na, sa)`` and of
+    ``(nb, sb)`` (``nb``, ``sb``: 1-D rows); -1 when they give a node two states."""
+    c = 0
+    for u in range(na.shape[1]):
+        if na[r, u] >= 0:
+            c += sa[r, u] * strides[na[r, u]]
+    for v in range(nb.size):
+        node = nb[v]
+        if node < 0:
+            continue
+        shared = False
+        for u in range(na.shape[1]):
+            if na[r, u] == node:
+                if sa[r, u] != sb[v]:
+                    return -1
+                shared = True
+        if not shared:
+            c += sb[v] * strides[node]
+    return c
+
+
+@njit(cache=True)
+def covariance_block(m, strides, nodes_a, states_a, mean_a, nodes_b, states_b, mean_b, out):
+    """``out[f, g] = Cov(f, g) = m(f u g) - mean_a[f] mean_b[g]`` of the assignment
+    indicators ``f`` of ``(nodes_a, states_a)`` and ``g`` of ``(nodes_b, states_b)``,
+    from the normalised marginal table ``m``."""
+    for g in range(nodes_b.shape[0]):
+        nb = nodes_b[g]
+        sb = states_b[g]
+        for f in range(nodes_a.shape[0]):
+            c = _union_cell(nodes_a, states_a, nb, sb, f, strides)
+            joint = m[c] if c >= 0 else 0.0
+            out[f, g] = joint - mean_a[f] * mean_b[g]
