@@ -156,6 +156,18 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
         Ainv = cho_solve(cho, np.eye(A.shape[0]))
         index = {(int(a), int(b)): e for e, (a, b) in enumerate(layout.edges)}
         K = layout.n_states
+        if np.all(K == 2):  # one feature per edge: B is a scalar, all removals at once
+            ks = np.array([k for k, _ in removes])
+            idx = layout.edge_feat[[index[(m[1], m[2])] for _, m in removes], 1, 1]
+            B = Ainv[idx, idx]
+            ok = B > 0
+            root = np.sqrt(np.where(ok, B, 1.0))
+            z = coef[idx] / root
+            gk = -0.5 * z * z - 0.5 * np.log(P_old[idx]) - np.log(root)
+            gains[ks[ok]] = gk[ok]
+            for c in np.flatnonzero(ok):
+                steps[ks[c]] = (coef - Ainv[:, idx[c]] * (z[c] / root[c]), None)
+            removes = []
         for k, m in removes:
             e = index[(m[1], m[2])]
             a, b = layout.edges[e]

@@ -132,7 +132,7 @@ class ExactEngine:
         self._nodes, self._assigned = layout.feature_assignments()
         self._cells = assignment_cells(self._nodes, self._assigned, strides)
         self._Phi = None
-        self._last = None  # (coef, probabilities, ln Z, marginal table, kappa) of the last call
+        self._last = None  # (coef, ln Z, marginal table, kappa) of the last call
 
     @property
     def states(self):
@@ -152,32 +152,35 @@ class ExactEngine:
         return log_partitions(coefs, self._cells, *self._plan, self._up)
 
     def _table(self, coef):
+        """``(coef, ln Z, m, kappa)`` with the normalised marginal table ``m``; the
+        energies are transformed in place, no copy of an ``M``-table is made."""
         coef = np.asarray(coef, dtype=float)
         last = self._last
         if last is not None and np.array_equal(last[0], coef):
             return last
-        M = self.layout.n_states_total
-        en = np.empty(M)
-        energy_table(np.ascontiguousarray(coef), self._cells, *self._plan, self._up, en)
-        pi = np.empty(M)
-        mx = exp_table(en, pi)
-        m = pi.copy()
+        m = np.empty(self.layout.n_states_total)
+        energy_table(np.ascontiguousarray(coef), self._cells, *self._plan, self._up, m)
+        mx = exp_table(m, m)
         marginal_table(m, *self._plan, self._down)
         total = m[0]
-        pi /= total
-        m /= total
-        self._last = (coef.copy(), pi, float(mx + np.log(total)), m, m[self._cells])
+        m *= 1.0 / total
+        self._last = (coef.copy(), float(mx + np.log(total)), m, m[self._cells])
         return self._last
 
     def probabilities(self, coef):
         """Probabilities of the joint states (the order of :attr:`states`) and ``ln Z``."""
-        _, pi, lz, _, _ = self._table(coef)
-        return pi, lz
+        coef = np.ascontiguousarray(coef, dtype=float)
+        pi = np.empty(self.layout.n_states_total)
+        energy_table(coef, self._cells, *self._plan, self._up, pi)
+        mx = exp_table(pi, pi)
+        total = float(np.sum(pi))
+        pi /= total
+        return pi, float(mx + np.log(total))
 
     def moments(self, coef, covariance=True):
         # a Newton step evaluates its accepted point twice (line search, then with the
         # covariance): the tables of the last point are kept
-        _, _, lz, m, kappa = self._table(coef)
+        _, lz, m, kappa = self._table(coef)
         cov = None
         if covariance:
             F = kappa.size
@@ -190,7 +193,7 @@ class ExactEngine:
         """Means of the indicators of the partial assignments ``(nodes[r], states[r])``
         (rows of two entries, node -1 where unused; states >= 1), their covariance with
         the layout's features ``(n, F)`` and among themselves ``(n, n)``, at ``coef``."""
-        _, _, _, m, kappa = self._table(coef)
+        _, _, m, kappa = self._table(coef)
         nodes = np.ascontiguousarray(nodes, dtype=np.int64)
         states = np.ascontiguousarray(states, dtype=np.int64)
         mean = m[assignment_cells(nodes, states, self._strides)]
