@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.linalg import cho_solve
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
@@ -355,7 +356,7 @@ def _solve(m, N, precision, g):
     if m.cov is not None:
         A = N * m.cov + np.diag(precision)
         L = np.linalg.cholesky(A)  # LinAlgError when A is not positive definite
-        step = np.linalg.solve(L.T, np.linalg.solve(L, g))
+        step = cho_solve((L, True), g, check_finite=False)
         return step, 2.0 * float(np.sum(np.log(np.diag(L))))
     sq = np.sqrt(precision)
     Ps = sp.diags(sq)
