@@ -33,12 +33,18 @@ __all__ = ["transform_plan", "energy_table", "exp_table", "marginal_table", "log
            "assignment_cells", "covariance_block"]
 
 
-def transform_plan(K, block_max=8):
-    """The strides of the table of shape ``K`` and the plan of its transforms: the
-    trailing axes whose cells fit in a block of at most ``block_max`` are transformed
+def transform_plan(K, block_max=8, chunk_max=4096, tile=256):
+    """The strides of the table of shape ``K`` and the plan of its transforms.
+
+    The trailing axes whose cells fit in a block of at most ``block_max`` are transformed
     block by block from a list of ``(destination, source)`` cell pairs (their runs along
-    an axis are too short for vector loops), the leading ``n_lead`` axes by contiguous
-    runs.  Returns ``(strides, n_lead, block, up_pairs, down_pairs)``."""
+    an axis are too short for vector loops), the other axes by contiguous runs.  For
+    tables larger than the caches the axes are taken in two groups: the trailing axes
+    within chunks of at most ``chunk_max`` cells, chunk by chunk, then the leading
+    ``n_split`` axes column tile by column tile (``tile`` cells of every chunk at a
+    time), so that each group reads the table about once instead of once per axis.
+    Returns ``(strides, plan, up_pairs, down_pairs)`` with ``plan = (n_lead, block,
+    n_split, chunk, tile)``."""
     K = np.asarray(K, dtype=np.int64)
     p = K.size
     strides = np.ones(p, dtype=np.int64)
@@ -48,6 +54,10 @@ def transform_plan(K, block_max=8):
     while n_lead > 0 and block * K[n_lead - 1] <= block_max:
         n_lead -= 1
         block *= int(K[n_lead])
+    n_split, chunk = n_lead, block
+    while n_split > 0 and chunk * K[n_split - 1] <= max(chunk_max, block):
+        n_split -= 1
+        chunk *= int(K[n_split])
     up, down = [], []
     for i in range(n_lead, p):
         for c in range(block):
@@ -56,48 +66,71 @@ def transform_plan(K, block_max=8):
                 up.append((c, c - d * int(strides[i])))
                 down.append((c - d * int(strides[i]), c))
     as_pairs = lambda v: np.asarray(v, dtype=np.int64).reshape(-1, 2)  # noqa: E731
-    return strides, n_lead, block, as_pairs(up), as_pairs(down)
+    plan = (n_lead, block, n_split, chunk, max(1, int(tile)))
+    return strides, plan, as_pairs(up), as_pairs(down)
 
 
 @njit(cache=True)
-def _transform(T, K, strides, n_lead, block, pairs, up):
+def _add_run(T, dst, src, n):
+    """``T[dst:dst + n] += T[src:src + n]`` (disjoint runs), through views so that the
+    loop vectorises."""
+    a = T[dst:dst + n]
+    b = T[src:src + n]
+    for c in range(n):
+        a[c] += b[c]
+
+
+@njit(cache=True)
+def _transform(T, K, strides, n_lead, block, n_split, chunk, tile, pairs, up):
     """Along every axis, ``T[.., k, ..] += T[.., 0, ..]`` for ``k >= 1`` (``up``) or
     ``T[.., 0, ..] += sum_{k >= 1} T[.., k, ..]`` (in place; ``pairs``: the plan's pairs
-    of the same direction)."""
+    of the same direction).  The transforms along different axes commute, and each
+    group of axes maps the cells of a chunk (trailing axes) or of a column set (leading
+    axes) among themselves, so the groups are applied piece by piece."""
     M = T.size
-    for base in range(0, M, block):
-        for q in range(pairs.shape[0]):
-            T[base + pairs[q, 0]] += T[base + pairs[q, 1]]
-    for i in range(n_lead):
-        s = strides[i]
-        k = K[i]
-        for base in range(0, M, s * k):
-            a = T[base:base + s]
-            for d in range(1, k):
-                b = T[base + d * s:base + (d + 1) * s]
-                if up:
-                    for off in range(s):
-                        b[off] += a[off]
-                else:
-                    for off in range(s):
-                        a[off] += b[off]
+    for c0 in range(0, M, chunk):
+        for base in range(c0, c0 + chunk, block):
+            for q in range(pairs.shape[0]):
+                T[base + pairs[q, 0]] += T[base + pairs[q, 1]]
+        for i in range(n_split, n_lead):
+            s = strides[i]
+            k = K[i]
+            for base in range(c0, c0 + chunk, s * k):
+                for d in range(1, k):
+                    if up:
+                        _add_run(T, base + d * s, base, s)
+                    else:
+                        _add_run(T, base, base + d * s, s)
+    for t0 in range(0, chunk, tile):
+        w = min(tile, chunk - t0)
+        for i in range(n_split):
+            s = strides[i]
+            k = K[i]
+            for base in range(0, M, s * k):
+                for r in range(0, s, chunk):
+                    a = base + r + t0
+                    for d in range(1, k):
+                        if up:
+                            _add_run(T, a + d * s, a, w)
+                        else:
+                            _add_run(T, a, a + d * s, w)
 
 
 @njit(cache=True)
-def energy_table(coef, cell, K, strides, n_lead, block, up_pairs, out):
+def energy_table(coef, cell, K, strides, n_lead, block, n_split, chunk, tile, up_pairs, out):
     """``out[x] = sum_f coef[f] f(x)`` for every joint state ``x`` (``cell[f]``: the cell of
     feature ``f``'s partial assignment; distinct features have distinct cells)."""
     out[:] = 0.0
     for f in range(coef.size):
         out[cell[f]] += coef[f]
-    _transform(out, K, strides, n_lead, block, up_pairs, True)
+    _transform(out, K, strides, n_lead, block, n_split, chunk, tile, up_pairs, True)
 
 
 @njit(cache=True)
-def marginal_table(T, K, strides, n_lead, block, down_pairs):
+def marginal_table(T, K, strides, n_lead, block, n_split, chunk, tile, down_pairs):
     """From a table of (unnormalised) probabilities, the (unnormalised) probability of
     every partial assignment, in place; ``T[0]`` is the total."""
-    _transform(T, K, strides, n_lead, block, down_pairs, False)
+    _transform(T, K, strides, n_lead, block, n_split, chunk, tile, down_pairs, False)
 
 
 def exp_table(energy, out):
@@ -109,13 +142,13 @@ def exp_table(energy, out):
     return mx
 
 
-def log_partitions(coefs, cell, K, strides, n_lead, block, up_pairs):
-    """``ln Z`` of every row of ``coefs`` (C, F)."""
+def log_partitions(coefs, cell, K, strides, plan, up_pairs):
+    """``ln Z`` of every row of ``coefs`` (C, F) (``plan``: of :func:`transform_plan`)."""
     M = int(np.prod(K))
     en = np.empty(M)
     out = np.empty(coefs.shape[0])
     for c in range(coefs.shape[0]):
-        energy_table(coefs[c], cell, K, strides, n_lead, block, up_pairs, en)
+        energy_table(coefs[c], cell, K, strides, *plan, up_pairs, en)
         mx = exp_table(en, en)
         out[c] = mx + np.log(np.sum(en))  # pairwise summation
     return out

@@ -126,9 +126,9 @@ class ExactEngine:
         self.layout = layout
         K = np.ascontiguousarray(layout.n_states, dtype=np.int64)
         self._shape = K
-        strides, n_lead, block, up, down = transform_plan(K)
+        strides, plan, up, down = transform_plan(K)
         self._strides = strides
-        self._plan = (K, strides, n_lead, block)
+        self._plan = (K, strides) + plan
         self._up, self._down = up, down
         self._nodes, self._assigned = layout.feature_assignments()
         self._cells = assignment_cells(self._nodes, self._assigned, strides)
@@ -150,7 +150,8 @@ class ExactEngine:
     def log_partition(self, coefs):
         """``ln Z`` for a batch ``(C, F)`` of parameter vectors."""
         coefs = np.ascontiguousarray(np.atleast_2d(coefs), dtype=float)
-        return log_partitions(coefs, self._cells, *self._plan, self._up)
+        return log_partitions(coefs, self._cells, self._shape, self._strides, self._plan[2:],
+                              self._up)
 
     def _table(self, coef):
         """``(coef, ln Z, m, kappa)`` with the normalised marginal table ``m``; the

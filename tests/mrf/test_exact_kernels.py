@@ -65,23 +65,25 @@ def test_engine_matches_enumeration(K, scale):
                                    [brute_force(L, c)[0] for c in batch], rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("K", SHAPES)
-@pytest.mark.parametrize("block_max", [1, 4, 8, 64])
-def test_transforms_against_enumeration(K, block_max):
-    rng = np.random.default_rng(sum(K) + block_max)
+@pytest.mark.parametrize("K", SHAPES + [[2] * 9, [3, 2, 2, 3, 2, 2]])
+@pytest.mark.parametrize("block_max, chunk_max, tile", [(1, 1, 1), (4, 16, 3), (8, 64, 8),
+                                                         (8, 4096, 256), (64, 8, 5)])
+def test_transforms_against_enumeration(K, block_max, chunk_max, tile):
+    # every way of splitting the axes into blocks, chunks and column tiles
+    rng = np.random.default_rng(sum(K) + block_max + chunk_max)
     L = random_layout(rng, K, density=1.0)
     states = L.all_states()
     coef = rng.normal(size=L.n_features)
-    strides, n_lead, block, up, down = transform_plan(L.n_states, block_max)
+    strides, plan, up, down = transform_plan(L.n_states, block_max, chunk_max, tile)
     assert np.array_equal(states @ strides, np.arange(states.shape[0]))
     nodes, values = L.feature_assignments()
     cells = assignment_cells(nodes, values, strides)
     en = np.empty(states.shape[0])
-    energy_table(coef, cells, L.n_states, strides, n_lead, block, up, en)
+    energy_table(coef, cells, L.n_states, strides, *plan, up, en)
     np.testing.assert_allclose(en, L.feature_matrix(states) @ coef, atol=1e-12)
     w = rng.random(states.shape[0])
     T = w.copy()
-    marginal_table(T, L.n_states, strides, n_lead, block, down)
+    marginal_table(T, L.n_states, strides, *plan, down)
     # every cell is a partial assignment (digit 0 = unconstrained): its probability mass
     digits = states
     for c in range(states.shape[0]):
