@@ -142,11 +142,38 @@ def exp_table(energy, out):
     return mx
 
 
+@njit(cache=True)
+def _log_partitions_small(coefs, cell, K, strides, n_lead, block, n_split, chunk, tile, up_pairs,
+                          out):
+    """``ln Z`` of every row of ``coefs`` in one compiled loop (small tables, where a
+    call per row would cost more than the row)."""
+    M = 1
+    for k in K:
+        M *= k
+    en = np.empty(M)
+    for c in range(coefs.shape[0]):
+        energy_table(coefs[c], cell, K, strides, n_lead, block, n_split, chunk, tile, up_pairs, en)
+        mx = -np.inf
+        for t in range(M):
+            mx = max(mx, en[t])
+        total = 0.0
+        for t in range(M):
+            total += np.exp(en[t] - mx)
+        out[c] = mx + np.log(total)
+
+
+#: up to this many joint states a batch of ln Z runs in one compiled loop
+SMALL_TABLE = 1024
+
+
 def log_partitions(coefs, cell, K, strides, plan, up_pairs):
     """``ln Z`` of every row of ``coefs`` (C, F) (``plan``: of :func:`transform_plan`)."""
     M = int(np.prod(K))
-    en = np.empty(M)
     out = np.empty(coefs.shape[0])
+    if M <= SMALL_TABLE:
+        _log_partitions_small(coefs, cell, K, strides, *plan, up_pairs, out)
+        return out
+    en = np.empty(M)
     for c in range(coefs.shape[0]):
         energy_table(coefs[c], cell, K, strides, *plan, up_pairs, en)
         mx = exp_table(en, en)

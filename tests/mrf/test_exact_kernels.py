@@ -65,6 +65,15 @@ def test_engine_matches_enumeration(K, scale):
                                    [brute_force(L, c)[0] for c in batch], rtol=1e-13, atol=1e-13)
 
 
+def test_batched_log_partition_of_a_larger_table():
+    # past the size where the batch runs in one compiled loop
+    rng = np.random.default_rng(9)
+    L = random_layout(rng, [2] * 11, density=0.3)
+    coefs = rng.normal(size=(3, L.n_features))
+    np.testing.assert_allclose(ExactEngine(L).log_partition(coefs),
+                               [brute_force(L, c)[0] for c in coefs], rtol=1e-13)
+
+
 @pytest.mark.parametrize("K", SHAPES + [[2] * 9, [3, 2, 2, 3, 2, 2]])
 @pytest.mark.parametrize("block_max, chunk_max, tile", [(1, 1, 1), (4, 16, 3), (8, 64, 8),
                                                          (8, 4096, 256), (64, 8, 5)])
