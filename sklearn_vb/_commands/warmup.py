@@ -194,9 +194,13 @@ def _use_sbn():
 
 def _use_mrf():
     from ..mrf import PairwiseMRF
+    from ..mrf.inference import ExactEngine
 
     X = _binary(100, 4).astype(int)
-    fit_mrf().score(X)
+    mrf = fit_mrf()
+    mrf.score(X)
+    # a batch of log partition functions (the sampling scores' likelihoods)
+    ExactEngine(mrf.layout_).log_partition(np.stack([mrf.coef_, -mrf.coef_]))
     # 20 binary nodes on a cycle: more joint states than the enumeration limit, so
     # loopy belief propagation (the kernels of larger graphs)
     X = _binary(200, 20).astype(int)

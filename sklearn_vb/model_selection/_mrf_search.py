@@ -26,16 +26,23 @@ class _UGraph:
     def __init__(self, n_nodes, edges):
         self.names = tuple(range(int(n_nodes)))
         self._edges = frozenset((min(a, b), max(a, b)) for a, b in edges)
+        self._key = None
 
     @property
     def key(self):
-        return tuple(sorted(self._edges))
+        # looked up for every neighbour at every step: sorted once
+        if self._key is None:
+            self._key = tuple(sorted(self._edges))
+        return self._key
 
     def edges(self):
         return set(self._edges)
 
     def with_edges(self, edges):
-        return _UGraph(len(self.names), edges)
+        """The graph on the same nodes with ``edges`` (sorted pairs, ``i < j``)."""
+        g = _UGraph.__new__(_UGraph)
+        g.names, g._edges, g._key = self.names, frozenset(edges), None
+        return g
 
     def as_structure(self):
         return [tuple(e) for e in self.key]

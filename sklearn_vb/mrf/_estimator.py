@@ -200,24 +200,27 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
                     raise ValueError(f"n_states must be an integer >= 2 or one such integer per column "
                                      f"of X ({X.shape[1]}), got {self.n_states!r}.")
                 self.n_states_ = ns.astype(np.int64)
+        if self.categories_ is None:
+            # the states are the integers 0..K-1: every column checked at once, the
+            # first bad column named
+            K = self.n_states_
+            bad = (X != np.round(X)) | (X < 0) | (X >= K[None, :])
+            if np.any(bad):
+                j = int(np.flatnonzero(bad.any(axis=0))[0])
+                col = X[:, j]
+                raise ValueError(f"X: column {j} contains {col[bad[:, j]][0]!r}; values must be "
+                                 f"integers in [0, {K[j]}) (n_states={K[j]}).")
+            return X.astype(np.int64)
         codes = np.empty(X.shape, dtype=np.int64)
         for j in range(X.shape[1]):
             col = X[:, j]
-            if self.categories_ is not None:
-                cats = self.categories_[j]
-                pos = np.minimum(np.searchsorted(cats, col), cats.size - 1)
-                bad = cats[pos] != col
-                if np.any(bad):
-                    raise ValueError(f"X: column {j} contains {col[bad][0]!r}, a value not seen in "
-                                     f"training (categories {cats.tolist()}).")
-                codes[:, j] = pos
-            else:
-                K = self.n_states_[j]
-                bad = (col != np.round(col)) | (col < 0) | (col >= K)
-                if np.any(bad):
-                    raise ValueError(f"X: column {j} contains {col[bad][0]!r}; values must be "
-                                     f"integers in [0, {K}) (n_states={K}).")
-                codes[:, j] = col.astype(np.int64)
+            cats = self.categories_[j]
+            pos = np.minimum(np.searchsorted(cats, col), cats.size - 1)
+            bad = cats[pos] != col
+            if np.any(bad):
+                raise ValueError(f"X: column {j} contains {col[bad][0]!r}, a value not seen in "
+                                 f"training (categories {cats.tolist()}).")
+            codes[:, j] = pos
         return codes
 
     def _engine(self, layout, warn=True):
@@ -297,7 +300,7 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         self.n_parameters_ = F
         self.inference_ = kind
         self.log_partition_ = float(m.log_partition)
-        self.node_marginals_, self.edge_marginals_ = layout.beliefs_from_moments(m.kappa)
+        self._beliefs = None  # node and edge marginals, read off kappa on first access
         self.feature_moments_ = m.kappa
         self.feature_covariance_ = m.cov
         self.sufficient_stats_ = S
@@ -382,6 +385,23 @@ class PairwiseMRF(DensityMixin, BaseEstimator):
         np.add.at(h, L.edges[:, 0], w / 4.0)
         np.add.at(h, L.edges[:, 1], w / 4.0)
         return h, w / 4.0
+
+    @property
+    def node_marginals_(self):
+        """``(p, Kmax)`` node marginals (exact or beliefs), 0 beyond a node's states."""
+        return self._marginals()[0]
+
+    @property
+    def edge_marginals_(self):
+        """``(E, Kmax, Kmax)`` edge marginals (exact or beliefs), 0 beyond the states."""
+        return self._marginals()[1]
+
+    def _marginals(self):
+        # a search fits many candidates whose tables nobody reads: built when asked for
+        check_is_fitted(self, "coef_")
+        if getattr(self, "_beliefs", None) is None:
+            self._beliefs = self._layout.beliefs_from_moments(self.feature_moments_)
+        return self._beliefs
 
     @property
     def layout_(self):

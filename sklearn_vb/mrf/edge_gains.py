@@ -38,14 +38,17 @@ __all__ = ["CompleteGraphFeatures", "EdgeMovePredictions", "predicted_gains"]
 @dataclass
 class CompleteGraphFeatures:
     """The edge features of every pair of nodes: their data statistics ``S`` (indexed
-    like the complete graph's features), their values at every joint state (``Phi``,
-    only built when the states can be enumerated) and each pair's feature block."""
+    like the complete graph's features), the partial assignment each indicates
+    (``nodes``, ``states``: :meth:`MRFLayout.feature_assignments`), whether the joint
+    states can be enumerated (``enumerable``) and each pair's feature block."""
 
     layout: MRFLayout
     S: np.ndarray
     N: float
-    Phi: np.ndarray | None
+    enumerable: bool
     blocks: dict  # (i, j) -> feature indices of the complete layout
+    nodes: np.ndarray
+    states: np.ndarray
 
     @classmethod
     def from_codes(cls, n_states, codes, max_states):
@@ -54,13 +57,12 @@ class CompleteGraphFeatures:
                          dtype=np.int64).reshape(-1, 2)
         layout = MRFLayout(n_states, pairs)
         S = layout.statistics(codes)
-        Phi = None
-        if layout.n_states_total <= max_states:
-            Phi = layout.feature_matrix(layout.all_states())
         K = layout.n_states
         blocks = {(int(a), int(b)): layout.edge_feat[e, 1:K[a], 1:K[b]].ravel()
                   for e, (a, b) in enumerate(pairs)}
-        return cls(layout, S, float(codes.shape[0]), Phi, blocks)
+        nodes, states = layout.feature_assignments()
+        return cls(layout, S, float(codes.shape[0]), layout.n_states_total <= max_states, blocks,
+                   nodes, states)
 
 
 @dataclass
@@ -100,7 +102,7 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
     ``precision`` is the prior precision of the estimator's features,
     ``new_edge_precision`` that of an added edge's."""
     engine = getattr(estimator, "_engine_", None)
-    if (not isinstance(engine, ExactEngine) or features.Phi is None
+    if (not isinstance(engine, ExactEngine) or not features.enumerable
             or estimator.feature_covariance_ is None):
         return None
     layout = estimator.layout_
@@ -112,22 +114,19 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
         cho = cho_factor(A, lower=True)
     except np.linalg.LinAlgError:
         return None
-    pi, _ = engine.probabilities(coef)
     gains = np.full(len(moves), np.nan)
     steps = [None] * len(moves)
     adds = [(k, m) for k, m in enumerate(moves) if m[0] == "add"]
     if adds:
         cols = np.concatenate([features.blocks[(m[1], m[2])] for _, m in adds])
-        Fn = features.Phi[:, cols]
-        kappa_n = pi @ Fn
-        Dn = Fn - kappa_n
-        Dw = Dn * pi[:, None]
-        C_no = Dw.T @ engine.Phi  # (n_new, F); the columns of Dw sum to 0: no centring
+        # the new features' means and covariances under the parent, from its marginals
+        kappa_n, C_no, C_nn = engine.assignment_moments(coef, features.nodes[cols],
+                                                        features.states[cols])
         g = features.S[cols] - N * kappa_n
         Y = cho_solve(cho, N * C_no.T)                 # A_oo^-1 A_ob, (F, n_new)
         if cols.size == len(adds):  # one feature per edge (binary nodes): H is a scalar
             Pn = float(new_edge_precision)
-            H = N * np.einsum("mk,mk->k", Dw, Dn) + Pn - N * np.einsum("kf,fk->k", C_no, Y)
+            H = N * np.diag(C_nn) + Pn - N * np.einsum("kf,fk->k", C_no, Y)
             with np.errstate(invalid="ignore", divide="ignore"):
                 gk = 0.5 * g**2 / H + 0.5 * np.log(Pn) - 0.5 * np.log(H)
             for c, (k, m) in enumerate(adds):
@@ -142,7 +141,7 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
             sl = slice(start, start + b)
             start += b
             Pb = np.full(b, float(new_edge_precision))
-            H = N * (Dw[:, sl].T @ Dn[:, sl]) + np.diag(Pb) - N * C_no[sl] @ Y[:, sl]
+            H = N * C_nn[sl, sl] + np.diag(Pb) - N * C_no[sl] @ Y[:, sl]
             try:
                 Lh = np.linalg.cholesky(0.5 * (H + H.T))
             except np.linalg.LinAlgError:
@@ -157,6 +156,18 @@ def predicted_gains(estimator, features, moves, precision, new_edge_precision):
         Ainv = cho_solve(cho, np.eye(A.shape[0]))
         index = {(int(a), int(b)): e for e, (a, b) in enumerate(layout.edges)}
         K = layout.n_states
+        if np.all(K == 2):  # one feature per edge: B is a scalar, all removals at once
+            ks = np.array([k for k, _ in removes])
+            idx = layout.edge_feat[[index[(m[1], m[2])] for _, m in removes], 1, 1]
+            B = Ainv[idx, idx]
+            ok = B > 0
+            root = np.sqrt(np.where(ok, B, 1.0))
+            z = coef[idx] / root
+            gk = -0.5 * z * z - 0.5 * np.log(P_old[idx]) - np.log(root)
+            gains[ks[ok]] = gk[ok]
+            for c in np.flatnonzero(ok):
+                steps[ks[c]] = (coef - Ainv[:, idx[c]] * (z[c] / root[c]), None)
+            removes = []
         for k, m in removes:
             e = index[(m[1], m[2])]
             a, b = layout.edges[e]

@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from scipy.linalg import cho_solve
 from scipy.optimize import minimize
-from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from ._bp_kernels import bp_beliefs, bp_run, gibbs_sweeps, lr_propagation
+from ._exact_kernels import (assignment_cells, covariance_block, energy_table, exp_table,
+                             log_partitions, marginal_table, transform_plan)
 from .._core.warn import warn_at_caller
 
 __all__ = ["BPConvergenceWarning", "ExactEngine", "BPEngine", "Moments", "newton_map",
@@ -110,49 +112,104 @@ def log_prior(coef, precision):
 
 
 class ExactEngine:
-    """Exact ``ln Z``, moments and covariance by enumeration of the joint states."""
+    """Exact ``ln Z``, moments and covariance by enumeration of the joint states.
+
+    The energies and the marginals of every partial assignment come from zeta
+    transforms over the table of joint states (:mod:`sklearn_vb.mrf._exact_kernels`),
+    ``O(M p)`` for ``M`` states instead of the ``O(M F^2)`` of a feature matrix; the
+    covariance of any two features, also of edges the layout lacks
+    (:meth:`assignment_moments`), is read off that table."""
 
     name = "exact"
 
     def __init__(self, layout):
         self.layout = layout
-        self.states = layout.all_states()
-        self.Phi = layout.feature_matrix(self.states)
-        self._last = None  # (coef, probabilities, ln Z, kappa) of the last call
+        K = np.ascontiguousarray(layout.n_states, dtype=np.int64)
+        self._shape = K
+        strides, plan, up, down = transform_plan(K)
+        self._strides = strides
+        self._plan = (K, strides) + plan
+        self._up, self._down = up, down
+        self._nodes, self._assigned = layout.feature_assignments()
+        self._cells = assignment_cells(self._nodes, self._assigned, strides)
+        self._Phi = None
+        self._last = None  # (coef, ln Z, marginal table, kappa) of the last call
+
+    @property
+    def states(self):
+        """``(M, p)`` every joint state (the order of the probabilities)."""
+        return self.layout.all_states()
+
+    @property
+    def Phi(self):
+        """``(M, F)`` features of every joint state (built on first use)."""
+        if self._Phi is None:
+            self._Phi = self.layout.feature_matrix(self.states)
+        return self._Phi
 
     def log_partition(self, coefs):
         """``ln Z`` for a batch ``(C, F)`` of parameter vectors."""
-        return logsumexp(np.atleast_2d(coefs) @ self.Phi.T, axis=1)
+        coefs = np.ascontiguousarray(np.atleast_2d(coefs), dtype=float)
+        return log_partitions(coefs, self._cells, self._shape, self._strides, self._plan[2:],
+                              self._up)
 
-    def probabilities(self, coef):
+    def _table(self, coef):
+        """``(coef, ln Z, m, kappa)`` with the normalised marginal table ``m``; the
+        energies are transformed in place, no copy of an ``M``-table is made."""
         coef = np.asarray(coef, dtype=float)
         last = self._last
         if last is not None and np.array_equal(last[0], coef):
-            return last[1], last[2]
-        en = self.Phi @ coef
-        lz = float(logsumexp(en))
-        pi = np.exp(en - lz)
-        self._last = (coef.copy(), pi, lz, None)
-        return pi, lz
+            return last
+        m = np.empty(self.layout.n_states_total)
+        energy_table(np.ascontiguousarray(coef), self._cells, *self._plan, self._up, m)
+        mx = exp_table(m, m)
+        marginal_table(m, *self._plan, self._down)
+        total = m[0]
+        m *= 1.0 / total
+        self._last = (coef.copy(), float(mx + np.log(total)), m, m[self._cells])
+        return self._last
+
+    def probabilities(self, coef):
+        """Probabilities of the joint states (the order of :attr:`states`) and ``ln Z``."""
+        coef = np.ascontiguousarray(coef, dtype=float)
+        pi = np.empty(self.layout.n_states_total)
+        energy_table(coef, self._cells, *self._plan, self._up, pi)
+        mx = exp_table(pi, pi)
+        total = float(np.sum(pi))
+        pi /= total
+        return pi, float(mx + np.log(total))
 
     def moments(self, coef, covariance=True):
         # a Newton step evaluates its accepted point twice (line search, then with the
-        # covariance): the probabilities and kappa of the last point are kept
-        pi, lz = self.probabilities(coef)
-        kappa = self._last[3]
-        if kappa is None:
-            kappa = pi @ self.Phi
-            self._last = self._last[:3] + (kappa,)
+        # covariance): the tables of the last point are kept
+        _, lz, m, kappa = self._table(coef)
         cov = None
         if covariance:
-            D = self.Phi - kappa  # centred: E f f^T - kappa kappa^T cancels near determinism
-            cov = (D * pi[:, None]).T @ D
+            F = kappa.size
+            cov = np.empty((F, F))
+            covariance_block(m, self._strides, self._nodes, self._assigned, kappa, self._nodes,
+                             self._assigned, kappa, cov)
         return Moments(lz, kappa.copy(), cov, info={"inference": "exact"})
+
+    def assignment_moments(self, coef, nodes, states):
+        """Means of the indicators of the partial assignments ``(nodes[r], states[r])``
+        (rows of two entries, node -1 where unused; states >= 1), their covariance with
+        the layout's features ``(n, F)`` and among themselves ``(n, n)``, at ``coef``."""
+        _, _, m, kappa = self._table(coef)
+        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+        states = np.ascontiguousarray(states, dtype=np.int64)
+        mean = m[assignment_cells(nodes, states, self._strides)]
+        cross = np.empty((nodes.shape[0], kappa.size))
+        covariance_block(m, self._strides, nodes, states, mean, self._nodes, self._assigned, kappa,
+                         cross)
+        own = np.empty((nodes.shape[0], nodes.shape[0]))
+        covariance_block(m, self._strides, nodes, states, mean, nodes, states, mean, own)
+        return mean, cross, own
 
     def sample(self, coef, n_samples, rng):
         pi, _ = self.probabilities(coef)
         idx = rng.choice(pi.size, size=n_samples, p=pi / pi.sum())
-        return self.states[idx].copy()
+        return np.stack(np.unravel_index(idx, tuple(self._shape)), axis=1).astype(np.int64)
 
 
 @dataclass
@@ -300,7 +357,7 @@ def _solve(m, N, precision, g):
     if m.cov is not None:
         A = N * m.cov + np.diag(precision)
         L = np.linalg.cholesky(A)  # LinAlgError when A is not positive definite
-        step = np.linalg.solve(L.T, np.linalg.solve(L, g))
+        step = cho_solve((L, True), g, check_finite=False)
         return step, 2.0 * float(np.sum(np.log(np.diag(L))))
     sq = np.sqrt(precision)
     Ps = sp.diags(sq)

@@ -22,7 +22,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["MRFLayout", "parse_structure", "is_forest"]
+__all__ = ["MRFLayout", "parse_structure", "is_forest", "unique_rows"]
 
 
 def parse_structure(structure, n_nodes):
@@ -49,6 +49,9 @@ def parse_structure(structure, n_nodes):
             raise ValueError("structure: the adjacency matrix has a self-loop (non-zero diagonal).")
         i, j = np.nonzero(np.triu(A, 1))
         return np.stack([i, j], axis=1).astype(np.int64)
+    fast = _integer_pairs(structure, n_nodes)
+    if fast is not None:
+        return fast
     edges = []
     for pair in (structure.tolist() if isinstance(structure, np.ndarray) else structure):
         pair = tuple(pair)
@@ -68,6 +71,50 @@ def parse_structure(structure, n_nodes):
         raise ValueError("structure: duplicate edge.")
     edges.sort()
     return np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+
+
+def unique_rows(codes, n_states):
+    """The distinct rows of the int state codes (sorted lexicographically), the row
+    pattern of each row and the count of each pattern, as ``np.unique(codes, axis=0,
+    return_inverse=True, return_counts=True)``; rows are keyed by their mixed-radix
+    index (node 0 most significant) when it fits in 62 bits."""
+    codes = np.asarray(codes, dtype=np.int64)
+    K = np.asarray(n_states, dtype=np.int64)
+    if codes.shape[1] == 0 or float(np.sum(np.log2(np.maximum(K, 1)))) > 62:
+        patterns, inverse, counts = np.unique(codes, axis=0, return_inverse=True,
+                                              return_counts=True)
+        return patterns, inverse.ravel(), counts
+    strides = np.ones(K.size, dtype=np.int64)
+    for i in range(K.size - 2, -1, -1):
+        strides[i] = strides[i + 1] * K[i + 1]
+    keys = codes @ strides
+    _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True,
+                                          return_counts=True)
+    return codes[first], inverse.ravel(), counts
+
+
+def _integer_pairs(structure, n_nodes):
+    """The sorted edge array of a list (or array) of valid pairs of integer nodes,
+    checked at once; None when the pairs are not all such (the caller's loop then
+    names the offending pair)."""
+    if isinstance(structure, np.ndarray):
+        arr = structure
+    elif isinstance(structure, (list, tuple)) and structure and all(
+            type(pair) is tuple and len(pair) == 2 and type(pair[0]) is int and type(pair[1]) is int
+            for pair in structure):
+        arr = np.array(structure, dtype=np.int64)
+    else:
+        return None
+    if arr.ndim != 2 or arr.shape[1] != 2 or arr.shape[0] == 0 or arr.dtype.kind not in "iu":
+        return None
+    lo, hi = np.minimum(arr[:, 0], arr[:, 1]), np.maximum(arr[:, 0], arr[:, 1])
+    if lo.min() < 0 or hi.max() >= n_nodes or np.any(lo == hi):
+        return None
+    key = lo.astype(np.int64) * n_nodes + hi
+    order = np.argsort(key, kind="stable")
+    if np.any(np.diff(key[order]) == 0):
+        return None
+    return np.ascontiguousarray(np.stack([lo, hi], axis=1)[order].astype(np.int64))
 
 
 def _is_pair_list(arr):
@@ -122,21 +169,24 @@ class MRFLayout:
         K = self.n_states
         self.Kmax = int(K.max()) if p else 2
         node_sizes = K - 1
-        edge_sizes = np.array([(K[a] - 1) * (K[b] - 1) for a, b in self.edges], dtype=np.int64)
+        Ka, Kb = K[self.edges[:, 0]], K[self.edges[:, 1]]
+        edge_sizes = (Ka - 1) * (Kb - 1)
         self.node_offset = np.concatenate([[0], np.cumsum(node_sizes)]).astype(np.int64)
         n_node_feat = int(self.node_offset[-1])
         self.edge_offset = (n_node_feat + np.concatenate([[0], np.cumsum(edge_sizes)])).astype(np.int64)
         self.n_node_features = n_node_feat
         self.n_features = int(self.edge_offset[-1])
-        Kx = self.Kmax
-        nf = np.full((p, Kx), -1, dtype=np.int64)
-        for i in range(p):
-            nf[i, 1:K[i]] = self.node_offset[i] + np.arange(K[i] - 1)
-        ef = np.full((E, Kx, Kx), -1, dtype=np.int64)
-        for e, (a, b) in enumerate(self.edges):
-            block = self.edge_offset[e] + np.arange((K[a] - 1) * (K[b] - 1)).reshape(K[a] - 1, K[b] - 1)
-            ef[e, 1:K[a], 1:K[b]] = block
-        self.node_feat, self.edge_feat = nf, ef
+        k = np.arange(self.Kmax, dtype=np.int64)
+        # node i, state k >= 1: node_offset[i] + k - 1; edge e, states (k, l) >= 1: its
+        # block in C order; -1 beyond the nodes' states
+        nf = np.where((k[None, :] >= 1) & (k[None, :] < K[:, None]),
+                      self.node_offset[:p, None] + k[None, :] - 1, -1)
+        inside = ((k[None, :, None] >= 1) & (k[None, :, None] < Ka[:, None, None])
+                  & (k[None, None, :] >= 1) & (k[None, None, :] < Kb[:, None, None]))
+        ef = np.where(inside, self.edge_offset[:E, None, None] + (k[None, :, None] - 1)
+                      * (Kb[:, None, None] - 1) + k[None, None, :] - 1, -1)
+        self.node_feat = np.ascontiguousarray(nf, dtype=np.int64)
+        self.edge_feat = np.ascontiguousarray(ef, dtype=np.int64).reshape(E, self.Kmax, self.Kmax)
         # directed edges 2e: a -> b, 2e + 1: b -> a; incoming lists per node
         tgt = np.empty(2 * E, dtype=np.int64)
         tgt[0::2], tgt[1::2] = self.edges[:, 1], self.edges[:, 0]
@@ -222,11 +272,21 @@ class MRFLayout:
 
     def statistics(self, codes, weights=None):
         """Sufficient statistics ``S = sum_n w_n f(x_n)``."""
-        act = self.active_features(codes)
-        w = np.ones(act.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-        out = np.bincount(act.ravel(), weights=np.repeat(w, act.shape[1]),
-                          minlength=self.n_features + 1)
-        return out[:self.n_features]
+        codes = np.asarray(codes, dtype=np.int64)
+        node, state, a, ka, b, kb = self._feature_cells()
+        # the indicator of every (node, state >= 1) per row; an edge feature is the
+        # product of two of them
+        onehot = (codes[:, node] == state).astype(float)
+        w = np.ones(codes.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+        nf = self.node_feat
+        ia, ib = nf[a, ka], nf[b, kb]
+        if onehot.shape[1] <= 64:
+            # few indicators: every pair's weighted count at once (sums of 0/1 terms,
+            # exact for integer weights)
+            pair = ((onehot * w[:, None]).T @ onehot)[ia, ib]
+        else:
+            pair = w @ (onehot[:, ia] * onehot[:, ib])
+        return np.concatenate([w @ onehot, pair])
 
     def energies(self, coef, codes):
         """``coef^T f(x_n)`` per row (coef may be a batch (C, F): then (C, N))."""
@@ -267,6 +327,18 @@ class MRFLayout:
             e, ka, kb = e[q], ka[q], kb[q]
             self._fcells = (i[o], k[o], self.edges[e, 0], ka, self.edges[e, 1], kb)
         return self._fcells
+
+    def feature_assignments(self):
+        """``(F, 2)`` nodes and ``(F, 2)`` states of the partial assignment each feature
+        indicates (a node feature's second node is -1)."""
+        node, state, a, ka, b, kb = self._feature_cells()
+        nodes = np.full((self.n_features, 2), -1, dtype=np.int64)
+        states = np.zeros((self.n_features, 2), dtype=np.int64)
+        n = self.n_node_features
+        nodes[:n, 0], states[:n, 0] = node, state
+        nodes[n:, 0], states[n:, 0] = a, ka
+        nodes[n:, 1], states[n:, 1] = b, kb
+        return nodes, states
 
     # -- cells: beliefs affine in the mean parameters ------------------------------
     def cells(self):

@@ -26,6 +26,7 @@ from .._core.progress import progress_for
 from ._ais_kernels import ais_segment, draw_moves
 from ._estimator import prior_precision_vector
 from .inference import LOG_2PI, BPEngine, ExactEngine, lbfgs_minimize, log_prior, newton_map
+from .layout import unique_rows
 
 __all__ = ["MRFScoringModel", "MRFData", "MRFPreconditionedRW", "GaussianWeightsMixin"]
 
@@ -237,9 +238,9 @@ class MRFScoringModel(GaussianWeightsMixin, ScoringModelMixin):
         if isinstance(X, MRFData):
             return X
         codes = self.estimator.check_data(X)
-        patterns, inverse, counts = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
+        patterns, inverse, counts = unique_rows(codes, self.layout.n_states)
         S = self.layout.statistics(patterns, counts)
-        return MRFData(S, float(codes.shape[0]), patterns, counts.astype(float), inverse.ravel())
+        return MRFData(S, float(codes.shape[0]), patterns, counts.astype(float), inverse)
 
     def sufficient_statistics(self, X):
         d = self.prepare_data(X)
