@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kalman import vb_kalman_smoother
+from .kalman_batch import vb_kalman_smoother_grouped
 
 __all__ = ["DataMoments", "HiddenStatistics", "OutputRows", "SmootherResult",
            "StatePosterior", "check_missing_outputs", "data_moments", "dynamics_moments", "hidden_statistics",
@@ -160,7 +160,9 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
     if observed is None:
         observed = np.ones(N, dtype=np.bool_)
     mask = np.zeros((0, p), dtype=np.bool_) if obs_mask is None else obs_mask
-    out = vb_kalman_smoother(
+    # groups of equal-length, fully observed sequences share one covariance
+    # recursion (kalman_batch); every other sequence runs on its own
+    out = vb_kalman_smoother_grouped(
         y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, np.ascontiguousarray(mask),
         starts.astype(np.int64), ends.astype(np.int64),
         A, C, np.ascontiguousarray(rho), S_A, S_C, S_C_d, gap,
