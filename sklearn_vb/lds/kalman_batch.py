@@ -32,6 +32,7 @@ from .._core.kernels.constants import LOG_2PI
 from .._core.kernels.linalg import mm as _mm
 from .._core.kernels.linalg import mmT as _mmT
 from .._core.kernels.linalg import spd_inverse_into
+from .kalman import _same, vb_kalman_smoother
 
 __all__ = ["batched_means", "covariance_pass"]
 
@@ -48,6 +49,10 @@ def covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, smooth):
     parts of the log terms ``const_ab``, ``const_cd`` and ``ld_prior_prec``,
     ``ld_Lam``, and the smoothed covariance of ``x_0`` and the entropy of
     ``q(x_{0:T})`` (zeros unless ``smooth``).
+
+    The steady state is detected as in the per-sequence kernel (a filtered
+    precision bitwise equal to the previous one; a smoothed covariance mapped to
+    itself): the following steps are copies, bitwise what recomputing them gives.
     """
     k = A.shape[0]
     p = C.shape[0]
@@ -74,12 +79,14 @@ def covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, smooth):
     ld_prior = np.empty(T)
     ld_lam = np.empty(T)
     ld_sstar = np.empty(T)
+    same = np.zeros(T, dtype=np.bool_)
 
     Sig = np.empty((k, k))
     Sig_inv = np.empty((k, k))
     Lam1 = np.empty((k, k))
     St = np.empty((k, k))
     Lam = np.empty((k, k))
+    Lam_prev = np.empty((k, k))
     Pinv = np.empty((k, k))
     Pt = np.empty((k, k))
     T1 = np.empty((k, k))
@@ -90,7 +97,24 @@ def covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, smooth):
         for b in range(k):
             Sig[a, b] = 0.5 * (Sigma0[a, b] + Sigma0[b, a])
     ld_Sig = spd_inverse_into(Sig, Sig_inv, Lw, Liw)
+    steady = False
     for t in range(T):
+        if steady:
+            same[t] = True
+            StT[t] = StT[t - 1]
+            Lam1T[t] = Lam1T[t - 1]
+            sstar[t] = sstar[t - 1]
+            sstarT[t] = sstarT[t - 1]
+            PtT[t] = PtT[t - 1]
+            SigT[t] = SigT[t - 1]
+            pred_cov[t] = pred_cov[t - 1]
+            filt_cov[t] = filt_cov[t - 1]
+            const_ab[t] = const_ab[t - 1]
+            const_cd[t] = const_cd[t - 1]
+            ld_prior[t] = ld_prior[t - 1]
+            ld_lam[t] = ld_lam[t - 1]
+            ld_sstar[t] = ld_sstar[t - 1]
+            continue
         # 1. transition penalty on x_{t-1}
         for a in range(k):
             for b in range(k):
@@ -128,6 +152,8 @@ def covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, smooth):
         ld_Lam = spd_inverse_into(Lam, Sig, Lw, Liw)
         ld_lam[t] = ld_Lam
         filt_cov[t] = Sig
+        steady = t > 0 and _same(Lam, Lam_prev)
+        Lam_prev[:, :] = Lam
         Sig_inv[:, :] = Lam
         ld_Sig = -ld_Lam
         StT[t] = St.T
@@ -138,8 +164,8 @@ def covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, smooth):
             sstarT[t] = sstar[t].T
 
     JT = np.empty((T if smooth else 0, k, k))
-    ups = np.zeros((T, k, k))
-    cross = np.zeros((T, k, k))
+    ups = np.zeros((T if smooth else 0, k, k))
+    cross = np.zeros((T if smooth else 0, k, k))
     ups0 = np.zeros((k, k))
     entropy = 0.0
     if smooth:
@@ -148,52 +174,65 @@ def covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, smooth):
         T2 = np.empty((k, k))
         ups[T - 1] = filt_cov[T - 1]
         entropy = h_const + 0.5 * (-ld_lam[T - 1])
+        steady = False
         for t in range(T - 1, -1, -1):
             tgt = ups[t - 1] if t > 0 else ups0
-            _mm(sstar[t], At, J)
-            _mm(J, ups[t], cross[t])
-            _mmT(cross[t], J, T2)
-            for a in range(k):
-                for b in range(a + 1):
-                    val = sstar[t, a, b] + 0.5 * (T2[a, b] + T2[b, a])
-                    tgt[a, b] = val
-                    tgt[b, a] = val
-            JT[t] = J.T
+            if steady and same[t + 1]:
+                JT[t] = JT[t + 1]
+                cross[t] = cross[t + 1]
+                tgt[:, :] = ups[t]
+            else:
+                _mm(sstar[t], At, J)
+                _mm(J, ups[t], cross[t])
+                _mmT(cross[t], J, T2)
+                for a in range(k):
+                    for b in range(a + 1):
+                        val = sstar[t, a, b] + 0.5 * (T2[a, b] + T2[b, a])
+                        tgt[a, b] = val
+                        tgt[b, a] = val
+                JT[t] = J.T
+                steady = _same(tgt, ups[t])
             entropy += h_const + 0.5 * ld_sstar[t]
     return (StT, Lam1T, sstarT, PtT, SigT, JT, pred_cov, filt_cov, ups, cross,
             const_ab, const_cd, ld_prior, ld_lam, ups0, entropy)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _row_terms(x, Sx, h, g, v, c, out):
-    """``out[s] += -x_s'Sx_s / 2 - x_s'h_s + g_s'v_s / 2 - c_s`` for every row ``s``:
-    the sequence-dependent part of a penalty's log term."""
+def _row_terms(x, Sx, h, rows, t, g, v, c, out):
+    """``out[s] += -x_s'Sx_s / 2 - x_s'h_s + g_s'v_s / 2 - c_s`` for every sequence
+    ``s`` (``h``, ``c`` read at row ``rows[s] + t``): the sequence-dependent part of a
+    penalty's log term."""
     S, k = x.shape
     for s in range(S):
+        r = rows[s] + t
         q = 0.0
         lin = 0.0
         gv = 0.0
         for a in range(k):
             q += x[s, a] * Sx[s, a]
-            lin += x[s, a] * h[s, a]
+            lin += x[s, a] * h[r, a]
             gv += g[s, a] * v[s, a]
-        out[s] += -0.5 * q - lin + 0.5 * gv - c[s]
+        out[s] += -0.5 * q - lin + 0.5 * gv - c[r]
 
 
 @njit(cache=True, nogil=True)
-def batched_means(y_res, bu, Atbu, h_ab, c_ab, h_cd, c_cd, A, C, rho, S_A, S_C,
+def batched_means(seq_starts, y_res, bu, h_ab, c_ab, h_cd, c_cd, A, C, rho, S_A, S_C,
                   rho_log_gap, mu0, StT, Lam1T, sstarT, PtT, SigT, JT, const_ab,
-                  const_cd, ld_prior, ld_lam, smooth):
-    """The mean recursions of ``S`` sequences of length ``T`` sharing the covariance
-    recursion of :func:`covariance_pass` (whose per-step outputs are passed on).
+                  const_cd, ld_prior, ld_lam, smooth, log_terms, pred_mean, filt_mean,
+                  omega, omega0):
+    """The mean recursions of the ``S`` sequences starting at rows ``seq_starts`` (S,),
+    all of length ``T``, which share the covariance recursion of
+    :func:`covariance_pass` (whose per-step outputs are passed on).
 
-    ``y_res`` (T, S, p), ``bu``, ``h_ab``, ``h_cd`` (T, S, k), ``c_ab``, ``c_cd`` (T, S)
-    are the per-step terms of :func:`~sklearn_vb.lds.kalman.vb_kalman_smoother` by
-    time step and sequence; ``Atbu`` (T, S, k) holds ``A' bu_t`` (rows ``bu_t' A``).
-    Returns ``log_terms`` (T, S), ``pred_mean``, ``filt_mean``, ``omega`` (T, S, k) and
-    ``omega0`` (S, k) (``omega`` zeros unless ``smooth``).
+    ``y_res`` ... ``c_cd`` are the (N, ...) per-row terms of
+    :func:`~sklearn_vb.lds.kalman.vb_kalman_smoother`; the rows of these sequences of
+    ``log_terms``, ``pred_mean``, ``filt_mean`` and (with ``smooth``) ``omega`` are
+    written, and ``omega0`` (S, k) gets the smoothed means of their ``x_0``.  The
+    means of step t are held as (S, k) blocks, so every map is one BLAS product.
     """
-    T, S, p = y_res.shape
+    S = seq_starts.shape[0]
+    T = const_ab.shape[0]
+    p = y_res.shape[1]
     k = A.shape[0]
     AT = np.ascontiguousarray(A.T)
     CT = np.ascontiguousarray(C.T)
@@ -208,11 +247,6 @@ def batched_means(y_res, bu, Atbu, h_ab, c_ab, h_cd, c_cd, A, C, rho, S_A, S_C,
         sum_log_rho += np.log(rho[s])
     const_y = -0.5 * (p * LOG_2PI - sum_log_rho)
 
-    log_terms = np.zeros((T, S))
-    pred_mean = np.empty((T, S, k))
-    filt_mean = np.empty((T, S, k))
-    omega = np.zeros((T, S, k))
-    omega0 = np.zeros((S, k))
     cvec = np.empty((T if smooth else 0, S, k))
     mu = np.empty((S, k))
     for s in range(S):
@@ -222,73 +256,98 @@ def batched_means(y_res, bu, Atbu, h_ab, c_ab, h_cd, c_cd, A, C, rho, S_A, S_C,
     v1 = np.empty((S, k))
     v2 = np.empty((S, k))
     mut = np.empty((S, k))
+    m = np.empty((S, k))
     mt = np.empty((S, k))
+    bt = np.empty((S, k))
+    Atb = np.empty((S, k))
     e = np.empty((S, p))
     lt = np.empty(S)
     for t in range(T):
         for s in range(S):
             lt[s] = const_ab[t] + const_cd[t] + rho_log_gap
+            bt[s] = bu[seq_starts[s] + t]
         # 1. transition penalty on x_{t-1}: mut = mu - St (S_A mu + h_ab)
         np.dot(mu, S_AT, Sx)
         for s in range(S):
+            r = seq_starts[s] + t
             for a in range(k):
-                g[s, a] = Sx[s, a] + h_ab[t, s, a]
+                g[s, a] = Sx[s, a] + h_ab[r, a]
         np.dot(g, StT[t], v1)
         for s in range(S):
             for a in range(k):
                 mut[s, a] = mu[s, a] - v1[s, a]
-        _row_terms(mu, Sx, h_ab[t], g, v1, c_ab[t], lt)
+        _row_terms(mu, Sx, h_ab, seq_starts, t, g, v1, c_ab, lt)
         if smooth:  # the RTS conditional's offset c = sstar (Lam1 mut - A' bu)
             np.dot(mut, Lam1T[t], v1)
+            np.dot(bt, A, Atb)  # rows bu' A = (A' bu)'
             for s in range(S):
                 for a in range(k):
-                    v1[s, a] -= Atbu[t, s, a]
+                    v1[s, a] -= Atb[s, a]
             np.dot(v1, sstarT[t], cvec[t])
         # 2. predict: m = A mut + bu
-        m = pred_mean[t]
         np.dot(mut, AT, m)
         for s in range(S):
+            r = seq_starts[s] + t
             for a in range(k):
-                m[s, a] += bu[t, s, a]
+                m[s, a] += bt[s, a]
+                pred_mean[r, a] = m[s, a]
         # 3. observation penalty on x_t: mt = m - Pt (S_C m + h_cd)
         np.dot(m, S_CT, Sx)
         for s in range(S):
+            r = seq_starts[s] + t
             for a in range(k):
-                g[s, a] = Sx[s, a] + h_cd[t, s, a]
+                g[s, a] = Sx[s, a] + h_cd[r, a]
         np.dot(g, PtT[t], v1)
         for s in range(S):
             for a in range(k):
                 mt[s, a] = m[s, a] - v1[s, a]
-        _row_terms(m, Sx, h_cd[t], g, v1, c_cd[t], lt)
+        _row_terms(m, Sx, h_cd, seq_starts, t, g, v1, c_cd, lt)
         # 4. update: e = y - C mt, mu = mt + Sig C'R^-1 e
         np.dot(mt, CT, e)
         for s in range(S):
+            r = seq_starts[s] + t
             quad = 0.0
             for j in range(p):
-                d = y_res[t, s, j] - e[s, j]
+                d = y_res[r, j] - e[s, j]
                 e[s, j] = d
                 quad += rho[j] * d * d
             lt[s] += -0.5 * quad
         np.dot(e, CtRT, v1)
         np.dot(v1, SigT[t], v2)
-        mu_t = filt_mean[t]
         for s in range(S):
+            r = seq_starts[s] + t
             q = 0.0
             for a in range(k):
-                mu_t[s, a] = mt[s, a] + v2[s, a]
+                val = mt[s, a] + v2[s, a]
+                mu[s, a] = val
+                filt_mean[r, a] = val
                 q += v1[s, a] * v2[s, a]
-            log_terms[t, s] = lt[s] + const_y - 0.5 * (-ld_prior[t] + ld_lam[t] - q)
-        mu[:, :] = mu_t
+            log_terms[r] = lt[s] + const_y - 0.5 * (-ld_prior[t] + ld_lam[t] - q)
     if smooth:
-        omega[T - 1] = filt_mean[T - 1]
+        # mu holds the last filtered means, the last smoothed ones
         for t in range(T - 1, -1, -1):
-            tgt = omega[t - 1] if t > 0 else omega0
-            np.dot(omega[t], JT[t], tgt)
+            np.dot(mu, JT[t], v2)
             for s in range(S):
+                r = seq_starts[s] + t
                 for a in range(k):
-                    tgt[s, a] += cvec[t, s, a]
-    return log_terms, pred_mean, filt_mean, omega, omega0
+                    omega[r, a] = mu[s, a]
+                    v2[s, a] += cvec[t, s, a]
+            mu[:, :] = v2
+        omega0[:, :] = mu
 
+
+@njit(cache=True, nogil=True)
+def _scatter_covariances(seq_starts, pred_cov, filt_cov, ups, cross, P, Sig, U, X, smooth):
+    """Copy the shared per-step covariances to the rows of every sequence."""
+    T = P.shape[0]
+    for s in range(seq_starts.shape[0]):
+        for t in range(T):
+            r = seq_starts[s] + t
+            pred_cov[r] = P[t]
+            filt_cov[r] = Sig[t]
+            if smooth:
+                ups[r] = U[t]
+                cross[r] = X[t]
 
 #: The batched path runs for groups of at least this many equal-length, fully observed
 #: sequences, with at least ``BATCH_MIN_STATES`` states (below either, the per-sequence
@@ -330,8 +389,6 @@ def vb_kalman_smoother_grouped(y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_
     with the sequences of ``groups`` (default :func:`batch_groups`) run through the
     batched path and every other sequence through the per-sequence kernel.  Without
     a group it is that kernel's call itself."""
-    from .kalman import vb_kalman_smoother
-
     k = A.shape[0]
     if groups is None:
         groups = batch_groups(observed, obs_mask, starts, ends, k)
@@ -341,18 +398,19 @@ def vb_kalman_smoother_grouped(y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_
                                   gap_d, mu0, Sigma0, smooth)
     N, p = y_res.shape
     n_seq = starts.shape[0]
-    log_terms = np.zeros(N)
-    pred_mean = np.zeros((N, k))
-    pred_cov = np.zeros((N, k, k))
-    filt_mean = np.zeros((N, k))
-    filt_cov = np.zeros((N, k, k))
-    omega = np.zeros((N, k))
-    ups = np.zeros((N, k, k))
-    cross = np.zeros((N, k, k))
-    omega0 = np.zeros((n_seq, k))
-    ups0 = np.zeros((n_seq, k, k))
-    entropy = np.zeros(n_seq)
-    full = (log_terms, pred_mean, pred_cov, filt_mean, filt_cov, omega, ups, cross)
+    # every row is written below (the smoothed moments only with ``smooth``)
+    alloc = np.empty if smooth else np.zeros
+    log_terms = np.empty(N)
+    pred_mean = np.empty((N, k))
+    pred_cov = np.empty((N, k, k))
+    filt_mean = np.empty((N, k))
+    filt_cov = np.empty((N, k, k))
+    omega = alloc((N, k))
+    ups = alloc((N, k, k))
+    cross = alloc((N, k, k))
+    omega0 = alloc((n_seq, k))
+    ups0 = alloc((n_seq, k, k))
+    entropy = alloc(n_seq)
 
     rest = np.ones(n_seq, dtype=bool)
     for grp in groups:
@@ -367,28 +425,24 @@ def vb_kalman_smoother_grouped(y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_
             y_res[rows], bu[rows], h_ab[rows], c_ab[rows], h_cd[rows], c_cd[rows],
             observed[rows], np.ascontiguousarray(mask), sub_ends - lengths, sub_ends,
             A, C, rho, S_A, S_C, S_C_d, rho_log_gap, gap_d, mu0, Sigma0, smooth)
-        for dest, src in zip(full, out[:8]):
+        for dest, src in zip((log_terms, pred_mean, pred_cov, filt_mean, filt_cov, omega,
+                              ups, cross), out[:8]):
             dest[rows] = src
         omega0[rest], ups0[rest], entropy[rest] = out[8], out[9], out[10]
 
-    At_rows = np.ascontiguousarray(A)  # rows bu_t' A are (A' bu_t)'
     for grp in groups:
         T = int(ends[grp[0]] - starts[grp[0]])
-        idx = starts[grp][None, :] + np.arange(T)[:, None]  # (T, S) rows
+        seq_starts = np.ascontiguousarray(starts[grp], dtype=np.int64)
         (StT, Lam1T, sstarT, PtT, SigT, JT, P, Sig, U, X, const_ab, const_cd, ld_prior,
          ld_lam, U0, ent) = covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, smooth)
-        bu_g = bu[idx]
-        lt, pm, fm, om, om0 = batched_means(
-            y_res[idx], bu_g, bu_g @ At_rows, h_ab[idx], c_ab[idx], h_cd[idx], c_cd[idx],
-            A, C, rho, S_A, S_C, rho_log_gap, mu0, StT, Lam1T, sstarT, PtT, SigT, JT,
-            const_ab, const_cd, ld_prior, ld_lam, smooth)
-        log_terms[idx], pred_mean[idx], filt_mean[idx] = lt, pm, fm
-        pred_cov[idx] = P[:, None]
-        filt_cov[idx] = Sig[:, None]
+        om0 = np.zeros((grp.size, k))
+        batched_means(seq_starts, y_res, bu, h_ab, c_ab, h_cd, c_cd, A, C, rho, S_A, S_C,
+                      rho_log_gap, mu0, StT, Lam1T, sstarT, PtT, SigT, JT, const_ab,
+                      const_cd, ld_prior, ld_lam, smooth, log_terms, pred_mean, filt_mean,
+                      omega, om0)
+        _scatter_covariances(seq_starts, pred_cov, filt_cov, ups, cross, P, Sig, U, X,
+                             smooth)
         if smooth:
-            omega[idx] = om
-            ups[idx] = U[:, None]
-            cross[idx] = X[:, None]
             omega0[grp] = om0
             ups0[grp] = U0
             entropy[grp] = ent
