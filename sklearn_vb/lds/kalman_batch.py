@@ -384,50 +384,75 @@ def batch_groups(observed, obs_mask, starts, ends, k, min_sequences=None, min_st
 
 def vb_kalman_smoother_grouped(y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_mask,
                                starts, ends, A, C, rho, S_A, S_C, S_C_d, rho_log_gap,
-                               gap_d, mu0, Sigma0, smooth, groups=None):
+                               gap_d, mu0, Sigma0, smooth, groups=None, shared=False):
     """:func:`~sklearn_vb.lds.kalman.vb_kalman_smoother` (same arguments and results)
     with the sequences of ``groups`` (default :func:`batch_groups`) run through the
     batched path and every other sequence through the per-sequence kernel.  Without
-    a group it is that kernel's call itself."""
+    a group it is that kernel's call itself.
+
+    A twelfth result, ``cov_rows``, is None unless ``shared`` and a group ran: the
+    four covariance results (``pred_cov``, ``filt_cov``, ``ups``, ``cross``) are then
+    tables (M, k, k) holding each distinct covariance once, row ``t``'s at
+    ``cov_rows[t]`` (copying a group's shared covariances to all its rows is what
+    the batched path spends most of its time on otherwise).
+    """
     k = A.shape[0]
     if groups is None:
         groups = batch_groups(observed, obs_mask, starts, ends, k)
     if not groups:
         return vb_kalman_smoother(y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_mask,
                                   starts, ends, A, C, rho, S_A, S_C, S_C_d, rho_log_gap,
-                                  gap_d, mu0, Sigma0, smooth)
+                                  gap_d, mu0, Sigma0, smooth) + (None,)
     N, p = y_res.shape
     n_seq = starts.shape[0]
-    # every row is written below (the smoothed moments only with ``smooth``)
-    alloc = np.empty if smooth else np.zeros
-    log_terms = np.empty(N)
-    pred_mean = np.empty((N, k))
-    pred_cov = np.empty((N, k, k))
-    filt_mean = np.empty((N, k))
-    filt_cov = np.empty((N, k, k))
-    omega = alloc((N, k))
-    ups = alloc((N, k, k))
-    cross = alloc((N, k, k))
-    omega0 = alloc((n_seq, k))
-    ups0 = alloc((n_seq, k, k))
-    entropy = alloc(n_seq)
-
     rest = np.ones(n_seq, dtype=bool)
     for grp in groups:
         rest[grp] = False
     rest = np.flatnonzero(rest)
+    rest_lengths = ends[rest] - starts[rest]
+    # the covariance results: one row per row, or (shared) a table of the rest's rows
+    # followed by each group's steps
+    n_cov = N
+    cov_rows = None
+    if shared:
+        n_cov = int(rest_lengths.sum()) + sum(int(ends[g[0]] - starts[g[0]]) for g in groups)
+        cov_rows = np.empty(N, dtype=np.int64)
+    # every row is written below (the smoothed moments only with ``smooth``)
+    alloc = np.empty if smooth else np.zeros
+    log_terms = np.empty(N)
+    pred_mean = np.empty((N, k))
+    pred_cov = np.empty((n_cov, k, k))
+    filt_mean = np.empty((N, k))
+    filt_cov = np.empty((n_cov, k, k))
+    omega = alloc((N, k))
+    ups = alloc((n_cov, k, k))
+    cross = alloc((n_cov, k, k))
+    omega0 = alloc((n_seq, k))
+    ups0 = alloc((n_seq, k, k))
+    entropy = alloc(n_seq)
+
+    offset = 0
     if rest.size:
-        lengths = ends[rest] - starts[rest]
         rows = np.concatenate([np.arange(starts[i], ends[i]) for i in rest])
-        sub_ends = np.cumsum(lengths)
+        sub_ends = np.cumsum(rest_lengths)
         mask = obs_mask[rows] if obs_mask.shape[0] else obs_mask
         out = vb_kalman_smoother(
             y_res[rows], bu[rows], h_ab[rows], c_ab[rows], h_cd[rows], c_cd[rows],
-            observed[rows], np.ascontiguousarray(mask), sub_ends - lengths, sub_ends,
+            observed[rows], np.ascontiguousarray(mask), sub_ends - rest_lengths, sub_ends,
             A, C, rho, S_A, S_C, S_C_d, rho_log_gap, gap_d, mu0, Sigma0, smooth)
-        for dest, src in zip((log_terms, pred_mean, pred_cov, filt_mean, filt_cov, omega,
-                              ups, cross), out[:8]):
+        for dest, src in zip((log_terms, pred_mean, filt_mean, omega),
+                             (out[0], out[1], out[3], out[5])):
             dest[rows] = src
+        if shared:
+            offset = rows.size
+            cov_rows[rows] = np.arange(offset)
+            for dest, src in zip((pred_cov, filt_cov, ups, cross),
+                                 (out[2], out[4], out[6], out[7])):
+                dest[:offset] = src
+        else:
+            for dest, src in zip((pred_cov, filt_cov, ups, cross),
+                                 (out[2], out[4], out[6], out[7])):
+                dest[rows] = src
         omega0[rest], ups0[rest], entropy[rest] = out[8], out[9], out[10]
 
     for grp in groups:
@@ -440,11 +465,19 @@ def vb_kalman_smoother_grouped(y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_
                       rho_log_gap, mu0, StT, Lam1T, sstarT, PtT, SigT, JT, const_ab,
                       const_cd, ld_prior, ld_lam, smooth, log_terms, pred_mean, filt_mean,
                       omega, om0)
-        _scatter_covariances(seq_starts, pred_cov, filt_cov, ups, cross, P, Sig, U, X,
-                             smooth)
+        if shared:
+            cov_rows[seq_starts[None, :] + np.arange(T)[:, None]] = (
+                offset + np.arange(T)[:, None])
+            for dest, src in zip((pred_cov, filt_cov, ups, cross), (P, Sig, U, X)):
+                if src.shape[0]:
+                    dest[offset:offset + T] = src
+            offset += T
+        else:
+            _scatter_covariances(seq_starts, pred_cov, filt_cov, ups, cross, P, Sig, U, X,
+                                 smooth)
         if smooth:
             omega0[grp] = om0
             ups0[grp] = U0
             entropy[grp] = ent
     return (log_terms, pred_mean, pred_cov, filt_mean, filt_cov, omega, ups, cross,
-            omega0, ups0, entropy)
+            omega0, ups0, entropy, cov_rows)
