@@ -265,7 +265,9 @@ def batched_means(seq_starts, y_res, bu, h_ab, c_ab, h_cd, c_cd, A, C, rho, S_A,
     for t in range(T):
         for s in range(S):
             lt[s] = const_ab[t] + const_cd[t] + rho_log_gap
-            bt[s] = bu[seq_starts[s] + t]
+            r = seq_starts[s] + t
+            for a in range(k):
+                bt[s, a] = bu[r, a]
         # 1. transition penalty on x_{t-1}: mut = mu - St (S_A mu + h_ab)
         np.dot(mu, S_AT, Sx)
         for s in range(S):
