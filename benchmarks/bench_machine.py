@@ -427,3 +427,34 @@ def _register_fit(k, S):
 
 for _k, _S in ((8, 64), (8, 256), (16, 64), (16, 256), (32, 64)):
     _register_fit(_k, _S)
+
+
+@workload("machine-kalman-batch-crossover", per="call", repeats=1, warmup=False,
+          stem="machine", compare=False)
+def kalman_batch_crossover(quick):
+    """Where the batched smoother starts to pay: per (k, S), the CPU time of the batched
+    path (covariance tables) and ``speedup``, the per-sequence kernel's time over it, on
+    S sequences of length 150 (the thresholds of ``sklearn_vb.lds.kalman_batch``)."""
+    from sklearn_vb.lds import kalman_batch as kb
+    from sklearn_vb.lds.kalman import vb_kalman_smoother
+
+    T = 30 if quick else BATCH_T
+
+    def point(k, S):
+        args = _lds_batch_problem(k, 2 * k, S, T)
+        groups = [np.arange(S)]
+        limits = _single_thread_blas()
+        try:
+            kb.vb_kalman_smoother_grouped(*args, groups=groups, shared=True)
+            vb_kalman_smoother(*args)
+            batched = _best_of(lambda: kb.vb_kalman_smoother_grouped(
+                *args, groups=groups, shared=True), repeats=5, clock=time.process_time)
+            single = _best_of(lambda: vb_kalman_smoother(*args), repeats=5,
+                              clock=time.process_time)
+        finally:
+            if limits is not None:
+                limits.unregister()
+        return {"n_iter": None, "elapsed_s": batched, "speedup": single / batched}
+
+    return {f"k={k} S={S}": (lambda k=k, S=S: point(k, S))
+            for k in (4, 8, 16) for S in (1, 2, 4, 8, 16)}

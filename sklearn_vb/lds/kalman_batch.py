@@ -352,9 +352,12 @@ def _scatter_covariances(seq_starts, pred_cov, filt_cov, ups, cross, P, Sig, U, 
                 cross[r] = X[t]
 
 #: The batched path runs for groups of at least this many equal-length, fully observed
-#: sequences, with at least ``BATCH_MIN_STATES`` states (below either, the per-sequence
-#: kernel is as fast or faster: see benchmarks/results/kalman_batch.md).
-BATCH_MIN_SEQUENCES = 8
+#: sequences, with at least ``BATCH_MIN_STATES`` states: with two sequences the
+#: per-sequence kernel is about as fast, from four on the batched path is faster (the
+#: ``machine-kalman-batch-crossover`` rows of benchmarks/results/machine.md).  Below
+#: eight states the per-sequence kernel is kept, although the batched path pays there
+#: too from four sequences on.
+BATCH_MIN_SEQUENCES = 4
 BATCH_MIN_STATES = 8
 
 
