@@ -374,12 +374,10 @@ def batch_groups(observed, obs_mask, starts, ends, k, min_sequences=None, min_st
     full = np.asarray(observed, dtype=np.bool_)
     if obs_mask.shape[0]:
         full = full & obs_mask.all(axis=1)
-    # the number of rows of each sequence with something missing (sequences are
-    # non-empty and stored in order, as the estimator's validation makes them)
-    if not np.all(lengths > 0):
-        return []
-    gaps = np.add.reduceat((~full).astype(np.int64), starts) if full.size else np.zeros(n)
-    eligible = np.flatnonzero(gaps == 0)
+    # the number of rows of each sequence with something missing
+    missing = np.concatenate([[0], np.cumsum(~full)])
+    gaps = missing[ends] - missing[starts]
+    eligible = np.flatnonzero((gaps == 0) & (lengths > 0))
     if eligible.size < min_sequences:
         return []
     by_length = np.unique(lengths[eligible], return_inverse=True)[1]
@@ -438,8 +436,9 @@ def vb_kalman_smoother_grouped(y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, obs_
 
     offset = 0
     if rest.size:
-        rows = np.concatenate([np.arange(starts[i], ends[i]) for i in rest])
         sub_ends = np.cumsum(rest_lengths)
+        rows = np.arange(sub_ends[-1]) + np.repeat(starts[rest] - (sub_ends - rest_lengths),
+                                                   rest_lengths)
         mask = obs_mask[rows] if obs_mask.shape[0] else obs_mask
         out = vb_kalman_smoother(
             y_res[rows], bu[rows], h_ab[rows], c_ab[rows], h_cd[rows], c_cd[rows],
