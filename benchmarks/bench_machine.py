@@ -66,30 +66,31 @@ def _single_thread_blas():
     return threadpool_limits(limits=1)
 
 
-def _best_of(func, repeats=3):
-    """The least CPU time of this thread over ``repeats`` calls of ``func``."""
+def _best_of(func, repeats=3, clock=time.thread_time):
+    """The least time by ``clock`` (CPU time of this thread unless told) over ``repeats``
+    calls of ``func``."""
     best = np.inf
     for _ in range(repeats):
-        start = time.thread_time()
+        start = clock()
         func()
-        best = min(best, time.thread_time() - start)
+        best = min(best, clock() - start)
     return best
 
 
-def _rate(func, flops):
+def _rate(func, flops, clock=time.thread_time):
     """``{"n_iter": None, "elapsed_s": s, "gflops": ...}`` for one timed call of ``func``."""
-    seconds = _best_of(func)
+    seconds = _best_of(func, clock=clock)
     return {"n_iter": None, "elapsed_s": seconds, "gflops": flops / seconds / 1e9}
 
 
-def _blas_rate(flops):
+def _blas_rate(flops, clock=time.thread_time):
     """A square product of about ``flops`` operations (at least 64 × 64)."""
     n = max(int(round((flops / 2.0) ** (1.0 / 3.0))), 64)
     rng = np.random.default_rng(0)
     a, b = rng.random((n, n)), rng.random((n, n))
     limits = _single_thread_blas()
     try:
-        seconds = _best_of(lambda: a @ b)
+        seconds = _best_of(lambda: a @ b, clock=clock)
     finally:
         if limits is not None:
             limits.unregister()
@@ -98,8 +99,8 @@ def _blas_rate(flops):
             "gflops": 2.0 * n**3 / seconds / 1e9, "matrix_size": n}
 
 
-def _peak_rate(flops):
-    result = _blas_rate(2.0 * PEAK_N**3)
+def _peak_rate(flops, clock=time.thread_time):
+    result = _blas_rate(2.0 * PEAK_N**3, clock=clock)
     result["elapsed_s"] = flops / (result["gflops"] * 1e9)
     return result
 
@@ -244,7 +245,7 @@ for _K in (20, 50, 100):
             _register_batched(_K, _S, True)
 
 
-def _fit_candidates(emission, quick):
+def _hmm_fit_candidates(emission, quick):
     from sklearn_vb import VBHiddenMarkov
     from sklearn_vb.datasets import make_hmm_sequences
     from sklearn_vb.hmm import _inputs, _vbem
@@ -290,13 +291,13 @@ def _fit_candidates(emission, quick):
 @workload("machine-hmm-fit-K20-categorical", per="call", repeats=1, warmup=False,
           stem="machine")
 def fit_categorical(quick):
-    return _fit_candidates("categorical", quick)
+    return _hmm_fit_candidates("categorical", quick)
 
 
 @workload("machine-hmm-fit-K20-gaussian", per="call", repeats=1, warmup=False,
           stem="machine")
 def fit_gaussian(quick):
-    return _fit_candidates("gaussian", quick)
+    return _hmm_fit_candidates("gaussian", quick)
 
 
 # ---------------------------------------------------------------- Kalman smoother
@@ -409,3 +410,192 @@ def kalman_k4(quick):
 @workload("machine-kalman-smoother-k16", per="call", repeats=1, warmup=False, stem="machine")
 def kalman_k16(quick):
     return _kalman_candidates(16, 32, quick)
+
+
+# ---------------------------------------------------------------- batched Kalman smoother
+# Many equal-length sequences share one covariance recursion (sklearn_vb.lds.kalman_batch):
+# the nominal count stays 15 k^3 per step and sequence, so the rows compare with the
+# per-sequence ones above; ``actual_gflops`` counts the operations the batched path does
+# (the covariance recursion once per step, 15 k^3, and per step and sequence the mean
+# maps: ten k x k products, 20 k^2, and two with C, 4 p k).  Times are CPU seconds of
+# one BLAS thread (steadier than wall time on a shared machine).
+BATCH_T = 150
+
+
+def _cpu_rate(func, flops):
+    return _rate(func, flops, clock=time.process_time)
+
+
+def _lds_batch_problem(k, p, S, T, seed=0):
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(k, k)))
+    N = S * T
+    ends = np.arange(1, S + 1, dtype=np.int64) * T
+    return (rng.normal(size=(N, p)), 0.1 * rng.normal(size=(N, k)), np.zeros((N, k)),
+            np.zeros(N), np.zeros((N, k)), np.zeros(N), np.ones(N, dtype=np.bool_),
+            np.zeros((0, p), dtype=np.bool_), ends - T, ends, 0.9 * q,
+            rng.normal(size=(p, k)), np.ones(p), 0.01 * np.eye(k), 0.01 * np.eye(k),
+            np.zeros((0, k, k)), 0.0, np.zeros(0), np.zeros(k), np.eye(k), True)
+
+
+def _batch_candidates(k, S, quick):
+    from sklearn_vb.lds import kalman_batch as kb
+    from sklearn_vb.lds.kalman import vb_kalman_smoother
+
+    p = 2 * k
+    T = 30 if quick else BATCH_T
+    if quick:
+        S = min(S, 16)
+    args = _lds_batch_problem(k, p, S, T)
+    nominal = 15.0 * k**3 * T * S
+    actual = 15.0 * k**3 * T + (20.0 * k * k + 4.0 * p * k) * T * S
+    groups = kb.batch_groups(args[6], args[7], args[8], args[9], k, min_sequences=S)
+    y_res, bu, h_ab, c_ab, h_cd, c_cd = args[:6]
+    A, C, rho, S_A, S_C, gap, mu0, Sigma0 = (args[10], args[11], args[12], args[13],
+                                             args[14], args[16], args[18], args[19])
+    starts = args[8]
+    N = S * T
+
+    def batched(shared):
+        kb.vb_kalman_smoother_grouped(*args, groups=groups, shared=shared)  # compiles
+        result = _cpu_rate(lambda: kb.vb_kalman_smoother_grouped(
+            *args, groups=groups, shared=shared), nominal)
+        result["actual_gflops"] = actual / result["elapsed_s"] / 1e9
+        return result
+
+    def compute_only():
+        outs = (np.empty(N), np.empty((N, k)), np.empty((N, k)), np.empty((N, k)),
+                np.empty((S, k)))
+
+        def run():
+            cov = kb.covariance_pass(T, A, C, rho, S_A, S_C, Sigma0, True)
+            kb.batched_means(starts, y_res, bu, h_ab, c_ab, h_cd, c_cd, A, C, rho, S_A,
+                             S_C, gap, mu0, *cov[:6], *cov[10:14], True, *outs)
+        run()
+        result = _cpu_rate(run, nominal)
+        result["actual_gflops"] = actual / result["elapsed_s"] / 1e9
+        return result
+
+    def per_sequence():
+        vb_kalman_smoother(*_lds_batch_problem(k, p, 2, T))  # compiles
+        return _cpu_rate(lambda: vb_kalman_smoother(*args), nominal)
+
+    def summarize(measurements):
+        peak = measurements[-1].metrics["gflops"]
+        for m in measurements[:-1]:
+            if m.status == "ok":
+                m.metrics["peak_fraction"] = m.metrics["gflops"] / peak
+                if "actual_gflops" in m.metrics:
+                    m.metrics["actual_peak_fraction"] = m.metrics["actual_gflops"] / peak
+
+    return ({"sklearn_vb batched smoother, covariance tables (VB E step)":
+             lambda: batched(True),
+             "batched smoother, covariances copied to every row": lambda: batched(False),
+             "batched means and shared covariances only": compute_only,
+             "per-sequence kernel (vb_kalman_smoother)": per_sequence,
+             "BLAS product of equal size": lambda: _blas_rate(nominal, clock=time.process_time),
+             f"peak ({PEAK_N}x{PEAK_N} product)": lambda: _peak_rate(
+                 nominal, clock=time.process_time)}, summarize)
+
+
+def _register_batch(k, S):
+    @workload(f"machine-kalman-batch-k{k}-S{S}", per="call", repeats=1, warmup=False,
+              stem="machine")
+    def run(quick):
+        return _batch_candidates(k, S, quick)
+    return run
+
+
+for _k in (8, 16, 32):
+    for _S in (64, 256):
+        _register_batch(_k, _S)
+
+
+def _lds_fit_candidates(k, S, quick):
+    """A whole VB fit (fixed iterations) with the batched smoother and without it."""
+    import warnings
+
+    from sklearn_vb import VBLinearDynamicalSystem
+    from sklearn_vb.datasets import make_lds, make_lds_params
+    from sklearn_vb.lds import kalman_batch as kb
+
+    T, n_iter = (30, 3) if quick else (100, 10)
+    if quick:
+        S = min(S, 16)
+    params = make_lds_params(n_states=k, n_outputs=2 * k, random_state=0)
+    lengths = np.full(S, T)
+    X, _ = make_lds(params, lengths, random_state=0)
+
+    def fit(batched):
+        saved = kb.BATCH_MIN_SEQUENCES
+        kb.BATCH_MIN_SEQUENCES = saved if batched else 10**9
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = VBLinearDynamicalSystem(n_states=k, max_iter=n_iter, tol=0.0,
+                                                random_state=0)
+                limits = _single_thread_blas()
+                try:
+                    start = time.process_time()
+                    model.fit(X, lengths=lengths)
+                    seconds = time.process_time() - start
+                finally:
+                    if limits is not None:
+                        limits.unregister()
+        finally:
+            kb.BATCH_MIN_SEQUENCES = saved
+        return {"n_iter": model.n_iter_, "elapsed_s": seconds,
+                "lower_bound": float(model.lower_bound_)}
+
+    def summarize(measurements):
+        ours, theirs = measurements
+        if ours.status == "ok" and theirs.status == "ok":
+            ours.metrics["bound_rel_diff"] = abs(
+                ours.metrics["lower_bound"] - theirs.metrics["lower_bound"]) / abs(
+                theirs.metrics["lower_bound"])
+
+    return ({"VB fit, batched smoother": lambda: fit(True),
+             "VB fit, per-sequence smoother": lambda: fit(False)}, summarize)
+
+
+def _register_fit(k, S):
+    @workload(f"machine-kalman-batch-fit-k{k}-S{S}", per="call", repeats=1, warmup=True,
+              stem="machine")
+    def run(quick):
+        return _lds_fit_candidates(k, S, quick)
+    return run
+
+
+for _k, _S in ((8, 64), (8, 256), (16, 64), (16, 256), (32, 64)):
+    _register_fit(_k, _S)
+
+
+@workload("machine-kalman-batch-crossover", per="call", repeats=1, warmup=False,
+          stem="machine", compare=False)
+def kalman_batch_crossover(quick):
+    """Where the batched smoother starts to pay: per (k, S), the CPU time of the batched
+    path (covariance tables) and ``speedup``, the per-sequence kernel's time over it, on
+    S sequences of length 150 (the thresholds of ``sklearn_vb.lds.kalman_batch``)."""
+    from sklearn_vb.lds import kalman_batch as kb
+    from sklearn_vb.lds.kalman import vb_kalman_smoother
+
+    T = 30 if quick else BATCH_T
+
+    def point(k, S):
+        args = _lds_batch_problem(k, 2 * k, S, T)
+        groups = [np.arange(S)]
+        limits = _single_thread_blas()
+        try:
+            kb.vb_kalman_smoother_grouped(*args, groups=groups, shared=True)
+            vb_kalman_smoother(*args)
+            batched = _best_of(lambda: kb.vb_kalman_smoother_grouped(
+                *args, groups=groups, shared=True), repeats=5, clock=time.process_time)
+            single = _best_of(lambda: vb_kalman_smoother(*args), repeats=5,
+                              clock=time.process_time)
+        finally:
+            if limits is not None:
+                limits.unregister()
+        return {"n_iter": None, "elapsed_s": batched, "speedup": single / batched}
+
+    return {f"k={k} S={S}": (lambda k=k, S=S: point(k, S))
+            for k in (4, 8, 16) for S in (1, 2, 4, 8, 16)}

@@ -466,15 +466,15 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self._q_theta = vbm(data, stats, self._q_x.omega, *self._hyper())
 
     # ================================================================ VBE
-    def _smooth(self, X, Us, Uo, starts, ends, *, smooth, point=False, observed=None):
-        """The variational (or, with ``point=True``, the posterior-mean) Kalman filter
-        and smoother of q(theta) on all sequences."""
+    def _smooth(self, X, Us, Uo, starts, ends, *, smooth, point=False, observed=None, shared=False):
+        """The variational (or, with ``point=True``, the posterior-mean) Kalman filter and smoother
+        of q(theta) on all sequences (``shared``: covariance tables, as ``smooth_states``)."""
         q = self._q_theta
         spread = (None, None, None) if point else (q.Sigma_AB, q.Sigma_CD, q.log_rho)
         return smooth_states(X, Us, Uo, starts, ends, q.M_AB, q.M_CD, q.rho,
                              self.init_state_mean_, self.init_state_cov_, smooth=smooth,
                              observed=observed, Sigma_AB=spread[0], Sigma_CD=spread[1],
-                             log_rho=spread[2])
+                             log_rho=spread[2], shared_covariances=shared)
 
     # ================================================================ steps
     def _iteration_steps(self):
@@ -515,7 +515,7 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     def _step_e(self, data, iteration):
         res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True,
-                           point=True)
+                           point=True, shared=True)
         self._q_x = HiddenPosterior.from_smoother(res)
         self._stats = hidden_stats(data, self._q_x)
         self._point_loglik = float(np.sum(res.log_terms))
@@ -546,7 +546,7 @@ class VBLinearDynamicalSystem(ClassNamePrefixFeaturesOutMixin, TransformerMixin,
 
     def _vbe(self, data):
         self._vbm_done = False  # q(theta) is no longer optimal for the new q(x)
-        res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True)
+        res = self._smooth(data.X, data.Us, data.Uo, data.starts, data.ends, smooth=True, shared=True)
         self._q_x = HiddenPosterior.from_smoother(res)
         self._stats = hidden_stats(data, self._q_x)
         self.lower_bound_terms_ = {"ln_Z": float(np.sum(self._q_x.ln_z)),

@@ -302,6 +302,7 @@ def rotate_hidden_posterior(q_x, R, lengths):
         ups0=np.ascontiguousarray(R @ q_x.ups0 @ Rt),
         entropy=q_x.entropy + (np.asarray(lengths) + 1.0) * logdet,
         ln_z=q_x.ln_z,
+        cov_rows=q_x.cov_rows,
     )
 
 

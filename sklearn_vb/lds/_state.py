@@ -45,12 +45,16 @@ class HiddenPosterior:
     entropy: np.ndarray
     #: (n,) the smoother's ``ln Z'`` per sequence (zeros before the first VBE step)
     ln_z: np.ndarray
+    #: None, or (N,): ``ups`` and ``cross`` are then tables of the distinct covariances
+    #: (sequences batched by the smoother share theirs), step t's at row ``cov_rows[t]``
+    cov_rows: np.ndarray | None = None
 
     @classmethod
     def from_smoother(cls, res: SmootherResult) -> HiddenPosterior:
         """The q(x) of a smoother run (:func:`~sklearn_vb.lds.inference.smooth_states`)."""
         return cls(omega=res.omega, ups=res.ups, cross=res.cross, omega0=res.omega0,
-                   ups0=res.ups0, entropy=res.entropy, ln_z=res.ln_z)
+                   ups0=res.ups0, entropy=res.entropy, ln_z=res.ln_z,
+                   cov_rows=res.cov_rows)
 
     def keep_states(self, keep) -> HiddenPosterior:
         """The marginals of the state dimensions ``keep`` (an index array) only."""
@@ -62,6 +66,7 @@ class HiddenPosterior:
             ups0=np.ascontiguousarray(self.ups0[:, keep][:, :, keep]),
             entropy=self.entropy,
             ln_z=self.ln_z,
+            cov_rows=self.cov_rows,
         )
 
 

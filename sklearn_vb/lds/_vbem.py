@@ -245,7 +245,7 @@ def hidden_stats(data, q_x):
     """Expected hidden-state statistics of ``q_x`` on ``data``."""
     return hidden_statistics(q_x.omega, q_x.ups, q_x.cross, q_x.omega0,
                              q_x.ups0, data.starts, data.ends, data.X0, data.Us, data.Uo,
-                             data.obs_mask)
+                             data.obs_mask, q_x.cov_rows)
 
 
 def vbm(data, stats, omega, alpha, beta, gamma, delta, noise_shape, noise_rate):

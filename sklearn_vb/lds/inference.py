@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kalman import vb_kalman_smoother
+from .kalman_batch import vb_kalman_smoother_grouped
 
 __all__ = ["DataMoments", "HiddenStatistics", "OutputRows", "SmootherResult",
            "StatePosterior", "check_missing_outputs", "data_moments", "dynamics_moments", "hidden_statistics",
@@ -69,6 +69,10 @@ class SmootherResult(NamedTuple):
     entropy: np.ndarray
     #: (n,) ``ln Z'`` per sequence, the sums of ``log_terms``
     ln_z: np.ndarray
+    #: None, or (N,): ``pred_cov``, ``filt_cov``, ``ups`` and ``cross`` are then tables
+    #: (M, k, k) of the distinct covariances, step t's at row ``cov_rows[t]``
+    #: (``shared_covariances``)
+    cov_rows: np.ndarray | None = None
 
 
 class StatePosterior(NamedTuple):
@@ -88,7 +92,7 @@ class StatePosterior(NamedTuple):
 
 def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigma_AB=None,
                   Sigma_CD=None, log_rho=None, smooth=True,
-                  observed=None) -> SmootherResult:
+                  observed=None, shared_covariances=False) -> SmootherResult:
     """Kalman filter and RTS smoother over all sequences.
 
     ``M_AB`` (k, k + ds) and ``M_CD`` (p, k + do) are the posterior means of the rows of
@@ -104,6 +108,13 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
     a step without observation.  ``Sigma_CD`` is then either shared by the rows of
     ``[C D]`` (k + do, k + do) or one per row (p, k + do, k + do), as a q(theta) fitted
     with missing entries has it.
+
+    Groups of equal-length sequences without missing entries or unobserved steps
+    share one covariance recursion and run batched
+    (:func:`~sklearn_vb.lds.kalman_batch.batch_groups`; the results are those of the
+    per-sequence kernel to round-off).  With ``shared_covariances`` their covariances
+    are returned once per group and step (``SmootherResult.cov_rows``), not copied to
+    every row.
     """
     point = Sigma_AB is None
     if point != (Sigma_CD is None) or point != (log_rho is None):
@@ -160,17 +171,19 @@ def smooth_states(X, Us, Uo, starts, ends, M_AB, M_CD, rho, mu0, Sigma0, *, Sigm
     if observed is None:
         observed = np.ones(N, dtype=np.bool_)
     mask = np.zeros((0, p), dtype=np.bool_) if obs_mask is None else obs_mask
-    out = vb_kalman_smoother(
+    # groups of equal-length, fully observed sequences share one covariance
+    # recursion (kalman_batch); every other sequence runs on its own
+    out = vb_kalman_smoother_grouped(
         y_res, bu, h_ab, c_ab, h_cd, c_cd, observed, np.ascontiguousarray(mask),
         starts.astype(np.int64), ends.astype(np.int64),
         A, C, np.ascontiguousarray(rho), S_A, S_C, S_C_d, gap,
         np.ascontiguousarray(gap_d, dtype=np.float64),
         np.ascontiguousarray(mu0, dtype=np.float64),
-        np.ascontiguousarray(Sigma0, dtype=np.float64), smooth,
+        np.ascontiguousarray(Sigma0, dtype=np.float64), smooth, shared=shared_covariances,
     )
     # the kernel returns a plain tuple (numba); it is named here, in its one caller
     ln_z = np.add.reduceat(out[0], starts) if N else np.zeros(0)
-    return SmootherResult(*out, ln_z)
+    return SmootherResult(*out[:11], ln_z, out[11])
 
 
 class HiddenStatistics(NamedTuple):
@@ -247,21 +260,32 @@ def output_moments(s, UUo, UY):
 
 
 def hidden_statistics(omega, ups, cross, omega0, ups0, starts, ends, Y, Us, Uo,
-                      obs_mask=None):
+                      obs_mask=None, cov_rows=None):
     """The :class:`HiddenStatistics` of the marginals of a q(x).
 
     ``omega, ups`` (N, k), (N, k, k): means and covariances of ``x_t``; ``cross``
     (N, k, k): ``Cov(x_{t-1}, x_t)``; ``omega0, ups0`` (n, k), (n, k, k): moments of
     each sequence's ``x_0``; ``starts, ends``: the sequences' row offsets (end
     exclusive); ``Y, Us, Uo``: outputs (missing entries as 0), state inputs and output
-    inputs; ``obs_mask`` (N, p) the observed outputs (None: all).
+    inputs; ``obs_mask`` (N, p) the observed outputs (None: all).  With ``cov_rows``
+    (N,) ``ups`` and ``cross`` are tables, row t's at ``cov_rows[t]``
+    (:class:`SmootherResult`).
     """
     prev = np.empty_like(omega)
     prev[1:] = omega[:-1]
     prev[starts] = omega0
-    ups_sum = ups.sum(axis=0)
-    ups_prev_sum = ups_sum - ups[ends - 1].sum(axis=0) + ups0.sum(axis=0)
-    cross_sum = cross.sum(axis=0)
+    if cov_rows is None:
+        ups_sum = ups.sum(axis=0)
+        ups_last = ups[ends - 1].sum(axis=0)
+        cross_sum = cross.sum(axis=0)
+    else:  # each distinct covariance times the number of rows that have it
+        count = np.bincount(cov_rows, minlength=ups.shape[0]).astype(float)
+        ups_sum = np.tensordot(count, ups, axes=1)
+        ups_last = ups[cov_rows[ends - 1]].sum(axis=0)
+        cross_sum = np.tensordot(count, cross, axes=1)
+        if obs_mask is not None:
+            ups = ups[cov_rows]
+    ups_prev_sum = ups_sum - ups_last + ups0.sum(axis=0)
     return HiddenStatistics(
         W_A=ups_prev_sum + prev.T @ prev,
         S_A=cross_sum + prev.T @ omega,

@@ -34,7 +34,10 @@ The update is done in information form (``Sigma_t = (P_t^{-1} + C' R^{-1} C)^{-1
 matrix determinant lemma for the innovation log-determinant), so the cost per step is
 ``O(k^3 + p k^2)`` and no ``p x p`` matrix is ever factorised.  All sequences are
 processed in one call; the input-dependent terms (``bu_t``, ``h_ab_t``...) are computed
-before the filter, which never sees the inputs.
+before the filter, which never sees the inputs.  The covariance recursion depends on
+neither, so groups of equal-length, fully observed sequences can share one:
+:mod:`sklearn_vb.lds.kalman_batch` runs them as matrix products over the group
+(:func:`sklearn_vb.lds.inference.smooth_states` chooses).
 """
 
 from __future__ import annotations
