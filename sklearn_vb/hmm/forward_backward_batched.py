@@ -29,8 +29,8 @@ What it costs: the batched order keeps the forward variables of all sequences of
 group until the backward pass reaches them (the per-sequence recursion keeps one
 sequence's, which stay in the processor's cache), and a step reads one frame of every
 running sequence, frames far apart in memory; both are memory traffic the per-sequence
-recursion does not have.  The sorted sequences therefore run in groups whose table of
-forward variables is a few megabytes (:func:`length_groups`), and the steps in tiles of
+recursion does not have.  The sorted sequences therefore run in groups whose tables
+take some megabytes (:func:`length_groups`), and the steps in tiles of
 :data:`_TILE_STEPS`: a tile's frames (emission rows of a per-frame table, row indices,
 levels, log shifts) are copied into step-major arrays a sequence's run at a time
 (:func:`_gather_tile`), the per-frame normalisers and emission counts written back the
@@ -58,10 +58,12 @@ BATCH_MIN_STATES = 10
 #: whose rows the batched order reads and writes far apart in memory
 BATCH_MIN_STATES_FRAME_TABLE = 16
 
-#: the sequences run in groups whose forward variables take about this many bytes (at
-#: least _GROUP_MIN_ROWS sequences a group): the backward pass then finds a group's
-#: table in the processor's cache, or nearly so, rather than in main memory
-_GROUP_BYTES = 4 << 20
+#: the sequences run in groups whose frames take about this many bytes in the arrays a
+#: pass streams (the forward variables; with a per-frame table also its rows and the
+#: emission counts), at least _GROUP_MIN_ROWS sequences a group: larger groups make
+#: larger step products, which BLAS runs faster, but a group's table of forward
+#: variables then has further to come from in the backward pass
+_GROUP_BYTES = 12 << 20
 _GROUP_MIN_ROWS = 32
 
 #: rows of alpha_t and tmp_{t+1} taken together (at least; per input level) into one
@@ -232,19 +234,18 @@ def batch_pays_off(starts, ends, n_components, n_table_rows, n_frames):
 
 
 @njit(cache=True, nogil=True)
-def length_groups(lengths, order, n_components):
+def length_groups(lengths, order, frame_bytes):
     """Boundaries (in the sorted ``order``) of the groups of sequences run together: runs
-    of consecutive sequences (longest first) whose forward variables take at most
-    :data:`_GROUP_BYTES`, and at least :data:`_GROUP_MIN_ROWS` sequences each (the
-    last group takes what is left)."""
+    of consecutive sequences (longest first) whose frames take at most
+    :data:`_GROUP_BYTES` at ``frame_bytes`` a frame, and at least
+    :data:`_GROUP_MIN_ROWS` sequences each (the last group takes what is left)."""
     n = order.shape[0]
     bounds = [0]
     rows = 0
     frames = 0
     for q in range(n):
         length = lengths[order[q]]
-        if (rows >= _GROUP_MIN_ROWS
-                and (frames + length) * n_components * 8 > _GROUP_BYTES):
+        if rows >= _GROUP_MIN_ROWS and (frames + length) * frame_bytes > _GROUP_BYTES:
             bounds.append(q)
             rows = 0
             frames = 0
@@ -322,7 +323,10 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
     T = index.shape[0]
     lengths = ends - starts
     order = np.argsort(-lengths, kind="mergesort")
-    bounds = length_groups(lengths, order, K)
+    # a frame's forward variables, and with a per-frame table its emission row and
+    # emission counts, which a group's passes stream as well
+    per_frame = R >= T
+    bounds = length_groups(lengths, order, (3 if per_frame else 1) * K * 8)
     n_group = 0  # the largest group's sequences, frames and longest length
     group_frames = 0
     for g in range(bounds.shape[0] - 1):
@@ -356,7 +360,6 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
     beta = np.empty((n_group, K))
     # step-major copies of a tile's frames (a tile of the backward pass reads one
     # step more, the frames of t + 1)
-    per_frame = R >= T
     tile = (_TILE_STEPS + 1) * n_group
     t_row = np.empty(tile, dtype=np.int64)
     t_level = np.empty(tile, dtype=np.int64)
