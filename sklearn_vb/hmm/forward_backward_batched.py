@@ -55,7 +55,8 @@ BATCH_MIN_ROWS = 8
 #: rows shared by the frames (the symbols of categorical emissions) ...
 BATCH_MIN_STATES = 10
 #: ... or at least this many with a table of one row per frame (continuous emissions),
-#: whose rows the batched order reads and writes far apart in memory
+#: whose rows (and per-frame counts) the batched order copies to and from the order
+#: of its steps
 BATCH_MIN_STATES_FRAME_TABLE = 16
 
 #: the sequences run in groups whose frames take about this many bytes in the arrays a
