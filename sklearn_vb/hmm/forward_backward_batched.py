@@ -367,6 +367,7 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
     t_shift = np.empty(tile)
     t_emis = np.empty((tile if per_frame else 0, K))
     t_gam = np.empty((tile if per_frame else 0, K))  # gamma of a tile's frames
+    src = t_emis if per_frame else emis  # a step's emission rows: tile entry or row
     # Transition counts: sums[l] = sum of alpha_t (x) tmp_{t+1} over the counted
     # transitions of level l, with tmp_{t+1} = emis_{t+1} * beta_{t+1} / zeta_{t+1}
     # (then trans_counts = A * sums).  Plain case (one level, every frame counted):
@@ -418,10 +419,7 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
                                   gout, sel)
                 for i in range(m):
                     q = q0 + i
-                    if per_frame:
-                        z = _times_row_sum(cur, i, t_emis, q)
-                    else:
-                        z = _times_row_sum(cur, i, emis, t_row[q])
+                    z = _times_row_sum(cur, i, src, q if per_frame else t_row[q])
                     if z > 0.0:
                         inv = 1.0 / z
                         for j in range(K):
@@ -528,13 +526,9 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
                     if t > 0:
                         z = zeta[o + i]
                         inv = 1.0 / z if z > 0.0 else 0.0
-                        if per_frame:
-                            for j in range(K):
-                                tmp[i, j] = t_emis[q, j] * beta[i, j] * inv
-                        else:
-                            r = t_row[q]
-                            for j in range(K):
-                                tmp[i, j] = emis[r, j] * beta[i, j] * inv
+                        r = q if per_frame else t_row[q]
+                        for j in range(K):
+                            tmp[i, j] = src[r, j] * beta[i, j] * inv
                         if L > 1:
                             row_level[i] = t_level[q]
             if per_frame:
