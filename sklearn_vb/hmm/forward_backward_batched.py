@@ -27,11 +27,18 @@ many rows at once (:data:`_COUNT_ROWS`), not one outer product per frame.
 
 What it costs: the batched order keeps the forward variables of all sequences of a
 group until the backward pass reaches them (the per-sequence recursion keeps one
-sequence's, which stay in the processor's cache), and reads the rows of a per-frame
-emission table far apart; both are memory traffic the per-sequence recursion does not
-have.  The sorted sequences therefore run in groups whose table of forward variables
-is a few megabytes (:func:`length_groups`), and :func:`batch_pays_off` weighs the rest
-by the number of states.
+sequence's, which stay in the processor's cache), and a step reads one frame of every
+running sequence, frames far apart in memory; both are memory traffic the per-sequence
+recursion does not have.  The sorted sequences therefore run in groups whose tables
+take some megabytes (:func:`length_groups`), and the steps in tiles of
+:data:`_TILE_STEPS`: a tile's frames (emission rows of a per-frame table, row indices,
+levels, log shifts) are copied into step-major arrays a sequence's run at a time
+(:func:`_gather_tile`), the per-frame normalisers and emission counts written back the
+same way, so that the steps find their frames next to one another.
+:func:`batch_pays_off` weighs the rest by the number of states.
+
+The backward step computes ``tmp_t`` for the step before it in the same pass over the
+rows of ``beta_t`` that adds their posteriors to the counts.
 """
 
 import numpy as np
@@ -48,18 +55,25 @@ BATCH_MIN_ROWS = 8
 #: rows shared by the frames (the symbols of categorical emissions) ...
 BATCH_MIN_STATES = 10
 #: ... or at least this many with a table of one row per frame (continuous emissions),
-#: whose rows the batched order reads and writes far apart in memory
+#: whose rows (and per-frame counts) the batched order copies to and from the order
+#: of its steps
 BATCH_MIN_STATES_FRAME_TABLE = 16
 
-#: the sequences run in groups whose forward variables take about this many bytes (at
-#: least _GROUP_MIN_ROWS sequences a group): the backward pass then finds a group's
-#: table in the processor's cache, or nearly so, rather than in main memory
-_GROUP_BYTES = 4 << 20
+#: the sequences run in groups whose frames take about this many bytes in the arrays a
+#: pass streams (the forward variables; with a per-frame table also its rows and the
+#: emission counts), at least _GROUP_MIN_ROWS sequences a group: larger groups make
+#: larger step products, which BLAS runs faster, but a group's table of forward
+#: variables then has further to come from in the backward pass
+_GROUP_BYTES = 12 << 20
 _GROUP_MIN_ROWS = 32
 
 #: rows of alpha_t and tmp_{t+1} taken together (at least; per input level) into one
 #: (K x rows) @ (rows x K) product of the expected transition counts
 _COUNT_ROWS = 512
+
+#: the steps run in tiles of this many, whose frames (emission rows, levels, shifts) are
+#: first copied into step-major arrays (:func:`_gather_tile`)
+_TILE_STEPS = 32
 
 
 @njit(cache=True, nogil=True)
@@ -221,19 +235,18 @@ def batch_pays_off(starts, ends, n_components, n_table_rows, n_frames):
 
 
 @njit(cache=True, nogil=True)
-def length_groups(lengths, order, n_components):
+def length_groups(lengths, order, frame_bytes):
     """Boundaries (in the sorted ``order``) of the groups of sequences run together: runs
-    of consecutive sequences (longest first) whose forward variables take at most
-    :data:`_GROUP_BYTES`, and at least :data:`_GROUP_MIN_ROWS` sequences each (the
-    last group takes what is left)."""
+    of consecutive sequences (longest first) whose frames take at most
+    :data:`_GROUP_BYTES` at ``frame_bytes`` a frame, and at least
+    :data:`_GROUP_MIN_ROWS` sequences each (the last group takes what is left)."""
     n = order.shape[0]
     bounds = [0]
     rows = 0
     frames = 0
     for q in range(n):
         length = lengths[order[q]]
-        if (rows >= _GROUP_MIN_ROWS
-                and (frames + length) * n_components * 8 > _GROUP_BYTES):
+        if rows >= _GROUP_MIN_ROWS and (frames + length) * frame_bytes > _GROUP_BYTES:
             bounds.append(q)
             rows = 0
             frames = 0
@@ -265,6 +278,34 @@ def _steps(lengths, order, lo, hi, active, offset):
 
 
 @njit(cache=True, nogil=True)
+def _gather_tile(t0, t1, tf, active, first, index, level, emis, emis_shift, a_shift,
+                 pi_shift, per_frame, gn, t_row, t_level, t_shift, t_emis):
+    """Copy what the steps ``t0 .. t1 - 1`` read of every running sequence's frames into
+    step-major tile arrays (entry ``(t - tf) * gn + i`` for sequence i at step t): the
+    emission row, input level and log shift ``(pi_shift or a_shift[level]) +
+    emis_shift[row]`` of the frame, and with a per-frame table (``per_frame``) the
+    row itself.  Read one sequence's run of frames at a time, the frames come from
+    memory in order; the steps then read the tile's rows next to one another instead
+    of one row per sequence, far apart."""
+    K = emis.shape[1]
+    for i in range(active[t0]):
+        f0 = first[i]
+        t = t0
+        while t < t1 and i < active[t]:
+            f = f0 + t
+            q = (t - tf) * gn + i
+            r = index[f]
+            lv = level[f]
+            t_row[q] = r
+            t_level[q] = lv
+            t_shift[q] = (pi_shift if t == 0 else a_shift[lv]) + emis_shift[r]
+            if per_frame:
+                for j in range(K):
+                    t_emis[q, j] = emis[r, j]
+            t += 1
+
+
+@njit(cache=True, nogil=True)
 def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, index,
                              starts, ends, counted_starts, counted_ends, want_posteriors):
     """Scaled forward-backward over all sequences, every step of all running sequences
@@ -283,7 +324,10 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
     T = index.shape[0]
     lengths = ends - starts
     order = np.argsort(-lengths, kind="mergesort")
-    bounds = length_groups(lengths, order, K)
+    # a frame's forward variables, and with a per-frame table its emission row and
+    # emission counts, which a group's passes stream as well
+    per_frame = R >= T
+    bounds = length_groups(lengths, order, (3 if per_frame else 1) * K * 8)
     n_group = 0  # the largest group's sequences, frames and longest length
     group_frames = 0
     for g in range(bounds.shape[0] - 1):
@@ -315,6 +359,15 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
             for j in range(K):
                 AT[lv, i, j] = A[lv, j, i]
     beta = np.empty((n_group, K))
+    # step-major copies of a tile's frames (a tile of the backward pass reads one
+    # step more, the frames of t + 1)
+    tile = (_TILE_STEPS + 1) * n_group
+    t_row = np.empty(tile, dtype=np.int64)
+    t_level = np.empty(tile, dtype=np.int64)
+    t_shift = np.empty(tile)
+    t_emis = np.empty((tile if per_frame else 0, K))
+    t_gam = np.empty((tile if per_frame else 0, K))  # gamma of a tile's frames
+    src = t_emis if per_frame else emis  # a step's emission rows: tile entry or row
     # Transition counts: sums[l] = sum of alpha_t (x) tmp_{t+1} over the counted
     # transitions of level l, with tmp_{t+1} = emis_{t+1} * beta_{t+1} / zeta_{t+1}
     # (then trans_counts = A * sums).  Plain case (one level, every frame counted):
@@ -345,39 +398,48 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
 
         # ------------------------------------------------------------ forward
         o_prev = 0
-        for t in range(n_max):
-            m = active[t]
-            o = offset[t] if want_posteriors else (t % 2) * gn
-            cur = alpha[o:o + m]
-            if t == 0:
-                for i in range(m):  # multiplied by the emission weights below
-                    for j in range(K):
-                        cur[i, j] = pi[j]
-            else:
-                if L > 1:
-                    for i in range(m):
-                        row_level[i] = level[first[i] + t]
-                _step_product(alpha[o_prev:o_prev + m], A, row_level, cur, acc, gin, gout,
-                              sel)
-            for i in range(m):
-                f = first[i] + t
-                r = index[f]
-                z = _times_row_sum(cur, i, emis, r)
-                if z > 0.0:
-                    inv = 1.0 / z
-                    for j in range(K):
-                        cur[i, j] *= inv
-                    lz = np.log(z)
+        for t0 in range(0, n_max, _TILE_STEPS):
+            t1 = min(t0 + _TILE_STEPS, n_max)
+            _gather_tile(t0, t1, t0, active, first, index, level, emis, emis_shift, a_shift,
+                         pi_shift, per_frame, gn, t_row, t_level, t_shift, t_emis)
+            for t in range(t0, t1):
+                m = active[t]
+                q0 = (t - t0) * gn
+                o = offset[t] if want_posteriors else (t % 2) * gn
+                cur = alpha[o:o + m]
+                if t == 0:
+                    for i in range(m):  # multiplied by the emission weights below
+                        for j in range(K):
+                            cur[i, j] = pi[j]
                 else:
-                    for j in range(K):
-                        cur[i, j] = 1.0 / K
-                    lz = -np.inf
-                if want_posteriors:
-                    zeta[o + i] = z
-                lz += (pi_shift if t == 0 else a_shift[level[f]]) + emis_shift[r]
-                frame_log_norm[f] = lz
-                total[i] += lz
-            o_prev = o
+                    if L > 1:
+                        for i in range(m):
+                            row_level[i] = t_level[q0 + i]
+                    _step_product(alpha[o_prev:o_prev + m], A, row_level, cur, acc, gin,
+                                  gout, sel)
+                for i in range(m):
+                    q = q0 + i
+                    z = _times_row_sum(cur, i, src, q if per_frame else t_row[q])
+                    if z > 0.0:
+                        inv = 1.0 / z
+                        for j in range(K):
+                            cur[i, j] *= inv
+                        lz = np.log(z)
+                    else:
+                        for j in range(K):
+                            cur[i, j] = 1.0 / K
+                        lz = -np.inf
+                    if want_posteriors:
+                        zeta[o + i] = z
+                    lz += t_shift[q]
+                    t_shift[q] = lz
+                    total[i] += lz
+                o_prev = o
+            # the tile's normalisers back to frame order, one sequence's run at a time
+            for i in range(active[t0]):
+                f0 = first[i]
+                for t in range(t0, min(t1, lengths[order[lo + i]])):
+                    frame_log_norm[f0 + t] = t_shift[(t - t0) * gn + i]
         for i in range(gn):
             log_norm[order[lo + i]] = total[i]
         if not want_posteriors:
@@ -386,69 +448,99 @@ def forward_backward_batched(pi, pi_shift, A, a_shift, level, emis, emis_shift, 
         # ------------------------------------------------------------ backward
         aligned = pair_rows == 0
         hi = offset[n_max]  # alpha rows [.., hi) of the pending buffer (aligned case)
-        for t in range(n_max - 1, -1, -1):
-            m = active[t]
-            m1 = active[t + 1]  # the sequences that go on to t + 1
-            o = offset[t]
-            at = alpha[o:o + m]
-            base = 0
-            if aligned:
-                if hi - o > cap:
-                    _add_outer(alpha[o + m:hi], tbuf[cap - (hi - o - m):cap], sums[0], prod)
-                    hi = o + m
-                base = cap - (hi - o)
-            tmp = tbuf[base:base + m]
-            on = offset[t + 1]
-            for i in range(m1):
-                f1 = first[i] + t + 1
-                rn = index[f1]
-                zn = zeta[on + i]
-                inv = 1.0 / zn if zn > 0.0 else 0.0
-                for j in range(K):
-                    tmp[i, j] = emis[rn, j] * beta[i, j] * inv
-                if L > 1:
-                    row_level[i] = level[f1]
-            if aligned:
-                for i in range(m1, m):
-                    for j in range(K):
-                        tmp[i, j] = 0.0
-            else:
-                for i in range(m1):
-                    f1 = first[i] + t + 1
-                    if c_lo[i] <= f1 < c_hi[i]:
-                        lv = level[f1]
-                        c = n_pairs[lv]
-                        if c == _COUNT_ROWS:
-                            _add_outer(pair_alpha[lv], pair_tmp[lv], sums[lv], prod)
-                            c = 0
+        # first row of the step's tmp rows in tbuf (then set a step ahead, below)
+        base = cap - (hi - offset[n_max - 1]) if aligned else 0
+        t1 = n_max
+        while t1 > 0:
+            t0 = max(0, t1 - _TILE_STEPS)
+            # the tile's frames and those of the step after it (the pairs' levels)
+            _gather_tile(t0, min(t1 + 1, n_max), t0, active, first, index, level, emis,
+                         emis_shift, a_shift, pi_shift, per_frame, gn, t_row, t_level,
+                         t_shift, t_emis)
+            for t in range(t1 - 1, t0 - 1, -1):
+                m = active[t]
+                m1 = active[t + 1]  # the sequences that go on to t + 1
+                o = offset[t]
+                q0 = (t - t0) * gn
+                qn = q0 + gn  # tile entries of t + 1
+                at = alpha[o:o + m]
+                # tmp_{t+1} (written at step t + 1, below) and rows of the pairs
+                tmp = tbuf[base:base + m]
+                if aligned:
+                    for i in range(m1, m):
                         for j in range(K):
-                            pair_alpha[lv, c, j] = at[i, j]
-                            pair_tmp[lv, c, j] = tmp[i, j]
-                        n_pairs[lv] = c + 1
-            if m1 > 0:
-                _step_product(tmp[:m1], AT, row_level, beta[:m1], acc, gin, gout, sel)
-            for i in range(m1):
-                f = first[i] + t
-                if c_lo[i] <= f < c_hi[i]:
-                    r = index[f]
-                    g_sum = _row_dot(at, i, beta, i)
-                    ginv = 1.0 / g_sum if g_sum > 0.0 else 0.0
+                            tmp[i, j] = 0.0
+                else:
+                    for i in range(m1):
+                        f1 = first[i] + t + 1
+                        if c_lo[i] <= f1 < c_hi[i]:
+                            lv = t_level[qn + i]
+                            c = n_pairs[lv]
+                            if c == _COUNT_ROWS:
+                                _add_outer(pair_alpha[lv], pair_tmp[lv], sums[lv], prod)
+                                c = 0
+                            for j in range(K):
+                                pair_alpha[lv, c, j] = at[i, j]
+                                pair_tmp[lv, c, j] = tmp[i, j]
+                            n_pairs[lv] = c + 1
+                if m1 > 0:
+                    _step_product(tmp[:m1], AT, row_level, beta[:m1], acc, gin, gout, sel)
+                for i in range(m1, m):  # sequences whose last frame is t
                     for j in range(K):
-                        emis_counts[r, j] += at[i, j] * beta[i, j] * ginv
-                    if t == 0:
+                        beta[i, j] = 1.0
+                # The rows of step t - 1's tmp_t (those of the m sequences running at
+                # t), after the count product of the pending rows where the buffer is
+                # full, so that the pass below that reads beta_t writes them as well.
+                if t > 0:
+                    base = 0
+                    if aligned:
+                        o_p = offset[t - 1]
+                        m_p = active[t - 1]
+                        if hi - o_p > cap:
+                            _add_outer(alpha[o_p + m_p:hi], tbuf[cap - (hi - o_p - m_p):cap],
+                                       sums[0], prod)
+                            hi = o_p + m_p
+                        base = cap - (hi - o_p)
+                    tmp = tbuf[base:base + m]
+                # gamma_t: into emis_counts, or with a per-frame table into the tile
+                # (added to emis_counts below, a sequence's run of rows at a time)
+                for i in range(m):
+                    f = first[i] + t
+                    q = q0 + i
+                    if c_lo[i] <= f < c_hi[i]:
+                        if i < m1:
+                            g_sum = _row_dot(at, i, beta, i)
+                            ginv = 1.0 / g_sum if g_sum > 0.0 else 0.0
+                        else:  # the last frame: gamma is alpha
+                            ginv = 1.0
+                        if per_frame:
+                            for j in range(K):
+                                t_gam[q, j] = at[i, j] * beta[i, j] * ginv
+                        else:
+                            r = t_row[q]
+                            for j in range(K):
+                                emis_counts[r, j] += at[i, j] * beta[i, j] * ginv
+                        if t == 0:
+                            for j in range(K):
+                                start_counts[j] += at[i, j] * beta[i, j] * ginv
+                    if t > 0:
+                        z = zeta[o + i]
+                        inv = 1.0 / z if z > 0.0 else 0.0
+                        r = q if per_frame else t_row[q]
                         for j in range(K):
-                            start_counts[j] += at[i, j] * beta[i, j] * ginv
-            for i in range(m1, m):  # sequences whose last frame is t
-                f = first[i] + t
-                for j in range(K):
-                    beta[i, j] = 1.0
-                if c_lo[i] <= f < c_hi[i]:
-                    r = index[f]
-                    for j in range(K):
-                        emis_counts[r, j] += at[i, j]
-                    if t == 0:
-                        for j in range(K):
-                            start_counts[j] += at[i, j]
+                            tmp[i, j] = src[r, j] * beta[i, j] * inv
+                        if L > 1:
+                            row_level[i] = t_level[q]
+            if per_frame:
+                for i in range(active[t0]):
+                    f0 = first[i]
+                    for t in range(t0, min(t1, lengths[order[lo + i]])):
+                        if c_lo[i] <= f0 + t < c_hi[i]:
+                            q = (t - t0) * gn + i
+                            r = t_row[q]
+                            for j in range(K):
+                                emis_counts[r, j] += t_gam[q, j]
+            t1 = t0
         if aligned:
             _add_outer(alpha[:hi], tbuf[cap - hi:cap], sums[0], prod)
     if not want_posteriors:

@@ -107,12 +107,12 @@ def test_batched_equals_per_sequence_on_impossible_frames(L):
 
 @pytest.mark.parametrize(("L", "counted"), [(1, False), (2, True)])
 def test_batched_equals_per_sequence_over_several_groups(L, counted):
-    """Long sequences run in several groups (each a few megabytes of forward variables),
+    """Long sequences run in several groups (each some megabytes of forward variables),
     which share the statistics."""
     K = 13
-    lengths = np.random.default_rng(4).integers(1, 2500, size=90)
+    lengths = np.random.default_rng(4).integers(1, 2500, size=300)
     order = np.argsort(-lengths, kind="mergesort")
-    bounds = length_groups(lengths, order, K)
+    bounds = length_groups(lengths, order, K * 8)
     assert bounds.size > 3 and np.all(np.diff(bounds)[:-1] >= 32)
     args = _problem(K, lengths, L, rows=9, counted=counted, seed=8)
     for want in (True, False):
