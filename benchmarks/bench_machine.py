@@ -245,6 +245,36 @@ for _K in (20, 50, 100):
             _register_batched(_K, _S, True)
 
 
+@workload("machine-fb-batch-crossover", per="call", repeats=1, warmup=False,
+          stem="machine", compare=False)
+def fb_batch_crossover(quick):
+    """Where the batched forward-backward starts to pay: per table kind, K and S, the CPU
+    time of the batched pass and ``speedup``, the per-sequence pass's time over it, on S
+    sequences of 200 frames (the thresholds of ``sklearn_vb.hmm.forward_backward_batched``)."""
+    from sklearn_vb.hmm.forward_backward import forward_backward_scaled_levels_as
+
+    N = 50 if quick else 200
+
+    def point(K, S, frame_table):
+        args = _sequences_problem(K, S, N, frame_table)
+        limits = _single_thread_blas()
+        try:
+            for batched in (True, False):  # compiled before the timing
+                forward_backward_scaled_levels_as(*args, True, batched)
+            batched = _best_of(lambda: forward_backward_scaled_levels_as(*args, True, True),
+                               repeats=5)
+            single = _best_of(lambda: forward_backward_scaled_levels_as(*args, True, False),
+                              repeats=5)
+        finally:
+            if limits is not None:
+                limits.unregister()
+        return {"n_iter": None, "elapsed_s": batched, "speedup": single / batched}
+
+    return {f"{'frame table' if f else 'categorical'} K={K} S={S}":
+            (lambda K=K, S=S, f=f: point(K, S, f))
+            for f in (False, True) for K in (4, 6, 8, 10, 12, 16) for S in (16, 64, 256)}
+
+
 def _hmm_fit_candidates(emission, quick):
     from sklearn_vb import VBHiddenMarkov
     from sklearn_vb.datasets import make_hmm_sequences
