@@ -52,12 +52,13 @@ _BLAS_ROWS = 8
 #: sequences (total frames / longest length) ...
 BATCH_MIN_ROWS = 8
 #: ... and the model has at least this many states, with an emission table of a few
-#: rows shared by the frames (the symbols of categorical emissions) ...
-BATCH_MIN_STATES = 10
+#: rows shared by the frames (the symbols of categorical emissions) ... (both state
+#: thresholds from the benchmark workload ``machine-fb-batch-crossover``)
+BATCH_MIN_STATES = 8
 #: ... or at least this many with a table of one row per frame (continuous emissions),
 #: whose rows (and per-frame counts) the batched order copies to and from the order
 #: of its steps
-BATCH_MIN_STATES_FRAME_TABLE = 16
+BATCH_MIN_STATES_FRAME_TABLE = 10
 
 #: the sequences run in groups whose frames take about this many bytes in the arrays a
 #: pass streams (the forward variables; with a per-frame table also its rows and the
