@@ -245,6 +245,21 @@ for _K in (20, 50, 100):
             _register_batched(_K, _S, True)
 
 
+def _speedup_point(batched, single, clock=time.thread_time):
+    """CPU time of ``batched()`` (best of five, one BLAS thread, both compiled first) and
+    ``speedup``, the time of ``single()`` over it: one point of a crossover workload."""
+    limits = _single_thread_blas()
+    try:
+        batched()
+        single()
+        t_batched = _best_of(batched, repeats=5, clock=clock)
+        t_single = _best_of(single, repeats=5, clock=clock)
+    finally:
+        if limits is not None:
+            limits.unregister()
+    return {"n_iter": None, "elapsed_s": t_batched, "speedup": t_single / t_batched}
+
+
 @workload("machine-fb-batch-crossover", per="call", repeats=1, warmup=False,
           stem="machine", compare=False)
 def fb_batch_crossover(quick):
@@ -257,18 +272,8 @@ def fb_batch_crossover(quick):
 
     def point(K, S, frame_table):
         args = _sequences_problem(K, S, N, frame_table)
-        limits = _single_thread_blas()
-        try:
-            for batched in (True, False):  # compiled before the timing
-                forward_backward_scaled_levels_as(*args, True, batched)
-            batched = _best_of(lambda: forward_backward_scaled_levels_as(*args, True, True),
-                               repeats=5)
-            single = _best_of(lambda: forward_backward_scaled_levels_as(*args, True, False),
-                              repeats=5)
-        finally:
-            if limits is not None:
-                limits.unregister()
-        return {"n_iter": None, "elapsed_s": batched, "speedup": single / batched}
+        return _speedup_point(lambda: forward_backward_scaled_levels_as(*args, True, True),
+                              lambda: forward_backward_scaled_levels_as(*args, True, False))
 
     return {f"{'frame table' if f else 'categorical'} K={K} S={S}":
             (lambda K=K, S=S, f=f: point(K, S, f))
@@ -614,18 +619,9 @@ def kalman_batch_crossover(quick):
     def point(k, S):
         args = _lds_batch_problem(k, 2 * k, S, T)
         groups = [np.arange(S)]
-        limits = _single_thread_blas()
-        try:
-            kb.vb_kalman_smoother_grouped(*args, groups=groups, shared=True)
-            vb_kalman_smoother(*args)
-            batched = _best_of(lambda: kb.vb_kalman_smoother_grouped(
-                *args, groups=groups, shared=True), repeats=5, clock=time.process_time)
-            single = _best_of(lambda: vb_kalman_smoother(*args), repeats=5,
-                              clock=time.process_time)
-        finally:
-            if limits is not None:
-                limits.unregister()
-        return {"n_iter": None, "elapsed_s": batched, "speedup": single / batched}
+        return _speedup_point(
+            lambda: kb.vb_kalman_smoother_grouped(*args, groups=groups, shared=True),
+            lambda: vb_kalman_smoother(*args), clock=time.process_time)
 
     return {f"k={k} S={S}": (lambda k=k, S=S: point(k, S))
             for k in (4, 8, 16) for S in (1, 2, 4, 8, 16)}
